@@ -1,0 +1,148 @@
+/* commscope ping-pong: OSU-style latency test that keeps every repetition.
+ *
+ * Ranks are split in two halves: rank i (i < P/2) plays ping-pong with rank
+ * i + P/2, so P ranks give K = P/2 concurrent pairs (the ppn of the max-rate
+ * model when the halves sit on two nodes, or K pairs sharing one node).  All
+ * pairs run the same size at the same time, started together by a barrier.
+ * Each repetition's one-way time (round trip / 2) is kept, labelled with the
+ * pair's locality taken from where the ranks actually run.
+ */
+#include "cs_common.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LARGE_MESSAGE (8 * 1024) /* OSU: fewer iterations above this size */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cs_pingpong [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-I LARGE_ITERS]\n"
+            "                   [-X LARGE_WARMUP] [--out DIR]\n"
+            "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
+}
+
+int main(int argc, char **argv)
+{
+    long long min_size = 1, max_size = 4 << 20;
+    int iters = 1000, warmup = 100, large_iters = 100, large_warmup = 10;
+    const char *out = NULL;
+    int rank, size, provided;
+    static struct option longopts[] = {{"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    for (int c; (c = getopt_long(argc, argv, "m:i:x:I:X:o:h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'm':
+            if (cs_parse_range(optarg, &min_size, &max_size) != 0)
+                cs_die("-m: expected MIN:MAX sizes, got '%s'", optarg);
+            break;
+        case 'i': iters = atoi(optarg); break;
+        case 'x': warmup = atoi(optarg); break;
+        case 'I': large_iters = atoi(optarg); break;
+        case 'X': large_warmup = atoi(optarg); break;
+        case 'o': out = optarg; break;
+        default:
+            if (rank == 0)
+                usage();
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (size < 2 || size % 2)
+        cs_die("needs an even number of ranks, got %d", size);
+    if (iters < 1 || large_iters < 1 || warmup < 0 || large_warmup < 0)
+        cs_die("iteration counts must be positive");
+
+    int pairs = size / 2, half = pairs;
+    int peer = rank < half ? rank + half : rank - half;
+    int is_sender = rank < half;
+    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, places);
+
+    char *sbuf = malloc(max_size > 0 ? max_size : 1);
+    char *rbuf = malloc(max_size > 0 ? max_size : 1);
+    memset(sbuf, 'a', max_size > 0 ? max_size : 1);
+    int max_iters = iters > large_iters ? iters : large_iters;
+    double *times = malloc(sizeof(double) * max_iters);
+    double *all = rank == 0 ? malloc(sizeof(double) * max_iters * half) : NULL;
+
+    FILE *samples = NULL;
+    long nsizes = 0;
+    for (long long s = min_size; s <= max_size; s = s ? s * 2 : 1)
+        nsizes++;
+    if (rank == 0) {
+        if (out) {
+            cs_write_placement(out, places, size);
+            samples = cs_open_table(out, "samples.csv", "size_bytes,pair,rep,time_s,locality,pairs");
+        }
+        printf("# commscope ping-pong (OSU style), %d pair(s), one-way latency\n", pairs);
+        for (int p = 0; p < pairs; p++)
+            printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, p,
+                   places[p].host, places[p].cpu, p + half, places[p + half].host,
+                   places[p + half].cpu, cs_locality(&places[p], &places[p + half]));
+        printf("%-12s %14s %14s %14s %10s\n", "# Size", "Avg Lat(us)", "Min Lat(us)",
+               "Max Lat(us)", "Iterations");
+        fflush(stdout);
+    }
+
+    long done = 0;
+    for (long long s = min_size; s <= max_size; s = s ? s * 2 : 1) {
+        int n = s > LARGE_MESSAGE ? large_iters : iters;
+        int w = s > LARGE_MESSAGE ? large_warmup : warmup;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int r = -w; r < n; r++) {
+            double t0 = MPI_Wtime();
+            if (is_sender) {
+                MPI_Send(sbuf, (int)s, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)s, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(rbuf, (int)s, MPI_CHAR, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)s, MPI_CHAR, peer, 1, MPI_COMM_WORLD);
+            }
+            if (r >= 0)
+                times[r] = (MPI_Wtime() - t0) / 2.0;
+        }
+        /* Senders hold the pair's samples; gather them on rank 0 (a sub-range
+         * of MPI_COMM_WORLD: the first half of the ranks). */
+        if (rank == 0) {
+            memcpy(all, times, sizeof(double) * n);
+            for (int p = 1; p < half; p++)
+                MPI_Recv(all + (size_t)p * n, n, MPI_DOUBLE, p, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            double sum = 0, lo = all[0], hi = all[0];
+            for (long k = 0; k < (long)n * half; k++) {
+                sum += all[k];
+                lo = all[k] < lo ? all[k] : lo;
+                hi = all[k] > hi ? all[k] : hi;
+            }
+            printf("%-12lld %14.2f %14.2f %14.2f %10d\n", s, 1e6 * sum / ((double)n * half),
+                   1e6 * lo, 1e6 * hi, n);
+            fflush(stdout);
+            if (samples)
+                for (int p = 0; p < half; p++) {
+                    const char *loc = cs_locality(&places[p], &places[p + half]);
+                    for (int r = 0; r < n; r++)
+                        fprintf(samples, "%lld,%d,%d,%.9e,%s,%d\n", s, p, r,
+                                all[(size_t)p * n + r], loc, pairs);
+                }
+            cs_progress(++done, nsizes, "size");
+        } else if (is_sender) {
+            MPI_Send(times, n, MPI_DOUBLE, 0, 2, MPI_COMM_WORLD);
+        }
+    }
+    if (samples)
+        fclose(samples);
+    free(sbuf);
+    free(rbuf);
+    free(times);
+    free(all);
+    free(places);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,190 @@
+#define _GNU_SOURCE
+#include "cs_common.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int read_int_file(const char *path, int fallback)
+{
+    FILE *f = fopen(path, "r");
+    int v = fallback;
+    if (!f)
+        return fallback;
+    if (fscanf(f, "%d", &v) != 1)
+        v = fallback;
+    fclose(f);
+    return v;
+}
+
+static int numa_of_cpu(int cpu)
+{
+    char path[256];
+    for (int node = 0; node < 1024; node++) {
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpu%d", node, cpu);
+        if (access(path, F_OK) == 0)
+            return node;
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", node);
+        if (access(path, F_OK) != 0 && node > 0)
+            break;
+    }
+    return -1;
+}
+
+void cs_place_self(cs_place_t *p, int rank)
+{
+    char path[256];
+    cpu_set_t mask;
+    memset(p, 0, sizeof *p);
+    p->rank = rank;
+    gethostname(p->host, CS_HOST_MAX - 1);
+    p->cpu = sched_getcpu();
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", p->cpu);
+    p->socket = read_int_file(path, -1);
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", p->cpu);
+    p->core = read_int_file(path, -1);
+    p->numa = numa_of_cpu(p->cpu);
+    p->bound = (sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1);
+}
+
+void cs_place_allgather(MPI_Comm comm, cs_place_t *all)
+{
+    int rank;
+    cs_place_t me;
+    MPI_Comm_rank(comm, &rank);
+    cs_place_self(&me, rank);
+    MPI_Allgather(&me, sizeof me, MPI_BYTE, all, sizeof me, MPI_BYTE, comm);
+}
+
+const char *cs_locality(const cs_place_t *a, const cs_place_t *b)
+{
+    if (strcmp(a->host, b->host) != 0)
+        return "inter-node";
+    if (a->socket >= 0 && b->socket >= 0 && a->socket != b->socket)
+        return "cross-socket";
+    return "intra-socket";
+}
+
+int cs_mkdir_p(const char *dir)
+{
+    char buf[4096];
+    size_t n = strlen(dir);
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, dir, n + 1);
+    for (char *q = buf + 1; *q; q++) {
+        if (*q == '/') {
+            *q = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+                return -1;
+            *q = '/';
+        }
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+void cs_write_placement(const char *dir, const cs_place_t *all, int n)
+{
+    FILE *f = cs_open_table(dir, "placement.csv", "rank,host,cpu,socket,core,numa,bound");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%d,%s,%d,%d,%d,%d,%d\n", all[i].rank, all[i].host, all[i].cpu,
+                all[i].socket, all[i].core, all[i].numa, all[i].bound);
+    fclose(f);
+}
+
+FILE *cs_open_table(const char *dir, const char *name, const char *header)
+{
+    char path[4096];
+    FILE *f;
+    if (cs_mkdir_p(dir) != 0)
+        cs_die("cannot create output directory %s: %s", dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (!f)
+        cs_die("cannot write %s: %s", path, strerror(errno));
+    setvbuf(f, NULL, _IOLBF, 0);
+    fprintf(f, "%s\n", header);
+    return f;
+}
+
+void cs_progress(long done, long total, const char *label)
+{
+    fprintf(stderr, "@progress %ld %ld %s\n", done, total, label ? label : "");
+    fflush(stderr);
+}
+
+void cs_die(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "commscope native: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+    exit(2);
+}
+
+long long cs_parse_size(const char *s)
+{
+    char *end;
+    long long v;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0)
+        return -1;
+    if (*end == 'K' || *end == 'k')
+        v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        v <<= 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        v <<= 30, end++;
+    if (*end == 'i')
+        end++;
+    if (*end == 'B')
+        end++;
+    return *end ? -1 : v;
+}
+
+int cs_parse_range(const char *s, long long *min, long long *max)
+{
+    char buf[128];
+    char *colon;
+    if (!s || strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    colon = strchr(buf, ':');
+    if (colon) {
+        *colon = '\0';
+        *min = colon == buf ? 0 : cs_parse_size(buf);
+        *max = cs_parse_size(colon + 1);
+    } else {
+        *min = 0;
+        *max = cs_parse_size(buf);
+    }
+    return (*min < 0 || *max < 0 || *min > *max) ? -1 : 0;
+}
+
+double cs_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+void cs_spin(double seconds)
+{
+    double end = cs_clock() + seconds;
+    while (cs_clock() < end)
+        ;
+}

@@ -1,0 +1,1 @@
+"""Drivers for the native benchmarks: build, launch, and land results in a run directory."""

@@ -1,0 +1,101 @@
+"""Running a native benchmark into a run directory: the steps every benchmark shares.
+
+1. select the MPI and build the native program against it;
+2. create the run directory and record what will run (parameters, seeds, MPI,
+   launcher flags and why, node topology);
+3. launch the job with ``--out <run>/raw`` so samples land on disk as measured;
+4. record where each rank ran (``raw/placement.csv``), convert the tables to
+   Parquet and stamp the status and end time.
+
+A job that fails or is interrupted still leaves a run directory whose status says
+so, with every sample written before the failure.
+"""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+from .. import launch, mpi as mpimod
+from ..errors import EnvironmentProblem
+from ..paths import default_runs_root
+from ..runs import Run
+from ..topology import node_topology
+
+
+def mpi_info(mpi):
+    """What the MPI says about itself (cs_mpiinfo output), cached per build tree."""
+    bdir = mpimod.build(mpi)
+    cache = bdir / "mpiinfo.json"
+    if cache.exists():
+        try:
+            return json.loads(cache.read_text())
+        except json.JSONDecodeError:
+            pass
+    plan = launch.plan_launch(mpi, 1, bdir / "cs_mpiinfo")
+    res = launch.run_job(plan, echo=False, progress=False, timeout=120)
+    if res.returncode != 0:
+        raise EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name}:\n{res.stderr.strip()}")
+    try:
+        info = json.loads(res.stdout)
+    except json.JSONDecodeError as exc:
+        raise EnvironmentProblem(f"cs_mpiinfo printed malformed JSON: {exc}") from None
+    cache.write_text(json.dumps(info, indent=2))
+    return info
+
+
+def read_placement(path):
+    """raw/placement.csv -> list of dicts (empty when the job died before writing it)."""
+    if not Path(path).exists():
+        return []
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    for row in rows:
+        for key in ("rank", "cpu", "socket", "core", "numa", "bound"):
+            if key in row:
+                row[key] = int(row[key])
+    return rows
+
+
+def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=None,
+                  mpi_spec=None, runs_root=None, hosts=None, ranks_per_node=None,
+                  bind="auto", timeout=None, echo=True, progress=True, run_name=None,
+                  extra_env=None):
+    """Build and run native program ``cs_<program>`` and return the finished :class:`Run`.
+
+    ``args`` are the program's own options (``--out`` is added).  Raises
+    EnvironmentProblem when the job fails; the run directory is kept with
+    status "failed" and whatever samples were written.
+    """
+    mpi = mpimod.select_mpi(mpi_spec)
+    binary = mpimod.binary(mpi, program)
+    info = mpi_info(mpi)
+    run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
+                     name=run_name)
+    plan = launch.plan_launch(mpi, nranks, binary, [*args, "--out", run.raw_dir],
+                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
+                              bind=bind)
+    if extra_env:
+        plan.env.update(extra_env)
+    run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
+        "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
+    run.meta["launch"] = plan.to_dict()
+    run.meta["hosts"] = plan.hosts
+    run.meta["topology"] = node_topology()
+    run.save_meta()
+    status, res = "failed", None
+    try:
+        res = launch.run_job(plan, title=kind, timeout=timeout, echo=echo, progress=progress)
+        (run.path / "stdout.txt").write_text(res.stdout)
+        if res.stderr:
+            (run.path / "stderr.txt").write_text(res.stderr)
+        status = "complete" if res.returncode == 0 else "failed"
+    finally:
+        run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
+        run.finish(status, wall_s=round(res.wall_s, 3) if res else None)
+    if status != "complete":
+        tail = "\n".join(res.stderr.strip().splitlines()[-15:])
+        raise EnvironmentProblem(
+            f"{kind} job exited with status {res.returncode}; partial results kept in "
+            f"{run.path}\n{tail}")
+    return run

@@ -1,0 +1,36 @@
+"""Ping-pong benchmark driver (004 Sec. 2; OSU latency conventions)."""
+
+from ..errors import InputError
+from ..runs import register_table
+from .driver import run_benchmark
+
+register_table("pingpong", "samples", {
+    "size_bytes": "i", "pair": "i", "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"})
+
+DEFAULTS = dict(min_size=1, max_size=4 << 20, iters=1000, warmup=100,
+                large_iters=100, large_warmup=10)
+
+
+def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
+                 large_iters=100, large_warmup=10, **launch_kw):
+    """Run the ping-pong with ``pairs`` concurrent pairs (2*pairs ranks).
+
+    Sizes are the powers of two from ``min_size`` to ``max_size``; sizes above
+    8 KiB use ``large_iters``/``large_warmup`` as OSU does.  Every repetition's
+    one-way time (half the round trip) is kept in the ``samples`` table with
+    the pair's locality.  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
+    runs_root, hosts, ranks_per_node, ...).
+    """
+    if pairs < 1:
+        raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
+    if not 0 <= min_size <= max_size:
+        raise InputError("-m", None, f"need 0 <= MIN <= MAX, got {min_size}:{max_size}")
+    for name, v in dict(iters=iters, large_iters=large_iters).items():
+        if v < 1:
+            raise InputError(f"--{name.replace('_', '-')}", None, f"must be at least 1, got {v}")
+    params = dict(pairs=pairs, min_size=min_size, max_size=max_size, iters=iters,
+                  warmup=warmup, large_iters=large_iters, large_warmup=large_warmup)
+    args = ["-m", f"{min_size}:{max_size}", "-i", iters, "-x", warmup,
+            "-I", large_iters, "-X", large_warmup]
+    return run_benchmark("pingpong", "pingpong", args, nranks=2 * pairs, parameters=params,
+                         **launch_kw)

@@ -1,0 +1,80 @@
+"""The ``commscope`` command line: a thin shell over the library.
+
+Every module in ``commscope.commands`` defines ``register(registry)`` and adds its
+commands; this file only wires them together, so a new command never edits it.
+Command handlers take the parsed ``args`` and return an exit status.
+"""
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__
+from .errors import EnvironmentProblem, InputError
+
+GROUP_HELP = {
+    "bench": "run an MPI benchmark into a run directory",
+    "model": "evaluate the papers' models (tables or --json)",
+    "stats": "statistics: extreme values, bootstrap, thread arrivals",
+    "predict": "predict from measured runs with the models",
+}
+
+
+class Registry:
+    """Hands out parsers to command modules; groups (``bench``, ``model`` ...) are shared."""
+
+    def __init__(self, parser):
+        self._sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+        self._sub.required = True
+        self._groups = {}
+
+    def command(self, name, help, description=None, **kw):
+        return self._sub.add_parser(
+            name, help=help, description=description or help,
+            formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+
+    def group_command(self, group, name, help, description=None, **kw):
+        if group not in self._groups:
+            gp = self.command(group, GROUP_HELP.get(group, group))
+            sub = gp.add_subparsers(dest="subcommand", metavar="KIND")
+            sub.required = True
+            self._groups[group] = sub
+        return self._groups[group].add_parser(
+            name, help=help, description=description or help,
+            formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="commscope",
+        description="Measure, instrument and model MPI communication in multithreaded codes.",
+    )
+    parser.add_argument("--version", action="version", version=f"commscope {__version__}")
+    registry = Registry(parser)
+    from . import commands
+    for mod in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
+        module = importlib.import_module(f"{commands.__name__}.{mod}")
+        if hasattr(module, "register"):
+            module.register(registry)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"commscope: error: {exc}", file=sys.stderr)
+        return 2
+    except EnvironmentProblem as exc:
+        print(f"commscope: {exc}", file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("commscope: interrupted; samples already written are kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

