@@ -71,6 +71,9 @@ def main(argv=None):
     except EnvironmentProblem as exc:
         print(f"commscope: {exc}", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("commscope: interrupted; samples already written are kept", file=sys.stderr)
         return 130

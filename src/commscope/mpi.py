@@ -107,8 +107,10 @@ def build_dir(mpi):
     return build_root() / mpi.build_id
 
 
-def build(mpi, quiet=True):
+def build(mpi, target=None, quiet=True):
     """Configure (once) and build the native tree for ``mpi``; returns the build dir.
+
+    ``target`` (e.g. "cs_pingpong") builds just that program and what it needs.
 
     Incremental: CMake rebuilds only what changed. A lock keeps concurrent
     commscope processes (e.g. parallel tests) from building the same tree at once.
@@ -121,7 +123,8 @@ def build(mpi, quiet=True):
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
             _run_build(["cmake", "-S", str(native_dir()), "-B", str(bdir),
                         f"-DCMAKE_C_COMPILER={mpi.mpicc}", *gen], bdir, quiet)
-        _run_build(["cmake", "--build", str(bdir), "--parallel", "2"], bdir, quiet)
+        cmd = ["cmake", "--build", str(bdir), "--parallel", "2"]
+        _run_build(cmd + (["--target", target] if target else []), bdir, quiet)
     return bdir
 
 
@@ -135,7 +138,7 @@ def _run_build(cmd, bdir, quiet):
 
 def binary(mpi, name, quiet=True):
     """Path of the native program ``cs_<name>`` built against ``mpi`` (built if needed)."""
-    path = build(mpi, quiet=quiet) / f"cs_{name}"
+    path = build(mpi, target=f"cs_{name}", quiet=quiet) / f"cs_{name}"
     if not path.exists():
         raise EnvironmentProblem(f"native program cs_{name} was not built (see {build_dir(mpi)})")
     return path

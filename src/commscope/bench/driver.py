@@ -25,14 +25,16 @@ from ..topology import node_topology
 
 def mpi_info(mpi):
     """What the MPI says about itself (cs_mpiinfo output), cached per build tree."""
-    bdir = mpimod.build(mpi)
-    cache = bdir / "mpiinfo.json"
+    program = mpimod.binary(mpi, "mpiinfo")
+    cache = program.parent / "mpiinfo.json"
     if cache.exists():
         try:
             return json.loads(cache.read_text())
         except json.JSONDecodeError:
             pass
-    plan = launch.plan_launch(mpi, 1, bdir / "cs_mpiinfo")
+    # Two ranks: transports for peers (e.g. Open MPI's shared-memory BTL, whose
+    # eager limit matters) only load when there is a peer.
+    plan = launch.plan_launch(mpi, 2, program)
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     if res.returncode != 0:
         raise EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name}:\n{res.stderr.strip()}")
@@ -78,7 +80,8 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     if extra_env:
         plan.env.update(extra_env)
     run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
-        "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
+        "library_version", "mpi_version", "thread_level_provided", "partitioned",
+        "eager_cvars")}}
     run.meta["launch"] = plan.to_dict()
     run.meta["hosts"] = plan.hosts
     run.meta["topology"] = node_topology()

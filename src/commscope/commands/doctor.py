@@ -1,0 +1,27 @@
+"""commscope doctor"""
+
+from .. import doctor
+from ..output import dump_json
+
+
+def register(registry):
+    p = registry.command(
+        "doctor", help="check the MPI, launcher, threads, OMPT, topology and MPI_T variables",
+        description="What a user checks first: the MPI in use (MPI_Get_library_version), its "
+                    "launcher, the thread level provided, whether MPI-4 partitioned calls and "
+                    "OMPT are available, the node topology, and the MPI_T variables "
+                    "(counts, queue-related performance variables, eager/rendezvous limits).\n\n"
+                    "example:\n  commscope doctor --mpi mpich --json")
+    p.add_argument("--mpi", default=None, metavar="NAME|MPICC",
+                   help="openmpi (default), mpich, or the path of an mpicc")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    findings = doctor.diagnose(args.mpi)
+    if args.json:
+        dump_json(findings)
+    else:
+        print(doctor.format_report(findings))
+    return 0

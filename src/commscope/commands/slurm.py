@@ -1,0 +1,40 @@
+"""commscope slurm"""
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..slurm import batch_script
+
+
+def register(registry):
+    p = registry.command(
+        "slurm", help="write a Slurm batch script for a multi-node study",
+        description="Write an sbatch script that runs a commscope study across nodes: inter-node "
+                    "ping-pong, a multi-pair run for the injection limit, HighVolumePingPong, "
+                    "the fit and the report. Steps can be replaced with --step.\n\n"
+                    "example:\n  commscope slurm --nodes 2 --ntasks-per-node 32 -o study.sbatch"
+                    "\n  sbatch study.sbatch")
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--ntasks-per-node", type=int, default=2)
+    p.add_argument("--time", default="00:30:00", help="wall-time limit (default %(default)s)")
+    p.add_argument("--partition")
+    p.add_argument("--account")
+    p.add_argument("--step", action="append", metavar="CMD",
+                   help="a commscope command line to run (repeatable; replaces the default "
+                        "steps; {ppn} and {nodes} are substituted)")
+    p.add_argument("-o", "--output", default="-", help="script path, or - for stdout")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    text = batch_script(args.nodes, args.ntasks_per_node, time=args.time,
+                        partition=args.partition, account=args.account, steps=args.step)
+    if args.output == "-":
+        print(text, end="")
+        return 0
+    out = Path(args.output)
+    if out.exists():
+        raise InputError(out, None, "exists; not overwriting it")
+    out.write_text(text)
+    print(out)
+    return 0

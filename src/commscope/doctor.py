@@ -1,0 +1,91 @@
+"""``commscope doctor``: what a user checks first about this machine and its MPI."""
+
+import glob
+import os
+import shutil
+
+from . import launch, mpi as mpimod
+from .bench.driver import mpi_info
+from .topology import node_topology
+
+OMPT_HEADER_GLOBS = ["/usr/lib/llvm-*/lib/clang/*/include/omp-tools.h",
+                     "/usr/lib/llvm-*/include/omp-tools.h", "/usr/include/omp-tools.h",
+                     "/usr/local/include/omp-tools.h"]
+LIBOMP_GLOBS = ["/usr/lib/llvm-*/lib/libomp.so*", "/usr/lib/x86_64-linux-gnu/libomp.so*",
+                "/usr/local/lib/libomp.so*"]
+
+
+def ompt_status():
+    """OMPT needs LLVM's libomp (GCC's libgomp has no OMPT); report what is installed."""
+    headers = sorted(h for g in OMPT_HEADER_GLOBS for h in glob.glob(g))
+    libs = sorted(lib for g in LIBOMP_GLOBS for lib in glob.glob(g))
+    return {
+        "available": bool(headers and libs),
+        "header": headers[0] if headers else None,
+        "libomp": libs[0] if libs else None,
+        "hint": None if headers and libs else
+        "OMPT needs LLVM's libomp: apt-get install clang-14 libomp-14-dev (root)",
+    }
+
+
+def diagnose(mpi_spec=None):
+    """Collect the doctor's findings as a dict (the CLI prints or dumps it)."""
+    mpi = mpimod.select_mpi(mpi_spec)
+    info = mpi_info(mpi)
+    slurm = launch.in_slurm_allocation()
+    return {
+        "mpi": {
+            "name": mpi.name,
+            "flavor": mpi.flavor,
+            "mpicc": mpi.mpicc,
+            "library_version": info.get("library_version", "").strip(),
+            "mpi_version": info.get("mpi_version"),
+            "thread_level_provided": info.get("thread_level_provided"),
+            "partitioned": info.get("partitioned"),
+            "build_dir": str(mpimod.build_dir(mpi)),
+        },
+        "launcher": {
+            "default": "srun" if slurm else "mpiexec",
+            "mpiexec": mpi.mpiexec,
+            "srun": shutil.which("srun"),
+            "slurm_allocation": os.environ.get("SLURM_JOB_ID"),
+            "running_as_root": os.geteuid() == 0,
+        },
+        "ompt": ompt_status(),
+        "topology": node_topology(),
+        "mpi_t": {
+            "available": info.get("mpi_t", False),
+            "cvar_count": info.get("cvar_count", 0),
+            "pvar_count": info.get("pvar_count", 0),
+            "queue_pvars": [v["name"] for v in info.get("queue_pvars", [])],
+            "eager_cvars": {v["name"]: v.get("value") for v in info.get("eager_cvars", [])},
+        },
+    }
+
+
+def format_report(d):
+    """Human-readable doctor output."""
+    m, la, o, t, mt = d["mpi"], d["launcher"], d["ompt"], d["topology"], d["mpi_t"]
+    yes = lambda b: "yes" if b else "no"  # noqa: E731
+    lines = [
+        f"MPI             {m['name']} ({m['flavor']}), MPI {m['mpi_version']}",
+        f"  library       {m['library_version'].splitlines()[0] if m['library_version'] else '?'}",
+        f"  mpicc         {m['mpicc']}",
+        f"  thread level  {m['thread_level_provided']} (requested MPI_THREAD_MULTIPLE)",
+        f"  partitioned   {yes(m['partitioned'])} (MPI-4 MPI_Psend_init / MPI_Pready)",
+        f"launcher        {la['default']}: {la['mpiexec'] if la['default'] == 'mpiexec' else la['srun']}",
+        f"  as root       {yes(la['running_as_root'])}"
+        + (" (Open MPI root flags set automatically)"
+           if la["running_as_root"] and m["flavor"] == "openmpi" else ""),
+        f"  slurm         {la['slurm_allocation'] or 'not in an allocation'}",
+        f"OMPT            {yes(o['available'])}" + (f"  ({o['hint']})" if o["hint"] else f"  ({o['libomp']})"),
+        f"topology        {t['host']}: {t['sockets']} socket(s), {t['cores']} core(s), "
+        f"{t['hardware_threads']} hardware thread(s), {t['numa_nodes']} NUMA node(s)",
+        f"MPI_T           {yes(mt['available'])}: {mt['cvar_count']} control, "
+        f"{mt['pvar_count']} performance variables",
+        f"  queue pvars   {', '.join(mt['queue_pvars']) or 'none'}",
+    ]
+    eager = {k: v for k, v in mt["eager_cvars"].items() if v is not None}
+    if eager:
+        lines.append("  eager/rndv    " + ", ".join(f"{k}={v}" for k, v in eager.items()))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""The HTML report: one static file, figures inline, opens without a server."""

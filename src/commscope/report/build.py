@@ -1,0 +1,66 @@
+"""Assemble the report: metadata of every run plus the sections that know its kind."""
+
+import html
+import importlib
+import pkgutil
+from pathlib import Path
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .. import __version__
+from ..errors import InputError
+from ..runs import open_run, utc_now
+from . import sections
+
+
+def _section_modules():
+    mods = []
+    for info in sorted(pkgutil.iter_modules(sections.__path__), key=lambda m: m.name):
+        mod = importlib.import_module(f"{sections.__name__}.{info.name}")
+        if hasattr(mod, "render") and hasattr(mod, "KINDS"):
+            mods.append(mod)
+    return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
+
+
+def expand_run_paths(paths):
+    """Run directories named directly, or every run directory below a folder."""
+    out = []
+    for p in map(Path, paths):
+        if (p / "meta.json").exists():
+            out.append(p)
+        elif p.is_dir():
+            found = sorted(q.parent for q in p.glob("*/meta.json"))
+            if not found:
+                raise InputError(p, None, "holds no run directories (no */meta.json)")
+            out.extend(found)
+        else:
+            raise InputError(p, None, "no such run directory")
+    return out
+
+
+def build_report(run_paths, out_path, profile=None, overwrite=False):
+    """Write one static HTML report for the given runs; returns its path."""
+    out_path = Path(out_path)
+    if out_path.exists() and not overwrite:
+        raise InputError(out_path, None, "exists; not overwriting (choose another --out "
+                                         "or pass --overwrite)")
+    runs = [open_run(p) for p in expand_run_paths(run_paths)]
+    context = {"profile": profile, "all_runs": runs}
+    rendered = []
+    for mod in _section_modules():
+        chosen = [r for r in runs if r.kind in mod.KINDS]
+        if chosen:
+            body = mod.render(chosen, context)
+            if body:
+                rendered.append({"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1],
+                                 "body": body})
+    env = Environment(loader=PackageLoader("commscope.report", "templates"),
+                      autoescape=select_autoescape(["html"]))
+    page = env.get_template("report.html").render(
+        sections=rendered, runs=runs, version=__version__, generated=utc_now(),
+        profile=profile, esc=html.escape)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_path.with_suffix(".tmp")
+    tmp.write_text(page)
+    tmp.replace(out_path)
+    return out_path
