@@ -1,0 +1,121 @@
+"""``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (paper 004)."""
+
+import re
+import sys
+
+from ..errors import InputError
+from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_breakdown,
+                          predict_pattern)
+from ..models.profile import LOCALITIES, bluewaters_profile, load_profile
+from ..output import dump_json, print_table
+
+P2P_DESCRIPTION = """\
+Time of one message under the node-aware max-rate model (Bienz, Gropp, Olson 2018):
+protocol from the profile's breakpoints, T = alpha + ppn s / min(R_N, ppn R_b) for
+inter-node messages, the postal model alpha + s / R_b on the node.
+
+--profile takes a machine-profile JSON (see docs/machine-profile.md), a CSV in the
+Blue Waters table format, or the word "bluewaters" for the paper's Table 1.
+--size takes byte counts and doubling ranges A:B (A, 2A, 4A, ... <= B).
+
+examples:
+  commscope model p2p --profile bluewaters --size 1024 --locality inter-node --ppn 16
+  commscope model p2p --profile myprofile.json --size 1:4194304 --locality intra-socket --json
+"""
+
+PATTERN_DESCRIPTION = """\
+Per-rank modelled cost of a communication phase, split into the max-rate, queue-search
+(gamma n^2) and contention (delta * 2 h^3 b ppn) terms, as in the stacked bars of
+Bienz, Gropp, Olson 2018, Figs. 10-11, and the maximum over ranks.
+
+The CSV has columns rank, peer_locality, size_bytes[, count]: each row is `count`
+messages of `size_bytes` that `rank` sends to peers at that locality
+(intra-socket, cross-socket or intra-node, inter-node). A rank's messages are all in
+flight at once (n = its total count in the queue term).
+
+examples:
+  commscope model pattern --profile bluewaters --messages spmv_level3.csv --ppn 16 --hops 2
+  commscope model pattern --profile myprofile.json --messages pattern.csv --queue triangular --json
+"""
+
+
+def register(registry):
+    p = registry.group_command("model", "p2p", help="node-aware max-rate time of single messages",
+                               description=P2P_DESCRIPTION)
+    p.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
+    p.add_argument("--size", required=True, nargs="+", metavar="BYTES",
+                   help="message size(s) in bytes; A:B for a doubling range")
+    p.add_argument("--locality", required=True,
+                   help=f"one of {', '.join(LOCALITIES)} (intra-node = cross-socket)")
+    p.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_p2p)
+
+    q = registry.group_command("model", "pattern", help="per-rank cost of a message pattern",
+                               description=PATTERN_DESCRIPTION)
+    q.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
+    q.add_argument("--messages", required=True, metavar="CSV", help="message table")
+    q.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
+    q.add_argument("--hops", type=float, default=None,
+                   help="average network hops per byte, h of eq. 7 (contention omitted if not given)")
+    q.add_argument("--queue", choices=QUEUE_SEARCH_CASES, default="upper",
+                   help="queue search: upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, ordered = gamma n")
+    q.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    q.set_defaults(func=run_pattern)
+
+
+def resolve_profile(spec):
+    """A profile from a path, or the published Blue Waters profile for "bluewaters"."""
+    if str(spec).strip().lower() == "bluewaters":
+        return bluewaters_profile()
+    return load_profile(spec)
+
+
+def parse_sizes(items, source="--size"):
+    """Byte counts from ``["1024", "1:65536"]`` (A:B doubles from A up to B)."""
+    sizes = []
+    for item in items:
+        m = re.fullmatch(r"\s*(\d+)\s*(?::\s*(\d+)\s*)?", str(item))
+        if not m:
+            raise InputError(source, None, f"expected a byte count or A:B range, got {item!r}")
+        lo = int(m.group(1))
+        if m.group(2) is None:
+            sizes.append(lo)
+            continue
+        hi = int(m.group(2))
+        if lo < 1 or hi < lo:
+            raise InputError(source, None, f"range {item!r} needs 1 <= A <= B")
+        while lo <= hi:
+            sizes.append(lo)
+            lo *= 2
+    return sizes
+
+
+def run_p2p(args):
+    profile = resolve_profile(args.profile)
+    if args.ppn < 1:
+        raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
+    table = node_aware_breakdown(profile, parse_sizes(args.size), args.locality, args.ppn)
+    if args.json:
+        dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table.to_dict("records")})
+    else:
+        print_table(table, title=f"node-aware max-rate model, {args.locality}, ppn={args.ppn}")
+    return 0
+
+
+def run_pattern(args):
+    profile = resolve_profile(args.profile)
+    if args.ppn < 1:
+        raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
+    result = predict_pattern(profile, load_messages(args.messages), ppn=args.ppn,
+                             hops=args.hops, queue_search=args.queue)
+    if args.json:
+        dump_json(result.to_dict())
+        return 0
+    print_table(result.per_rank, title="per-rank modelled time (seconds)")
+    print()
+    print_table([{**result.term_max, "max_total_s": result.max_total_s, "max_rank": result.max_rank}],
+                title="maximum over ranks (each term separately, and the largest total)")
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0

@@ -1,0 +1,385 @@
+"""Fitting machine-profile parameters from ping-pong measurements (paper 004).
+
+Input is tidy: one row per timed repetition, every repetition kept.
+
+* ping-pong: ``size_bytes``, ``time_s`` (one-way time = half the round trip),
+  ``locality``, ``pairs`` (concurrently communicating pairs per node, i.e. ppn of eq. 2;
+  optional, default 1);
+* HighVolumePingPong: ``n_messages``, ``size_bytes``, ``order`` ("ordered" /
+  "reversed"), ``time_s``.
+
+Timings span about six decades (a 1-byte message against a 4 MiB one), so every fit
+minimises the *relative* error (least squares weighted by 1/t), and breakpoints and
+rates are found from the median time per size so that a few slow repetitions
+(OS noise) do not move them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import nnls
+
+from ..errors import InputError
+from .profile import (PROTOCOLS, Breakpoints, FitQuality, MachineProfile, ProtocolParams,
+                      canonical_locality, check_profile)
+
+
+# ------------------------------------------------------------------ input checks
+
+def _frame(df, columns, source):
+    """Validated copy of ``df`` with ``columns`` present; numeric columns coerced."""
+    if not isinstance(df, pd.DataFrame):
+        try:
+            df = pd.DataFrame(df)
+        except Exception:
+            raise InputError(source, None, "expected a table (DataFrame)") from None
+    if df.empty:
+        raise InputError(source, None, "no samples")
+    for col in columns:
+        if col not in df.columns:
+            raise InputError(source, col, "required column is missing")
+    df = df.reset_index(drop=True).copy()
+    for col in ("size_bytes", "time_s", "pairs", "n_messages"):
+        if col not in df.columns or col not in columns:
+            continue
+        vals = pd.to_numeric(df[col], errors="coerce")
+        if vals.isna().any() or not np.all(np.isfinite(vals)):
+            raise InputError(source, col, "contains missing or non-numeric values")
+        df[col] = vals
+    if "time_s" in columns and (df["time_s"] <= 0).any():
+        raise InputError(source, "time_s", "times must be positive")
+    if "size_bytes" in columns and (df["size_bytes"] < 0).any():
+        raise InputError(source, "size_bytes", "sizes must not be negative")
+    for col in ("pairs", "n_messages"):
+        if col in columns and (df[col] < 1).any():
+            raise InputError(source, col, "must be >= 1")
+    return df
+
+
+def _arrays(sizes, times, source):
+    s = np.asarray(sizes, dtype=float).ravel()
+    t = np.asarray(times, dtype=float).ravel()
+    if s.size == 0:
+        raise InputError(source, None, "no samples")
+    if s.shape != t.shape:
+        raise InputError(source, None, "sizes and times differ in length")
+    if not (np.all(np.isfinite(s)) and np.all(np.isfinite(t))):
+        raise InputError(source, None, "sizes and times must be finite")
+    if np.any(t <= 0):
+        raise InputError(source, "time_s", "times must be positive")
+    if np.any(s < 0):
+        raise InputError(source, "size_bytes", "sizes must not be negative")
+    return s, t
+
+
+def _medians(s, t):
+    """Distinct sizes (sorted) and the median time at each."""
+    u, inv = np.unique(s, return_inverse=True)
+    med = np.array([np.median(t[inv == i]) for i in range(u.size)])
+    return u, med
+
+
+# ------------------------------------------------------------------ postal fit
+
+def _relative_lsq(s, t):
+    """alpha, beta >= 0 minimising sum(((alpha + beta s) - t) / t)^2 (NNLS on scaled rows)."""
+    a = np.column_stack([1.0 / t, s / t])
+    (alpha, beta), _ = nnls(a, np.ones_like(t))
+    return float(alpha), float(beta)
+
+
+@dataclass
+class PostalFit:
+    """Result of :func:`fit_postal` (004 eq. 1)."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    n_samples: int
+    max_rel_error: float
+    median_rel_error: float
+    rel_error_by_size: dict = field(default_factory=dict)
+
+    @property
+    def Rb_Bps(self):
+        return math.inf if self.beta_s_per_byte == 0 else 1.0 / self.beta_s_per_byte
+
+    def quality(self):
+        return FitQuality(self.n_samples, self.max_rel_error, self.median_rel_error,
+                          dict(self.rel_error_by_size))
+
+
+def fit_postal(sizes, times, source="samples"):
+    """Fit ``T = alpha + beta s`` minimising relative error, with alpha, beta >= 0.
+
+    Every sample counts (weight 1/t, so a 1 us and a 1 ms time weigh alike). Fit
+    quality is reported per distinct size against the median measured time.
+    """
+    s, t = _arrays(sizes, times, source)
+    if np.unique(s).size < 2:
+        raise InputError(source, "size_bytes", "need at least two distinct sizes to fit alpha and beta")
+    alpha, beta = _relative_lsq(s, t)
+    u, med = _medians(s, t)
+    rel = (alpha + beta * u - med) / med
+    return PostalFit(alpha, beta, int(s.size), float(np.max(np.abs(rel))),
+                     float(np.median(np.abs(rel))),
+                     {int(k): float(v) for k, v in zip(u, rel)})
+
+
+# ------------------------------------------------------------- protocol breakpoints
+
+def _median_noise_variance(s, t):
+    """Relative variance of a per-size median time, from repetitions; None if too few."""
+    u, inv = np.unique(s, return_inverse=True)
+    var = []
+    for i in range(u.size):
+        lt = np.log(t[inv == i])
+        if lt.size >= 3:
+            mad = 1.4826 * np.median(np.abs(lt - np.median(lt)))
+            var.append(mad ** 2 * (math.pi / 2) / lt.size)  # variance of a median
+    if len(var) < max(3, u.size // 2):
+        return None
+    return max(float(np.mean(var)), 1e-12)  # floor: identical repetitions
+
+
+@dataclass
+class BreakpointSearch:
+    """Result of :func:`find_protocol_breakpoints`.
+
+    ``breakpoints`` are the largest measured size of every segment but the last
+    (the protocol switch lies between that size and the next measured one).
+    """
+
+    breakpoints: tuple
+    segments: list                 # [(smallest size, largest size)] per segment
+    rel_sse: float                 # relative squared error of the chosen split
+    score_by_segments: dict        # number of segments -> BIC-like score (lower wins)
+
+
+def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_segment=3,
+                              source="samples"):
+    """Find up to two protocol switches (short / eager / rendezvous) in ping-pong data.
+
+    Exhaustive search over splits of the distinct measured sizes, each segment having
+    at least ``min_sizes_per_segment`` sizes and its own postal fit (relative least
+    squares on the median time per size). The number of segments k (1 to 3) minimises
+    a penalised score with 3k - 1 parameters (alpha, beta per segment plus each
+    breakpoint location) for m sizes:
+
+    * with repetitions (>= 3 at most sizes): SSE / sigma^2 + 2 ln(m) (3k - 1), where
+      sigma^2 is the variance of a median time, estimated from the spread of the
+      repetitions (MAD of log time, times pi/2 over the repetition count);
+    * otherwise BIC: m ln(SSE / m) + ln(m) (3k - 1).
+
+    The doubled penalty in the first form pays for the breakpoint being *searched*
+    (the best of many splits of pure noise still lowers the SSE), so data without a
+    real protocol switch keep fewer segments.
+    """
+    s, t = _arrays(sizes, times, source)
+    u, med = _medians(s, t)
+    m = u.size
+    if m < min_sizes_per_segment:
+        raise InputError(source, "size_bytes",
+                         f"need at least {min_sizes_per_segment} distinct sizes (got {m})")
+    if m > 200:
+        raise InputError(source, "size_bytes", f"too many distinct sizes for the search ({m} > 200)")
+
+    cost = {}
+
+    def seg_cost(i, j):  # relative SSE of one postal fit over sizes u[i:j]
+        if (i, j) not in cost:
+            a, b = _relative_lsq(u[i:j], med[i:j])
+            cost[(i, j)] = float(np.sum(((a + b * u[i:j]) - med[i:j]) ** 2 / med[i:j] ** 2))
+        return cost[(i, j)]
+
+    k_min = min_sizes_per_segment
+    best = {1: (seg_cost(0, m), ())}
+    if max_breakpoints >= 1:
+        for c in range(k_min, m - k_min + 1):
+            sse = seg_cost(0, c) + seg_cost(c, m)
+            if 2 not in best or sse < best[2][0]:
+                best[2] = (sse, (c,))
+    if max_breakpoints >= 2:
+        for c1 in range(k_min, m - 2 * k_min + 1):
+            for c2 in range(c1 + k_min, m - k_min + 1):
+                sse = seg_cost(0, c1) + seg_cost(c1, c2) + seg_cost(c2, m)
+                if 3 not in best or sse < best[3][0]:
+                    best[3] = (sse, (c1, c2))
+    sigma2 = _median_noise_variance(s, t)
+    n_par = {k: 3 * k - 1 for k in best}
+    if sigma2 is not None:
+        score = {k: sse / sigma2 + 2 * math.log(m) * n_par[k] for k, (sse, _) in best.items()}
+    else:
+        floor = 1e-10  # relative RMS of 1e-5: beyond this, exact fits are all "perfect"
+        score = {k: m * math.log(max(sse / m, floor)) + math.log(m) * n_par[k]
+                 for k, (sse, _) in best.items()}
+    k = min(score, key=lambda key: (score[key], key))
+    sse, cuts = best[k]
+    edges = [0, *cuts, m]
+    segments = [(int(u[a]), int(u[b - 1])) for a, b in zip(edges[:-1], edges[1:])]
+    return BreakpointSearch(tuple(int(u[c - 1]) for c in cuts), segments, float(sse), score)
+
+
+# ---------------------------------------------------------------------- max-rate
+
+@dataclass
+class MaxRateFit:
+    """Result of :func:`fit_maxrate` (004 eq. 2)."""
+
+    alpha_s: float
+    beta_s_per_byte: float
+    R_N_Bps: float
+    min_size_bytes: int
+    node_rate_Bps_by_pairs: dict   # pairs K -> fitted node rate min(R_N, K R_b)
+    limited_pairs: list            # the K whose node rate is injection-limited
+
+    @property
+    def Rb_Bps(self):
+        return math.inf if self.beta_s_per_byte == 0 else 1.0 / self.beta_s_per_byte
+
+
+def fit_maxrate(df, min_size_bytes=None, threshold=0.9, source="samples"):
+    """Fit R_b and R_N of the max-rate model (eq. 2) from one- and multi-pair runs.
+
+    Uses sizes >= ``min_size_bytes`` (default: the last segment found by
+    :func:`find_protocol_breakpoints` on the single-pair data, i.e. rendezvous).
+    alpha and R_b = 1/beta come from the ``pairs == 1`` samples. For each K > 1 a
+    relative-error fit ``t = a + c s`` gives the node rate K / c = min(R_N, K R_b);
+    K is injection-limited when that rate is below ``threshold`` * K R_b. R_N is the
+    median node rate over limited K, or inf when none is limited (multi-pair
+    per-pair rate not lower). An R_N within 1/threshold of K R_b is not detectable.
+    """
+    df = _frame(df, ("size_bytes", "time_s", "pairs"), source)
+    single = df[df["pairs"] == 1]
+    if single.empty:
+        raise InputError(source, "pairs", "need samples with pairs == 1 to fit R_b")
+    if min_size_bytes is None:
+        search = find_protocol_breakpoints(single["size_bytes"], single["time_s"], source=source)
+        min_size_bytes = search.segments[-1][0]
+    sel = df[df["size_bytes"] >= min_size_bytes]
+    one = fit_postal(sel.loc[sel["pairs"] == 1, "size_bytes"], sel.loc[sel["pairs"] == 1, "time_s"],
+                     source)
+    rates, limited = {}, []
+    for k in sorted(int(v) for v in sel["pairs"].unique() if v > 1):
+        sub = sel[sel["pairs"] == k]
+        if sub["size_bytes"].nunique() < 2:
+            continue
+        _, c = _relative_lsq(sub["size_bytes"].to_numpy(float), sub["time_s"].to_numpy(float))
+        rates[k] = math.inf if c == 0 else k / c
+        if rates[k] < threshold * k * one.Rb_Bps:
+            limited.append(k)
+    r_n = float(np.median([rates[k] for k in limited])) if limited else math.inf
+    return MaxRateFit(one.alpha_s, one.beta_s_per_byte, r_n, int(min_size_bytes), rates, limited)
+
+
+# ------------------------------------------------------------------ queue search
+
+GAMMA_SEARCH = ("upper", "triangular")
+
+
+@dataclass
+class GammaFit:
+    """Result of :func:`fit_gamma`."""
+
+    gamma_s: float
+    search: str
+    n_cells: int                   # (n_messages, size_bytes) cells with both orders
+    median_rel_residual: float     # of the fitted difference, over those cells
+
+
+def fit_gamma(df, search="upper", source="samples"):
+    """Queue-search cost per element from HighVolumePingPong runs (004 Sec. 4.1).
+
+    For each (n_messages, size_bytes) the median reversed time minus the median
+    ordered time is the extra search work. Under the paper's upper bound (eq. 3,
+    ``search="upper"``) reversed costs gamma n^2 and ordered gamma n, so the
+    difference is gamma (n^2 - n); with ``search="triangular"`` reversed costs
+    gamma n(n+1)/2 (Sec. 5) and the difference is gamma n(n-1)/2. gamma is the
+    least-squares slope through the origin (clipped at 0), dominated by large n
+    where the signal is largest. Cells with n = 1 carry no information.
+    """
+    if search not in GAMMA_SEARCH:
+        raise InputError(source, "search", f"expected one of {GAMMA_SEARCH}, got {search!r}")
+    df = _frame(df, ("n_messages", "size_bytes", "order", "time_s"), source)
+    orders = set(df["order"].astype(str).str.lower())
+    if not orders <= {"ordered", "reversed"}:
+        raise InputError(source, "order", f"values must be 'ordered' or 'reversed', got {sorted(orders)}")
+    if orders != {"ordered", "reversed"}:
+        raise InputError(source, "order", "need both ordered and reversed samples")
+    df["order"] = df["order"].astype(str).str.lower()
+    med = df.groupby(["n_messages", "size_bytes", "order"])["time_s"].median().unstack("order")
+    med = med.dropna()
+    n = med.index.get_level_values("n_messages").to_numpy(float)
+    diff = (med["reversed"] - med["ordered"]).to_numpy()
+    f = n * n - n if search == "upper" else n * (n - 1) / 2
+    keep = f > 0
+    if not keep.any():
+        raise InputError(source, "n_messages", "need cells with n_messages >= 2 in both orders")
+    f, diff = f[keep], diff[keep]
+    gamma = max(0.0, float(np.sum(f * diff) / np.sum(f * f)))
+    rel = np.abs(gamma * f - diff) / np.maximum(np.abs(diff), np.finfo(float).tiny)
+    return GammaFit(gamma, search, int(keep.sum()), float(np.median(rel)))
+
+
+# ------------------------------------------------------------------ whole profile
+
+def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
+    """Fit a :class:`MachineProfile` from ping-pong samples (and optionally HVPP samples).
+
+    Per locality: protocol breakpoints (:func:`find_protocol_breakpoints` on the
+    ``pairs == 1`` samples), then one postal fit per segment with its fit quality.
+    Segments are named from the top: the last is always rendezvous, the one below it
+    eager, the first short, so with two segments there is no short protocol and with
+    one everything is rendezvous. When multi-pair samples exist at a locality,
+    :func:`fit_maxrate` on the rendezvous sizes sets that protocol's R_N (the
+    node-aware model only uses R_N for inter-node messages).
+
+    ``mpi_eager_limits`` (MPI_T cvar name -> bytes, e.g. from the MPI library) is
+    stored next to the found breakpoints; see :func:`compare_breakpoints`. ``hvpp``,
+    HighVolumePingPong samples, sets gamma via :func:`fit_gamma` (upper bound).
+    """
+    df = _frame(df, ("size_bytes", "time_s", "locality"), source)
+    if "pairs" not in df.columns:
+        df["pairs"] = 1
+    else:
+        df = _frame(df, ("size_bytes", "time_s", "locality", "pairs"), source)
+    df["locality"] = [canonical_locality(v, source, "locality") for v in df["locality"]]
+    params, breakpoints = {}, {}
+    for loc, sub in df.groupby("locality", sort=False):
+        single = sub[sub["pairs"] == 1]
+        if single.empty:
+            raise InputError(source, "pairs", f"{loc}: need samples with pairs == 1")
+        search = find_protocol_breakpoints(single["size_bytes"], single["time_s"], source=f"{source} ({loc})")
+        names = PROTOCOLS[-len(search.segments):]
+        for proto, (lo, hi) in zip(names, search.segments):
+            seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
+            fit = fit_postal(seg["size_bytes"], seg["time_s"], f"{source} ({loc}, {proto})")
+            params[(proto, loc)] = ProtocolParams(fit.alpha_s, fit.beta_s_per_byte, math.inf, fit.quality())
+        bps = list(search.breakpoints)
+        breakpoints[loc] = Breakpoints(short_max_bytes=bps[0] if len(bps) == 2 else None,
+                                       eager_max_bytes=bps[-1] if bps else None)
+        if (sub["pairs"] > 1).any():
+            mr = fit_maxrate(sub, min_size_bytes=search.segments[-1][0], source=f"{source} ({loc})")
+            params[("rendezvous", loc)].R_N_Bps = mr.R_N_Bps
+    profile = MachineProfile(
+        params=params, breakpoints=breakpoints,
+        mpi_eager_limits=dict(mpi_eager_limits or {}),
+        gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
+        machine=dict(machine or {}),
+    )
+    return check_profile(profile, source)
+
+
+def compare_breakpoints(profile):
+    """Table of found breakpoints per locality next to the MPI's reported eager limits."""
+    rows = []
+    for loc in profile.localities:
+        bp = profile.breakpoints.get(loc, Breakpoints())
+        row = {"locality": loc, "short_max_bytes": bp.short_max_bytes,
+               "eager_max_bytes": bp.eager_max_bytes}
+        row.update({f"mpi:{k}": v for k, v in sorted(profile.mpi_eager_limits.items())})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,255 @@
+"""Fitting (paper 004 parameters): known parameters recovered from seeded synthetic data."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from commscope.errors import InputError
+from commscope.models.fitting import (compare_breakpoints, find_protocol_breakpoints, fit_gamma,
+                                      fit_maxrate, fit_postal, fit_profile)
+from commscope.models.p2p import hvpingpong_time, node_aware_time
+from commscope.models.profile import bluewaters_profile, load_profile, save_profile
+
+SIZES = 2 ** np.arange(0, 23)          # 1 B .. 4 MiB: times span about four decades
+
+# locality -> ([(alpha_s, Rb_Bps) per protocol segment], breakpoints, R_N of rendezvous)
+TRUE = {
+    "intra-socket": ([(3e-7, 2e9), (8e-7, 3e9), (4e-6, 8e9)], (512, 16384), math.inf),
+    "intra-node": ([(1e-6, 1e9), (5e-6, 5e9)], (4096,), math.inf),      # alias of cross-socket
+    "inter-node": ([(2.3e-6, 1.3e9), (7.0e-6, 7.5e8), (3.0e-6, 2.9e9)], (256, 8192), 6.6e9),
+}
+
+
+def true_time(loc, s, pairs=1):
+    segs, bps, r_n = TRUE[loc]
+    k = sum(s > b for b in bps)
+    alpha, rb = segs[k]
+    r_n = r_n if k == len(segs) - 1 else math.inf
+    return alpha + pairs * s / min(r_n, pairs * rb)          # eq. 2
+
+
+def pingpong(seed, reps=8, noise=0.02, pairs=(1, 2, 4, 8)):
+    """Tidy samples: every repetition kept, multiplicative lognormal noise."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for loc in TRUE:
+        for s in SIZES:
+            for k in (pairs if loc == "inter-node" else (1,)):
+                t = true_time(loc, s, k)
+                rows += [(loc, k, int(s), t * rng.lognormal(0, noise)) for _ in range(reps)]
+    return pd.DataFrame(rows, columns=["locality", "pairs", "size_bytes", "time_s"])
+
+
+# ------------------------------------------------------------------ postal
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fit_postal_recovers_alpha_beta(seed):
+    rng = np.random.default_rng(seed)
+    alpha, beta = 2.0e-6, 1 / 3.0e9
+    s = np.repeat(SIZES, 10).astype(float)
+    t = (alpha + beta * s) * rng.lognormal(0, 0.03, s.size)
+    fit = fit_postal(s, t)
+    assert fit.alpha_s == pytest.approx(alpha, rel=0.03)
+    assert fit.beta_s_per_byte == pytest.approx(beta, rel=0.03)
+    assert fit.n_samples == s.size
+    assert set(fit.rel_error_by_size) == set(int(x) for x in SIZES)
+    assert fit.max_rel_error < 0.05
+
+
+def test_fit_postal_exact_and_non_negative():
+    s = np.array([1, 10, 100, 1000.0])
+    fit = fit_postal(s, 1e-6 + 1e-9 * s)
+    assert (fit.alpha_s, fit.beta_s_per_byte) == pytest.approx((1e-6, 1e-9), rel=1e-9)
+    # decreasing times would need beta < 0: clipped to 0, alpha absorbs them
+    fit = fit_postal(s, 2e-6 - 1e-10 * s)
+    assert fit.beta_s_per_byte == 0 and fit.alpha_s > 0 and math.isinf(fit.Rb_Bps)
+
+
+def test_relative_weighting_keeps_small_sizes():
+    # Unweighted least squares would let the 4 MiB point swamp alpha; relative does not.
+    s = SIZES.astype(float)
+    t = 5e-6 + s / 1e10
+    t[-1] *= 1.5  # one large-size outlier
+    assert fit_postal(s, t).alpha_s == pytest.approx(5e-6, rel=0.05)
+
+
+# ------------------------------------------------------------------ breakpoints
+
+@pytest.mark.parametrize("seed", range(5))
+def test_breakpoints_found_at_protocol_switches(seed):
+    df = pingpong(seed, pairs=(1,))
+    for loc, (_, bps, _) in TRUE.items():
+        sub = df[df["locality"] == loc]
+        found = find_protocol_breakpoints(sub["size_bytes"], sub["time_s"])
+        assert found.breakpoints == bps, loc
+        assert len(found.segments) == len(bps) + 1
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_no_breakpoint_in_single_regime_data(seed):
+    rng = np.random.default_rng(100 + seed)
+    s = np.repeat(SIZES, 8).astype(float)
+    t = (3e-6 + s / 2.9e9) * rng.lognormal(0, 0.03, s.size)
+    assert find_protocol_breakpoints(s, t).breakpoints == ()
+
+
+def test_breakpoints_without_repetitions_use_bic():
+    s = SIZES.astype(float)
+    t = np.array([true_time("inter-node", x) for x in s])
+    assert find_protocol_breakpoints(s, t).breakpoints == (256, 8192)
+    assert find_protocol_breakpoints(s, 3e-6 + s / 2.9e9).breakpoints == ()
+    assert find_protocol_breakpoints(s, t, max_breakpoints=1).breakpoints in ((256,), (8192,))
+
+
+# ------------------------------------------------------------------ max-rate
+
+def test_fit_maxrate_recovers_injection_limit():
+    df = pingpong(1)
+    fit = fit_maxrate(df[df["locality"] == "inter-node"])
+    assert fit.min_size_bytes == 16384                        # rendezvous segment found
+    assert fit.Rb_Bps == pytest.approx(2.9e9, rel=0.03)
+    assert fit.R_N_Bps == pytest.approx(6.6e9, rel=0.03)
+    assert fit.limited_pairs == [4, 8]                        # 2 * 2.9e9 = 5.8e9 < R_N
+    assert fit.node_rate_Bps_by_pairs[2] == pytest.approx(2 * 2.9e9, rel=0.03)
+
+
+def test_fit_maxrate_without_limit_gives_inf():
+    rng = np.random.default_rng(7)
+    rows = [(k, int(s), (3e-6 + s / 2.9e9) * rng.lognormal(0, 0.02))
+            for s in SIZES[14:] for k in (1, 4, 16) for _ in range(6)]
+    df = pd.DataFrame(rows, columns=["pairs", "size_bytes", "time_s"])
+    fit = fit_maxrate(df, min_size_bytes=16384)
+    assert math.isinf(fit.R_N_Bps) and fit.limited_pairs == []
+
+
+# ------------------------------------------------------------------ whole profile
+
+def test_fit_profile_recovers_every_locality(tmp_path):
+    df = pingpong(2)
+    prof = fit_profile(df, mpi_eager_limits={"btl_sm_eager_limit": 4096},
+                       machine={"host": "synthetic"})
+    names = {3: ("short", "eager", "rendezvous"), 2: ("eager", "rendezvous")}
+    for loc, (segs, bps, _) in TRUE.items():
+        canon = "cross-socket" if loc == "intra-node" else loc
+        bp = prof.breakpoints[canon]
+        assert tuple(x for x in (bp.short_max_bytes, bp.eager_max_bytes) if x is not None) == bps
+        for proto, (alpha, rb) in zip(names[len(segs)], segs):
+            p = prof.params[(proto, canon)]
+            assert p.alpha_s == pytest.approx(alpha, rel=0.05), (loc, proto)
+            if (loc, proto) != ("inter-node", "short"):
+                assert p.Rb_Bps == pytest.approx(rb, rel=0.05), (loc, proto)
+            assert p.fit.n_samples > 0 and p.fit.max_rel_error < 0.05
+        # the fitted profile predicts the noiseless times at every size
+        for s in SIZES:
+            assert node_aware_time(prof, s, canon) == pytest.approx(true_time(loc, s), rel=0.03)
+    assert prof.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(6.6e9, rel=0.03)
+    assert math.isinf(prof.params[("rendezvous", "intra-socket")].R_N_Bps)
+    assert ("short", "cross-socket") not in prof.params      # two regimes: eager + rendezvous
+    assert prof.protocol_of(1, "cross-socket") == "eager"
+    table = compare_breakpoints(prof).set_index("locality")
+    assert table.loc["cross-socket", "eager_max_bytes"] == 4096
+    assert table.loc["inter-node", "mpi:btl_sm_eager_limit"] == 4096
+    assert prof.gamma_s is None
+    back = load_profile(save_profile(prof, tmp_path / "fit.json"))
+    assert back.to_dict() == prof.to_dict()
+
+
+def test_fit_profile_without_pairs_column_and_with_hvpp():
+    df = pingpong(3, pairs=(1,)).drop(columns="pairs")
+    prof = fit_profile(df, hvpp=hvpp_samples(4, gamma=6e-9))
+    assert math.isinf(prof.params[("rendezvous", "inter-node")].R_N_Bps)
+    assert prof.gamma_s == pytest.approx(6e-9, rel=0.05)
+
+
+# ------------------------------------------------------------------ queue search
+
+def hvpp_samples(seed, gamma, reps=5, noise=0.03, search="upper"):
+    """HighVolumePingPong samples from the model with a known gamma, noisy."""
+    rng = np.random.default_rng(seed)
+    prof = bluewaters_profile()
+    prof.gamma_s = gamma
+    n = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])[:, None]
+    s = np.array([8, 256, 4096])[None, :]
+    frames = []
+    for order in ("ordered", "reversed"):
+        m = hvpingpong_time(prof, n, s, "intra-socket", order, reversed_search=search)
+        m = m.loc[m.index.repeat(reps)].copy()
+        m["time_s"] = m["total_s"] * rng.lognormal(0, noise, len(m))
+        frames.append(m[["n_messages", "size_bytes", "order", "time_s"]])
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_gamma_recovers_upper_bound_gamma(seed):
+    g = fit_gamma(hvpp_samples(seed, gamma=8.4e-9))
+    assert g.gamma_s == pytest.approx(8.4e-9, rel=0.05)
+    assert g.n_cells == 10 * 3
+
+
+def test_fit_gamma_triangular_form():
+    df = hvpp_samples(11, gamma=5e-9, search="triangular")
+    assert fit_gamma(df, search="triangular").gamma_s == pytest.approx(5e-9, rel=0.05)
+    # read as the n^2 bound, the same data give about half the per-element cost
+    assert fit_gamma(df, search="upper").gamma_s == pytest.approx(2.5e-9, rel=0.1)
+
+
+def test_fit_gamma_robust_to_outlier_repetitions():
+    df = hvpp_samples(5, gamma=8.4e-9)
+    spoil = df.sample(frac=0.1, random_state=0).index     # 10% of repetitions 5x slower
+    df.loc[spoil, "time_s"] *= 5
+    assert fit_gamma(df).gamma_s == pytest.approx(8.4e-9, rel=0.1)
+
+
+# ------------------------------------------------------------------ bad input
+
+GOOD = pingpong(0, reps=3, pairs=(1,))
+
+
+@pytest.mark.parametrize("df", [
+    GOOD.iloc[0:0],
+    GOOD.drop(columns="time_s"),
+    GOOD.drop(columns="locality"),
+    GOOD.assign(time_s=0.0),
+    GOOD.assign(time_s=-GOOD["time_s"]),
+    GOOD.assign(size_bytes="big"),
+    GOOD.assign(locality="moon"),
+    GOOD.assign(pairs=2),          # no single-pair samples
+    GOOD.assign(pairs=0),
+])
+def test_fit_profile_bad_input(df):
+    with pytest.raises(InputError):
+        fit_profile(df)
+
+
+def test_fit_functions_bad_input():
+    with pytest.raises(InputError):
+        fit_postal([], [])
+    with pytest.raises(InputError):
+        fit_postal([8, 8, 8], [1e-6, 1e-6, 1e-6])        # one distinct size
+    with pytest.raises(InputError):
+        fit_postal([1, 2], [1e-6, 0.0])
+    with pytest.raises(InputError):
+        fit_postal([1, 2, 3], [1e-6, 2e-6])
+    with pytest.raises(InputError):
+        find_protocol_breakpoints([1, 2], [1e-6, 2e-6])   # fewer than 3 sizes
+    with pytest.raises(InputError):
+        fit_maxrate(GOOD.assign(pairs=4))
+    with pytest.raises(InputError):
+        fit_maxrate(GOOD.drop(columns="pairs"))
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d.iloc[0:0],
+    lambda d: d.drop(columns="order"),
+    lambda d: d[d["order"] == "ordered"],
+    lambda d: d.assign(order="sideways"),
+    lambda d: d.assign(time_s=0.0),
+    lambda d: d[d["n_messages"] == 1],
+])
+def test_fit_gamma_bad_input(mutate):
+    with pytest.raises(InputError):
+        fit_gamma(mutate(hvpp_samples(0, gamma=8.4e-9, reps=2)))
+    with pytest.raises(InputError):
+        fit_gamma(hvpp_samples(0, gamma=8.4e-9, reps=2), search="cubic")
