@@ -24,6 +24,7 @@ Deviations from the printed text (see /work/shared/seeds/README.md), all deliber
 * ``M_size = size / N`` is computed per buffer size (inside the loop; the printed
   algorithm sets it once, before the loop over sizes).
 * ``T_overlap`` means ``T_overlap,avg``.
+* EMMA (eq. 2.9) comes from :func:`commscope.stats.evt.emma`.
 * The expected spread ``T_overlap,avg`` is computed as ``E[max] - E[min]`` with EMMA for
   both ends (``F^-1(P)`` and ``F^-1(1-P)``). For the symmetric distributions the thesis
   assumes this equals its ``2 (T_lastThread - mu)`` exactly; it also gives a meaningful
@@ -45,25 +46,14 @@ from scipy import stats
 
 from ..errors import InputError
 
+from ..stats.evt import emma, emma_probability
+
 MIB = 1024.0 ** 2
-EMMA_CONSTANT = 0.570376002  # exp(-exp(-Euler gamma)), thesis eq. 2.9
-
-try:  # the shared EVT module, when present, owns EMMA
-    from ..stats.evt import emma as _emma_max
-except ImportError:  # pragma: no cover - depends on another module's progress
-    _emma_max = None
-
-
-def _emma(dist, n):
-    """Expected maximum of ``n`` i.i.d. draws, EMMA (eq. 2.9): ``F^-1(0.570376002^(1/n))``."""
-    if _emma_max is not None:
-        return float(_emma_max(dist, n))
-    return float(dist.ppf(EMMA_CONSTANT ** (1.0 / n)))
 
 
 def _emma_min(dist, n):
-    """Expected minimum of ``n`` draws by the same approximation, mirrored: ``F^-1(1 - P)``."""
-    return float(dist.ppf(1.0 - EMMA_CONSTANT ** (1.0 / n)))
+    """Expected minimum of ``n`` draws by EMMA mirrored: ``F^-1(1 - P)``, P of eq. 2.9."""
+    return float(dist.ppf(1.0 - emma_probability(n)))
 
 
 @dataclass(frozen=True)
@@ -93,6 +83,32 @@ def link_from_alpha_beta(alpha_s: float, beta_s_per_byte: float) -> ConstantLink
     return ConstantLink(float(alpha_s), 1.0 / float(beta_s_per_byte))
 
 
+class ProfileLink:
+    """A machine profile (:mod:`commscope.models.profile`) seen as a link.
+
+    Latency is the profile's ``alpha_s`` and bandwidth the per-process rate of the
+    node-aware max-rate model (004 eq. 2) for the protocol each size falls in, so the
+    postal time here equals :func:`commscope.models.p2p.node_aware_time`.
+    """
+
+    def __init__(self, profile, locality: str = "inter-node", ppn: int = 1):
+        self.profile, self.locality, self.ppn = profile, locality, ppn
+
+    def _breakdown(self, size_bytes):
+        from .p2p import node_aware_breakdown  # only needed for profile-driven links
+        sizes = np.asarray(size_bytes, dtype=float)
+        b = node_aware_breakdown(self.profile, sizes.ravel(), self.locality, self.ppn)
+        return b, sizes.shape
+
+    def latency_s(self, size_bytes):
+        b, shape = self._breakdown(size_bytes)
+        return b["alpha_s"].to_numpy(float).reshape(shape)
+
+    def bandwidth_Bps(self, size_bytes):
+        b, shape = self._breakdown(size_bytes)
+        return b["rate_Bps"].to_numpy(float).reshape(shape)
+
+
 def message_time_s(link, size_bytes):
     """Postal model time of one message: ``latency(s) + s / bandwidth(s)`` (seconds)."""
     size = np.asarray(size_bytes, dtype=float)
@@ -112,6 +128,27 @@ def buffer_sweep_bytes(j_min: int = -6, j_max: int = 8) -> np.ndarray:
     return np.array([18 * MIB * 2.0 ** j for j in range(j_min, j_max + 1)])
 
 
+class PointMass:
+    """Every draw equals ``value`` (the zero-variability limit), with the scipy methods used here."""
+
+    def __init__(self, value):
+        self.value = float(value)
+
+    def ppf(self, q):
+        return np.full(np.shape(q), self.value) if np.ndim(q) else self.value
+
+    isf = ppf
+
+    def rvs(self, size=None, random_state=None):
+        return np.full(size, self.value)
+
+    def mean(self):
+        return self.value
+
+    def std(self):
+        return 0.0
+
+
 DISTRIBUTIONS = ("normal", "uniform", "lognormal", "exponential", "gumbel")
 
 
@@ -125,6 +162,10 @@ def thread_time_distribution(t_compute_s: float, sigma_s: float, name: str = "no
         raise InputError("--compute", "t_compute_s", "must be a positive number of seconds")
     if not (sd >= 0 and np.isfinite(sd)):
         raise InputError("--sigma", "sigma_s", "must be a finite number >= 0")
+    if name not in DISTRIBUTIONS:
+        raise InputError("--dist", "dist", f"unknown distribution '{name}'; one of {DISTRIBUTIONS}")
+    if sd == 0:  # scipy's scale=0 gives NaN; all threads then finish together
+        return PointMass(mu)
     if name == "normal":
         return stats.norm(mu, sd)
     if name == "uniform":  # width sqrt(12) sd
@@ -138,7 +179,6 @@ def thread_time_distribution(t_compute_s: float, sigma_s: float, name: str = "no
     if name == "gumbel":
         beta = sd * np.sqrt(6.0) / np.pi
         return stats.gumbel_r(mu - 0.5772156649015329 * beta, beta)
-    raise InputError("--dist", "dist", f"unknown distribution '{name}'; one of {DISTRIBUTIONS}")
 
 
 def _check_common(threads, sizes_bytes, t_wait_s):
@@ -192,7 +232,7 @@ def model_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
     """
     n, sizes = _check_common(threads, sizes_bytes, t_wait_s)
     d = _resolve_dist(t_compute_s, variability, sigma_s, dist)
-    t_last = _emma(d, n)
+    t_last = float(emma(d, n))
     overlap = max(t_last - _emma_min(d, n), 0.0) if n > 1 else 0.0
     part = sizes / n
     t_msg = message_time_s(link, part)

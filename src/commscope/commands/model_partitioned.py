@@ -1,0 +1,165 @@
+"""``commscope model partitioned``: a thin shell over :mod:`commscope.models.partitioned`."""
+
+import re
+
+import numpy as np
+
+from ..errors import InputError
+from ..models import partitioned as pm
+from ..models.osu import load_osu
+from ..output import dump_json, print_table
+
+DESCRIPTION = """\
+Model a partitioned (Finepoints) send against a single send of the same buffer
+(Dominguez-Trujillo 2021, Chapter 4). N threads compute on 1/N of the buffer each, with
+compute times of mean --compute seconds and standard deviation --sigma seconds, or
+--variability v in the thesis's convention (sigma = compute * v**2: "10%" of 100 ms is
+1 ms). Per buffer size it prints the time from the last thread's finish to the end of the
+transfer and the effective bandwidth (bytes/s) for: the single send (join, then one
+message), Algorithm 1 (analytic, EMMA), and with --monte-carlo a simulation that sends
+each partition when its thread finishes, one at a time on the link.
+
+The link is an OSU table (--osu: the thesis's reference CSV with --machine, or the text
+output of osu_latency and osu_bw), a machine profile (--profile, --locality), or a
+constant --latency/--bandwidth. Default sizes: the thesis's sweep 18 * 2^j MiB,
+j = -6..8. Sizes accept suffixes B, KB, MB, GB (10^3..) and KiB, MiB, GiB (2^10..).
+
+examples:
+  commscope model partitioned --osu /work/shared/reference/osu_internode_lassen_quartz.csv \\
+      --machine lassen --threads 20 --compute 0.1 --variability 0.25
+  commscope model partitioned --latency 5e-6 --bandwidth 1e10 --threads 4 \\
+      --compute 0.1 --variability 0.1 --sizes 16MB --monte-carlo --replicas 20000
+"""
+
+_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30}
+
+
+def parse_size(text: str) -> float:
+    """'18MiB' -> 18874368.0; plain numbers are bytes."""
+    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in _UNITS:
+        raise InputError("--sizes", text, "expected a size such as 4096, 16MB or 18MiB")
+    try:
+        value = float(m.group(1)) * _UNITS[unit]
+    except ValueError:
+        raise InputError("--sizes", text, "expected a size such as 4096, 16MB or 18MiB") from None
+    if not value > 0:
+        raise InputError("--sizes", text, "sizes must be positive")
+    return value
+
+
+def build_link(args):
+    """The link chosen on the command line (exactly one source)."""
+    chosen = [name for name, on in (("--osu", args.osu), ("--profile", args.profile),
+                                    ("--latency/--bandwidth", args.latency is not None
+                                     or args.bandwidth is not None)) if on]
+    if len(chosen) != 1:
+        raise InputError("link", None, "give exactly one of --osu, --profile or "
+                         "--latency with --bandwidth")
+    if args.osu:
+        return load_osu(args.osu, args.machine)
+    if args.profile:
+        from ..models.profile import load_profile
+        return pm.ProfileLink(load_profile(args.profile), args.locality, args.ppn)
+    if args.latency is None or args.bandwidth is None:
+        raise InputError("--latency/--bandwidth", None, "give both")
+    return pm.ConstantLink(args.latency, args.bandwidth)
+
+
+def read_samples(path):
+    """Measured compute times: the ``compute_time_s`` column of a CSV or Parquet file."""
+    from pathlib import Path
+
+    import pandas as pd
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(path, None, "no such file")
+    try:
+        frame = pd.read_parquet(p) if p.suffix.lower() in (".parquet", ".pq") else pd.read_csv(p)
+    except Exception as exc:  # any parser failure is a bad input file
+        raise InputError(path, None, f"cannot read table ({exc})") from None
+    if "compute_time_s" not in frame.columns:
+        raise InputError(path, "compute_time_s", "column missing")
+    values = pd.to_numeric(frame["compute_time_s"], errors="coerce").to_numpy(float)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise InputError(path, "compute_time_s", "empty or non-numeric values")
+    return values
+
+
+def run(args):
+    link = build_link(args)
+    sizes = [parse_size(s) for s in args.sizes] if args.sizes else pm.buffer_sweep_bytes()
+    if args.variability is None and args.sigma is None:
+        raise InputError("--variability", None, "give --variability or --sigma")
+    table = pm.compare_partitioned(
+        link, args.threads, sizes, args.compute, variability=args.variability,
+        sigma_s=args.sigma, t_wait_s=args.t_wait, dist=args.dist,
+        monte_carlo=args.monte_carlo, samples=read_samples(args.samples) if args.samples else None,
+        replicas=args.replicas, seed=args.seed)
+    sigma = args.sigma if args.sigma is not None else \
+        pm.sigma_from_variability(args.compute, args.variability)
+    params = {"threads": args.threads, "compute_s": args.compute, "sigma_s": sigma,
+              "variability": args.variability, "t_wait_s": args.t_wait, "dist": args.dist,
+              "monte_carlo": bool(args.monte_carlo or args.samples), "replicas": args.replicas,
+              "seed": args.seed, "samples": args.samples}
+    sizes_out = table["size_bytes"].to_numpy()
+    if np.all(sizes_out == np.round(sizes_out)):
+        table["size_bytes"] = sizes_out.astype(np.int64)
+    if args.json:
+        dump_json({"parameters": params, "rows": table.to_dict("records")})
+        return 0
+    cols = ["size_bytes", "single_elapsed_s", "model_elapsed_s"]
+    if "mc_elapsed_s" in table:
+        cols.append("mc_elapsed_s")
+    cols += ["single_bandwidth_Bps", "model_bandwidth_Bps"]
+    if "mc_bandwidth_Bps" in table:
+        cols.append("mc_bandwidth_Bps")
+    cols.append("model_messages_overlapped")
+    if "mc_messages_overlapped" in table:
+        cols.append("mc_messages_overlapped")
+    title = (f"partitioned vs single send: {args.threads} threads, compute {args.compute} s, "
+             f"sigma {sigma:.4g} s, T_wait {args.t_wait} s")
+    print_table(table, cols, title=title)
+    return 0
+
+
+def register(registry):
+    p = registry.group_command("model", "partitioned",
+                               help="partitioned vs single-send model (Algorithm 1 + Monte Carlo)",
+                               description=DESCRIPTION)
+    link = p.add_argument_group("link (choose one)")
+    link.add_argument("--osu", nargs="+", metavar="FILE",
+                      help="OSU reference CSV, or osu_latency and osu_bw text outputs")
+    link.add_argument("--machine", help="machine column pair in a reference CSV (e.g. lassen)")
+    link.add_argument("--profile", metavar="FILE", help="machine profile JSON (commscope fit)")
+    link.add_argument("--locality", default="inter-node",
+                      help="profile locality (default: %(default)s)")
+    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")
+    link.add_argument("--latency", type=float, metavar="S", help="constant latency, seconds")
+    link.add_argument("--bandwidth", type=float, metavar="B_PER_S",
+                      help="constant bandwidth, bytes per second")
+    w = p.add_argument_group("workload")
+    w.add_argument("--threads", type=int, required=True, help="threads (= partitions)")
+    w.add_argument("--compute", type=float, required=True, metavar="S",
+                   help="mean thread compute time, seconds")
+    sd = w.add_mutually_exclusive_group()
+    sd.add_argument("--variability", type=float, metavar="V",
+                    help="thesis convention: sigma = compute * V**2")
+    sd.add_argument("--sigma", type=float, metavar="S", help="standard deviation, seconds")
+    w.add_argument("--t-wait", type=float, default=0.0, metavar="S",
+                   help="MPIX_Wait overhead added to the partitioned send (default 0)")
+    w.add_argument("--sizes", nargs="+", metavar="SIZE",
+                   help="buffer sizes (default: 18 * 2^j MiB, j = -6..8)")
+    mc = p.add_argument_group("Monte Carlo")
+    mc.add_argument("--monte-carlo", action="store_true", help="add the simulated columns")
+    mc.add_argument("--dist", default="normal", choices=pm.DISTRIBUTIONS,
+                    help="thread-time distribution with the given mean and sd (default normal)")
+    mc.add_argument("--samples", metavar="FILE",
+                    help="resample measured compute times (the compute_time_s column of a "
+                         "CSV/Parquet file); implies --monte-carlo")
+    mc.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas")
+    mc.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run)
