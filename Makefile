@@ -1,0 +1,16 @@
+# commscope: the two commands of the README, and their parts.
+.PHONY: setup study test clean
+
+setup:
+	@scripts/setup.sh
+
+# Set up, then run the default study on this machine; prints the report's path.
+study: setup
+	.venv/bin/commscope study
+
+# Set up, then run the whole test suite (real MPI jobs, 2-4 ranks).
+test: setup
+	.venv/bin/python -m pytest -q tests
+
+clean:
+	rm -rf build .pytest_cache

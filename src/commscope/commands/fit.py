@@ -1,0 +1,49 @@
+"""commscope fit"""
+
+from pathlib import Path
+
+from ..errors import InputError
+from ..models.fitting import compare_breakpoints
+from ..models.profile import save_profile
+from ..output import dump_json, print_table
+from ..profile_fit import fit_runs, profile_table
+
+
+def register(registry):
+    p = registry.command(
+        "fit", help="fit the postal / max-rate / queue-search models to measured runs",
+        description="Fit a machine profile (004 eqs. 1-3) from ping-pong runs: protocol "
+                    "breakpoints (short / eager / rendezvous) found from the data and compared "
+                    "with the eager limits the MPI reports through MPI_T; alpha and beta per "
+                    "protocol and locality; R_b and the injection limit R_N from multi-pair runs; "
+                    "gamma from HighVolumePingPong runs when given. Writes a documented JSON "
+                    "profile (docs/machine-profile.md) with the relative error per size.\n\n"
+                    "example:\n  commscope fit runs/ -o machine-profile.json")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run directories, or folders holding run directories")
+    p.add_argument("-o", "--output", default="machine-profile.json",
+                   help="profile path (default %(default)s); never overwritten unless --overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing profile")
+    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    out = Path(args.output)
+    if out.exists() and not args.overwrite:
+        raise InputError(out, None, "exists; not overwriting (use --overwrite or another -o)")
+    profile = fit_runs(args.runs)
+    save_profile(profile, out, overwrite=args.overwrite)
+    if args.json:
+        dump_json(profile.to_dict())
+        return 0
+    print_table(profile_table(profile), title="postal / max-rate fit per locality and protocol")
+    print()
+    found = compare_breakpoints(profile)[["locality", "short_max_bytes", "eager_max_bytes"]]
+    print_table(found, title="protocol breakpoints found in the data (largest size of each)")
+    limits = ", ".join(f"{k}={v}" for k, v in sorted(profile.mpi_eager_limits.items()))
+    print(f"MPI_T eager/rendezvous limits reported by the MPI: {limits or 'none'}")
+    if profile.gamma_s is not None:
+        print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s")
+    print(f"\nprofile written to {out}")
+    return 0

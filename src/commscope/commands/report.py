@@ -1,0 +1,33 @@
+"""commscope report"""
+
+from ..models.profile import load_profile
+from ..report.build import build_report
+
+
+def register(registry):
+    p = registry.command(
+        "report", help="write one static HTML report for run directories",
+        description="One HTML file with the figures inline (opens without a server): "
+                    "measured versus modeled times per locality and protocol, residuals, the "
+                    "fitted machine profile, one section per kind of run, and every run's "
+                    "metadata.\n\nexample:\n  commscope report runs/ -o report.html")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run directories, or folders holding run directories")
+    p.add_argument("-o", "--output", default="report.html", help="HTML path (default %(default)s)")
+    p.add_argument("--profile", default=None,
+                   help="machine profile to model with (default: fitted from the ping-pong runs); "
+                        "'bluewaters' for the published Blue Waters parameters")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    profile = None
+    if args.profile == "bluewaters":
+        from ..models.profile import bluewaters_profile
+        profile = bluewaters_profile()
+    elif args.profile:
+        profile = load_profile(args.profile)
+    out = build_report(args.runs, args.output, profile=profile, overwrite=args.overwrite)
+    print(out)
+    return 0

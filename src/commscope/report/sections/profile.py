@@ -1,0 +1,35 @@
+"""The machine profile: fitted parameters, breakpoints, fit quality."""
+
+import html
+
+from ...models.fitting import compare_breakpoints
+from ...output import format_value
+
+KINDS = {"pingpong"}
+TITLE = "Machine profile"
+ORDER = 5
+
+
+def render(runs, context):
+    from ...profile_fit import fit_runs, profile_table
+    profile = context.get("profile") or fit_runs([r.path for r in runs])
+    context["profile"] = profile  # later sections model with the same parameters
+    rows = profile_table(profile)
+    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in rows[0]) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(v))}</td>" for v in r.values()) + "</tr>")
+    out.append("</table>")
+    bp = compare_breakpoints(profile)[["locality", "short_max_bytes", "eager_max_bytes"]]
+    out.append("<p>Protocol breakpoints found in the data (largest size of each protocol): "
+               + "; ".join(f"{r.locality}: short &le; {r.short_max_bytes}, eager &le; {r.eager_max_bytes}"
+                           for r in bp.itertuples()) + ".</p>")
+    limits = ", ".join(f"{k} = {v}" for k, v in sorted(profile.mpi_eager_limits.items()))
+    out.append(f"<p>Eager / rendezvous limits the MPI reports through MPI_T: "
+               f"{html.escape(limits) or 'none'}.</p>")
+    if profile.gamma_s is not None:
+        out.append(f"<p>Queue search gamma = {profile.gamma_s:.3e} s per element.</p>")
+    over = profile.machine.get("oversubscribed_runs") or []
+    if over:
+        out.append(f"<p class='note'>Oversubscribed runs (more ranks than cores; times include "
+                   f"time-slicing): {html.escape(', '.join(over))}.</p>")
+    return "\n".join(out)

@@ -1,0 +1,120 @@
+"""Run directories: writing, reading, and every bad-input path."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from commscope.cli import main
+from commscope.errors import InputError
+from commscope.runs import SCHEMA_VERSION, Run, open_run, register_table
+
+register_table("unit", "samples", {"size_bytes": "i", "time_s": "f", "locality": "O"})
+
+
+def make_run(root, **kw):
+    run = Run.create(root, "unit", {"n": 3}, seeds={"numpy": 7}, argv=["commscope", "x"], **kw)
+    (run.raw_dir / "samples.csv").write_text(
+        "size_bytes,time_s,locality\n1,1e-6,intra-socket\n2,2e-6,intra-socket\n")
+    return run
+
+
+def test_create_finish_and_read_back(runs_root):
+    run = make_run(runs_root)
+    assert json.loads((run.path / "meta.json").read_text())["status"] == "running"
+    run.finish()
+    again = open_run(run.path)
+    assert again.meta["status"] == "complete"
+    assert again.meta["end_time"] is not None
+    assert again.meta["seeds"] == {"numpy": 7}
+    assert again.meta["schema_version"] == SCHEMA_VERSION
+    df = again.table("samples")
+    assert list(df["size_bytes"]) == [1, 2]
+    assert (run.path / "samples.parquet").exists()
+
+
+def test_killed_run_keeps_raw_samples(runs_root):
+    run = make_run(runs_root)            # never finished: as if the job was killed
+    reopened = open_run(run.path)
+    assert reopened.meta["status"] == "running"
+    assert len(reopened.table("samples")) == 2
+
+
+def test_never_reuses_a_directory(runs_root):
+    a = make_run(runs_root, name=None)
+    b = make_run(runs_root, name=None)
+    assert a.path != b.path
+    with pytest.raises(InputError, match="exists"):
+        make_run(runs_root, name=a.path.name)
+
+
+@pytest.mark.parametrize("mutate, field", [
+    (lambda m: m.update(schema_version=99), "schema_version"),
+    (lambda m: m.pop("schema_version"), "schema_version"),
+    (lambda m: m.update(schema="other"), "schema"),
+    (lambda m: m.pop("parameters"), "parameters"),
+    (lambda m: m.update(hosts="vm"), "hosts"),
+    (lambda m: m.update(status="weird"), "status"),
+])
+def test_bad_meta_names_file_and_field(runs_root, mutate, field):
+    run = make_run(runs_root)
+    meta = json.loads((run.path / "meta.json").read_text())
+    mutate(meta)
+    (run.path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError) as exc:
+        open_run(run.path)
+    assert exc.value.field == field
+    assert str(run.path / "meta.json") in str(exc.value)
+
+
+def test_truncated_meta(runs_root):
+    run = make_run(runs_root)
+    text = (run.path / "meta.json").read_text()
+    (run.path / "meta.json").write_text(text[: len(text) // 2])
+    with pytest.raises(InputError, match="truncated"):
+        open_run(run.path)
+
+
+def test_missing_meta_and_directory(runs_root):
+    with pytest.raises(InputError, match="no such directory"):
+        open_run(runs_root / "nope")
+    (runs_root / "empty").mkdir()
+    with pytest.raises(InputError, match="meta.json"):
+        open_run(runs_root / "empty")
+
+
+def test_bad_tables(runs_root):
+    run = make_run(runs_root).finish()
+    (run.path / "samples.parquet").write_bytes(b"PAR1 this is not parquet")
+    with pytest.raises(InputError, match="Parquet") as exc:
+        open_run(run.path).table("samples")
+    assert "samples.parquet" in str(exc.value)
+    pd.DataFrame({"size_bytes": [1], "locality": ["x"]}).to_parquet(run.path / "samples.parquet")
+    with pytest.raises(InputError) as exc:
+        open_run(run.path).table("samples")
+    assert exc.value.field == "time_s"
+    pd.DataFrame({"size_bytes": [1], "time_s": ["fast"], "locality": ["x"]}).to_parquet(
+        run.path / "samples.parquet")
+    with pytest.raises(InputError, match="number"):
+        open_run(run.path).table("samples")
+
+
+def test_cli_reports_bad_run_with_exit_2_and_writes_nothing(runs_root, tmp_path, capsys):
+    run = make_run(runs_root)
+    (run.path / "meta.json").write_text("{ not json")
+    out = tmp_path / "r.html"
+    assert main(["report", str(run.path), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "meta.json" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_report_and_fit_refuse_to_overwrite(runs_root, tmp_path, capsys):
+    existing = tmp_path / "report.html"
+    existing.write_text("keep me")
+    assert main(["report", str(runs_root), "-o", str(existing)]) == 2
+    assert existing.read_text() == "keep me"
+    prof = tmp_path / "machine-profile.json"
+    prof.write_text("keep me too")
+    assert main(["fit", str(runs_root), "-o", str(prof)]) == 2
+    assert prof.read_text() == "keep me too"
