@@ -37,9 +37,7 @@ def format_value(v):
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
-            return f"{v:.4g}"
-        return f"{v:.4f}".rstrip("0").rstrip(".") if v != int(v) else f"{v:.1f}"
+        return f"{v:.5g}"  # five significant digits whatever the scale (1e-7 s .. 1e10 B/s)
     return str(v)
 
 

@@ -195,8 +195,9 @@ def _pwm_from_counts(x, counts):
     """Sample PWMs b0, b1, b2 of each resample, from multiplicities of the sorted ``x``.
 
     In a sorted resample the copies of ``x_i`` occupy 0-based positions
-    ``S_{i-1} .. S_i - 1`` (S = cumulative counts), so the weights of eq. (Hosking 1985)
-    sum in closed form and no resample is sorted.
+    ``S_{i-1} .. S_i - 1`` (S = cumulative counts), so Hosking's position weights
+    ``t / (n-1)`` and ``t (t-1) / ((n-1)(n-2))`` sum over them in closed form and no
+    resample is ever sorted.
     """
     n = counts.shape[1]
     s_hi = np.cumsum(counts, axis=1, dtype=np.float64)
@@ -227,10 +228,14 @@ def _mom_shape_vectorised(skew):
 
 def _mom_from_counts(x, counts):
     n = counts.shape[1]
-    mean = counts @ x / n
-    dev = x[None, :] - mean[:, None]
-    m2 = np.einsum("ij,ij->i", counts, dev ** 2) / n
-    m3 = np.einsum("ij,ij->i", counts, dev ** 3) / n
+    # raw moments about the base sample's mean (three mat-vecs, no rows x n temporaries);
+    # resample means sit close to it, so converting to central moments loses little
+    centre = x.mean()
+    xc = x - centre
+    s1, s2, s3 = (counts @ xc ** p / n for p in (1, 2, 3))
+    mean = centre + s1
+    m2 = s2 - s1 ** 2
+    m3 = s3 - 3.0 * s1 * s2 + 2.0 * s1 ** 3
     # bias-corrected skewness and std, as evt.fit_mom uses
     with np.errstate(all="ignore"):
         g1 = m3 / m2 ** 1.5 * math.sqrt(n * (n - 1)) / (n - 2)
@@ -369,3 +374,40 @@ def predict(kind, target_ranks, *, times=None, maxima=None, base_ranks=None,
             fn = bootstrap_internode if kind == "internode" else bootstrap_intranode
             results.append(fn(times, ranks_per_node, float(target), **opts))
     return results
+
+
+# --- tables ------------------------------------------------------------------------------
+
+def per_rank_matrix(frame, source="table", column="time_s"):
+    """(intervals x ranks) array from a long table ``iteration, rank, time_s[, node]``.
+
+    Columns are ordered by ``(node, rank)`` when a ``node`` column exists (so ranks of a
+    node are adjacent, as the parametric kinds expect) and by ``rank`` otherwise. Returns
+    ``(times, ranks_per_node)``; ``ranks_per_node`` is None without a ``node`` column.
+    Every (iteration, rank) pair must appear exactly once.
+    """
+    for col in ("iteration", "rank", column):
+        if col not in frame.columns:
+            raise InputError(source, col, f"missing column (have {list(frame.columns)})")
+    if frame.empty:
+        raise InputError(source, column, "table has no rows")
+    values = frame[column].to_numpy(dtype=float, na_value=np.nan)
+    if not np.all(np.isfinite(values)):
+        raise InputError(source, column, "contains NaN or infinite values")
+    if frame.duplicated(["iteration", "rank"]).any():
+        raise InputError(source, "rank", "an (iteration, rank) pair appears twice")
+    wide = frame.pivot(index="iteration", columns="rank", values=column)
+    if wide.isna().any().any():
+        raise InputError(source, "rank", "not every rank has a time in every iteration")
+    ranks_per_node = None
+    if "node" in frame.columns:
+        node_of = frame.groupby("rank")["node"].first()
+        if (frame.groupby("rank")["node"].nunique() > 1).any():
+            raise InputError(source, "node", "a rank appears on more than one node")
+        sizes = node_of.value_counts()
+        if sizes.nunique() != 1:
+            raise InputError(source, "node", "nodes have different numbers of ranks")
+        ranks_per_node = int(sizes.iloc[0])
+        order = node_of.reset_index().sort_values(["node", "rank"])["rank"]
+        wide = wide[list(order)]
+    return wide.to_numpy(dtype=float), ranks_per_node

@@ -280,10 +280,11 @@ class FitSummary:
 
     fits: dict
     n: int
+    gumbel_tol: float = GUMBEL_TOL
 
     @property
     def types(self):
-        return {m: g.type for m, g in self.fits.items()}
+        return {m: gev_type(g.shape, self.gumbel_tol) for m, g in self.fits.items()}
 
     @property
     def agree(self):
@@ -291,20 +292,25 @@ class FitSummary:
         return len(set(self.types.values())) == 1
 
     def to_dict(self):
-        return {"n": self.n, "agree": self.agree,
-                "fits": {m: g.to_dict() for m, g in self.fits.items()}}
+        return {"n": self.n, "agree": self.agree, "gumbel_tol": self.gumbel_tol,
+                "fits": {m: dict(g.to_dict(), type=self.types[m])
+                         for m, g in self.fits.items()}}
 
 
-def fit_all(sample, methods=METHODS):
+def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
     """Fit a GEV by each method and report types and agreement (thesis Fig. 3.6).
 
     The thesis compares PWM and MOM; pass ``methods=("pwm", "mom")`` for exactly that.
+    A fit with ``|k| < gumbel_tol`` counts as Type I: sample shapes are never exactly 0,
+    and the standard error of k is about ``0.75 / sqrt(n)`` near the Gumbel case.
     """
+    if not gumbel_tol >= 0:
+        raise InputError("gumbel_tol", None, f"must be >= 0, got {gumbel_tol!r}")
     x = _check_sample(sample)
     unknown = [m for m in methods if m not in FITTERS]
     if unknown or not methods:
         raise InputError("methods", None, f"unknown fit method(s) {unknown}; use {METHODS}")
-    return FitSummary({m: FITTERS[m](x) for m in methods}, int(x.size))
+    return FitSummary({m: FITTERS[m](x) for m in methods}, int(x.size), float(gumbel_tol))
 
 
 # --- EMMA (eq. 2.9) and the exact expected maximum ---------------------------------------
@@ -360,9 +366,15 @@ def expected_max_exact(dist, n):
     if isinstance(dist, GEV):
         out = [dist.max_of(float(m)).mean() for m in n_arr.ravel()]
     elif hasattr(dist, "isf"):
+        def quantile(v, m):
+            # F^-1(v^(1/m)): via ppf in the lower half, via isf(1 - q) near q = 1 where
+            # ppf would lose the digits that matter for large m
+            log_q = math.log(v) / m if v > 0 else -math.inf
+            return dist.ppf(math.exp(log_q)) if log_q < -0.7 else dist.isf(-math.expm1(log_q))
+
         def one(m):
-            f = lambda v: dist.isf(-np.expm1(np.log(v) / m)) if v > 0 else dist.ppf(0.0)
-            val, _ = integrate.quad(f, 0.0, 1.0, limit=200, epsabs=0, epsrel=1e-10)
+            f = lambda v: quantile(v, m)
+            val, _ = integrate.quad(f, 0.0, 1.0, limit=200, epsabs=0, epsrel=1e-9)
             return val
         out = [one(float(m)) for m in n_arr.ravel()]
     else:

@@ -1,0 +1,197 @@
+"""``commscope stats gev`` and ``commscope stats bootstrap``: thin shells over
+:mod:`commscope.stats.evt` and :mod:`commscope.stats.bootstrap`."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..output import dump_json, print_table
+from ..stats import bootstrap, evt
+
+GEV_DESCRIPTION = """\
+Fit a GEV distribution to one column of a CSV or Parquet file by the method of moments,
+probability-weighted moments and maximum likelihood (Dominguez-Trujillo 2021, Sec. 2.3),
+report each fit's extreme-value type (I Gumbel, II Frechet, III Weibull), whether the
+methods agree (the Fig. 3.6 diagnostic), and EMMA's expected maximum of N draws (eq. 2.9)
+next to the exact expected maximum, for each fit and for the empirical distribution.
+
+Shape is Hosking's k (= scipy's genextreme c); xi = -k. Times are in seconds.
+
+example:
+  commscope stats gev maxima.csv --column time_s --n 4 64 2048
+"""
+
+BOOTSTRAP_DESCRIPTION = """\
+Predict the per-interval maximum (or, with --runtime, the runtime) at larger scales by
+bootstrapping measurements taken at a base scale (Dominguez-Trujillo 2021, Sec. 3.2.2).
+
+Input (CSV or Parquet), one of two layouts:
+  per-rank:  columns iteration, rank, time_s and optionally node (one row per
+             iteration and rank; seconds). Needed by internode / intranode. Without a
+             node column, rank r is on node r // --ranks-per-node.
+  maxima:    column max_time_s (one row per interval: the maximum over --base-ranks
+             ranks). Only for --kind nonparametric.
+
+Kinds: nonparametric (max of k = P/p resampled interval maxima), internode (GEV fit to
+each node's interval maxima, EMMA to P/ranks_per_node nodes), intranode (GEV fit to each
+rank slot's times, EMMA to P ranks). Prints median and confidence interval per target.
+
+example:
+  commscope stats bootstrap run/times.parquet --base-ranks 256 \\
+      --target-ranks 512 1024 2048 --kind intranode --ranks-per-node 32 --seed 7
+"""
+
+
+def read_table(path):
+    """A DataFrame from a CSV or Parquet file; InputError naming the file otherwise."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(path, None, "no such file")
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            return pd.read_parquet(p)
+        if p.suffix.lower() in (".csv", ".txt"):
+            return pd.read_csv(p)
+    except Exception as exc:  # any parser failure is a bad input file
+        raise InputError(path, None, f"cannot read table ({exc})") from None
+    raise InputError(path, None, "unknown file type; use .csv or .parquet")
+
+
+def read_column(path, column):
+    """One numeric column of a table file as a float array (NaN rejected)."""
+    frame = read_table(path)
+    if column not in frame.columns:
+        raise InputError(path, column, f"missing column (have {list(frame.columns)})")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values)):
+        raise InputError(path, column, "empty, non-numeric, NaN or infinite values")
+    return values
+
+
+def gev_report(sample, ns, source="sample", gumbel_tol=evt.GUMBEL_TOL):
+    """Fits, types, agreement and EMMA-vs-exact rows for ``commscope stats gev``."""
+    try:
+        summary = evt.fit_all(sample, gumbel_tol=gumbel_tol)
+    except InputError as exc:
+        raise InputError(source, exc.field, exc.message) from None
+    fits = [dict(method=m, shape_k=g.shape, loc_s=g.loc, scale_s=g.scale,
+                 type=summary.types[m])
+            for m, g in summary.fits.items()]
+    dists = dict(summary.fits, empirical=np.asarray(sample, dtype=float))
+    maxima = []
+    for n in ns:
+        for name, dist in dists.items():
+            e, exact = evt.emma(dist, n), evt.expected_max_exact(dist, n)
+            maxima.append(dict(n=n, distribution=name, emma_s=e, expected_max_s=exact,
+                               rel_diff=(e - exact) / abs(exact) if exact else float("nan")))
+    return {"n_samples": summary.n, "agree": summary.agree, "fits": fits, "maxima": maxima}
+
+
+def _gev(args):
+    report = gev_report(read_column(args.file, args.column), args.n, source=args.file,
+                        gumbel_tol=args.gumbel_tol)
+    if args.json:
+        dump_json(report)
+        return 0
+    print_table(report["fits"], title=f"GEV fits of {args.file}:{args.column} "
+                f"(n = {report['n_samples']}; shape k = scipy c)")
+    print(f"types agree: {'yes' if report['agree'] else 'no'}")
+    print()
+    print_table(report["maxima"], title="expected maximum of n draws: EMMA vs exact")
+    return 0
+
+
+def bootstrap_from_file(path, kind, target_ranks, base_ranks=None, ranks_per_node=None,
+                        runtime=False, **options):
+    """Load ``path`` (layouts in the command help) and run :func:`bootstrap.predict`."""
+    frame = read_table(path)
+    times = maxima = None
+    if "time_s" in frame.columns:
+        try:
+            times, rpn = bootstrap.per_rank_matrix(frame, source=path)
+        except InputError as exc:
+            raise InputError(path, exc.field, exc.message) from None
+        if base_ranks is not None and base_ranks != times.shape[1]:
+            raise InputError(path, "rank", f"has {times.shape[1]} ranks but --base-ranks "
+                             f"is {base_ranks}")
+        if rpn is not None:
+            if ranks_per_node is not None and ranks_per_node != rpn:
+                raise InputError(path, "node", f"nodes hold {rpn} ranks but "
+                                 f"--ranks-per-node is {ranks_per_node}")
+            ranks_per_node = rpn
+        base_ranks, intervals = times.shape[1], times.shape[0]
+    elif "max_time_s" in frame.columns:
+        if kind != "nonparametric":
+            raise InputError(path, "time_s", f"--kind {kind} needs the per-rank layout")
+        if base_ranks is None:
+            raise InputError("--base-ranks", None, "required with the maxima layout")
+        maxima = read_column(path, "max_time_s")
+        intervals = maxima.size
+    else:
+        raise InputError(path, "time_s", "missing column: need time_s (per-rank layout) "
+                         "or max_time_s (maxima layout)")
+    if kind != "nonparametric" and ranks_per_node is None:
+        raise InputError("--ranks-per-node", None, f"required for --kind {kind} "
+                         "when the file has no node column")
+    if kind == "nonparametric":
+        ranks_per_node = None
+    return bootstrap.predict(kind, target_ranks, times=times, maxima=maxima,
+                             base_ranks=base_ranks, ranks_per_node=ranks_per_node,
+                             intervals=intervals if runtime else None, **options)
+
+
+def _bootstrap(args):
+    options = dict(replicas=args.replicas, confidence=args.confidence, seed=args.seed)
+    if args.kind != "nonparametric":
+        options["method"] = args.method
+    results = bootstrap_from_file(args.file, args.kind, args.target_ranks, args.base_ranks,
+                                  args.ranks_per_node, args.runtime, **options)
+    rows = [r.to_dict() for r in results]
+    if args.json:
+        dump_json(rows)
+        return 0
+    stat = rows[0]["statistic"]
+    title = (f"{args.kind} bootstrap of {args.file}: {stat} median and "
+             f"{args.confidence:.0%} interval (seed {rows[0]['seed']})")
+    print_table(rows, columns=["target_ranks", "k", "median_s", "ci_low_s", "ci_high_s",
+                               "replicas"], title=title)
+    return 0
+
+
+def register(registry):
+    p = registry.group_command("stats", "gev", help="GEV fits (MOM/PWM/MLE), type agreement, EMMA",
+                               description=GEV_DESCRIPTION)
+    p.add_argument("file", help="CSV or Parquet file")
+    p.add_argument("--column", default="time_s", help="column with the sample in seconds "
+                   "(default: time_s)")
+    p.add_argument("--n", type=float, nargs="+", default=[4, 64, 2048], metavar="N",
+                   help="numbers of draws for the expected maximum (default: 4 64 2048)")
+    p.add_argument("--gumbel-tol", type=float, default=evt.GUMBEL_TOL, help="|k| below "
+                   f"this is Type I (default: {evt.GUMBEL_TOL})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=_gev)
+
+    p = registry.group_command("stats", "bootstrap", help="predict maxima at larger scale "
+                               "by bootstrap", description=BOOTSTRAP_DESCRIPTION)
+    p.add_argument("file", help="CSV or Parquet file (layouts above)")
+    p.add_argument("--base-ranks", type=int, metavar="p", help="ranks of the measurement "
+                   "(inferred from the per-rank layout; required for the maxima layout)")
+    p.add_argument("--target-ranks", type=float, nargs="+", required=True, metavar="P",
+                   help="scales to predict (>= base ranks)")
+    p.add_argument("--kind", choices=bootstrap.KINDS, default="nonparametric",
+                   help="bootstrap kind (default: nonparametric)")
+    p.add_argument("--ranks-per-node", type=int, help="ranks per node when the file has "
+                   "no node column (parametric kinds)")
+    p.add_argument("--method", choices=bootstrap.FIT_METHODS, default="pwm",
+                   help="GEV fit for the parametric kinds (default: pwm)")
+    p.add_argument("--replicas", type=int, default=10_000, help="bootstrap replicas "
+                   "(default: 10000; parametric kinds split them over nodes/rank slots)")
+    p.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence level of the interval (default: 0.95)")
+    p.add_argument("--runtime", action="store_true", help="predict the runtime (sum over "
+                   "as many intervals as the file has) instead of one interval's maximum")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_bootstrap)
