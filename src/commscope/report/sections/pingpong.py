@@ -54,7 +54,8 @@ def render(runs, context):
     parts = [f"<p>Median one-way time per size (bars: 10th-90th percentile of every repetition) "
              f"against the node-aware max-rate model (004 eq. 2, postal when ppn = 1), "
              f"parameters {html.escape(where)}. Colours mark the protocol each size falls in "
-             f"by the fitted breakpoints.</p>"]
+             f"by the fitted breakpoints; the right panels show the residuals "
+             f"(model - measured) / measured.</p>"]
     rows = []
     for (loc, ppn), sub in med.groupby(["locality", "pairs"]):
         if (profile.breakpoints.get(loc) is None) and not any(k[1] == loc for k in profile.params):

@@ -1,0 +1,62 @@
+#!/usr/bin/env python
+"""Side by side: commscope's C ping-pong versus `python -m mpi4py.bench pingpong`.
+
+Both run in this one invocation, on the same MPI (the default Open MPI wheel unless
+--mpi says otherwise), with the same launcher flags and repetition counts.  Prints
+the mean one-way time per size from each and their ratio (mpi4py / commscope): a
+ratio near 1 for large messages says both measure the same transport; at small
+sizes mpi4py's Python overhead per call shows.
+
+    .venv/bin/python scripts/compare_mpi4py.py [--mpi mpich] [--max 4M] [--iters 1000]
+"""
+
+import argparse
+import re
+import sys
+import tempfile
+
+from commscope import launch, mpi
+from commscope.bench.pingpong import run_pingpong
+from commscope.output import print_table
+from commscope.units import parse_size
+
+ROW = re.compile(r"^\s*(\d+)\s+[\d.]+\s+\|\s+([\d.eE+-]+)\s")
+
+
+def mpi4py_pingpong(mpi_install, max_size, iters, large_iters):
+    args = ["-m", "mpi4py.bench", "pingpong", "-m", "1", "-n", str(max_size),
+            "-l", str(iters), "-s", str(max(1, iters // 10)),
+            "--loop-large", str(large_iters), "--skip-large", str(max(1, large_iters // 10)),
+            "--large-size", "8193", "--loop-huge", str(large_iters), "--skip-huge", "1"]
+    plan = launch.plan_launch(mpi_install, 2, sys.executable, args)
+    res = launch.run_job(plan, echo=False, progress=False, timeout=600)
+    if res.returncode != 0:
+        sys.exit(f"mpi4py.bench failed:\n{res.stderr}")
+    return {int(m.group(1)): float(m.group(2)) for m in map(ROW.match, res.stdout.splitlines()) if m}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpi", default=None)
+    ap.add_argument("--max", default="4M")
+    ap.add_argument("--iters", type=int, default=1000)
+    ap.add_argument("--large-iters", type=int, default=100)
+    a = ap.parse_args()
+    max_size = parse_size(a.max)
+    m = mpi.select_mpi(a.mpi)
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_pingpong(min_size=1, max_size=max_size, iters=a.iters, warmup=a.iters // 10,
+                           large_iters=a.large_iters, large_warmup=max(1, a.large_iters // 10),
+                           runs_root=tmp, mpi_spec=a.mpi, echo=False, progress=False)
+        ours = run.table("samples").groupby("size_bytes")["time_s"].mean()
+        library = run.meta["mpi"]["library_version"].splitlines()[0]
+    theirs = mpi4py_pingpong(m, max_size, a.iters, a.large_iters)
+    rows = [{"size_bytes": s, "commscope_us": ours[s] * 1e6, "mpi4py_us": theirs[s] * 1e6,
+             "ratio_mpi4py_over_commscope": theirs[s] / ours[s]}
+            for s in ours.index if s in theirs]
+    print(f"# {library}")
+    print_table(rows, title="mean one-way time per size, same MPI, same run")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Real ping-pong runs through the CLI and the library (2 and 4 ranks)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from commscope.bench.pingpong import run_pingpong
+from commscope.cli import main
+from commscope.errors import EnvironmentProblem, InputError
+from commscope.runs import open_run
+
+pytestmark = pytest.mark.mpi
+
+
+def test_cli_run_keeps_every_repetition_with_locality(runs_root, capsys, default_mpi):
+    rc = main(["bench", "pingpong", "-m", "1:16K", "-i", "20", "-x", "2", "-I", "5", "-X", "1",
+               "--runs", str(runs_root), "--name", "pp"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "# Size" in out and "Avg Lat(us)" in out          # OSU-style table on stdout
+    run = open_run(runs_root / "pp")
+    assert run.meta["status"] == "complete"
+    df = run.table("samples")
+    sizes = [1 << k for k in range(15)]
+    assert sorted(df["size_bytes"].unique()) == sizes
+    counts = df.groupby("size_bytes").size()
+    assert all(counts[s] == (20 if s <= 8192 else 5) for s in sizes)   # fewer above 8 KiB
+    assert (df["time_s"] > 0).all() and (df["time_s"] < 1).all()
+    assert set(df["locality"]) == {"intra-socket"}  # one socket on these machines
+    # Larger messages take longer (medians, 1 B vs 16 KiB: a factor, not a timing bound).
+    med = df.groupby("size_bytes")["time_s"].median()
+    assert med[16384] > med[1]
+    placement = run.meta["placement"]
+    assert [p["rank"] for p in placement] == [0, 1]
+    assert all(p["host"] == run.meta["hosts"][0] for p in placement)
+    assert "Open MPI" in run.meta["mpi"]["library_version"]
+    assert run.meta["launch"]["argv"][0].endswith("mpiexec")
+    assert run.meta["parameters"]["iters"] == 20
+
+
+def test_multi_pair_run_labels_pairs(runs_root, default_mpi):
+    run = run_pingpong(pairs=2, min_size=64 << 10, max_size=128 << 10, iters=5, warmup=1,
+                       large_iters=5, large_warmup=1, runs_root=runs_root, echo=False)
+    df = run.table("samples")
+    assert set(df["pairs"]) == {2} and set(df["pair"]) == {0, 1}
+    assert len(df) == 2 * 2 * 5
+    assert len(run.meta["placement"]) == 4
+    assert run.meta["launch"]["nranks"] == 4
+
+
+def test_killed_run_keeps_samples_already_written(runs_root, default_mpi):
+    # Many repetitions of large sizes: the first sizes finish, the job is killed mid-way.
+    with pytest.raises(EnvironmentProblem, match="partial results kept"):
+        run_pingpong(min_size=1, max_size=4 << 20, iters=20000, warmup=0, large_iters=20000,
+                     large_warmup=0, runs_root=runs_root, run_name="killed", timeout=3,
+                     echo=False)
+    run = open_run(runs_root / "killed")
+    assert run.meta["status"] == "failed"
+    df = run.table("samples")
+    assert len(df) > 0 and df["size_bytes"].max() < 4 << 20
+    assert (df.groupby("size_bytes").size() == 20000).all()   # only complete sizes written
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--pairs", "0"], "--pairs"),
+    (["-m", "64:1"], "-m"),
+    (["-m", "lots"], "-m"),
+    (["-i", "0"], "--iters"),
+])
+def test_bad_options_exit_2(runs_root, capsys, argv, field):
+    assert main(["bench", "pingpong", "--runs", str(runs_root), *argv]) == 2
+    err = capsys.readouterr().err
+    assert field in err
+    assert not any(runs_root.iterdir())     # nothing created
+
+
+@pytest.mark.mpich
+def test_mpich_wheel_smoke(runs_root, mpich_mpi):
+    run = run_pingpong(min_size=1, max_size=4096, iters=10, warmup=1, runs_root=runs_root,
+                       mpi_spec="mpich", echo=False)
+    assert "MPICH" in run.meta["mpi"]["library_version"]
+    assert run.meta["mpi"]["name"] == "mpich"
+    df = run.table("samples")
+    assert len(df) == 13 * 10 and np.all(df["time_s"] > 0)

@@ -1,0 +1,62 @@
+"""Every command has --help; --version; doctor and slurm on this machine."""
+
+import argparse
+import json
+
+import pytest
+
+from commscope import __version__
+from commscope.cli import build_parser, main
+from commscope.errors import InputError
+from commscope.slurm import batch_script
+
+
+def _all_commands(parser, prefix=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*prefix, name)
+                yield from _all_commands(sub, (*prefix, name))
+
+
+def test_every_command_has_help(capsys):
+    commands = list(_all_commands(build_parser()))
+    expected = {("bench", "pingpong"), ("fit",), ("report",), ("doctor",), ("study",), ("slurm",),
+                ("model", "stencil"), ("model", "p2p"), ("model", "partitioned"),
+                ("stats", "gev"), ("stats", "bootstrap"), ("stats", "arrivals")}
+    assert expected <= set(commands)
+    for cmd in commands:
+        with pytest.raises(SystemExit) as exc:
+            main([*cmd, "--help"])
+        assert exc.value.code == 0
+        assert "usage: commscope" in capsys.readouterr().out
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert __version__ in capsys.readouterr().out
+
+
+@pytest.mark.mpi
+def test_doctor_json_on_this_machine(capsys, default_mpi):
+    assert main(["doctor", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["mpi"]["library_version"].startswith("Open MPI")
+    assert d["mpi"]["thread_level_provided"] == "MPI_THREAD_MULTIPLE"
+    assert d["mpi"]["partitioned"] is True
+    assert d["topology"]["cores"] >= 1 and d["topology"]["sockets"] >= 1
+    assert "pml_ob1_posted_recvq_length" in d["mpi_t"]["queue_pvars"]
+    assert d["mpi_t"]["eager_cvars"]["btl_sm_eager_limit"] > 0
+    assert set(d["ompt"]) >= {"available", "hint"}
+
+
+def test_slurm_script(tmp_path, capsys):
+    text = batch_script(4, 32, time="01:00:00", partition="pbatch")
+    assert "#SBATCH --nodes=4" in text and "#SBATCH --partition=pbatch" in text
+    assert "--pairs 16 --ranks-per-node 16" in text       # ppn pairs across two nodes
+    out = tmp_path / "s.sbatch"
+    assert main(["slurm", "-o", str(out)]) == 0 and out.exists()
+    assert main(["slurm", "-o", str(out)]) == 2             # never overwritten
+    with pytest.raises(InputError):
+        batch_script(2, 2, time="soon")

@@ -1,0 +1,50 @@
+"""The main job end to end: real runs -> fit -> profile JSON -> HTML report."""
+
+import json
+import re
+
+import pytest
+
+from commscope.cli import main
+from commscope.models.profile import load_profile
+
+pytestmark = pytest.mark.mpi
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory, default_mpi):
+    out = tmp_path_factory.mktemp("study") / "s"
+    assert main(["study", "--quick", "--out", str(out)]) == 0
+    return out
+
+
+def test_study_writes_runs_profile_and_report(study, capsys):
+    assert sorted(p.name for p in (study / "runs").iterdir()) == ["pingpong-1pair", "pingpong-2pairs"]
+    profile = load_profile(study / "machine-profile.json")
+    assert profile.localities == ["intra-socket"]
+    rdv = profile.get("rendezvous", "intra-socket")
+    assert rdv.alpha_s >= 0 and 1e8 < rdv.Rb_Bps < 1e12     # shared memory: 0.1 GB/s .. 1 TB/s
+    assert rdv.fit.n_samples > 0 and rdv.fit.rel_error_by_size
+    # The eager limits the MPI reported via MPI_T travel into the profile.
+    assert any("eager" in k for k in profile.mpi_eager_limits)
+    html = (study / "report.html").read_text()
+    assert html.count("<img") >= 2                     # 1-pair and 2-pair figures, inline
+    assert "residuals" in html and "Machine profile" in html
+    assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
+
+
+def test_refit_and_report_from_cli(study, tmp_path, capsys):
+    prof = tmp_path / "p.json"
+    assert main(["fit", str(study / "runs"), "-o", str(prof)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"intra-socket\s+rendezvous", out)
+    assert json.loads(prof.read_text())["schema"] == "commscope.machine-profile"
+    report = tmp_path / "bw.html"
+    assert main(["report", str(study / "runs"), "--profile", "bluewaters", "-o", str(report)]) == 0
+    assert report.exists()
+
+
+def test_study_never_overwrites(study, capsys):
+    before = (study / "report.html").stat().st_mtime_ns
+    assert main(["study", "--quick", "--out", str(study)]) == 2
+    assert (study / "report.html").stat().st_mtime_ns == before
