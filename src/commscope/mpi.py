@@ -122,7 +122,9 @@ def build(mpi, target=None, quiet=True):
         if not (bdir / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
             _run_build(["cmake", "-S", str(native_dir()), "-B", str(bdir),
-                        f"-DCMAKE_C_COMPILER={mpi.mpicc}", *gen], bdir, quiet)
+                        f"-DCMAKE_C_COMPILER={mpi.mpicc}",
+                        # lets native/bench/*.cmake find wheels (BLAS) of this environment
+                        f"-DCOMMSCOPE_PYTHON={sys.executable}", *gen], bdir, quiet)
         cmd = ["cmake", "--build", str(bdir), "--parallel", "2"]
         _run_build(cmd + (["--target", target] if target else []), bdir, quiet)
     return bdir
