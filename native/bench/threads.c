@@ -1,0 +1,328 @@
+/* commscope threads: thread-arrival times of an OpenMP compute phase with a known,
+ * controllable imbalance (Marts et al. 2023, Sec. 3.1 and 4).
+ *
+ * Every rank runs trials x iterations bulk-synchronous steps.  A step is one OpenMP
+ * parallel region timed exactly as the paper's Listing 1 (barrier, per-thread start
+ * time, `omp for nowait` loop, per-thread end time) through commscope_threadtiming.h,
+ * followed by an MPI_Barrier standing in for the communication phase.  The loop has
+ * one item per thread (schedule(static,1)), so thread t runs item t: a busy spin
+ * for its intended time
+ *
+ *     intended = max(0, draw(dist; mean = --work, sd = --sd)) + laggard * --laggard-extra
+ *
+ * where laggard is 1 with probability --laggard-prob.  Draws come from a counter-based
+ * hash of (seed, trial, rank, iteration, thread), so a run is reproducible and rank 0
+ * can write the ground truth of every rank (table injected) without communication.
+ *
+ * Compute model: a clock-polling spin (CLOCK_MONOTONIC, polled until the deadline),
+ * not a calibrated loop: its error is the clock read (~20-50 ns) plus whatever time
+ * the OS takes the core away; a calibrated loop would stretch by that too, and would
+ * also drift with frequency changes.  --compute sleep sleeps to the deadline instead
+ * (clock_nanosleep): it frees the core, so oversubscribed runs (threads > cores)
+ * still give arrivals close to the intended ones.
+ *
+ * Tables (in --out DIR): compute.csv (trial,rank,iteration,region,thread,start_s,
+ * end_s,compute_time_s: written by the header at the end of every trial) and
+ * injected.csv (trial,rank,iteration,thread,intended_time_s,laggard).
+ */
+#define _GNU_SOURCE
+#include "cs_common.h"
+#include "commscope_threadtiming.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+enum dist { DIST_CONSTANT, DIST_NORMAL, DIST_UNIFORM, DIST_EXPONENTIAL };
+static const char *dist_names[] = {"constant", "normal", "uniform", "exponential"};
+
+typedef struct {
+    enum dist dist;
+    double work, sd, lag_prob, lag_extra;
+    uint64_t seed;
+} imbalance_t;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cs_threads [-n ITERS] [-t TRIALS] [-x WARMUP] [--work S] [--dist D]\n"
+            "                  [--sd S] [--laggard-prob P] [--laggard-extra S] [--seed N]\n"
+            "                  [--compute spin|sleep] [--region NAME] [--out DIR]\n"
+            "  threads per rank: OMP_NUM_THREADS\n"
+            "  -n, --iterations N     timed steps per trial (default 50)\n"
+            "  -t, --trials N         trials (default 1)\n"
+            "  -x, --warmup N         untimed steps before each trial (default 2)\n"
+            "  -w, --work S           mean compute time per thread and step, s (default 1e-3)\n"
+            "  -d, --dist D           constant, normal, uniform or exponential (default constant);\n"
+            "                         each has mean --work and standard deviation --sd\n"
+            "                         (exponential: shifted, work - sd + Exp(sd)); draws < 0 -> 0\n"
+            "  -s, --sd S             standard deviation, s (default 1e-4)\n"
+            "  -p, --laggard-prob P   chance that a thread-step is a laggard (default 0)\n"
+            "  -e, --laggard-extra S  extra time of a laggard, s (default 5e-3)\n"
+            "  -S, --seed N           seed of all draws (default 1)\n"
+            "  -c, --compute M        spin (busy, default) or sleep (frees the core)\n"
+            "  -r, --region NAME      region name in the compute table (default compute)\n");
+}
+
+/* splitmix64 finaliser: a good 64-bit mixer for counter-based draws. */
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Uniform in [0, 1) for one (seed, trial, rank, iteration, thread, stream). */
+static double unif(uint64_t seed, int trial, int rank, int it, int th, int stream)
+{
+    uint64_t h = mix(seed);
+    h = mix(h ^ (uint64_t)(uint32_t)trial);
+    h = mix(h ^ (uint64_t)(uint32_t)rank);
+    h = mix(h ^ (uint64_t)(uint32_t)it);
+    h = mix(h ^ (uint64_t)(uint32_t)th);
+    h = mix(h ^ (uint64_t)(uint32_t)stream);
+    return (double)(h >> 11) * 0x1.0p-53;
+}
+
+/* The intended compute time of one thread-step and whether it is a laggard. */
+static double intended(const imbalance_t *im, int trial, int rank, int it, int th, int *laggard)
+{
+    double u1 = unif(im->seed, trial, rank, it, th, 1);
+    double u2 = unif(im->seed, trial, rank, it, th, 2);
+    double t = im->work;
+    switch (im->dist) {
+    case DIST_CONSTANT: break;
+    case DIST_NORMAL: /* Box-Muller; 1 - u1 lies in (0, 1] */
+        t += im->sd * sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+        break;
+    case DIST_UNIFORM: t += im->sd * sqrt(3.0) * (2.0 * u1 - 1.0); break;
+    case DIST_EXPONENTIAL: t += im->sd * (-log(1.0 - u1) - 1.0); break;
+    }
+    if (t < 0)
+        t = 0;
+    *laggard = unif(im->seed, trial, rank, it, th, 3) < im->lag_prob;
+    return t + (*laggard ? im->lag_extra : 0.0);
+}
+
+/* Spin polling the clock, or sleep, until `seconds` after now. */
+static void compute(double seconds, int sleep_mode)
+{
+    if (!sleep_mode) {
+        cs_spin(seconds);
+        return;
+    }
+    struct timespec ts;
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    /* Linux delays sleeping threads' wake-ups by up to 50 us (timer slack) to batch
+     * them; 1 ns keeps the arrival close to the deadline.  Per thread, cheap. */
+    static _Thread_local int slack_set = 0;
+    if (!slack_set) {
+        prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        slack_set = 1;
+    }
+#endif
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long ns = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec + (long long)(seconds * 1e9);
+    ts.tv_sec = ns / 1000000000LL;
+    ts.tv_nsec = ns % 1000000000LL;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+        ; /* EINTR: sleep again to the same deadline */
+}
+
+/* One step: Listing 1 with the timing calls when tt != NULL (warm-up steps pass NULL). */
+static int step(cs_tt_t *tt, int region, int it, const double *work, int nthreads, int sleep_mode)
+{
+    int team = 0;
+#pragma omp parallel num_threads(nthreads)
+    {
+        if (tt)
+            cs_tt_begin(tt, region, it);
+        else {
+#pragma omp barrier
+        }
+#pragma omp for schedule(static, 1) nowait
+        for (int n = 0; n < nthreads; n++)
+            compute(work[n], sleep_mode);
+        if (tt)
+            cs_tt_end(tt);
+#pragma omp single nowait
+        team = omp_get_num_threads();
+    }
+    return team;
+}
+
+int main(int argc, char **argv)
+{
+    int iters = 50, trials = 1, warmup = 2, sleep_mode = 0;
+    imbalance_t im = {DIST_CONSTANT, 1e-3, 1e-4, 0.0, 5e-3, 1};
+    const char *out = NULL, *region_name = "compute";
+    int rank, size, provided;
+    static struct option longopts[] = {
+        {"iterations", required_argument, 0, 'n'}, {"trials", required_argument, 0, 't'},
+        {"warmup", required_argument, 0, 'x'},     {"work", required_argument, 0, 'w'},
+        {"dist", required_argument, 0, 'd'},       {"sd", required_argument, 0, 's'},
+        {"laggard-prob", required_argument, 0, 'p'},
+        {"laggard-extra", required_argument, 0, 'e'},
+        {"seed", required_argument, 0, 'S'},       {"compute", required_argument, 0, 'c'},
+        {"region", required_argument, 0, 'r'},     {"out", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    for (int c; (c = getopt_long(argc, argv, "n:t:x:w:d:s:p:e:S:c:r:o:h", longopts, NULL)) != -1;) {
+        char *end = NULL;
+        switch (c) {
+        case 'n': iters = atoi(optarg); break;
+        case 't': trials = atoi(optarg); break;
+        case 'x': warmup = atoi(optarg); break;
+        case 'w': im.work = strtod(optarg, &end); break;
+        case 's': im.sd = strtod(optarg, &end); break;
+        case 'p': im.lag_prob = strtod(optarg, &end); break;
+        case 'e': im.lag_extra = strtod(optarg, &end); break;
+        case 'S': im.seed = strtoull(optarg, &end, 10); break;
+        case 'd': {
+            int found = -1;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(optarg, dist_names[k]) == 0)
+                    found = k;
+            if (found < 0)
+                cs_die("--dist: expected constant, normal, uniform or exponential, got '%s'", optarg);
+            im.dist = (enum dist)found;
+            break;
+        }
+        case 'c':
+            if (strcmp(optarg, "spin") && strcmp(optarg, "sleep"))
+                cs_die("--compute: expected spin or sleep, got '%s'", optarg);
+            sleep_mode = strcmp(optarg, "sleep") == 0;
+            break;
+        case 'r': region_name = optarg; break;
+        case 'o': out = optarg; break;
+        default:
+            if (rank == 0)
+                usage();
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+        if (end && (*end || end == optarg))
+            cs_die("-%c: expected a number, got '%s'", c, optarg);
+    }
+    if (iters < 1 || trials < 1 || warmup < 0)
+        cs_die("--iterations and --trials must be >= 1 and --warmup >= 0");
+    if (!(im.work >= 0) || !(im.sd >= 0) || !(im.lag_extra >= 0))
+        cs_die("--work, --sd and --laggard-extra must be >= 0 seconds");
+    if (!(im.lag_prob >= 0 && im.lag_prob <= 1))
+        cs_die("--laggard-prob must lie in [0, 1], got %g", im.lag_prob);
+    if (provided < MPI_THREAD_FUNNELED)
+        cs_die("MPI provides thread level %d, need MPI_THREAD_FUNNELED", provided);
+
+    int nthreads = omp_get_max_threads();
+    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, places);
+
+    cs_tt_t tt;
+    if (cs_tt_init(&tt, iters, nthreads) != 0)
+        cs_die("out of memory for %d x %d timing records", iters, nthreads);
+    int region = cs_tt_region(&tt, region_name);
+    FILE *injected = NULL;
+    if (out) {
+        if (cs_mkdir_p(out) != 0)
+            cs_die("cannot create --out directory '%s'", out);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/compute.csv", out);
+        cs_tt_set_output(&tt, path);
+        if (rank == 0) {
+            cs_write_placement(out, places, size);
+            injected = cs_open_table(out, "injected.csv",
+                                     "trial,rank,iteration,thread,intended_time_s,laggard");
+        }
+    } else {
+        cs_tt_set_output(&tt, "/dev/null");
+    }
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (rank == 0) {
+        printf("# commscope threads: %d rank(s) x %d thread(s), %d trial(s) x %d iteration(s)\n",
+               size, nthreads, trials, iters);
+        printf("# work %s mean %.3g s sd %.3g s, laggard p=%.3g extra %.3g s, seed %llu, "
+               "compute=%s\n", dist_names[im.dist], im.work, im.sd, im.lag_prob, im.lag_extra,
+               (unsigned long long)im.seed, sleep_mode ? "sleep" : "spin");
+        if ((long)nthreads * size > cores)
+            printf("# oversubscribed: %d ranks x %d threads on %ld cores (if on one node)\n",
+                   size, nthreads, cores);
+        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean(us)",
+               "Min(us)", "Max(us)", "MeanErr(us)", "MaxErr(us)", "Laggards");
+        fflush(stdout);
+    }
+
+    double *work = malloc(sizeof(double) * nthreads);
+    long done = 0;
+    for (int trial = 0; trial < trials; trial++) {
+        cs_tt_set_trial(&tt, trial);
+        for (int it = -warmup; it < iters; it++) {
+            int lag;
+            for (int t = 0; t < nthreads; t++)
+                work[t] = intended(&im, trial, rank, it < 0 ? -1 - it : it, t, &lag);
+            int team = step(it >= 0 ? &tt : NULL, region, it, work, nthreads, sleep_mode);
+            if (team != nthreads)
+                cs_die("OpenMP gave a team of %d threads, asked for %d", team, nthreads);
+            MPI_Barrier(MPI_COMM_WORLD); /* the communication phase of the step */
+            if (it >= 0 && rank == 0)
+                cs_progress(++done, (long)trials * iters, "iteration");
+        }
+        /* Summaries from this rank's records before the flush empties them. */
+        double sum[3] = {0, 0, 0}; /* compute time, error vs intended, samples */
+        double ext[3] = {-1e300, -1e300, -1e300}; /* -min time, max time, max error */
+        for (int t = 0; t < nthreads; t++)
+            for (long k = 0; k < tt.thr[t].count; k++) {
+                const cs_tt_record_t *r = &tt.rec[(size_t)t * (size_t)tt.capacity + (size_t)k];
+                int lag;
+                double ct = r->end - r->start;
+                double err = ct - intended(&im, trial, rank, r->iteration, t, &lag);
+                sum[0] += ct;
+                sum[1] += err;
+                sum[2] += 1;
+                ext[0] = -ct > ext[0] ? -ct : ext[0];
+                ext[1] = ct > ext[1] ? ct : ext[1];
+                ext[2] = err > ext[2] ? err : ext[2];
+            }
+        MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, ext, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (cs_tt_flush(&tt) != 0)
+            cs_die("cannot write the compute table %s", tt.out);
+        if (rank == 0) {
+            long laggards = 0;
+            for (int r = 0; r < size; r++)
+                for (int it = 0; it < iters; it++)
+                    for (int t = 0; t < nthreads; t++) {
+                        int lag;
+                        double w = intended(&im, trial, r, it, t, &lag);
+                        laggards += lag;
+                        if (injected)
+                            fprintf(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
+                    }
+            if (injected)
+                fflush(injected);
+            printf("%-7d %9.0f %12.2f %12.2f %12.2f %13.2f %13.2f %9ld\n", trial, sum[2],
+                   1e6 * sum[0] / sum[2], -1e6 * ext[0], 1e6 * ext[1], 1e6 * sum[1] / sum[2],
+                   1e6 * ext[2], laggards);
+            fflush(stdout);
+        }
+    }
+    cs_tt_finalize(&tt);
+    if (injected)
+        fclose(injected);
+    free(work);
+    free(places);
+    MPI_Finalize();
+    return 0;
+}
