@@ -1,0 +1,557 @@
+/* commscope bsp: the bulk-synchronous variability harness of Dominguez-Trujillo
+ * (2021, Sec. 3.3.1).
+ *
+ * k intervals of  MPI_Barrier | workload [+ 2-D halo exchange] | MPI_Barrier.
+ * Each rank times its workload and its halo exchange between the two barriers
+ * (interval_s = workload_s + halo_s, the "time between synchronization points")
+ * and the time it then waits in the closing barrier (barrier_s, Sec. 3.3.4).
+ * Rank 0 takes the per-interval maximum with MPI_Reduce (MPI_MAXLOC, so the
+ * slowest rank is known too) and writes it at once; the per-rank rows are
+ * gathered every --flush-every intervals, so a killed run keeps what it measured.
+ *
+ * Workloads (Table 3.1):
+ *   ftq    spin for a time drawn from a distribution (seconds)
+ *   fwq    a drawn number of integer additions
+ *   dgemm  C = A B through the linked CBLAS (single-threaded), N x N
+ *   spmv   y = A x, A the 5-point 2-D Laplacian of an N x N grid in CSR
+ * Every operand has known entries so the recorded checksums can be verified:
+ * checksum = sum_k v[k] (1 + k%17) over the result (C row-major, or y); for fwq
+ * it is sum_{i<n} (i & 1023).
+ *
+ * The halo: ranks form a periodic 2-D Cartesian grid (MPI_Cart_create over
+ * MPI_Dims_create), so every rank has 4 neighbours; it sends --halo-bytes to
+ * each and receives as much from each.  Element j of the message that rank s
+ * sends in interval i is (s+1)*HALO_RANK_W + (i+1)*HALO_ITER_W + j%13, which the
+ * receiver checks (halo_bad counts mismatches, halo_sum sums what arrived).
+ *
+ * Tables in --out DIR: intervals.csv (one row per interval and rank),
+ * maxima.csv (one row per interval), neighbors.csv, placement.csv.
+ */
+#include "cs_common.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef CS_HAVE_BLAS
+#include <cblas.h>
+#define CS_CAT_(a, b) a##b
+#define CS_CAT(a, b) CS_CAT_(a, b)
+/* The scipy-openblas32 wheel prefixes every symbol with "scipy_". */
+#define CS_BLAS(name) CS_CAT(CS_BLAS_PREFIX, name)
+#endif
+
+#define HALO_RANK_W 1000003.0
+#define HALO_ITER_W 17.0
+
+enum workload { W_FTQ, W_FWQ, W_DGEMM, W_SPMV };
+static const char *workload_names[] = {"ftq", "fwq", "dgemm", "spmv"};
+enum dist { D_CONSTANT, D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_LOGNORMAL };
+static const char *dist_names[] = {"constant", "normal", "uniform", "exponential", "lognormal"};
+
+/* --- random numbers: splitmix64 (one independent stream per rank) --------- */
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform(void) /* in (0, 1) */
+{
+    return ((rng_next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static double rng_normal(void)
+{
+    /* Box-Muller; one value per call keeps the stream easy to reproduce */
+    double u1 = rng_uniform(), u2 = rng_uniform();
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* A draw with the given mean and standard deviation, clamped at 0 (a time or a
+ * count cannot be negative). */
+static double draw(enum dist d, double mean, double sd)
+{
+    double v = mean;
+    switch (d) {
+    case D_CONSTANT: v = mean; break;
+    case D_NORMAL: v = mean + sd * rng_normal(); break;
+    case D_UNIFORM: v = mean + sd * sqrt(3.0) * (2.0 * rng_uniform() - 1.0); break;
+    case D_EXPONENTIAL: v = -mean * log(rng_uniform()); break;
+    case D_LOGNORMAL: {
+        double s2 = log(1.0 + (sd * sd) / (mean * mean));
+        v = exp(log(mean) - 0.5 * s2 + sqrt(s2) * rng_normal());
+        break;
+    }
+    }
+    return v > 0 ? v : 0;
+}
+
+/* --- workloads ----------------------------------------------------------- */
+
+/* FWQ: n integer additions; the empty asm keeps the compiler from folding the
+ * loop into a closed form.  Returns sum of (i & 1023) so the work is checkable. */
+static uint64_t fwq(uint64_t n)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        acc += i & 1023;
+        __asm__ volatile("" : "+r"(acc));
+    }
+    return acc;
+}
+
+typedef struct {
+    int n;        /* grid side: n*n rows */
+    long nnz;
+    long *rowptr;
+    int *col;
+    double *val;
+    double *x, *y;
+} csr_t;
+
+/* 5-point Laplacian (4 on the diagonal, -1 to each grid neighbour, Dirichlet
+ * boundary) of an n x n grid, row i*n+j. */
+static void spmv_setup(csr_t *a, int n)
+{
+    long rows = (long)n * n;
+    a->n = n;
+    a->rowptr = malloc(sizeof(long) * (rows + 1));
+    a->col = malloc(sizeof(int) * rows * 5);
+    a->val = malloc(sizeof(double) * rows * 5);
+    a->x = malloc(sizeof(double) * rows);
+    a->y = malloc(sizeof(double) * rows);
+    if (!a->rowptr || !a->col || !a->val || !a->x || !a->y)
+        cs_die("spmv: cannot allocate a %d x %d grid", n, n);
+    long k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            long r = (long)i * n + j;
+            a->rowptr[r] = k;
+            if (i > 0) a->col[k] = (int)(r - n), a->val[k++] = -1.0;
+            if (j > 0) a->col[k] = (int)(r - 1), a->val[k++] = -1.0;
+            a->col[k] = (int)r, a->val[k++] = 4.0;
+            if (j < n - 1) a->col[k] = (int)(r + 1), a->val[k++] = -1.0;
+            if (i < n - 1) a->col[k] = (int)(r + n), a->val[k++] = -1.0;
+            a->x[r] = (double)(r % 7 + 1); /* known input: 1..7 repeating */
+        }
+    a->rowptr[rows] = k;
+    a->nnz = k;
+}
+
+static double spmv(csr_t *a, int reps)
+{
+    long rows = (long)a->n * a->n;
+    double sum = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        for (long r = 0; r < rows; r++) {
+            double s = 0;
+            for (long k = a->rowptr[r]; k < a->rowptr[r + 1]; k++)
+                s += a->val[k] * a->x[a->col[k]];
+            a->y[r] = s;
+        }
+    }
+    for (long r = 0; r < rows; r++)
+        sum += a->y[r] * (double)(1 + r % 17);
+    return sum;
+}
+
+typedef struct {
+    int n;
+    double *a, *b, *c;
+} gemm_t;
+
+/* Known entries (row-major): A[i][j] = ((i*7 + j*3) % 11 - 5) / 8,
+ * B[i][j] = ((i*5 + j*2) % 9 - 4) / 4; the checksum is sum_k C[k] (1 + k%17) over
+ * the row-major elements (a weighted sum, so compensating errors do not hide). */
+static void dgemm_setup(gemm_t *g, int n)
+{
+    size_t nn = (size_t)n * n;
+    g->n = n;
+    g->a = malloc(sizeof(double) * nn);
+    g->b = malloc(sizeof(double) * nn);
+    g->c = malloc(sizeof(double) * nn);
+    if (!g->a || !g->b || !g->c)
+        cs_die("dgemm: cannot allocate three %d x %d matrices", n, n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            g->a[(size_t)i * n + j] = ((i * 7 + j * 3) % 11 - 5) / 8.0;
+            g->b[(size_t)i * n + j] = ((i * 5 + j * 2) % 9 - 4) / 4.0;
+        }
+}
+
+static double dgemm(gemm_t *g, int reps)
+{
+#ifdef CS_HAVE_BLAS
+    int n = g->n;
+    for (int rep = 0; rep < reps; rep++)
+        CS_BLAS(cblas_dgemm)(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, g->a, n,
+                             g->b, n, 0.0, g->c, n);
+    double sum = 0;
+    for (size_t k = 0; k < (size_t)n * n; k++)
+        sum += g->c[k] * (double)(1 + k % 17);
+    return sum;
+#else
+    (void)g;
+    (void)reps;
+    cs_die("dgemm: cs_bsp was built without a CBLAS (configure with COMMSCOPE_BLAS_*)");
+    return 0;
+#endif
+}
+
+/* --- halo ---------------------------------------------------------------- */
+
+typedef struct {
+    MPI_Comm cart;
+    int count;          /* doubles per message */
+    int nbr[4];         /* x-, x+, y-, y+ */
+    double *send[4], *recv[4];
+} halo_t;
+
+static const char *dir_names[4] = {"x-", "x+", "y-", "y+"};
+
+static void halo_setup(halo_t *h, long long bytes, int size)
+{
+    int dims[2] = {0, 0}, periods[2] = {1, 1};
+    MPI_Dims_create(size, 2, dims);
+    /* reorder = 0: the grid rank is the world rank, so tables stay comparable */
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &h->cart);
+    MPI_Cart_shift(h->cart, 0, 1, &h->nbr[0], &h->nbr[1]);
+    MPI_Cart_shift(h->cart, 1, 1, &h->nbr[2], &h->nbr[3]);
+    h->count = (int)(bytes / 8);
+    for (int d = 0; d < 4; d++) {
+        h->send[d] = malloc(sizeof(double) * (h->count ? h->count : 1));
+        h->recv[d] = malloc(sizeof(double) * (h->count ? h->count : 1));
+        if (!h->send[d] || !h->recv[d])
+            cs_die("halo: cannot allocate %lld-byte buffers", bytes);
+    }
+}
+
+/* Exchange with the 4 neighbours.  A message travelling towards + in dimension
+ * m has tag 2m, towards - tag 2m+1, so the two messages between the same pair
+ * of ranks (2 ranks along a periodic dimension) cannot be confused. */
+static void halo_exchange(halo_t *h, int rank, long interval, double *sum, long *bad)
+{
+    MPI_Request req[8];
+    int n = h->count;
+    double base = (rank + 1) * HALO_RANK_W + (interval + 1) * HALO_ITER_W;
+    for (int d = 0; d < 4; d++)
+        for (int j = 0; j < n; j++)
+            h->send[d][j] = base + j % 13;
+    for (int d = 0; d < 4; d++) {
+        int m = d / 2, plus_side = d % 2;
+        /* from the - neighbour comes a message travelling towards + (tag 2m) */
+        int tag = plus_side ? 2 * m + 1 : 2 * m;
+        MPI_Irecv(h->recv[d], n, MPI_DOUBLE, h->nbr[d], tag, h->cart, &req[d]);
+    }
+    for (int d = 0; d < 4; d++) {
+        int m = d / 2, plus_side = d % 2;
+        int tag = plus_side ? 2 * m : 2 * m + 1;
+        MPI_Isend(h->send[d], n, MPI_DOUBLE, h->nbr[d], tag, h->cart, &req[4 + d]);
+    }
+    MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
+    *sum = 0;
+    *bad = 0;
+    for (int d = 0; d < 4; d++) {
+        double nb = (h->nbr[d] + 1) * HALO_RANK_W + (interval + 1) * HALO_ITER_W;
+        for (int j = 0; j < n; j++) {
+            *sum += h->recv[d][j];
+            *bad += h->recv[d][j] != nb + j % 13;
+        }
+    }
+}
+
+/* --- driver -------------------------------------------------------------- */
+
+typedef struct {
+    double workload_s, halo_s, barrier_s, interval_s;
+    double requested_s, requested_ops, checksum, halo_sum;
+    double halo_bad;
+} row_t;
+#define ROW_DOUBLES ((int)(sizeof(row_t) / sizeof(double)))
+
+static void usage(void)
+{
+    fprintf(stderr,
+        "usage: cs_bsp -w ftq|fwq|dgemm|spmv [options] [--out DIR]\n"
+        "  -w, --workload W     ftq, fwq, dgemm or spmv\n"
+        "  -k, --intervals K    measured intervals (default 200)\n"
+        "  -x, --warmup W       unrecorded intervals first (default 2)\n"
+        "  -d, --dist D         ftq/fwq draw: constant, normal, uniform, exponential,\n"
+        "                       lognormal (default normal)\n"
+        "      --mean M         ftq: seconds (default 0.01); fwq: additions (default 5e6)\n"
+        "      --sd S           standard deviation, same unit (default mean/10)\n"
+        "  -n, --size N         dgemm: N x N matrices (256); spmv: N x N grid (512)\n"
+        "  -r, --reps R         dgemm/spmv operations per interval (default 1)\n"
+        "  -b, --halo-bytes B   bytes sent to each of 4 neighbours per interval (0: none)\n"
+        "  -s, --seed S         seed of the draws; rank r uses stream S + r (default 1)\n"
+        "  -f, --flush-every F  gather and write per-rank rows every F intervals (10)\n"
+        "  -o, --out DIR        write the tables there\n");
+}
+
+static int parse_choice(const char *s, const char **names, int n, const char *opt)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    cs_die("%s: unknown value '%s'", opt, s);
+    return -1;
+}
+
+static double parse_double(const char *s, const char *opt)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !isfinite(v) || v < 0)
+        cs_die("%s: expected a non-negative number, got '%s'", opt, s);
+    return v;
+}
+
+static long parse_long(const char *s, const char *opt, long min)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < min)
+        cs_die("%s: expected an integer >= %ld, got '%s'", opt, min, s);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, provided;
+    enum workload wl = W_FTQ;
+    enum dist dist = D_NORMAL;
+    long intervals = 200, warmup = 2, flush_every = 10, reps = 1, nsize = -1;
+    double mean = -1, sd = -1;
+    long long halo_bytes = 0;
+    unsigned long long seed = 1;
+    const char *out = NULL;
+    int have_workload = 0;
+    static struct option longopts[] = {
+        {"workload", required_argument, 0, 'w'}, {"intervals", required_argument, 0, 'k'},
+        {"warmup", required_argument, 0, 'x'},   {"dist", required_argument, 0, 'd'},
+        {"mean", required_argument, 0, 'M'},     {"sd", required_argument, 0, 'S'},
+        {"size", required_argument, 0, 'n'},     {"reps", required_argument, 0, 'r'},
+        {"halo-bytes", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
+        {"flush-every", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    for (int c; (c = getopt_long(argc, argv, "w:k:x:d:n:r:b:s:f:o:h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'w': wl = parse_choice(optarg, workload_names, 4, "--workload"); have_workload = 1; break;
+        case 'k': intervals = parse_long(optarg, "--intervals", 1); break;
+        case 'x': warmup = parse_long(optarg, "--warmup", 0); break;
+        case 'd': dist = parse_choice(optarg, dist_names, 5, "--dist"); break;
+        case 'M': mean = parse_double(optarg, "--mean"); break;
+        case 'S': sd = parse_double(optarg, "--sd"); break;
+        case 'n': nsize = parse_long(optarg, "--size", 1); break;
+        case 'r': reps = parse_long(optarg, "--reps", 1); break;
+        case 'b':
+            halo_bytes = cs_parse_size(optarg);
+            if (halo_bytes < 0 || halo_bytes % 8)
+                cs_die("--halo-bytes: expected a multiple of 8 bytes, got '%s'", optarg);
+            break;
+        case 's': seed = (unsigned long long)parse_long(optarg, "--seed", 0); break;
+        case 'f': flush_every = parse_long(optarg, "--flush-every", 1); break;
+        case 'o': out = optarg; break;
+        default:
+            if (rank == 0)
+                usage();
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (!have_workload)
+        cs_die("--workload is required (ftq, fwq, dgemm or spmv)");
+    if (mean < 0)
+        mean = wl == W_FTQ ? 0.01 : 5e6;
+    if (sd < 0)
+        sd = mean / 10;
+    if (dist == D_LOGNORMAL && mean <= 0)
+        cs_die("--mean: the lognormal distribution needs a positive mean");
+    if (nsize < 0)
+        nsize = wl == W_DGEMM ? 256 : 512;
+    if (wl == W_SPMV && nsize * nsize > 0x7fffffffL / 5)
+        cs_die("--size: a %ld x %ld grid is too large for 32-bit column indices", nsize, nsize);
+
+    rng_state = seed + 0x632BE59BD9B4E019ULL * (uint64_t)rank;
+    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, places);
+
+    gemm_t gemm = {0};
+    csr_t csr = {0};
+    halo_t halo = {0};
+    if (wl == W_DGEMM) {
+#ifdef CS_HAVE_BLAS
+#ifdef CS_BLAS_OPENBLAS
+        CS_BLAS(openblas_set_num_threads)(1); /* one core per rank, as in the thesis */
+#endif
+#else
+        cs_die("--workload dgemm: cs_bsp was built without a CBLAS "
+               "(configure with -DCOMMSCOPE_BLAS_INCLUDE_DIR/_LIB_DIR/_LIBRARY)");
+#endif
+        dgemm_setup(&gemm, (int)nsize);
+    } else if (wl == W_SPMV) {
+        spmv_setup(&csr, (int)nsize);
+    }
+    if (halo_bytes > 0)
+        halo_setup(&halo, halo_bytes, size);
+
+    FILE *tab_iv = NULL, *tab_max = NULL;
+    row_t *rows = malloc(sizeof(row_t) * flush_every);
+    row_t *all = rank == 0 ? malloc(sizeof(row_t) * flush_every * size) : NULL;
+    if (!rows || (rank == 0 && !all))
+        cs_die("cannot allocate %ld rows", flush_every);
+    /* neighbours of every rank, for the halo check */
+    int nbr[4] = {-1, -1, -1, -1};
+    if (halo_bytes > 0)
+        memcpy(nbr, halo.nbr, sizeof nbr);
+    int *all_nbr = rank == 0 ? malloc(sizeof(int) * 4 * size) : NULL;
+    MPI_Gather(nbr, 4, MPI_INT, all_nbr, 4, MPI_INT, 0, MPI_COMM_WORLD);
+
+    if (rank == 0) {
+        if (out) {
+            cs_write_placement(out, places, size);
+            tab_iv = cs_open_table(out, "intervals.csv",
+                                   "interval,rank,host,workload_s,halo_s,barrier_s,interval_s,"
+                                   "requested_s,requested_ops,checksum,halo_sum,halo_bad");
+            tab_max = cs_open_table(out, "maxima.csv",
+                                    "interval,max_interval_s,max_workload_s,argmax_rank,"
+                                    "wall_s,max_barrier_s");
+            if (halo_bytes > 0) {
+                FILE *f = cs_open_table(out, "neighbors.csv", "rank,direction,neighbor");
+                for (int r = 0; r < size; r++)
+                    for (int d = 0; d < 4; d++)
+                        fprintf(f, "%d,%s,%d\n", r, dir_names[d], all_nbr[4 * r + d]);
+                fclose(f);
+            }
+        }
+        printf("# commscope bsp (Dominguez-Trujillo 2021, Sec. 3.3): %d rank(s), workload %s",
+               size, workload_names[wl]);
+        if (wl == W_FTQ || wl == W_FWQ)
+            printf(", %s(mean %g, sd %g)%s", dist_names[dist], mean, sd,
+                   wl == W_FTQ ? " s" : " additions");
+        else
+            printf(", size %ld, reps %ld", nsize, reps);
+        printf(", halo %lld B, seed %llu\n", halo_bytes, seed);
+        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max(us)", "Max Max(us)",
+               "Avg MaxBarr(us)");
+        fflush(stdout);
+    }
+
+    double sum_max = 0, total_max = 0, sum_bar = 0, block_max = 0;
+    long block_start = 0;
+    for (long it = -warmup; it < intervals; it++) {
+        row_t row = {0};
+        row.requested_s = row.requested_ops = NAN;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        switch (wl) {
+        case W_FTQ:
+            row.requested_s = draw(dist, mean, sd);
+            cs_spin(row.requested_s);
+            break;
+        case W_FWQ:
+            row.requested_ops = floor(draw(dist, mean, sd) + 0.5);
+            row.checksum = (double)fwq((uint64_t)row.requested_ops);
+            break;
+        case W_DGEMM: row.checksum = dgemm(&gemm, (int)reps); break;
+        case W_SPMV: row.checksum = spmv(&csr, (int)reps); break;
+        }
+        double t1 = MPI_Wtime();
+        if (halo_bytes > 0) {
+            long bad = 0;
+            halo_exchange(&halo, rank, it, &row.halo_sum, &bad);
+            row.halo_bad = (double)bad;
+        }
+        double t2 = MPI_Wtime();
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t3 = MPI_Wtime();
+        if (it < 0)
+            continue;
+        row.workload_s = t1 - t0;
+        row.halo_s = t2 - t1;
+        row.interval_s = t2 - t0;
+        row.barrier_s = t3 - t2;
+
+        /* the per-interval maximum, by reduction as in the thesis */
+        struct { double v; int r; } mine = {row.interval_s, rank}, top;
+        double wmax, bmax, mine_w[2] = {row.workload_s, row.barrier_s}, maxes[2];
+        MPI_Reduce(&mine, &top, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
+        MPI_Reduce(mine_w, maxes, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        wmax = maxes[0];
+        bmax = maxes[1];
+        long slot = (it - block_start);
+        rows[slot] = row;
+        if (rank == 0) {
+            if (tab_max)
+                fprintf(tab_max, "%ld,%.9e,%.9e,%d,%.9e,%.9e\n", it, top.v, wmax, top.r,
+                        t3 - t0, bmax);
+            sum_max += top.v;
+            total_max += top.v;
+            block_max = top.v > block_max ? top.v : block_max;
+            sum_bar += bmax;
+        }
+        if (slot + 1 == flush_every || it + 1 == intervals) {
+            int n = (int)(slot + 1);
+            MPI_Gather(rows, n * ROW_DOUBLES, MPI_DOUBLE, all, n * ROW_DOUBLES, MPI_DOUBLE, 0,
+                       MPI_COMM_WORLD);
+            if (rank == 0) {
+                for (int k = 0; k < n && tab_iv; k++)
+                    for (int r = 0; r < size; r++) {
+                        row_t *w = &all[(size_t)r * n + k];
+                        fprintf(tab_iv, "%ld,%d,%s,%.9e,%.9e,%.9e,%.9e,", block_start + k, r,
+                                places[r].host, w->workload_s, w->halo_s, w->barrier_s,
+                                w->interval_s);
+                        if (isnan(w->requested_s))
+                            fprintf(tab_iv, ",");
+                        else
+                            fprintf(tab_iv, "%.9e,", w->requested_s);
+                        if (isnan(w->requested_ops))
+                            fprintf(tab_iv, ",");
+                        else
+                            fprintf(tab_iv, "%.0f,", w->requested_ops);
+                        fprintf(tab_iv, "%.17g,%.17g,%.0f\n", w->checksum, w->halo_sum,
+                                w->halo_bad);
+                    }
+                char label[64];
+                snprintf(label, sizeof label, "%ld-%ld", block_start, it);
+                printf("%-20s %16.2f %16.2f %16.2f\n", label, 1e6 * sum_max / n, 1e6 * block_max,
+                       1e6 * sum_bar / n);
+                fflush(stdout);
+                cs_progress(it + 1, intervals, "intervals");
+            }
+            block_start = it + 1;
+            sum_max = sum_bar = block_max = 0;
+        }
+    }
+    if (rank == 0) {
+        printf("# runtime (sum of interval maxima): %.6f s over %ld intervals\n", total_max,
+               intervals);
+        fflush(stdout);
+    }
+    if (tab_iv)
+        fclose(tab_iv);
+    if (tab_max)
+        fclose(tab_max);
+    if (halo_bytes > 0) {
+        for (int d = 0; d < 4; d++)
+            free(halo.send[d]), free(halo.recv[d]);
+        MPI_Comm_free(&halo.cart);
+    }
+    free(gemm.a), free(gemm.b), free(gemm.c);
+    free(csr.rowptr), free(csr.col), free(csr.val), free(csr.x), free(csr.y);
+    free(rows), free(all), free(all_nbr), free(places);
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,69 @@
+"""commscope bench bsp"""
+
+from ..bench.bsp import DEFAULTS, DISTRIBUTIONS, WORKLOADS, run_bsp
+from ..errors import InputError
+from ..units import parse_size
+from .common_options import add_launch_options, launch_kwargs
+
+EXAMPLES = """\
+examples:
+  commscope bench bsp --workload ftq --intervals 200            # 10 ms normal spins, 2 ranks
+  commscope bench bsp --workload ftq --mean 0.1 --sd 0.001      # the thesis's 100 ms FTQ
+  commscope bench bsp --workload fwq --mean 5e6 --ranks 4       # drawn integer work, 4 ranks
+  commscope bench bsp --workload dgemm --size 256 --halo-bytes 1M
+  commscope bench bsp --workload spmv --size 512 --reps 4
+
+Tables: <run>/intervals.parquet (interval, rank, host, workload_s, halo_s, barrier_s,
+interval_s, requested_s, requested_ops, checksum, halo_sum, halo_bad) and
+<run>/maxima.parquet (interval, max_interval_s, max_workload_s, argmax_rank, wall_s,
+max_barrier_s).  Predict larger scales with `commscope predict variability RUN`.
+On one node, more ranks than cores oversubscribe it (the launcher notes so in meta.json).
+"""
+
+
+def register(registry):
+    p = registry.group_command(
+        "bench", "bsp", help="bulk-synchronous variability harness (FTQ/FWQ/DGEMM/SPMV + halo)",
+        description="k intervals of MPI_Barrier, workload [+ 2-D halo], MPI_Barrier "
+                    "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "
+                    "times and the per-interval maximum (MPI_Reduce to rank 0).",
+        epilog=EXAMPLES)
+    p.add_argument("-w", "--workload", choices=WORKLOADS, required=True)
+    p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
+    p.add_argument("-k", "--intervals", type=int, default=DEFAULTS["intervals"],
+                   help="measured intervals (default %(default)s)")
+    p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
+                   help="unrecorded intervals first (default %(default)s)")
+    p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
+                   help="distribution of the FTQ/FWQ draws (default %(default)s)")
+    p.add_argument("--mean", type=float, default=None,
+                   help="FTQ: mean spin in seconds (default 0.01); FWQ: mean integer "
+                        "additions (default 5e6)")
+    p.add_argument("--sd", type=float, default=None,
+                   help="standard deviation of the draws, same unit (default mean/10)")
+    p.add_argument("--size", type=int, default=None,
+                   help="DGEMM: N x N matrices (default 256); SPMV: N x N grid (default 512)")
+    p.add_argument("--reps", type=int, default=DEFAULTS["reps"],
+                   help="DGEMM/SPMV operations per interval (default %(default)s)")
+    p.add_argument("--halo-bytes", default="0", metavar="BYTES",
+                   help="bytes to each of 4 neighbours per interval, e.g. 1M (default 0: none)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the draws (recorded)")
+    p.add_argument("--flush-every", type=int, default=DEFAULTS["flush_every"], metavar="F",
+                   help="write per-rank rows every F intervals (default %(default)s)")
+    add_launch_options(p)
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    if args.workload in ("dgemm", "spmv") and (args.mean is not None or args.sd is not None):
+        raise InputError("--mean", None,
+                         f"{args.workload} takes --size and --reps, not --mean/--sd")
+    if args.workload in ("ftq", "fwq") and args.size is not None:
+        raise InputError("--size", None, f"{args.workload} draws its work; use --mean/--sd")
+    run = run_bsp(args.workload, ranks=args.ranks, intervals=args.intervals,
+                  warmup=args.warmup, dist=args.dist, mean=args.mean, sd=args.sd,
+                  size=args.size, reps=args.reps,
+                  halo_bytes=parse_size(args.halo_bytes, "--halo-bytes"), seed=args.seed,
+                  flush_every=args.flush_every, **launch_kwargs(args))
+    print(run.path)
+    return 0

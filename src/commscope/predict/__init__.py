@@ -1,0 +1,1 @@
+"""Predictions from measured runs: variability at scale (003 Ch. 3), and more."""

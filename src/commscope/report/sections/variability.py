@@ -1,0 +1,138 @@
+"""Report section for bsp runs: runtime variability, prediction vs measurement.
+
+Dominguez-Trujillo (2021), Figs 3.7-3.17: for each experiment (workload and its
+parameters) measured at several scales, the smallest scale calibrates the three
+bootstraps, and the predicted runtime medians and intervals are drawn against the
+measured runtimes at every scale, with the inside/outside verdicts in a table.
+Sec. 3.3.4: barrier time next to workload time.
+"""
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from ...output import format_value
+from ...predict.variability import KINDS as BOOTSTRAP_KINDS
+from ...predict.variability import (experiment_key, measured_summary,
+                                    predict_variability, run_ranks)
+from ..figures import figure_html, new_figure
+
+KINDS = {"bsp"}
+TITLE = "Runtime variability (bulk-synchronous harness)"
+ORDER = 60
+#: Fewer replicas than the CLI default keep report generation quick; seeded.
+REPLICAS = 2000
+SEED = 0
+
+
+def _table(df, columns=None):
+    columns = columns or list(df.columns)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = []
+    for rec in df.to_dict("records"):
+        cells = []
+        for c in columns:
+            v = rec.get(c)
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                txt = "-"
+            else:
+                txt = format_value(v)
+            cells.append(f"<td>{html.escape(txt)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _label(key):
+    d = dict(key)
+    parts = [str(d.get("workload"))]
+    if d.get("workload") in ("ftq", "fwq"):
+        parts.append(f"{d.get('dist')}(mean {format_value(d.get('mean'))}, "
+                     f"sd {format_value(d.get('sd'))})")
+    else:
+        parts.append(f"size {d.get('size')}, reps {d.get('reps')}")
+    parts.append(f"halo {d.get('halo_bytes')} B")
+    return ", ".join(parts)
+
+
+def _barrier_table(runs):
+    rows = []
+    for run in runs:
+        iv = run.table("intervals")
+        busy = iv["interval_s"].sum() + iv["barrier_s"].sum()
+        rows.append({"run": run.path.name, "ranks": run_ranks(run),
+                     "median workload_s": float(iv["workload_s"].median()),
+                     "median halo_s": float(iv["halo_s"].median()),
+                     "median barrier_s": float(iv["barrier_s"].median()),
+                     "barrier share": float(iv["barrier_s"].sum() / busy) if busy > 0 else 0.0})
+    return pd.DataFrame(rows)
+
+
+def _figure(pred, meas, label):
+    data = pred[pred["statistic"] == "runtime_s"]
+    kinds = [k for k in BOOTSTRAP_KINDS if k in set(data["kind"])]
+    fig, axes = new_figure(ncols=len(kinds), width=4.2, height=3.4)
+    for ax, kind in zip(axes[0], kinds):
+        d = data[data["kind"] == kind].sort_values("target_ranks")
+        ok = d["median_s"].notna()
+        ax.fill_between(d["target_ranks"][ok], d["ci_low_s"][ok], d["ci_high_s"][ok],
+                        alpha=0.25, color="tab:blue",
+                        label=f"{d['confidence'].iloc[0]:.0%} interval")
+        ax.plot(d["target_ranks"][ok], d["median_s"][ok], "o-", color="tab:blue",
+                label="predicted median")
+        over = meas["oversubscribed"].astype(bool)
+        ax.scatter(meas["ranks"][~over], meas["runtime_s"][~over], color="tab:red", marker="x",
+                   zorder=3, label="measured runs")
+        if over.any():
+            ax.scatter(meas["ranks"][over], meas["runtime_s"][over], color="tab:orange",
+                       marker="^", zorder=3, label="measured, oversubscribed")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("ranks")
+        ax.set_title(kind, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("runtime (sum of interval maxima) [s]")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(label, fontsize=10, y=1.03)
+    return figure_html(fig, f"predicted vs measured runtime, {label}")
+
+
+def render(runs, context):
+    parts = []
+    summary = measured_summary(runs)
+    parts.append("<h3>Runs</h3>")
+    parts.append(_table(summary.drop(columns=["run"])))
+    if summary["oversubscribed"].any():
+        parts.append("<p>Some runs had more ranks than cores (oversubscribed): their "
+                     "maxima include time-slicing, not only system noise.</p>")
+    parts.append("<h3>Barrier time (Sec. 3.3.4)</h3>")
+    parts.append(_table(_barrier_table(runs)))
+
+    groups = {}
+    for run in runs:
+        groups.setdefault(experiment_key(run), []).append(run)
+    for key, members in groups.items():
+        label = _label(key)
+        scales = sorted({run_ranks(r) for r in members})
+        parts.append(f"<h3>{html.escape(label)}</h3>")
+        meas = summary[summary["run"].isin([str(r.path) for r in members])]
+        if len(scales) < 2:
+            parts.append(f"<p>Measured at {scales[0]} rank(s) only: run the same experiment at "
+                         "other scales to compare predictions with measurements.</p>")
+            continue
+        base_runs = sorted((r for r in members if run_ranks(r) == scales[0]),
+                           key=lambda r: r.meta["start_time"])
+        cal = base_runs[0]
+        try:
+            pred = predict_variability(cal, scales, kind="all", replicas=REPLICAS, seed=SEED,
+                                       compare=[r for r in members if r is not cal])
+        except Exception as exc:  # a report must not die on one unfit experiment
+            parts.append(f"<p>No prediction: {html.escape(str(exc))}</p>")
+            continue
+        parts.append(f"<p>Calibrated on <code>{html.escape(cal.path.name)}</code> "
+                     f"({scales[0]} rank(s), {pred.attrs['intervals']} intervals); "
+                     f"{REPLICAS} replicas, seed {SEED}.</p>")
+        parts.append(_figure(pred, meas, label))
+        cols = ["kind", "statistic", "target_ranks", "median_s", "ci_low_s", "ci_high_s",
+                "measured_runs", "measured_median_s", "inside", "median_error", "note"]
+        parts.append(_table(pred, cols))
+    return "\n".join(parts)
