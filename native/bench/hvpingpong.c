@@ -1,0 +1,352 @@
+/* commscope HighVolumePingPong (Bienz, Gropp & Olson, EuroMPI'18, Algorithm 1).
+ *
+ * A pair of ranks exchanges n messages of s bytes each way: the first rank
+ * Isends n messages and Waitalls, then Irecvs n and Waitalls; its peer does the
+ * same the other way round.  Receive tags are either the send tags in the same
+ * order ("ordered": each arriving message matches the head of the queue, O(n)
+ * search) or reversed ("reversed": every match walks the whole remaining
+ * queue, O(n^2) search, 004 Sec. 4.1).  The time kept per repetition is half
+ * the round trip measured on the initiating rank, as for ping-pong.
+ *
+ * Message counts come from -n MIN:MAX (log grid, --per-decade points per decade)
+ * or --counts; sizes are fixed (--sizes, every count x every size) or follow a
+ * constant total (--total-bytes B: s = B / n).  Both orders run for each
+ * (n, s), interleaved, so they see the same machine state.
+ *
+ * Pairs: by default rank i < P/2 pairs with rank i + P/2 (several pairs run
+ * concurrently, like cs_pingpong).  --contention pairs whole nodes instead:
+ * with N nodes (N even, >= 4) the j-th rank of node i (i < N/2) pairs with the
+ * j-th rank of node i + N/2, so every byte crosses the middle of a line of
+ * nodes (004 Fig. 6).
+ */
+#include "cs_common.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LIST 256
+#define MAX_BUFFER (1LL << 31) /* per direction: n * s bytes must fit one allocation */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cs_hvpingpong [-n MIN:MAX] [--per-decade K] [--counts N1,N2,...]\n"
+            "                     [--sizes S1,S2,... | --total-bytes B]\n"
+            "                     [--order ordered,reversed] [-i ITERS] [-x WARMUP]\n"
+            "                     [--contention] [--out DIR]\n"
+            "  -n MIN:MAX        message counts on a log grid (default 1:10000)\n"
+            "  --per-decade K    grid points per decade for -n (default 4)\n"
+            "  --counts LIST     explicit message counts instead of -n\n"
+            "  --sizes LIST      fixed message sizes in bytes (default 8)\n"
+            "  --total-bytes B   instead: constant total B bytes, s = B / n\n"
+            "  --order LIST      ordered, reversed or both (default ordered,reversed)\n"
+            "  -i, -x            timed and warm-up repetitions per (n, s, order)\n"
+            "  --contention      node i sends to node i + N/2 (multi-node only, 004 Fig. 6)\n"
+            "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
+}
+
+/* Comma-separated non-negative sizes/counts ("8,1K,64K") into out[]; returns count or -1. */
+static int parse_list(const char *s, long long *out, int max)
+{
+    char buf[4096], *save = NULL;
+    int n = 0;
+    if (!s || strlen(s) >= sizeof buf)
+        return -1;
+    strcpy(buf, s);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            return -1;
+        if ((out[n++] = cs_parse_size(tok)) < 0)
+            return -1;
+    }
+    return n;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Log-spaced integer grid from lo to hi (both included), duplicates removed. */
+static int log_grid(long long lo, long long hi, int per_decade, long long *out, int max)
+{
+    int n = 0;
+    double a = log10((double)lo), b = log10((double)hi);
+    int steps = (int)ceil((b - a) * per_decade);
+    for (int k = 0; k <= steps && n < max; k++) {
+        long long v = llround(pow(10.0, a + (b - a) * (steps ? (double)k / steps : 0.0)));
+        if (v < lo)
+            v = lo;
+        if (v > hi)
+            v = hi;
+        if (n == 0 || v != out[n - 1])
+            out[n++] = v;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    long long nmin = 1, nmax = 10000, counts[MAX_LIST], sizes[MAX_LIST], total = -1;
+    int ncounts = 0, nsizes = 0, per_decade = 4, iters = 10, warmup = 2, contention = 0;
+    int do_order[2] = {1, 1}; /* ordered, reversed */
+    const char *out = NULL, *counts_arg = NULL;
+    int rank, size, provided;
+    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT };
+    static struct option longopts[] = {{"counts", required_argument, 0, O_COUNTS},
+                                       {"sizes", required_argument, 0, O_SIZES},
+                                       {"total-bytes", required_argument, 0, O_TOTAL},
+                                       {"order", required_argument, 0, O_ORDER},
+                                       {"per-decade", required_argument, 0, O_DECADE},
+                                       {"contention", no_argument, 0, O_CONT},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    sizes[nsizes++] = 8;
+    for (int c; (c = getopt_long(argc, argv, "n:i:x:o:h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case 'n':
+            if (cs_parse_range(optarg, &nmin, &nmax) != 0)
+                cs_die("-n: expected MIN:MAX message counts, got '%s'", optarg);
+            if (nmin < 1)
+                nmin = 1;
+            break;
+        case O_COUNTS: counts_arg = optarg; break;
+        case O_SIZES:
+            if ((nsizes = parse_list(optarg, sizes, MAX_LIST)) < 1)
+                cs_die("--sizes: expected a comma-separated list of sizes, got '%s'", optarg);
+            break;
+        case O_TOTAL:
+            if ((total = cs_parse_size(optarg)) < 1)
+                cs_die("--total-bytes: expected a positive size, got '%s'", optarg);
+            break;
+        case O_ORDER:
+            do_order[0] = strstr(optarg, "ordered") != NULL;
+            do_order[1] = strstr(optarg, "reversed") != NULL;
+            if (!do_order[0] && !do_order[1])
+                cs_die("--order: expected ordered, reversed or both, got '%s'", optarg);
+            break;
+        case O_DECADE: per_decade = atoi(optarg); break;
+        case O_CONT: contention = 1; break;
+        case 'i': iters = atoi(optarg); break;
+        case 'x': warmup = atoi(optarg); break;
+        case 'o': out = optarg; break;
+        default:
+            if (rank == 0)
+                usage();
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (size < 2 || size % 2)
+        cs_die("needs an even number of ranks, got %d", size);
+    if (iters < 1 || warmup < 0)
+        cs_die("-i must be >= 1 and -x >= 0 (got %d, %d)", iters, warmup);
+    if (per_decade < 1)
+        cs_die("--per-decade must be >= 1, got %d", per_decade);
+    if (counts_arg) {
+        if ((ncounts = parse_list(counts_arg, counts, MAX_LIST)) < 1)
+            cs_die("--counts: expected a comma-separated list of counts, got '%s'", counts_arg);
+        qsort(counts, ncounts, sizeof counts[0], cmp_ll);
+    } else {
+        ncounts = log_grid(nmin, nmax, per_decade, counts, MAX_LIST);
+    }
+    if (counts[0] < 1)
+        cs_die("message counts must be >= 1");
+    if (total > 0)
+        nsizes = 1; /* the size follows n */
+
+    int *tag_ub, flag;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag && counts[ncounts - 1] > *tag_ub)
+        cs_die("%lld messages need tags up to %lld but MPI_TAG_UB is %d", counts[ncounts - 1],
+               counts[ncounts - 1] - 1, *tag_ub);
+
+    MPI_Comm ctl; /* bookkeeping traffic stays out of the measured communicator's queues */
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
+    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, places);
+
+    /* Pairing: peer[r], and whether r initiates (sends first and keeps the time). */
+    int *peer = malloc(sizeof(int) * size), *initiator = malloc(sizeof(int) * size);
+    int pairs = size / 2;
+    if (!contention) {
+        for (int r = 0; r < size; r++) {
+            peer[r] = r < pairs ? r + pairs : r - pairs;
+            initiator[r] = r < pairs;
+        }
+    } else {
+        /* Nodes in order of first appearance; the j-th rank of node i pairs with
+         * the j-th rank of node i + N/2. */
+        int *node = malloc(sizeof(int) * size), *slot = malloc(sizeof(int) * size);
+        int nnodes = 0, *per_node = calloc(size, sizeof(int));
+        for (int r = 0; r < size; r++) {
+            node[r] = -1;
+            for (int q = 0; q < r && node[r] < 0; q++)
+                if (strcmp(places[q].host, places[r].host) == 0)
+                    node[r] = node[q];
+            if (node[r] < 0)
+                node[r] = nnodes++;
+            slot[r] = per_node[node[r]]++;
+        }
+        if (nnodes < 4 || nnodes % 2)
+            cs_die("--contention needs an even number of nodes, at least 4 (ranks run on %d "
+                   "node%s): node i sends to node i + N/2 across the network, 004 Fig. 6",
+                   nnodes, nnodes == 1 ? "" : "s");
+        for (int i = 1; i < nnodes; i++)
+            if (per_node[i] != per_node[0])
+                cs_die("--contention needs the same number of ranks on every node "
+                       "(node 0 has %d, node %d has %d)", per_node[0], i, per_node[i]);
+        for (int r = 0; r < size; r++) {
+            int target = node[r] < nnodes / 2 ? node[r] + nnodes / 2 : node[r] - nnodes / 2;
+            initiator[r] = node[r] < nnodes / 2;
+            for (int q = 0; q < size; q++)
+                if (node[q] == target && slot[q] == slot[r])
+                    peer[r] = q;
+        }
+        free(node);
+        free(slot);
+        free(per_node);
+    }
+
+    /* Buffers for the largest n * s exchanged. */
+    long long max_bytes = 1;
+    for (int a = 0; a < ncounts; a++)
+        for (int b = 0; b < nsizes; b++) {
+            long long s = total > 0 ? total / counts[a] : sizes[b];
+            if (counts[a] * s > max_bytes)
+                max_bytes = counts[a] * s;
+        }
+    if (max_bytes > MAX_BUFFER)
+        cs_die("n x s reaches %lld bytes per direction (limit %lld): lower -n or --sizes",
+               max_bytes, MAX_BUFFER);
+    long long nmax_all = counts[ncounts - 1];
+    char *sbuf = malloc(max_bytes), *rbuf = malloc(max_bytes);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * nmax_all);
+    int *send_tags = malloc(sizeof(int) * nmax_all), *recv_tags = malloc(sizeof(int) * nmax_all);
+    double *times = malloc(sizeof(double) * iters);
+    double *all = rank == 0 ? malloc(sizeof(double) * iters * size) : NULL;
+    if (!sbuf || !rbuf || !reqs || !send_tags || !recv_tags || !times || (rank == 0 && !all))
+        cs_die("out of memory for %lld-byte buffers", max_bytes);
+    memset(sbuf, 'a', max_bytes);
+
+    /* Rank 0 collects the initiators' samples: list them once. */
+    int ninit = 0, *inits = malloc(sizeof(int) * size);
+    for (int r = 0; r < size; r++)
+        if (initiator[r])
+            inits[ninit++] = r;
+
+    FILE *samples = NULL;
+    if (rank == 0) {
+        if (out) {
+            cs_write_placement(out, places, size);
+            samples = cs_open_table(out, "samples.csv",
+                                    "n_messages,size_bytes,order,pair,rep,time_s,locality,pairs");
+        }
+        printf("# commscope HighVolumePingPong (004 Algorithm 1), %d pair(s)%s, "
+               "one-way time = round trip / 2\n", pairs, contention ? ", contention layout" : "");
+        for (int p = 0; p < ninit; p++) {
+            int a = inits[p], b = peer[a];
+            printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, a,
+                   places[a].host, places[a].cpu, b, places[b].host, places[b].cpu,
+                   cs_locality(&places[a], &places[b]));
+        }
+        printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",
+               "Avg Time(us)", "Min Time(us)", "Max Time(us)", "Iters");
+        fflush(stdout);
+    }
+
+    static const char *order_name[2] = {"ordered", "reversed"};
+    long done = 0, total_steps = (long)ncounts * nsizes;
+    for (int a = 0; a < ncounts; a++) {
+        int n = (int)counts[a];
+        for (int b = 0; b < nsizes; b++) {
+            long long s = total > 0 ? total / n : sizes[b];
+            if (s > 2147483647LL)
+                cs_die("message size %lld does not fit an MPI count", s);
+            for (int o = 0; o < 2; o++) {
+                if (!do_order[o])
+                    continue;
+                for (int i = 0; i < n; i++) {
+                    send_tags[i] = i;
+                    recv_tags[i] = o == 0 ? i : n - 1 - i; /* reversed: recv_tags_i = send_tags_{n-i-1} */
+                }
+                MPI_Barrier(MPI_COMM_WORLD);
+                for (int r = -warmup; r < iters; r++) {
+                    double t0 = MPI_Wtime();
+                    for (int phase = 0; phase < 2; phase++) {
+                        /* initiator: send then receive; its peer the other way round */
+                        int sending = (phase == 0) == (initiator[rank] != 0);
+                        for (int i = 0; i < n; i++) {
+                            if (sending)
+                                MPI_Isend(sbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
+                                          send_tags[i], MPI_COMM_WORLD, &reqs[i]);
+                            else
+                                MPI_Irecv(rbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
+                                          recv_tags[i], MPI_COMM_WORLD, &reqs[i]);
+                        }
+                        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+                    }
+                    if (r >= 0)
+                        times[r] = (MPI_Wtime() - t0) / 2.0;
+                }
+                /* Initiators hold the samples; gather them on rank 0. */
+                if (rank == 0) {
+                    double sum = 0, lo = INFINITY, hi = 0;
+                    for (int p = 0; p < ninit; p++) {
+                        double *dst = all + (size_t)p * iters;
+                        if (inits[p] == 0)
+                            memcpy(dst, times, sizeof(double) * iters);
+                        else
+                            MPI_Recv(dst, iters, MPI_DOUBLE, inits[p], 2, ctl,
+                                     MPI_STATUS_IGNORE);
+                        for (int r = 0; r < iters; r++) {
+                            sum += dst[r];
+                            lo = dst[r] < lo ? dst[r] : lo;
+                            hi = dst[r] > hi ? dst[r] : hi;
+                        }
+                    }
+                    printf("%-10d %-12lld %-9s %14.2f %14.2f %14.2f %6d\n", n, s, order_name[o],
+                           1e6 * sum / ((double)iters * ninit), 1e6 * lo, 1e6 * hi, iters);
+                    fflush(stdout);
+                    if (samples)
+                        for (int p = 0; p < ninit; p++) {
+                            const char *loc = cs_locality(&places[inits[p]], &places[peer[inits[p]]]);
+                            for (int r = 0; r < iters; r++)
+                                fprintf(samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
+                                        order_name[o], p, r, all[(size_t)p * iters + r], loc,
+                                        pairs);
+                        }
+                } else if (initiator[rank]) {
+                    MPI_Send(times, iters, MPI_DOUBLE, 0, 2, ctl);
+                }
+            }
+            if (rank == 0)
+                cs_progress(++done, total_steps, "messages");
+        }
+    }
+    if (samples)
+        fclose(samples);
+    free(sbuf);
+    free(rbuf);
+    free(reqs);
+    free(send_tags);
+    free(recv_tags);
+    free(times);
+    free(all);
+    free(inits);
+    free(peer);
+    free(initiator);
+    free(places);
+    MPI_Comm_free(&ctl);
+    MPI_Finalize();
+    return 0;
+}

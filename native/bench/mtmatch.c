@@ -1,0 +1,413 @@
+/* commscope multithreaded matching benchmark (Schonbein et al. 2018, Sec. 4.1).
+ *
+ * Two ranks in MPI_THREAD_MULTIPLE: rank 0 receives, rank 1 stands in for all
+ * the neighbouring processes.  Per trial:
+ *   1. T_r OpenMP threads on rank 0 pre-post M_t uniquely tagged MPI_Irecv's,
+ *      each thread its own halo messages, in a free-for-all; an atomic counter
+ *      taken at each post records the global post order (post_seq);
+ *   2. rank 0 reads the ob1 queue-length pvars (Open MPI) through MPI_T;
+ *   3. MPI_Barrier (on a duplicate of MPI_COMM_WORLD, so its messages never
+ *      sit in the measured queues); rank 1's T_s threads then send, each thread
+ *      its own tags in tag order; an atomic counter taken right before each
+ *      send records the global send order (send_seq).  One communicator and one
+ *      source: MPI's non-overtaking rule makes this the match order, up to the
+ *      race between taking the counter and entering MPI_Send;
+ *   4. rank 0 times the queue drain: barrier exit to all receives complete.
+ * Which thread posts and which thread sends which tag comes from a plan file
+ * written by the Python driver from the stencil model (commscope.models.stencil),
+ * so the counts match the model by construction:
+ *
+ *   config,points,decomposition,tag,recv_thread,send_thread
+ *
+ * one row per message; tags 0..M_t-1 once each per config.  A receiving thread
+ * posts its tags in the order of the rows; a sending thread sends its tags in
+ * increasing order (the tag is the message's priority, 002: m_i before m_j for
+ * i < j).  Several configs run in one job.
+ * Warm-up trials (thread start-up) are run but not recorded.
+ */
+#include "cs_common.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LABEL_MAX 32
+
+typedef struct {
+    char points[LABEL_MAX], decomp[LABEL_MAX];
+    int messages, threads_recv, threads_send;
+    int *recv_thread, *send_thread;      /* by tag */
+    int **recv_list, **send_list;        /* per thread: tags in posting/sending order */
+    int *recv_len, *send_len;
+} config_t;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: cs_mtmatch --plan FILE [--trials N] [--warmup W] [-s BYTES] [--out DIR]\n"
+            "  --plan FILE   CSV config,points,decomposition,tag,recv_thread,send_thread\n"
+            "                (receives posted in row order, sends in tag order per thread)\n"
+            "  --trials N    recorded trials per config (default 10)\n"
+            "  --warmup W    unrecorded trials first (default 2)\n"
+            "  -s BYTES      message size (default 8)\n"
+            "  run with exactly 2 ranks: rank 0 receives, rank 1 sends\n");
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        cs_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+/* Read the plan; returns the number of configs. */
+static int read_plan(const char *path, config_t **out)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int ncfg = 0, cap = 0, lineno = 0;
+    struct row { int cfg, tag, rt, st; char pts[LABEL_MAX], dec[LABEL_MAX]; } *rows = NULL;
+    if (!f)
+        cs_die("--plan: cannot open %s", path);
+    while (fgets(line, sizeof line, f)) {
+        struct row r;
+        lineno++;
+        if (lineno == 1 && strncmp(line, "config,", 7) == 0)
+            continue;
+        if (line[0] == '\n' || line[0] == '\0')
+            continue;
+        if (sscanf(line, "%d,%31[^,],%31[^,],%d,%d,%d", &r.cfg, r.pts, r.dec, &r.tag, &r.rt,
+                   &r.st) != 6)
+            cs_die("%s line %d: expected config,points,decomposition,tag,recv_thread,send_thread",
+                   path, lineno);
+        if (r.cfg < 0 || r.tag < 0 || r.rt < 0 || r.st < 0)
+            cs_die("%s line %d: negative value", path, lineno);
+        if (ncfg == cap) {
+            cap = cap ? 2 * cap : 1024;
+            rows = realloc(rows, sizeof *rows * cap);
+            if (!rows)
+                cs_die("out of memory reading %s", path);
+        }
+        rows[ncfg++] = r;
+    }
+    fclose(f);
+    int nrows = ncfg;
+    ncfg = 0;
+    for (int i = 0; i < nrows; i++)
+        ncfg = rows[i].cfg + 1 > ncfg ? rows[i].cfg + 1 : ncfg;
+    if (nrows == 0)
+        cs_die("%s: no messages in the plan", path);
+    config_t *cfg = calloc(ncfg, sizeof *cfg);
+    for (int i = 0; i < nrows; i++) {
+        config_t *c = &cfg[rows[i].cfg];
+        c->messages++;
+        c->threads_recv = rows[i].rt + 1 > c->threads_recv ? rows[i].rt + 1 : c->threads_recv;
+        c->threads_send = rows[i].st + 1 > c->threads_send ? rows[i].st + 1 : c->threads_send;
+        strcpy(c->points, rows[i].pts);
+        strcpy(c->decomp, rows[i].dec);
+    }
+    for (int k = 0; k < ncfg; k++) {
+        config_t *c = &cfg[k];
+        if (c->messages == 0)
+            cs_die("%s: config %d has no messages (configs must be numbered 0..%d)", path, k,
+                   ncfg - 1);
+        c->recv_thread = xmalloc(sizeof(int) * c->messages);
+        c->send_thread = xmalloc(sizeof(int) * c->messages);
+        for (int t = 0; t < c->messages; t++)
+            c->recv_thread[t] = -1;
+        c->recv_len = calloc(c->threads_recv, sizeof(int));
+        c->send_len = calloc(c->threads_send, sizeof(int));
+        c->recv_list = xmalloc(sizeof(int *) * c->threads_recv);
+        c->send_list = xmalloc(sizeof(int *) * c->threads_send);
+        for (int t = 0; t < c->threads_recv; t++)
+            c->recv_list[t] = xmalloc(sizeof(int) * c->messages);
+        for (int t = 0; t < c->threads_send; t++)
+            c->send_list[t] = xmalloc(sizeof(int) * c->messages);
+    }
+    for (int i = 0; i < nrows; i++) {
+        config_t *c = &cfg[rows[i].cfg];
+        int tag = rows[i].tag;
+        if (tag >= c->messages || c->recv_thread[tag] >= 0)
+            cs_die("%s: config %d: tags must be 0..%d, each once (tag %d)", path, rows[i].cfg,
+                   c->messages - 1, tag);
+        c->recv_thread[tag] = rows[i].rt;
+        c->send_thread[tag] = rows[i].st;
+        c->recv_list[rows[i].rt][c->recv_len[rows[i].rt]++] = tag;
+        c->send_list[rows[i].st][c->send_len[rows[i].st]++] = tag;
+    }
+    for (int k = 0; k < ncfg; k++)
+        for (int t = 0; t < cfg[k].threads_send; t++)
+            qsort(cfg[k].send_list[t], cfg[k].send_len[t], sizeof(int), cmp_int);
+    free(rows);
+    *out = cfg;
+    return ncfg;
+}
+
+/* An ob1 queue-length pvar bound to a communicator, read per peer. */
+typedef struct {
+    int ok, count, continuous;
+    MPI_Datatype dt;
+    MPI_T_pvar_handle handle;
+} pvar_t;
+
+static void pvar_open(pvar_t *p, MPI_T_pvar_session session, const char *want, MPI_Comm *comm)
+{
+    int num = 0;
+    memset(p, 0, sizeof *p);
+    MPI_T_pvar_get_num(&num);
+    for (int i = 0; i < num; i++) {
+        char name[256], desc[256];
+        int nlen = sizeof name, dlen = sizeof desc, verb, vclass, bind, ro, cont, atomic;
+        MPI_T_enum en;
+        MPI_Datatype dt;
+        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &vclass, &dt, &en, desc, &dlen, &bind,
+                                &ro, &cont, &atomic) != MPI_SUCCESS ||
+            strcmp(name, want) != 0 || bind != MPI_T_BIND_MPI_COMM)
+            continue;
+        if (MPI_T_pvar_handle_alloc(session, i, comm, &p->handle, &p->count) != MPI_SUCCESS)
+            return;
+        p->dt = dt;
+        p->continuous = cont;
+        if (!cont && MPI_T_pvar_start(session, p->handle) != MPI_SUCCESS)
+            return;
+        p->ok = 1;
+        return;
+    }
+}
+
+/* Entry `peer` of the pvar, NaN when unavailable. */
+static double pvar_read(pvar_t *p, MPI_T_pvar_session session, int peer)
+{
+    if (!p->ok || peer >= p->count)
+        return NAN;
+    int tsize = 0;
+    MPI_Type_size(p->dt, &tsize);
+    unsigned char *buf = calloc(p->count, tsize > 0 ? tsize : 8);
+    double v = NAN;
+    if (MPI_T_pvar_read(session, p->handle, buf) == MPI_SUCCESS) {
+        if (p->dt == MPI_DOUBLE)
+            v = ((double *)buf)[peer];
+        else if (p->dt == MPI_INT)
+            v = ((int *)buf)[peer];
+        else if (tsize == 4)
+            v = ((unsigned *)buf)[peer];
+        else if (tsize == 8)
+            v = (double)((unsigned long long *)buf)[peer];
+    }
+    free(buf);
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *out = NULL, *plan = NULL;
+    int trials = 10, warmup = 2, rank, size, provided;
+    long long msg_size = 8;
+    enum { O_PLAN = 256, O_TRIALS, O_WARMUP };
+    static struct option longopts[] = {{"plan", required_argument, 0, O_PLAN},
+                                       {"trials", required_argument, 0, O_TRIALS},
+                                       {"warmup", required_argument, 0, O_WARMUP},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int c; (c = getopt_long(argc, argv, "s:o:h", longopts, NULL)) != -1;) {
+        switch (c) {
+        case O_PLAN: plan = optarg; break;
+        case O_TRIALS: trials = atoi(optarg); break;
+        case O_WARMUP: warmup = atoi(optarg); break;
+        case 's':
+            if ((msg_size = cs_parse_size(optarg)) < 0 || msg_size > (1 << 30))
+                cs_die("-s: expected a message size up to 1 GiB, got '%s'", optarg);
+            break;
+        case 'o': out = optarg; break;
+        default:
+            if (rank == 0)
+                usage();
+            MPI_Finalize();
+            return c == 'h' ? 0 : 2;
+        }
+    }
+    if (provided < MPI_THREAD_MULTIPLE)
+        cs_die("the MPI library does not provide MPI_THREAD_MULTIPLE (got level %d)", provided);
+    if (size != 2)
+        cs_die("needs exactly 2 ranks (receiver and sender), got %d", size);
+    if (!plan)
+        cs_die("--plan FILE is required (the Python driver writes it)");
+    if (trials < 1 || warmup < 0)
+        cs_die("--trials must be >= 1 and --warmup >= 0 (got %d, %d)", trials, warmup);
+
+    config_t *cfg;
+    int ncfg = read_plan(plan, &cfg);
+    int max_msgs = 0;
+    for (int k = 0; k < ncfg; k++)
+        max_msgs = cfg[k].messages > max_msgs ? cfg[k].messages : max_msgs;
+    int *tag_ub, flag;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag && max_msgs - 1 > *tag_ub)
+        cs_die("%d messages need tags up to %d but MPI_TAG_UB is %d", max_msgs, max_msgs - 1,
+               *tag_ub);
+
+    MPI_Comm ctl; /* bookkeeping traffic stays out of MPI_COMM_WORLD's queues */
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
+    cs_place_t places[2];
+    cs_place_allgather(ctl, places);
+    omp_set_dynamic(0); /* exactly the thread counts asked for */
+
+    char *rbuf = xmalloc((size_t)max_msgs * msg_size), *sbuf = xmalloc(msg_size);
+    memset(sbuf, 'a', msg_size);
+    MPI_Request *reqs = xmalloc(sizeof(MPI_Request) * max_msgs);
+    int *post_seq = xmalloc(sizeof(int) * max_msgs), *send_seq = xmalloc(sizeof(int) * max_msgs);
+
+    /* Queue lengths from the receiver's ob1 pvars (Open MPI only; NaN elsewhere). */
+    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+    pvar_t q_posted = {0}, q_unexp = {0};
+    int tprov, have_t = 0;
+    if (rank == 0 && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS) {
+        have_t = 1;
+        MPI_Comm world = MPI_COMM_WORLD;
+        if (MPI_T_pvar_session_create(&session) == MPI_SUCCESS) {
+            pvar_open(&q_posted, session, "pml_ob1_posted_recvq_length", &world);
+            pvar_open(&q_unexp, session, "pml_ob1_unexpected_msgq_length", &world);
+        }
+    }
+
+    FILE *ftrials = NULL, *forder = NULL;
+    if (rank == 0) {
+        if (out) {
+            cs_write_placement(out, places, 2);
+            ftrials = cs_open_table(out, "trials.csv",
+                                    "config,trial,points,decomposition,threads_recv,threads_send,"
+                                    "messages,size_bytes,drain_time_s,ob1_posted_recvq_length,"
+                                    "ob1_unexpected_msgq_length");
+            forder = cs_open_table(out, "order.csv",
+                                   "config,trial,tag,post_seq,send_seq,recv_thread,send_thread");
+        }
+        printf("# commscope multithreaded matching (002 Sec. 4.1): rank 0 (%s cpu %d) receives, "
+               "rank 1 (%s cpu %d) sends; %d recorded trial(s) after %d warm-up\n",
+               places[0].host, places[0].cpu, places[1].host, places[1].cpu, trials, warmup);
+        printf("# ob1 queue-length pvars: %s\n", q_posted.ok ? "read" : "not available");
+        printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
+               "Decomp", "T_r", "T_s", "M_t", "Avg Drain(us)", "Min Drain(us)", "Max Drain(us)",
+               "PostedQ");
+        fflush(stdout);
+    }
+
+    long done = 0, total_trials = (long)ncfg * (trials + warmup);
+    for (int k = 0; k < ncfg; k++) {
+        config_t *c = &cfg[k];
+        double sum = 0, lo = INFINITY, hi = 0, qlen = NAN;
+        for (int trial = -warmup; trial < trials; trial++) {
+            int seq = 0;
+            double qp = NAN, qu = NAN, drain = 0;
+            MPI_Barrier(ctl);
+            if (rank == 0) {
+#pragma omp parallel num_threads(c->threads_recv)
+                {
+                    int t = omp_get_thread_num();
+                    if (omp_get_num_threads() != c->threads_recv)
+                        cs_die("asked for %d receiving threads, got %d (OMP_THREAD_LIMIT?)",
+                               c->threads_recv, omp_get_num_threads());
+                    for (int i = 0; i < c->recv_len[t]; i++) {
+                        int tag = c->recv_list[t][i], my;
+#pragma omp atomic capture
+                        my = seq++;
+                        post_seq[tag] = my;
+                        MPI_Irecv(rbuf + (size_t)tag * msg_size, (int)msg_size, MPI_CHAR, 1, tag,
+                                  MPI_COMM_WORLD, &reqs[tag]);
+                    }
+                }
+                /* Everything is posted and nothing sent yet: the queues as the sender finds them. */
+                qp = pvar_read(&q_posted, session, 1);
+                qu = pvar_read(&q_unexp, session, 1);
+                MPI_Barrier(ctl); /* on ctl: its messages stay out of the measured queues */
+                double t0 = MPI_Wtime();
+                MPI_Waitall(c->messages, reqs, MPI_STATUSES_IGNORE);
+                drain = MPI_Wtime() - t0;
+                MPI_Recv(send_seq, c->messages, MPI_INT, 1, 3, ctl, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Barrier(ctl); /* on ctl: its messages stay out of the measured queues */
+#pragma omp parallel num_threads(c->threads_send)
+                {
+                    int t = omp_get_thread_num();
+                    if (omp_get_num_threads() != c->threads_send)
+                        cs_die("asked for %d sending threads, got %d (OMP_THREAD_LIMIT?)",
+                               c->threads_send, omp_get_num_threads());
+                    for (int i = 0; i < c->send_len[t]; i++) {
+                        int tag = c->send_list[t][i], my;
+#pragma omp atomic capture
+                        my = seq++;
+                        send_seq[tag] = my;
+                        MPI_Send(sbuf, (int)msg_size, MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+                    }
+                }
+                MPI_Send(send_seq, c->messages, MPI_INT, 0, 3, ctl);
+            }
+            if (rank == 0) {
+                if (trial >= 0) {
+                    sum += drain;
+                    lo = drain < lo ? drain : lo;
+                    hi = drain > hi ? drain : hi;
+                    qlen = qp;
+                    if (ftrials)
+                        fprintf(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
+                                c->points, c->decomp, c->threads_recv, c->threads_send,
+                                c->messages, msg_size, drain, qp, qu);
+                    if (forder)
+                        for (int tag = 0; tag < c->messages; tag++)
+                            fprintf(forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
+                                    post_seq[tag], send_seq[tag], c->recv_thread[tag],
+                                    c->send_thread[tag]);
+                }
+                cs_progress(++done, total_trials, "trial");
+            }
+        }
+        if (rank == 0) {
+            printf("%-8d %-6s %-10s %5d %5d %7d %15.2f %15.2f %15.2f %9.0f\n", k, c->points,
+                   c->decomp, c->threads_recv, c->threads_send, c->messages, 1e6 * sum / trials,
+                   1e6 * lo, 1e6 * hi, qlen);
+            fflush(stdout);
+        }
+    }
+    if (ftrials)
+        fclose(ftrials);
+    if (forder)
+        fclose(forder);
+    if (have_t) {
+        if (session != MPI_T_PVAR_SESSION_NULL)
+            MPI_T_pvar_session_free(&session);
+        MPI_T_finalize();
+    }
+    for (int k = 0; k < ncfg; k++) {
+        for (int t = 0; t < cfg[k].threads_recv; t++)
+            free(cfg[k].recv_list[t]);
+        for (int t = 0; t < cfg[k].threads_send; t++)
+            free(cfg[k].send_list[t]);
+        free(cfg[k].recv_list);
+        free(cfg[k].send_list);
+        free(cfg[k].recv_len);
+        free(cfg[k].send_len);
+        free(cfg[k].recv_thread);
+        free(cfg[k].send_thread);
+    }
+    free(cfg);
+    free(rbuf);
+    free(sbuf);
+    free(reqs);
+    free(post_seq);
+    free(send_seq);
+    MPI_Comm_free(&ctl);
+    MPI_Finalize();
+    return 0;
+}

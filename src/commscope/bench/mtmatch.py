@@ -1,0 +1,321 @@
+"""Multithreaded message-matching benchmark driver (Schonbein et al. 2018, paper 002 Sec. 4.1).
+
+Rank 0's T_r threads pre-post M_t uniquely tagged receives, rank 1's T_s threads
+send them (MPI_THREAD_MULTIPLE), and rank 0 times the queue drain. Which thread
+posts and which thread sends which tag is planned here from the stencil
+decomposition (:mod:`commscope.models.stencil`), so the counts are the model's by
+construction:
+
+* stencils (5/9-point 2-D, 7/27-point 3-D): every boundary thread p of the process
+  receives one message per stencil direction d with p + d outside the process; the
+  sender is the thread sub-domain p + d of the neighbouring process. The distinct
+  senders are the ring of sub-domains just outside the process (T_s, eqs. 4, 8);
+  the receivers are the boundary threads (T_r); the messages number M_t (eqs. 2, 6).
+* naive: each of the prod L_d threads receives k messages; the k messages of thread
+  i come from sending thread i (T_s = T_r = prod L_d, as in the model).
+
+Tags are strided across threads (002: "tags are strided across sending and
+receiving threads"): round j hands tag numbers to the j-th message of every
+receiving thread in turn, so thread t holds tags t, t + T_r, ... while all have
+messages left. Each thread posts, and each sending thread sends, its tags in
+increasing order; the global orders are whatever the threads race to, recorded per
+message (post_seq, send_seq) in the ``order`` table. The search depth of an
+MPICH-style linked list (:mod:`commscope.matching.queue_sim`) is computed from those
+orders and stored in the ``trials`` table next to the queue lengths Open MPI's ob1
+reports through MPI_T.
+
+Tables:
+
+* ``trials``: config, trial, points, decomposition, k, threads_recv, threads_send,
+  messages, size_bytes, drain_time_s, avg_search_depth, max_search_depth,
+  total_searched, ob1_posted_recvq_length, ob1_unexpected_msgq_length (NaN where the
+  MPI has no such pvars), oversubscribed;
+* ``order``: config, trial, tag, post_seq, send_seq, recv_thread, send_thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..launch import available_cores
+from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
+from ..models import stencil
+from ..paths import default_runs_root
+from ..runs import register_table
+from .driver import run_benchmark
+
+register_table("mtmatch", "trials", {
+    "config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i", "messages": "i",
+    "size_bytes": "i", "drain_time_s": "f"})
+register_table("mtmatch", "order", {
+    "config": "i", "trial": "i", "tag": "i", "post_seq": "i", "send_seq": "i",
+    "recv_thread": "i", "send_thread": "i"})
+
+BUDGETS_S = (1e-3, 100e-3)   # 002 Sec. 4.3: per-timestep budgets of 1 ms to 100 ms
+MAX_THREADS = 1024
+
+
+def _offsets(points, ndim):
+    kind = stencil.STENCILS[points][1]
+    for d in itertools.product((-1, 0, 1), repeat=ndim):
+        if any(d) and (kind == "moore" or sum(map(abs, d)) == 1):
+            yield d
+
+
+def build_plan(points, decomposition, k=None):
+    """Who posts and who sends which tag, for one stencil and decomposition.
+
+    Returns a DataFrame sorted by tag: tag, recv_thread, send_thread,
+    recv_position, send_position (thread sub-domain coordinates; a sender's are
+    outside the process, e.g. -1 or L_d). The counts equal
+    :func:`commscope.models.stencil.stencil_counts` (checked).
+    """
+    dims = stencil.check_decomposition(decomposition, "--decomp")
+    counts = stencil.stencil_counts(points, dims, k)   # validates points, k, dimensions
+    key = counts.stencil
+    per_thread = {}                                      # receiver position -> [sender position]
+    if key == stencil.NAIVE:
+        for pos in np.ndindex(*dims):
+            per_thread[pos] = [pos] * int(k)
+    else:
+        offs = list(_offsets(key, len(dims)))
+        for pos in np.ndindex(*dims):
+            out = []
+            for d in offs:
+                q = tuple(p + o for p, o in zip(pos, d))
+                if any(c < 0 or c >= n for c, n in zip(q, dims)):
+                    out.append(q)
+            if out:
+                per_thread[pos] = out
+    receivers = sorted(per_thread)
+    senders = sorted({q for qs in per_thread.values() for q in qs})
+    rid = {p: i for i, p in enumerate(receivers)}
+    sid = {q: i for i, q in enumerate(senders)}
+    rows, tag = [], 0
+    for j in range(max(len(v) for v in per_thread.values())):   # strided tags
+        for p in receivers:
+            if j < len(per_thread[p]):
+                q = per_thread[p][j]
+                rows.append((tag, rid[p], sid[q], "x".join(map(str, p)), "x".join(map(str, q))))
+                tag += 1
+    plan = pd.DataFrame(rows, columns=["tag", "recv_thread", "send_thread", "recv_position",
+                                       "send_position"])
+    got = (len(plan), plan["recv_thread"].nunique(), plan["send_thread"].nunique())
+    want = (counts.M_t, counts.T_r, counts.T_s)
+    if got != want:  # the enumeration and the closed forms must agree
+        raise AssertionError(f"plan for {key}-point {dims}: (M_t, T_r, T_s) = {got}, model {want}")
+    return plan
+
+
+def balanced_decomposition(threads, ndim):
+    """The most cube-like L_1 >= L_2 >= ... with product ``threads`` (8 -> 2x2x2, 32 -> 4x4x2)."""
+    threads = int(threads)
+    if threads < 1:
+        raise InputError("--sweep", None, f"thread counts must be >= 1, got {threads}")
+    best = None
+    for dims in itertools.product(range(1, threads + 1), repeat=ndim - 1):
+        rest, r = divmod(threads, math.prod(dims)) if math.prod(dims) else (0, 1)
+        if r or rest < 1:
+            continue
+        cand = tuple(sorted((*dims, rest), reverse=True))
+        if best is None or (cand[0] - cand[-1], cand) < (best[0] - best[-1], best):
+            best = cand
+    return best
+
+
+def sweep_configs(points, thread_counts, shape="cube", k=None):
+    """Configurations for a sweep over threads per process (002 Figs. 1-4).
+
+    ``shape``: "cube" (most cube-like decomposition, Figs. 2-3), "linear" (1 x 1 x n,
+    3-D only, Fig. 4). The naive case uses a 1-D decomposition of n threads.
+    """
+    key = str(points).lower().removesuffix("pt")
+    out = []
+    for n in thread_counts:
+        if key == stencil.NAIVE:
+            dims = (int(n),)
+        elif shape == "linear":
+            if key not in ("7", "27"):
+                raise InputError("--shape", None, "the linear 1x1xn decomposition is 3-D (7 or 27 points)")
+            dims = stencil.linear_z(int(n))
+        elif shape == "cube":
+            dims = balanced_decomposition(n, stencil.STENCILS[key][0] if key in stencil.STENCILS else 2)
+        else:
+            raise InputError("--shape", None, f"expected cube or linear, got {shape!r}")
+        out.append((key, dims, k))
+    return out
+
+
+def _config_list(points, decomposition, k, configs):
+    if configs is None:
+        if points is None or decomposition is None:
+            raise InputError("--decomp", None, "give --points and --decomp (or a sweep)")
+        dims = (stencil.parse_decomposition(decomposition) if isinstance(decomposition, str)
+                else stencil.check_decomposition(decomposition, "--decomp"))
+        configs = [(points, dims, k)]
+    out = []
+    for pts, dims, kk in configs:
+        dims = (stencil.parse_decomposition(dims) if isinstance(dims, str)
+                else stencil.check_decomposition(dims, "--decomp"))
+        pts = str(pts).lower().removesuffix("pt")
+        if pts != stencil.NAIVE and kk is not None:
+            raise InputError("--k", None, "k (messages per thread) only applies to --points naive")
+        out.append((pts, dims, kk))
+    if not out:
+        raise InputError("--decomp", None, "no configuration to run")
+    return out
+
+
+def check_plan(plan, source="plan"):
+    """Validate a custom plan (tag, recv_thread, send_thread; rows in posting order)."""
+    df = pd.DataFrame(plan).reset_index(drop=True)
+    for col in ("tag", "recv_thread", "send_thread"):
+        if col not in df.columns:
+            raise InputError(source, col, "required column is missing")
+        vals = pd.to_numeric(df[col], errors="coerce")
+        if vals.isna().any() or (vals < 0).any() or (vals != np.floor(vals)).any():
+            raise InputError(source, col, "must be whole numbers >= 0")
+        df[col] = vals.astype(np.int64)
+    if df.empty:
+        raise InputError(source, None, "no messages")
+    if sorted(df["tag"]) != list(range(len(df))):
+        raise InputError(source, "tag", f"tags must be 0..{len(df) - 1}, each once")
+    for col in ("recv_thread", "send_thread"):
+        used = sorted(df[col].unique())
+        if used != list(range(len(used))):
+            raise InputError(source, col, "threads must be numbered 0..T-1 without gaps")
+    return df[["tag", "recv_thread", "send_thread"]]
+
+
+def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=None, trials=10,
+                warmup=2, size_bytes=8, runs_root=None, **launch_kw):
+    """Run the matching benchmark and return the finished :class:`~commscope.runs.Run`.
+
+    One configuration (``points`` in 5, 7, 9, 27 or "naive", ``decomposition`` such as
+    "4x4x2" or (4, 4, 2), ``k`` messages per thread for naive) or a list ``configs``
+    of (points, decomposition, k), e.g. from :func:`sweep_configs`; all run in one
+    job, ``warmup`` unrecorded trials then ``trials`` recorded ones each. ``plan``
+    instead runs one hand-made plan (:func:`check_plan`: a receiving thread posts its
+    tags in row order, a sending thread sends its tags in increasing order), labelled
+    points "custom"; e.g. one thread each side with receives posted in reverse is
+    HighVolumePingPong's worst case. After the
+    job the search depths are computed from the recorded orders and added to the
+    ``trials`` table, and oversubscription (threads x ranks > cores) is noted in
+    meta.json under "oversubscription" and per trial.
+    """
+    cfgs = [] if plan is not None else _config_list(points, decomposition, k, configs)
+    if trials < 1:
+        raise InputError("--trials", None, f"must be at least 1, got {trials}")
+    if warmup < 0:
+        raise InputError("--warmup", None, f"must be >= 0, got {warmup}")
+    if not 0 <= size_bytes <= (1 << 20):
+        raise InputError("--size", None, f"message size must be 0..1 MiB, got {size_bytes}")
+    plans, summary = [], []
+    for i, (pts, dims, kk) in enumerate(cfgs):
+        one = build_plan(pts, dims, kk)
+        tr, ts = one["recv_thread"].nunique(), one["send_thread"].nunique()
+        if max(tr, ts) > MAX_THREADS:
+            raise InputError("--decomp", None, f"{'x'.join(map(str, dims))} needs {max(tr, ts)} "
+                                               f"threads on one rank (limit {MAX_THREADS})")
+        plans.append(one.assign(config=i, points=pts, decomposition="x".join(map(str, dims))))
+        c = stencil.stencil_counts(pts, dims, kk)
+        summary.append({"config": i, "points": pts, "decomposition": "x".join(map(str, dims)),
+                        "k": kk, "threads": c.threads, "M_t": c.M_t, "T_r": c.T_r, "T_s": c.T_s})
+    if plan is not None:
+        custom = check_plan(plan)
+        tr, ts = custom["recv_thread"].nunique(), custom["send_thread"].nunique()
+        if max(tr, ts) > MAX_THREADS:
+            raise InputError("plan", None, f"{max(tr, ts)} threads on one rank (limit {MAX_THREADS})")
+        plans.append(custom.assign(config=0, points="custom", decomposition="-"))
+        summary.append({"config": 0, "points": "custom", "decomposition": "-", "k": None,
+                        "threads": max(tr, ts), "M_t": len(custom), "T_r": tr, "T_s": ts})
+    full = pd.concat(plans, ignore_index=True)
+    runs_root = Path(runs_root or default_runs_root())
+    tmp = runs_root / ".plans" / f"mtmatch-{uuid.uuid4().hex}.csv"  # shared with the ranks
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    full[["config", "points", "decomposition", "tag", "recv_thread", "send_thread"]].to_csv(
+        tmp, index=False)
+    threads = max(max(s["T_r"], s["T_s"]) for s in summary)
+    params = dict(configs=summary, trials=trials, warmup=warmup, size_bytes=size_bytes)
+    try:
+        run = run_benchmark("mtmatch", "mtmatch",
+                            ["--plan", tmp, "--trials", trials, "--warmup", warmup,
+                             "-s", size_bytes],
+                            nranks=2, threads=threads, parameters=params, runs_root=runs_root,
+                            **launch_kw)
+    finally:
+        tmp.unlink(missing_ok=True)
+    full.to_csv(run.path / "plan.csv", index=False)  # who posts and sends which tag, with positions
+    _postprocess(run, summary)
+    return run
+
+
+def oversubscription(summary, placement, cores=None):
+    """Per config: threads on each rank's node against its cores (002 notes this in captions)."""
+    cores = cores or available_cores()
+    hosts = [p.get("host") for p in placement] if placement else []
+    shared = len(hosts) == 2 and hosts[0] == hosts[1]
+    out = []
+    for s in summary:
+        recv_load = s["T_r"] + (s["T_s"] if shared else 0)
+        send_load = s["T_s"] + (s["T_r"] if shared else 0)
+        out.append({"config": s["config"], "threads_recv": s["T_r"], "threads_send": s["T_s"],
+                    "cores_per_node": cores, "ranks_share_node": shared,
+                    "receiver_oversubscribed": recv_load > cores,
+                    "sender_oversubscribed": send_load > cores,
+                    "oversubscribed": max(recv_load, send_load) > cores})
+    return out
+
+
+def search_depths(order):
+    """Per (config, trial): MPICH-style PRQ search from the recorded post and send orders."""
+    rows = []
+    for (cfg, trial), sub in order.groupby(["config", "trial"], sort=True):
+        post, arrive = orders_from_sequences(sub)
+        s = summarize(prq_search(post, arrive, source=f"order table (config {cfg}, trial {trial})"))
+        rows.append({"config": cfg, "trial": trial, "avg_search_depth": s.avg_depth,
+                     "max_search_depth": s.max_depth, "total_searched": s.total_searched})
+    return pd.DataFrame(rows)
+
+
+def _postprocess(run, summary):
+    trials = run.table("trials")
+    order = run.table("order")
+    trials["points"] = trials["points"].astype(str)
+    trials["decomposition"] = trials["decomposition"].astype(str)
+    depth = search_depths(order)
+    trials = trials.merge(depth, on=["config", "trial"], how="left")
+    over = oversubscription(summary, run.meta.get("placement"))
+    flag = {o["config"]: o["oversubscribed"] for o in over}
+    kmap = {s["config"]: s["k"] for s in summary}
+    trials["k"] = trials["config"].map(kmap).astype("Int64")
+    trials["oversubscribed"] = trials["config"].map(flag).astype(bool)
+    cols = ["config", "trial", "points", "decomposition", "k", "threads_recv", "threads_send",
+            "messages", "size_bytes", "drain_time_s", "avg_search_depth", "max_search_depth",
+            "total_searched", "ob1_posted_recvq_length", "ob1_unexpected_msgq_length",
+            "oversubscribed"]
+    run.write_table("trials", trials[cols])
+    run.meta["oversubscription"] = over
+    run.meta["search_depth"] = ("MPICH-style linked list simulated from post_seq/send_seq "
+                                "(commscope.matching.queue_sim): entries passed over before "
+                                "the match, 0 at the head")
+    run.save_meta()
+
+
+def config_summary(trials):
+    """Mean over trials per config: drain time, search depth, queue lengths."""
+    g = trials.groupby(["config", "points", "decomposition", "threads_recv", "threads_send",
+                        "messages"], sort=True)
+    return g.agg(trials=("trial", "size"), drain_time_s=("drain_time_s", "mean"),
+                 drain_time_min_s=("drain_time_s", "min"), drain_time_max_s=("drain_time_s", "max"),
+                 avg_search_depth=("avg_search_depth", "mean"),
+                 max_search_depth=("max_search_depth", "max"),
+                 ob1_posted_recvq_length=("ob1_posted_recvq_length", "mean"),
+                 oversubscribed=("oversubscribed", "any")).reset_index()

@@ -1,0 +1,83 @@
+"""commscope bench hvpingpong"""
+
+from ..bench.hvpingpong import DEFAULTS, ORDERS, run_hvpingpong
+from ..errors import InputError
+from ..units import parse_size
+from .common_options import add_launch_options, launch_kwargs
+
+EXAMPLES = """\
+examples:
+  commscope bench hvpingpong                          # n = 1..10000, 8 B, both orders
+  commscope bench hvpingpong -n 1:1000 --sizes 8,1K   # two fixed sizes
+  commscope bench hvpingpong --total-bytes 1M         # constant total, s = 1 MiB / n (004 Fig. 4)
+  commscope bench hvpingpong --order reversed -i 5    # worst-case posting order only
+  commscope bench hvpingpong --contention --hosts a,b,c,d --ranks-per-node 16
+                                                      # 004 Fig. 6: node i -> node i + N/2
+
+Every repetition's one-way time (half the round trip) is kept in
+<run>/samples.parquet (n_messages, size_bytes, order, pair, rep, time_s, locality,
+pairs). Fit gamma with commscope.models.fitting.fit_gamma or scripts/measure_gamma.py.
+--contention needs 4 or more nodes (an even number): on one node it stops with an
+explanation.
+"""
+
+
+def register(registry):
+    p = registry.group_command(
+        "bench", "hvpingpong",
+        help="HighVolumePingPong (004 Alg. 1): n messages, ordered vs reversed receives",
+        description="Pairs of ranks exchange n messages of s bytes each way; receives are "
+                    "posted in send order (ordered, O(n) queue search) or reversed (O(n^2)). "
+                    "Every repetition's one-way time is kept.", epilog=EXAMPLES)
+    p.add_argument("-n", "--messages", metavar="MIN:MAX", default="1:10000",
+                   help="message counts, log grid from MIN to MAX (default %(default)s)")
+    p.add_argument("--per-decade", type=int, default=DEFAULTS["per_decade"],
+                   help="grid points per decade of -n (default %(default)s)")
+    p.add_argument("--counts", metavar="N1,N2,...", default=None,
+                   help="explicit message counts instead of -n")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--sizes", metavar="S1,S2,...", default="8",
+                   help="fixed message sizes, every count with every size (default %(default)s)")
+    g.add_argument("--total-bytes", metavar="B", default=None,
+                   help="constant total bytes per direction: s = B / n")
+    p.add_argument("--order", default="ordered,reversed", metavar="LIST",
+                   help="ordered, reversed or both (default %(default)s)")
+    p.add_argument("-i", "--iterations", type=int, default=DEFAULTS["iters"],
+                   help="timed repetitions per (n, s, order) (default %(default)s)")
+    p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
+                   help="warm-up repetitions (default %(default)s)")
+    p.add_argument("--pairs", type=int, default=1,
+                   help="concurrent pairs on this node (2*PAIRS ranks)")
+    p.add_argument("--contention", action="store_true",
+                   help="multi-node layout of 004 Fig. 6: node i sends to node i + N/2 "
+                        "(needs --hosts or a Slurm allocation with >= 4 nodes)")
+    add_launch_options(p)
+    p.set_defaults(func=_run)
+
+
+def _int_list(text, option):
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InputError(option, None, f"expected comma-separated whole numbers, got {text!r}") from None
+
+
+def _run(args):
+    lo, sep, hi = args.messages.partition(":")
+    try:
+        n_min, n_max = (int(lo), int(hi)) if sep else (1, int(lo))
+    except ValueError:
+        raise InputError("-n", None, f"expected MIN:MAX message counts, got {args.messages!r}") from None
+    counts = _int_list(args.counts, "--counts") if args.counts else None
+    sizes = [parse_size(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
+    total = parse_size(args.total_bytes, "--total-bytes") if args.total_bytes else None
+    orders = [o for o in args.order.split(",") if o.strip()]
+    for o in orders:
+        if o.strip().lower() not in ORDERS:
+            raise InputError("--order", None, f"expected ordered, reversed or both, got {o!r}")
+    run = run_hvpingpong(pairs=args.pairs, n_min=n_min, n_max=n_max, per_decade=args.per_decade,
+                         counts=counts, sizes=sizes, total_bytes=total, orders=orders,
+                         iters=args.iterations, warmup=args.warmup, contention=args.contention,
+                         **launch_kwargs(args))
+    print(run.path)
+    return 0

@@ -1,0 +1,111 @@
+"""HighVolumePingPong runs: measured vs modelled, ordered and reversed receives (004 Figs. 4-5).
+
+Per run and message size, two panels against the message count n: receives posted
+in send order (left) and reversed (right). Measured medians (bars: 25th-75th
+percentile of the repetitions); with a machine profile (``context["profile"]``,
+else one fitted from ping-pong runs in the same report) the max-rate model alone
+(n messages, each alpha + s / R_b) and max-rate plus queue search (gamma n ordered,
+gamma n^2 reversed, eq. 3), with gamma fitted from the run's own ordered and
+reversed samples (:func:`commscope.models.fitting.fit_gamma`). Without a profile
+the reversed panel shows the profile-free model: the measured ordered time plus
+gamma (n^2 - n).
+"""
+
+import html
+
+import numpy as np
+
+from ...bench.hvpingpong import model_table
+from ...errors import InputError
+from ...output import format_table, format_value
+from ..figures import figure_html, new_figure
+
+KINDS = {"hvpingpong"}
+TITLE = "HighVolumePingPong: queue search (004 Sec. 4.1)"
+ORDER = 25
+
+
+def _profile(context):
+    prof = context.get("profile")
+    if prof is not None:
+        if not hasattr(prof, "params"):
+            from ...models.profile import load_profile
+            prof = load_profile(prof)
+        return prof, "the given machine profile"
+    pp = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
+    if not pp:
+        return None, None
+    try:
+        from ...profile_fit import fit_runs
+        return fit_runs([r.path for r in pp]), "a profile fitted from the ping-pong runs in this report"
+    except (InputError, ImportError):
+        return None, None
+
+
+def _panel(ax, sub, order, show_models):
+    m = sub[sub["order"] == order].sort_values("n_messages")
+    if m.empty:
+        ax.set_visible(False)
+        return
+    n = m["n_messages"].to_numpy(float)
+    med = m["median_s"].to_numpy()
+    err = np.vstack([med - m["q25_s"].to_numpy(), m["q75_s"].to_numpy() - med])
+    ax.errorbar(n, med, yerr=err, fmt="o", color="black", ms=4, capsize=2, label="measured (median)")
+    if show_models and m["maxrate_s"].notna().any():
+        ax.plot(n, m["maxrate_s"], "-", color="tab:blue", label="max-rate model")
+        if m["queue_s"].notna().any():
+            ax.plot(n, m["model_s"], "--", color="tab:red", label="max-rate + queue search")
+    if order == "reversed" and m["ordered_plus_queue_s"].notna().any():
+        ax.plot(n, m["ordered_plus_queue_s"], ":", color="tab:green",
+                label="measured ordered + gamma (n^2 - n)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("messages n")
+    ax.set_ylabel("one-way time (s)")
+    ax.set_title(f"receives {'in send order' if order == 'ordered' else 'reversed'}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def _render_run(run, profile, profile_note):
+    p = run.meta["parameters"]
+    samples = run.table("samples")
+    tab = model_table(samples, profile)
+    gamma = tab.attrs.get("gamma_s")
+    sizes = "s = %s / n" % format_value(p["total_bytes"]) if p.get("total_bytes") else \
+        "sizes " + ", ".join(map(str, p.get("sizes") or []))
+    parts = [f"<h3>{html.escape(run.path.name)}</h3>",
+             f"<p>{p['pairs']} pair(s), {html.escape(p.get('layout', ''))}; "
+             f"{html.escape(sizes)} bytes; {p['iters']} repetitions per cell after {p['warmup']} "
+             f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
+             + (f"gamma fitted from this run (upper bound, eq. 3): {gamma:.3g} s per element. "
+                if gamma is not None else "")
+             + (f"Model parameters from {html.escape(profile_note)}."
+                if profile is not None else "No machine profile: the max-rate curves need one "
+                "(commscope fit, or ping-pong runs in the same report).")
+             + "</p>"]
+    groups = tab.groupby("size_bytes") if not p.get("total_bytes") else [("total", tab)]
+    for size, sub in groups:
+        fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
+        for ax, order in zip(axes[0], ("ordered", "reversed")):
+            _panel(ax, sub, order, profile is not None)
+        label = f"{size} B messages" if size != "total" else sizes
+        fig.suptitle(f"HighVolumePingPong, {label}")
+        parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}"))
+    top = tab[tab["n_messages"] == tab["n_messages"].max()]
+    cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
+                        "ordered_plus_queue_s") if c in top and top[c].notna().any()]
+    parts.append("<pre>" + html.escape(format_table(top[cols], title="largest n: measured vs "
+                                                                   "modelled (s)")) + "</pre>")
+    return "\n".join(parts)
+
+
+def render(runs, context):
+    profile, note = _profile(context)
+    out = []
+    for run in runs:
+        try:
+            out.append(_render_run(run, profile, note))
+        except InputError as exc:
+            out.append(f"<p>{html.escape(run.path.name)}: cannot show ({html.escape(str(exc))})</p>")
+    return "\n".join(out)

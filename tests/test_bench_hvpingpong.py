@@ -1,0 +1,126 @@
+"""HighVolumePingPong (004 Algorithm 1) run for real at small sizes; contention fit."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from commscope import cli
+from commscope.bench.hvpingpong import count_grid, model_table, run_hvpingpong
+from commscope.errors import InputError
+from commscope.models import p2p
+from commscope.models.contention_fit import fit_delta
+from commscope.models.profile import bluewaters_profile
+
+COUNTS = [1, 7, 60]
+SIZES = [8, 2048]
+
+
+@pytest.fixture(scope="module")
+def hvpp_run(tmp_path_factory, default_mpi):
+    root = tmp_path_factory.mktemp("runs")
+    return run_hvpingpong(counts=COUNTS, sizes=SIZES, iters=3, warmup=1, runs_root=root,
+                          echo=False, progress=False)
+
+
+def test_every_repetition_of_every_cell_is_kept(hvpp_run):
+    s = hvpp_run.table("samples")
+    assert hvpp_run.meta["status"] == "complete"
+    assert len(s) == len(COUNTS) * len(SIZES) * 2 * 3
+    cells = s.groupby(["n_messages", "size_bytes", "order"])["rep"].apply(sorted)
+    assert set(cells.index) == {(n, b, o) for n in COUNTS for b in SIZES
+                                for o in ("ordered", "reversed")}
+    assert all(r == [0, 1, 2] for r in cells)
+    assert (s["time_s"] > 0).all() and (s["pairs"] == 1).all()
+    assert set(s["locality"]) <= {"intra-socket", "cross-socket"}   # one node
+    assert hvpp_run.meta["parameters"]["counts"] == COUNTS
+
+
+def test_model_table_uses_profile_and_fitted_gamma(hvpp_run):
+    s = hvpp_run.table("samples")
+    prof = bluewaters_profile()
+    tab = model_table(s, prof, gamma_s=2e-9)
+    row = tab[(tab["n_messages"] == 60) & (tab["size_bytes"] == 2048) & (tab["order"] == "reversed")].iloc[0]
+    one = p2p.node_aware_time(prof, 2048, row["locality"])
+    assert row["maxrate_s"] == pytest.approx(60 * one)
+    assert row["queue_s"] == pytest.approx(2e-9 * 60 ** 2)       # eq. 3, upper bound
+    ordered = tab[(tab["n_messages"] == 60) & (tab["size_bytes"] == 2048) & (tab["order"] == "ordered")].iloc[0]
+    assert ordered["queue_s"] == pytest.approx(2e-9 * 60)
+    assert row["ordered_plus_queue_s"] == pytest.approx(ordered["median_s"] + 2e-9 * (3600 - 60))
+    # without gamma given, it is fitted from the run's own ordered/reversed samples
+    assert model_table(s).attrs["gamma_s"] is not None
+
+
+def test_total_bytes_keeps_n_times_s_constant(runs_root, default_mpi):
+    run = run_hvpingpong(counts=[1, 4, 16], total_bytes=4096, orders=["reversed"], iters=2,
+                         warmup=0, runs_root=runs_root, echo=False, progress=False)
+    s = run.table("samples")
+    assert set(s["order"]) == {"reversed"}
+    assert dict(zip(s["n_messages"], s["size_bytes"])) == {1: 4096, 4: 1024, 16: 256}
+
+
+def test_runs_under_mpich(runs_root, mpich_mpi):
+    run = run_hvpingpong(counts=[1, 30], sizes=[8], iters=2, warmup=0, runs_root=runs_root,
+                         mpi_spec="mpich", echo=False, progress=False)
+    s = run.table("samples")
+    assert len(s) == 2 * 2 * 2 and run.meta["mpi"]["flavor"] == "mpich"
+
+
+def test_count_grid():
+    assert count_grid(1, 10000, 1) == [1, 10, 100, 1000, 10000]
+    assert count_grid(1, 100, 2) == [1, 3, 10, 32, 100]
+    assert count_grid(5, 5) == [5]
+
+
+def test_contention_on_one_node_exits_with_the_explanation(runs_root, capsys):
+    assert cli.main(["bench", "hvpingpong", "--contention", "--runs", str(runs_root)]) == 2
+    err = capsys.readouterr().err
+    assert "--contention" in err and "1 node" in err and "network link" in err
+    assert "Traceback" not in err
+    assert list(runs_root.iterdir()) == []          # nothing launched
+    with pytest.raises(InputError, match="at least 4"):
+        run_hvpingpong(contention=True, hosts=["a", "b"], runs_root=runs_root)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--order", "sideways"], "--order"),
+    (["-n", "10:1"], "MIN <= MAX"),
+    (["-n", "a:b"], "-n"),
+    (["--counts", "1,0"], ">= 1"),
+    (["--total-bytes", "100", "-n", "1:1000"], "less than 1 byte"),
+    (["--sizes", "1G", "-n", "1:10000"], "2 GiB"),
+    (["-i", "0"], "-i"),
+])
+def test_bad_options_exit_2_with_a_clear_message(argv, needle, runs_root, capsys):
+    assert cli.main(["bench", "hvpingpong", *argv, "--runs", str(runs_root)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_fit_delta_recovers_the_papers_delta():
+    prof = bluewaters_profile()
+    rows = []
+    rng = np.random.default_rng(3)
+    for n in (1, 10, 100, 1000):
+        for s in (8, 4096, 65536):
+            for order in ("ordered", "reversed"):
+                base = p2p.hvpingpong_time(prof, n, s, "inter-node", order, ppn=16)["total_s"][0]
+                extra = 1.0e-10 * p2p.contention_link_bytes(2, n * s, 16)[()]   # eqs. 5, 7
+                for _ in range(3):
+                    rows.append(dict(n_messages=n, size_bytes=s, order=order,
+                                     time_s=(base + extra) * rng.uniform(0.999, 1.001)))
+    fit = fit_delta(pd.DataFrame(rows), prof, hops=2, ppn=16)
+    assert fit.delta_s_per_byte == pytest.approx(1.0e-10, rel=0.02)
+    # a given l instead of eq. 7
+    fit2 = fit_delta(pd.DataFrame(rows), prof, ppn=16,
+                     link_bytes=lambda n, s: 2 * 2 ** 3 * n * s * 16)
+    assert fit2.delta_s_per_byte == pytest.approx(fit.delta_s_per_byte)
+    with pytest.raises(InputError, match="hops and ppn"):
+        fit_delta(pd.DataFrame(rows), prof)
+
+
+def test_report_section_renders(hvpp_run, tmp_path):
+    from commscope.report.build import build_report
+    page = build_report([hvpp_run.path], tmp_path / "r.html",
+                        profile=bluewaters_profile()).read_text()
+    assert "HighVolumePingPong" in page and page.count("data:image/png") == len(SIZES)
+    assert "gamma fitted from this run" in page and "cannot show" not in page
