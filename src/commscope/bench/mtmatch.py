@@ -252,6 +252,10 @@ def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=N
                             **launch_kw)
     finally:
         tmp.unlink(missing_ok=True)
+        try:
+            tmp.parent.rmdir()  # only when no other run's plan is in flight
+        except OSError:
+            pass
     full.to_csv(run.path / "plan.csv", index=False)  # who posts and sends which tag, with positions
     _postprocess(run, summary)
     return run

@@ -1,0 +1,105 @@
+#!/usr/bin/env python
+"""Partitioned communication on this machine, measured against the model (003 Sec. 4.4.3).
+
+Runs ``commscope bench partitioned`` at two variability levels (the thesis's 10 % and
+25 %, sigma = compute * v**2), fits a machine profile from a short ping-pong run
+(or loads --profile), and prints per level:
+
+* how accurate the synthetic compute was (actual - requested, per thread);
+* measured vs modeled effective bandwidth at the measured peak buffer size (ratio)
+  for the MPI-4 partitioned send and the Isend-per-partition send;
+* the buffer-size range where the early-bird send beat the single send, measured
+  and modeled (Algorithm 1 and Monte Carlo).
+
+Numbers are machine- and load-dependent: this script prints them, tests do not
+assert them.
+
+usage: scripts/partitioned_study.py [--profile P.json] [--threads 2] [--compute 0.02]
+                                    [--variabilities 0.1,0.25] [--runs-per-size 5]
+                                    [--mpi openmpi|mpich] [--runs DIR]
+"""
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from commscope.bench.partitioned import default_sizes, run_partitioned
+from commscope.bench.pingpong import run_pingpong
+from commscope.models.profile import load_profile
+from commscope.output import print_table
+from commscope.predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
+from commscope.profile_fit import fit_runs
+
+
+def _range(r):
+    return f"{r[0] / 2**20:.3g} .. {r[1] / 2**20:.3g} MiB" if r else "nowhere"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", help="machine profile JSON (default: fit a short ping-pong)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compute", type=float, default=0.02, help="mean compute, s")
+    ap.add_argument("--variabilities", default="0.1,0.25")
+    ap.add_argument("--runs-per-size", type=int, default=5)
+    ap.add_argument("--mpi", default=None)
+    ap.add_argument("--runs", default=None, help="where run directories go (default: a temp dir)")
+    args = ap.parse_args(argv)
+    root = Path(args.runs or tempfile.mkdtemp(prefix="partitioned-study-"))
+    quiet = dict(echo=False, progress=False, mpi_spec=args.mpi, runs_root=root)
+
+    if args.profile:
+        profile, source = load_profile(args.profile), args.profile
+    else:
+        pp = run_pingpong(min_size=1, max_size=32 << 20, iters=200, warmup=20, large_iters=20,
+                          large_warmup=3, **quiet)
+        profile, source = fit_runs([pp.path]), f"fitted from {pp.path}"
+    print(f"# profile: {source}")
+    for (proto, loc), p in sorted(profile.params.items()):
+        print(f"#   {loc:12s} {proto:10s} alpha {p.alpha_s * 1e6:8.3f} us  "
+              f"bandwidth {p.Rb_Bps / 1e6:9.1f} MB/s")
+    print(f"# sizes: 18*2^j MiB, j=-8..2 ({default_sizes()[0]} .. {default_sizes()[-1]} B); "
+          f"{args.threads} threads, compute {args.compute} s, {args.runs_per_size} runs/size")
+
+    for v in (float(x) for x in args.variabilities.split(",")):
+        run = run_partitioned(threads=args.threads, compute_s=args.compute, variability=v,
+                              runs_per_size=args.runs_per_size, **quiet)
+        sigma = run.meta["parameters"]["sigma_s"]
+        print(f"\n## variability {v:g}: sigma = {sigma * 1e6:.1f} us   ({run.path})")
+        comp = run.table("compute")
+        over = (comp["actual_s"] - comp["requested_s"]) * 1e6
+        print(f"compute accuracy (sleep): actual - requested = mean {over.mean():.1f} us, "
+              f"median {over.median():.1f} us, p95 {np.percentile(over, 95):.1f} us, "
+              f"max {over.max():.1f} us over {len(over)} thread-runs")
+        pred = predict_partitioned(run, profile=profile, replicas=4000)
+        table = comparison_table(pred)
+        show = table[["size_bytes", "measured_partitioned_Bps", "measured_isend_Bps",
+                      "measured_single_Bps", "analytic_partitioned_Bps",
+                      "mc_measured_partitioned_Bps", "analytic_single_Bps"]].copy()
+        for c in show.columns[1:]:
+            show[c.replace("_Bps", "_MiBps")] = show.pop(c) / 2 ** 20
+        print_table(show, title="effective bandwidth (MiB/s)")
+        ranges = win_ranges(table)
+        for key, label in (("measured_partitioned", "measured MPI-4 partitioned"),
+                           ("measured_isend", "measured Isend per partition"),
+                           ("analytic", "model Algorithm 1"), ("mc", "model Monte Carlo")):
+            col = f"{key}_beats_single"
+            won = table.loc[table[col].fillna(False).astype(bool), "size_bytes"]
+            print(f"beats single send: {label:30s} {_range(ranges.get(key))} "
+                  f"({len(won)} of {len(table)} sizes)")
+        for m in ("partitioned", "isend"):
+            pk = peak(table, m)
+            if pk:
+                print(f"peak {m}: {pk['measured_Bps'] / 2**20:.0f} MiB/s at "
+                      f"{pk['size_bytes'] / 2**20:.3g} MiB; measured/analytic "
+                      f"{pk['measured_over_analytic']:.2f}, measured/MC "
+                      f"{pk['measured_over_mc']:.2f}, measured/MC(measured times) "
+                      f"{pk['measured_over_mc_measured']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""commscope predict partitioned"""
+
+import math
+
+from ..errors import InputError
+from ..output import dump_json, format_value, print_table
+from ..predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
+
+EXAMPLES = """\
+examples:
+  commscope fit runs/<pingpong-run> -o machine-profile.json
+  commscope predict partitioned runs/<partitioned-run> --profile machine-profile.json
+  commscope predict partitioned runs/<partitioned-run> \\
+      --osu /work/shared/reference/osu_intranode_lassen_quartz.csv --machine quartz --json
+
+The run's own parameters (threads, mean compute, sigma, distribution, sizes) go into
+003 Algorithm 1 (analytic), into a Monte Carlo with the nominal thread-time
+distribution, and into a Monte Carlo resampling the compute times the run measured.
+Printed per size: mean elapsed time (last thread ready -> transfer complete) and
+effective bandwidth (size / elapsed, bytes/s), measured and modeled, then the size
+ranges where the early-bird send beat the single send in the measurement and in the
+models, and the measured/modeled ratio at the measured bandwidth peak.
+"""
+
+
+def register(registry):
+    p = registry.group_command(
+        "predict", "partitioned",
+        help="modeled vs measured partitioned sends (003 Algorithm 1 on a bench run)",
+        description="Feed a machine profile (fitted from ping-pong runs) or an OSU table and a "
+                    "partitioned run's parameters into the partitioned-communication model and "
+                    "compare with what the run measured.", epilog=EXAMPLES)
+    p.add_argument("run", metavar="RUN", help="a run directory of `commscope bench partitioned`")
+    link = p.add_argument_group("link (choose one)")
+    link.add_argument("--profile", metavar="PROFILE.json",
+                      help="machine profile (commscope fit); alpha/beta per protocol")
+    link.add_argument("--osu", nargs="+", metavar="TABLE",
+                      help="OSU table: reference CSV (with --machine) or osu_latency + osu_bw text")
+    link.add_argument("--machine", metavar="NAME", help="machine columns of a reference CSV")
+    link.add_argument("--locality", default=None,
+                      help="profile locality (default: where the run's two ranks ran)")
+    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")
+    m = p.add_argument_group("model")
+    m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
+                   help="MPIX_Wait overhead added to the partitioned send (default 0)")
+    m.add_argument("--replicas", type=int, default=4000, help="Monte-Carlo replicas (default %(default)s)")
+    m.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON (tidy rows, table, ranges)")
+    p.set_defaults(func=_run)
+
+
+def _range_text(r):
+    return f"{r[0]} .. {r[1]} B" if r else "nowhere"
+
+
+def _run(args):
+    if (args.profile is None) == (args.osu is None):
+        raise InputError("--profile/--osu", None, "give exactly one of --profile or --osu")
+    if args.replicas < 1:
+        raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
+    if args.ppn < 1:
+        raise InputError("--ppn", None, f"must be at least 1, got {args.ppn}")
+    df = predict_partitioned(args.run, profile=args.profile, osu=args.osu, machine=args.machine,
+                             locality=args.locality, ppn=args.ppn, t_wait_s=args.t_wait,
+                             replicas=args.replicas, seed=args.seed)
+    table = comparison_table(df)
+    ranges = win_ranges(table)
+    peaks = {m: peak(table, m) for m in ("partitioned", "isend")}
+    if args.json:
+        dump_json({"parameters": dict(df.attrs), "rows": df.to_dict("records"),
+                   "comparison": table.to_dict("records"), "beats_single": ranges,
+                   "peak": peaks})
+        return 0
+    a = df.attrs
+    link = (f"profile {a['source']} ({a['locality']})" if a.get("link") == "profile"
+            else f"OSU {a.get('source')}" + (f" ({a['machine']})" if a.get("machine") else ""))
+    print(f"# {a['run']}: {a['threads']} threads, {a['dist']} compute mean {a['compute_s']} s, "
+          f"sd {a['sigma_s']:.4g} s; link: {link}")
+    for method, note in a.get("skipped", {}).items():
+        print(f"# method {method} was skipped in this run: {note}")
+    cols = ["size_bytes", "measured_partitioned_s", "measured_isend_s", "measured_single_s",
+            "analytic_partitioned_s", "mc_partitioned_s", "mc_measured_partitioned_s",
+            "analytic_single_s"]
+    print_table(table, [c for c in cols if table[c].notna().any()],
+                title="mean elapsed time, last thread ready -> transfer complete (s)")
+    print()
+    mb = table.copy()
+    bcols = [c for c in mb.columns if c.endswith("_Bps")]
+    for c in bcols:
+        mb[c.replace("_Bps", "_MBps")] = mb[c] / 1e6
+    bcols = ["size_bytes"] + [c.replace("_Bps", "_MBps") for c in bcols if mb[c].notna().any()]
+    print_table(mb, bcols, title="effective bandwidth size / elapsed (MB/s = 1e6 B/s), eq. 4.3")
+    print()
+    print("where the early-bird send beats the single send (lower mean elapsed time):")
+    labels = {"measured_partitioned": "measured, MPI-4 partitioned",
+              "measured_isend": "measured, Isend per partition",
+              "analytic": "model, Algorithm 1", "mc": "model, Monte Carlo"}
+    for key, label in labels.items():
+        if key in ranges and (key != "measured_partitioned" or table["measured_partitioned_s"].notna().any()):
+            print(f"  {label:32s} {_range_text(ranges[key])}")
+    for m, pk in peaks.items():
+        if pk:
+            ratio = pk["measured_over_analytic"]
+            print(f"measured {m} peak: {format_value(pk['measured_Bps'] / 1e6)} MB/s at "
+                  f"{pk['size_bytes']} B; measured/analytic "
+                  f"{ratio:.3g}, measured/Monte-Carlo {pk['measured_over_mc']:.3g}"
+                  + (f", measured/MC(measured times) {pk['measured_over_mc_measured']:.3g}"
+                     if math.isfinite(pk["measured_over_mc_measured"]) else ""))
+    return 0

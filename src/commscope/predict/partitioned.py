@@ -1,0 +1,257 @@
+"""Measured partitioned sends against the thesis's model (003 Ch. 4, Figs. 4.3-4.5).
+
+Takes a ``partitioned`` run (``commscope bench partitioned``) and a communication
+"link" (a machine profile fitted from ping-pong runs, an OSU table, or any object with
+``latency_s``/``bandwidth_Bps``), feeds the run's own parameters (threads, mean
+compute time, sigma, distribution, buffer sizes) into
+:mod:`commscope.models.partitioned` and lines the predictions up with what was
+measured:
+
+* ``analytic``: Algorithm 1 (EMMA for the slowest thread, expected spread, serial
+  postal messages), for the early-bird approach; the single-send baseline is the
+  postal time of the whole buffer (Example 4.2.1);
+* ``monte-carlo``: thread times drawn from the nominal distribution, partitions
+  serialised on the link as they become ready;
+* ``monte-carlo-measured``: the same simulation resampling the *actual* compute
+  times the benchmark recorded (its ``compute`` table), i.e. with the measured
+  thread-time distribution, sleep overshoot included.
+
+Output is tidy: one row per (size_bytes, method, source). ``method`` is the measured
+method (``partitioned``, ``isend``, ``single``) or, for model rows, the approach
+modeled (``partitioned``: any early-bird send, compared with both measured
+``partitioned`` and ``isend``; ``single``). Effective bandwidths are bytes/s
+(eq. 4.3). Measured ``effective_bandwidth_Bps`` is the mean of the per-run
+bandwidths as the thesis averages its runs; the Monte-Carlo rows use the same
+statistic (mean over replicas of size/elapsed); Algorithm 1 gives size / expected
+elapsed time, as printed.
+
+Deviations: the ``constant`` distribution has sigma = 0, for which Algorithm 1's
+EMMA is degenerate; it is evaluated with sigma = 1e-12 s (no overlap: every partition
+is sent after the last thread). ``T_wait`` (the ``MPIX_Wait`` overhead of
+Algorithm 1) defaults to 0 and can be given.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..bench.partitioned import KIND, method_status
+from ..errors import InputError
+from ..models import partitioned as pm
+from ..runs import Run, open_run
+
+SOURCES = ("measured", "analytic", "monte-carlo", "monte-carlo-measured")
+COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
+           "elapsed_p95_s", "effective_bandwidth_Bps", "messages_overlapped"]
+
+
+def _as_run(obj):
+    run = obj if isinstance(obj, Run) else open_run(obj)
+    if run.kind != KIND:
+        raise InputError(run.path / "meta.json", "kind",
+                         f"is {run.kind!r}; expected a partitioned run "
+                         "(commscope bench partitioned)")
+    return run
+
+
+def run_locality(run):
+    """Locality of the sender/receiver pair from the run's placement (as cs_locality)."""
+    places = {p.get("rank"): p for p in run.meta.get("placement") or []}
+    a, b = places.get(0), places.get(1)
+    if a is None or b is None:
+        raise InputError(run.path / "meta.json", "placement",
+                         "no placement of ranks 0 and 1 recorded; give --locality")
+    if a.get("host") != b.get("host"):
+        return "inter-node"
+    if a.get("socket", -1) >= 0 and b.get("socket", -1) >= 0 and a["socket"] != b["socket"]:
+        return "cross-socket"
+    return "intra-socket"
+
+
+def make_link(*, profile=None, osu=None, machine=None, locality=None, ppn=1, run=None):
+    """The link the model uses: a profile (object or path) or an OSU table (path(s))."""
+    if (profile is None) == (osu is None):
+        raise InputError("link", None, "give exactly one of a machine profile (--profile) "
+                                       "or an OSU table (--osu)")
+    if osu is not None:
+        from ..models.osu import load_osu
+        source = ",".join(map(str, osu)) if isinstance(osu, (list, tuple)) else str(osu)
+        return load_osu(osu, machine), {"link": "osu", "source": source, "machine": machine}
+    from ..models.profile import canonical_locality, load_profile
+    if isinstance(profile, (str, Path)):
+        source, profile = str(profile), load_profile(profile)
+    else:
+        source = "profile object"
+    loc = canonical_locality(locality if locality else run_locality(run), "--locality")
+    if not any(k[1] == loc for k in profile.params):
+        have = sorted({k[1] for k in profile.params})
+        why = "given with --locality" if locality else "where this run's two ranks ran"
+        raise InputError(source, "locality", f"the profile has no parameters for {loc!r} "
+                         f"({why}); it has {have}: choose one with --locality")
+    return pm.ProfileLink(profile, loc, ppn), {"link": "profile", "source": source,
+                                                "locality": loc, "ppn": ppn}
+
+
+def _distribution(params):
+    mu, sigma, dist = params["compute_s"], params["sigma_s"], params["dist"]
+    if dist == "constant" or sigma <= 0:
+        return pm.thread_time_distribution(mu, 1e-12, "normal")
+    return pm.thread_time_distribution(mu, sigma, dist)
+
+
+def measured_rows(run):
+    """Per (method, size): runs, mean elapsed, 5/95 % quantiles, mean bandwidth."""
+    df = run.table("samples")
+    if (df["mismatches"] > 0).any():
+        bad = df[df["mismatches"] > 0].iloc[0]
+        raise InputError(run.path / "samples.parquet", "mismatches",
+                         f"the receiver found wrong bytes ({bad['method']}, "
+                         f"{bad['size_bytes']} B, run {bad['run']}): not a valid measurement")
+    g = df.groupby(["size_bytes", "method"], sort=True)
+    out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "mean"),
+                elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
+                elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
+                effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean")).reset_index()
+    out["source"] = "measured"
+    out["messages_overlapped"] = np.nan
+    return out
+
+
+def predict_partitioned(run, *, profile=None, osu=None, machine=None, link=None,
+                        locality=None, ppn=1, t_wait_s=0.0, replicas=4000, seed=0,
+                        measured_times=True):
+    """Tidy DataFrame of measured and modeled elapsed time and effective bandwidth.
+
+    ``run``: a partitioned run (path or :class:`Run`). The link is ``link`` (any object
+    with ``latency_s`` and ``bandwidth_Bps``), or built from ``profile`` (a
+    :class:`MachineProfile` or a JSON path; locality from where the run's two ranks
+    ran unless ``locality`` is given) or ``osu`` (a reference CSV with ``machine``, or
+    osu_latency/osu_bw outputs). ``measured_times`` adds the Monte Carlo that resamples
+    the run's recorded compute times. Columns: :data:`COLUMNS`; ``df.attrs`` holds the
+    parameters and link description.
+    """
+    run = _as_run(run)
+    if link is None:
+        link, link_info = make_link(profile=profile, osu=osu, machine=machine,
+                                    locality=locality, ppn=ppn, run=run)
+    else:
+        link_info = {"link": type(link).__name__}
+    if not (np.isfinite(t_wait_s) and t_wait_s >= 0):
+        raise InputError("--t-wait", None, f"must be a number >= 0, got {t_wait_s}")
+    params = run.meta["parameters"]
+    measured = measured_rows(run)
+    sizes = np.sort(measured["size_bytes"].unique()).astype(float)
+    threads = int(params["threads"])
+    dist = _distribution(params)
+
+    frames = [measured]
+    single = pm.model_single_send(link, sizes)
+    frames.append(pd.DataFrame({
+        "size_bytes": sizes, "method": "single", "source": "analytic",
+        "elapsed_s": single["single_elapsed_s"],
+        "effective_bandwidth_Bps": single["single_bandwidth_Bps"]}))
+    ana = pm.model_partitioned(link, threads, sizes, params["compute_s"], dist=dist,
+                               t_wait_s=t_wait_s)
+    frames.append(pd.DataFrame({
+        "size_bytes": sizes, "method": "partitioned", "source": "analytic",
+        "elapsed_s": ana["elapsed_s"], "effective_bandwidth_Bps": ana["bandwidth_Bps"],
+        "messages_overlapped": ana["messages_overlapped"]}))
+    sims = [("monte-carlo", dist)]
+    if measured_times:
+        comp = run.table("compute")
+        if len(comp):
+            sims.append(("monte-carlo-measured", comp["actual_s"].to_numpy(float)))
+    for source, times in sims:
+        mc = pm.simulate_partitioned(link, threads, sizes, times, replicas=replicas, seed=seed,
+                                     t_wait_s=t_wait_s)
+        frames.append(pd.DataFrame({
+            "size_bytes": sizes, "method": "partitioned", "source": source,
+            "runs": replicas, "elapsed_s": mc["mc_elapsed_s"],
+            "elapsed_p05_s": mc["mc_elapsed_p05_s"], "elapsed_p95_s": mc["mc_elapsed_p95_s"],
+            "effective_bandwidth_Bps": mc["mc_bandwidth_mean_Bps"],
+            "messages_overlapped": mc["mc_messages_overlapped"]}))
+    out = pd.concat(frames, ignore_index=True)
+    out["size_bytes"] = out["size_bytes"].astype(np.int64)
+    out = out.reindex(columns=COLUMNS)
+    order = {s: i for i, s in enumerate(SOURCES)}
+    out = out.sort_values(["size_bytes", "source", "method"],
+                          key=lambda c: c.map(order) if c.name == "source" else c,
+                          kind="stable").reset_index(drop=True)
+    out.attrs.update(
+        run=str(run.path), threads=threads, compute_s=params["compute_s"],
+        sigma_s=params["sigma_s"], dist=params["dist"], t_wait_s=t_wait_s, replicas=replicas,
+        seed=seed, skipped={m: note for m, (st, note) in method_status(run).items()
+                            if st == "skipped"}, **link_info)
+    return out
+
+
+def comparison_table(pred):
+    """One row per size: measured and modeled elapsed/bandwidth side by side, and wins.
+
+    ``*_beats_single``: the early-bird approach has a lower mean elapsed time than the
+    single send, measured (per measured method) or modeled (analytic: Algorithm 1 vs
+    the postal single send; mc: Monte Carlo vs the same single send).
+    """
+    wide = pred.pivot_table(index="size_bytes", columns=["source", "method"],
+                            values=["elapsed_s", "effective_bandwidth_Bps"], aggfunc="first")
+    rows = []
+    for size in wide.index:
+        def get(value, source, method):
+            key = (value, source, method)
+            return float(wide.loc[size, key]) if key in wide.columns else np.nan
+
+        row = {"size_bytes": int(size)}
+        for m in ("partitioned", "isend", "single"):
+            row[f"measured_{m}_s"] = get("elapsed_s", "measured", m)
+        row["analytic_partitioned_s"] = get("elapsed_s", "analytic", "partitioned")
+        row["analytic_single_s"] = get("elapsed_s", "analytic", "single")
+        row["mc_partitioned_s"] = get("elapsed_s", "monte-carlo", "partitioned")
+        row["mc_measured_partitioned_s"] = get("elapsed_s", "monte-carlo-measured", "partitioned")
+        for m in ("partitioned", "isend", "single"):
+            row[f"measured_{m}_Bps"] = get("effective_bandwidth_Bps", "measured", m)
+        row["analytic_partitioned_Bps"] = get("effective_bandwidth_Bps", "analytic", "partitioned")
+        row["analytic_single_Bps"] = get("effective_bandwidth_Bps", "analytic", "single")
+        row["mc_partitioned_Bps"] = get("effective_bandwidth_Bps", "monte-carlo", "partitioned")
+        row["mc_measured_partitioned_Bps"] = get("effective_bandwidth_Bps", "monte-carlo-measured",
+                                                 "partitioned")
+        single = row["measured_single_s"]
+        for m in ("partitioned", "isend"):
+            v = row[f"measured_{m}_s"]
+            row[f"measured_{m}_beats_single"] = (bool(v < single)
+                                                 if np.isfinite(v) and np.isfinite(single) else None)
+        row["analytic_beats_single"] = bool(row["analytic_partitioned_s"] < row["analytic_single_s"])
+        mc = row["mc_measured_partitioned_s"]
+        if not np.isfinite(mc):
+            mc = row["mc_partitioned_s"]
+        row["mc_beats_single"] = bool(mc < row["analytic_single_s"]) if np.isfinite(mc) else None
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def win_ranges(table):
+    """{criterion: (smallest, largest) size where it holds, or None} from comparison_table."""
+    out = {}
+    for col in [c for c in table.columns if c.endswith("_beats_single")]:
+        sizes = table.loc[table[col].fillna(False).astype(bool), "size_bytes"]
+        out[col[: -len("_beats_single")]] = (int(sizes.min()), int(sizes.max())) if len(sizes) else None
+    return out
+
+
+def peak(table, measured_method="partitioned"):
+    """Size of the measured bandwidth peak of ``measured_method`` and model/measured ratios there."""
+    col = f"measured_{measured_method}_Bps"
+    if col not in table or not table[col].notna().any():
+        return None
+    i = table[col].idxmax()
+    r = table.loc[i]
+    meas = float(r[col])
+    return {"method": measured_method, "size_bytes": int(r["size_bytes"]), "measured_Bps": meas,
+            "analytic_Bps": float(r["analytic_partitioned_Bps"]),
+            "mc_Bps": float(r["mc_partitioned_Bps"]),
+            "mc_measured_Bps": float(r["mc_measured_partitioned_Bps"]),
+            "measured_over_analytic": meas / float(r["analytic_partitioned_Bps"]),
+            "measured_over_mc": meas / float(r["mc_partitioned_Bps"]),
+            "measured_over_mc_measured": meas / float(r["mc_measured_partitioned_Bps"])}

@@ -1,0 +1,153 @@
+"""Partitioned runs: measured vs modeled effective bandwidth and elapsed time (003 Figs 4.3-4.5).
+
+Per run, two panels against total buffer size: effective bandwidth (size / elapsed,
+eq. 4.3) and the elapsed time from the last thread's completion to the end of the
+transfer. Measured means (bars: 5th-95th percentile of the runs) for the MPI-4
+partitioned send, one Isend per partition and the single-send baseline; with a machine
+profile (``context["profile"]``, else one fitted from ping-pong runs in the same
+report) the model lines: Algorithm 1, Monte Carlo with the measured thread times, and
+the single send. Green bands mark the sizes where an early-bird send beat the single
+send in the measurement; triangles along the bottom mark where the model says so.
+"""
+
+import html
+
+import numpy as np
+
+from ...errors import InputError
+from ...output import format_value
+from ...predict.partitioned import comparison_table, measured_rows, predict_partitioned, win_ranges
+from ..figures import figure_html, new_figure
+
+KINDS = {"partitioned"}
+TITLE = "Partitioned communication: early-bird sends vs a single send"
+ORDER = 30
+STYLE = {"partitioned": ("tab:blue", "o"), "isend": ("tab:orange", "s"),
+         "single": ("tab:gray", "^")}
+MODEL_STYLE = {("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 1"),
+               ("monte-carlo-measured", "partitioned"): ("tab:purple", "--",
+                                                         "model: Monte Carlo, measured times"),
+               ("analytic", "single"): ("tab:gray", ":", "model: single send")}
+
+
+def _profile(context):
+    if context.get("profile") is not None:
+        return context["profile"], "the given machine profile"
+    pp = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
+    if not pp:
+        return None, None
+    from ...profile_fit import fit_runs
+    try:
+        return fit_runs([r.path for r in pp]), "a profile fitted from the ping-pong runs in this report"
+    except InputError:
+        return None, None
+
+
+def _spans(ax, sizes, mask, **kw):
+    """Shade each run of consecutive sizes where ``mask`` holds (geometric half-steps)."""
+    sizes = np.asarray(sizes, float)
+    for i in np.flatnonzero(mask):
+        lo = sizes[i] / np.sqrt(sizes[i] / sizes[i - 1]) if i > 0 else sizes[i] / 1.3
+        hi = sizes[i] * np.sqrt(sizes[i + 1] / sizes[i]) if i + 1 < len(sizes) else sizes[i] * 1.3
+        ax.axvspan(lo, hi, lw=0, **kw)
+
+
+def _render_run(run, profile):
+    p = run.meta["parameters"]
+    head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
+            f"compute mean {format_value(p['compute_s'])} s, sd {format_value(p['sigma_s'])} s "
+            f"({html.escape(str(p.get('compute_mode', 'sleep')))}), "
+            f"{p['runs_per_size']} runs per size.</p>")
+    notes = []
+    try:
+        status = run.table("methods")
+        for _, r in status[status["status"] == "skipped"].iterrows():
+            notes.append(f"<p>Method <b>{html.escape(r['method'])}</b> skipped: "
+                         f"{html.escape(str(r.get('note', '')))}</p>")
+    except InputError:
+        pass
+    if profile is not None:
+        try:
+            df = predict_partitioned(run, profile=profile, replicas=2000)
+        except InputError as exc:
+            notes.append(f"<p>No model: {html.escape(str(exc))}</p>")
+            df = measured_rows(run)
+    else:
+        df = measured_rows(run)
+    meas = df[df["source"] == "measured"]
+    fig, axes = new_figure(ncols=2, width=5.8)
+    bw_ax, el_ax = axes[0]
+    for method, (color, marker) in STYLE.items():
+        sub = meas[meas["method"] == method].sort_values("size_bytes")
+        if sub.empty:
+            continue
+        x = sub["size_bytes"].to_numpy(float)
+        el = sub["elapsed_s"].to_numpy()
+        yerr = [el - sub["elapsed_p05_s"].to_numpy(), sub["elapsed_p95_s"].to_numpy() - el]
+        el_ax.errorbar(x, el, yerr=yerr, fmt=marker, ms=4, color=color, capsize=2,
+                       label=f"measured: {method}")
+        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 2 ** 20, marker, ms=4, color=color,
+                   label=f"measured: {method}")
+    for (source, method), (color, ls, label) in MODEL_STYLE.items():
+        sub = df[(df["source"] == source) & (df["method"] == method)].sort_values("size_bytes")
+        if sub.empty:
+            continue
+        x = sub["size_bytes"].to_numpy(float)
+        el_ax.plot(x, sub["elapsed_s"], ls, color=color, lw=1.4, label=label)
+        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 2 ** 20, ls, color=color, lw=1.4, label=label)
+    table = comparison_table(df)
+    sizes = table["size_bytes"].to_numpy(float)
+    early = "measured_partitioned_beats_single"
+    if table[early].isna().all():
+        early = "measured_isend_beats_single"
+    meas_win = table[early].fillna(False).astype(bool).to_numpy()
+    model_win = table["analytic_beats_single"].fillna(False).astype(bool).to_numpy() \
+        if table["analytic_partitioned_s"].notna().any() else np.zeros(len(table), bool)
+    for ax in (bw_ax, el_ax):
+        _spans(ax, sizes, meas_win, color="tab:green", alpha=0.12)
+        if model_win.any():
+            ax.plot(sizes[model_win], np.full(model_win.sum(), 0.02), "^", color="tab:green",
+                    ms=6, transform=ax.get_xaxis_transform(), label="model: early-bird wins")
+        ax.set(xscale="log", yscale="log", xlabel="total buffer size (bytes)")
+    bw_ax.set(ylabel="effective bandwidth (MiB/s)", title="effective bandwidth (eq. 4.3)")
+    el_ax.set(ylabel="elapsed time (s)", title="last thread ready -> transfer complete")
+    bw_ax.legend(fontsize=7)
+    ranges = win_ranges(table)
+    label = early[: -len("_beats_single")]
+
+    def rng(key):
+        r = ranges.get(key)
+        return f"{r[0]} .. {r[1]} B" if r else "none"
+
+    wins = (f"<p>Early-bird send beats the single send (lower mean elapsed time): measured "
+            f"({html.escape(label.replace('measured_', ''))}) {rng(label)}"
+            + (f"; Algorithm 1 {rng('analytic')}; Monte Carlo {rng('mc')}"
+               if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
+    return head + "".join(notes) + figure_html(fig, f"partitioned {run.path.name}") + wins + \
+        _table(table)
+
+
+def _table(table):
+    cols = [c for c in table.columns if c.endswith("_s") and table[c].notna().any()]
+    cols = ["size_bytes"] + cols
+    out = ["<details><summary>elapsed time per size, measured and modeled (s)</summary><table><tr>"]
+    out += [f"<th>{html.escape(c)}</th>" for c in cols]
+    out.append("</tr>")
+    for _, r in table.iterrows():
+        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(r[c]))}</td>" for c in cols)
+                   + "</tr>")
+    out.append("</table></details>")
+    return "".join(out)
+
+
+def render(runs, context):
+    profile, where = _profile(context)
+    intro = ("<p>Dominguez-Trujillo (2021) Ch. 4: the sender's threads finish at random times; "
+             "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
+             "data before the slowest thread is done, the single send waits for the join. "
+             "Effective bandwidth = buffer size / time from the last thread's completion to "
+             "the end of the transfer at the receiver (eq. 4.3); MiB/s = 2<sup>20</sup> B/s. ")
+    intro += (f"Model parameters: {html.escape(where)}.</p>" if profile is not None else
+              "No machine profile given and no ping-pong run in this report: measured only "
+              "(pass --profile to overlay the model).</p>")
+    return intro + "".join(_render_run(r, profile) for r in runs)

@@ -1,0 +1,166 @@
+"""commscope predict partitioned on a real (small) partitioned run, and its report section."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from commscope.bench.partitioned import run_partitioned
+from commscope.bench.pingpong import run_pingpong
+from commscope.cli import main
+from commscope.models.partitioned import ConstantLink
+from commscope.predict.partitioned import (comparison_table, peak, predict_partitioned,
+                                           win_ranges)
+from commscope.profile_fit import fit_runs
+from commscope.report.build import build_report
+from commscope.runs import open_run
+from commscope.stats.evt import emma_probability
+
+QUIET = dict(echo=False, progress=False, timeout=180)
+OSU = "/work/shared/reference/osu_intranode_lassen_quartz.csv"
+SIZES = [65536, 1048576, 4194304]
+
+
+@pytest.fixture(scope="module")
+def prun(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    return run_partitioned(threads=2, compute_s=0.004, variability=0.4, sizes=SIZES,
+                           runs_per_size=3, seed=5, runs_root=root, **QUIET)
+
+
+@pytest.fixture(scope="module")
+def profile_path(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pp")
+    run = run_pingpong(min_size=1, max_size=4 << 20, iters=50, warmup=5, large_iters=10,
+                       large_warmup=2, runs_root=root, **QUIET)
+    from commscope.models.profile import save_profile
+    path = root / "profile.json"
+    save_profile(fit_runs([run.path]), path)
+    return path
+
+
+def test_tidy_rows_per_size_method_source(prun):
+    df = predict_partitioned(prun, link=ConstantLink(5e-6, 1e10), replicas=500)
+    keys = set(zip(df["method"], df["source"]))
+    assert keys == {("partitioned", "measured"), ("isend", "measured"), ("single", "measured"),
+                    ("partitioned", "analytic"), ("single", "analytic"),
+                    ("partitioned", "monte-carlo"), ("partitioned", "monte-carlo-measured")}
+    assert len(df) == len(SIZES) * len(keys)
+    assert sorted(df["size_bytes"].unique()) == SIZES
+    # measured rows are the run's own means
+    s = prun.table("samples")
+    m = df[df["source"] == "measured"].set_index(["size_bytes", "method"])["elapsed_s"]
+    np.testing.assert_allclose(m.sort_index(),
+                               s.groupby(["size_bytes", "method"])["elapsed_s"].mean().sort_index())
+    assert (df.loc[df["source"] == "measured", "runs"] == 3).all()
+
+
+def test_model_rows_use_the_runs_parameters(prun):
+    """Algorithm 1 by hand with the run's threads, compute, sigma and sizes."""
+    lat, bw = 5e-6, 1e10
+    df = predict_partitioned(prun, link=ConstantLink(lat, bw), replicas=200)
+    mu, sigma, n = 0.004, 0.004 * 0.4 ** 2, 2
+    t_last = stats.norm(mu, sigma).ppf(emma_probability(n))
+    overlap = 2 * (t_last - mu)
+    for size in SIZES:
+        t_msg = lat + size / n / bw
+        m = min(overlap / t_msg, n - 1)
+        row = df[(df["size_bytes"] == size) & (df["source"] == "analytic")]
+        part = row[row["method"] == "partitioned"].iloc[0]
+        single = row[row["method"] == "single"].iloc[0]
+        assert part["elapsed_s"] == pytest.approx(t_msg * (n - m), rel=1e-9)
+        assert single["elapsed_s"] == pytest.approx(lat + size / bw, rel=1e-12)
+        assert part["effective_bandwidth_Bps"] == pytest.approx(size / part["elapsed_s"])
+
+
+def test_profile_link_and_locality(prun, profile_path):
+    df = predict_partitioned(prun, profile=profile_path, replicas=200)
+    assert df.attrs["link"] == "profile" and df.attrs["locality"] == "intra-socket"
+    assert df["elapsed_s"].notna().all() and (df["elapsed_s"] > 0).all()
+    from commscope.errors import InputError
+    with pytest.raises(InputError, match="inter-node"):
+        predict_partitioned(prun, profile=profile_path, locality="inter-node")
+
+
+def test_wins_and_peak_from_a_known_table():
+    rows = []
+    for size, (mp, ms, ap, as_) in {100: (1, 2, 1, 2), 200: (3, 2, 1, 2), 400: (1, 2, 3, 2)}.items():
+        rows += [dict(size_bytes=size, method="partitioned", source="measured", elapsed_s=mp,
+                      effective_bandwidth_Bps=size / mp),
+                 dict(size_bytes=size, method="single", source="measured", elapsed_s=ms,
+                      effective_bandwidth_Bps=size / ms),
+                 dict(size_bytes=size, method="partitioned", source="analytic", elapsed_s=ap,
+                      effective_bandwidth_Bps=size / ap),
+                 dict(size_bytes=size, method="single", source="analytic", elapsed_s=as_,
+                      effective_bandwidth_Bps=size / as_),
+                 dict(size_bytes=size, method="partitioned", source="monte-carlo", elapsed_s=ap,
+                      effective_bandwidth_Bps=size / ap)]
+    t = comparison_table(pd.DataFrame(rows))
+    assert list(t["measured_partitioned_beats_single"]) == [True, False, True]
+    assert list(t["analytic_beats_single"]) == [True, True, False]
+    r = win_ranges(t)
+    assert r["measured_partitioned"] == (100, 400) and r["analytic"] == (100, 200)
+    assert r["measured_isend"] is None
+    pk = peak(t)
+    assert pk["size_bytes"] == 400 and pk["measured_Bps"] == 400
+    assert pk["measured_over_analytic"] == pytest.approx(400 / (400 / 3))
+
+
+def test_cli_json_with_osu_table(prun, capsys):
+    assert main(["predict", "partitioned", str(prun.path), "--osu", OSU, "--machine", "quartz",
+                 "--replicas", "200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["parameters"]["machine"] == "quartz" and out["parameters"]["threads"] == 2
+    assert len(out["comparison"]) == len(SIZES)
+    assert set(out["beats_single"]) == {"measured_partitioned", "measured_isend", "analytic", "mc"}
+    assert out["peak"]["partitioned"]["size_bytes"] in SIZES
+
+
+def test_cli_table_with_profile(prun, profile_path, capsys):
+    assert main(["predict", "partitioned", str(prun.path), "--profile", str(profile_path),
+                 "--replicas", "200"]) == 0
+    text = capsys.readouterr().out
+    assert "effective bandwidth" in text and "model, Algorithm 1" in text
+    assert "measured partitioned peak" in text
+
+
+def test_cli_bad_inputs_exit_2(prun, profile_path, tmp_path, capsys):
+    run = str(prun.path)
+    bad = [
+        [run],                                                   # no link
+        [run, "--profile", str(profile_path), "--osu", OSU],     # two links
+        [run, "--osu", OSU],                                     # two machines, none chosen
+        [run, "--osu", OSU, "--machine", "nosuch"],
+        [run, "--profile", str(tmp_path / "missing.json")],
+        [str(tmp_path), "--osu", OSU, "--machine", "quartz"],    # not a run directory
+        [run, "--osu", OSU, "--machine", "quartz", "--replicas", "0"],
+        [run, "--osu", OSU, "--machine", "quartz", "--t-wait", "-1"],
+    ]
+    for argv in bad:
+        assert main(["predict", "partitioned", *argv]) == 2, argv
+        assert "commscope: error:" in capsys.readouterr().err
+
+
+def test_refuses_runs_with_corrupted_data(prun, tmp_path):
+    """A run whose receiver saw wrong bytes is not a measurement to model."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(prun.path, copy)
+    s = pd.read_parquet(copy / "samples.parquet")
+    s.loc[0, "mismatches"] = 3
+    s.to_parquet(copy / "samples.parquet", index=False)
+    from commscope.errors import InputError
+    with pytest.raises(InputError, match="mismatches"):
+        predict_partitioned(open_run(copy), link=ConstantLink(1e-6, 1e10))
+
+
+def test_report_section(prun, profile_path, tmp_path):
+    from commscope.models.profile import load_profile
+    out = build_report([prun.path], tmp_path / "with.html", profile=load_profile(profile_path))
+    page = out.read_text()
+    assert "Partitioned communication" in page and 'alt="partitioned ' in page
+    assert "Algorithm 1" in page and "Early-bird send beats the single send" in page
+    bare = build_report([prun.path], tmp_path / "bare.html").read_text()
+    assert "measured only" in bare and 'alt="partitioned ' in bare
