@@ -8,6 +8,7 @@ import pytest
 
 from commscope.errors import InputError
 from commscope.models.fitting import (compare_breakpoints, find_protocol_breakpoints, fit_gamma,
+                                      protocol_switches,
                                       fit_maxrate, fit_postal, fit_profile)
 from commscope.models.p2p import hvpingpong_time, node_aware_time
 from commscope.models.profile import bluewaters_profile, load_profile, save_profile
@@ -253,3 +254,22 @@ def test_fit_gamma_bad_input(mutate):
         fit_gamma(mutate(hvpp_samples(0, gamma=8.4e-9, reps=2)))
     with pytest.raises(InputError):
         fit_gamma(hvpp_samples(0, gamma=8.4e-9, reps=2), search="cubic")
+
+
+def test_cache_slope_change_is_not_a_protocol_switch():
+    # Eager up to 2 KiB, then rendezvous with a jump; above 512 KiB the per-byte
+    # cost doubles without a jump (messages leave the cache), as on this machine.
+    rng = np.random.default_rng(5)
+    s = np.repeat(SIZES, 6).astype(float)
+    eager = 2e-7 + s / 9e9
+    rndv = 2.2e-6 + s / 12e9
+    cache_knee = 512 << 10
+    rndv = np.where(s > cache_knee, 2.2e-6 + cache_knee / 12e9 + (s - cache_knee) / 6e9, rndv)
+    t = np.where(s <= 2048, eager, rndv) * rng.lognormal(0, 0.02, s.size)
+    search, continuous = protocol_switches(s, t)
+    assert search.breakpoints == (2048,)
+    assert continuous == (cache_knee,)
+    assert search.segments == [(1, 2048), (4096, 4 << 20)]
+    prof = fit_profile(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
+    assert prof.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
+    assert prof.protocol_of(4096, "intra-socket") == "rendezvous"

@@ -43,6 +43,9 @@ def _run(args):
     print_table(found, title="protocol breakpoints found in the data (largest size of each)")
     limits = ", ".join(f"{k}={v}" for k, v in sorted(profile.mpi_eager_limits.items()))
     print(f"MPI_T eager/rendezvous limits reported by the MPI: {limits or 'none'}")
+    for loc, sizes in profile.machine.get("regime_changes_bytes", {}).items():
+        print(f"{loc}: slower per byte above {', '.join(map(str, sizes))} bytes without a "
+              "protocol change (caches or memory bandwidth): not modelled")
     if profile.gamma_s is not None:
         print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s")
     print(f"\nprofile written to {out}")

@@ -159,13 +159,32 @@ class BreakpointSearch:
     score_by_segments: dict        # number of segments -> BIC-like score (lower wins)
 
 
+def _best_splits(m, k_max, k_min, seg_cost):
+    """{k: (sse, cuts)}: the best split of m sorted sizes into k = 1..k_max segments.
+
+    Dynamic programming over segment ends; every segment holds >= k_min sizes.
+    """
+    # dp[k][j]: best (sse, cuts) covering sizes[0:j] with k segments
+    dp = [{} for _ in range(k_max + 1)]
+    for j in range(k_min, m + 1):
+        dp[1][j] = (seg_cost(0, j), ())
+    for k in range(2, k_max + 1):
+        for j in range(k * k_min, m + 1):
+            options = [(dp[k - 1][c][0] + seg_cost(c, j), (*dp[k - 1][c][1], c))
+                       for c in range((k - 1) * k_min, j - k_min + 1) if c in dp[k - 1]]
+            if options:
+                dp[k][j] = min(options)
+    return {k: dp[k][m] for k in range(1, k_max + 1) if m in dp[k]}
+
+
 def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_segment=3,
                               source="samples"):
-    """Find up to two protocol switches (short / eager / rendezvous) in ping-pong data.
+    """Find up to ``max_breakpoints`` regime changes (protocol switches) in ping-pong data.
 
-    Exhaustive search over splits of the distinct measured sizes, each segment having
-    at least ``min_sizes_per_segment`` sizes and its own postal fit (relative least
-    squares on the median time per size). The number of segments k (1 to 3) minimises
+    Exhaustive search (dynamic programming) over splits of the distinct measured
+    sizes, each segment having at least ``min_sizes_per_segment`` sizes and its own
+    postal fit (relative least squares on the median time per size). The number of
+    segments k (1 to max_breakpoints + 1) minimises
     a penalised score with 3k - 1 parameters (alpha, beta per segment plus each
     breakpoint location) for m sizes:
 
@@ -195,19 +214,7 @@ def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_seg
             cost[(i, j)] = float(np.sum(((a + b * u[i:j]) - med[i:j]) ** 2 / med[i:j] ** 2))
         return cost[(i, j)]
 
-    k_min = min_sizes_per_segment
-    best = {1: (seg_cost(0, m), ())}
-    if max_breakpoints >= 1:
-        for c in range(k_min, m - k_min + 1):
-            sse = seg_cost(0, c) + seg_cost(c, m)
-            if 2 not in best or sse < best[2][0]:
-                best[2] = (sse, (c,))
-    if max_breakpoints >= 2:
-        for c1 in range(k_min, m - 2 * k_min + 1):
-            for c2 in range(c1 + k_min, m - k_min + 1):
-                sse = seg_cost(0, c1) + seg_cost(c1, c2) + seg_cost(c2, m)
-                if 3 not in best or sse < best[3][0]:
-                    best[3] = (sse, (c1, c2))
+    best = _best_splits(m, max_breakpoints + 1, min_sizes_per_segment, seg_cost)
     sigma2 = _median_noise_variance(s, t)
     n_par = {k: 3 * k - 1 for k in best}
     if sigma2 is not None:
@@ -221,6 +228,47 @@ def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_seg
     edges = [0, *cuts, m]
     segments = [(int(u[a]), int(u[b - 1])) for a, b in zip(edges[:-1], edges[1:])]
     return BreakpointSearch(tuple(int(u[c - 1]) for c in cuts), segments, float(sse), score)
+
+
+def protocol_switches(sizes, times, max_regimes=4, max_switches=2, min_sizes_per_segment=3,
+                      source="samples"):
+    """Protocol switches among the regime changes of :func:`find_protocol_breakpoints`.
+
+    Not every change of slope is a protocol switch: on a shared-memory transport the
+    per-byte cost also rises once messages leave the caches, and a postal fit per
+    segment would otherwise spend a "protocol" on that. An MPI switches protocol
+    where the next one pays off for larger messages: it costs more to start (higher
+    alpha) or moves bytes faster (lower beta), as every step of 004 Table 1 does.
+    A regime that is slower per byte *without* costing more to start is a capacity
+    effect (caches, memory bandwidth), not a protocol: such boundaries are merged
+    back into their neighbours and reported. At most ``max_switches`` switches are
+    kept (those with the largest change of alpha).
+
+    Returns ``(BreakpointSearch, regime_changes)``: the search with only the switches,
+    and the sizes of the boundaries judged capacity effects (reported, not modelled).
+    """
+    found = find_protocol_breakpoints(sizes, times, max_breakpoints=max_regimes - 1,
+                                      min_sizes_per_segment=min_sizes_per_segment,
+                                      source=source)
+    s, t = _arrays(sizes, times, source)
+    u, med = _medians(s, t)
+    fits = [_relative_lsq(u[(u >= lo) & (u <= hi)], med[(u >= lo) & (u <= hi)])
+            for lo, hi in found.segments]
+    switches, capacity = [], []
+    for i, bp in enumerate(found.breakpoints):
+        (a0, b0), (a1, b1) = fits[i], fits[i + 1]
+        if b1 > b0 and a1 <= a0:
+            capacity.append(bp)
+        else:
+            switches.append((abs(a1 - a0), bp))
+    kept = sorted(bp for _, bp in sorted(switches, reverse=True)[:max_switches])
+    capacity = tuple(sorted(capacity + [bp for _, bp in switches if bp not in kept]))
+    edges = [None, *kept, None]
+    segments = []
+    for lo_bp, hi_bp in zip(edges[:-1], edges[1:]):
+        lo = int(u[0]) if lo_bp is None else int(u[u > lo_bp][0])
+        segments.append((lo, int(u[-1]) if hi_bp is None else hi_bp))
+    return BreakpointSearch(tuple(kept), segments, found.rel_sse, found.score_by_segments), capacity
 
 
 # ---------------------------------------------------------------------- max-rate
@@ -329,8 +377,10 @@ def fit_gamma(df, search="upper", source="samples"):
 def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
     """Fit a :class:`MachineProfile` from ping-pong samples (and optionally HVPP samples).
 
-    Per locality: protocol breakpoints (:func:`find_protocol_breakpoints` on the
-    ``pairs == 1`` samples), then one postal fit per segment with its fit quality.
+    Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
+    samples; slope changes that are capacity effects such as caches go to
+    ``machine["regime_changes_bytes"]``), then one postal fit per
+    segment with its fit quality.
     Segments are named from the top: the last is always rendezvous, the one below it
     eager, the first short, so with two segments there is no short protocol and with
     one everything is rendezvous. When multi-pair samples exist at a locality,
@@ -347,12 +397,15 @@ def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samp
     else:
         df = _frame(df, ("size_bytes", "time_s", "locality", "pairs"), source)
     df["locality"] = [canonical_locality(v, source, "locality") for v in df["locality"]]
-    params, breakpoints = {}, {}
+    params, breakpoints, regime_changes = {}, {}, {}
     for loc, sub in df.groupby("locality", sort=False):
         single = sub[sub["pairs"] == 1]
         if single.empty:
             raise InputError(source, "pairs", f"{loc}: need samples with pairs == 1")
-        search = find_protocol_breakpoints(single["size_bytes"], single["time_s"], source=f"{source} ({loc})")
+        search, continuous = protocol_switches(single["size_bytes"], single["time_s"],
+                                               source=f"{source} ({loc})")
+        if continuous:
+            regime_changes[loc] = list(continuous)
         names = PROTOCOLS[-len(search.segments):]
         for proto, (lo, hi) in zip(names, search.segments):
             seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
@@ -370,6 +423,8 @@ def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samp
         gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
     )
+    if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
+        profile.machine["regime_changes_bytes"] = regime_changes
     return check_profile(profile, source)
 
 

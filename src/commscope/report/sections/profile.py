@@ -26,6 +26,10 @@ def render(runs, context):
     limits = ", ".join(f"{k} = {v}" for k, v in sorted(profile.mpi_eager_limits.items()))
     out.append(f"<p>Eager / rendezvous limits the MPI reports through MPI_T: "
                f"{html.escape(limits) or 'none'}.</p>")
+    for loc, sizes in profile.machine.get("regime_changes_bytes", {}).items():
+        out.append(f"<p>{html.escape(loc)}: slower per byte above "
+                   f"{', '.join(map(str, sizes))} bytes without a protocol change (caches or "
+                   f"memory bandwidth); the postal model of that protocol averages over it.</p>")
     if profile.gamma_s is not None:
         out.append(f"<p>Queue search gamma = {profile.gamma_s:.3e} s per element.</p>")
     over = profile.machine.get("oversubscribed_runs") or []
