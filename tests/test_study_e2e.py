@@ -1,4 +1,4 @@
-"""The main job end to end: real runs -> fit -> profile JSON -> HTML report."""
+"""The main job end to end: real runs of every benchmark -> fit -> profile -> HTML report."""
 
 import json
 import re
@@ -19,7 +19,9 @@ def study(tmp_path_factory, default_mpi):
 
 
 def test_study_writes_runs_profile_and_report(study, capsys):
-    assert sorted(p.name for p in (study / "runs").iterdir()) == ["pingpong-1pair", "pingpong-2pairs"]
+    assert sorted(p.name for p in (study / "runs").iterdir()) == [
+        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "partitioned",
+        "pingpong-1pair", "pingpong-2pairs", "threads"]
     profile = load_profile(study / "machine-profile.json")
     assert profile.localities == ["intra-socket"]
     rdv = profile.get("rendezvous", "intra-socket")
@@ -28,8 +30,13 @@ def test_study_writes_runs_profile_and_report(study, capsys):
     # The eager limits the MPI reported via MPI_T travel into the profile.
     assert any("eager" in k for k in profile.mpi_eager_limits)
     html = (study / "report.html").read_text()
-    assert html.count("<img") >= 2                     # 1-pair and 2-pair figures, inline
-    assert "residuals" in html and "Machine profile" in html
+    assert html.count("<img") >= 9                     # every section's figures, inline
+    for heading in ("Machine profile", "Point-to-point", "HighVolumePingPong",
+                    "Multithreaded message matching", "Partitioned communication",
+                    "Thread arrivals", "Runtime variability"):
+        assert f"<h2>{heading}" in html, heading
+    assert "residuals" in html
+    assert profile.gamma_s is not None and profile.gamma_s > 0    # from HighVolumePingPong
     assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
 
 

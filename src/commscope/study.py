@@ -1,7 +1,18 @@
 """The default study (the README's first command): measure, fit, report.
 
-On one node: a ping-pong from 1 B to 4 MiB with one pair, a multi-pair run over
-the rendezvous sizes for the max-rate injection limit, the fit, and the report.
+On one node, every benchmark at a size that runs in a few minutes on 2 cores:
+
+1. ping-pong, 1 pair, 1 B .. 4 MiB (postal model per protocol)
+2. ping-pong, 2 concurrent pairs, 16 KiB .. 4 MiB (max-rate injection limit)
+3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
+4. the fit: machine profile with gamma
+5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
+6. thread arrivals with injected laggards
+7. partitioned communication against the single send
+8. the bulk-synchronous harness (FTQ and DGEMM) at 1, 2 and 4 ranks (4 is
+   oversubscribed here), predicted from 1 rank to the others
+9. the report
+
 Everything lands in a new study folder (never an existing one)::
 
     <out>/runs/<run dirs>   <out>/machine-profile.json   <out>/report.html
@@ -11,39 +22,89 @@ import datetime as _dt
 import sys
 from pathlib import Path
 
+from .bench.bsp import run_bsp
+from .bench.hvpingpong import run_hvpingpong
+from .bench.mtmatch import run_mtmatch, sweep_configs
+from .bench.partitioned import run_partitioned
 from .bench.pingpong import run_pingpong
+from .bench.threads import run_threads
 from .errors import InputError
 from .models.profile import save_profile
 from .profile_fit import fit_runs
 from .report.build import build_report
 
-QUICK = dict(iters=200, warmup=20, large_iters=20, large_warmup=2)
-FULL = dict(iters=1000, warmup=100, large_iters=100, large_warmup=10)
+STEPS = ("pingpong", "hvpingpong", "mtmatch", "threads", "partitioned", "bsp")
 
 
 def default_study_dir(root="studies"):
     return Path(root) / f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}"
 
 
-def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, log=print):
-    """Run the default study into ``out`` and return the report path."""
+def _scale(quick, full, small):
+    return small if quick else full
+
+
+def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=STEPS, log=print):
+    """Run the default study into ``out`` and return the report path.
+
+    ``steps`` selects benchmarks (ping-pong always runs: the fit needs it);
+    ``quick`` shrinks every benchmark to a smoke test.
+    """
+    unknown = set(steps) - set(STEPS)
+    if unknown:
+        raise InputError("--only", None, f"unknown step(s) {', '.join(sorted(unknown))}; "
+                                         f"choose from {', '.join(STEPS)}")
     out = Path(out) if out else default_study_dir()
     if out.exists() and any(out.iterdir()):
         raise InputError(out, None, "exists and is not empty; not overwriting it")
     runs = out / "runs"
-    reps = QUICK if quick else FULL
-    common = dict(mpi_spec=mpi_spec, runs_root=runs, echo=echo)
+    kw = dict(mpi_spec=mpi_spec, runs_root=runs, echo=echo)
+    plan = [s for s in ("pingpong", *steps) if s in STEPS]
+    plan = list(dict.fromkeys(plan))
+    total = len(plan) + 2
+    step = iter(range(1, total + 1))
 
-    log(f"[1/4] ping-pong, 1 pair, 1 B .. 4 MiB -> {runs}")
-    run_pingpong(pairs=1, min_size=1, max_size=4 << 20, run_name="pingpong-1pair", **reps, **common)
-    log(f"[2/4] ping-pong, {pairs} concurrent pairs, 16 KiB .. 4 MiB (max-rate ppn)")
-    multi = dict(reps, iters=max(1, reps["iters"] // 4), large_iters=max(1, reps["large_iters"] // 2))
+    def say(msg):
+        log(f"[{next(step)}/{total}] {msg}")
+
+    reps = _scale(quick, dict(iters=1000, warmup=100, large_iters=100, large_warmup=10),
+                  dict(iters=100, warmup=10, large_iters=10, large_warmup=2))
+    say(f"ping-pong, 1 pair, 1 B .. 4 MiB; then {pairs} concurrent pairs, 16 KiB .. 4 MiB")
+    run_pingpong(pairs=1, min_size=1, max_size=4 << 20, run_name="pingpong-1pair", **reps, **kw)
     run_pingpong(pairs=pairs, min_size=16 << 10, max_size=4 << 20,
-                 run_name=f"pingpong-{pairs}pairs", **multi, **common)
-    log("[3/4] fitting the postal / max-rate models")
+                 run_name=f"pingpong-{pairs}pairs",
+                 **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2), **kw)
+    if "hvpingpong" in plan:
+        say("HighVolumePingPong, ordered and reversed receives")
+        run_hvpingpong(n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2, sizes=(8,),
+                       iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
+    say("fitting the postal / max-rate / queue-search models")
     profile = fit_runs([runs])
     save_profile(profile, out / "machine-profile.json")
-    log("[4/4] writing the report")
+    if "mtmatch" in plan:
+        say("multithreaded matching, 27-point stencil, 1 .. 8 threads per process")
+        run_mtmatch(configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
+                    trials=_scale(quick, 10, 3), warmup=_scale(quick, 2, 1),
+                    run_name="mtmatch", **kw)
+    if "threads" in plan:
+        say("thread arrivals: 2 ranks x 2 threads, normal work with injected laggards")
+        run_threads(ranks=2, threads=2, iterations=_scale(quick, 200, 20), trials=1,
+                    work=2e-3, dist="normal", sd=1e-4, laggard_prob=0.05, laggard_extra=5e-3,
+                    seed=1, compute="sleep", run_name="threads", **kw)
+    if "partitioned" in plan:
+        say("partitioned communication vs single send, 2 threads")
+        run_partitioned(threads=2, compute_s=0.02, variability=0.25,
+                        sizes=_scale(quick, None, [1 << 16, 1 << 20]),
+                        runs_per_size=_scale(quick, 5, 2), run_name="partitioned", **kw)
+    if "bsp" in plan:
+        say("bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)")
+        for ranks in _scale(quick, (1, 2, 4), (1, 2)):
+            run_bsp("ftq", ranks=ranks, intervals=_scale(quick, 500, 20), mean=5e-3, sd=5e-4,
+                    seed=1, run_name=f"bsp-ftq-{ranks}rank", **kw)
+            if not quick:
+                run_bsp("dgemm", ranks=ranks, intervals=300, size=256, seed=1,
+                        run_name=f"bsp-dgemm-{ranks}rank", **kw)
+    say("writing the report")
     return build_report([runs], out / "report.html", profile=profile)
 
 

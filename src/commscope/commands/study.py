@@ -1,21 +1,27 @@
 """commscope study"""
 
-from ..study import main_log, run_study
+from ..study import STEPS, main_log, run_study
 
 
 def register(registry):
     p = registry.command(
-        "study", help="the default study: ping-pong, multi-pair run, fit, report",
-        description="Measure this machine's point-to-point performance and model it: "
-                    "ping-pong 1 B .. 4 MiB, a multi-pair run for the injection limit, the "
-                    "postal / max-rate fit, and an HTML report. Prints the report's path.\n\n"
-                    "example:\n  commscope study --out studies/today")
+        "study", help="the default study: every benchmark, the fit, the report",
+        description="Measure this machine and model it: ping-pong 1 B .. 4 MiB and a "
+                    "multi-pair run (postal / max-rate fit), HighVolumePingPong (queue search), "
+                    "multithreaded matching over a 27-point stencil, thread arrivals, "
+                    "partitioned communication, and the bulk-synchronous harness with its "
+                    "variability prediction; then one HTML report. Prints the report's path.\n\n"
+                    "examples:\n  commscope study --out studies/today\n"
+                    "  commscope study --only pingpong,hvpingpong --mpi mpich")
     p.add_argument("--out", default=None,
                    help="study folder (default studies/<UTC time>); must not exist or be empty")
     p.add_argument("--mpi", default=None, metavar="NAME|MPICC",
                    help="openmpi (default), mpich, or the path of an mpicc")
     p.add_argument("--pairs", type=int, default=2,
                    help="concurrent pairs of the multi-pair run (default %(default)s)")
+    p.add_argument("--only", default=",".join(STEPS), metavar="STEPS",
+                   help="comma-separated benchmarks to run (default: all of %(default)s; "
+                        "ping-pong always runs)")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (for smoke tests)")
     p.add_argument("--echo", action="store_true", help="show each benchmark's table")
     p.set_defaults(func=_run)
@@ -23,6 +29,7 @@ def register(registry):
 
 def _run(args):
     report = run_study(args.out, mpi_spec=args.mpi, pairs=args.pairs, quick=args.quick,
-                       echo=args.echo, log=main_log)
+                       echo=args.echo, steps=[s for s in args.only.split(",") if s],
+                       log=main_log)
     print(report)
     return 0
