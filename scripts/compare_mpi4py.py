@@ -5,7 +5,9 @@ Both run in this one invocation, on the same MPI (the default Open MPI wheel unl
 --mpi says otherwise), with the same launcher flags and repetition counts.  Prints
 the mean one-way time per size from each and their ratio (mpi4py / commscope): a
 ratio near 1 for large messages says both measure the same transport; at small
-sizes mpi4py's Python overhead per call shows.
+sizes mpi4py's Python overhead per call shows.  A third column repeats commscope's
+run with transparent huge pages (numpy asks for them for arrays of 4 MiB and more,
+which matters for multi-MiB copies when the kernel's THP mode is "madvise").
 
     .venv/bin/python scripts/compare_mpi4py.py [--mpi mpich] [--max 4M] [--iters 1000]
 """
@@ -44,16 +46,21 @@ def main():
     a = ap.parse_args()
     max_size = parse_size(a.max)
     m = mpi.select_mpi(a.mpi)
+    ours = {}
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_pingpong(min_size=1, max_size=max_size, iters=a.iters, warmup=a.iters // 10,
-                           large_iters=a.large_iters, large_warmup=max(1, a.large_iters // 10),
-                           runs_root=tmp, mpi_spec=a.mpi, echo=False, progress=False)
-        ours = run.table("samples").groupby("size_bytes")["time_s"].mean()
+        for huge in (False, True):
+            run = run_pingpong(min_size=1, max_size=max_size, iters=a.iters,
+                               warmup=a.iters // 10, large_iters=a.large_iters,
+                               large_warmup=max(1, a.large_iters // 10), hugepages=huge,
+                               runs_root=tmp, mpi_spec=a.mpi, echo=False, progress=False)
+            ours[huge] = run.table("samples").groupby("size_bytes")["time_s"].mean()
         library = run.meta["mpi"]["library_version"].splitlines()[0]
     theirs = mpi4py_pingpong(m, max_size, a.iters, a.large_iters)
-    rows = [{"size_bytes": s, "commscope_us": ours[s] * 1e6, "mpi4py_us": theirs[s] * 1e6,
-             "ratio_mpi4py_over_commscope": theirs[s] / ours[s]}
-            for s in ours.index if s in theirs]
+    rows = [{"size_bytes": s, "commscope_us": ours[False][s] * 1e6,
+             "commscope_hugepages_us": ours[True][s] * 1e6, "mpi4py_us": theirs[s] * 1e6,
+             "mpi4py/commscope": theirs[s] / ours[False][s],
+             "mpi4py/commscope_hugepages": theirs[s] / ours[True][s]}
+            for s in ours[False].index if s in theirs]
     print(f"# {library}")
     print_table(rows, title="mean one-way time per size, same MPI, same run")
 

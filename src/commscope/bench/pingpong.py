@@ -12,13 +12,15 @@ DEFAULTS = dict(min_size=1, max_size=4 << 20, iters=1000, warmup=100,
 
 
 def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
-                 large_iters=100, large_warmup=10, **launch_kw):
+                 large_iters=100, large_warmup=10, hugepages=False, **launch_kw):
     """Run the ping-pong with ``pairs`` concurrent pairs (2*pairs ranks).
 
     Sizes are the powers of two from ``min_size`` to ``max_size``; sizes above
     8 KiB use ``large_iters``/``large_warmup`` as OSU does.  Every repetition's
     one-way time (half the round trip) is kept in the ``samples`` table with
-    the pair's locality.  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
+    the pair's locality.  Buffers are page-aligned as in OSU; ``hugepages``
+    asks for transparent huge pages (as numpy, hence mpi4py, does for arrays of
+    4 MiB and more).  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
     runs_root, hosts, ranks_per_node, ...).
     """
     if pairs < 1:
@@ -29,8 +31,9 @@ def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
         if v < 1:
             raise InputError(f"--{name.replace('_', '-')}", None, f"must be at least 1, got {v}")
     params = dict(pairs=pairs, min_size=min_size, max_size=max_size, iters=iters,
-                  warmup=warmup, large_iters=large_iters, large_warmup=large_warmup)
+                  warmup=warmup, large_iters=large_iters, large_warmup=large_warmup,
+                  hugepages=hugepages)
     args = ["-m", f"{min_size}:{max_size}", "-i", iters, "-x", warmup,
-            "-I", large_iters, "-X", large_warmup]
+            "-I", large_iters, "-X", large_warmup] + (["--hugepages"] if hugepages else [])
     return run_benchmark("pingpong", "pingpong", args, nranks=2 * pairs, parameters=params,
                          **launch_kw)

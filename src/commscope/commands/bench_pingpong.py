@@ -34,6 +34,9 @@ def register(registry):
                    help="warm-up repetitions above 8 KiB (default %(default)s)")
     p.add_argument("--pairs", type=int, default=1,
                    help="concurrent pairs (2*PAIRS ranks): the ppn of the max-rate model")
+    p.add_argument("--hugepages", action="store_true",
+                   help="back the buffers with transparent huge pages (as numpy/mpi4py do for "
+                        ">= 4 MiB arrays); default: page-aligned, as OSU")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
@@ -42,6 +45,7 @@ def _run(args):
     lo, hi = parse_size_range(args.message_size)
     run = run_pingpong(pairs=args.pairs, min_size=lo, max_size=hi, iters=args.iterations,
                        warmup=args.warmup, large_iters=args.large_iterations,
-                       large_warmup=args.large_warmup, **launch_kwargs(args))
+                       large_warmup=args.large_warmup, hugepages=args.hugepages,
+                       **launch_kwargs(args))
     print(run.path)
     return 0
