@@ -287,7 +287,7 @@ def test_cli_pattern(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["p2p", "--profile", "bluewaters", "--size", "12k", "--locality", "inter-node"],
+    ["p2p", "--profile", "bluewaters", "--size", "12q", "--locality", "inter-node"],
     ["p2p", "--profile", "bluewaters", "--size", "64:8", "--locality", "inter-node"],
     ["p2p", "--profile", "bluewaters", "--size", "8", "--locality", "mars"],
     ["p2p", "--profile", "bluewaters", "--size", "8", "--locality", "inter-node", "--ppn", "0"],

@@ -1,9 +1,9 @@
 """``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (paper 004)."""
 
-import re
 import sys
 
 from ..errors import InputError
+from ..units import parse_size, parse_size_range
 from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_breakdown,
                           predict_pattern)
 from ..models.profile import LOCALITIES, bluewaters_profile, load_profile
@@ -72,18 +72,14 @@ def resolve_profile(spec):
 
 
 def parse_sizes(items, source="--size"):
-    """Byte counts from ``["1024", "1:65536"]`` (A:B doubles from A up to B)."""
+    """Byte counts from ``["1024", "1:64K"]`` (A:B doubles from A up to B; K/M/G suffixes)."""
     sizes = []
     for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*(?::\s*(\d+)\s*)?", str(item))
-        if not m:
-            raise InputError(source, None, f"expected a byte count or A:B range, got {item!r}")
-        lo = int(m.group(1))
-        if m.group(2) is None:
-            sizes.append(lo)
+        if ":" not in str(item):
+            sizes.append(parse_size(item, source))
             continue
-        hi = int(m.group(2))
-        if lo < 1 or hi < lo:
+        lo, hi = parse_size_range(item, source)
+        if lo < 1:
             raise InputError(source, None, f"range {item!r} needs 1 <= A <= B")
         while lo <= hi:
             sizes.append(lo)
