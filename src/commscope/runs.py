@@ -163,6 +163,7 @@ class Run:
 
     def table(self, table):
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run)."""
+        from . import bench  # noqa: F401  (registers every benchmark's table schemas)
         pq = self.path / f"{table}.parquet"
         if pq.exists():
             try:
