@@ -17,12 +17,13 @@ import time
 import numpy as np
 import pandas as pd
 
+from commscope.paths import DATA_DIR
 from commscope.models import partitioned as pm
 from commscope.models.osu import load_osu
 from commscope.output import print_table
 from commscope.stats import arrivals
 
-OSU = "/work/shared/reference/osu_internode_lassen_quartz.csv"
+OSU = str(DATA_DIR / "osu_internode_lassen_quartz.csv")
 MIB = pm.MIB
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from commscope.paths import DATA_DIR
 from commscope.cli import main
 from commscope.errors import InputError
 from commscope.models.p2p import (contention_link_bytes, contention_time, hvpingpong_time,
@@ -17,7 +18,7 @@ from commscope.models.p2p import (contention_link_bytes, contention_time, hvping
 from commscope.models.profile import (FitQuality, bluewaters_profile,
                                       load_profile, save_profile)
 
-REFERENCE_CSV = Path("/work/shared/reference/bluewaters_node_aware_maxrate.csv")
+REFERENCE_CSV = DATA_DIR / "bluewaters_node_aware_maxrate.csv"
 BW = bluewaters_profile()
 
 

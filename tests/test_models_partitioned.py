@@ -7,12 +7,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from commscope.paths import DATA_DIR
 from commscope.cli import main
 from commscope.errors import InputError
 from commscope.models import partitioned as pm
 from commscope.models.osu import load_osu, read_osu_text, read_reference_csv
 
-INTERNODE = "/work/shared/reference/osu_internode_lassen_quartz.csv"
+INTERNODE = str(DATA_DIR / "osu_internode_lassen_quartz.csv")
 US = 1e-6
 MB = 1e6
 

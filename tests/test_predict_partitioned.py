@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from commscope.paths import DATA_DIR
 from commscope.bench.partitioned import run_partitioned
 from commscope.bench.pingpong import run_pingpong
 from commscope.cli import main
@@ -19,7 +20,7 @@ from commscope.runs import open_run
 from commscope.stats.evt import emma_probability
 
 QUIET = dict(echo=False, progress=False, timeout=180)
-OSU = "/work/shared/reference/osu_intranode_lassen_quartz.csv"
+OSU = str(DATA_DIR / "osu_intranode_lassen_quartz.csv")
 SIZES = [65536, 1048576, 4194304]
 
 

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+DATA_DIR = PACKAGE_DIR / "data"  # the papers' reference tables (OSU, Blue Waters)
 
 
 def project_root():

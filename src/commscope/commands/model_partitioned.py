@@ -25,7 +25,7 @@ constant --latency/--bandwidth. Default sizes: the thesis's sweep 18 * 2^j MiB,
 j = -6..8. Sizes accept suffixes B, KB, MB, GB (10^3..) and KiB, MiB, GiB (2^10..).
 
 examples:
-  commscope model partitioned --osu /work/shared/reference/osu_internode_lassen_quartz.csv \\
+  commscope model partitioned --osu src/commscope/data/osu_internode_lassen_quartz.csv \\
       --machine lassen --threads 20 --compute 0.1 --variability 0.25
   commscope model partitioned --latency 5e-6 --bandwidth 1e10 --threads 4 \\
       --compute 0.1 --variability 0.1 --sizes 16MB --monte-carlo --replicas 20000

@@ -11,7 +11,7 @@ examples:
   commscope fit runs/<pingpong-run> -o machine-profile.json
   commscope predict partitioned runs/<partitioned-run> --profile machine-profile.json
   commscope predict partitioned runs/<partitioned-run> \\
-      --osu /work/shared/reference/osu_intranode_lassen_quartz.csv --machine quartz --json
+      --osu src/commscope/data/osu_intranode_lassen_quartz.csv --machine quartz --json
 
 The run's own parameters (threads, mean compute, sigma, distribution, sizes) go into
 003 Algorithm 1 (analytic), into a Monte Carlo with the nominal thread-time

@@ -3,7 +3,7 @@
 Two inputs are understood:
 
 * the reference CSVs copied from Appendix A of the Dominguez-Trujillo thesis
-  (``/work/shared/reference/osu_*_lassen_quartz.csv``), with columns ``size_bytes``,
+  (``src/commscope/data/osu_*_lassen_quartz.csv``), with columns ``size_bytes``,
   ``<machine>_latency_us`` and ``<machine>_bandwidth_MBps`` for several machines;
 * plain text as printed by ``osu_latency`` / ``osu_bw`` (a ``# OSU MPI ... Test`` header,
   a ``# Size  Latency (us)`` or ``# Size  Bandwidth (MB/s)`` column line, then rows).
