@@ -47,32 +47,13 @@
 #define HALO_ITER_W 17.0
 
 enum workload { W_FTQ, W_FWQ, W_DGEMM, W_SPMV };
-static const char *workload_names[] = {"ftq", "fwq", "dgemm", "spmv"};
+static const char *const workload_names[] = {"ftq", "fwq", "dgemm", "spmv"};
 enum dist { D_CONSTANT, D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_LOGNORMAL };
-static const char *dist_names[] = {"constant", "normal", "uniform", "exponential", "lognormal"};
+static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential",
+                                         "lognormal"};
 
-/* --- random numbers: splitmix64 (one independent stream per rank) --------- */
+/* --- random numbers: one splitmix64 stream per rank, seeded in main -------- */
 static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
-
-static double rng_uniform(void) /* in (0, 1) */
-{
-    return ((rng_next() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-}
-
-static double rng_normal(void)
-{
-    /* Box-Muller; one value per call keeps the stream easy to reproduce */
-    double u1 = rng_uniform(), u2 = rng_uniform();
-    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
 
 /* A draw with the given mean and standard deviation, clamped at 0 (a time or a
  * count cannot be negative). */
@@ -81,12 +62,12 @@ static double draw(enum dist d, double mean, double sd)
     double v = mean;
     switch (d) {
     case D_CONSTANT: v = mean; break;
-    case D_NORMAL: v = mean + sd * rng_normal(); break;
-    case D_UNIFORM: v = mean + sd * sqrt(3.0) * (2.0 * rng_uniform() - 1.0); break;
-    case D_EXPONENTIAL: v = -mean * log(rng_uniform()); break;
+    case D_NORMAL: v = mean + sd * cs_normal(&rng_state); break;
+    case D_UNIFORM: v = mean + sd * sqrt(3.0) * (2.0 * cs_uniform01(&rng_state) - 1.0); break;
+    case D_EXPONENTIAL: v = -mean * log(cs_uniform01(&rng_state)); break;
     case D_LOGNORMAL: {
         double s2 = log(1.0 + (sd * sd) / (mean * mean));
-        v = exp(log(mean) - 0.5 * s2 + sqrt(s2) * rng_normal());
+        v = exp(log(mean) - 0.5 * s2 + sqrt(s2) * cs_normal(&rng_state));
         break;
     }
     }
@@ -295,33 +276,6 @@ static void usage(void)
         "  -o, --out DIR        write the tables there\n");
 }
 
-static int parse_choice(const char *s, const char **names, int n, const char *opt)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    cs_die("%s: unknown value '%s'", opt, s);
-    return -1;
-}
-
-static double parse_double(const char *s, const char *opt)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !isfinite(v) || v < 0)
-        cs_die("%s: expected a non-negative number, got '%s'", opt, s);
-    return v;
-}
-
-static long parse_long(const char *s, const char *opt, long min)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < min)
-        cs_die("%s: expected an integer >= %ld, got '%s'", opt, min, s);
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -348,27 +302,26 @@ int main(int argc, char **argv)
 
     for (int c; (c = getopt_long(argc, argv, "w:k:x:d:n:r:b:s:f:o:h", longopts, NULL)) != -1;) {
         switch (c) {
-        case 'w': wl = parse_choice(optarg, workload_names, 4, "--workload"); have_workload = 1; break;
-        case 'k': intervals = parse_long(optarg, "--intervals", 1); break;
-        case 'x': warmup = parse_long(optarg, "--warmup", 0); break;
-        case 'd': dist = parse_choice(optarg, dist_names, 5, "--dist"); break;
-        case 'M': mean = parse_double(optarg, "--mean"); break;
-        case 'S': sd = parse_double(optarg, "--sd"); break;
-        case 'n': nsize = parse_long(optarg, "--size", 1); break;
-        case 'r': reps = parse_long(optarg, "--reps", 1); break;
+        case 'w':
+            wl = cs_parse_choice("--workload", "workload", optarg, workload_names, 4);
+            have_workload = 1;
+            break;
+        case 'k': intervals = cs_parse_long("--intervals", optarg, 1); break;
+        case 'x': warmup = cs_parse_long("--warmup", optarg, 0); break;
+        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, dist_names, 5); break;
+        case 'M': mean = cs_parse_double("--mean", optarg); break;
+        case 'S': sd = cs_parse_double("--sd", optarg); break;
+        case 'n': nsize = cs_parse_long("--size", optarg, 1); break;
+        case 'r': reps = cs_parse_long("--reps", optarg, 1); break;
         case 'b':
             halo_bytes = cs_parse_size(optarg);
             if (halo_bytes < 0 || halo_bytes % 8)
                 cs_die("--halo-bytes: expected a multiple of 8 bytes, got '%s'", optarg);
             break;
-        case 's': seed = (unsigned long long)parse_long(optarg, "--seed", 0); break;
-        case 'f': flush_every = parse_long(optarg, "--flush-every", 1); break;
+        case 's': seed = (unsigned long long)cs_parse_long("--seed", optarg, 0); break;
+        case 'f': flush_every = cs_parse_long("--flush-every", optarg, 1); break;
         case 'o': out = optarg; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
     }
     if (!have_workload)

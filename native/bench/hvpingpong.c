@@ -47,23 +47,6 @@ static void usage(void)
             "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
 }
 
-/* Comma-separated non-negative sizes/counts ("8,1K,64K") into out[]; returns count or -1. */
-static int parse_list(const char *s, long long *out, int max)
-{
-    char buf[4096], *save = NULL;
-    int n = 0;
-    if (!s || strlen(s) >= sizeof buf)
-        return -1;
-    strcpy(buf, s);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == max)
-            return -1;
-        if ((out[n++] = cs_parse_size(tok)) < 0)
-            return -1;
-    }
-    return n;
-}
-
 static int cmp_ll(const void *a, const void *b)
 {
     long long x = *(const long long *)a, y = *(const long long *)b;
@@ -120,10 +103,7 @@ int main(int argc, char **argv)
                 nmin = 1;
             break;
         case O_COUNTS: counts_arg = optarg; break;
-        case O_SIZES:
-            if ((nsizes = parse_list(optarg, sizes, MAX_LIST)) < 1)
-                cs_die("--sizes: expected a comma-separated list of sizes, got '%s'", optarg);
-            break;
+        case O_SIZES: nsizes = cs_parse_size_list("--sizes", optarg, 0, sizes, MAX_LIST); break;
         case O_TOTAL:
             if ((total = cs_parse_size(optarg)) < 1)
                 cs_die("--total-bytes: expected a positive size, got '%s'", optarg);
@@ -139,11 +119,7 @@ int main(int argc, char **argv)
         case 'i': iters = atoi(optarg); break;
         case 'x': warmup = atoi(optarg); break;
         case 'o': out = optarg; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
     }
     if (size < 2 || size % 2)
@@ -153,8 +129,7 @@ int main(int argc, char **argv)
     if (per_decade < 1)
         cs_die("--per-decade must be >= 1, got %d", per_decade);
     if (counts_arg) {
-        if ((ncounts = parse_list(counts_arg, counts, MAX_LIST)) < 1)
-            cs_die("--counts: expected a comma-separated list of counts, got '%s'", counts_arg);
+        ncounts = cs_parse_size_list("--counts", counts_arg, 0, counts, MAX_LIST);
         qsort(counts, ncounts, sizeof counts[0], cmp_ll);
     } else {
         ncounts = log_grid(nmin, nmax, per_decade, counts, MAX_LIST);
@@ -300,7 +275,7 @@ int main(int argc, char **argv)
                 }
                 /* Initiators hold the samples; gather them on rank 0. */
                 if (rank == 0) {
-                    double sum = 0, lo = INFINITY, hi = 0;
+                    double sum, lo, hi;
                     for (int p = 0; p < ninit; p++) {
                         double *dst = all + (size_t)p * iters;
                         if (inits[p] == 0)
@@ -308,12 +283,8 @@ int main(int argc, char **argv)
                         else
                             MPI_Recv(dst, iters, MPI_DOUBLE, inits[p], 2, ctl,
                                      MPI_STATUS_IGNORE);
-                        for (int r = 0; r < iters; r++) {
-                            sum += dst[r];
-                            lo = dst[r] < lo ? dst[r] : lo;
-                            hi = dst[r] > hi ? dst[r] : hi;
-                        }
                     }
+                    cs_sum_min_max(all, (size_t)ninit * iters, &sum, &lo, &hi);
                     printf("%-10d %-12lld %-9s %14.2f %14.2f %14.2f %6d\n", n, s, order_name[o],
                            1e6 * sum / ((double)iters * ninit), 1e6 * lo, 1e6 * hi, iters);
                     fflush(stdout);

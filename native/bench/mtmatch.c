@@ -60,14 +60,6 @@ static int cmp_int(const void *a, const void *b)
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-static void *xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        cs_die("out of memory (%zu bytes)", n);
-    return p;
-}
-
 /* Read the plan; returns the number of configs. */
 static int read_plan(const char *path, config_t **out)
 {
@@ -119,18 +111,18 @@ static int read_plan(const char *path, config_t **out)
         if (c->messages == 0)
             cs_die("%s: config %d has no messages (configs must be numbered 0..%d)", path, k,
                    ncfg - 1);
-        c->recv_thread = xmalloc(sizeof(int) * c->messages);
-        c->send_thread = xmalloc(sizeof(int) * c->messages);
+        c->recv_thread = cs_xmalloc(sizeof(int) * c->messages);
+        c->send_thread = cs_xmalloc(sizeof(int) * c->messages);
         for (int t = 0; t < c->messages; t++)
             c->recv_thread[t] = -1;
         c->recv_len = calloc(c->threads_recv, sizeof(int));
         c->send_len = calloc(c->threads_send, sizeof(int));
-        c->recv_list = xmalloc(sizeof(int *) * c->threads_recv);
-        c->send_list = xmalloc(sizeof(int *) * c->threads_send);
+        c->recv_list = cs_xmalloc(sizeof(int *) * c->threads_recv);
+        c->send_list = cs_xmalloc(sizeof(int *) * c->threads_send);
         for (int t = 0; t < c->threads_recv; t++)
-            c->recv_list[t] = xmalloc(sizeof(int) * c->messages);
+            c->recv_list[t] = cs_xmalloc(sizeof(int) * c->messages);
         for (int t = 0; t < c->threads_send; t++)
-            c->send_list[t] = xmalloc(sizeof(int) * c->messages);
+            c->send_list[t] = cs_xmalloc(sizeof(int) * c->messages);
     }
     for (int i = 0; i < nrows; i++) {
         config_t *c = &cfg[rows[i].cfg];
@@ -232,11 +224,7 @@ int main(int argc, char **argv)
                 cs_die("-s: expected a message size up to 1 GiB, got '%s'", optarg);
             break;
         case 'o': out = optarg; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
     }
     if (provided < MPI_THREAD_MULTIPLE)
@@ -265,10 +253,11 @@ int main(int argc, char **argv)
     cs_place_allgather(ctl, places);
     omp_set_dynamic(0); /* exactly the thread counts asked for */
 
-    char *rbuf = xmalloc((size_t)max_msgs * msg_size), *sbuf = xmalloc(msg_size);
+    char *rbuf = cs_xmalloc((size_t)max_msgs * msg_size), *sbuf = cs_xmalloc(msg_size);
     memset(sbuf, 'a', msg_size);
-    MPI_Request *reqs = xmalloc(sizeof(MPI_Request) * max_msgs);
-    int *post_seq = xmalloc(sizeof(int) * max_msgs), *send_seq = xmalloc(sizeof(int) * max_msgs);
+    MPI_Request *reqs = cs_xmalloc(sizeof(MPI_Request) * max_msgs);
+    int *post_seq = cs_xmalloc(sizeof(int) * max_msgs);
+    int *send_seq = cs_xmalloc(sizeof(int) * max_msgs);
 
     /* Queue lengths from the receiver's ob1 pvars (Open MPI only; NaN elsewhere). */
     MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;

@@ -56,11 +56,11 @@
 #include <time.h>
 
 enum { M_PART, M_ISEND, M_SINGLE, M_COUNT };
-static const char *METHOD_NAME[M_COUNT] = {"partitioned", "isend", "single"};
+static const char *const METHOD_NAME[M_COUNT] = {"partitioned", "isend", "single"};
 enum { D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_CONSTANT };
-static const char *DIST_NAME[] = {"normal", "uniform", "exponential", "constant"};
+static const char *const DIST_NAME[] = {"normal", "uniform", "exponential", "constant"};
 enum { C_SLEEP, C_SPIN, C_HYBRID };
-static const char *MODE_NAME[] = {"sleep", "spin", "hybrid"};
+static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
 
 #define TAG_RESULT 1000000 /* above any partition tag */
 #define TAG_SYNC 1000001
@@ -98,27 +98,15 @@ static void usage(void)
 }
 
 /* ---- random draws (splitmix64: tiny, seedable, good enough for this) ---- */
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* A well-mixed state from (seed, size index, run): chained splitmix outputs, so
  * that nearby inputs give unrelated streams. */
 static uint64_t stream_state(uint64_t seed, uint64_t size_index, uint64_t run)
 {
     uint64_t s = seed;
-    s = splitmix(&s) ^ size_index;
-    s = splitmix(&s) ^ run;
-    return splitmix(&s);
-}
-
-static double uniform01(uint64_t *s) /* in (0, 1) */
-{
-    return ((splitmix(s) >> 11) + 0.5) * 0x1.0p-53;
+    s = cs_splitmix64(&s) ^ size_index;
+    s = cs_splitmix64(&s) ^ run;
+    return cs_splitmix64(&s);
 }
 
 /* Mean mu, standard deviation sigma for every distribution; the shapes match
@@ -129,12 +117,14 @@ static double draw(int dist, double mu, double sigma, uint64_t *s)
     double x = mu;
     switch (dist) {
     case D_NORMAL: {
-        double u1 = uniform01(s), u2 = uniform01(s);
+        /* Box-Muller as in cs_normal, but not through it: sigma multiplies before
+         * the cosine here, which rounds differently and would change the draws. */
+        double u1 = cs_uniform01(s), u2 = cs_uniform01(s);
         x = mu + sigma * sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
         break;
     }
-    case D_UNIFORM: x = mu + sigma * sqrt(12.0) * (uniform01(s) - 0.5); break;
-    case D_EXPONENTIAL: x = mu - sigma - sigma * log(uniform01(s)); break;
+    case D_UNIFORM: x = mu + sigma * sqrt(12.0) * (cs_uniform01(s) - 0.5); break;
+    case D_EXPONENTIAL: x = mu - sigma - sigma * log(cs_uniform01(s)); break;
     default: break;
     }
     return x < 0 ? 0 : x;
@@ -202,52 +192,6 @@ static void wait_until(double deadline, int mode)
         ;
 }
 
-static int parse_sizes(const char *text, long long *sizes)
-{
-    char buf[4096], *save = NULL;
-    int n = 0;
-    if (strlen(text) >= sizeof buf)
-        return -1;
-    strcpy(buf, text);
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == MAX_SIZES)
-            return -1;
-        sizes[n] = cs_parse_size(tok);
-        if (sizes[n] <= 0)
-            return -1;
-        n++;
-    }
-    return n;
-}
-
-static int lookup(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-static double parse_double(const char *opt, const char *s)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < 0)
-        cs_die("%s: expected a number >= 0, got '%s'", opt, s);
-    return v;
-}
-
-static long parse_long(const char *opt, const char *s, long min)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min)
-        cs_die("%s: expected an integer >= %ld, got '%s'", opt, min, s);
-    return v;
-}
-
 /* Result the receiver sends back after each run. */
 typedef struct {
     double t_done;
@@ -280,46 +224,30 @@ int main(int argc, char **argv)
 
     for (int c; (c = getopt_long(argc, argv, "t:c:v:s:d:z:r:x:M:C:S:o:h", longopts, NULL)) != -1;) {
         switch (c) {
-        case 't': threads = (int)parse_long("--threads", optarg, 1); break;
-        case 'c': compute = parse_double("--compute", optarg); break;
-        case 'v': variability = parse_double("--variability", optarg); break;
-        case 's': sigma = parse_double("--sigma", optarg); break;
-        case 'd':
-            if ((dist = lookup(optarg, DIST_NAME, 4)) < 0)
-                cs_die("--dist: unknown distribution '%s' (normal, uniform, exponential, constant)", optarg);
-            break;
-        case 'z':
-            if ((nsizes = parse_sizes(optarg, sizes)) <= 0)
-                cs_die("--sizes: expected a comma-separated list of positive sizes (at most %d), got '%s'",
-                       MAX_SIZES, optarg);
-            break;
-        case 'r': runs = (int)parse_long("--runs", optarg, 1); break;
-        case 'x': warmup = (int)parse_long("--warmup", optarg, 0); break;
+        case 't': threads = (int)cs_parse_long("--threads", optarg, 1); break;
+        case 'c': compute = cs_parse_double("--compute", optarg); break;
+        case 'v': variability = cs_parse_double("--variability", optarg); break;
+        case 's': sigma = cs_parse_double("--sigma", optarg); break;
+        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, DIST_NAME, 4); break;
+        case 'z': nsizes = cs_parse_size_list("--sizes", optarg, 1, sizes, MAX_SIZES); break;
+        case 'r': runs = (int)cs_parse_long("--runs", optarg, 1); break;
+        case 'x': warmup = (int)cs_parse_long("--warmup", optarg, 0); break;
         case 'M': {
             char buf[256], *save = NULL;
             if (strlen(optarg) >= sizeof buf)
                 cs_die("--methods: list too long");
             strcpy(buf, optarg);
             memset(want, 0, sizeof want);
-            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                int m = lookup(tok, METHOD_NAME, M_COUNT);
-                if (m < 0)
-                    cs_die("--methods: unknown method '%s' (partitioned, isend, single)", tok);
-                want[m] = 1;
-            }
+            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+                want[cs_parse_choice("--methods", "method", tok, METHOD_NAME, M_COUNT)] = 1;
             break;
         }
         case 'C':
-            if ((mode = lookup(optarg, MODE_NAME, 3)) < 0)
-                cs_die("--compute-mode: expected sleep, spin or hybrid, got '%s'", optarg);
+            mode = cs_parse_choice("--compute-mode", "compute mode", optarg, MODE_NAME, 3);
             break;
-        case 'S': seed = (unsigned long long)parse_long("--seed", optarg, 0); break;
+        case 'S': seed = (unsigned long long)cs_parse_long("--seed", optarg, 0); break;
         case 'o': out = optarg; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
     }
     if (nranks != 2)

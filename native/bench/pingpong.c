@@ -69,11 +69,7 @@ int main(int argc, char **argv)
         case 'X': large_warmup = atoi(optarg); break;
         case 'o': out = optarg; break;
         case 'H': hugepages = 1; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
     }
     if (size < 2 || size % 2)
@@ -135,12 +131,8 @@ int main(int argc, char **argv)
             memcpy(all, times, sizeof(double) * n);
             for (int p = 1; p < half; p++)
                 MPI_Recv(all + (size_t)p * n, n, MPI_DOUBLE, p, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            double sum = 0, lo = all[0], hi = all[0];
-            for (long k = 0; k < (long)n * half; k++) {
-                sum += all[k];
-                lo = all[k] < lo ? all[k] : lo;
-                hi = all[k] > hi ? all[k] : hi;
-            }
+            double sum, lo, hi;
+            cs_sum_min_max(all, (size_t)n * half, &sum, &lo, &hi);
             printf("%-12lld %14.2f %14.2f %14.2f %10d\n", s, 1e6 * sum / ((double)n * half),
                    1e6 * lo, 1e6 * hi, n);
             fflush(stdout);

@@ -33,7 +33,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -41,7 +40,8 @@
 #endif
 
 enum dist { DIST_CONSTANT, DIST_NORMAL, DIST_UNIFORM, DIST_EXPONENTIAL };
-static const char *dist_names[] = {"constant", "normal", "uniform", "exponential"};
+static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential"};
+static const char *const compute_names[] = {"spin", "sleep"}; /* index = sleep_mode */
 
 typedef struct {
     enum dist dist;
@@ -71,13 +71,11 @@ static void usage(void)
             "  -r, --region NAME      region name in the compute table (default compute)\n");
 }
 
-/* splitmix64 finaliser: a good 64-bit mixer for counter-based draws. */
+/* splitmix64 as a pure function of its input: a good 64-bit mixer for
+ * counter-based draws (x is a copy, so no stream state is kept). */
 static uint64_t mix(uint64_t x)
 {
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
+    return cs_splitmix64(&x);
 }
 
 /* Uniform in [0, 1) for one (seed, trial, rank, iteration, thread, stream). */
@@ -190,28 +188,15 @@ int main(int argc, char **argv)
         case 'p': im.lag_prob = strtod(optarg, &end); break;
         case 'e': im.lag_extra = strtod(optarg, &end); break;
         case 'S': im.seed = strtoull(optarg, &end, 10); break;
-        case 'd': {
-            int found = -1;
-            for (int k = 0; k < 4; k++)
-                if (strcmp(optarg, dist_names[k]) == 0)
-                    found = k;
-            if (found < 0)
-                cs_die("--dist: expected constant, normal, uniform or exponential, got '%s'", optarg);
-            im.dist = (enum dist)found;
+        case 'd':
+            im.dist = (enum dist)cs_parse_choice("--dist", "distribution", optarg, dist_names, 4);
             break;
-        }
         case 'c':
-            if (strcmp(optarg, "spin") && strcmp(optarg, "sleep"))
-                cs_die("--compute: expected spin or sleep, got '%s'", optarg);
-            sleep_mode = strcmp(optarg, "sleep") == 0;
+            sleep_mode = cs_parse_choice("--compute", "compute mode", optarg, compute_names, 2);
             break;
         case 'r': region_name = optarg; break;
         case 'o': out = optarg; break;
-        default:
-            if (rank == 0)
-                usage();
-            MPI_Finalize();
-            return c == 'h' ? 0 : 2;
+        default: return cs_usage_exit(rank, c == 'h', usage);
         }
         if (end && (*end || end == optarg))
             cs_die("-%c: expected a number, got '%s'", c, optarg);

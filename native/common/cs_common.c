@@ -2,6 +2,7 @@
 #include "cs_common.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -173,6 +174,119 @@ int cs_parse_range(const char *s, long long *min, long long *max)
         *max = cs_parse_size(buf);
     }
     return (*min < 0 || *max < 0 || *min > *max) ? -1 : 0;
+}
+
+long cs_parse_long(const char *option, const char *text, long min)
+{
+    char *end;
+    errno = 0; /* strtol reports overflow only through errno */
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min)
+        cs_die("%s: expected an integer >= %ld, got '%s'", option, min, text);
+    return v;
+}
+
+double cs_parse_double(const char *option, const char *text)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < 0)
+        cs_die("%s: expected a number >= 0, got '%s'", option, text);
+    return v;
+}
+
+int cs_parse_choice(const char *option, const char *what, const char *text,
+                    const char *const *names, int n)
+{
+    char list[256] = "";
+    for (int i = 0; i < n; i++)
+        if (strcmp(text, names[i]) == 0)
+            return i;
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    cs_die("%s: unknown %s '%s' (%s)", option, what, text, list);
+    return -1;
+}
+
+/* The parsing half of cs_parse_size_list: how many entries, or -1 when one is
+ * not a size or is below min, or there are more than max.  Empty entries
+ * ("8,,16") are skipped, as strtok does. */
+static int split_size_list(const char *text, long long min, long long *out, int max)
+{
+    char buf[4096], *save = NULL;
+    int n = 0;
+    if (strlen(text) >= sizeof buf)
+        return -1;
+    strcpy(buf, text);
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            return -1;
+        out[n] = cs_parse_size(tok); /* -1 when malformed */
+        if (out[n] < 0 || out[n] < min)
+            return -1;
+        n++;
+    }
+    return n;
+}
+
+int cs_parse_size_list(const char *option, const char *text, long long min, long long *out,
+                       int max)
+{
+    int n = split_size_list(text, min, out, max);
+    if (n < 1)
+        cs_die("%s: expected a comma-separated list of at most %d sizes >= %lld "
+               "(such as 8,1K,64K), got '%s'", option, max, min, text);
+    return n;
+}
+
+uint64_t cs_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+double cs_uniform01(uint64_t *state)
+{
+    /* the top 53 bits, centred in their interval of width 2^-53 */
+    return ((cs_splitmix64(state) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+double cs_normal(uint64_t *state)
+{
+    double u1 = cs_uniform01(state), u2 = cs_uniform01(state);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+void *cs_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        cs_die("out of memory (%zu bytes)", n);
+    return p;
+}
+
+void cs_sum_min_max(const double *v, size_t n, double *sum, double *min, double *max)
+{
+    *sum = 0;
+    *min = *max = v[0];
+    for (size_t k = 0; k < n; k++) {
+        *sum += v[k];
+        *min = v[k] < *min ? v[k] : *min;
+        *max = v[k] > *max ? v[k] : *max;
+    }
+}
+
+int cs_usage_exit(int rank, int help, void (*usage)(void))
+{
+    if (rank == 0)
+        usage();
+    MPI_Finalize();
+    return help ? 0 : 2;
 }
 
 double cs_clock(void)

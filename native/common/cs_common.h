@@ -14,8 +14,9 @@
 #define CS_COMMON_H
 
 #include <mpi.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #define CS_HOST_MAX 64
 
@@ -53,6 +54,41 @@ void cs_die(const char *fmt, ...);
 long long cs_parse_size(const char *s);
 /* Parse "MIN:MAX" (or a single value) into min/max; returns 0 on success. */
 int cs_parse_range(const char *s, long long *min, long long *max);
+
+/* Option values that must be valid: each of these dies (cs_die) with a message
+ * naming the option and the text it got, so callers need no error path. */
+/* A whole decimal number >= min. */
+long cs_parse_long(const char *option, const char *text, long min);
+/* A finite number >= 0 (the floating-point options are times and spreads). */
+double cs_parse_double(const char *option, const char *text);
+/* The index of text in names[0..n-1]; otherwise dies with
+ * "<option>: unknown <what> '<text>' (name0, name1, ...)". */
+int cs_parse_choice(const char *option, const char *what, const char *text,
+                    const char *const *names, int n);
+/* A comma-separated list of sizes ("8,1K,64K", cs_parse_size syntax), each >= min,
+ * at least one and at most max, into out; returns how many. */
+int cs_parse_size_list(const char *option, const char *text, long long min, long long *out,
+                       int max);
+
+/* Random numbers: splitmix64 (Steele, Lea & Flood 2014), one 64-bit word of state
+ * per stream.  Seeding (which stream a rank, thread or run uses) is the caller's. */
+/* The next 64-bit output; advances *state. */
+uint64_t cs_splitmix64(uint64_t *state);
+/* Uniform in (0, 1), never 0 or 1, so log() of it is always finite. */
+double cs_uniform01(uint64_t *state);
+/* Standard normal by Box-Muller: two uniforms per value (the second value of the
+ * pair is not kept, so a stream is simple to reproduce elsewhere). */
+double cs_normal(uint64_t *state);
+
+/* malloc that dies on failure (n = 0 still returns a unique pointer). */
+void *cs_xmalloc(size_t n);
+
+/* Sum, minimum and maximum of v[0..n-1], n >= 1 (the OSU-style summary rows). */
+void cs_sum_min_max(const double *v, size_t n, double *sum, double *min, double *max);
+
+/* The end of every benchmark's option loop on an unknown option or --help: usage
+ * on rank 0 only, MPI_Finalize, and the exit status (0 for --help, 2 otherwise). */
+int cs_usage_exit(int rank, int help, void (*usage)(void));
 
 /* Monotonic wall clock in seconds (MPI_Wtime is used for MPI timings). */
 double cs_clock(void);
