@@ -298,3 +298,16 @@ def test_cli_pattern(tmp_path, capsys):
 def test_cli_bad_arguments_exit_2(argv, capsys):
     assert main(["model", *argv]) == 2
     assert "commscope: error:" in capsys.readouterr().err
+
+
+def test_cli_pattern_stacked_plot(tmp_path, capsys):
+    csv = tmp_path / "m.csv"
+    PATTERN.to_csv(csv, index=False)
+    png = tmp_path / "stacked.png"
+    argv = ["model", "pattern", "--profile", "bluewaters", "--messages", str(csv), "--ppn", "16",
+            "--hops", "2", "--plot", str(png)]
+    assert main(argv) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    before = png.stat().st_mtime_ns
+    assert main(argv) == 2                      # never overwritten
+    assert png.stat().st_mtime_ns == before

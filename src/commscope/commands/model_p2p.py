@@ -1,6 +1,7 @@
 """``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (paper 004)."""
 
 import sys
+from pathlib import Path
 
 from ..errors import InputError
 from ..units import parse_size, parse_size_range
@@ -61,6 +62,9 @@ def register(registry):
     q.add_argument("--queue", choices=QUEUE_SEARCH_CASES, default="upper",
                    help="queue search: upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, ordered = gamma n")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    q.add_argument("--plot", metavar="PNG", default=None,
+                   help="also write the stacked view per rank (004 Figs. 10-11) to this PNG; "
+                        "an existing file is not overwritten")
     q.set_defaults(func=run_pattern)
 
 
@@ -103,8 +107,13 @@ def run_pattern(args):
     profile = resolve_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
+    if args.plot and Path(args.plot).exists():
+        raise InputError(args.plot, None, "exists; not overwriting it")
     result = predict_pattern(profile, load_messages(args.messages), ppn=args.ppn,
                              hops=args.hops, queue_search=args.queue)
+    if args.plot:
+        from ..report.pattern_plot import plot_pattern
+        plot_pattern(result, args.plot)
     if args.json:
         dump_json(result.to_dict())
         return 0
