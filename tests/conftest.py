@@ -1,6 +1,15 @@
 """Shared fixtures. MPI-facing tests launch real jobs through commscope's launcher."""
 
+import os
+
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _outside_slurm(monkeypatch):
+    """Tests launch with mpiexec even when the suite itself runs inside an allocation."""
+    for key in [k for k in os.environ if k.startswith("SLURM_")]:
+        monkeypatch.delenv(key)
 
 
 @pytest.fixture

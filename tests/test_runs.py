@@ -118,3 +118,38 @@ def test_report_and_fit_refuse_to_overwrite(runs_root, tmp_path, capsys):
     prof.write_text("keep me too")
     assert main(["fit", str(runs_root), "-o", str(prof)]) == 2
     assert prof.read_text() == "keep me too"
+
+
+def test_killed_mid_line_drops_only_the_partial_sample(runs_root):
+    run = make_run(runs_root)
+    with open(run.raw_dir / "samples.csv", "a") as fh:
+        fh.write("3,3e")                 # the writer died here
+    df = open_run(run.path).table("samples")
+    assert list(df["size_bytes"]) == [1, 2]
+    assert df["time_s"].dtype.kind == "f"
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", ".hidden", "..", ""])
+def test_run_name_must_be_a_plain_directory_name(runs_root, bad):
+    with pytest.raises(InputError, match="--name"):
+        make_run(runs_root, name=bad)
+    assert not (runs_root.parent / "escape").exists()
+
+
+def test_report_temporary_file_never_touches_a_user_file(runs_root, tmp_path):
+    make_run(runs_root).finish()
+    keep = tmp_path / "report.tmp"          # what a naive with_suffix(".tmp") would clobber
+    keep.write_text("mine")
+    assert main(["report", str(runs_root), "-o", str(tmp_path / "report.html")]) == 0
+    assert keep.read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.tmp", "runs"]
+
+
+def test_unwritable_output_is_one_line_exit_2(runs_root, tmp_path, capsys):
+    make_run(runs_root).finish()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["report", str(runs_root), "-o", str(blocker / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("commscope: error:") and err.count("\n") == 1
+    assert blocker.read_text() == "x"

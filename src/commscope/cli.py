@@ -74,6 +74,10 @@ def main(argv=None):
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()
         return 0
+    except OSError as exc:  # unreadable input, unwritable output, full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"commscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("commscope: interrupted; samples already written are kept", file=sys.stderr)
         return 130

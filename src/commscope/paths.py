@@ -7,6 +7,23 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"  # the papers' reference tables (OSU, Blue Waters)
 
 
+def write_text_atomic(path, text):
+    """Write ``text`` to ``path`` via a hidden temporary file and a rename.
+
+    A crash never leaves a half-written file behind, and the temporary name
+    (``.<name>.<pid>.tmp``) cannot collide with a user's own file.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
 def project_root():
     """The checkout holding native/ (the package is installed editable from it)."""
     env = os.environ.get("COMMSCOPE_HOME")

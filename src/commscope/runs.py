@@ -16,6 +16,7 @@ overwrite an existing run directory.
 """
 
 import datetime as _dt
+import io
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import InputError
+from .paths import write_text_atomic
 
 SCHEMA = "commscope.run"
 SCHEMA_VERSION = 1
@@ -69,11 +71,7 @@ def utc_now():
 
 
 def _write_json_atomic(path, obj):
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=False, default=str)
-        fh.write("\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
 class Run:
@@ -91,6 +89,10 @@ class Run:
         The directory name is ``<UTC timestamp>-<kind>`` (or ``name``); an
         existing directory is never reused.
         """
+        if name is not None and (not name or name in (".", "..") or "/" in name
+                                 or os.sep in name or name.startswith(".")):
+            raise InputError("--name", None, f"{name!r} must be a plain directory name "
+                             "(no path separators, not starting with '.')")
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         base = name or f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{kind}"
@@ -188,8 +190,12 @@ class Run:
 
 
 def _read_csv(path):
+    """Read a raw CSV; a last line without its newline (writer killed mid-line) is dropped."""
+    text = Path(path).read_bytes()
+    if text and not text.endswith(b"\n"):
+        text = text[: text.rfind(b"\n") + 1]
     try:
-        return pd.read_csv(path)
+        return pd.read_csv(io.BytesIO(text))
     except pd.errors.EmptyDataError:
         raise InputError(path, None, "empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import InputError
+from ..paths import write_text_atomic
 
 SCHEMA = "commscope.machine-profile"
 SCHEMA_VERSION = 1
@@ -410,8 +410,4 @@ def save_profile(profile, path, overwrite=False):
     if path.exists() and not overwrite:
         raise InputError(path, None, "file exists; refusing to overwrite (pass overwrite=True)")
     check_profile(profile, path)
-    tmp = path.with_name(path.name + ".tmp")
-    # Write then rename, so a crash never leaves a half-written profile behind.
-    tmp.write_text(json.dumps(profile.to_dict(), indent=2) + "\n")
-    os.replace(tmp, path)
-    return path
+    return write_text_atomic(path, json.dumps(profile.to_dict(), indent=2) + "\n")

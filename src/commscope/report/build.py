@@ -9,6 +9,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..errors import InputError
+from ..paths import write_text_atomic
 from ..runs import open_run, utc_now
 from . import sections
 
@@ -42,7 +43,7 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
     """Write one static HTML report for the given runs; returns its path."""
     out_path = Path(out_path)
     if out_path.exists() and not overwrite:
-        raise InputError(out_path, None, "exists; not overwriting (choose another --out "
+        raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
                                          "or pass --overwrite)")
     runs = [open_run(p) for p in expand_run_paths(run_paths)]
     context = {"profile": profile, "all_runs": runs}
@@ -60,7 +61,4 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
         profile=profile, esc=html.escape)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_suffix(".tmp")
-    tmp.write_text(page)
-    tmp.replace(out_path)
-    return out_path
+    return write_text_atomic(out_path, page)
