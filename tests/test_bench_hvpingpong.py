@@ -124,3 +124,59 @@ def test_report_section_renders(hvpp_run, tmp_path):
                         profile=bluewaters_profile()).read_text()
     assert "HighVolumePingPong" in page and page.count("data:image/png") == len(SIZES)
     assert "gamma fitted from this run" in page and "cannot show" not in page
+
+
+def _write_run(root, kind, params, rows, hosts=("a",), nranks=2):
+    from commscope.runs import Run
+    run = Run.create(root, kind, params, argv=["test"])
+    run.meta["placement"] = [{"rank": r, "host": hosts[r * len(hosts) // nranks]}
+                             for r in range(nranks)]
+    pd.DataFrame(rows).to_csv(run.raw_dir / "samples.csv", index=False)
+    return run.finish()
+
+
+def test_fit_command_gets_gamma_and_delta_from_the_right_runs(runs_root, tmp_path, capsys):
+    """Plain HVPP runs give gamma, --contention runs delta: neither leaks into the other."""
+    from dataclasses import replace
+    prof = replace(bluewaters_profile(), gamma_s=0.0)    # queue search added below
+    rng = np.random.default_rng(5)
+    noise = lambda: rng.uniform(0.999, 1.001)           # noqa: E731
+    sizes = [2 ** k for k in range(23)]
+    _write_run(runs_root, "pingpong", {"pairs": 1}, [
+        dict(size_bytes=s, pair=0, rep=r, time_s=p2p.node_aware_time(prof, s, "inter-node") * noise(),
+             locality="inter-node", pairs=1) for s in sizes for r in range(3)])
+    gamma, delta, ppn = 2e-9, 1e-10, 16
+    plain, cont = [], []
+    for n in (1, 10, 100, 1000):
+        for s in (8, 4096, 65536):
+            for order in ("ordered", "reversed"):
+                base = p2p.hvpingpong_time(prof, n, s, "inter-node", order)["total_s"][0]
+                search = gamma * (n * n if order == "reversed" else n)
+                on_link = delta * p2p.contention_link_bytes(2, n * s, ppn)[()]
+                for r in range(3):
+                    cell = dict(n_messages=n, size_bytes=s, order=order, pair=0, rep=r,
+                                locality="inter-node", pairs=1)
+                    plain.append(dict(cell, time_s=(base + search) * noise()))
+                    # no multi-pair ping-pong run, so the fitted profile has no R_N: the
+                    # synthetic machine has no injection limit either
+                    cont.append(dict(cell, pairs=32, time_s=(base + search + on_link) * noise()))
+    _write_run(runs_root, "hvpingpong", {"pairs": 1, "contention": False}, plain)
+    _write_run(runs_root, "hvpingpong", {"pairs": 32, "contention": True}, cont,
+               hosts=("a", "b", "c", "d"), nranks=64)
+    out = tmp_path / "p.json"
+    assert cli.main(["fit", str(runs_root), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    import json
+    got = json.loads(out.read_text())
+    assert got["gamma_s"] == pytest.approx(gamma, rel=0.05)
+    assert got["delta_s_per_byte"] == pytest.approx(delta, rel=0.05)
+    assert got["machine"]["delta_fit"]["hops"] == 2 and got["machine"]["delta_fit"]["ppn"] == 16
+    assert "delta (contention per byte on a link)" in printed
+    # without a plain run there is no gamma, and delta cannot be fitted
+    for run in runs_root.iterdir():
+        meta = json.loads((run / "meta.json").read_text())
+        if meta["kind"] == "hvpingpong" and not meta["parameters"]["contention"]:
+            import shutil
+            shutil.rmtree(run)
+    assert cli.main(["fit", str(runs_root), "-o", str(tmp_path / "q.json")]) == 2
+    assert "needs gamma" in capsys.readouterr().err

@@ -30,15 +30,28 @@ def _eager_limits(runs):
     return limits
 
 
-def fit_runs(paths):
-    """Fit a :class:`MachineProfile` from run directories (or folders of them)."""
+def _oversubscribed(run):
+    return bool(run.meta.get("launch", {}).get("oversubscribed"))
+
+
+def _is_contention(run):
+    return bool(run.meta.get("parameters", {}).get("contention"))
+
+
+def fit_runs(paths, hops=None):
+    """Fit a :class:`MachineProfile` from run directories (or folders of them).
+
+    Ping-pong runs give the postal / max-rate parameters, plain HighVolumePingPong
+    runs gamma, and contention-layout HighVolumePingPong runs (``--contention``)
+    delta, with ``hops`` links per byte (default N/2 for N nodes in a line, 004 Fig. 6).
+    """
     runs = [open_run(p) for p in expand_run_paths(paths)]
     pp = [r for r in runs if r.kind in PINGPONG_KINDS]
     if not pp:
         raise InputError(", ".join(map(str, paths)), "kind",
                          "no ping-pong runs among these (run `commscope bench pingpong` first)")
     samples = pd.concat([r.table("samples") for r in pp], ignore_index=True)
-    hv = [r for r in runs if r.kind in HVPP_KINDS]
+    hv = [r for r in runs if r.kind in HVPP_KINDS and not _is_contention(r)]
     hvpp = pd.concat([r.table("samples") for r in hv], ignore_index=True) if hv else None
     first = pp[0].meta
     machine = {
@@ -46,11 +59,57 @@ def fit_runs(paths):
         "mpi_library": (first.get("mpi", {}).get("library_version") or "").strip().splitlines()[:1],
         "mpi_name": first.get("mpi", {}).get("name"),
         "source_runs": [str(r.path) for r in runs if r.kind in PINGPONG_KINDS | HVPP_KINDS],
-        "oversubscribed_runs": [str(r.path) for r in pp if r.meta.get("launch", {}).get("oversubscribed")],
+        "oversubscribed_runs": [str(r.path) for r in pp if _oversubscribed(r)],
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
-    return fit_profile(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
-                       hvpp=hvpp, source="ping-pong samples")
+    profile = fit_profile(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
+                          hvpp=hvpp, source="ping-pong samples")
+    warnings = _max_rate_warnings(pp, profile)
+    contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
+    if contention:
+        profile = _with_delta(profile, contention, hops)
+    if warnings:
+        profile.machine["warnings"] = warnings
+    return profile
+
+
+def _max_rate_warnings(pp, profile):
+    """R_N fitted from multi-pair runs that had more ranks than cores measures time-slicing."""
+    out = []
+    for run in pp:
+        if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1:
+            fitted = [loc for (proto, loc), p in profile.params.items()
+                      if proto == "rendezvous" and math.isfinite(p.R_N_Bps)]
+            out.append(f"R_N ({', '.join(fitted) or 'no locality'}) comes from the oversubscribed "
+                       f"multi-pair run {run.path}: with more ranks than cores it measures cores "
+                       "time-slicing, not the injection limit")
+    return out
+
+
+def _with_delta(profile, runs, hops):
+    """Fit delta (004 eq. 5) from contention-layout HVPP runs of one layout."""
+    from dataclasses import replace
+
+    from .models.contention_fit import fit_delta
+    if profile.gamma_s is None:
+        raise InputError(runs[0].path, "parameters.contention",
+                         "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run")
+    layouts = set()
+    for run in runs:
+        hosts = {p.get("host") for p in run.meta.get("placement", [])} or set(run.meta.get("hosts", []))
+        nodes = max(1, len(hosts))
+        layouts.add((nodes, max(1, 2 * int(run.meta["parameters"].get("pairs", 1)) // nodes)))
+    if len(layouts) > 1:
+        raise InputError(", ".join(str(r.path) for r in runs), "placement",
+                         f"contention runs of different layouts (nodes, ppn) {sorted(layouts)}: "
+                         "fit them separately")
+    (nodes, ppn), = layouts
+    hops = nodes / 2 if hops is None else hops
+    samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
+    fit = fit_delta(samples, profile, hops=hops, ppn=ppn, source="contention hvpp samples")
+    machine = dict(profile.machine, delta_fit=dict(fit.to_dict(), hops=hops, ppn=ppn, nodes=nodes,
+                                                   runs=[str(r.path) for r in runs]))
+    return replace(profile, delta_s_per_byte=fit.delta_s_per_byte, machine=machine)
 
 
 def profile_table(profile):
@@ -67,7 +126,9 @@ def profile_table(profile):
                 "locality": loc, "protocol": proto, "sizes_bytes": f"{lo}..{hi}",
                 "alpha_us": p.alpha_s * 1e6,
                 "bandwidth_MBps": p.Rb_Bps / 1e6 if math.isfinite(p.Rb_Bps) else math.inf,
-                "R_N_MBps": p.R_N_Bps / 1e6 if math.isfinite(p.R_N_Bps) else math.inf,
+                # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
+                "R_N_MBps": ("-" if proto != "rendezvous" else
+                             p.R_N_Bps / 1e6 if math.isfinite(p.R_N_Bps) else math.inf),
                 "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
                 "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
             })

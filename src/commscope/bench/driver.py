@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
-from ..errors import EnvironmentProblem
+from ..errors import EnvironmentProblem, InputError
 from ..paths import default_runs_root
 from ..runs import Run
 from ..topology import node_topology
@@ -69,6 +69,10 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     EnvironmentProblem when the job fails; the run directory is kept with
     status "failed" and whatever samples were written.
     """
+    if timeout is not None and not timeout > 0:
+        raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
+    if ranks_per_node is not None and ranks_per_node < 1:
+        raise InputError("--ranks-per-node", None, f"must be at least 1, got {ranks_per_node}")
     mpi = mpimod.select_mpi(mpi_spec)
     binary = mpimod.binary(mpi, program)
     info = mpi_info(mpi)

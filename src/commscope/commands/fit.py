@@ -16,14 +16,17 @@ def register(registry):
                     "breakpoints (short / eager / rendezvous) found from the data and compared "
                     "with the eager limits the MPI reports through MPI_T; alpha and beta per "
                     "protocol and locality; R_b and the injection limit R_N from multi-pair runs; "
-                    "gamma from HighVolumePingPong runs when given. Writes a documented JSON "
-                    "profile (docs/machine-profile.md) with the relative error per size.\n\n"
+                    "gamma from HighVolumePingPong runs and delta from --contention ones when "
+                    "given. Writes a documented JSON profile (docs/machine-profile.md) with the relative error per size.\n\n"
                     "example:\n  commscope fit runs/ -o machine-profile.json")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
     p.add_argument("-o", "--output", default="machine-profile.json",
                    help="profile path (default %(default)s); never overwritten unless --overwrite")
     p.add_argument("--overwrite", action="store_true", help="replace an existing profile")
+    p.add_argument("--hops", type=float, default=None,
+                   help="links each byte crosses in --contention HighVolumePingPong runs, for "
+                        "delta (004 eq. 7; default N/2 for N nodes in a line, Fig. 6)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.set_defaults(func=_run)
 
@@ -32,7 +35,9 @@ def _run(args):
     out = Path(args.output)
     if out.exists() and not args.overwrite:
         raise InputError(out, None, "exists; not overwriting (use --overwrite or another -o)")
-    profile = fit_runs(args.runs)
+    if args.hops is not None and not args.hops > 0:
+        raise InputError("--hops", None, f"must be > 0, got {args.hops}")
+    profile = fit_runs(args.runs, hops=args.hops)
     save_profile(profile, out, overwrite=args.overwrite)
     if args.json:
         dump_json(profile.to_dict())
@@ -48,5 +53,9 @@ def _run(args):
               "protocol change (caches or memory bandwidth): not modelled")
     if profile.gamma_s is not None:
         print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s")
+    if profile.delta_s_per_byte is not None:
+        print(f"delta (contention per byte on a link) = {profile.delta_s_per_byte:.3e} s")
+    for warning in profile.machine.get("warnings", []):
+        print(f"warning: {warning}")
     print(f"\nprofile written to {out}")
     return 0

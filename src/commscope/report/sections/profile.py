@@ -32,6 +32,10 @@ def render(runs, context):
                    f"memory bandwidth); the postal model of that protocol averages over it.</p>")
     if profile.gamma_s is not None:
         out.append(f"<p>Queue search gamma = {profile.gamma_s:.3e} s per element.</p>")
+    if profile.delta_s_per_byte is not None:
+        out.append(f"<p>Contention delta = {profile.delta_s_per_byte:.3e} s per byte on a link.</p>")
+    for warning in profile.machine.get("warnings", []):
+        out.append(f"<p class='note'>{html.escape(warning)}</p>")
     over = profile.machine.get("oversubscribed_runs") or []
     if over:
         out.append(f"<p class='note'>Oversubscribed runs (more ranks than cores; times include "
