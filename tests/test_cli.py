@@ -2,6 +2,8 @@
 
 import argparse
 import json
+import shlex
+import subprocess
 
 import pytest
 
@@ -40,7 +42,7 @@ def test_version(capsys):
 
 @pytest.mark.mpi
 def test_doctor_json_on_this_machine(capsys, default_mpi):
-    assert main(["doctor", "--json"]) == 0
+    assert main(["doctor", "--json", "--mpi", "openmpi"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["mpi"]["library_version"].startswith("Open MPI")
     assert d["mpi"]["thread_level_provided"] == "MPI_THREAD_MULTIPLE"
@@ -60,3 +62,20 @@ def test_slurm_script(tmp_path, capsys):
     assert main(["slurm", "-o", str(out)]) == 2             # never overwritten
     with pytest.raises(InputError):
         batch_script(2, 2, time="soon")
+
+
+def test_slurm_steps_substitute_only_ppn_and_nodes(tmp_path):
+    two = batch_script(2, 8)
+    assert "--contention" not in two                       # needs 4+ nodes
+    assert 'commscope fit "$COMMSCOPE_RUNS"' in two and 'COMMSCOPE_RUNS="$STUDY/runs"' in two
+    four = batch_script(4, 8)
+    assert "hvpingpong --contention --ranks-per-node 4" in four
+    custom = batch_script(2, 8, steps=["echo ${HOME} {ppn} {nodes} {other}"])
+    assert custom.rstrip().endswith("echo ${HOME} 4 2 {other}")
+    # Every step is a valid commscope command line, and the script is valid bash.
+    for line in four.splitlines():
+        if line.startswith("commscope "):
+            build_parser().parse_args(shlex.split(line)[1:])
+    script = tmp_path / "s.sbatch"
+    script.write_text(four)
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0

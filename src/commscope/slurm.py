@@ -18,14 +18,33 @@ DEFAULT_STEPS = [
     "commscope bench pingpong --pairs {ppn} --ranks-per-node {ppn} -m 64K:4M "
     "--name pingpong-ppn{ppn}",
     "commscope bench hvpingpong --ranks-per-node 1 --name hvpingpong",
-    "commscope fit runs/pingpong-internode runs/pingpong-ppn{ppn} -o machine-profile.json",
-    "commscope report runs -o report.html --profile machine-profile.json",
 ]
+# Node i sends to node i + N/2 (004 Fig. 6): only on an even number of nodes, N >= 4.
+CONTENTION_STEP = ("commscope bench hvpingpong --contention --ranks-per-node {ppn} "
+                   "-n 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
+FINAL_STEPS = [
+    'commscope fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-profile.json"',
+    'commscope report "$COMMSCOPE_RUNS" -o "$STUDY/report.html" '
+    '--profile "$STUDY/machine-profile.json"',
+]
+
+
+def default_steps(nodes):
+    steps = list(DEFAULT_STEPS)
+    if nodes >= 4 and nodes % 2 == 0:
+        steps.append(CONTENTION_STEP)
+    return steps + FINAL_STEPS
 
 
 def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, account=None,
                  job_name="commscope", steps=None, venv=None, workdir=None):
-    """Return the text of an sbatch script running ``steps`` (commscope command lines)."""
+    """Return the text of an sbatch script running ``steps`` (commscope command lines).
+
+    Each job writes into its own study directory (``study-<job id>``, or
+    ``$COMMSCOPE_STUDY``): runs, machine profile and report. In ``steps``,
+    ``{ppn}`` (half the tasks per node) and ``{nodes}`` are substituted; other
+    braces are left alone.
+    """
     if nodes < 1:
         raise InputError("--nodes", None, f"must be at least 1, got {nodes}")
     if ntasks_per_node < 1:
@@ -34,7 +53,8 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
         raise InputError("--time", None, f"expected [D-]HH:MM:SS, got {time!r}")
     venv = Path(venv or sys.prefix)
     ppn = max(1, ntasks_per_node // 2)
-    steps = [s.format(ppn=ppn, nodes=nodes) for s in (steps or DEFAULT_STEPS)]
+    steps = [s.replace("{ppn}", str(ppn)).replace("{nodes}", str(nodes))
+             for s in (steps or default_steps(nodes))]
     lines = ["#!/bin/bash",
              f"#SBATCH --job-name={job_name}",
              f"#SBATCH --nodes={nodes}",
@@ -50,7 +70,8 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
               "set -euo pipefail",
               f"cd {shlex.quote(str(workdir or Path.cwd()))}",
               f"source {shlex.quote(str(venv / 'bin' / 'activate'))}",
-              "export COMMSCOPE_RUNS=${COMMSCOPE_RUNS:-runs}", ""]
+              'export STUDY="${COMMSCOPE_STUDY:-study-${SLURM_JOB_ID:-$$}}"',
+              'export COMMSCOPE_RUNS="$STUDY/runs"', ""]
     lines += steps
     return "\n".join(lines) + "\n"
 

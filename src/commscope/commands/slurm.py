@@ -10,8 +10,10 @@ def register(registry):
     p = registry.command(
         "slurm", help="write a Slurm batch script for a multi-node study",
         description="Write an sbatch script that runs a commscope study across nodes: inter-node "
-                    "ping-pong, a multi-pair run for the injection limit, HighVolumePingPong, "
-                    "the fit and the report. Steps can be replaced with --step.\n\n"
+                    "ping-pong, a multi-pair run for the injection limit, HighVolumePingPong "
+                    "(and its contention layout, 004 Fig. 6, on an even number of 4 or more "
+                    "nodes), the fit and the report. Each job writes into its own directory, "
+                    "study-<job id> (or $COMMSCOPE_STUDY). Steps can be replaced with --step.\n\n"
                     "example:\n  commscope slurm --nodes 2 --ntasks-per-node 32 -o study.sbatch"
                     "\n  sbatch study.sbatch")
     p.add_argument("--nodes", type=int, default=2)
