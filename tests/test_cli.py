@@ -79,3 +79,23 @@ def test_slurm_steps_substitute_only_ppn_and_nodes(tmp_path):
     script = tmp_path / "s.sbatch"
     script.write_text(four)
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("4096", 4096), ("8K", 8192), ("8KiB", 8192), ("8Ki", 8192), ("8KB", 8000),
+    ("18MiB", 18 << 20), ("18M", 18 << 20), ("16MB", 16_000_000), ("1G", 1 << 30),
+    ("4.5MiB", 4718592), ("0", 0),
+])
+def test_one_size_grammar_for_every_command(text, expected):
+    from commscope.commands.model_partitioned import parse_size as partitioned_size
+    from commscope.units import parse_size
+    assert parse_size(text) == expected
+    if expected:
+        assert partitioned_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["lots", "8X", "1.5", "-4K", ""])
+def test_bad_sizes_name_the_option(text):
+    from commscope.units import parse_size
+    with pytest.raises(InputError, match="--size"):
+        parse_size(text, "--size")

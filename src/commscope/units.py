@@ -4,16 +4,25 @@ import re
 
 from .errors import InputError
 
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)(i?B)?\s*$", re.IGNORECASE)
+# K, Ki, KiB are binary (2^10, as OSU and MPI count); KB, MB, GB are SI (10^3).
+_UNITS = {"": 1, "b": 1,
+          "k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 10 ** 3,
+          "m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 10 ** 6,
+          "g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 10 ** 9}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
+SIZE_HELP = "sizes: 4096, 8K = 8KiB = 8192, 16MB = 16000000 (K/KiB binary, KB SI)"
 
 
 def parse_size(text, option="size"):
-    """'4096', '4K', '4KiB', '1M' -> bytes (binary multiples, as OSU and MPI use)."""
+    """'4096', '4K', '4KiB' (binary), '4KB' (SI), '4.5MiB' -> whole bytes."""
     m = _SIZE.match(str(text))
-    if not m:
-        raise InputError(option, None, f"not a size: {text!r} (examples: 64, 8K, 4MiB)")
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+    unit = m.group(2).lower() if m else None
+    if unit not in _UNITS:
+        raise InputError(option, None, f"not a size: {text!r} ({SIZE_HELP})")
+    value = float(m.group(1)) * _UNITS[unit]
+    if value != int(value):
+        raise InputError(option, None, f"{text!r} is not a whole number of bytes")
+    return int(value)
 
 
 def parse_size_range(text, option="-m"):

@@ -37,7 +37,8 @@ def register(registry):
                    help="explicit message counts instead of -n")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--sizes", metavar="S1,S2,...", default="8",
-                   help="fixed message sizes, every count with every size (default %(default)s)")
+                   help="fixed message sizes, every count with every size (default %(default)s; "
+                        "K = 1024, KB = 1000)")
     g.add_argument("--total-bytes", metavar="B", default=None,
                    help="constant total bytes per direction: s = B / n")
     p.add_argument("--order", default="ordered,reversed", metavar="LIST",

@@ -23,7 +23,8 @@ def register(registry):
                     "round trip / 2, labelled with locality (intra-socket, cross-socket, "
                     "inter-node) from where the ranks actually run.", epilog=EXAMPLES)
     p.add_argument("-m", "--message-size", metavar="MIN:MAX", default="1:4M",
-                   help="message sizes, powers of two from MIN to MAX (default %(default)s)")
+                   help="message sizes, powers of two from MIN to MAX (default %(default)s; "
+                        "K = 1024, KB = 1000)")
     p.add_argument("-i", "--iterations", type=int, default=DEFAULTS["iters"],
                    help="repetitions per size up to 8 KiB (default %(default)s)")
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],

@@ -1,6 +1,5 @@
 """``commscope model partitioned``: a thin shell over :mod:`commscope.models.partitioned`."""
 
-import re
 
 import numpy as np
 
@@ -8,6 +7,7 @@ from ..errors import InputError
 from ..models import partitioned as pm
 from ..models.osu import load_osu
 from ..output import dump_json, print_table
+from ..units import parse_size as parse_size_option
 
 DESCRIPTION = """\
 Model a partitioned (Finepoints) send against a single send of the same buffer
@@ -22,7 +22,7 @@ each partition when its thread finishes, one at a time on the link.
 The link is an OSU table (--osu: the thesis's reference CSV with --machine, or the text
 output of osu_latency and osu_bw), a machine profile (--profile, --locality), or a
 constant --latency/--bandwidth. Default sizes: the thesis's sweep 18 * 2^j MiB,
-j = -6..8. Sizes accept suffixes B, KB, MB, GB (10^3..) and KiB, MiB, GiB (2^10..).
+j = -6..8. Sizes accept suffixes K, KiB, M, MiB, G, GiB (2^10..) and KB, MB, GB (10^3..).
 
 examples:
   commscope model partitioned --osu src/commscope/data/osu_internode_lassen_quartz.csv \\
@@ -31,23 +31,11 @@ examples:
       --compute 0.1 --variability 0.1 --sizes 16MB --monte-carlo --replicas 20000
 """
 
-_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9,
-          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30}
-
-
-def parse_size(text: str) -> float:
-    """'18MiB' -> 18874368.0; plain numbers are bytes."""
-    m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z]*)\s*", text)
-    unit = m.group(2).lower() if m else None
-    if not m or unit not in _UNITS:
-        raise InputError("--sizes", text, "expected a size such as 4096, 16MB or 18MiB")
-    try:
-        value = float(m.group(1)) * _UNITS[unit]
-    except ValueError:
-        raise InputError("--sizes", text, "expected a size such as 4096, 16MB or 18MiB") from None
-    if not value > 0:
+def parse_size(text):
+    size = parse_size_option(text, "--sizes")
+    if size <= 0:
         raise InputError("--sizes", text, "sizes must be positive")
-    return value
+    return float(size)
 
 
 def build_link(args):
@@ -151,7 +139,8 @@ def register(registry):
     w.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
     w.add_argument("--sizes", nargs="+", metavar="SIZE",
-                   help="buffer sizes (default: 18 * 2^j MiB, j = -6..8)")
+                   help="buffer sizes: 18MiB = 18M = 18 * 2^20, 16MB = 16 * 10^6 (default: 18 * 2^j "
+                        "MiB, j = -6..8)")
     mc = p.add_argument_group("Monte Carlo")
     mc.add_argument("--monte-carlo", action="store_true", help="add the simulated columns")
     mc.add_argument("--dist", default="normal", choices=pm.DISTRIBUTIONS,
