@@ -89,6 +89,15 @@ def test_fwq_uniform_draws_and_work(runs_root, default_mpi):
         assert chk == expected_checksum("fwq", requested_ops=n)
 
 
+def test_fwq_exponential_draws_keep_mean_and_sd(runs_root, default_mpi):
+    mean, sd = 100_000, 20_000                  # shifted: mean - sd + Exp(scale sd)
+    run = run_bsp("fwq", ranks=1, intervals=300, dist="exponential", mean=mean, sd=sd, seed=5,
+                  runs_root=runs_root, **QUIET)
+    ops = run.table("intervals")["requested_ops"].to_numpy()
+    assert ops.min() >= mean - sd - 1
+    assert stats.kstest(ops, "expon", args=(mean - sd, sd)).pvalue > 0.01
+
+
 def test_dgemm_result(runs_root, default_mpi):
     n = 48
     run = run_bsp("dgemm", ranks=2, intervals=4, size=n, reps=2, seed=1, runs_root=runs_root,
@@ -153,6 +162,7 @@ def test_killed_run_keeps_finished_intervals(runs_root, default_mpi):
     (["--workload", "spmv", "--size", "0"], "--size"),
     (["--workload", "ftq", "--intervals", "0"], "--intervals"),
     (["--workload", "fwq", "--size", "10"], "--size"),
+    (["--workload", "ftq", "--dist", "exponential", "--mean", "0.01", "--sd", "0.02"], "--sd"),
 ])
 def test_bad_input_exit_2(argv, where, runs_root, capsys):
     rc = cli.main(["bench", "bsp", *argv, "--runs", str(runs_root), "--quiet"])

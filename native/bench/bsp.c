@@ -64,7 +64,8 @@ static double draw(enum dist d, double mean, double sd)
     case D_CONSTANT: v = mean; break;
     case D_NORMAL: v = mean + sd * cs_normal(&rng_state); break;
     case D_UNIFORM: v = mean + sd * sqrt(3.0) * (2.0 * cs_uniform01(&rng_state) - 1.0); break;
-    case D_EXPONENTIAL: v = -mean * log(cs_uniform01(&rng_state)); break;
+    /* shifted so that both mean and sd hold: mean - sd + Exp(scale sd), sd <= mean */
+    case D_EXPONENTIAL: v = mean - sd - sd * log(cs_uniform01(&rng_state)); break;
     case D_LOGNORMAL: {
         double s2 = log(1.0 + (sd * sd) / (mean * mean));
         v = exp(log(mean) - 0.5 * s2 + sqrt(s2) * cs_normal(&rng_state));

@@ -96,6 +96,9 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
                 raise InputError(name, None, f"must be a finite number >= 0, got {v!r}")
         if dist in ("lognormal", "exponential") and mean <= 0:
             raise InputError("--mean", None, f"the {dist} distribution needs a positive mean")
+        if dist == "exponential" and sd > mean:  # shifted: mean - sd + Exp(scale sd) >= 0
+            raise InputError("--sd", None, f"the exponential draw is mean - sd + Exp(sd), so it "
+                                           f"needs sd <= mean, got sd {sd} > mean {mean}")
         if workload == "ftq" and mean > 60:
             raise InputError("--mean", None, f"FTQ mean is in seconds; {mean} s per interval "
                                              "is not a sensible quantum")

@@ -35,7 +35,8 @@ def register(registry):
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
                    help="unrecorded intervals first (default %(default)s)")
     p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
-                   help="distribution of the FTQ/FWQ draws (default %(default)s)")
+                   help="distribution of the FTQ/FWQ draws, each with the given mean and sd; "
+                        "exponential is shifted, mean - sd + Exp(sd) (default %(default)s)")
     p.add_argument("--mean", type=float, default=None,
                    help="FTQ: mean spin in seconds (default 0.01); FWQ: mean integer "
                         "additions (default 5e6)")
