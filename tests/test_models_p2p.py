@@ -311,3 +311,11 @@ def test_cli_pattern_stacked_plot(tmp_path, capsys):
     before = png.stat().st_mtime_ns
     assert main(argv) == 2                      # never overwritten
     assert png.stat().st_mtime_ns == before
+
+
+def test_every_profile_option_takes_the_bluewaters_keyword(capsys):
+    assert main(["model", "partitioned", "--profile", "bluewaters", "--locality", "inter-node",
+                 "--threads", "4", "--compute", "0.01", "--variability", "0.1",
+                 "--sizes", "1MiB", "--json"]) == 0
+    assert "1048576" in capsys.readouterr().out
+    assert load_profile("BlueWaters").gamma_s == BW.gamma_s

@@ -7,7 +7,7 @@ from ..errors import InputError
 from ..units import parse_size, parse_size_range
 from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_breakdown,
                           predict_pattern)
-from ..models.profile import LOCALITIES, bluewaters_profile, load_profile
+from ..models.profile import LOCALITIES, load_profile
 from ..output import dump_json, print_table
 
 P2P_DESCRIPTION = """\
@@ -68,13 +68,6 @@ def register(registry):
     q.set_defaults(func=run_pattern)
 
 
-def resolve_profile(spec):
-    """A profile from a path, or the published Blue Waters profile for "bluewaters"."""
-    if str(spec).strip().lower() == "bluewaters":
-        return bluewaters_profile()
-    return load_profile(spec)
-
-
 def parse_sizes(items, source="--size"):
     """Byte counts from ``["1024", "1:64K"]`` (A:B doubles from A up to B; K/M/G suffixes)."""
     sizes = []
@@ -92,7 +85,7 @@ def parse_sizes(items, source="--size"):
 
 
 def run_p2p(args):
-    profile = resolve_profile(args.profile)
+    profile = load_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
     table = node_aware_breakdown(profile, parse_sizes(args.size), args.locality, args.ppn)
@@ -104,7 +97,7 @@ def run_p2p(args):
 
 
 def run_pattern(args):
-    profile = resolve_profile(args.profile)
+    profile = load_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
     if args.plot and Path(args.plot).exists():

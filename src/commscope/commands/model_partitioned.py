@@ -121,7 +121,8 @@ def register(registry):
     link.add_argument("--osu", nargs="+", metavar="FILE",
                       help="OSU reference CSV, or osu_latency and osu_bw text outputs")
     link.add_argument("--machine", help="machine column pair in a reference CSV (e.g. lassen)")
-    link.add_argument("--profile", metavar="FILE", help="machine profile JSON (commscope fit)")
+    link.add_argument("--profile", metavar="FILE|bluewaters",
+                      help="machine profile JSON (commscope fit), or bluewaters (004 Table 1)")
     link.add_argument("--locality", default="inter-node",
                       help="profile locality (default: %(default)s)")
     link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")

@@ -32,8 +32,8 @@ def register(registry):
                     "compare with what the run measured.", epilog=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="a run directory of `commscope bench partitioned`")
     link = p.add_argument_group("link (choose one)")
-    link.add_argument("--profile", metavar="PROFILE.json",
-                      help="machine profile (commscope fit); alpha/beta per protocol")
+    link.add_argument("--profile", metavar="FILE|bluewaters",
+                      help="machine profile (commscope fit) or bluewaters; alpha/beta per protocol")
     link.add_argument("--osu", nargs="+", metavar="TABLE",
                       help="OSU table: reference CSV (with --machine) or osu_latency + osu_bw text")
     link.add_argument("--machine", metavar="NAME", help="machine columns of a reference CSV")

@@ -22,12 +22,7 @@ def register(registry):
 
 
 def _run(args):
-    profile = None
-    if args.profile == "bluewaters":
-        from ..models.profile import bluewaters_profile
-        profile = bluewaters_profile()
-    elif args.profile:
-        profile = load_profile(args.profile)
+    profile = load_profile(args.profile) if args.profile else None
     out = build_report(args.runs, args.output, profile=profile, overwrite=args.overwrite)
     print(out)
     return 0

@@ -386,8 +386,11 @@ def load_profile(path, breakpoints=None):
     reference/bluewaters_node_aware_maxrate.csv) carries no breakpoints: pass
     ``breakpoints={"short_max_bytes": ..., "eager_max_bytes": ...}`` or get
     :data:`BLUEWATERS_BREAKPOINTS`. gamma/delta stay unset for a CSV; use
-    :func:`bluewaters_profile` for the published profile with them.
+    :func:`bluewaters_profile` for the published profile with them; the word
+    ``"bluewaters"`` in place of a path returns it, so every ``--profile`` takes it.
     """
+    if str(path).strip().lower() == "bluewaters":
+        return bluewaters_profile()
     path = Path(path)
     if not path.is_file():
         raise InputError(path, None, "no such file")
