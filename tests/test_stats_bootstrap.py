@@ -276,3 +276,14 @@ def test_cli_bootstrap_file_errors(tmp_path, capsys):
                  "--base-ranks", "16"]) == 2
     assert str(nonode) in capsys.readouterr().err
     assert main(["stats", "bootstrap", str(tmp_path / "x.json"), "--target-ranks", "8"]) == 2
+    capsys.readouterr()
+    negative = tmp_path / "neg.csv"
+    frame = _long_table(np.random.default_rng(2).random((10, 8)))
+    frame.loc[5, "time_s"] = -1e-3
+    frame.to_csv(negative, index=False)
+    assert main(["stats", "bootstrap", str(negative), "--target-ranks", "32"]) == 2
+    err = capsys.readouterr().err
+    assert str(negative) in err and "time_s" in err and "negative" in err
+    pd.DataFrame({"max_time_s": [0.1, -0.2, 0.3]}).to_csv(negative, index=False)
+    assert main(["stats", "gev", str(negative), "--column", "max_time_s"]) == 2
+    assert "negative time" in capsys.readouterr().err

@@ -221,7 +221,7 @@ def test_cli_gev_json_reports_fits_and_emma(tmp_path, capsys):
 
 def test_cli_gev_table_and_errors(tmp_path, capsys):
     path = tmp_path / "t.csv"
-    pd.DataFrame({"time_s": np.random.default_rng(1).gumbel(size=200)}).to_csv(path, index=False)
+    pd.DataFrame({"time_s": np.random.default_rng(1).gumbel(0.01, 1e-4, size=200)}).to_csv(path, index=False)
     assert main(["stats", "gev", str(path)]) == 0
     assert "types agree" in capsys.readouterr().out
     assert main(["stats", "gev", str(path), "--column", "lat_s"]) == 2

@@ -58,3 +58,12 @@ def test_study_never_overwrites(study, capsys):
     before = (study / "report.html").stat().st_mtime_ns
     assert main(["study", "--quick", "--out", str(study)]) == 2
     assert (study / "report.html").stat().st_mtime_ns == before
+
+
+@pytest.mark.parametrize("argv, needle", [(["--pairs", "1"], "--pairs"),
+                                          (["--only", "nonsense"], "--only")])
+def test_bad_study_options_create_nothing(tmp_path, capsys, argv, needle):
+    out = tmp_path / "study"
+    assert main(["study", "--quick", "--out", str(out), *argv]) == 2
+    assert needle in capsys.readouterr().err
+    assert not out.exists()

@@ -54,6 +54,9 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
     if unknown:
         raise InputError("--only", None, f"unknown step(s) {', '.join(sorted(unknown))}; "
                                          f"choose from {', '.join(STEPS)}")
+    if not isinstance(pairs, int) or pairs < 2:
+        raise InputError("--pairs", None, f"the max-rate fit needs at least 2 concurrent pairs, "
+                                          f"got {pairs}")
     out = Path(out) if out else default_study_dir()
     if out.exists() and any(out.iterdir()):
         raise InputError(out, None, "exists and is not empty; not overwriting it")

@@ -67,6 +67,9 @@ def read_column(path, column):
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise InputError(path, column, "empty, non-numeric, NaN or infinite values")
+    if column.endswith("_s") and (values < 0).any():  # a time in seconds, by naming convention
+        raise InputError(path, column, f"negative time {values.min():g} s (row "
+                                       f"{int(np.argmin(values)) + 2} of the file)")
     return values
 
 

@@ -394,6 +394,8 @@ def per_rank_matrix(frame, source="table", column="time_s"):
     values = frame[column].to_numpy(dtype=float, na_value=np.nan)
     if not np.all(np.isfinite(values)):
         raise InputError(source, column, "contains NaN or infinite values")
+    if (values < 0).any():
+        raise InputError(source, column, f"contains negative times (smallest {values.min():g} s)")
     if frame.duplicated(["iteration", "rank"]).any():
         raise InputError(source, "rank", "an (iteration, rank) pair appears twice")
     wide = frame.pivot(index="iteration", columns="rank", values=column)
