@@ -50,6 +50,7 @@ def test_doctor_json_on_this_machine(capsys, default_mpi):
     assert d["topology"]["cores"] >= 1 and d["topology"]["sockets"] >= 1
     assert "pml_ob1_posted_recvq_length" in d["mpi_t"]["queue_pvars"]
     assert d["mpi_t"]["eager_cvars"]["btl_sm_eager_limit"] > 0
+    assert "btl_sm_max_send_size" not in d["mpi_t"]["eager_cvars"]     # fragmenting, not eager
     assert set(d["ompt"]) >= {"available", "hint"}
 
 
@@ -99,3 +100,14 @@ def test_bad_sizes_name_the_option(text):
     from commscope.units import parse_size
     with pytest.raises(InputError, match="--size"):
         parse_size(text, "--size")
+
+
+def test_eager_limits_keep_size_limits_only():
+    from commscope.mpi import eager_limits
+    cvars = [{"name": "btl_sm_eager_limit", "value": 4096},
+             {"name": "btl_sm_max_send_size", "value": 32768},
+             {"name": "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "value": 131072},
+             {"name": "MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD", "value": -1},
+             {"name": "MPIR_CVAR_CH4_OFI_RNDV_PROTOCOL", "value": 0}]
+    assert eager_limits(cvars) == {"btl_sm_eager_limit": 4096,
+                                   "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE": 131072}

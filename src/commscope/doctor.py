@@ -58,7 +58,7 @@ def diagnose(mpi_spec=None):
             "cvar_count": info.get("cvar_count", 0),
             "pvar_count": info.get("pvar_count", 0),
             "queue_pvars": [v["name"] for v in info.get("queue_pvars", [])],
-            "eager_cvars": {v["name"]: v.get("value") for v in info.get("eager_cvars", [])},
+            "eager_cvars": mpimod.eager_limits(info.get("eager_cvars")),
         },
     }
 
@@ -85,7 +85,7 @@ def format_report(d):
         f"{mt['pvar_count']} performance variables",
         f"  queue pvars   {', '.join(mt['queue_pvars']) or 'none'}",
     ]
-    eager = {k: v for k, v in mt["eager_cvars"].items() if v is not None}
+    eager = mt["eager_cvars"]
     if eager:
         lines.append("  eager/rndv    " + ", ".join(f"{k}={v}" for k, v in eager.items()))
     return "\n".join(lines)

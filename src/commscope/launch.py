@@ -74,11 +74,11 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
     oversub = launcher != "srun" and per_node * threads > available_cores()
     want_bind = bind == "core" or (bind == "auto" and not oversub and threads == 1)
 
-    if threads > 1 or omp_wait_policy:
-        env["OMP_NUM_THREADS"] = str(threads)
-        if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
-            env["OMP_WAIT_POLICY"] = omp_wait_policy
-            notes.append(f"OMP_WAIT_POLICY={omp_wait_policy} (spinning threads starve MPI progress)")
+    # Always set: an OpenMP runtime left to itself starts one thread per core in every rank.
+    env["OMP_NUM_THREADS"] = str(threads)
+    if omp_wait_policy and "OMP_WAIT_POLICY" not in os.environ:
+        env["OMP_WAIT_POLICY"] = omp_wait_policy
+        notes.append(f"OMP_WAIT_POLICY={omp_wait_policy} (spinning threads starve MPI progress)")
 
     if launcher == "srun":
         argv = ["srun", "-n", str(nranks), f"--cpus-per-task={threads}",
@@ -97,6 +97,9 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
             notes.append("single node: OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,sm (fast start-up)")
         if oversub or per_node > 2:
             argv.append("--oversubscribe")
+            if not oversub:
+                notes.append(f"--oversubscribe: Open MPI may count fewer slots than the "
+                             f"{per_node} ranks per node even when the cores are there")
         if oversub:
             env["OMPI_MCA_mpi_yield_when_idle"] = "1"
         argv += ["--bind-to", "core" if want_bind else "none"]

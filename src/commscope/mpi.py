@@ -16,6 +16,7 @@ rebuilds what depends on it and switching back reuses the earlier build.
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,19 @@ def binary(mpi, name, quiet=True):
     if not path.exists():
         raise EnvironmentProblem(f"native program cs_{name} was not built (see {build_dir(mpi)})")
     return path
+
+
+# Open MPI: btl_sm_eager_limit, btl_self_rndv_eager_limit; MPICH: MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE,
+# MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD. Not max_send_size (fragmenting) or protocol switches.
+_EAGER_LIMIT = re.compile(r"eager_(limit|max|threshold)", re.IGNORECASE)
+
+
+def eager_limits(cvars):
+    """{name: bytes} of the eager/rendezvous size limits among MPI_T control variables.
+
+    ``cvars``: cs_mpiinfo's ``eager_cvars`` entries (dicts with name, value). Values
+    that are not positive integers (MPICH's -1 = "decided at run time") are left out.
+    """
+    return {c["name"]: c["value"] for c in cvars or []
+            if _EAGER_LIMIT.search(c.get("name", ""))
+            and isinstance(c.get("value"), int) and c["value"] > 0}

@@ -11,6 +11,7 @@ import math
 import pandas as pd
 
 from .errors import InputError
+from .mpi import eager_limits
 from .models.fitting import fit_profile
 from .models.profile import LOCALITIES, PROTOCOLS
 from .report.build import expand_run_paths
@@ -23,10 +24,7 @@ HVPP_KINDS = {"hvpingpong"}
 def _eager_limits(runs):
     limits = {}
     for run in runs:
-        for cvar in run.meta.get("mpi", {}).get("eager_cvars") or []:
-            value = cvar.get("value")
-            if isinstance(value, int) and value > 0:
-                limits[cvar["name"]] = value
+        limits.update(eager_limits(run.meta.get("mpi", {}).get("eager_cvars")))
     return limits
 
 

@@ -24,10 +24,15 @@ from ..topology import node_topology
 
 
 def mpi_info(mpi):
-    """What the MPI says about itself (cs_mpiinfo output), cached per build tree."""
+    """What the MPI says about itself (cs_mpiinfo output), cached per build tree.
+
+    The cache is stale once the program or the MPI's mpicc is newer (a rebuild, or
+    an MPI upgraded in place).
+    """
     program = mpimod.binary(mpi, "mpiinfo")
     cache = program.parent / "mpiinfo.json"
-    if cache.exists():
+    newest = max(Path(f).stat().st_mtime for f in (program, mpi.mpicc) if Path(f).exists())
+    if cache.exists() and cache.stat().st_mtime >= newest:
         try:
             return json.loads(cache.read_text())
         except json.JSONDecodeError:

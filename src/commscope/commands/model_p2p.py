@@ -60,7 +60,9 @@ def register(registry):
     q.add_argument("--hops", type=float, default=None,
                    help="average network hops per byte, h of eq. 7 (contention omitted if not given)")
     q.add_argument("--queue", choices=QUEUE_SEARCH_CASES, default="upper",
-                   help="queue search: upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, ordered = gamma n")
+                   help="queue search: upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, "
+                        "ordered = gamma n. `commscope fit` fits gamma in the upper form, so "
+                        "triangular with a fitted gamma gives about half the measured search")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
     q.add_argument("--plot", metavar="PNG", default=None,
                    help="also write the stacked view per rank (004 Figs. 10-11) to this PNG; "
