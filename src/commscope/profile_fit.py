@@ -73,15 +73,15 @@ def fit_runs(paths, hops=None):
 
 def _max_rate_warnings(pp, profile):
     """R_N fitted from multi-pair runs that had more ranks than cores measures time-slicing."""
-    out = []
-    for run in pp:
-        if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1:
-            fitted = [loc for (proto, loc), p in profile.params.items()
-                      if proto == "rendezvous" and math.isfinite(p.R_N_Bps)]
-            out.append(f"R_N ({', '.join(fitted) or 'no locality'}) comes from the oversubscribed "
-                       f"multi-pair run {run.path}: with more ranks than cores it measures cores "
-                       "time-slicing, not the injection limit")
-    return out
+    fitted = [loc for (proto, loc), p in profile.params.items()
+              if proto == "rendezvous" and math.isfinite(p.R_N_Bps)]
+    if not fitted:
+        return []
+    return [f"R_N ({', '.join(fitted)}) comes from the oversubscribed multi-pair run "
+            f"{run.path}: with more ranks than cores it measures time-slicing of the cores, "
+            "not the injection limit"
+            for run in pp
+            if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1]
 
 
 def _with_delta(profile, runs, hops):
@@ -94,8 +94,8 @@ def _with_delta(profile, runs, hops):
                          "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run")
     layouts = set()
     for run in runs:
-        hosts = {p.get("host") for p in run.meta.get("placement", [])} or set(run.meta.get("hosts", []))
-        nodes = max(1, len(hosts))
+        hosts = {p.get("host") for p in run.meta.get("placement", [])}
+        nodes = max(1, len(hosts or run.meta.get("hosts", [])))
         layouts.add((nodes, max(1, 2 * int(run.meta["parameters"].get("pairs", 1)) // nodes)))
     if len(layouts) > 1:
         raise InputError(", ".join(str(r.path) for r in runs), "placement",

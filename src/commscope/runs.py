@@ -89,8 +89,8 @@ class Run:
         The directory name is ``<UTC timestamp>-<kind>`` (or ``name``); an
         existing directory is never reused.
         """
-        if name is not None and (not name or name in (".", "..") or "/" in name
-                                 or os.sep in name or name.startswith(".")):
+        if name is not None and (not name or name.startswith(".") or "/" in name
+                                 or os.sep in name):
             raise InputError("--name", None, f"{name!r} must be a plain directory name "
                              "(no path separators, not starting with '.')")
         root = Path(root)

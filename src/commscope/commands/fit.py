@@ -17,7 +17,8 @@ def register(registry):
                     "with the eager limits the MPI reports through MPI_T; alpha and beta per "
                     "protocol and locality; R_b and the injection limit R_N from multi-pair runs; "
                     "gamma from HighVolumePingPong runs and delta from --contention ones when "
-                    "given. Writes a documented JSON profile (docs/machine-profile.md) with the relative error per size.\n\n"
+                    "given. Writes a documented JSON profile (docs/machine-profile.md) with the "
+                    "relative error per size.\n\n"
                     "example:\n  commscope fit runs/ -o machine-profile.json")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")

@@ -45,7 +45,8 @@ def register(registry):
                                description=P2P_DESCRIPTION)
     p.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
     p.add_argument("--size", required=True, nargs="+", metavar="BYTES",
-                   help="message size(s) in bytes (8K = 8192, 8KB = 8000); A:B for a doubling range")
+                   help="message size(s) in bytes (8K = 8192, 8KB = 8000); A:B for a doubling "
+                        "range")
     p.add_argument("--locality", required=True,
                    help=f"one of {', '.join(LOCALITIES)} (intra-node = cross-socket)")
     p.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")

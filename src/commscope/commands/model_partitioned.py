@@ -1,6 +1,5 @@
 """``commscope model partitioned``: a thin shell over :mod:`commscope.models.partitioned`."""
 
-
 import numpy as np
 
 from ..errors import InputError
@@ -140,8 +139,8 @@ def register(registry):
     w.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
     w.add_argument("--sizes", nargs="+", metavar="SIZE",
-                   help="buffer sizes: 18MiB = 18M = 18 * 2^20, 16MB = 16 * 10^6 (default: 18 * 2^j "
-                        "MiB, j = -6..8)")
+                   help="buffer sizes: 18MiB = 18M = 18 * 2^20, 16MB = 16 * 10^6 "
+                        "(default: 18 * 2^j MiB, j = -6..8)")
     mc = p.add_argument_group("Monte Carlo")
     mc.add_argument("--monte-carlo", action="store_true", help="add the simulated columns")
     mc.add_argument("--dist", default="normal", choices=pm.DISTRIBUTIONS,
