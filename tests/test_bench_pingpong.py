@@ -1,13 +1,11 @@
 """Real ping-pong runs through the CLI and the library (2 and 4 ranks)."""
 
-import json
-
 import numpy as np
 import pytest
 
 from commscope.bench.pingpong import run_pingpong
 from commscope.cli import main
-from commscope.errors import EnvironmentProblem, InputError
+from commscope.errors import EnvironmentProblem
 from commscope.runs import open_run
 
 pytestmark = pytest.mark.mpi

@@ -13,7 +13,6 @@ so, with every sample written before the failure.
 
 import csv
 import json
-import os
 from pathlib import Path
 
 from .. import launch, mpi as mpimod

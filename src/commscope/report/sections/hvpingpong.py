@@ -19,6 +19,7 @@ from ...bench.hvpingpong import model_table
 from ...errors import InputError
 from ...output import format_table, format_value
 from ..figures import figure_html, new_figure
+from . import per_run
 
 KINDS = {"hvpingpong"}
 TITLE = "HighVolumePingPong: queue search (004 Sec. 4.1)"
@@ -102,10 +103,4 @@ def _render_run(run, profile, profile_note):
 
 def render(runs, context):
     profile, note = _profile(context)
-    out = []
-    for run in runs:
-        try:
-            out.append(_render_run(run, profile, note))
-        except InputError as exc:
-            out.append(f"<p>{html.escape(run.path.name)}: cannot show ({html.escape(str(exc))})</p>")
-    return "\n".join(out)
+    return per_run(runs, lambda run: _render_run(run, profile, note))

@@ -17,6 +17,7 @@ from ...bench.mtmatch import BUDGETS_S, config_summary
 from ...errors import InputError
 from ...output import format_table
 from ..figures import figure_html, new_figure
+from . import per_run
 
 KINDS = {"mtmatch"}
 TITLE = "Multithreaded message matching (002)"
@@ -86,10 +87,4 @@ def _render_run(run):
 
 
 def render(runs, context):
-    out = []
-    for run in runs:
-        try:
-            out.append(_render_run(run))
-        except InputError as exc:
-            out.append(f"<p>{html.escape(run.path.name)}: cannot show ({html.escape(str(exc))})</p>")
-    return "\n".join(out)
+    return per_run(runs, _render_run)

@@ -13,9 +13,9 @@ import html
 import numpy as np
 
 from ...bench.threads import compare_with_injected, load_tables, recovery_table
-from ...errors import InputError
 from ...stats import arrivals
 from ..figures import figure_html, new_figure
+from . import per_run
 
 KINDS = {"threads"}
 TITLE = "Thread arrivals"
@@ -152,10 +152,4 @@ def render_run(run, threshold_s=THRESHOLD_S):
 
 
 def render(runs, context):
-    out = []
-    for run in runs:
-        try:
-            out.append(render_run(run))
-        except InputError as exc:
-            out.append(f'<p class="note">{html.escape(run.path.name)}: cannot show ({html.escape(str(exc))})</p>')
-    return "\n".join(out)
+    return per_run(runs, render_run)
