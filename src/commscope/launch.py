@@ -157,8 +157,12 @@ class JobResult:
     wall_s: float
 
 
-def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True):
+def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True,
+            echo_stderr=False):
     """Run a planned job; stream its stdout (when ``echo``) and show progress.
+
+    ``echo_stderr`` passes the job's own stderr through as well (a profiled
+    program's messages); it is kept in the result either way.
 
     Returns a :class:`JobResult`; a non-zero exit is the caller's to interpret
     (the samples already written stay on disk either way).
@@ -188,6 +192,9 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
                 bar.update(int(m.group(1)), int(m.group(2)), m.group(3))
             else:
                 err_lines.append(line)
+                if echo_stderr:
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
 
     pumps = [threading.Thread(target=f, daemon=True) for f in (pump_stdout, pump_stderr)]
     for t in pumps:

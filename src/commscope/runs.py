@@ -147,8 +147,8 @@ class Run:
     def finish(self, status="complete", **extra):
         """Convert raw CSV tables to Parquet, stamp the end time and status."""
         for csv in sorted(self.raw_dir.glob("*.csv")):
-            if csv.stem == "placement":
-                continue
+            if csv.stem == "placement" or "." in csv.stem:
+                continue  # per-rank raw files (comms.<rank>.csv) are read by their own converters
             if not (self.path / f"{csv.stem}.parquet").exists():
                 self.write_table(csv.stem, _read_csv(csv))
         self.meta.update(extra)

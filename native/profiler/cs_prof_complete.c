@@ -1,0 +1,190 @@
+/* The Wait/Test families and MPI_Request_free: where nonblocking requests end.
+ *
+ * A completed non-persistent request comes back as MPI_REQUEST_NULL, so each
+ * wrapper keeps a copy of the handles it was given; a program that ignores the
+ * statuses gets them filled anyway (a receive's source and size live there).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs_prof_hooks.h"
+
+#define STACK_REQS 64
+
+void cs_complete(MPI_Request before, const MPI_Status *status, uint64_t t0)
+{
+    if (before == MPI_REQUEST_NULL || !cs_tracking_requests()) return;
+    cs_req_t *e = cs_req_find(before);
+    if (!e || !e->active) return; /* untracked, or an inactive persistent request */
+    uint64_t *s = cs_slab();
+    s[CS_C_requests_completed]++;
+    if (cs_sets & CS_SET_REQUESTS) {
+        cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, -1);
+        if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, -1);
+    }
+    if (e->kind == CS_REQ_RECV && status) cs_count_received(s, e->func, e->comm, status);
+    if (cs_sets & CS_SET_TRACE) {
+        int n = 0, recv = e->kind == CS_REQ_RECV && status;
+        if (recv) PMPI_Get_count(status, MPI_BYTE, &n);
+        cs_trace(CS_EV_COMPLETE, t0, e->id, recv ? n : e->bytes, recv ? status->MPI_SOURCE : e->peer,
+                 recv ? status->MPI_TAG : e->tag, e->comm, recv);
+    }
+    if (e->persistent) e->active = 0;
+    else cs_req_remove(e);
+}
+
+/* Copies of the handles, and a status array when the caller passed
+ * MPI_STATUSES_IGNORE (statuses == NULL: the caller needs no statuses). */
+typedef struct {
+    MPI_Request stack_reqs[STACK_REQS];
+    MPI_Status stack_st[STACK_REQS];
+    MPI_Request *reqs;
+    MPI_Status *st;
+} saved_t;
+
+static int save(saved_t *sv, int n, const MPI_Request *reqs, MPI_Status **statuses)
+{
+    sv->reqs = n <= STACK_REQS ? sv->stack_reqs : malloc(sizeof(MPI_Request) * (size_t)n);
+    sv->st = 0;
+    if (!sv->reqs) return 0;
+    memcpy(sv->reqs, reqs, sizeof(MPI_Request) * (size_t)n);
+    if (statuses && *statuses == MPI_STATUSES_IGNORE) {
+        sv->st = n <= STACK_REQS ? sv->stack_st : malloc(sizeof(MPI_Status) * (size_t)n);
+        if (!sv->st) return 0;
+        *statuses = sv->st;
+    }
+    return 1;
+}
+
+static void release(saved_t *sv)
+{
+    if (sv->reqs && sv->reqs != sv->stack_reqs) free(sv->reqs);
+    if (sv->st && sv->st != sv->stack_st) free(sv->st);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    CS_ENTER(CS_F_MPI_Wait);
+    CS_STATUS(status);
+    MPI_Request before = *request;
+    int rc = PMPI_Wait(request, status);
+    if (rc == MPI_SUCCESS) cs_complete(before, status, t0_);
+    CS_LEAVE(CS_F_MPI_Wait);
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    CS_ENTER(CS_F_MPI_Test);
+    CS_STATUS(status);
+    MPI_Request before = *request;
+    int rc = PMPI_Test(request, flag, status);
+    if (rc == MPI_SUCCESS && *flag) cs_complete(before, status, t0_);
+    CS_LEAVE(CS_F_MPI_Test);
+    return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+{
+    CS_ENTER(CS_F_MPI_Waitany);
+    CS_STATUS(status);
+    saved_t sv;
+    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, 0);
+    int rc = PMPI_Waitany(count, array_of_requests, index, status);
+    if (ok && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) cs_complete(sv.reqs[*index], status, t0_);
+    if (ok) release(&sv);
+    CS_LEAVE(CS_F_MPI_Waitany);
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+{
+    CS_ENTER(CS_F_MPI_Testany);
+    CS_STATUS(status);
+    saved_t sv;
+    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, 0);
+    int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
+    if (ok && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) cs_complete(sv.reqs[*index], status, t0_);
+    if (ok) release(&sv);
+    CS_LEAVE(CS_F_MPI_Testany);
+    return rc;
+}
+
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+{
+    CS_ENTER(CS_F_MPI_Waitall);
+    saved_t sv;
+    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, &array_of_statuses);
+    int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
+    /* MPI_ERR_IN_STATUS: some completed; each status's MPI_ERROR says which */
+    if (ok && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS))
+        for (int i = 0; i < count; i++)
+            if (rc == MPI_SUCCESS || array_of_statuses[i].MPI_ERROR == MPI_SUCCESS)
+                cs_complete(sv.reqs[i], &array_of_statuses[i], t0_);
+    if (ok) release(&sv);
+    CS_LEAVE(CS_F_MPI_Waitall);
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+{
+    CS_ENTER(CS_F_MPI_Testall);
+    saved_t sv;
+    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, &array_of_statuses);
+    int rc = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
+    if (ok && rc == MPI_SUCCESS && *flag)
+        for (int i = 0; i < count; i++) cs_complete(sv.reqs[i], &array_of_statuses[i], t0_);
+    if (ok) release(&sv);
+    CS_LEAVE(CS_F_MPI_Testall);
+    return rc;
+}
+
+static int some(int which, int incount, MPI_Request reqs[], int *outcount, int indices[],
+                MPI_Status statuses[], uint64_t t0)
+{
+    saved_t sv;
+    int ok = cs_tracking_requests() && save(&sv, incount, reqs, &statuses);
+    int rc = which == CS_F_MPI_Waitsome ? PMPI_Waitsome(incount, reqs, outcount, indices, statuses)
+                                        : PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+    if (ok && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
+        for (int i = 0; i < *outcount; i++) cs_complete(sv.reqs[indices[i]], &statuses[i], t0);
+    if (ok) release(&sv);
+    return rc;
+}
+
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    CS_ENTER(CS_F_MPI_Waitsome);
+    int rc = some(CS_F_MPI_Waitsome, incount, array_of_requests, outcount, array_of_indices,
+                  array_of_statuses, t0_);
+    CS_LEAVE(CS_F_MPI_Waitsome);
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+                 MPI_Status array_of_statuses[])
+{
+    CS_ENTER(CS_F_MPI_Testsome);
+    int rc = some(CS_F_MPI_Testsome, incount, array_of_requests, outcount, array_of_indices,
+                  array_of_statuses, t0_);
+    CS_LEAVE(CS_F_MPI_Testsome);
+    return rc;
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    CS_ENTER(CS_F_MPI_Request_free);
+    cs_req_t *e = cs_tracking_requests() && *request != MPI_REQUEST_NULL ? cs_req_find(*request) : 0;
+    if (e) {
+        /* An active request freed before completion is no longer outstanding for us. */
+        if (e->active && (cs_sets & CS_SET_REQUESTS)) {
+            cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, -1);
+            if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, -1);
+        }
+        cs_req_remove(e);
+    }
+    int rc = PMPI_Request_free(request);
+    CS_LEAVE(CS_F_MPI_Request_free);
+    return rc;
+}

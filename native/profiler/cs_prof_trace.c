@@ -1,0 +1,145 @@
+/* Event trace of point-to-point calls (`commscope profile --trace`).
+ *
+ * Each thread fills its own buffer of fixed-size records and appends it to
+ * trace.<rank>.<thread>.bin with one write() when full and at MPI_Finalize, so a
+ * killed run keeps every flushed buffer.  A rank-wide byte budget
+ * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
+ * dropped and a message says so once.
+ *
+ * File: 64-byte header {"CSTRACE1", u32 version 1, u32 record size 48, i32 rank,
+ * i32 thread, f64 ticks per second (0: see counters.<rank>.json), u64 tick0,
+ * 24 bytes 0} then records (see cs_trace_rec_t).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cs_prof_hooks.h"
+
+typedef struct {
+    uint64_t t_begin, t_end, request;
+    int64_t bytes;
+    int32_t peer, tag, comm;
+    uint16_t event, flags;
+} cs_trace_rec_t;
+_Static_assert(sizeof(cs_trace_rec_t) == 48, "trace record layout");
+
+typedef struct trace_buf {
+    cs_trace_rec_t *recs;
+    int n, fd, thread;
+    struct trace_buf *next;
+} trace_buf_t;
+
+static char trace_dir[4096];
+static long long limit_bytes, used_bytes;
+static int buffer_records;
+static int warned;
+static trace_buf_t *all_buffers;
+static pthread_mutex_t buffers_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread trace_buf_t *tl_buf;
+
+void cs_trace_init(const char *dir, long long limit, int records)
+{
+    snprintf(trace_dir, sizeof trace_dir, "%s", dir);
+    limit_bytes = limit;
+    buffer_records = records;
+}
+
+static int open_file(trace_buf_t *b)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace.%d.%d.bin", trace_dir, cs_world_rank, b->thread);
+    b->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
+    if (b->fd < 0) return -1;
+    unsigned char h[64] = {0};
+    uint32_t version = 1, size = sizeof(cs_trace_rec_t);
+    int32_t rank = cs_world_rank, thread = b->thread;
+    double tps = 0;
+    memcpy(h, "CSTRACE1", 8);
+    memcpy(h + 8, &version, 4);
+    memcpy(h + 12, &size, 4);
+    memcpy(h + 16, &rank, 4);
+    memcpy(h + 20, &thread, 4);
+    memcpy(h + 24, &tps, 8);
+    memcpy(h + 32, &cs_hdr->tick0, 8);
+    return write(b->fd, h, sizeof h) == (ssize_t)sizeof h ? 0 : -1;
+}
+
+static void flush(trace_buf_t *b)
+{
+    if (b->n == 0) return;
+    size_t bytes = (size_t)b->n * sizeof(cs_trace_rec_t);
+    uint64_t *s = cs_slab_at(b->thread);
+    if (__atomic_add_fetch(&used_bytes, (long long)bytes, __ATOMIC_RELAXED) > limit_bytes ||
+        (b->fd < 0 && open_file(b) != 0) || write(b->fd, b->recs, bytes) != (ssize_t)bytes) {
+        s[CS_C_trace_records_dropped] += (uint64_t)b->n;
+        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+            fprintf(stderr, CS_PREFIX "rank %d: trace %s; later records are counted as dropped\n",
+                    cs_world_rank,
+                    used_bytes > limit_bytes ? "size limit reached (COMMSCOPE_TRACE_LIMIT, --trace-limit)"
+                                             : strerror(errno));
+    } else {
+        s[CS_C_trace_records] += (uint64_t)b->n;
+    }
+    b->n = 0;
+}
+
+static trace_buf_t *my_buffer(void)
+{
+    if (tl_buf) return tl_buf;
+    trace_buf_t *b = calloc(1, sizeof *b);
+    if (!b || !(b->recs = malloc(sizeof(cs_trace_rec_t) * (size_t)buffer_records))) {
+        free(b);
+        return 0;
+    }
+    cs_slab();
+    b->thread = cs_thread_index();
+    b->fd = -1;
+    pthread_mutex_lock(&buffers_lock);
+    b->next = all_buffers;
+    all_buffers = b;
+    pthread_mutex_unlock(&buffers_lock);
+    return tl_buf = b;
+}
+
+static int32_t comm_id(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD) return 0;
+    if (comm == MPI_COMM_NULL) return -1;
+    const cs_comm_t *c = cs_comm_lookup(comm);
+    return c ? c->id : -1;
+}
+
+void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
+              MPI_Comm comm, int flags)
+{
+    trace_buf_t *b = my_buffer();
+    if (!b) return;
+    cs_trace_rec_t *r = &b->recs[b->n++];
+    r->t_begin = t0;
+    r->t_end = cs_ticks();
+    r->request = request;
+    r->bytes = bytes;
+    r->peer = peer == MPI_ANY_SOURCE ? -1 : peer;
+    r->tag = tag == MPI_ANY_TAG ? -1 : tag;
+    r->comm = comm_id(comm);
+    r->event = (uint16_t)event;
+    r->flags = (uint16_t)flags;
+    if (b->n == buffer_records) flush(b);
+}
+
+void cs_trace_finish(void)
+{
+    pthread_mutex_lock(&buffers_lock);
+    for (trace_buf_t *b = all_buffers; b; b = b->next) {
+        flush(b);
+        if (b->fd >= 0) close(b->fd);
+        b->fd = -2; /* closed: a late record is dropped, not written */
+    }
+    pthread_mutex_unlock(&buffers_lock);
+}

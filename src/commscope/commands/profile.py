@@ -1,0 +1,93 @@
+"""commscope profile"""
+
+import argparse
+import sys
+
+from ..units import parse_size
+from .common_options import add_launch_options, launch_kwargs
+
+EXAMPLES = """\
+examples:
+  commscope profile -n 4 -- ./my_app input.dat        # default counters, snapshots every 0.5 s
+  commscope profile --counters all -- ./my_app         # also per-function timers (costlier)
+  commscope profile --counters bytes,peers -- ./my_app # only some sets
+  commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
+  commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
+  commscope profile --list-counters                    # what is counted
+
+Inside a Slurm allocation the same command starts the ranks with srun (sbatch scripts:
+`commscope profile -n $SLURM_NTASKS -- ./app`).  The program must be linked
+dynamically against the selected MPI (the library is preloaded).  While it runs,
+`commscope top RUN` shows the counters live.  The run directory holds counters.parquet,
+functions.parquet, peers.parquet, size_bins.parquet, collective_bins.parquet,
+snapshots.parquet and pvars.parquet; exit status: the program's own.
+"""
+
+
+def register(registry):
+    p = registry.command(
+        "profile", help="run any MPI program with software performance counters",
+        description="Runs an unmodified MPI program with commscope's PMPI counter library "
+                    "preloaded: calls, bytes and messages per function, the rank x rank "
+                    "matrix, message-size bins, request watermarks, optional per-function "
+                    "timers and event trace, MPI_T performance variables, and snapshots of "
+                    "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
+    p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
+    p.add_argument("--threads-per-rank", type=int, default=1, metavar="T",
+                   help="OMP_NUM_THREADS for the program (default %(default)s)")
+    p.add_argument("--counters", default="default", metavar="SET",
+                   help="default (all but per-call timers), all, or a comma list of: "
+                        "bytes, peers, bins, requests, timers, pvars")
+    p.add_argument("--snapshot-every", default="0.5s", metavar="DURATION",
+                   help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
+                        "start and end (default %(default)s)")
+    p.add_argument("--trace", action="store_true",
+                   help="also record every point-to-point call (post, start, completion)")
+    p.add_argument("--trace-limit", default="1G", metavar="SIZE",
+                   help="trace bytes per rank before records are dropped (default %(default)s)")
+    p.add_argument("--summary", action="store_true",
+                   help="print a per-rank summary after the run (like an MPI_Finalize dump)")
+    p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
+    p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
+    add_launch_options(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
+                   help="the MPI program and its arguments, after --")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    from ..errors import InputError
+    from ..output import dump_json, format_table
+    if args.list_counters:
+        from ..profile.catalog import catalog_markdown
+        print(catalog_markdown(), end="")
+        return 0
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise InputError("PROGRAM", None, "name the program to profile after --, e.g. "
+                                          "commscope profile -n 2 -- ./app")
+    from ..profile.run import run_profile
+    from ..profile.summary import rank_row
+    from ..profile.counters import CounterFile, counter_ranks
+    run, status = run_profile(command[0], command[1:], nranks=args.ranks,
+                              threads=args.threads_per_rank, counters=args.counters,
+                              snapshot_every=args.snapshot_every, trace=args.trace,
+                              trace_limit=parse_size(args.trace_limit, "--trace-limit"),
+                              **launch_kwargs(args))
+    rows = []
+    if args.summary or args.json:
+        for r in counter_ranks(run.raw_dir):
+            cf = CounterFile(run.raw_dir, r)
+            rows.append(rank_row(cf.read()))
+            cf.close()
+    if args.json:
+        dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
+                   "ranks": rows})
+    else:
+        if args.summary:
+            print(format_table(rows, title="commscope profile: per-rank summary"))
+        print(run.path)
+    if status:
+        print(f"commscope profile: the program exited with status {status}; the counters made "
+              f"up to then are in {run.path}", file=sys.stderr)
+    return status

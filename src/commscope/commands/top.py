@@ -1,0 +1,50 @@
+"""commscope top"""
+
+EXAMPLES = """\
+examples:
+  commscope top runs/20261123T071404Z-profile             # live while the program runs
+  commscope top RUN --replay --speed 4                    # replay the snapshots, 4x faster
+  commscope top RUN --once --json                         # one frame for scripts
+
+Columns: msgs_per_s and MB_per_s count messages and bytes sent plus received
+(MB = 10^6 bytes); mpi_time_pct is the share of the interval the rank's threads spent
+inside MPI (needs --counters all); outstanding_hwm and posted_hwm are the high
+watermarks of outstanding requests and posted receives.
+"""
+
+
+def register(registry):
+    p = registry.command(
+        "top", help="live view of a running profile, or a replay of its snapshots",
+        description="Attaches read-only to the mapped counter files of a `commscope profile` "
+                    "run and shows per rank: message rate, bytes per second, time in MPI, "
+                    "busiest functions, request watermarks.", epilog=EXAMPLES)
+    p.add_argument("run", metavar="RUN", help="a profile run directory")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+                   help="refresh interval in seconds (default %(default)s)")
+    p.add_argument("--replay", action="store_true",
+                   help="step through the recorded snapshots instead of the live counters")
+    p.add_argument("--speed", type=float, default=0.0,
+                   help="replay speed-up (0: as fast as possible; default %(default)s)")
+    p.add_argument("--once", action="store_true", help="print one frame (the latest) and exit")
+    p.add_argument("--json", action="store_true", help="print the frame as JSON (implies --once)")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    from ..errors import InputError
+    from ..output import dump_json, format_table
+    from ..profile.top import live, replay
+    from ..runs import open_run
+    if not args.interval > 0:
+        raise InputError("--interval", None, f"must be positive, got {args.interval}")
+    run = open_run(args.run)
+    if run.kind != "profile":
+        raise InputError(run.path, "kind", f"is a {run.kind!r} run; top reads profile runs")
+    once = args.once or args.json
+    rows = replay(run, args.speed, once) if args.replay else live(run, args.interval, once)
+    if args.json:
+        dump_json(rows)
+    elif once:
+        print(format_table(rows, title=f"commscope top {run.path}"))
+    return 0

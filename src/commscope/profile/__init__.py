@@ -1,0 +1,1 @@
+"""The instrument half: `commscope profile` (counters of any MPI program), `top`."""

@@ -1,0 +1,47 @@
+"""The counter table of native/profiler/counters.def, for --list-counters and the docs.
+
+The C library writes the same table into every counters.<rank>.json; this reads
+the source so the table is known before anything has run.
+"""
+
+import re
+
+from ..paths import native_dir
+
+_ENTRY = re.compile(r'CS_COUNTER\((\w+),\s*(\w+),\s*(\w+),\s*(\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)',
+                    re.S)
+
+
+def counter_catalog():
+    """[{name, kind, scope, set, unit, description}] in table order."""
+    text = (native_dir() / "profiler" / "counters.def").read_text()
+    text = re.sub(r'"\s*\n\s*"', "", text)  # join continued string literals
+    return [dict(name=m[0], kind=m[1].lower(), scope=m[2].lower(), set=m[3].lower(), unit=m[4],
+                 description=m[5]) for m in _ENTRY.findall(text)]
+
+
+PER_FUNCTION = [
+    dict(name="calls", kind="regular", set="calls (always)", unit="calls",
+         description="calls of each wrapped MPI function"),
+    dict(name="time", kind="timer", set="timers", unit="ticks -> s",
+         description="time inside each wrapped MPI function (raw ticks, converted by readers)"),
+    dict(name="size bins", kind="bin", set="bins", unit="messages",
+         description="messages per power-of-two size bin, per function (receives: size received)"),
+    dict(name="collective bins", kind="bin", set="bins", unit="calls",
+         description="collective calls by message size (small/large) x communicator size "
+                     "(small/large); breakpoints COMMSCOPE_COLL_SMALL_BYTES (2048) and "
+                     "COMMSCOPE_COLL_SMALL_COMM (16 ranks)"),
+    dict(name="peer matrix", kind="regular", set="peers", unit="messages, bytes",
+         description="messages and bytes sent to and received from each world rank"),
+]
+
+
+def catalog_markdown():
+    rows = ["| counter | kind | scope | set | unit | description |", "|---|---|---|---|---|---|"]
+    for c in counter_catalog():
+        rows.append(f"| `{c['name']}` | {c['kind']} | {c['scope']} | {c['set']} | {c['unit']} | "
+                    f"{c['description']} |")
+    for c in PER_FUNCTION:
+        rows.append(f"| {c['name']} | {c['kind']} | per function | {c['set']} | {c['unit']} | "
+                    f"{c['description']} |")
+    return "\n".join(rows) + "\n"

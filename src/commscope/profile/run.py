@@ -1,0 +1,195 @@
+"""`commscope profile`: run any MPI program with the counter library preloaded.
+
+The program is started through the launcher module (mpiexec, or srun inside a
+Slurm allocation) as
+
+    <launcher> -n N env LD_PRELOAD=<libs> COMMSCOPE_PROFILE_DIR=<run>/raw ... PROGRAM ARGS
+
+so the preload reaches the ranks only, never the launcher.  Collectors (the
+counter library here; OMPT thread timing plugs in the same way) each add
+preload libraries, environment variables and a ``finalize(run)`` that turns
+their raw files into tables, called even when the program failed.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import launch, mpi as mpimod
+from ..bench.driver import mpi_info, read_placement
+from ..errors import EnvironmentProblem, InputError
+from ..paths import default_runs_root
+from ..runs import Run
+from ..topology import node_topology
+from .counters import counter_ranks
+
+#: Counter sets of native/profiler (calls per function are always counted).
+COUNTER_SETS = {
+    "bytes": "messages and bytes sent and received, any-source/any-tag receives, collective bytes",
+    "peers": "rank x rank matrix of messages and bytes",
+    "bins": "power-of-two message-size bins per function and collective bins",
+    "requests": "requests started/completed, watermarks of outstanding requests and posted receives",
+    "timers": "time inside every wrapped function (two clock reads per call: the costliest set)",
+    "pvars": "MPI_T performance variables sampled into the snapshots",
+}
+DEFAULT_SETS = ("bytes", "peers", "bins", "requests", "pvars")
+
+
+def parse_counter_sets(text):
+    """'default', 'all' or a comma-separated list of set names -> sorted tuple."""
+    text = (text or "default").strip()
+    if text == "default":
+        return DEFAULT_SETS
+    if text == "all":
+        return tuple(COUNTER_SETS)
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in COUNTER_SETS]
+    if unknown or not names:
+        raise InputError("--counters", None, f"unknown counter set {', '.join(unknown) or repr(text)} "
+                                             f"(default, all, or some of {', '.join(COUNTER_SETS)})")
+    return tuple(n for n in COUNTER_SETS if n in names)
+
+
+def parse_interval(text, option="--snapshot-every"):
+    """'0.5s', '500ms', '2' (seconds) -> seconds; 0 turns snapshots off."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*(ms|s)?\s*", str(text))
+    if not m:
+        raise InputError(option, None, f"expected a duration such as 0.5s or 500ms, got {text!r}")
+    value = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
+    if 0 < value < 0.01:
+        raise InputError(option, None, f"{text} is below the 10 ms minimum (or 0 for no snapshots)")
+    return value
+
+
+@dataclass
+class Collector:
+    """What one kind of instrumentation adds to the profiled program's launch."""
+    name: str
+    preload: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def finalize(self, run):  # noqa: D401 - overridden
+        """Turn this collector's raw files in ``run`` into tables."""
+
+
+class CounterCollector(Collector):
+    def finalize(self, run):
+        from .convert import convert
+        ranks = convert(run)
+        run.meta["profile"]["ranks"] = ranks
+
+
+def resolve_program(program):
+    """The program's absolute path; a clear error when it is missing or not executable."""
+    path = Path(program)
+    if "/" not in program:
+        found = shutil.which(program)
+        if not found:
+            raise InputError(program, None, "no such program (not a path, not on PATH)")
+        path = Path(found)
+    if not path.exists():
+        raise InputError(path, None, "no such program")
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise InputError(path, None, "not an executable file")
+    return path.resolve()
+
+
+def _libmpi_of(binary):
+    """The realpath of the libmpi a binary loads (from ldd), or None."""
+    try:
+        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"^\s*libmpi(?:ch)?\.so[.\d]*\s*=>\s*(\S+)", out, re.MULTILINE)
+    return os.path.realpath(m.group(1)) if m and m.group(1) != "not" else None
+
+
+def check_same_mpi(program, library, mpi):
+    """Refuse a program linked against another MPI than the selected one (they would mix)."""
+    theirs, ours = _libmpi_of(program), _libmpi_of(library)
+    if theirs and ours and theirs != ours:
+        raise InputError(program, None, f"is linked against {theirs}, but the selected MPI "
+                                        f"({mpi.name}: {mpi.mpicc}) uses {ours}; pass --mpi with "
+                                        "the mpicc of the MPI the program was built with")
+
+
+def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
+    env = {"COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
+           "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000)))}
+    if trace_limit is not None:
+        env["COMMSCOPE_TRACE_LIMIT"] = str(int(trace_limit))
+    notes = [f"counters: {', '.join(sets) or 'calls only'}"
+             + ("" if "timers" in sets else " (per-call timers off: --counters all turns them on)")]
+    return CounterCollector("counters", preload=[str(lib)], env=env, notes=notes)
+
+
+def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
+                snapshot_every="0.5s", trace=False, trace_limit=None, collectors=(),
+                mpi_spec=None, runs_root=None, run_name=None, hosts=None, ranks_per_node=None,
+                timeout=None, echo=True):
+    """Profile ``program args`` on ``nranks`` ranks; returns ``(run, exit_status)``.
+
+    ``exit_status`` is the program's (128 + signal when killed); the run
+    directory holds every count made up to the end either way.
+    """
+    sets = parse_counter_sets(counters)
+    snapshot_s = parse_interval(snapshot_every)
+    if timeout is not None and not timeout > 0:
+        raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
+    path = resolve_program(str(program))
+    mpi = mpimod.select_mpi(mpi_spec)
+    lib = mpimod.build(mpi, target="commscope") / "libcommscope.so"
+    if not lib.exists():
+        raise EnvironmentProblem(f"libcommscope.so was not built (see {mpimod.build_dir(mpi)})")
+    check_same_mpi(path, lib, mpi)
+    info = mpi_info(mpi)
+    collectors = [counter_collector(lib, sets, snapshot_s, trace, trace_limit), *collectors]
+    params = dict(program=str(path), args=list(map(str, args)), ranks=nranks, threads=threads,
+                  counters=list(sets), snapshot_every_s=snapshot_s, trace=trace)
+    run = Run.create(runs_root or default_runs_root(), "profile", params, name=run_name)
+    os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
+    env = {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve())}
+    preload = [lib for c in collectors for lib in c.preload]
+    for c in collectors:
+        env.update(c.env)
+    if os.environ.get("LD_PRELOAD"):
+        preload.append(os.environ["LD_PRELOAD"])
+    wrapped = [f"LD_PRELOAD={':'.join(preload)}", *(f"{k}={v}" for k, v in env.items()),
+               str(path), *map(str, args)]
+    plan = launch.plan_launch(mpi, nranks, shutil.which("env") or "/usr/bin/env", wrapped,
+                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads)
+    plan.notes += [n for c in collectors for n in c.notes]
+    run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
+        "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
+    run.meta["launch"] = plan.to_dict()
+    run.meta["hosts"] = plan.hosts
+    run.meta["topology"] = node_topology()
+    run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": []}
+    run.save_meta()
+    res = None
+    try:
+        res = launch.run_job(plan, title="profile", timeout=timeout, echo=echo, progress=False,
+                             echo_stderr=echo)
+    finally:
+        code = res.returncode if res else None
+        (run.path / "stderr.txt").write_text(res.stderr if res else "")
+        problems = []
+        for c in collectors:
+            try:
+                c.finalize(run)
+            except InputError as exc:  # a raw file the program left unreadable
+                problems.append(str(exc))
+        run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
+        run.meta["profile"]["problems"] = problems
+        status = "complete" if code == 0 and not problems else "failed"
+        run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None)
+    if not counter_ranks(run.raw_dir):
+        raise InputError(path, None, f"wrote no counters (exit status {code}): it never called "
+                                     "MPI_Init through the preloaded library. It is not an MPI "
+                                     "program, is linked statically, or uses another MPI than "
+                                     f"{mpi.name} ({run.path} kept)")
+    return run, (code if code is not None and code >= 0 else 128 - (code or 0))
