@@ -17,8 +17,8 @@ void cs_complete(MPI_Request before, const MPI_Status *status, uint64_t t0)
     cs_req_t *e = cs_req_find(before);
     if (!e || !e->active) return; /* untracked, or an inactive persistent request */
     uint64_t *s = cs_slab();
-    s[CS_C_requests_completed]++;
     if (cs_sets & CS_SET_REQUESTS) {
+        s[CS_C_requests_completed]++;
         cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, -1);
         if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, -1);
     }

@@ -164,13 +164,10 @@ static inline void cs_track(uint64_t *s, MPI_Request req, int kind, int func, lo
     e->comm = comm;
     e->persistent = (char)persistent;
     e->active = !persistent;
-    if (!persistent) {
+    if (!persistent && (cs_sets & CS_SET_REQUESTS)) {
         s[CS_C_requests_started]++;
-        if (cs_sets & CS_SET_REQUESTS) {
-            cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);
-            if (kind == CS_REQ_RECV)
-                cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
-        }
+        cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);
+        if (kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
     }
 }
 

@@ -136,8 +136,8 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     if (!e) return;
     uint64_t *s = cs_slab();
     e->active = 1;
-    s[CS_C_requests_started]++;
     if (cs_sets & CS_SET_REQUESTS) {
+        s[CS_C_requests_started]++;
         cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);
         if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
     }

@@ -1,0 +1,299 @@
+"""`commscope profile`: counts checked against what the profiled program's logic implies.
+
+tests/programs/exact_threads.c documents its calls; every expectation below is
+derived from that description, per thread, under MPI_THREAD_MULTIPLE.
+"""
+
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from commscope.cli import main
+from commscope.profile.counters import CounterFile, counter_ranks
+from commscope.runs import open_run
+
+pytestmark = pytest.mark.mpi
+PROGRAMS = Path(__file__).parent / "programs"
+T = 8  # threads per rank
+
+
+def compile_program(mpi, name, out_dir):
+    exe = Path(out_dir) / f"{name}-{mpi.name}"
+    subprocess.run([mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / f"{name}.c"), "-o", str(exe)],
+                   check=True)
+    return exe
+
+
+@pytest.fixture(scope="module")
+def exact_openmpi(default_mpi, tmp_path_factory):
+    return compile_program(default_mpi, "exact_threads", tmp_path_factory.mktemp("progs"))
+
+
+def profile(capsys, runs_root, *argv):
+    code = main(["profile", "--runs", str(runs_root), "--quiet", *argv])
+    out, err = capsys.readouterr()
+    run_dirs = sorted(runs_root.iterdir())
+    return code, out, err, (open_run(run_dirs[-1]) if run_dirs else None)
+
+
+def expected_thread(t, rank):
+    """Calls and counters of worker thread t on `rank`, from exact_threads.c."""
+    k = 10 + t
+    calls = {"MPI_Send" if rank == 0 else "MPI_Recv": 100 + t, "MPI_Irecv": k, "MPI_Isend": k,
+             "MPI_Waitall": 1, "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Start": 10,
+             "MPI_Wait": 10, "MPI_Request_free": 2, "MPI_Allreduce": 3, "MPI_Barrier": 1}
+    blocking = (100 + t) * 8 * (t + 1)
+    sent = (100 + t if rank == 0 else 0) + k + 5
+    received = (100 + t if rank == 1 else 0) + k + 5
+    nb = k * 64 * (t + 1) + 5 * 16 * (t + 1)
+    counters = dict(messages_sent=sent, messages_received=received,
+                    bytes_sent=nb + (blocking if rank == 0 else 0),
+                    bytes_received=nb + (blocking if rank == 1 else 0),
+                    collective_bytes=3 * (t + 1) * 8, any_source_receives=k if t % 2 else 0,
+                    any_tag_receives=0, requests_started=2 * k + 10, requests_completed=2 * k + 10,
+                    requests_untracked=0)
+    return calls, counters
+
+
+def check_exact(run):
+    functions = run.table("functions")
+    counters = run.table("counters")
+    for rank in (0, 1):
+        f = functions[functions["rank"] == rank]
+        c = counters[counters["rank"] == rank]
+        # main thread: Init_thread, T Comm_dup and Comm_free, Finalize; T workers
+        assert sorted(f["thread"].unique()) == list(range(T + 1))
+        by_thread = {t: dict(zip(g["function"], g["calls"])) for t, g in f.groupby("thread")}
+        main_thread = [t for t, calls in by_thread.items() if "MPI_Init_thread" in calls]
+        assert len(main_thread) == 1
+        assert by_thread.pop(main_thread[0]) == {"MPI_Init_thread": 1, "MPI_Comm_dup": T,
+                                                 "MPI_Comm_free": T, "MPI_Finalize": 1}
+        # a worker's slab is identified by its Isend count (10 + t)
+        seen = set()
+        for slab, calls in by_thread.items():
+            t = calls["MPI_Isend"] - 10
+            seen.add(t)
+            want_calls, want_counters = expected_thread(t, rank)
+            assert calls == want_calls, f"rank {rank} thread {t}"
+            got = dict(zip(c[c["thread"] == slab]["counter"], c[c["thread"] == slab]["value"]))
+            for name, value in want_counters.items():
+                assert got[name] == value, f"rank {rank} thread {t} {name}"
+        assert seen == set(range(T))
+        rank_wide = dict(zip(c[c["thread"] == -1]["counter"], c[c["thread"] == -1]["value"]))
+        assert rank_wide["outstanding_requests"] == 0 and rank_wide["posted_receives"] == 0
+        # at least one thread's own requests were outstanding at once; never more than all
+        assert 2 * (10 + T - 1) <= rank_wide["outstanding_requests_hwm"] <= sum(
+            2 * (10 + t) + 2 for t in range(T))
+        assert 10 + T - 1 <= rank_wide["posted_receives_hwm"] <= sum(10 + t + 1 for t in range(T))
+    peers = run.table("peers").set_index(["rank", "peer"])
+    sent0 = sum(expected_thread(t, 0)[1]["messages_sent"] for t in range(T))
+    sent1 = sum(expected_thread(t, 1)[1]["messages_sent"] for t in range(T))
+    assert peers.loc[(0, 1), "messages_sent"] == sent0 == peers.loc[(1, 0), "messages_received"]
+    assert peers.loc[(1, 0), "messages_sent"] == sent1 == peers.loc[(0, 1), "messages_received"]
+    bins = run.table("size_bins")
+    send_bins = bins[(bins["rank"] == 0) & (bins["function"] == "MPI_Send")]
+    want = {}
+    for t in range(T):
+        b = (8 * (t + 1)).bit_length()
+        want[b] = want.get(b, 0) + 100 + t
+    assert dict(zip(send_bins["bin"], send_bins["count"])) == want
+
+
+def test_counts_exact_with_8_threads_open_mpi(capsys, runs_root, exact_openmpi):
+    code, out, err, run = profile(capsys, runs_root, "-n", "2", "--summary", "--", str(exact_openmpi))
+    assert code == 0, err
+    assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
+    check_exact(run)
+    assert "messages_sent" in out  # the --summary table
+
+
+@pytest.mark.mpich
+def test_counts_exact_with_8_threads_mpich(capsys, runs_root, mpich_mpi, tmp_path):
+    exe = compile_program(mpich_mpi, "exact_threads", tmp_path)
+    code, out, err, run = profile(capsys, runs_root, "--mpi", "mpich", "--", str(exe))
+    assert code == 0, err
+    check_exact(run)
+
+
+def test_snapshots_end_at_the_totals_and_pvars_are_sampled(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--snapshot-every", "10ms", "--", str(exact_openmpi))
+    assert code == 0, err
+    snaps = run.table("snapshots")
+    counters = run.table("counters")
+    for rank, s in snaps.groupby("rank"):
+        s = s.sort_values("seq")
+        assert s["seq"].tolist() == list(range(1, len(s) + 1))
+        assert (s["time_s"].diff().dropna() >= 0).all()
+        assert (s["messages_sent"].diff().dropna() >= 0).all()  # cumulative
+        total = counters[(counters["rank"] == rank) & (counters["counter"] == "messages_sent")]["value"].sum()
+        assert s["messages_sent"].iloc[-1] == total
+    pvars = run.table("pvars")
+    if "openmpi" in run.meta["mpi"]["flavor"]:
+        assert {"pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length"} <= set(pvars["pvar"])
+
+
+def test_counter_sets_select_what_is_counted(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--counters", "bytes", "--", str(exact_openmpi))
+    assert code == 0, err
+    assert run.meta["parameters"]["counters"] == ["bytes"]
+    assert "peers" not in run.tables() and "size_bins" not in run.tables()
+    c = run.table("counters")
+    assert c[(c["rank"] == 0) & (c["counter"] == "messages_sent")]["value"].sum() == sum(
+        expected_thread(t, 0)[1]["messages_sent"] for t in range(T))
+    assert c[c["counter"] == "requests_started"]["value"].sum() == 0  # requests set off
+
+
+def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--counters", "all", "--", str(exact_openmpi))
+    assert code == 0, err
+    f = run.table("functions")
+    assert f["time_s"].notna().all() and (f["time_s"] >= 0).all()
+    per_rank = f.groupby("rank")["time_s"].sum()
+    # threads overlap, so time in MPI summed over threads can exceed the wall time, but not
+    # wall time x threads
+    assert (per_rank > 0).all() and (per_rank < run.meta["wall_s"] * (T + 1)).all()
+
+
+def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypatch):
+    monkeypatch.setenv("CRASH_AFTER_PHASE1", "1")
+    code, _, err, run = profile(capsys, runs_root, "--timeout", "60", "--", str(exact_openmpi))
+    assert code != 0
+    assert "exited with status" in err
+    assert run.meta["status"] == "failed"
+    summary = {r["rank"]: r for r in run.meta["profile"]["ranks"]}
+    assert summary[1]["state"].startswith("not finalized")
+    f = run.table("functions")
+    recv = f[(f["rank"] == 1) & (f["function"] == "MPI_Recv")]["calls"].sum()
+    assert recv == sum(100 + t for t in range(T))  # every blocking receive before the kill
+
+
+def test_files_are_private(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))
+    assert code == 0, err
+    assert stat.S_IMODE(run.raw_dir.stat().st_mode) == 0o700
+    for p in run.raw_dir.glob("counters.*"):
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600
+
+
+def test_top_reads_a_running_program(runs_root, default_mpi, tmp_path):
+    """top attaches to the mapped files while the program is still inside MPI."""
+    src = tmp_path / "slow.c"
+    src.write_text("""
+#include <mpi.h>
+#include <unistd.h>
+int main(int c, char **v) {
+  MPI_Init(&c, &v); int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); char b[8];
+  for (int i = 0; i < 30; i++) { if (r == 0) MPI_Send(b, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+                                 else MPI_Recv(b, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                                 usleep(100000); }
+  MPI_Finalize(); return 0; }
+""")
+    exe = tmp_path / "slow"
+    subprocess.run([default_mpi.mpicc, str(src), "-o", str(exe)], check=True)
+    cmd = [sys.executable, "-m", "commscope", "profile", "--runs", str(runs_root), "--quiet", "--", str(exe)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            runs = list(runs_root.iterdir())
+            if runs and len(counter_ranks(runs[0] / "raw")) == 2:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)
+        top = subprocess.run([sys.executable, "-m", "commscope", "top", str(runs[0]), "--json"],
+                             capture_output=True, text=True, timeout=60)
+        assert top.returncode == 0, top.stderr
+        rows = json.loads(top.stdout)
+        assert [r["rank"] for r in rows] == [0, 1]
+        assert 0 < rows[0]["calls"] < 32  # mid-run: some of the 30 sends done, not all
+        assert proc.poll() is None
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stderr.read()
+    replay = subprocess.run([sys.executable, "-m", "commscope", "top", str(runs[0]), "--replay",
+                             "--once", "--json"], capture_output=True, text=True, timeout=60)
+    assert json.loads(replay.stdout)[0]["calls"] == 32  # Init, 30 sends, Finalize (Comm_rank: not wrapped)
+
+
+def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--trace", "--", str(exact_openmpi))
+    assert code == 0, err
+    traces = sorted(run.raw_dir.glob("trace.0.*.bin"))
+    records = 0
+    for p in traces:
+        data = p.read_bytes()
+        assert data[:8] == b"CSTRACE1" and (len(data) - 64) % 48 == 0
+        records += (len(data) - 64) // 48
+    # rank 0, thread t: 100+t sends, 2(10+t) posts + 2(10+t) completions, 10 starts + 10 completions
+    assert records == sum(100 + t + 4 * (10 + t) + 20 for t in range(T))
+    c = run.table("counters")
+    assert c[(c["rank"] == 0) & (c["counter"] == "trace_records")]["value"].sum() == records
+
+
+# ---- bad input --------------------------------------------------------------
+
+def test_missing_program_is_one_clear_error(capsys, runs_root):
+    code, _, err, run = profile(capsys, runs_root, "--", str(runs_root / "no-such-app"))
+    assert code == 2 and "no such program" in err and run is None
+
+
+def test_non_mpi_program_is_refused(capsys, runs_root):
+    code, _, err, run = profile(capsys, runs_root, "--", shutil.which("true"))
+    assert code == 2
+    assert "never called MPI_Init" in err
+
+
+def test_second_profile_into_the_same_directory_is_refused(capsys, runs_root, exact_openmpi):
+    code, _, err, run = profile(capsys, runs_root, "--name", "p", "--", str(exact_openmpi))
+    assert code == 0, err
+    before = {p.name: p.stat().st_mtime_ns for p in run.raw_dir.iterdir()}
+    code, _, err, _ = profile(capsys, runs_root, "--name", "p", "--", str(exact_openmpi))
+    assert code == 2 and "exists" in err
+    assert {p.name: p.stat().st_mtime_ns for p in run.raw_dir.iterdir()} == before
+
+
+def test_metadata_that_does_not_match_its_data_file(capsys, runs_root, exact_openmpi):
+    for name in ("a", "b"):
+        assert profile(capsys, runs_root, "--name", name, "--", str(exact_openmpi))[0] == 0
+    a, b = runs_root / "a" / "raw", runs_root / "b" / "raw"
+    os.chmod(b / "counters.0.json", 0o600)
+    shutil.copy(a / "counters.0.json", b / "counters.0.json")  # other run's nonce
+    with pytest.raises(Exception) as info:
+        CounterFile(b, 0)
+    assert "counters.0.bin" in str(info.value) and "different runs" in str(info.value)
+    assert main(["top", str(runs_root / "b"), "--once"]) == 2
+    assert "nonce" in capsys.readouterr().err
+
+
+def test_program_linked_against_another_mpi_is_refused(capsys, runs_root, mpich_mpi, tmp_path):
+    exe = compile_program(mpich_mpi, "exact_threads", tmp_path)
+    code, _, err, run = profile(capsys, runs_root, "--mpi", "openmpi", "--", str(exe))
+    assert code == 2 and "is linked against" in err and run is None
+
+
+def test_bad_options(capsys, runs_root, exact_openmpi):
+    for argv, word in ([["--counters", "nope"], "unknown counter set"],
+                       [["--snapshot-every", "fast"], "duration"],
+                       [["--snapshot-every", "1ms"], "10 ms"]):
+        code, _, err, run = profile(capsys, runs_root, *argv, "--", str(exact_openmpi))
+        assert code == 2 and word in err and run is None
+    assert main(["profile", "--runs", str(runs_root)]) == 2
+    assert "name the program" in capsys.readouterr().err
+
+
+def test_list_counters_is_the_table_of_the_library(capsys):
+    assert main(["profile", "--list-counters"]) == 0
+    out = capsys.readouterr().out
+    for name in ("messages_sent", "outstanding_requests_hwm", "posted_receives_hwm", "peer matrix"):
+        assert name in out
+    doc = (Path(__file__).parents[1] / "docs" / "counters.md").read_text()
+    assert out in doc, "docs/counters.md is out of date: scripts/gen_counter_docs.py"
