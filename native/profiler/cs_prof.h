@@ -121,7 +121,7 @@ void cs_comms_finish(void);
  * attributed (a receive's source and size come from the status). */
 enum { CS_REQ_SEND = 1, CS_REQ_RECV = 2, CS_REQ_COLL = 3 };
 typedef struct {
-    uintptr_t key;   /* the MPI_Request handle; 0 empty, 1 deleted */
+    uintptr_t key;   /* the MPI_Request handle; 0: empty slot */
     uint64_t id;     /* commscope request id (trace) */
     long long bytes; /* sends: message size; receives: posted size */
     MPI_Comm comm;
@@ -133,12 +133,15 @@ typedef struct {
     char active;     /* started and not yet completed */
 } cs_req_t;
 int cs_reqs_init(long capacity);
-cs_req_t *cs_req_insert(MPI_Request req); /* NULL when full */
-cs_req_t *cs_req_find(MPI_Request req);
-void cs_req_remove(cs_req_t *entry);
+/* Remember req (purging a stale entry of the same handle); -1 when its bucket is full. */
+int cs_req_put(MPI_Request req, const cs_req_t *info);
+/* Copy req's entry into *out (1 if found); set_active >= 0 also sets its active flag. */
+int cs_req_get(MPI_Request req, cs_req_t *out, int set_active);
+/* The request with this id completed: forget it, or (keep) mark a persistent one inactive. */
+void cs_req_done(MPI_Request req, uint64_t id, int keep);
 
-/* Completion of a request seen in Wait/Test (cs_prof_complete.c). */
-void cs_complete(MPI_Request before, const MPI_Status *status, uint64_t t0);
+/* Completion of a request whose entry was copied before the Wait/Test call. */
+void cs_complete(MPI_Request before, const cs_req_t *e, const MPI_Status *status, uint64_t t0);
 
 /* Snapshots (cs_prof_snap.c). */
 int cs_pvars_init(void);           /* returns the number of pvar values sampled */

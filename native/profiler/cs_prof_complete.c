@@ -1,21 +1,22 @@
 /* The Wait/Test families and MPI_Request_free: where nonblocking requests end.
  *
- * A completed non-persistent request comes back as MPI_REQUEST_NULL, so each
- * wrapper keeps a copy of the handles it was given; a program that ignores the
- * statuses gets them filled anyway (a receive's source and size live there).
+ * Each wrapper copies the table entries of the requests it was given before the
+ * PMPI call, while their handles are still live (afterwards MPI may already have
+ * given a handle to another thread's new request), and attributes the completions
+ * afterwards.  A program that ignores the statuses gets them filled anyway: a
+ * receive's source and size live there.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cs_prof_hooks.h"
 
-#define STACK_REQS 64
+#define ON_STACK 32
 
-void cs_complete(MPI_Request before, const MPI_Status *status, uint64_t t0)
+void cs_complete(MPI_Request before, const cs_req_t *e, const MPI_Status *status, uint64_t t0)
 {
-    if (before == MPI_REQUEST_NULL || !cs_tracking_requests()) return;
-    cs_req_t *e = cs_req_find(before);
-    if (!e || !e->active) return; /* untracked, or an inactive persistent request */
+    if (!e->active) return; /* an inactive persistent request */
     uint64_t *s = cs_slab();
     if (cs_sets & CS_SET_REQUESTS) {
         s[CS_C_requests_completed]++;
@@ -29,46 +30,67 @@ void cs_complete(MPI_Request before, const MPI_Status *status, uint64_t t0)
         cs_trace(CS_EV_COMPLETE, t0, e->id, recv ? n : e->bytes, recv ? status->MPI_SOURCE : e->peer,
                  recv ? status->MPI_TAG : e->tag, e->comm, recv);
     }
-    if (e->persistent) e->active = 0;
-    else cs_req_remove(e);
+    cs_req_done(before, e->id, e->persistent);
 }
 
-/* Copies of the handles, and a status array when the caller passed
- * MPI_STATUSES_IGNORE (statuses == NULL: the caller needs no statuses). */
+/* The requests a call was given, their table entries, and a status array when the
+ * caller passed MPI_STATUSES_IGNORE (want_statuses == 0: the call has one status). */
 typedef struct {
-    MPI_Request stack_reqs[STACK_REQS];
-    MPI_Status stack_st[STACK_REQS];
+    int n;
     MPI_Request *reqs;
+    cs_req_t *entries;
+    char *found;
     MPI_Status *st;
+    MPI_Request s_reqs[ON_STACK];
+    cs_req_t s_entries[ON_STACK];
+    char s_found[ON_STACK];
+    MPI_Status s_st[ON_STACK];
 } saved_t;
-
-static int save(saved_t *sv, int n, const MPI_Request *reqs, MPI_Status **statuses)
-{
-    sv->reqs = n <= STACK_REQS ? sv->stack_reqs : malloc(sizeof(MPI_Request) * (size_t)n);
-    sv->st = 0;
-    if (!sv->reqs) return 0;
-    memcpy(sv->reqs, reqs, sizeof(MPI_Request) * (size_t)n);
-    if (statuses && *statuses == MPI_STATUSES_IGNORE) {
-        sv->st = n <= STACK_REQS ? sv->stack_st : malloc(sizeof(MPI_Status) * (size_t)n);
-        if (!sv->st) return 0;
-        *statuses = sv->st;
-    }
-    return 1;
-}
 
 static void release(saved_t *sv)
 {
-    if (sv->reqs && sv->reqs != sv->stack_reqs) free(sv->reqs);
-    if (sv->st && sv->st != sv->stack_st) free(sv->st);
+    if (sv->reqs != sv->s_reqs) free(sv->reqs);
+    if (sv->entries != sv->s_entries) free(sv->entries);
+    if (sv->found != sv->s_found) free(sv->found);
+    if (sv->st != sv->s_st) free(sv->st);
+}
+
+/* Returns 0 when tracking is off or memory ran out (nothing is attributed then). */
+static int save(saved_t *sv, int n, const MPI_Request *reqs, MPI_Status **statuses)
+{
+    memset(sv, 0, offsetof(saved_t, s_reqs));
+    if (!cs_tracking_requests() || n <= 0) return 0;
+    int small = n <= ON_STACK;
+    sv->n = n;
+    sv->reqs = small ? sv->s_reqs : malloc(sizeof(MPI_Request) * (size_t)n);
+    sv->entries = small ? sv->s_entries : malloc(sizeof(cs_req_t) * (size_t)n);
+    sv->found = small ? sv->s_found : malloc((size_t)n);
+    if (statuses && *statuses == MPI_STATUSES_IGNORE)
+        sv->st = small ? sv->s_st : malloc(sizeof(MPI_Status) * (size_t)n);
+    if (!sv->reqs || !sv->entries || !sv->found || (statuses && *statuses == MPI_STATUSES_IGNORE && !sv->st)) {
+        release(sv);
+        return 0;
+    }
+    if (sv->st) *statuses = sv->st;
+    memcpy(sv->reqs, reqs, sizeof(MPI_Request) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        sv->found[i] = reqs[i] != MPI_REQUEST_NULL && cs_req_get(reqs[i], &sv->entries[i], -1);
+    return 1;
+}
+
+static void complete_saved(saved_t *sv, int i, const MPI_Status *status, uint64_t t0)
+{
+    if (sv->found[i]) cs_complete(sv->reqs[i], &sv->entries[i], status, t0);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Wait);
     CS_STATUS(status);
-    MPI_Request before = *request;
+    saved_t sv;
+    int ok = save(&sv, 1, request, 0);
     int rc = PMPI_Wait(request, status);
-    if (rc == MPI_SUCCESS) cs_complete(before, status, t0_);
+    if (ok && rc == MPI_SUCCESS) complete_saved(&sv, 0, status, t0_);
     CS_LEAVE(CS_F_MPI_Wait);
     return rc;
 }
@@ -77,9 +99,10 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Test);
     CS_STATUS(status);
-    MPI_Request before = *request;
+    saved_t sv;
+    int ok = save(&sv, 1, request, 0);
     int rc = PMPI_Test(request, flag, status);
-    if (rc == MPI_SUCCESS && *flag) cs_complete(before, status, t0_);
+    if (ok && rc == MPI_SUCCESS && *flag) complete_saved(&sv, 0, status, t0_);
     CS_LEAVE(CS_F_MPI_Test);
     return rc;
 }
@@ -89,9 +112,9 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Stat
     CS_ENTER(CS_F_MPI_Waitany);
     CS_STATUS(status);
     saved_t sv;
-    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, 0);
+    int ok = save(&sv, count, array_of_requests, 0);
     int rc = PMPI_Waitany(count, array_of_requests, index, status);
-    if (ok && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) cs_complete(sv.reqs[*index], status, t0_);
+    if (ok && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete_saved(&sv, *index, status, t0_);
     if (ok) release(&sv);
     CS_LEAVE(CS_F_MPI_Waitany);
     return rc;
@@ -102,9 +125,10 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fla
     CS_ENTER(CS_F_MPI_Testany);
     CS_STATUS(status);
     saved_t sv;
-    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, 0);
+    int ok = save(&sv, count, array_of_requests, 0);
     int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
-    if (ok && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) cs_complete(sv.reqs[*index], status, t0_);
+    if (ok && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+        complete_saved(&sv, *index, status, t0_);
     if (ok) release(&sv);
     CS_LEAVE(CS_F_MPI_Testany);
     return rc;
@@ -114,13 +138,13 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
 {
     CS_ENTER(CS_F_MPI_Waitall);
     saved_t sv;
-    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, &array_of_statuses);
+    int ok = save(&sv, count, array_of_requests, &array_of_statuses);
     int rc = PMPI_Waitall(count, array_of_requests, array_of_statuses);
     /* MPI_ERR_IN_STATUS: some completed; each status's MPI_ERROR says which */
     if (ok && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS))
         for (int i = 0; i < count; i++)
             if (rc == MPI_SUCCESS || array_of_statuses[i].MPI_ERROR == MPI_SUCCESS)
-                cs_complete(sv.reqs[i], &array_of_statuses[i], t0_);
+                complete_saved(&sv, i, &array_of_statuses[i], t0_);
     if (ok) release(&sv);
     CS_LEAVE(CS_F_MPI_Waitall);
     return rc;
@@ -130,10 +154,10 @@ int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Statu
 {
     CS_ENTER(CS_F_MPI_Testall);
     saved_t sv;
-    int ok = cs_tracking_requests() && save(&sv, count, array_of_requests, &array_of_statuses);
+    int ok = save(&sv, count, array_of_requests, &array_of_statuses);
     int rc = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
     if (ok && rc == MPI_SUCCESS && *flag)
-        for (int i = 0; i < count; i++) cs_complete(sv.reqs[i], &array_of_statuses[i], t0_);
+        for (int i = 0; i < count; i++) complete_saved(&sv, i, &array_of_statuses[i], t0_);
     if (ok) release(&sv);
     CS_LEAVE(CS_F_MPI_Testall);
     return rc;
@@ -143,11 +167,11 @@ static int some(int which, int incount, MPI_Request reqs[], int *outcount, int i
                 MPI_Status statuses[], uint64_t t0)
 {
     saved_t sv;
-    int ok = cs_tracking_requests() && save(&sv, incount, reqs, &statuses);
+    int ok = save(&sv, incount, reqs, &statuses);
     int rc = which == CS_F_MPI_Waitsome ? PMPI_Waitsome(incount, reqs, outcount, indices, statuses)
                                         : PMPI_Testsome(incount, reqs, outcount, indices, statuses);
     if (ok && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
-        for (int i = 0; i < *outcount; i++) cs_complete(sv.reqs[indices[i]], &statuses[i], t0);
+        for (int i = 0; i < *outcount; i++) complete_saved(&sv, indices[i], &statuses[i], t0);
     if (ok) release(&sv);
     return rc;
 }
@@ -175,14 +199,14 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, in
 int MPI_Request_free(MPI_Request *request)
 {
     CS_ENTER(CS_F_MPI_Request_free);
-    cs_req_t *e = cs_tracking_requests() && *request != MPI_REQUEST_NULL ? cs_req_find(*request) : 0;
-    if (e) {
+    cs_req_t e;
+    if (cs_tracking_requests() && *request != MPI_REQUEST_NULL && cs_req_get(*request, &e, -1)) {
         /* An active request freed before completion is no longer outstanding for us. */
-        if (e->active && (cs_sets & CS_SET_REQUESTS)) {
+        if (e.active && (cs_sets & CS_SET_REQUESTS)) {
             cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, -1);
-            if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, -1);
+            if (e.kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, -1);
         }
-        cs_req_remove(e);
+        cs_req_done(*request, e.id, 0);
     }
     int rc = PMPI_Request_free(request);
     CS_LEAVE(CS_F_MPI_Request_free);

@@ -150,20 +150,21 @@ static inline void cs_track(uint64_t *s, MPI_Request req, int kind, int func, lo
 {
     *id_out = 0;
     if (!cs_tracking_requests() || req == MPI_REQUEST_NULL) return;
-    cs_req_t *e = cs_req_insert(req);
-    if (!e) {
+    cs_req_t e = {0};
+    e.id = *id_out = cs_next_request_id();
+    e.kind = (short)kind;
+    e.func = (short)func;
+    e.bytes = bytes;
+    e.peer = peer;
+    e.tag = tag;
+    e.comm = comm;
+    e.persistent = (char)persistent;
+    e.active = !persistent;
+    if (cs_req_put(req, &e) != 0) {
         s[CS_C_requests_untracked]++;
+        *id_out = 0;
         return;
     }
-    e->id = *id_out = cs_next_request_id();
-    e->kind = (short)kind;
-    e->func = (short)func;
-    e->bytes = bytes;
-    e->peer = peer;
-    e->tag = tag;
-    e->comm = comm;
-    e->persistent = (char)persistent;
-    e->active = !persistent;
     if (!persistent && (cs_sets & CS_SET_REQUESTS)) {
         s[CS_C_requests_started]++;
         cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);

@@ -131,20 +131,18 @@ long long cs_wbytes(const void *sendbuf, const int *sendcounts, const MPI_Dataty
 void cs_on_start(int func, MPI_Request req, uint64_t t0)
 {
     (void)func;
-    if (!cs_tracking_requests()) return;
-    cs_req_t *e = cs_req_find(req);
-    if (!e) return;
+    cs_req_t e;
+    if (!cs_tracking_requests() || !cs_req_get(req, &e, 1)) return;
     uint64_t *s = cs_slab();
-    e->active = 1;
     if (cs_sets & CS_SET_REQUESTS) {
         s[CS_C_requests_started]++;
         cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);
-        if (e->kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
+        if (e.kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
     }
-    if (e->kind == CS_REQ_SEND) cs_count_sent(s, e->func, e->bytes, e->peer, e->comm);
+    if (e.kind == CS_REQ_SEND) cs_count_sent(s, e.func, e.bytes, e.peer, e.comm);
     if (cs_sets & CS_SET_TRACE)
-        cs_trace(e->kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, t0, e->id, e->bytes, e->peer,
-                 e->tag, e->comm, 0);
+        cs_trace(e.kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, t0, e.id, e.bytes, e.peer, e.tag,
+                 e.comm, 0);
 }
 
 /* ---- set-up ------------------------------------------------------------ */

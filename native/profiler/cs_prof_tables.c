@@ -6,8 +6,8 @@
  *   (creation is rare).  Every communicator is also listed in comms.<rank>.csv.
  * requests: what a nonblocking request is (send or receive, size, peer), so
  *   that Wait/Test can attribute its completion.  A request may be completed by
- *   another thread than the one that started it, so slots are claimed with a
- *   compare-and-swap; a full table only loses attribution (requests_untracked).
+ *   another thread than the one that started it (see the bucket locks below); a
+ *   full bucket only loses attribution (requests_untracked).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,7 +19,6 @@
 
 #define EMPTY ((uintptr_t)0)
 #define DELETED ((uintptr_t)1)
-#define MAX_PROBES 512
 
 static inline uintptr_t handle_key(uintptr_t h) { return h < 2 ? h + 2 : h; }
 static inline size_t slot_of(uintptr_t key, unsigned bits)
@@ -155,47 +154,83 @@ void cs_comms_finish(void)
 
 /* ---- requests ------------------------------------------------------------- */
 
-static cs_req_t *reqs;
-static unsigned req_bits;
-static size_t req_slots;
+/* Buckets of a few entries, each behind its own byte lock (held for a handful of
+ * instructions; threads meet only when their requests hash to the same bucket).
+ * A lock-free table is not enough here: once PMPI_Wait* returns, MPI may hand the
+ * same handle to another thread's new request before the completing thread has
+ * removed the old entry.  So completion wrappers copy an entry while its handle is
+ * still live, removal checks the entry's id, and an insert purges any older entry
+ * with the same handle (that request has completed, or MPI would not reuse it). */
+#define PER_BUCKET 4
+typedef struct {
+    uint32_t lock, pad;
+    cs_req_t e[PER_BUCKET];
+} bucket_t;
+static bucket_t *buckets;
+static unsigned bucket_bits;
+
+static inline bucket_t *bucket_lock(uintptr_t key)
+{
+    bucket_t *b = &buckets[slot_of(key, bucket_bits)];
+    while (__atomic_exchange_n(&b->lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&b->lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+    return b;
+}
+
+static inline void bucket_unlock(bucket_t *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE); }
 
 int cs_reqs_init(long capacity)
 {
-    req_bits = 6;
-    while ((1ul << req_bits) < (unsigned long)capacity) req_bits++;
-    req_slots = (size_t)1 << req_bits;
-    reqs = calloc(req_slots, sizeof *reqs); /* pages are touched only as slots are used */
-    if (!reqs) {
-        fprintf(stderr, CS_PREFIX "cannot allocate the request table (%zu slots)\n", req_slots);
+    bucket_bits = 4;
+    while ((PER_BUCKET << bucket_bits) < capacity) bucket_bits++;
+    buckets = calloc((size_t)1 << bucket_bits, sizeof *buckets); /* touched only as used */
+    if (!buckets) {
+        fprintf(stderr, CS_PREFIX "cannot allocate the request table (%ld entries)\n", capacity);
         return -1;
     }
     return 0;
 }
 
-cs_req_t *cs_req_insert(MPI_Request req)
+int cs_req_put(MPI_Request req, const cs_req_t *info)
 {
     uintptr_t key = handle_key((uintptr_t)req);
-    size_t i = slot_of(key, req_bits);
-    for (int n = 0; n < MAX_PROBES; n++, i = (i + 1) & (req_slots - 1)) {
-        uintptr_t k = __atomic_load_n(&reqs[i].key, __ATOMIC_RELAXED);
-        while (k == EMPTY || k == DELETED) {
-            if (__atomic_compare_exchange_n(&reqs[i].key, &k, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-                return &reqs[i];
+    bucket_t *b = bucket_lock(key);
+    cs_req_t *free_slot = 0;
+    for (int i = 0; i < PER_BUCKET; i++) {
+        if (b->e[i].key == key) b->e[i].key = EMPTY; /* stale: its request completed */
+        if (b->e[i].key == EMPTY && !free_slot) free_slot = &b->e[i];
+    }
+    if (free_slot) {
+        *free_slot = *info;
+        free_slot->key = key;
+    }
+    bucket_unlock(b);
+    return free_slot ? 0 : -1;
+}
+
+int cs_req_get(MPI_Request req, cs_req_t *out, int set_active)
+{
+    uintptr_t key = handle_key((uintptr_t)req);
+    bucket_t *b = bucket_lock(key);
+    int found = 0;
+    for (int i = 0; i < PER_BUCKET && !found; i++) {
+        if (b->e[i].key != key) continue;
+        *out = b->e[i];
+        if (set_active >= 0) b->e[i].active = (char)set_active;
+        found = 1;
+    }
+    bucket_unlock(b);
+    return found;
+}
+
+void cs_req_done(MPI_Request req, uint64_t id, int keep)
+{
+    uintptr_t key = handle_key((uintptr_t)req);
+    bucket_t *b = bucket_lock(key);
+    for (int i = 0; i < PER_BUCKET; i++)
+        if (b->e[i].key == key && b->e[i].id == id) {
+            if (keep) b->e[i].active = 0;
+            else b->e[i].key = EMPTY;
         }
-    }
-    return 0;
+    bucket_unlock(b);
 }
-
-cs_req_t *cs_req_find(MPI_Request req)
-{
-    uintptr_t key = handle_key((uintptr_t)req);
-    size_t i = slot_of(key, req_bits);
-    for (int n = 0; n < MAX_PROBES; n++, i = (i + 1) & (req_slots - 1)) {
-        uintptr_t k = __atomic_load_n(&reqs[i].key, __ATOMIC_ACQUIRE);
-        if (k == key) return &reqs[i];
-        if (k == EMPTY) return 0;
-    }
-    return 0;
-}
-
-void cs_req_remove(cs_req_t *entry) { __atomic_store_n(&entry->key, DELETED, __ATOMIC_RELEASE); }
