@@ -158,6 +158,10 @@ void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int pee
 void cs_trace_finish(void);
 int cs_thread_index(void); /* index of this thread's slab, -1 before init */
 
+/* The library is built with hidden visibility (internal calls and globals need no
+ * PLT or GOT indirection); only the MPI wrappers are exported. */
+#define CS_EXPORT __attribute__((visibility("default")))
+
 /* Error messages from the library go to stderr with this prefix. */
 #define CS_PREFIX "commscope profile: "
 

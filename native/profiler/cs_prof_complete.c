@@ -25,8 +25,8 @@ void cs_complete(MPI_Request before, const cs_req_t *e, const MPI_Status *status
     }
     if (e->kind == CS_REQ_RECV && status) cs_count_received(s, e->func, e->comm, status);
     if (cs_sets & CS_SET_TRACE) {
-        int n = 0, recv = e->kind == CS_REQ_RECV && status;
-        if (recv) PMPI_Get_count(status, MPI_BYTE, &n);
+        int recv = e->kind == CS_REQ_RECV && status;
+        long long n = recv ? cs_status_bytes(status) : 0;
         cs_trace(CS_EV_COMPLETE, t0, e->id, recv ? n : e->bytes, recv ? status->MPI_SOURCE : e->peer,
                  recv ? status->MPI_TAG : e->tag, e->comm, recv);
     }
@@ -83,7 +83,7 @@ static void complete_saved(saved_t *sv, int i, const MPI_Status *status, uint64_
     if (sv->found[i]) cs_complete(sv->reqs[i], &sv->entries[i], status, t0);
 }
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
+CS_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Wait);
     CS_STATUS(status);
@@ -95,7 +95,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     return rc;
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+CS_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Test);
     CS_STATUS(status);
@@ -107,7 +107,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return rc;
 }
 
-int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
+CS_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Waitany);
     CS_STATUS(status);
@@ -120,7 +120,7 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Stat
     return rc;
 }
 
-int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
+CS_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag, MPI_Status *status)
 {
     CS_ENTER(CS_F_MPI_Testany);
     CS_STATUS(status);
@@ -134,7 +134,7 @@ int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *fla
     return rc;
 }
 
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
+CS_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[])
 {
     CS_ENTER(CS_F_MPI_Waitall);
     saved_t sv;
@@ -150,7 +150,7 @@ int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_
     return rc;
 }
 
-int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
+CS_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[])
 {
     CS_ENTER(CS_F_MPI_Testall);
     saved_t sv;
@@ -176,7 +176,7 @@ static int some(int which, int incount, MPI_Request reqs[], int *outcount, int i
     return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+CS_EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                  MPI_Status array_of_statuses[])
 {
     CS_ENTER(CS_F_MPI_Waitsome);
@@ -186,7 +186,7 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, in
     return rc;
 }
 
-int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
+CS_EXPORT int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[],
                  MPI_Status array_of_statuses[])
 {
     CS_ENTER(CS_F_MPI_Testsome);
@@ -196,7 +196,7 @@ int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount, in
     return rc;
 }
 
-int MPI_Request_free(MPI_Request *request)
+CS_EXPORT int MPI_Request_free(MPI_Request *request)
 {
     CS_ENTER(CS_F_MPI_Request_free);
     cs_req_t e;

@@ -373,7 +373,7 @@ static void finish(void)
 
 /* ---- the wrappers that start and end it ---------------------------------- */
 
-int MPI_Init(int *argc, char ***argv)
+CS_EXPORT int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
@@ -385,7 +385,7 @@ int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
@@ -395,7 +395,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
-int MPI_Finalize(void)
+CS_EXPORT int MPI_Finalize(void)
 {
     cs_slab()[CS_OFF_CALLS + CS_F_MPI_Finalize]++;
     finish();

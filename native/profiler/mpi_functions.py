@@ -200,7 +200,7 @@ def wrappers(funcs):
         post = post.replace("BYTES", f["bytes"] or "0").replace("(F,", f"({fid},")
         if f["guard"]:
             out.append(f"#ifdef {f['guard']}")
-        out += [f"int {f['name']}({f['params']})", "{",
+        out += [f"CS_EXPORT int {f['name']}({f['params']})", "{",
                 f"    CS_ENTER({fid});",
                 *( [f"    {pre}"] if pre else []),
                 f"    int rc_ = P{f['name']}({', '.join(f['args'])});",

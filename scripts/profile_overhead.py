@@ -1,0 +1,86 @@
+#!/usr/bin/env python
+"""Overhead of the counter library, measured as Eberius (2020, Sec. 3.7) does.
+
+commscope's OSU-style ping-pong (2 ranks, intra-node, 1 B to 4 MiB) runs without the
+library, with the default counters and with all counters (per-call timers too),
+alternating A B C A B C ... in this one invocation so that drifts of a shared machine
+hit every configuration alike.  Per size and run: the mean one-way latency of the repetitions
+below the 95th percentile; then per configuration the median over rounds, and the median over rounds of the per-round ratio to the run without
+the library.  Targets: default <= 1.05 at 8 B and <= 1.01 from 4 KiB; all <= 1.15 at 8 B.
+
+    .venv/bin/python scripts/profile_overhead.py [--mpi mpich] [--rounds 7] [--json FILE]
+"""
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from commscope import launch, mpi as mpimod
+from commscope.output import format_table
+from commscope.runs import _read_csv
+
+CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
+           "all": "bytes,peers,bins,requests,pvars,timers"}
+TARGETS = {("default", 8): 1.05, ("all", 8): 1.15}
+
+
+def one_run(m, program, lib, counters, out, iters, large_iters):
+    env = [] if counters is None else [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}",
+                                       f"COMMSCOPE_PROFILE_DIR={out}/profile"]
+    args = [*env, str(program), "-m", "1:4M", "-i", str(iters), "-x", str(iters // 10),
+            "-I", str(large_iters), "-X", str(max(1, large_iters // 10)), "--out", str(out)]
+    plan = launch.plan_launch(m, 2, shutil.which("env"), args)
+    res = launch.run_job(plan, echo=False, progress=False, timeout=900)
+    if res.returncode != 0:
+        sys.exit(f"ping-pong failed ({counters}):\n{res.stderr}")
+    df = _read_csv(Path(out) / "samples.csv")
+    # mean of the repetitions below each size's 95th percentile: single repetitions of a
+    # 0.2 us one-way time are quantised by the timer, and a few are hit by preemption
+    return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpi", default=None, help="openmpi (default), mpich or an mpicc path")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--large-iters", type=int, default=200)
+    ap.add_argument("--json", default=None, help="also write the table as JSON here")
+    a = ap.parse_args()
+    m = mpimod.select_mpi(a.mpi)
+    program = mpimod.binary(m, "pingpong")
+    lib = mpimod.build(m, target="commscope") / "libcommscope.so"
+    medians = {c: [] for c in CONFIGS}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            for c, counters in CONFIGS.items():
+                out = Path(tmp) / f"{c}-{r}"
+                out.mkdir()
+                medians[c].append(one_run(m, program, lib, counters, out, a.iters, a.large_iters))
+            print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+    rows = []
+    for size in medians["none"][0].index:
+        row = {"size_bytes": int(size),
+               "none_us": statistics.median(s[size] for s in medians["none"]) * 1e6}
+        for c in ("default", "all"):
+            row[f"{c}_us"] = statistics.median(s[size] for s in medians[c]) * 1e6
+            row[f"{c}_ratio"] = statistics.median(
+                x[size] / n[size] for x, n in zip(medians[c], medians["none"]))
+        rows.append(row)
+    print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
+                                   f"median of {a.rounds} alternating rounds"))
+    for (c, size), target in TARGETS.items():
+        got = next(r[f"{c}_ratio"] for r in rows if r["size_bytes"] == size)
+        print(f"{c} counters at {size} B: ratio {got:.3f} (target <= {target})")
+    big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 4096]
+    print(f"default counters from 4 KiB: worst ratio {max(big):.3f} (target <= 1.01)")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"mpi": m.name, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
