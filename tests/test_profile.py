@@ -99,6 +99,10 @@ def check_exact(run):
     sent1 = sum(expected_thread(t, 1)[1]["messages_sent"] for t in range(T))
     assert peers.loc[(0, 1), "messages_sent"] == sent0 == peers.loc[(1, 0), "messages_received"]
     assert peers.loc[(1, 0), "messages_sent"] == sent1 == peers.loc[(0, 1), "messages_received"]
+    sends = functions[(functions["rank"] == 0) & (functions["function"] == "MPI_Send")]
+    assert sends["bytes"].sum() == sum((100 + t) * 8 * (t + 1) for t in range(T))
+    irecv = functions[(functions["rank"] == 1) & (functions["function"] == "MPI_Irecv")]
+    assert irecv["bytes"].sum() == sum((10 + t) * 64 * (t + 1) for t in range(T))  # size received
     bins = run.table("size_bins")
     send_bins = bins[(bins["rank"] == 0) & (bins["function"] == "MPI_Send")]
     want = {}
@@ -297,3 +301,27 @@ def test_list_counters_is_the_table_of_the_library(capsys):
         assert name in out
     doc = (Path(__file__).parents[1] / "docs" / "counters.md").read_text()
     assert out in doc, "docs/counters.md is out of date: scripts/gen_counter_docs.py"
+
+
+def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root, default_mpi, tmp_path):
+    """Rank r works (r+1) x 3 ms per iteration: eq. 4.1 gives 60 % on 4 ranks (plus sleep jitter)."""
+    from commscope.profile.imbalance import imbalance_percent, rank_loads
+    exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
+    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--counters", "all",
+                                "--snapshot-every", "20ms", "--", str(exe), "30", "3000")
+    assert code == 0, err
+    f = run.table("functions")
+    per_rank = f.groupby(["rank", "function"])["calls"].sum().unstack()
+    assert (per_rank["MPI_Sendrecv"] == 30).all() and (per_rank["MPI_Allreduce"] == 30).all()
+    peers = run.table("peers")
+    assert sorted(zip(peers["rank"], peers["peer"])) == [(0, 1), (0, 3), (1, 0), (1, 2),
+                                                         (2, 1), (2, 3), (3, 0), (3, 2)]
+    assert (peers.groupby("rank")["bytes_sent"].sum() == 30 * 1024).all()
+    loads = rank_loads(run)
+    assert list(loads.sort_values("load_s")["rank"]) == [0, 1, 2, 3]
+    assert 45 < imbalance_percent(loads["load_s"]) < 70
+    out = tmp_path / "report.html"
+    assert main(["report", str(run.path), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "Application profile" in page and "rank by rank matrix" in page
+    assert "rank by time heatmaps" in page and "Load imbalance between ranks" in page

@@ -50,7 +50,8 @@ enum {
 #define CS_NCOLLBINS 4
 #define CS_OFF_CALLS CS_NCOUNTERS
 #define CS_OFF_TICKS (CS_OFF_CALLS + CS_NFUNC)
-#define CS_OFF_BINS (CS_OFF_TICKS + CS_NFUNC)
+#define CS_OFF_FBYTES (CS_OFF_TICKS + CS_NFUNC) /* bytes per function (bytes set) */
+#define CS_OFF_BINS (CS_OFF_FBYTES + CS_NFUNC)
 #define CS_OFF_COLL (CS_OFF_BINS + CS_NSIZED * CS_NBINS)
 #define CS_OFF_PEERS (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS)
 /* then 4 arrays of world_size words: messages sent to, bytes sent to,

@@ -85,6 +85,7 @@ static inline void cs_count_sent(uint64_t *s, int func, long long bytes, int des
     if (cs_sets & CS_SET_BYTES) {
         s[CS_C_messages_sent]++;
         s[CS_C_bytes_sent] += bytes;
+        s[CS_OFF_FBYTES + func] += bytes;
     }
     cs_count_bin(s, func, bytes);
     if (cs_sets & CS_SET_PEERS) {
@@ -120,6 +121,7 @@ static inline void cs_count_received(uint64_t *s, int func, MPI_Comm comm, const
     if (cs_sets & CS_SET_BYTES) {
         s[CS_C_messages_received]++;
         s[CS_C_bytes_received] += n;
+        s[CS_OFF_FBYTES + func] += n;
     }
     cs_count_bin(s, func, n);
     if (cs_sets & CS_SET_PEERS) {
@@ -252,7 +254,10 @@ static inline void cs_on_probe(int func, int source, int tag, MPI_Comm comm, uin
 static inline void cs_on_coll(int func, long long bytes, MPI_Comm comm)
 {
     uint64_t *s = cs_slab();
-    if (cs_sets & CS_SET_BYTES) s[CS_C_collective_bytes] += bytes;
+    if (cs_sets & CS_SET_BYTES) {
+        s[CS_C_collective_bytes] += bytes;
+        s[CS_OFF_FBYTES + func] += bytes;
+    }
     if (cs_sets & CS_SET_BINS) {
         cs_count_bin(s, func, bytes);
         const cs_comm_t *c = comm == MPI_COMM_WORLD ? 0 : cs_comm_lookup(comm);

@@ -253,8 +253,8 @@ static int write_metadata(int npvar_values, int thread_level)
 #undef CS_COUNTER
     fprintf(f, " ],\n \"functions\": [\n");
     for (int i = 0; i < CS_NFUNC; i++) {
-        fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d", cs_function_names[i],
-                CS_OFF_CALLS + i, CS_OFF_TICKS + i);
+        fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d, \"bytes_offset\": %d",
+                cs_function_names[i], CS_OFF_CALLS + i, CS_OFF_TICKS + i, CS_OFF_FBYTES + i);
         if (cs_function_bin[i] >= 0) fprintf(f, ", \"bins_offset\": %d", CS_OFF_BINS + cs_function_bin[i] * CS_NBINS);
         if (cs_function_coll[i] >= 0) fprintf(f, ", \"coll_offset\": %d", CS_OFF_COLL + cs_function_coll[i] * CS_NCOLLBINS);
         fprintf(f, "}%s\n", i + 1 < CS_NFUNC ? "," : "");

@@ -5,7 +5,8 @@ files holding every count up to the kill, and complete snapshot records.
 Tables (columns in docs/profile.md):
 
 * ``counters``: rank, thread, counter, kind, unit, value (thread -1: rank-wide)
-* ``functions``: rank, thread, function, calls, time_s (NaN without timers)
+* ``functions``: rank, thread, function, calls, bytes, time_s (NaN without the
+  bytes or timers set)
 * ``peers``: rank, peer, messages_sent, bytes_sent, messages_received, bytes_received
 * ``size_bins``: rank, function, bin, min_bytes, max_bytes, count
 * ``collective_bins``: rank, function, message_size, communicator_size, count
@@ -45,16 +46,17 @@ def bin_edges(b):
 
 
 def _function_rows(meta, slabs, rate, rank):
-    calls_at = np.array([f["calls_offset"] for f in meta["functions"]])
-    ticks_at = np.array([f["ticks_offset"] for f in meta["functions"]])
+    at = {k: np.array([f[f"{k}_offset"] for f in meta["functions"]]) for k in ("calls", "ticks", "bytes")}
     names = [f["name"] for f in meta["functions"]]
-    timed = "timers" in meta["sets"]
+    timed, counted = "timers" in meta["sets"], "bytes" in meta["sets"]
+    nan = float("nan")
     rows = []
     for t, slab in enumerate(slabs):
-        calls = slab[calls_at]
+        calls = slab[at["calls"]]
         for i in np.nonzero(calls)[0]:
             rows.append(dict(rank=rank, thread=t, function=names[i], calls=int(calls[i]),
-                             time_s=float(slab[ticks_at[i]]) / rate if timed else float("nan")))
+                             bytes=float(slab[at["bytes"][i]]) if counted else nan,
+                             time_s=float(slab[at["ticks"][i]]) / rate if timed else nan))
     return rows
 
 
@@ -142,6 +144,7 @@ def rank_summary(cf, counters):
     """What meta.json records about a rank's profile."""
     h = counters.header
     return dict(rank=cf.meta["rank"], host=cf.meta.get("host"), pid=cf.meta.get("pid"),
+                wall_s=(int(h["ns1"]) - int(h["ns0"])) / 1e9,
                 state=("finalized" if h["state"] == 2 else "not finalized (killed or crashed)"),
                 threads=int(counters.slabs.shape[0]), overflow_threads=int(h["overflow_threads"]),
                 snapshots=int(h["seq"]), thread_level=cf.meta.get("thread_level"),
