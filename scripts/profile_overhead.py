@@ -2,7 +2,8 @@
 """Overhead of the counter library, measured as Eberius (2020, Sec. 3.7) does.
 
 commscope's OSU-style ping-pong (2 ranks, intra-node, 1 B to 4 MiB) runs without the
-library, with the default counters and with all counters (per-call timers too),
+library, with the default counters, with all counters (per-call timers too) and with
+the default counters plus the event trace (`--trace`),
 alternating A B C A B C ... in this one invocation so that drifts of a shared machine
 hit every configuration alike.  Per size and run: the mean one-way latency of the repetitions
 below the 95th percentile; then per configuration the median over rounds, and the median over rounds of the per-round ratio to the run without
@@ -24,7 +25,8 @@ from commscope.output import format_table
 from commscope.runs import _read_csv
 
 CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
-           "all": "bytes,peers,bins,requests,pvars,timers"}
+           "all": "bytes,peers,bins,requests,pvars,timers",
+           "trace": "bytes,peers,bins,requests,pvars,trace"}
 TARGETS = {("default", 8): 1.05, ("all", 8): 1.15}
 
 
@@ -66,7 +68,7 @@ def main():
     for size in medians["none"][0].index:
         row = {"size_bytes": int(size),
                "none_us": statistics.median(s[size] for s in medians["none"]) * 1e6}
-        for c in ("default", "all"):
+        for c in ("default", "all", "trace"):
             row[f"{c}_us"] = statistics.median(s[size] for s in medians[c]) * 1e6
             row[f"{c}_ratio"] = statistics.median(
                 x[size] / n[size] for x, n in zip(medians[c], medians["none"]))

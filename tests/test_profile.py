@@ -243,6 +243,21 @@ def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openm
     assert c[(c["rank"] == 0) & (c["counter"] == "trace_records")]["value"].sum() == records
 
 
+def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi, monkeypatch):
+    monkeypatch.setenv("COMMSCOPE_TRACE_BUFFER", "16")  # flush often, so the limit bites
+    code, _, err, run = profile(capsys, runs_root, "--trace", "--trace-limit", "4K", "--",
+                                str(exact_openmpi))
+    assert code == 0, err
+    assert "trace size limit reached" in (run.path / "stderr.txt").read_text()
+    c = run.table("counters")
+    kept = c[(c["rank"] == 0) & (c["counter"] == "trace_records")]["value"].sum()
+    dropped = c[(c["rank"] == 0) & (c["counter"] == "trace_records_dropped")]["value"].sum()
+    assert kept * 48 <= 4096 and dropped > 0
+    assert kept + dropped == sum(100 + t + 4 * (10 + t) + 20 for t in range(T))
+    on_disk = sum((p.stat().st_size - 64) // 48 for p in run.raw_dir.glob("trace.0.*.bin"))
+    assert on_disk == kept
+
+
 # ---- bad input --------------------------------------------------------------
 
 def test_missing_program_is_one_clear_error(capsys, runs_root):
