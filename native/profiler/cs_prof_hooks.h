@@ -79,24 +79,6 @@ static inline int cs_world_of(MPI_Comm comm, int rank)
     return c && rank < c->size ? c->world_ranks[rank] : -1;
 }
 
-/* A message this rank sent (blocking, nonblocking, or a started persistent send). */
-static inline void cs_count_sent(uint64_t *s, int func, long long bytes, int dest, MPI_Comm comm)
-{
-    if (cs_sets & CS_SET_BYTES) {
-        s[CS_C_messages_sent]++;
-        s[CS_C_bytes_sent] += bytes;
-        s[CS_OFF_FBYTES + func] += bytes;
-    }
-    cs_count_bin(s, func, bytes);
-    if (cs_sets & CS_SET_PEERS) {
-        int w = cs_world_of(comm, dest);
-        if (w >= 0) {
-            s[CS_OFF_PEERS + w]++;
-            s[CS_OFF_PEERS + cs_world_size + w] += bytes;
-        }
-    }
-}
-
 /* Bytes a receive status reports.  Open MPI and MPICH keep the byte count in the
  * status itself; reading it there saves MPI_Get_count's checks and division on
  * every receive.  Other MPIs go through PMPI_Get_count. */
@@ -113,24 +95,38 @@ static inline long long cs_status_bytes(const MPI_Status *st)
 #endif
 }
 
+/* One message this rank sent or received: counts, size bins and the peer matrix.
+ * `received` is a constant at every call site, so the choices fold away. */
+static inline void cs_count_message(uint64_t *s, int func, long long bytes, int peer,
+                                    MPI_Comm comm, int received)
+{
+    if (cs_sets & CS_SET_BYTES) {
+        s[received ? CS_C_messages_received : CS_C_messages_sent]++;
+        s[received ? CS_C_bytes_received : CS_C_bytes_sent] += bytes;
+        s[CS_OFF_FBYTES + func] += bytes;
+    }
+    cs_count_bin(s, func, bytes);
+    if (cs_sets & CS_SET_PEERS) {
+        int w = cs_world_of(comm, peer);
+        if (w >= 0) {
+            uint64_t *row = s + CS_OFF_PEERS + (received ? 2 : 0) * cs_world_size;
+            row[w]++;
+            row[cs_world_size + w] += bytes;
+        }
+    }
+}
+
+/* A message this rank sent (blocking, nonblocking, or a started persistent send). */
+static inline void cs_count_sent(uint64_t *s, int func, long long bytes, int dest, MPI_Comm comm)
+{
+    cs_count_message(s, func, bytes, dest, comm, 0);
+}
+
 /* A message this rank received; source and size from the status. */
 static inline void cs_count_received(uint64_t *s, int func, MPI_Comm comm, const MPI_Status *st)
 {
-    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
-    long long n = cs_status_bytes(st);
-    if (cs_sets & CS_SET_BYTES) {
-        s[CS_C_messages_received]++;
-        s[CS_C_bytes_received] += n;
-        s[CS_OFF_FBYTES + func] += n;
-    }
-    cs_count_bin(s, func, n);
-    if (cs_sets & CS_SET_PEERS) {
-        int w = cs_world_of(comm, st->MPI_SOURCE);
-        if (w >= 0) {
-            s[CS_OFF_PEERS + 2 * cs_world_size + w]++;
-            s[CS_OFF_PEERS + 3 * cs_world_size + w] += n;
-        }
-    }
+    if (st->MPI_SOURCE != MPI_PROC_NULL)
+        cs_count_message(s, func, cs_status_bytes(st), st->MPI_SOURCE, comm, 1);
 }
 
 static inline void cs_count_wildcards(uint64_t *s, int source, int tag)
