@@ -11,7 +11,9 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 7. partitioned communication against the single send
 8. the bulk-synchronous harness (FTQ and DGEMM) at 1, 2 and 4 ranks (4 is
    oversubscribed here), predicted from 1 rank to the others
-9. the report
+9. `commscope profile` of an application: the FTQ harness with a 2-D halo on 4
+   ranks, all counters (per-function time, load imbalance, rank x time heatmaps)
+10. the report
 
 Everything lands in a new study folder (never an existing one)::
 
@@ -33,7 +35,7 @@ from .models.profile import save_profile
 from .profile_fit import fit_runs
 from .report.build import build_report
 
-STEPS = ("pingpong", "hvpingpong", "mtmatch", "threads", "partitioned", "bsp")
+STEPS = ("pingpong", "hvpingpong", "mtmatch", "threads", "partitioned", "bsp", "profile")
 
 
 def default_study_dir(root="studies"):
@@ -107,8 +109,26 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
             if not quick:
                 run_bsp("dgemm", ranks=ranks, intervals=300, size=256, seed=1,
                         run_name=f"bsp-dgemm-{ranks}rank", **kw)
+    if "profile" in plan:
+        say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")
+        profile_application(quick, **kw)
     say("writing the report")
     return build_report([runs], out / "report.html", profile=profile)
+
+
+def profile_application(quick, mpi_spec=None, runs_root=None, echo=False):
+    """commscope's own bulk-synchronous harness (cs_bsp) as the profiled program."""
+    from . import mpi as mpimod
+    from .profile.run import run_profile
+    program = mpimod.binary(mpimod.select_mpi(mpi_spec), "bsp")
+    args = ["--workload", "ftq", "--intervals", _scale(quick, 200, 20), "--warmup", 2,
+            "--mean", "0.004", "--sd", "0.0008", "--halo-bytes", 8192, "--seed", 1]
+    run, status = run_profile(program, args, nranks=4, counters="all", snapshot_every="50ms",
+                              mpi_spec=mpi_spec, runs_root=runs_root, run_name="profile-bsp-halo",
+                              echo=echo)
+    if status:
+        raise InputError(run.path, None, f"the profiled harness exited with status {status}")
+    return run
 
 
 def main_log(msg):
