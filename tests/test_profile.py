@@ -196,7 +196,7 @@ def test_top_reads_a_running_program(runs_root, default_mpi, tmp_path):
 #include <unistd.h>
 int main(int c, char **v) {
   MPI_Init(&c, &v); int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); char b[8];
-  for (int i = 0; i < 30; i++) { if (r == 0) MPI_Send(b, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+  for (int i = 0; i < 100; i++) { if (r == 0) MPI_Send(b, 8, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
                                  else MPI_Recv(b, 8, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
                                  usleep(100000); }
   MPI_Finalize(); return 0; }
@@ -206,7 +206,7 @@ int main(int c, char **v) {
     cmd = [sys.executable, "-m", "commscope", "profile", "--runs", str(runs_root), "--quiet", "--", str(exe)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 60  # the program runs 10 s; top must catch it mid-run
         while time.monotonic() < deadline:
             runs = list(runs_root.iterdir())
             if runs and len(counter_ranks(runs[0] / "raw")) == 2:
@@ -218,14 +218,14 @@ int main(int c, char **v) {
         assert top.returncode == 0, top.stderr
         rows = json.loads(top.stdout)
         assert [r["rank"] for r in rows] == [0, 1]
-        assert 0 < rows[0]["calls"] < 32  # mid-run: some of the 30 sends done, not all
+        assert 0 < rows[0]["calls"] < 102  # mid-run (10 s in all): some of the 100 sends done
         assert proc.poll() is None
     finally:
         proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stderr.read()
     replay = subprocess.run([sys.executable, "-m", "commscope", "top", str(runs[0]), "--replay",
                              "--once", "--json"], capture_output=True, text=True, timeout=60)
-    assert json.loads(replay.stdout)[0]["calls"] == 32  # Init, 30 sends, Finalize (Comm_rank: not wrapped)
+    assert json.loads(replay.stdout)[0]["calls"] == 102  # Init, 100 sends, Finalize (Comm_rank: not wrapped)
 
 
 def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openmpi):
