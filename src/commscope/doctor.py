@@ -1,35 +1,19 @@
 """``commscope doctor``: what a user checks first about this machine and its MPI."""
 
-import glob
 import os
 import shutil
+from pathlib import Path
 
 from . import launch, mpi as mpimod
 from .bench.driver import mpi_info
+from .profile import ompt
 from .topology import node_topology
 
-OMPT_HEADER_GLOBS = ["/usr/lib/llvm-*/lib/clang/*/include/omp-tools.h",
-                     "/usr/lib/llvm-*/include/omp-tools.h", "/usr/include/omp-tools.h",
-                     "/usr/local/include/omp-tools.h"]
-LIBOMP_GLOBS = ["/usr/lib/llvm-*/lib/libomp.so*", "/usr/lib/x86_64-linux-gnu/libomp.so*",
-                "/usr/local/lib/libomp.so*"]
+def diagnose(mpi_spec=None, ompt_binary=None):
+    """Collect the doctor's findings as a dict (the CLI prints or dumps it).
 
-
-def ompt_status():
-    """OMPT needs LLVM's libomp (GCC's libgomp has no OMPT); report what is installed."""
-    headers = sorted(h for g in OMPT_HEADER_GLOBS for h in glob.glob(g))
-    libs = sorted(lib for g in LIBOMP_GLOBS for lib in glob.glob(g))
-    return {
-        "available": bool(headers and libs),
-        "header": headers[0] if headers else None,
-        "libomp": libs[0] if libs else None,
-        "hint": None if headers and libs else
-        "OMPT needs LLVM's libomp: apt-get install clang-14 libomp-14-dev (root)",
-    }
-
-
-def diagnose(mpi_spec=None):
-    """Collect the doctor's findings as a dict (the CLI prints or dumps it)."""
+    ``ompt_binary``: also say whether OMPT thread timing can work for that program.
+    """
     mpi = mpimod.select_mpi(mpi_spec)
     info = mpi_info(mpi)
     slurm = launch.in_slurm_allocation()
@@ -51,7 +35,7 @@ def diagnose(mpi_spec=None):
             "slurm_allocation": os.environ.get("SLURM_JOB_ID"),
             "running_as_root": os.geteuid() == 0,
         },
-        "ompt": ompt_status(),
+        "ompt": ompt.probe(mpi, ompt_binary),
         "topology": node_topology(),
         "mpi_t": {
             "available": info.get("mpi_t", False),
@@ -78,13 +62,19 @@ def format_report(d):
         + (" (Open MPI root flags set automatically)"
            if la["running_as_root"] and m["flavor"] == "openmpi" else ""),
         f"  slurm         {la['slurm_allocation'] or 'not in an allocation'}",
-        f"OMPT            {yes(o['available'])}" + (f"  ({o['hint']})" if o["hint"] else f"  ({o['libomp']})"),
+        f"OMPT            {yes(o['available'])}" + (f"  ({o['hint']})" if o["hint"] else
+                                                    f"  (probe: {o['probe']['runtime_version']}, "
+                                                    f"barriers seen: {', '.join(o['probe']['barrier_kinds'])})"),
         f"topology        {t['host']}: {t['sockets']} socket(s), {t['cores']} core(s), "
         f"{t['hardware_threads']} hardware thread(s), {t['numa_nodes']} NUMA node(s)",
         f"MPI_T           {yes(mt['available'])}: {mt['cvar_count']} control, "
         f"{mt['pvar_count']} performance variables",
         f"  queue pvars   {', '.join(mt['queue_pvars']) or 'none'}",
     ]
+    if o.get("binary"):
+        b = o["binary"]
+        lines.insert(lines.index(next(x for x in lines if x.startswith("topology"))),
+                     f"  {Path(b['path']).name:13s} {'yes' if b['ok'] else 'no'}: {b['how']}")
     eager = mt["eager_cvars"]
     if eager:
         lines.append("  eager/rndv    " + ", ".join(f"{k}={v}" for k, v in eager.items()))

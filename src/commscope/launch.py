@@ -14,6 +14,7 @@ allocation).  Flags this machine needs are added automatically and listed in
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -48,6 +49,18 @@ class LaunchPlan:
 
     def to_dict(self):
         return asdict(self)
+
+
+def wrap_env(program, args, preload=(), env=None):
+    """``env LD_PRELOAD=... K=V program args`` as (program, args): the preload and the
+    variables reach the ranks only, never the launcher.  A user's own LD_PRELOAD is
+    kept after ours."""
+    preload = [str(p) for p in preload]
+    if os.environ.get("LD_PRELOAD"):
+        preload.append(os.environ["LD_PRELOAD"])
+    words = ([f"LD_PRELOAD={':'.join(preload)}"] if preload else []) + \
+        [f"{k}={v}" for k, v in (env or {}).items()]
+    return shutil.which("env") or "/usr/bin/env", [*words, str(program), *map(str, args)]
 
 
 def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=None,

@@ -66,10 +66,13 @@ def read_placement(path):
 def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=None,
                   mpi_spec=None, runs_root=None, hosts=None, ranks_per_node=None,
                   bind="auto", timeout=None, echo=True, progress=True, run_name=None,
-                  extra_env=None):
+                  extra_env=None, collectors=()):
     """Build and run native program ``cs_<program>`` and return the finished :class:`Run`.
 
-    ``args`` are the program's own options (``--out`` is added).  Raises
+    ``args`` are the program's own options (``--out`` is added).  ``collectors``:
+    callables ``(mpi, binary) -> collector`` (e.g. OMPT thread timing) whose preload
+    libraries and environment reach the ranks only, raw files go to ``<run>/raw``
+    and ``finalize(run)`` runs after the job, whatever its outcome.  Raises
     EnvironmentProblem when the job fails; the run directory is kept with
     status "failed" and whatever samples were written.
     """
@@ -80,11 +83,18 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     mpi = mpimod.select_mpi(mpi_spec)
     binary = mpimod.binary(mpi, program)
     info = mpi_info(mpi)
+    collectors = [make(mpi, binary) for make in collectors]
     run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
                      name=run_name)
-    plan = launch.plan_launch(mpi, nranks, binary, [*args, "--out", run.raw_dir],
+    program, argv = binary, [*args, "--out", run.raw_dir]
+    if collectors:
+        program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
+                                        {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
+                                         **{k: v for c in collectors for k, v in c.env.items()}})
+    plan = launch.plan_launch(mpi, nranks, program, argv,
                               hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
                               bind=bind)
+    plan.notes += [n for c in collectors for n in c.notes]
     if extra_env:
         plan.env.update(extra_env)
     run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
@@ -102,6 +112,8 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
             (run.path / "stderr.txt").write_text(res.stderr)
         status = "complete" if res.returncode == 0 else "failed"
     finally:
+        for c in collectors:
+            c.finalize(run)
         run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
         run.finish(status, wall_s=round(res.wall_s, 3) if res else None)
     if status != "complete":

@@ -25,6 +25,11 @@ from ..runs import register_table
 from ..stats import arrivals
 from .driver import run_benchmark
 
+
+def ompt_collector(mpi, binary):
+    from ..profile.ompt import OmptCollector
+    return OmptCollector.for_program(binary, mpi)
+
 register_table("threads", "compute", {
     "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",
     "start_s": "f", "end_s": "f", "compute_time_s": "f"})
@@ -41,7 +46,7 @@ DEFAULTS = dict(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
 
 def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3,
                 dist="constant", sd=1e-4, laggard_prob=0.0, laggard_extra=5e-3, seed=1,
-                compute="spin", region="compute", **launch_kw):
+                compute="spin", region="compute", ompt=False, **launch_kw):
     """Run ``cs_threads`` on ``ranks`` x ``threads`` and return the finished :class:`Run`.
 
     Every thread of every rank computes for an intended time per iteration:
@@ -54,7 +59,9 @@ def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
     ``compute="spin"`` polls the clock until the deadline (holds the core, like real
     compute); ``"sleep"`` sleeps to it (frees the core: arrivals stay close to the
     intended times when threads outnumber cores).  ``warmup`` untimed iterations run
-    before each trial.  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
+    before each trial.  ``ompt=True`` also times every thread through the OMPT
+    tool (table ``threads``, see :mod:`commscope.profile.ompt`), for comparison with
+    the Listing-1 timings (:func:`compare_ompt_with_listing1`).  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
     runs_root, hosts, ranks_per_node, timeout, echo, ...).
     """
     ints = dict(ranks=ranks, threads=threads, iterations=iterations, trials=trials)
@@ -80,12 +87,14 @@ def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
     params = dict(ranks=int(ranks), threads=int(threads), iterations=int(iterations),
                   trials=int(trials), warmup=int(warmup), work_s=float(work), dist=dist,
                   sd_s=float(sd), laggard_prob=float(laggard_prob),
-                  laggard_extra_s=float(laggard_extra), compute=compute, region=region)
+                  laggard_extra_s=float(laggard_extra), compute=compute, region=region,
+                  ompt=bool(ompt))
     args = ["-n", iterations, "-t", trials, "-x", warmup, "-w", repr(float(work)), "-d", dist,
             "-s", repr(float(sd)), "-p", repr(float(laggard_prob)),
             "-e", repr(float(laggard_extra)), "-S", int(seed), "-c", compute, "-r", region]
     run = run_benchmark("threads", "threads", args, nranks=int(ranks), threads=int(threads),
-                        parameters=params, seeds={"threads": int(seed)}, **launch_kw)
+                        parameters=params, seeds={"threads": int(seed)},
+                        collectors=[ompt_collector] if ompt else (), **launch_kw)
     launch = run.meta.get("launch", {})
     per_node = -(-int(ranks) // max(1, len(launch.get("hosts") or [1])))
     run.meta["oversubscription"] = {
@@ -228,3 +237,43 @@ def recovery_table(summary):
         {"metric": "idle ratio, range R/(n*(max-min))",
          "expected": s["idle_ratio_range_expected"], "measured": s["idle_ratio_range_measured"]},
     ])
+
+
+def compare_ompt_with_listing1(run):
+    """Per thread and iteration: OMPT compute time (closing-barrier segment) minus the
+    Listing-1 compute time of the same run.
+
+    The OMPT instances of the timed region on a rank, in order, are the benchmark's
+    steps including warm-ups: instance j is trial j // (warmup + iterations), step
+    j % (warmup + iterations) - warmup.  Returns (merged DataFrame with
+    ``diff_s``, summary dict: samples, missing, median/p99/max of the difference and
+    of its absolute value, in seconds).
+    """
+    p = run.meta["parameters"]
+    compute = run.table("compute")
+    ompt = run.table("threads")
+    closing = ompt[ompt["barrier"] == "closing"]
+    if closing["region"].nunique() != 1:
+        raise InputError(run.path / "threads.parquet", "region",
+                         f"expected one timed region, found {sorted(closing['region'].unique())}")
+    per_trial = int(p["warmup"]) + int(p["iterations"])
+    o = closing.assign(trial=closing["iteration"] // per_trial,
+                       iteration=closing["iteration"] % per_trial - int(p["warmup"]))
+    o = o[o["iteration"] >= 0]
+    keys = ["trial", "rank", "iteration", "thread"]
+    m = compute[keys + ["compute_time_s"]].merge(
+        o[keys + ["compute_time_s"]].rename(columns={"compute_time_s": "ompt_time_s"}),
+        on=keys, how="left")
+    missing = int(m["ompt_time_s"].isna().sum())
+    m = m.dropna(subset=["ompt_time_s"])
+    m["diff_s"] = m["ompt_time_s"] - m["compute_time_s"]
+    d = m["diff_s"].to_numpy(float)
+    a = np.abs(d)
+
+    def q(x, pct):
+        return float(np.percentile(x, pct)) if x.size else float("nan")
+    return m, {"samples": int(d.size), "missing": missing,
+               "median_s": q(d, 50), "p99_s": q(d, 99), "max_s": float(d.max()) if d.size else float("nan"),
+               "min_s": float(d.min()) if d.size else float("nan"),
+               "abs_median_s": q(a, 50), "abs_p99_s": q(a, 99),
+               "abs_max_s": float(a.max()) if a.size else float("nan")}

@@ -2,8 +2,9 @@
 
 import sys
 
-from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS, recovery_table,
-                             run_threads, summarize_run)
+from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS,
+                             compare_ompt_with_listing1, recovery_table, run_threads,
+                             summarize_run)
 from ..output import format_table
 from .common_options import add_launch_options, launch_kwargs
 
@@ -12,6 +13,7 @@ examples:
   commscope bench threads --ranks 2 --threads 2 --iterations 50 --trials 1 \\
       --work 1e-3 --dist normal --sd 1e-4 --laggard-prob 0.02 --laggard-extra 5e-3 --seed 1
   commscope bench threads --threads 4 --compute sleep     # threads > cores: sleep, not spin
+  commscope bench threads --ompt     # also time every thread through OMPT, compare
 
 Tables in the run directory: compute.parquet (trial, rank, iteration, region, thread,
 start_s, end_s, compute_time_s: the per-thread times of Listing 1 of Marts et al.) and
@@ -53,6 +55,9 @@ def register(registry):
     p.add_argument("--region", default=DEFAULTS["region"], help="region name (default %(default)s)")
     p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
                    help="laggard threshold (max - median) for the summary (default %(default)s)")
+    p.add_argument("--ompt", action="store_true",
+                   help="also time every thread through the OMPT tool (table threads) and "
+                        "print OMPT - Listing 1 per thread and iteration")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
@@ -62,7 +67,7 @@ def _run(args):
                       trials=args.trials, warmup=args.warmup, work=args.work, dist=args.dist,
                       sd=args.sd, laggard_prob=args.laggard_prob,
                       laggard_extra=args.laggard_extra, seed=args.seed, compute=args.compute,
-                      region=args.region, **launch_kwargs(args))
+                      region=args.region, ompt=args.ompt, **launch_kwargs(args))
     if not args.quiet:
         summary = summarize_run(run, args.threshold)
         print(format_table(recovery_table(summary), title="recovered vs injected"),
@@ -70,5 +75,11 @@ def _run(args):
         print(f"# compute - intended: mean {summary['error_mean_s'] * 1e6:.1f} us, "
               f"p95 {summary['error_p95_s'] * 1e6:.1f} us, max {summary['error_max_s'] * 1e6:.1f} us",
               file=sys.stderr)
+        if args.ompt:
+            _, d = compare_ompt_with_listing1(run)
+            print(f"# OMPT - Listing 1 per thread-iteration ({d['samples']} samples, "
+                  f"{d['missing']} missing): median {d['median_s'] * 1e6:.2f} us, "
+                  f"p99 {d['p99_s'] * 1e6:.2f} us, max {d['max_s'] * 1e6:.2f} us",
+                  file=sys.stderr)
     print(run.path)
     return 0

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Cost of the OMPT thread-timing tool per parallel-region instance.
+
+Runs native/ompt/probe.c (regions of 2 threads, each a worksharing loop and the closing
+barrier) alternately without and with the tool, both on the OMPT runtime (libiomp5.so),
+plus on GCC's libgomp for reference, and prints the median time per region of each and
+the difference: what the tool adds per region instance (and per event it records).
+
+    .venv/bin/python scripts/ompt_overhead.py [--regions 20000] [--repeats 7] [--threads 2]
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from commscope import mpi as mpimod
+from commscope.profile import ompt
+
+
+def once(probe, regions, threads, env):
+    out = subprocess.run([str(probe), str(regions), str(threads)], env={**os.environ, **env},
+                         capture_output=True, text=True, check=True).stdout.split()
+    return float(out[2])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--regions", type=int, default=20000)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    m = mpimod.select_mpi(None)
+    probe = mpimod.binary(m, "ompt_probe")
+    tool = ompt.tool_library(m)
+    rt = ompt.runtime_library()
+    times = {"libgomp": [], "libiomp5": [], "libiomp5 + tool": []}
+    events = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(a.repeats):
+            times["libgomp"].append(once(probe, a.regions, a.threads, {}))
+            times["libiomp5"].append(once(probe, a.regions, a.threads, {"LD_PRELOAD": str(rt)}))
+            for f in Path(tmp).glob("ompt.*"):
+                f.unlink()
+            times["libiomp5 + tool"].append(once(probe, a.regions, a.threads, {
+                "LD_PRELOAD": str(rt), "OMP_TOOL_LIBRARIES": str(tool),
+                "COMMSCOPE_PROFILE_DIR": tmp}))
+            events = sum((f.stat().st_size - ompt.HEADER_BYTES) // ompt.EVENT.itemsize
+                         for f in Path(tmp).glob("ompt.*.bin"))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"# {a.regions} regions x {a.threads} threads, median of {a.repeats} runs "
+          f"(cores: {os.cpu_count()}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')})")
+    for k, v in times.items():
+        print(f"{k:18s} {med[k] / 1e3:9.2f} us/region   (runs: "
+              + " ".join(f"{x / 1e3:.2f}" for x in v) + ")")
+    extra = med["libiomp5 + tool"] - med["libiomp5"]
+    per_region = events / (a.regions + 1)
+    print(f"tool overhead      {extra / 1e3:9.2f} us/region   ({per_region:.0f} events per "
+          f"region instance, {extra / per_region:.0f} ns per event; the critical path sees "
+          f"about 1/{a.threads} of the events)")
+
+
+if __name__ == "__main__":
+    main()
