@@ -13,6 +13,7 @@ examples:
   commscope profile --counters bytes,peers -- ./my_app # only some sets
   commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
+  commscope profile --threads --threads-per-rank 4 -- ./hybrid   # + per-thread OMPT timing
   commscope profile --list-counters                    # what is counted
 
 Inside a Slurm allocation the same command starts the ranks with srun (sbatch scripts:
@@ -20,7 +21,10 @@ Inside a Slurm allocation the same command starts the ranks with srun (sbatch sc
 dynamically against the selected MPI (the library is preloaded).  While it runs,
 `commscope top RUN` shows the counters live.  The run directory holds counters.parquet,
 functions.parquet, peers.parquet, size_bins.parquet, collective_bins.parquet,
-snapshots.parquet and pvars.parquet; exit status: the program's own.
+snapshots.parquet and pvars.parquet; with --threads also threads.parquet (per-thread
+arrivals of every OpenMP region, the input of `commscope stats arrivals` and `commscope
+advise`).  Exit status: the program's own; 2 when --threads could not time the program's
+threads (the counters are kept).
 """
 
 
@@ -45,6 +49,10 @@ def register(registry):
                    help="also record every point-to-point call (post, start, completion)")
     p.add_argument("--trace-limit", default="1G", metavar="SIZE",
                    help="trace bytes per rank before records are dropped (default %(default)s)")
+    p.add_argument("--threads", action="store_true",
+                   help="also time every thread of every OpenMP region through OMPT, no "
+                        "source change (GCC programs run on libiomp5; see commscope doctor "
+                        "--ompt PROGRAM)")
     p.add_argument("--summary", action="store_true",
                    help="print a per-rank summary after the run (like an MPI_Finalize dump)")
     p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
@@ -53,6 +61,22 @@ def register(registry):
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                    help="the MPI program and its arguments, after --")
     p.set_defaults(func=_run)
+
+
+def _thread_collectors(args, program):
+    """The OMPT collector for --threads, or the reason it cannot work (the program then
+    runs with the counters only, and the reason ends the command with exit 2)."""
+    if not args.threads:
+        return [], None
+    from .. import mpi as mpimod
+    from ..errors import InputError
+    from ..profile.ompt import OmptCollector
+    from ..profile.run import resolve_program
+    path = resolve_program(program)  # a missing program fails here, before anything runs
+    try:
+        return [OmptCollector.for_program(path, mpimod.select_mpi(args.mpi))], None
+    except InputError as exc:
+        return [], exc.message
 
 
 def _run(args):
@@ -69,11 +93,18 @@ def _run(args):
     from ..profile.run import run_profile
     from ..profile.summary import rank_row
     from ..profile.counters import CounterFile, counter_ranks
+    collectors, ompt_problem = _thread_collectors(args, command[0])
     run, status = run_profile(command[0], command[1:], nranks=args.ranks,
                               threads=args.threads_per_rank, counters=args.counters,
                               snapshot_every=args.snapshot_every, trace=args.trace,
                               trace_limit=parse_size(args.trace_limit, "--trace-limit"),
-                              **launch_kwargs(args))
+                              collectors=collectors, **launch_kwargs(args))
+    if args.threads:
+        from ..profile.ompt import failure_reason
+        reason = ompt_problem or failure_reason(run.raw_dir, collectors[0])
+        if reason:
+            raise InputError(command[0], "--threads", f"{reason}; the MPI counters were "
+                                                      f"collected in {run.path}")
     rows = []
     if args.summary or args.json:
         for r in counter_ranks(run.raw_dir):
