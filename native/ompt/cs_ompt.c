@@ -57,6 +57,15 @@ typedef struct {
     uint16_t team;     /* actual team size (implicit task begin), else 0 */
 } cs_ompt_event_t;
 
+typedef struct { /* file header, 64 bytes (layout in open_thread_file) */
+    char magic[8];
+    uint32_t version, record_size;
+    int32_t file, pid;
+    uint64_t t_start_ns;
+    unsigned char reserved[32];
+} cs_ompt_header_t;
+_Static_assert(sizeof(cs_ompt_header_t) == 64, "header is 64 bytes");
+
 typedef struct cs_ompt_thread {
     struct cs_ompt_thread *next;
     int id;            /* file number */
@@ -135,16 +144,9 @@ static void open_thread_file(cs_ompt_thread_t *t)
         fprintf(stderr, "commscope_ompt: cannot write %s: %s\n", path, strerror(errno));
         return;
     }
-    unsigned char h[64] = {0};
-    uint32_t version = 1, rsize = sizeof(cs_ompt_event_t);
-    int32_t id = t->id, pid = (int32_t)getpid();
-    memcpy(h, "CSOMPT01", 8);
-    memcpy(h + 8, &version, 4);
-    memcpy(h + 12, &rsize, 4);
-    memcpy(h + 16, &id, 4);
-    memcpy(h + 20, &pid, 4);
-    memcpy(h + 24, &g_t_start, 8);
-    write_all(t->fd, h, sizeof h);
+    cs_ompt_header_t h = {"CSOMPT01", 1, sizeof(cs_ompt_event_t), t->id, (int32_t)getpid(),
+                          g_t_start, {0}};
+    write_all(t->fd, &h, sizeof h);
 }
 
 static void flush_thread(cs_ompt_thread_t *t)
@@ -250,16 +252,24 @@ static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parall
     }
 }
 
-static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
-                           ompt_data_t *parallel_data, ompt_data_t *task_data,
-                           const void *codeptr_ra)
+/* Barriers and worksharing constructs: begin/end on one thread of a known instance. */
+static void emit_scope(uint16_t ev_begin, ompt_scope_endpoint_t endpoint,
+                       ompt_data_t *parallel_data, ompt_data_t *task_data, uint16_t kind,
+                       const void *codeptr_ra)
 {
     uint64_t v = task_data ? task_data->value : 0;
     uint64_t inst = INSTANCE_OF(v);
     if (!inst && parallel_data)
         inst = parallel_data->value;
-    emit(endpoint == ompt_scope_begin ? EV_SYNC_BEGIN : EV_SYNC_END, inst, codeptr_ra,
-         (uint16_t)kind, v ? INDEX_OF(v) : 0xffff, 0);
+    emit(endpoint == ompt_scope_begin ? ev_begin : (uint16_t)(ev_begin + 1), inst, codeptr_ra,
+         kind, v ? INDEX_OF(v) : 0xffff, 0);
+}
+
+static void on_sync_region(ompt_sync_region_t kind, ompt_scope_endpoint_t endpoint,
+                           ompt_data_t *parallel_data, ompt_data_t *task_data,
+                           const void *codeptr_ra)
+{
+    emit_scope(EV_SYNC_BEGIN, endpoint, parallel_data, task_data, (uint16_t)kind, codeptr_ra);
 }
 
 static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint,
@@ -267,12 +277,7 @@ static void on_work(ompt_work_t wstype, ompt_scope_endpoint_t endpoint,
                     const void *codeptr_ra)
 {
     (void)count;
-    uint64_t v = task_data ? task_data->value : 0;
-    uint64_t inst = INSTANCE_OF(v);
-    if (!inst && parallel_data)
-        inst = parallel_data->value;
-    emit(endpoint == ompt_scope_begin ? EV_WORK_BEGIN : EV_WORK_END, inst, codeptr_ra,
-         (uint16_t)wstype, v ? INDEX_OF(v) : 0xffff, 0);
+    emit_scope(EV_WORK_BEGIN, endpoint, parallel_data, task_data, (uint16_t)wstype, codeptr_ra);
 }
 
 static void on_thread_end(ompt_data_t *thread_data)
