@@ -44,6 +44,15 @@ static int supported_type(MPI_Datatype t)
            t == MPI_INT || t == MPI_DOUBLE || t == MPI_COUNT;
 }
 
+/* Open MPI's MTL pvars describe the cm PML's transport; with another PML forced
+ * (commscope's launcher forces ob1 on one node) the MTL's library is never set
+ * up, and Open MPI 4.1's psm2 MTL dereferences NULL when a handle is allocated. */
+static int unusable_pvar(const char *name)
+{
+    const char *pml = getenv("OMPI_MCA_pml");
+    return strncmp(name, "mtl_", 4) == 0 && pml && *pml && strcmp(pml, "cm") != 0;
+}
+
 int cs_pvars_init(void)
 {
     int provided, num = 0;
@@ -61,7 +70,8 @@ int cs_pvars_init(void)
         if (MPI_T_pvar_get_info(i, p->name, &nlen, &verb, &p->var_class, &p->type, &en, p->desc, &dlen,
                                 &p->bind, &readonly, &continuous, &atomic) != MPI_SUCCESS)
             continue;
-        if (!supported_type(p->type) || (p->bind != MPI_T_BIND_NO_OBJECT && p->bind != MPI_T_BIND_MPI_COMM))
+        if (!supported_type(p->type) || unusable_pvar(p->name) ||
+            (p->bind != MPI_T_BIND_NO_OBJECT && p->bind != MPI_T_BIND_MPI_COMM))
             continue;
         void *obj = p->bind == MPI_T_BIND_MPI_COMM ? (void *)&world_for_pvars : 0;
         if (MPI_T_pvar_handle_alloc(session, i, obj, &p->handle, &p->count) != MPI_SUCCESS) continue;

@@ -12,6 +12,7 @@ allocation).  Flags this machine needs are added automatically and listed in
   threads outnumber cores.
 """
 
+import functools
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from .errors import EnvironmentProblem, InputError
 
@@ -29,6 +31,21 @@ def available_cores():
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+@functools.lru_cache(maxsize=None)
+def shared_memory_btl(mpiexec):
+    """Open MPI's shared-memory BTL: "vader" up to 4.x (which has no "sm"), "sm" from 5.0.
+
+    Asked of the ompi_info next to ``mpiexec``; "sm" when there is none to ask.
+    """
+    try:
+        out = subprocess.run([str(Path(mpiexec).parent / "ompi_info"), "--version"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "sm"
+    m = re.search(r"Open MPI v(\d+)\.", out)
+    return "vader" if m and int(m.group(1)) < 5 else "sm"
 
 
 def in_slurm_allocation():
@@ -106,8 +123,9 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
             notes.append("running as root: OMPI_ALLOW_RUN_AS_ROOT=1")
         if nodes == 1 and "OMPI_MCA_pml" not in os.environ and "OMPI_MCA_btl" not in os.environ:
-            env.update(OMPI_MCA_pml="ob1", OMPI_MCA_btl="self,sm")
-            notes.append("single node: OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,sm (fast start-up)")
+            btl = f"self,{shared_memory_btl(mpi.mpiexec)}"
+            env.update(OMPI_MCA_pml="ob1", OMPI_MCA_btl=btl)
+            notes.append(f"single node: OMPI_MCA_pml=ob1 OMPI_MCA_btl={btl} (fast start-up)")
         if oversub or per_node > 2:
             argv.append("--oversubscribe")
             if not oversub:

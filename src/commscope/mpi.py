@@ -100,7 +100,9 @@ def select_mpi(spec=None, install=True):
             if not found:
                 raise EnvironmentProblem(f"no mpiexec next to {path} or on PATH")
             mpiexec = Path(found)
-        return MPIInstall("system", str(path.resolve()), str(mpiexec), _flavor_of(str(path)))
+        # absolute, not resolved: Debian's mpicc is a symlink to opal_wrapper, which reads
+        # its own name to know the language (called as opal_wrapper it compiles nothing)
+        return MPIInstall("system", str(path.absolute()), str(mpiexec), _flavor_of(str(path)))
     raise InputError("--mpi", spec, "expected 'openmpi', 'mpich' or a path to an mpicc")
 
 
