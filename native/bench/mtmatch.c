@@ -152,27 +152,13 @@ typedef struct {
 
 static void pvar_open(pvar_t *p, MPI_T_pvar_session session, const char *want, MPI_Comm *comm)
 {
-    int num = 0;
     memset(p, 0, sizeof *p);
-    MPI_T_pvar_get_num(&num);
-    for (int i = 0; i < num; i++) {
-        char name[256], desc[256];
-        int nlen = sizeof name, dlen = sizeof desc, verb, vclass, bind, ro, cont, atomic;
-        MPI_T_enum en;
-        MPI_Datatype dt;
-        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &vclass, &dt, &en, desc, &dlen, &bind,
-                                &ro, &cont, &atomic) != MPI_SUCCESS ||
-            strcmp(name, want) != 0 || bind != MPI_T_BIND_MPI_COMM)
-            continue;
-        if (MPI_T_pvar_handle_alloc(session, i, comm, &p->handle, &p->count) != MPI_SUCCESS)
-            return;
-        p->dt = dt;
-        p->continuous = cont;
-        if (!cont && MPI_T_pvar_start(session, p->handle) != MPI_SUCCESS)
-            return;
-        p->ok = 1;
+    int i = cs_pvar_index(want, MPI_T_BIND_MPI_COMM, &p->dt, &p->continuous);
+    if (i < 0 || MPI_T_pvar_handle_alloc(session, i, comm, &p->handle, &p->count) != MPI_SUCCESS)
         return;
-    }
+    if (!p->continuous && MPI_T_pvar_start(session, p->handle) != MPI_SUCCESS)
+        return;
+    p->ok = 1;
 }
 
 /* Entry `peer` of the pvar, NaN when unavailable. */

@@ -67,28 +67,14 @@ typedef struct {
     int count[MAX_THREADS + 1], ok[MAX_THREADS + 1];
 } qpvar_t;
 
-static int find_pvar(const char *want)
-{
-    int num = 0;
-    if (MPI_T_pvar_get_num(&num) != MPI_SUCCESS)
-        return -1;
-    for (int i = 0; i < num; i++) {
-        char name[256], desc[256];
-        int nlen = sizeof name, dlen = sizeof desc, verb, vclass, bind, ro, cont, atomic;
-        MPI_T_enum en;
-        MPI_Datatype dt;
-        if (MPI_T_pvar_get_info(i, name, &nlen, &verb, &vclass, &dt, &en, desc, &dlen, &bind, &ro,
-                                &cont, &atomic) == MPI_SUCCESS &&
-            strcmp(name, want) == 0 && bind == MPI_T_BIND_MPI_COMM && dt == MPI_UNSIGNED && cont)
-            return i;
-    }
-    return -1;
-}
-
 static void qpvar_open(qpvar_t *q, MPI_T_pvar_session s, const char *want, MPI_Comm *comms, int n)
 {
+    MPI_Datatype dt;
+    int continuous;
     memset(q, 0, sizeof *q);
-    q->index = find_pvar(want);
+    q->index = cs_pvar_index(want, MPI_T_BIND_MPI_COMM, &dt, &continuous);
+    if (q->index >= 0 && (dt != MPI_UNSIGNED || !continuous)) /* read as unsigned, never started */
+        q->index = -1;
     for (int c = 0; q->index >= 0 && c < n; c++)
         q->ok[c] = MPI_T_pvar_handle_alloc(s, q->index, &comms[c], &q->handle[c], &q->count[c]) ==
                    MPI_SUCCESS;

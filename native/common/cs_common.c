@@ -289,6 +289,27 @@ int cs_usage_exit(int rank, int help, void (*usage)(void))
     return help ? 0 : 2;
 }
 
+int cs_pvar_index(const char *name, int bind, MPI_Datatype *dt, int *continuous)
+{
+    int num = 0;
+    if (MPI_T_pvar_get_num(&num) != MPI_SUCCESS)
+        return -1;
+    for (int i = 0; i < num; i++) {
+        char got[256], desc[256];
+        int nlen = sizeof got, dlen = sizeof desc, verb, vclass, b, ro, cont, atomic;
+        MPI_T_enum en;
+        MPI_Datatype t;
+        if (MPI_T_pvar_get_info(i, got, &nlen, &verb, &vclass, &t, &en, desc, &dlen, &b, &ro,
+                                &cont, &atomic) == MPI_SUCCESS &&
+            strcmp(got, name) == 0 && b == bind) {
+            *dt = t;
+            *continuous = cont;
+            return i;
+        }
+    }
+    return -1;
+}
+
 double cs_clock(void)
 {
     struct timespec ts;

@@ -90,6 +90,11 @@ void cs_sum_min_max(const double *v, size_t n, double *sum, double *min, double 
  * on rank 0 only, MPI_Finalize, and the exit status (0 for --help, 2 otherwise). */
 int cs_usage_exit(int rank, int help, void (*usage)(void));
 
+/* MPI_T (initialised by the caller): index of the performance variable `name` bound to
+ * `bind` (e.g. MPI_T_BIND_MPI_COMM), with its datatype and continuity; -1 when the MPI
+ * has no such variable. */
+int cs_pvar_index(const char *name, int bind, MPI_Datatype *dt, int *continuous);
+
 /* Monotonic wall clock in seconds (MPI_Wtime is used for MPI timings). */
 double cs_clock(void);
 /* Busy-wait for the given number of seconds (calibration-free: polls the clock). */
