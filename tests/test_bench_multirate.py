@@ -94,3 +94,39 @@ def test_mpich_runs_without_queue_pvars(tmp_path, mpich_mpi):
     reps = run.table("reps")
     assert len(reps) == 2 and (reps["rate_msgs_per_s"] > 0).all()
     assert reps["unexpected_msgq_max"].isna().all()  # the mpich wheel has no pvars
+
+
+def test_counts_under_the_profile_follow_the_protocol(tmp_path, capsys, default_mpi):
+    """cs_multirate under `commscope profile`: every call count, per rank and per thread,
+    follows from the window protocol (native/bench/multirate.c)."""
+    from commscope import mpi
+    T, W, I, X, M, R = 2, 16, 5, 1, 2, 2  # threads, window, timed, warm-up, modes, reps
+    binary = mpi.binary(default_mpi, "multirate")
+    code = cli.main(["profile", "-n", "2", "--threads-per-rank", str(T), "--runs", str(tmp_path),
+                     "--quiet", "--", str(binary), "--threads", str(T), "-w", str(W),
+                     "-i", str(I), "-x", str(X), "--reps", str(R)])
+    capsys.readouterr()
+    assert code == 0
+    (run_dir,) = tmp_path.iterdir()
+    from commscope.runs import open_run
+    run = open_run(run_dir)
+    f = run.table("functions")
+    windows = (I + X) * M * R  # per thread
+    for rank, data_call, ack_call in ((0, "MPI_Isend", "MPI_Recv"), (1, "MPI_Irecv", "MPI_Send")):
+        per_thread = f[(f["rank"] == rank) & (f["function"] == data_call)]
+        assert sorted(per_thread["calls"]) == [W * windows] * T
+        waitall = f[(f["rank"] == rank) & (f["function"] == "MPI_Waitall")]
+        assert sorted(waitall["calls"]) == [windows] * T
+        # one ack per window per thread, plus the receiver's queue statistics per repetition
+        assert f[(f["rank"] == rank) & (f["function"] == ack_call)]["calls"].sum() == \
+            T * windows + M * R
+        totals = f[f["rank"] == rank].groupby("function")["calls"].sum()
+        assert totals["MPI_Barrier"] == M * R and totals["MPI_Comm_dup"] == 1 + T + 1
+    peers = run.table("peers").set_index(["rank", "peer"])
+    assert peers.loc[(0, 1), "messages_sent"] == T * W * windows == \
+        peers.loc[(1, 0), "messages_received"]
+    assert peers.loc[(0, 1), "bytes_sent"] == T * W * windows * 64
+    c = run.table("counters")
+    hwm = c[(c["thread"] == -1) & (c["counter"] == "posted_receives_hwm")].set_index("rank")["value"]
+    # a window's receives stay posted until its Waitall; never more than one window per thread
+    assert W <= hwm[1] <= T * W

@@ -1,0 +1,74 @@
+"""`commscope profile` on real MPI applications that are not part of commscope (issue 9,
+item 9): Debian's LAMMPS, built against Debian's Open MPI 4.1.  Counts are checked
+against what LAMMPS's own logic implies (scripts/validate_lammps.py derives them).
+
+Skipped when the packages are absent: install them with
+scripts/install_validation_apps.sh (root).
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commscope import launch, mpi
+
+pytestmark = pytest.mark.mpi
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEM_MPICC = "/usr/bin/mpicc"
+INSTALL = "scripts/install_validation_apps.sh (as root)"
+
+needs_system_mpi = pytest.mark.skipif(
+    not (os.access(SYSTEM_MPICC, os.X_OK) and shutil.which("ompi_info")),
+    reason=f"Debian's Open MPI with mpicc (libopenmpi-dev) is not installed: run {INSTALL}")
+needs_lammps = pytest.mark.skipif(
+    shutil.which("lmp") is None, reason=f"Debian's lammps (lmp) is not installed: run {INSTALL}")
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("validate_lammps",
+                                                  ROOT / "scripts" / "validate_lammps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_expected_counts_of_a_known_case():
+    """The formula against a case worked by hand: 200 steps, a rebuild every 10
+    (20 rebuilds): exchange and borders 21 times, forward_comm on 180 steps,
+    reverse_comm on 200 steps and in setup."""
+    v = _script()
+    want = v.expected_p2p(200, 20)
+    assert want["MPI_Sendrecv"] == 21 + 2 * 21
+    assert want["MPI_Irecv"] == want["MPI_Send"] == want["MPI_Wait"] == 21 + 2 * 21 + 2 * 180 + 2 * 201
+    assert v.thermo_outputs(200, 50) == 5 and v.thermo_outputs(300, 10) == 31
+    assert v.thermo_outputs(210, 50) == 6  # the last step always prints
+
+
+@needs_system_mpi
+def test_system_open_mpi_4_gets_its_shared_memory_btl():
+    system = mpi.select_mpi(SYSTEM_MPICC)
+    assert system.flavor == "openmpi" and Path(system.mpicc).name == "mpicc"
+    plan = launch.plan_launch(system, 2, "prog")
+    version = subprocess.run([str(Path(system.mpiexec).parent / "ompi_info"), "--version"],
+                             capture_output=True, text=True).stdout  # "Open MPI v4.1.4"
+    major = int(version.split(" v")[1].split(".")[0])
+    assert plan.env["OMPI_MCA_btl"] == ("self,vader" if major < 5 else "self,sm")
+
+
+@needs_system_mpi
+@needs_lammps
+def test_lammps_counts_agree_with_its_logic(tmp_path):
+    v = _script()
+    cases = [(case, *v.profile_case(case, tmp_path, tmp_path / "runs", SYSTEM_MPICC))
+             for case in v.CASES]
+    for case, run, *_ in cases:
+        assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
+        assert run.meta["mpi"]["library_version"].startswith("Open MPI")  # Debian's, not the wheel
+    rows = v.comparison_rows(cases)
+    wrong = [r for r in rows if r[2] != r[3]]
+    assert not wrong, "\n".join(f"{w} (rank {k}): expected {e}, counted {g}" for w, k, e, g in wrong)
+    assert len(rows) == 2 * (2 + 2 * 4 + 2) + 4
