@@ -1,0 +1,77 @@
+"""Simulated ob1 queues beside the lengths Open MPI reports through MPI_T.
+
+`commscope profile` samples every MPI_T pvar into snapshots.<rank>.bin; on Open
+MPI with ob1 these include, per peer of MPI_COMM_WORLD, ``pml_ob1_posted_recvq_length``
+(receives posted for that source, any-source receives not counted) and
+``pml_ob1_unexpected_msgq_length``. Each snapshot has a CLOCK_MONOTONIC time, the
+clock the trace's ticks are converted to, so the simulated ob1 queues can be read at
+the same instant (:func:`commscope.matching.replay.per_peer_lengths`).
+
+A snapshot is *quiet* when no traced call of any rank began or ended within
+``guard_s`` of it. Only there are the two comparable: around a call, the real
+queue changes at an instant between the call's begin and end (and an eager message
+enters the receiver's unexpected queue when the receiver next polls, not when it
+was sent), which the replay cannot place exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..profile.counters import load_metadata, read_snapshots
+from .replay import per_peer_lengths
+
+PVARS = {"posted": "pml_ob1_posted_recvq_length", "unexpected": "pml_ob1_unexpected_msgq_length"}
+
+
+def measured(raw_dir, rank, t0_ns):
+    """The ob1 queue pvars of one rank: time_s (trace time), seq, queue, peer, length.
+
+    Empty when the MPI has no such pvars (MPICH) or the run had no snapshots.
+    """
+    meta = load_metadata(f"{raw_dir}/counters.{rank}.json")
+    want = {p["name"]: p for p in meta["pvars"] if p["name"] in PVARS.values()}
+    recs, _ = read_snapshots(raw_dir, meta)
+    if not want or not len(recs):
+        return pd.DataFrame(columns=["time_s", "seq", "queue", "peer", "length"])
+    words = meta["snapshot_record_words"]
+    base = 3 + meta["slab_words"] + len(meta["counters"])
+    values = recs[:, base:words].view(np.float64)
+    time_s = (recs[:, 2].astype(np.int64) - t0_ns) / 1e9
+    rows = []
+    for queue, name in PVARS.items():
+        p = want.get(name)
+        if p is None:
+            continue
+        for peer in range(p["count"]):
+            rows.append(pd.DataFrame({"time_s": time_s, "seq": recs[:, 0].astype(np.int64),
+                                      "queue": queue, "peer": peer,
+                                      "length": values[:, p["offset"] + peer]}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
+    """Measured and simulated ob1 lengths per snapshot and peer of ``rank``.
+
+    ``ob1_result``: the rank's rows of an ob1 replay (:func:`commscope.matching.replay.run`).
+    Columns: rank, seq, time_s, queue, peer, measured, simulated, quiet, equal.
+    """
+    m = measured(raw_dir, rank, trace.t0_ns)
+    cols = ["rank", "seq", "time_s", "queue", "peer", "measured", "simulated", "quiet", "equal"]
+    if m.empty:
+        return pd.DataFrame(columns=cols)
+    times = np.sort(m["time_s"].unique())
+    sim = per_peer_lengths(ob1_result, times, comm=0)
+    out = m.rename(columns={"length": "measured"}).merge(
+        sim.rename(columns={"length": "simulated"}), on=["time_s", "queue", "peer"], how="left")
+    out["simulated"] = out["simulated"].fillna(0).astype(np.int64)
+    ev = trace.events
+    edges = np.sort(np.r_[ev["time_begin_s"].to_numpy(), ev["time_end_s"].to_numpy()])
+    i = np.searchsorted(edges, out["time_s"].to_numpy())
+    before = np.abs(out["time_s"].to_numpy() - edges[np.clip(i - 1, 0, len(edges) - 1)])
+    after = np.abs(edges[np.clip(i, 0, len(edges) - 1)] - out["time_s"].to_numpy())
+    out["quiet"] = np.minimum(before, after) > guard_s
+    out["equal"] = out["measured"] == out["simulated"]
+    out.insert(0, "rank", rank)
+    return out[cols].sort_values(["seq", "queue", "peer"]).reset_index(drop=True)

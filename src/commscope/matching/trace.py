@@ -1,0 +1,250 @@
+"""Reader of `commscope profile --trace` event traces (raw/trace.<rank>.<thread>.bin).
+
+Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 1, u32 record
+size 48, i32 rank, i32 thread, f64 ticks per second, u64 tick0, 24 bytes 0}, then
+48-byte records in the order the thread's calls returned. Timestamps are ticks; the
+rank's counters.<rank>.bin holds two (ticks, CLOCK_MONOTONIC ns) pairs, from which
+every tick becomes nanoseconds on the clock the snapshots use, so ranks and
+snapshots line up on one node.
+
+Every problem that would make a replay wrong is one :class:`InputError` naming the
+file and record: a bad header, an unknown event code, a record ending before it
+began or before the previous one (out of order), a communicator id missing from
+comms.<rank>.csv, a peer outside its communicator, a completion whose start is not
+in the trace, dropped records (the size limit was reached). A final record cut
+short (the program was killed mid-write) is left out with a warning, as the
+profile's own converter does.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..profile.counters import CounterFile
+
+MAGIC = b"CSTRACE1"
+HEADER_BYTES = 64
+RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
+                   ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "<u2"),
+                   ("flags", "<u2")])
+assert RECORD.itemsize == 48
+EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE"}
+STARTS = (2, 4)          # events that start a request (ISEND, IRECV, and MPI_Start of either)
+COMPLETE = 5
+RECV_SIDE = 1            # flags bit 0: a receive-side completion
+_NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
+
+
+@dataclass
+class Trace:
+    """Every record of a run's trace, one row each (see :func:`read_trace`)."""
+
+    events: pd.DataFrame
+    comms: pd.DataFrame            # rank, comm_id, size, created_by, world_ranks (tuple), key
+    clocks: dict                   # rank -> (tick0, ns0, ticks per second)
+    files: list = field(default_factory=list)
+    t0_ns: int = 0                 # time zero: the earliest rank's tick0
+
+    def ns_of(self, rank, ticks):
+        tick0, ns0, tps = self.clocks[rank]
+        return ns0 + (np.asarray(ticks, dtype=np.float64) - tick0) * (1e9 / tps)
+
+    def time_s(self, rank, ticks):
+        return (self.ns_of(rank, ticks) - self.t0_ns) / 1e9
+
+
+def trace_files(raw_dir):
+    """{(rank, thread): path} of the trace files in ``raw_dir``."""
+    out = {}
+    for p in Path(raw_dir).glob("trace.*.bin"):
+        m = _NAME.fullmatch(p.name)
+        if m:
+            out[(int(m.group(1)), int(m.group(2)))] = p
+    return dict(sorted(out.items()))
+
+
+def read_file(path, rank, thread):
+    """Records of one trace file as a structured array (header checked)."""
+    data = Path(path).read_bytes()
+    if len(data) < HEADER_BYTES:
+        raise InputError(path, "header", f"cut short: {len(data)} bytes, a header is {HEADER_BYTES}")
+    if data[:8] != MAGIC:
+        raise InputError(path, "magic", f"not a commscope trace (expected {MAGIC.decode()})")
+    version, size, h_rank, h_thread = np.frombuffer(data, "<u4", count=2, offset=8).tolist() + \
+        np.frombuffer(data, "<i4", count=2, offset=16).tolist()
+    if version != 1:
+        raise InputError(path, "version", f"unknown trace version {version}")
+    if size != RECORD.itemsize:
+        raise InputError(path, "record_size", f"{size}, expected {RECORD.itemsize}")
+    if (h_rank, h_thread) != (rank, thread):
+        raise InputError(path, "header", f"says rank {h_rank} thread {h_thread}, the file name "
+                                         f"rank {rank} thread {thread}")
+    body = len(data) - HEADER_BYTES
+    n, cut = divmod(body, RECORD.itemsize)
+    if cut:
+        warnings.warn(f"{path}: last record cut short ({cut} bytes) and left out", stacklevel=2)
+    return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
+
+
+def read_comms(raw_dir, rank):
+    """comms.<rank>.csv with world_ranks as tuples of ints."""
+    path = Path(raw_dir) / f"comms.{rank}.csv"
+    if not path.is_file():
+        raise InputError(path, None, "missing: the trace's communicators cannot be resolved")
+    try:
+        df = pd.read_csv(path, dtype={"world_ranks": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(path, None, f"malformed CSV ({exc})") from None
+    for col in ("comm_id", "size", "created_by", "world_ranks"):
+        if col not in df.columns:
+            raise InputError(path, col, "required column is missing")
+    df = df.dropna(subset=["comm_id", "size", "world_ranks"])  # a half-written last line
+    try:
+        df["world_ranks"] = [tuple(int(x) for x in str(w).split()) for w in df["world_ranks"]]
+    except ValueError:
+        raise InputError(path, "world_ranks", "expected space-separated ranks") from None
+    df["comm_id"] = df["comm_id"].astype(np.int64)
+    df["size"] = df["size"].astype(np.int64)
+    df.insert(0, "rank", rank)
+    # One communicator has a different id on each rank; its members and how many
+    # communicators with the same members that rank created before it identify it.
+    df["key"] = [(w, k) for w, k in zip(df["world_ranks"], df.groupby("world_ranks").cumcount())]
+    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key"]]
+
+
+def _clock(raw_dir, rank):
+    cf = CounterFile(raw_dir, rank)
+    try:
+        rc = cf.read()
+        h = rc.header
+        tps = rc.ticks_per_s
+        dropped = _dropped(rc)
+    finally:
+        cf.close()
+    if not np.isfinite(tps) or tps <= 0:
+        raise InputError(cf.data_path, "tick1", "no second clock pair: ticks cannot be converted "
+                                                "to time (the rank died before its first snapshot)")
+    return (int(h["tick0"]), int(h["ns0"]), float(tps)), dropped
+
+
+def _dropped(rc):
+    for c in rc.meta["counters"]:
+        if c["name"] == "trace_records_dropped":
+            return int(rc.slabs[:, c["offset"]].sum())
+    return 0
+
+
+def _check_records(path, rec, comm_sizes, rank):
+    """Event codes, time order and communicators of one file's records."""
+    ev = rec["event"]
+    bad = ~np.isin(ev, list(EVENTS))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise InputError(path, f"record {i}", f"unknown event code {int(ev[i])}")
+    back = rec["t_end"] < rec["t_begin"]
+    if back.any():
+        i = int(np.argmax(back))
+        raise InputError(path, f"record {i}", "ends before it begins")
+    if len(rec) > 1:
+        order = np.diff(rec["t_end"].astype(np.int64)) < 0
+        if order.any():
+            i = int(np.argmax(order)) + 1
+            raise InputError(path, f"record {i}", f"out of order: ends before record {i - 1} "
+                                                  "(records are written as calls return)")
+    comm = rec["comm"]
+    known = np.isin(comm, list(comm_sizes))
+    if not known.all():
+        i = int(np.argmax(~known))
+        raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
+                                              f"(not in comms.{rank}.csv)")
+    size = np.array([comm_sizes[c] for c in comm.tolist()], dtype=np.int64)
+    peer = rec["peer"].astype(np.int64)
+    off = (peer < -1) | (peer >= size) | ((peer < 0) & ~np.isin(ev, (3, 4, 6)))
+    if off.any():
+        i = int(np.argmax(off))
+        raise InputError(path, f"record {i}", f"peer {int(peer[i])} outside its communicator "
+                                              f"(size {int(size[i])})")
+
+
+def _check_requests(df, raw_dir, rank):
+    """Every completion has a start earlier in the rank's trace (else records are missing)."""
+    req = df[df["request"] != 0].sort_values(["t_end", "thread", "record"], kind="stable")
+    started = set()
+    for ev, r, path, i in zip(req["event"].to_numpy(), req["request"].to_numpy(),
+                              req["file"].to_numpy(), req["record"].to_numpy()):
+        if ev in STARTS:
+            started.add(r)
+        elif ev == COMPLETE and r not in started:
+            raise InputError(Path(raw_dir) / path, f"record {i}",
+                             f"completes request {r} whose start is not in rank {rank}'s trace "
+                             "(records missing)")
+
+
+def read_trace(raw_dir, check=True):
+    """Read every trace file of a run's raw directory into one :class:`Trace`.
+
+    ``events`` columns: rank, thread, file, record, event (name), t_begin, t_end (ticks),
+    time_begin_s, time_end_s (seconds since the earliest rank's first tick), request,
+    bytes, peer, tag, comm (the rank's id), comm_key, comm_size, peer_world (world rank
+    of the peer, -1 for any source), flags.
+    """
+    raw_dir = Path(raw_dir)
+    files = trace_files(raw_dir)
+    if not files:
+        raise InputError(raw_dir, None, "no trace.<rank>.<thread>.bin files (run "
+                                        "`commscope profile --trace`)")
+    frames, comms, clocks = [], [], {}
+    for rank in sorted({r for r, _ in files}):
+        cm = read_comms(raw_dir, rank)
+        comms.append(cm)
+        clocks[rank], dropped = _clock(raw_dir, rank)
+        if dropped and check:
+            raise InputError(raw_dir / f"counters.{rank}.bin", "trace_records_dropped",
+                             f"{dropped} trace records of rank {rank} were dropped (size limit "
+                             "reached): the trace is incomplete; raise --trace-limit")
+        sizes = dict(zip(cm["comm_id"], cm["size"]))
+        members = dict(zip(cm["comm_id"], cm["world_ranks"]))
+        keys = dict(zip(cm["comm_id"], cm["key"]))
+        rank_frames = []
+        for (r, thread), path in files.items():
+            if r != rank:
+                continue
+            rec = read_file(path, rank, thread)
+            if check:
+                _check_records(path, rec, sizes, rank)
+            d = pd.DataFrame({name: rec[name] for name in RECORD.names})
+            d.insert(0, "record", np.arange(len(d)))
+            d.insert(0, "file", path.name)
+            d.insert(0, "thread", thread)
+            d.insert(0, "rank", rank)
+            rank_frames.append(d)
+        if not rank_frames:
+            continue
+        d = pd.concat(rank_frames, ignore_index=True)
+        d["comm_key"] = [keys.get(c) for c in d["comm"].tolist()]
+        d["comm_size"] = [sizes.get(c, 0) for c in d["comm"].tolist()]
+        d["peer_world"] = [members[c][p] if c in members and 0 <= p < len(members[c]) else -1
+                           for c, p in zip(d["comm"].tolist(), d["peer"].tolist())]
+        if check:
+            _check_requests(d, raw_dir, rank)
+        frames.append(d)
+    events = pd.concat(frames, ignore_index=True)
+    t0 = min(ns0 for _, ns0, _ in clocks.values())
+    trace = Trace(events=events, comms=pd.concat(comms, ignore_index=True), clocks=clocks,
+                  files=[p.name for p in files.values()], t0_ns=t0)
+    tb = np.empty(len(events))
+    te = np.empty(len(events))
+    for rank, idx in events.groupby("rank").indices.items():
+        tb[idx] = trace.time_s(rank, events["t_begin"].to_numpy()[idx])
+        te[idx] = trace.time_s(rank, events["t_end"].to_numpy()[idx])
+    events["time_begin_s"] = tb
+    events["time_end_s"] = te
+    events["event"] = events["event"].map(EVENTS)
+    return trace
