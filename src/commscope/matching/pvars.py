@@ -75,3 +75,34 @@ def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
     out["equal"] = out["measured"] == out["simulated"]
     out.insert(0, "rank", rank)
     return out[cols].sort_values(["seq", "queue", "peer"]).reset_index(drop=True)
+
+
+def mtmatch_comparison(order, trials):
+    """`bench mtmatch`: simulated ob1 queues at the point its rank 0 reads the pvars.
+
+    Rank 0 has posted every receive (from rank 1, on MPI_COMM_WORLD, in the recorded
+    post_seq order) and no message has been sent yet, so ob1 should hold M_t
+    receives for peer 1 and no unexpected message. The simulation replays the
+    recorded posts and then the sends in send_seq order through the ob1 engine and
+    reads the lengths after the last post. Columns: config, trial, simulated_posted,
+    measured_posted, simulated_unexpected, measured_unexpected, avg_depth (ob1, per
+    arrival), equal.
+    """
+    from . import engines as eng
+    rows = []
+    for (cfg, trial), sub in order.groupby(["config", "trial"], sort=True):
+        post = sub.sort_values("post_seq", kind="stable")["tag"].to_numpy()
+        send = sub.sort_values("send_seq", kind="stable")["tag"].to_numpy()
+        n = len(sub)
+        is_arrival = np.r_[np.zeros(n, np.int8), np.ones(n, np.int8)]
+        partner, searched, plen, ulen, _ = eng.run_engine(
+            "ob1", is_arrival, np.zeros(2 * n, np.int64), np.ones(2 * n, np.int64), np.r_[post, send])
+        m = trials[(trials["config"] == cfg) & (trials["trial"] == trial)]
+        mp = float(m["ob1_posted_recvq_length"].iloc[0]) if len(m) else float("nan")
+        mu = float(m["ob1_unexpected_msgq_length"].iloc[0]) if len(m) else float("nan")
+        depth = searched[n:].astype(np.int64) - (partner[n:] >= 0)
+        rows.append({"config": int(cfg), "trial": int(trial), "simulated_posted": int(plen[n - 1]),
+                     "measured_posted": mp, "simulated_unexpected": int(ulen[n - 1]),
+                     "measured_unexpected": mu, "avg_depth": float(depth.mean()),
+                     "equal": bool(plen[n - 1] == mp and ulen[n - 1] == mu)})
+    return pd.DataFrame(rows)

@@ -222,6 +222,19 @@ def per_peer_lengths(result, times_s, comm=0):
 
 # ---- thread nondeterminism ----------------------------------------------------
 
+def random_interleave(labels, rng):
+    """A random interleaving of groups that keeps each group's order.
+
+    ``labels[i]`` is the group (thread) of element i. Returns positions ``p`` such
+    that ``elements[p]`` is the interleaving: the slots are dealt to the groups at
+    random (a shuffled copy of the labels), and each group fills its slots in order.
+    """
+    labels = np.asarray(labels)
+    p = np.empty(len(labels), dtype=np.int64)
+    p[np.argsort(rng.permutation(labels), kind="stable")] = np.argsort(labels, kind="stable")
+    return p
+
+
 def permute_thread_posts(events, rng):
     """``events`` with the posts of different threads re-interleaved at random between
     consecutive arrivals; each thread keeps the order of its own posts."""
@@ -235,8 +248,7 @@ def permute_thread_posts(events, rng):
         th = threads[idx]
         if len(idx) < 2 or (th == th[0]).all():
             continue
-        shuffled = rng.permutation(th)
-        order[idx[np.argsort(shuffled, kind="stable")]] = idx[np.argsort(th, kind="stable")]
+        order[idx] = idx[random_interleave(th, rng)]
     return events.iloc[order].reset_index(drop=True)
 
 
