@@ -22,97 +22,148 @@
  *
  * Per event: the entries compared (searched), the matching event (-1: it was
  * queued) and the lengths of both queues after the event.
+ *
+ * A queue is an array in arrival order, not a linked list: a search is a
+ * sequential scan the hardware prefetches (a linked list's pointer chase is
+ * bound by memory latency).  A removed entry is marked dead (comm -1, never
+ * matches, not counted as compared) and the array is compacted once dead
+ * entries outnumber live ones, so the counts are those of a linked list.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { ENGINE_MPICH = 0, ENGINE_OB1 = 1, ENGINE_BINS = 2 };
+#define DEAD (-1)
 
 typedef struct {
-    int32_t comm, src, tag, next, prev;
-} node_t;
+    int32_t comm, src, tag, id; /* id: the event that queued it (its age); comm DEAD: removed */
+} ent_t;
 
 typedef struct {
-    int32_t head, tail;
-} list_t;
+    ent_t *a;
+    int32_t head, len, cap, dead;
+} queue_t;
 
 typedef struct {
-    node_t *nodes;
     int64_t compared;
+    int failed;
 } sim_t;
 
-static void list_init(list_t *l, size_t n)
+static void push(sim_t *s, queue_t *q, ent_t e)
 {
-    for (size_t i = 0; i < n; i++) l[i].head = l[i].tail = -1;
-}
-
-static void push(sim_t *s, list_t *l, int32_t i)
-{
-    node_t *x = &s->nodes[i];
-    x->next = -1;
-    x->prev = l->tail;
-    if (l->tail >= 0) s->nodes[l->tail].next = i;
-    else l->head = i;
-    l->tail = i;
-}
-
-static void unlink_node(sim_t *s, list_t *l, int32_t i)
-{
-    node_t *x = &s->nodes[i];
-    if (x->prev >= 0) s->nodes[x->prev].next = x->next;
-    else l->head = x->next;
-    if (x->next >= 0) s->nodes[x->next].prev = x->prev;
-    else l->tail = x->prev;
-}
-
-/* A posted receive p matches message (comm, src, tag); MPI tags of messages are >= 0. */
-static inline int recv_matches(const node_t *p, int32_t comm, int32_t src, int32_t tag)
-{
-    return p->comm == comm && (p->src == src || p->src < 0) && (p->tag == tag || p->tag < 0);
-}
-
-/* First entry of l matching; counts every comparison. */
-static int32_t find_msg(sim_t *s, const list_t *l, const node_t *recv)
-{
-    for (int32_t i = l->head; i >= 0; i = s->nodes[i].next) {
-        s->compared++;
-        if (recv_matches(recv, s->nodes[i].comm, s->nodes[i].src, s->nodes[i].tag)) return i;
+    if (q->len == q->cap) {
+        int32_t cap = q->cap ? 2 * q->cap : 16;
+        ent_t *a = realloc(q->a, sizeof(ent_t) * (size_t)cap);
+        if (!a) {
+            s->failed = 1;
+            return;
+        }
+        q->a = a;
+        q->cap = cap;
     }
-    return -1;
+    q->a[q->len++] = e;
 }
 
-static int32_t find_recv(sim_t *s, const list_t *l, const node_t *msg)
+static void remove_at(queue_t *q, int32_t k)
 {
-    for (int32_t i = l->head; i >= 0; i = s->nodes[i].next) {
-        s->compared++;
-        if (recv_matches(&s->nodes[i], msg->comm, msg->src, msg->tag)) return i;
+    q->a[k].comm = DEAD;
+    q->dead++;
+    while (q->head < q->len && q->a[q->head].comm == DEAD) {
+        q->head++;
+        q->dead--;
     }
-    return -1;
+    if (q->head == q->len) {
+        q->head = q->len = q->dead = 0;
+    } else if (q->dead > 32 && 2 * q->dead > q->len - q->head) {
+        int32_t n = 0;
+        for (int32_t i = q->head; i < q->len; i++)
+            if (q->a[i].comm != DEAD) q->a[n++] = q->a[i];
+        q->head = 0;
+        q->len = n;
+        q->dead = 0;
+    }
 }
 
-/* Walk two lists of receives together, oldest entry first (ob1's match_incomming). */
-static int32_t find_recv2(sim_t *s, const list_t *a, const list_t *b, const node_t *msg,
-                          const list_t **from)
+/* A posted receive r matches message m; MPI tags of messages are >= 0.  Bitwise &
+ * and |: one well-predicted branch per entry instead of up to five. */
+static inline int matches(const ent_t *r, const ent_t *m)
 {
-    int32_t i = a->head, j = b->head;
-    while (i >= 0 || j >= 0) {
-        int take_a = j < 0 || (i >= 0 && i < j);
-        int32_t k = take_a ? i : j;
-        s->compared++;
-        if (recv_matches(&s->nodes[k], msg->comm, msg->src, msg->tag)) {
-            *from = take_a ? a : b;
+    return (r->comm == m->comm) & ((r->src == m->src) | (r->src < 0)) &
+           ((r->tag == m->tag) | (r->tag < 0));
+}
+
+/* First message of q that receive r matches (its position, -1); counts live entries. */
+static int32_t find_msg(sim_t *s, const queue_t *q, const ent_t *r)
+{
+    int64_t c = 0;
+    for (int32_t k = q->head; k < q->len; k++) {
+        const ent_t *e = &q->a[k];
+        c += e->comm != DEAD;
+        if (matches(r, e)) {
+            s->compared += c;
             return k;
         }
-        if (take_a) i = s->nodes[i].next;
-        else j = s->nodes[j].next;
     }
+    s->compared += c;
     return -1;
+}
+
+/* Oldest receive of two queues that message m matches, walking both by age
+ * (ob1's match_incomming); *in_b says which queue it is in. */
+static int32_t find_recv2(sim_t *s, const queue_t *a, const queue_t *b, const ent_t *m, int *in_b)
+{
+    int32_t i = a->head, j = b ? b->head : 0, jl = b ? b->len : 0;
+    for (;;) {
+        while (i < a->len && a->a[i].comm == DEAD) i++;
+        while (j < jl && b->a[j].comm == DEAD) j++;
+        int take_a;
+        if (i < a->len && j < jl) take_a = a->a[i].id < b->a[j].id;
+        else if (i < a->len) take_a = 1;
+        else if (j < jl) take_a = 0;
+        else return -1;
+        const ent_t *e = take_a ? &a->a[i] : &b->a[j];
+        s->compared++;
+        if (matches(e, m)) {
+            *in_b = !take_a;
+            return take_a ? i : j;
+        }
+        if (take_a) i++;
+        else j++;
+    }
+}
+
+/* One queue only: a plain scan (the MPICH engine, or no wildcard receives queued). */
+static int32_t find_recv(sim_t *s, const queue_t *q, const ent_t *m)
+{
+    int64_t c = 0;
+    for (int32_t k = q->head; k < q->len; k++) {
+        const ent_t *e = &q->a[k];
+        c += e->comm != DEAD;
+        if (matches(e, m)) {
+            s->compared += c;
+            return k;
+        }
+    }
+    s->compared += c;
+    return -1;
+}
+
+static inline int32_t live(const queue_t *q)
+{
+    return q->len - q->head - q->dead;
 }
 
 static inline uint32_t bin_of(int32_t comm, int32_t tag, int32_t bins)
 {
     return ((uint32_t)tag * 2654435761u ^ (uint32_t)comm * 40503u) % (uint32_t)bins;
+}
+
+static void free_queues(queue_t *q, size_t n)
+{
+    if (!q) return;
+    for (size_t i = 0; i < n; i++) free(q[i].a);
+    free(q);
 }
 
 /* Returns the entries compared in all, or -1 on bad arguments / no memory. */
@@ -128,94 +179,84 @@ int64_t cs_match_run(int engine, int32_t bins, int64_t n, const int8_t *is_arriv
         if (comm[e] < 0 || comm[e] >= ncomm || src[e] >= nsrc || src[e] < -1 ||
             (is_arrival[e] && (src[e] < 0 || tag[e] < 0)))
             return -1;
-    sim_t s = {0};
-    size_t nposted = 1, nunexp = 1, nwild = 0;
+    sim_t s = {0, 0};
+    size_t nlists = 1, nwild = 1;
     if (engine == ENGINE_OB1) {
-        nposted = nunexp = (size_t)ncomm * (size_t)nsrc;
+        nlists = (size_t)ncomm * (size_t)nsrc;
         nwild = (size_t)ncomm;
     } else if (engine == ENGINE_BINS) {
-        nposted = nunexp = (size_t)bins;
-        nwild = 1;
+        nlists = (size_t)bins;
     }
-    s.nodes = malloc(sizeof(node_t) * (size_t)(n ? n : 1));
-    list_t *posted = malloc(sizeof(list_t) * nposted), *unexp = malloc(sizeof(list_t) * nunexp);
-    list_t *wild = malloc(sizeof(list_t) * (nwild ? nwild : 1));
+    queue_t *posted = calloc(nlists, sizeof(queue_t)), *unexp = calloc(nlists, sizeof(queue_t));
+    queue_t *wild = calloc(nwild, sizeof(queue_t));
     int32_t *last_probed = calloc((size_t)ncomm, sizeof(int32_t));
-    if (!s.nodes || !posted || !unexp || !wild || !last_probed) {
-        free(s.nodes), free(posted), free(unexp), free(wild), free(last_probed);
-        return -1;
-    }
-    list_init(posted, nposted);
-    list_init(unexp, nunexp);
-    list_init(wild, nwild ? nwild : 1);
+    if (!posted || !unexp || !wild || !last_probed) s.failed = 1;
     int32_t plen = 0, ulen = 0;
 
-    for (int64_t e = 0; e < n; e++) {
-        int32_t i = (int32_t)e;
-        node_t *x = &s.nodes[i];
-        x->comm = comm[e];
-        x->src = src[e];
-        x->tag = tag[e];
+    for (int64_t e = 0; e < n && !s.failed; e++) {
+        ent_t x = {comm[e], src[e], tag[e], (int32_t)e};
         int64_t before = s.compared;
-        int32_t m = -1;
+        int32_t m = -1, id = -1;
         if (is_arrival[e]) {
             /* search the posted receives; else queue as unexpected */
-            list_t *home, *u;
-            const list_t *from = 0;
+            queue_t *home, *u, *w = 0;
             if (engine == ENGINE_MPICH) {
                 home = posted;
                 u = unexp;
-                m = find_recv(&s, home, x);
-                from = home;
             } else if (engine == ENGINE_OB1) {
-                home = &posted[(size_t)x->comm * nsrc + x->src];
-                u = &unexp[(size_t)x->comm * nsrc + x->src];
-                m = find_recv2(&s, home, &wild[x->comm], x, &from);
+                home = &posted[(size_t)x.comm * nsrc + x.src];
+                u = &unexp[(size_t)x.comm * nsrc + x.src];
+                w = &wild[x.comm];
             } else {
-                uint32_t b = bin_of(x->comm, x->tag, bins);
+                uint32_t b = bin_of(x.comm, x.tag, bins);
                 home = &posted[b];
                 u = &unexp[b];
-                m = find_recv2(&s, home, &wild[0], x, &from);
+                w = &wild[0];
             }
+            int in_w = 0;
+            m = w && live(w) ? find_recv2(&s, home, w, &x, &in_w) : find_recv(&s, home, &x);
             if (m >= 0) {
-                unlink_node(&s, (list_t *)from, m);
+                queue_t *q = in_w ? w : home;
+                id = q->a[m].id;
+                remove_at(q, m);
                 plen--;
             } else {
-                push(&s, u, i);
+                push(&s, u, x);
                 ulen++;
             }
         } else {
             /* search the unexpected messages; else queue as posted */
-            list_t *from = 0, *dest;
+            queue_t *from = 0, *dest;
             if (engine == ENGINE_MPICH) {
                 from = unexp;
-                m = find_msg(&s, from, x);
+                m = find_msg(&s, from, &x);
                 dest = posted;
             } else if (engine == ENGINE_OB1) {
-                if (x->src >= 0) {
-                    from = &unexp[(size_t)x->comm * nsrc + x->src];
-                    m = find_msg(&s, from, x);
-                    dest = &posted[(size_t)x->comm * nsrc + x->src];
+                if (x.src >= 0) {
+                    from = &unexp[(size_t)x.comm * nsrc + x.src];
+                    m = find_msg(&s, from, &x);
+                    dest = &posted[(size_t)x.comm * nsrc + x.src];
                 } else {
-                    int32_t start = last_probed[x->comm];
+                    /* any source: the sources in turn, after the one matched last */
+                    int32_t start = last_probed[x.comm];
                     for (int32_t k = 1; k <= nsrc && m < 0; k++) {
                         int32_t p = (start + k) % nsrc;
-                        from = &unexp[(size_t)x->comm * nsrc + p];
-                        m = find_msg(&s, from, x);
-                        if (m >= 0) last_probed[x->comm] = p;
+                        from = &unexp[(size_t)x.comm * nsrc + p];
+                        m = find_msg(&s, from, &x);
+                        if (m >= 0) last_probed[x.comm] = p;
                     }
-                    dest = &wild[x->comm];
+                    dest = &wild[x.comm];
                 }
-            } else if (x->tag >= 0) {
-                uint32_t b = bin_of(x->comm, x->tag, bins);
+            } else if (x.tag >= 0) {
+                uint32_t b = bin_of(x.comm, x.tag, bins);
                 from = &unexp[b];
-                m = find_msg(&s, from, x);
+                m = find_msg(&s, from, &x);
                 dest = &posted[b];
             } else {
                 /* any tag: the oldest first match over all bins */
                 for (int32_t b = 0; b < bins; b++) {
-                    int32_t k = find_msg(&s, &unexp[b], x);
-                    if (k >= 0 && (m < 0 || k < m)) {
+                    int32_t k = find_msg(&s, &unexp[b], &x);
+                    if (k >= 0 && (m < 0 || unexp[b].a[k].id < from->a[m].id)) {
                         m = k;
                         from = &unexp[b];
                     }
@@ -223,18 +264,22 @@ int64_t cs_match_run(int engine, int32_t bins, int64_t n, const int8_t *is_arriv
                 dest = &wild[0];
             }
             if (m >= 0) {
-                unlink_node(&s, from, m);
+                id = from->a[m].id;
+                remove_at(from, m);
                 ulen--;
             } else {
-                push(&s, dest, i);
+                push(&s, dest, x);
                 plen++;
             }
         }
-        partner[e] = m;
+        partner[e] = id;
         searched[e] = (int32_t)(s.compared - before);
         posted_len[e] = plen;
         unexpected_len[e] = ulen;
     }
-    free(s.nodes), free(posted), free(unexp), free(wild), free(last_probed);
-    return s.compared;
+    free_queues(posted, posted ? nlists : 0);
+    free_queues(unexp, unexp ? nlists : 0);
+    free_queues(wild, wild ? nwild : 0);
+    free(last_probed);
+    return s.failed ? -1 : s.compared;
 }

@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 import threading
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -164,23 +163,3 @@ def simulate(events, engine="ob1", bins=DEFAULT_BINS, source="events"):
     out["posted_length"] = plen.astype(np.int64)
     out["unexpected_length"] = ulen.astype(np.int64)
     return out
-
-
-def throughput(n_messages=20000, engine="mpich", bins=DEFAULT_BINS, seed=0):
-    """Entries compared per second on a worst-case-like stream (receives posted in random
-    order, then the messages in tag order): returns (compared, seconds)."""
-    import time
-    rng = np.random.default_rng(seed)
-    tags = rng.permutation(n_messages)
-    is_arrival = np.r_[np.zeros(n_messages, np.int8), np.ones(n_messages, np.int8)]
-    tag = np.r_[tags, np.arange(n_messages)]
-    comm = np.zeros(2 * n_messages, np.int64)
-    src = np.zeros(2 * n_messages, np.int64)
-    load()
-    t0 = time.perf_counter()
-    *_, total = run_engine(engine, is_arrival, comm, src, tag, bins=bins)
-    return total, time.perf_counter() - t0
-
-
-def source_path():
-    return Path(_source())
