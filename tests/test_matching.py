@@ -355,3 +355,13 @@ def test_a_run_that_is_not_a_profile_is_refused(capsys, tmp_path):
     from commscope.runs import Run
     run = Run.create(tmp_path, "pingpong", {})
     _expect_error(capsys, run.path, "meta.json", "kind")
+
+
+@pytest.mark.mpi
+def test_report_shows_the_matching_section_of_a_traced_run(capsys, traced, tmp_path):
+    out = tmp_path / "report.html"
+    assert main(["report", str(traced["known"]), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "Matching queues of traced programs" in page
+    assert "queue lengths over time per rank" in page and "search depth distributions per engine" in page
+    assert "Simulated ob1 queue lengths equal the ob1 pvars at" in page

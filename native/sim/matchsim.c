@@ -93,20 +93,32 @@ static inline int matches(const ent_t *r, const ent_t *m)
            ((r->tag == m->tag) | (r->tag < 0));
 }
 
-/* First message of q that receive r matches (its position, -1); counts live entries. */
-static int32_t find_msg(sim_t *s, const queue_t *q, const ent_t *r)
+/* First entry of q that matches `key` (its position, -1); counts live entries.
+ * key_is_recv: q holds messages and key is a receive (a post searches the
+ * unexpected queue), else q holds receives and key is a message. */
+static inline int32_t scan(sim_t *s, const queue_t *q, const ent_t *key, int key_is_recv)
 {
     int64_t c = 0;
     for (int32_t k = q->head; k < q->len; k++) {
         const ent_t *e = &q->a[k];
         c += e->comm != DEAD;
-        if (matches(r, e)) {
+        if (key_is_recv ? matches(key, e) : matches(e, key)) {
             s->compared += c;
             return k;
         }
     }
     s->compared += c;
     return -1;
+}
+
+static int32_t find_msg(sim_t *s, const queue_t *q, const ent_t *r)
+{
+    return scan(s, q, r, 1);
+}
+
+static int32_t find_recv(sim_t *s, const queue_t *q, const ent_t *m)
+{
+    return scan(s, q, m, 0);
 }
 
 /* Oldest receive of two queues that message m matches, walking both by age
@@ -133,22 +145,6 @@ static int32_t find_recv2(sim_t *s, const queue_t *a, const queue_t *b, const en
     }
 }
 
-/* One queue only: a plain scan (the MPICH engine, or no wildcard receives queued). */
-static int32_t find_recv(sim_t *s, const queue_t *q, const ent_t *m)
-{
-    int64_t c = 0;
-    for (int32_t k = q->head; k < q->len; k++) {
-        const ent_t *e = &q->a[k];
-        c += e->comm != DEAD;
-        if (matches(e, m)) {
-            s->compared += c;
-            return k;
-        }
-    }
-    s->compared += c;
-    return -1;
-}
-
 static inline int32_t live(const queue_t *q)
 {
     return q->len - q->head - q->dead;
@@ -157,6 +153,22 @@ static inline int32_t live(const queue_t *q)
 static inline uint32_t bin_of(int32_t comm, int32_t tag, int32_t bins)
 {
     return ((uint32_t)tag * 2654435761u ^ (uint32_t)comm * 40503u) % (uint32_t)bins;
+}
+
+/* After a search: the matched entry leaves its queue (returns its event), or x
+ * joins the other kind of queue (returns -1). */
+static int32_t settle(sim_t *s, queue_t *from, int32_t m, queue_t *dest, ent_t x,
+                      int32_t *from_len, int32_t *dest_len)
+{
+    if (m >= 0) {
+        int32_t id = from->a[m].id;
+        remove_at(from, m);
+        (*from_len)--;
+        return id;
+    }
+    push(s, dest, x);
+    (*dest_len)++;
+    return -1;
 }
 
 static void free_queues(queue_t *q, size_t n)
@@ -215,15 +227,7 @@ int64_t cs_match_run(int engine, int32_t bins, int64_t n, const int8_t *is_arriv
             }
             int in_w = 0;
             m = w && live(w) ? find_recv2(&s, home, w, &x, &in_w) : find_recv(&s, home, &x);
-            if (m >= 0) {
-                queue_t *q = in_w ? w : home;
-                id = q->a[m].id;
-                remove_at(q, m);
-                plen--;
-            } else {
-                push(&s, u, x);
-                ulen++;
-            }
+            id = settle(&s, in_w ? w : home, m, u, x, &plen, &ulen);
         } else {
             /* search the unexpected messages; else queue as posted */
             queue_t *from = 0, *dest;
@@ -263,14 +267,7 @@ int64_t cs_match_run(int engine, int32_t bins, int64_t n, const int8_t *is_arriv
                 }
                 dest = &wild[0];
             }
-            if (m >= 0) {
-                id = from->a[m].id;
-                remove_at(from, m);
-                ulen--;
-            } else {
-                push(&s, dest, x);
-                plen++;
-            }
+            id = settle(&s, from, m, dest, x, &ulen, &plen);
         }
         partner[e] = id;
         searched[e] = (int32_t)(s.compared - before);

@@ -1,0 +1,95 @@
+"""Matching queues of traced programs (`commscope profile --trace`): replay per engine (issue 12).
+
+Per traced run: the posted and unexpected queue lengths over time per receiving rank
+(the ob1 engine's replay as lines; Open MPI's ob1 pvars, summed over peers, as dots
+where the run sampled them), the distribution of search depths per engine, the
+per-rank summary table, how many quiet snapshots agree with the pvars, and, when
+receives were posted by more than one thread, the spread over random thread
+interleavings (002). Runs without a trace are left out.
+"""
+
+import html
+
+import numpy as np
+
+from ...matching.analysis import analyze, pvar_agreement, trial_summary
+from ...matching.pvars import measured
+from ...output import format_table
+from ..figures import figure_html, new_figure
+from . import per_run
+
+KINDS = {"profile"}
+TITLE = "Matching queues of traced programs (002, 004)"
+ORDER = 27
+TRIALS = 50
+ENGINE_COLORS = {"mpich": "tab:blue", "ob1": "tab:orange", "bins": "tab:green"}
+
+
+def _lengths_figure(a):
+    ranks = sorted(a.inputs)
+    fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
+    ob1 = a.results[a.results["engine"] == "ob1"]
+    for ax, col, queue in ((axes[0][0], "posted_length", "posted"),
+                           (axes[0][1], "unexpected_length", "unexpected")):
+        for i, r in enumerate(ranks):
+            sub = ob1[ob1["rank"] == r]
+            color = f"C{i % 10}"
+            ax.step(sub["time_s"], sub[col], where="post", color=color, lw=1, label=f"rank {r}")
+            m = measured(a.run.raw_dir, r, a.trace.t0_ns)
+            m = m[m["queue"] == queue].groupby("time_s")["length"].sum()
+            if len(m):
+                ax.plot(m.index, m.to_numpy(), ".", color=color, ms=4)
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel(f"{queue} queue length")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("queue lengths over time (lines: ob1 replay, all communicators; "
+                 "dots: ob1 pvars on MPI_COMM_WORLD, specific-source receives)", fontsize=9)
+    return figure_html(fig, "queue lengths over time per rank")
+
+
+def _depth_figure(a):
+    fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
+    for ax, kind, name in ((axes[0][0], "arrive", "posted-receive queue (per message)"),
+                           (axes[0][1], "post", "unexpected queue (per receive)")):
+        sub = a.results[a.results["kind"] == kind]
+        top = int(sub["depth"].max()) if len(sub) else 0
+        edges = np.arange(top + 2) - 0.5
+        for engine, g in sub.groupby("engine", sort=False):
+            ax.hist(g["depth"], bins=edges, histtype="step", lw=1.5,
+                    color=ENGINE_COLORS.get(engine, "black"), label=engine)
+        ax.set_yscale("log")
+        ax.set_xlabel("search depth (entries passed over)")
+        ax.set_ylabel("count")
+        ax.set_title(name, fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    return figure_html(fig, "search depth distributions per engine")
+
+
+def _render_run(run):
+    a = analyze(run.path, trials=TRIALS)
+    equal, quiet = pvar_agreement(a.pvars)
+    arrivals = "; ".join(f"rank {r}: {ri.arrivals} ({ri.latency})" for r, ri in a.inputs.items())
+    if quiet:
+        pv = (f"Simulated ob1 queue lengths equal the ob1 pvars at {equal} of {quiet} quiet "
+              f"snapshot values (no traced call within 10 ms).")
+    elif not a.pvars.empty:
+        pv = "No snapshot fell in a quiet moment, so none is compared with the pvars."
+    else:
+        pv = "This MPI reports no ob1 queue pvars."
+    cols = ["rank", "engine", "messages", "receives", "prq_avg_depth", "prq_max_depth",
+            "umq_avg_depth", "umq_max_depth", "searched", "max_posted", "max_unexpected"]
+    out = [f"<h3>{html.escape(run.path.name)}</h3>",
+           f"<p>Arrivals: {html.escape(arrivals)}. {html.escape(pv)}</p>",
+           _lengths_figure(a), _depth_figure(a),
+           f"<pre>{html.escape(format_table(a.summary[cols]))}</pre>"]
+    if not a.trials.empty:
+        out.append(f"<p>{TRIALS} random interleavings of the posting threads:</p>"
+                   f"<pre>{html.escape(format_table(trial_summary(a.trials)))}</pre>")
+    return "\n".join(out)
+
+
+def render(runs, context):
+    traced = [r for r in runs if any(r.raw_dir.glob("trace.*.bin"))]
+    return per_run(traced, _render_run) if traced else ""
