@@ -340,3 +340,20 @@ def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root,
     page = out.read_text()
     assert "Application profile" in page and "rank by rank matrix" in page
     assert "rank by time heatmaps" in page and "Load imbalance between ranks" in page
+
+
+def test_pcontrol_snapshots_match_ob1_queue_lengths(capsys, runs_root, default_mpi, tmp_path):
+    """At MPI_Pcontrol(2) points the posted-receive counter equals Open MPI's own queue length."""
+    exe = compile_program(default_mpi, "posted_queue", tmp_path)
+    code, _, err, run = profile(capsys, runs_root, "--snapshot-every", "0", "--", str(exe), "25")
+    assert code == 0, err
+    s = run.table("snapshots")
+    s0 = s[s["rank"] == 0].sort_values("seq")
+    # start, the two marked points, the end
+    assert s0["posted_receives"].tolist() == [0, 25, 0, 0]
+    assert s0["posted_receives_hwm"].iloc[-1] == 25
+    if default_mpi.flavor != "openmpi":
+        pytest.skip("the ob1 queue-length pvars are Open MPI's")
+    pv = run.table("pvars")
+    q = pv[(pv["rank"] == 0) & (pv["pvar"] == "pml_ob1_posted_recvq_length") & (pv["index"] == 1)]
+    assert q.sort_values("seq")["value"].tolist() == [0, 25, 0, 0]

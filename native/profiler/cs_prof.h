@@ -149,6 +149,7 @@ int cs_pvars_init(void);           /* returns the number of pvar values sampled 
 void cs_pvars_describe(void *fh);  /* JSON array of the sampled pvars (FILE *) */
 int cs_snap_start(const char *dir, double interval_s);
 void cs_snap_stop(void);
+void cs_snap_now(void);
 void cs_sum_slabs(uint64_t *totals);
 
 /* Event trace (cs_prof_trace.c). */

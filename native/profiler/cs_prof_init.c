@@ -356,7 +356,7 @@ static void start(int thread_level)
         fprintf(stderr, CS_PREFIX "cannot write %s/counters.%d.json: %s\n", dir, cs_world_rank, strerror(errno));
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
-    if (snapshot_s > 0) cs_snap_start(dir, snapshot_s);
+    cs_snap_start(dir, snapshot_s);
 }
 
 static void finish(void)
@@ -393,6 +393,15 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
         cs_slab()[CS_OFF_CALLS + CS_F_MPI_Init_thread]++;
     }
     return rc;
+}
+
+/* MPI_Pcontrol(2) takes a snapshot at that point of the program; other levels are
+ * only counted (profiling stays on: counts stay exact). */
+CS_EXPORT int MPI_Pcontrol(const int level, ...)
+{
+    cs_slab()[CS_OFF_CALLS + CS_F_MPI_Pcontrol]++;
+    if (level == 2 && cs_hdr) cs_snap_now();
+    return MPI_SUCCESS;
 }
 
 CS_EXPORT int MPI_Finalize(void)

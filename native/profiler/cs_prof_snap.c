@@ -219,6 +219,17 @@ static void *snap_main(void *arg)
     return 0;
 }
 
+/* MPI_Pcontrol(2): a snapshot now, from the calling thread (programs mark points
+ * at which the counters and MPI_T variables should be compared, e.g. "all
+ * receives posted").  Serialised with the snapshot thread by snap_lock. */
+void cs_snap_now(void)
+{
+    if (snap_fd < 0) return;
+    pthread_mutex_lock(&snap_lock);
+    take_snapshot();
+    pthread_mutex_unlock(&snap_lock);
+}
+
 int cs_snap_start(const char *dir, double interval_s)
 {
     char path[4200];
@@ -243,6 +254,7 @@ int cs_snap_start(const char *dir, double interval_s)
     }
     snap_interval = interval_s;
     take_snapshot(); /* time zero */
+    if (interval_s <= 0) return 0; /* start, Pcontrol(2) and end only */
     snap_running = 1;
     if (pthread_create(&snap_thread, 0, snap_main, 0) != 0) {
         snap_running = 0;

@@ -24,6 +24,7 @@ FUNCTIONS = r"""
 hand     |                                  | MPI_Init(int *argc, char ***argv)
 hand     |                                  | MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 hand     |                                  | MPI_Finalize(void)
+hand     |                                  | MPI_Pcontrol(const int level, ...)
 send     |                                  | MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 send     |                                  | MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
 send     |                                  | MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm)
@@ -156,8 +157,8 @@ def parse():
         category, extra, proto = (part.strip() for part in line.split("|"))
         m = re.fullmatch(r"(MPI_\w+)\((.*)\)", proto)
         name, params = m.group(1), m.group(2)
-        args = [] if params == "void" else [
-            re.search(r"(\w+)\s*(\[\])?$", p.strip()).group(1) for p in params.split(",")]
+        args = [] if params == "void" else [  # (hand-written variadics have no PMPI call here)
+            re.search(r"(\w+|\.\.\.)\s*(\[\])?$", p.strip()).group(1) for p in params.split(",")]
         funcs.append(dict(name=name, category=category, params=params, args=args,
                           guard="COMMSCOPE_HAVE_PARTITIONED" if extra == "partitioned" else None,
                           bytes=extra if category in COLLECTIVE else None,
