@@ -29,8 +29,11 @@ def _check_maxima_match(run, ranks, intervals):
     # the time between the barriers is the workload plus the halo
     np.testing.assert_allclose(iv["interval_s"], iv["workload_s"] + iv["halo_s"], atol=1e-8)
     assert (iv[["workload_s", "halo_s", "barrier_s", "interval_s"]] >= 0).all().all()
-    # rank 0's barrier-to-barrier wall time holds every rank's interval
-    assert (mx["wall_s"] >= mx["max_interval_s"] - 1e-6).all()
+    # rank 0's barrier-to-barrier wall time is its own interval plus its closing barrier
+    # (other ranks leave the opening barrier up to a time slice earlier or later on a
+    # loaded machine, so their intervals are not bounded by rank 0's wall time)
+    r0 = iv[iv["rank"] == 0].set_index("interval")
+    np.testing.assert_allclose(mx["wall_s"], r0["interval_s"] + r0["barrier_s"], atol=1e-8)
 
 
 def test_ftq_maxima_draws_and_halo(runs_root, default_mpi):
