@@ -319,22 +319,25 @@ def test_list_counters_is_the_table_of_the_library(capsys):
 
 
 def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root, default_mpi, tmp_path):
-    """Rank r works (r+1) x 3 ms per iteration: eq. 4.1 gives 60 % on 4 ranks (plus sleep jitter)."""
+    """Rank r works (r+1) x 10 ms per iteration: eq. 4.1 gives 60 % on 4 ranks.
+
+    Sleeps overshoot by a similar amount on every rank (about 1 ms per sleep on a loaded
+    2-core machine), which pulls the measured imbalance down a little."""
     from commscope.profile.imbalance import imbalance_percent, rank_loads
     exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
     code, _, err, run = profile(capsys, runs_root, "-n", "4", "--counters", "all",
-                                "--snapshot-every", "20ms", "--", str(exe), "30", "3000")
+                                "--snapshot-every", "20ms", "--", str(exe), "20", "10000")
     assert code == 0, err
     f = run.table("functions")
     per_rank = f.groupby(["rank", "function"])["calls"].sum().unstack()
-    assert (per_rank["MPI_Sendrecv"] == 30).all() and (per_rank["MPI_Allreduce"] == 30).all()
+    assert (per_rank["MPI_Sendrecv"] == 20).all() and (per_rank["MPI_Allreduce"] == 20).all()
     peers = run.table("peers")
     assert sorted(zip(peers["rank"], peers["peer"])) == [(0, 1), (0, 3), (1, 0), (1, 2),
                                                          (2, 1), (2, 3), (3, 0), (3, 2)]
-    assert (peers.groupby("rank")["bytes_sent"].sum() == 30 * 1024).all()
+    assert (peers.groupby("rank")["bytes_sent"].sum() == 20 * 1024).all()
     loads = rank_loads(run)
     assert list(loads.sort_values("load_s")["rank"]) == [0, 1, 2, 3]
-    assert 45 < imbalance_percent(loads["load_s"]) < 70
+    assert 45 < imbalance_percent(loads["load_s"]) < 65
     out = tmp_path / "report.html"
     assert main(["report", str(run.path), "-o", str(out)]) == 0
     page = out.read_text()
