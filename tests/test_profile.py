@@ -318,6 +318,13 @@ def test_list_counters_is_the_table_of_the_library(capsys):
     assert out in doc, "docs/counters.md is out of date: scripts/gen_counter_docs.py"
 
 
+def test_imbalance_formula_eq_4_1():
+    from commscope.profile.imbalance import imbalance_percent
+    assert imbalance_percent([1, 2, 3, 4]) == pytest.approx(60.0)  # (4 - 2.5) / 2.5
+    assert imbalance_percent([5, 5, 5]) == 0.0
+    assert imbalance_percent([0, 0]) != imbalance_percent([0, 0])  # NaN: no load at all
+
+
 def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root, default_mpi, tmp_path):
     """Rank r works (r+1) x 10 ms per iteration: eq. 4.1 gives 60 % on 4 ranks.
 
@@ -335,9 +342,12 @@ def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root,
     assert sorted(zip(peers["rank"], peers["peer"])) == [(0, 1), (0, 3), (1, 0), (1, 2),
                                                          (2, 1), (2, 3), (3, 0), (3, 2)]
     assert (peers.groupby("rank")["bytes_sent"].sum() == 20 * 1024).all()
-    loads = rank_loads(run)
-    assert list(loads.sort_values("load_s")["rank"]) == [0, 1, 2, 3]
-    assert 45 < imbalance_percent(loads["load_s"]) < 65
+    loads = rank_loads(run).set_index("rank")
+    assert list(loads.sort_values("load_s").index) == [0, 1, 2, 3]
+    # each rank's load holds its injected work; on a quiet machine eq. 4.1 gives about
+    # 58 %, while a loaded one delays every rank's wake-ups and flattens the profile
+    assert (loads["load_s"] >= [0.2 * (r + 1) for r in range(4)]).all()
+    assert 30 < imbalance_percent(loads["load_s"]) < 65
     out = tmp_path / "report.html"
     assert main(["report", str(run.path), "-o", str(out)]) == 0
     page = out.read_text()
