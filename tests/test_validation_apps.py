@@ -72,3 +72,43 @@ def test_lammps_counts_agree_with_its_logic(tmp_path):
     wrong = [r for r in rows if r[2] != r[3]]
     assert not wrong, "\n".join(f"{w} (rank {k}): expected {e}, counted {g}" for w, k, e, g in wrong)
     assert len(rows) == 2 * (2 + 2 * 4 + 2) + 4
+
+
+HPCC_EXAMPLE = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
+needs_hpcc = pytest.mark.skipif(
+    shutil.which("hpcc") is None or not HPCC_EXAMPLE.exists(),
+    reason=f"Debian's hpcc is not installed: run {INSTALL}")
+
+
+@needs_system_mpi
+@needs_hpcc
+def test_hpcc_every_message_accounted_for(tmp_path, monkeypatch):
+    """HPC Challenge (all components, N = 400, a 1 x 2 grid) under the profile.
+
+    Its RandomAccess, PTRANS, FFT, HPL and latency/bandwidth parts complete requests
+    through Wait, Waitall, Waitany, Test and Testany, and RandomAccess cancels its
+    last any-source receive.  With 2 ranks every message goes to the other rank, so
+    each rank's sends (Send + Isend + Sendrecv) are its messages to the other, and
+    each rank receives (Recv + Irecv - cancelled + Sendrecv) exactly what the other
+    sent: two counts made in different processes by different wrappers."""
+    from commscope.profile.run import run_profile
+    lines = HPCC_EXAMPLE.read_text().splitlines()
+    lines[5], lines[7], lines[10], lines[11] = "400 Ns", "40 NBs", "1 Ps", "2 Qs"
+    (tmp_path / "hpccinf.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)  # hpcc reads hpccinf.txt and writes hpccoutf.txt here
+    run, status = run_profile("hpcc", nranks=2, mpi_spec=SYSTEM_MPICC,
+                              runs_root=tmp_path / "runs", echo=False)
+    assert status == 0 and "Success=1" in (tmp_path / "hpccoutf.txt").read_text()
+    f = run.table("functions")
+    calls = {r: g.groupby("function")["calls"].sum() for r, g in f.groupby("rank")}
+    peers = run.table("peers").set_index(["rank", "peer"])
+    for rank in (0, 1):
+        c, other = calls[rank], calls[1 - rank]
+        assert c["MPI_Testany"] > 0 and c["MPI_Cancel"] > 0  # the completion paths exercised
+        sent = c["MPI_Send"] + c["MPI_Isend"] + c["MPI_Sendrecv"]
+        received = (other["MPI_Recv"] + other["MPI_Irecv"] - other["MPI_Cancel"]
+                    + other["MPI_Sendrecv"])
+        assert peers.loc[(rank, 1 - rank), "messages_sent"] == sent == received
+        assert peers.loc[(1 - rank, rank), "messages_received"] == sent
+        assert peers.loc[(rank, 1 - rank), "bytes_sent"] == \
+            peers.loc[(1 - rank, rank), "bytes_received"]
