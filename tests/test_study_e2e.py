@@ -20,7 +20,7 @@ def study(tmp_path_factory, default_mpi):
 
 def test_study_writes_runs_profile_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
-        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "partitioned",
+        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "multirate", "partitioned",
         "pingpong-1pair", "pingpong-2pairs", "profile-bsp-halo", "threads"]
     profile = load_profile(study / "machine-profile.json")
     assert set(profile.localities) <= {"intra-socket", "cross-socket"}   # one node
@@ -33,7 +33,8 @@ def test_study_writes_runs_profile_and_report(study, capsys):
     assert html.count("<img") >= 9                     # every section's figures, inline
     for heading in ("Machine profile", "Point-to-point", "HighVolumePingPong",
                     "Multithreaded message matching", "Partitioned communication",
-                    "Thread arrivals", "Runtime variability", "Application profile"):
+                    "Thread arrivals", "Runtime variability", "Application profile",
+                    "Multirate"):
         assert f"<h2>{heading}" in html, heading
     assert "residuals" in html
     assert profile.gamma_s is not None and profile.gamma_s > 0    # from HighVolumePingPong

@@ -7,13 +7,14 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
 4. the fit: machine profile with gamma
 5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
-6. thread arrivals with injected laggards
-7. partitioned communication against the single send
-8. the bulk-synchronous harness (FTQ and DGEMM) at 1, 2 and 4 ranks (4 is
+6. multirate: thread pairs sharing one communicator or one each, 1 .. 4 threads
+7. thread arrivals with injected laggards
+8. partitioned communication against the single send
+9. the bulk-synchronous harness (FTQ and DGEMM) at 1, 2 and 4 ranks (4 is
    oversubscribed here), predicted from 1 rank to the others
-9. `commscope profile` of an application: the FTQ harness with a 2-D halo on 4
+10. `commscope profile` of an application: the FTQ harness with a 2-D halo on 4
    ranks, all counters (per-function time, load imbalance, rank x time heatmaps)
-10. the report
+11. the report
 
 Everything lands in a new study folder (never an existing one)::
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from .bench.bsp import run_bsp
 from .bench.hvpingpong import run_hvpingpong
 from .bench.mtmatch import run_mtmatch, sweep_configs
+from .bench.multirate import run_multirate
 from .bench.partitioned import run_partitioned
 from .bench.pingpong import run_pingpong
 from .bench.threads import run_threads
@@ -35,7 +37,8 @@ from .models.profile import save_profile
 from .profile_fit import fit_runs
 from .report.build import build_report
 
-STEPS = ("pingpong", "hvpingpong", "mtmatch", "threads", "partitioned", "bsp", "profile")
+STEPS = ("pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
+         "profile")
 
 
 def default_study_dir(root="studies"):
@@ -91,6 +94,11 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         run_mtmatch(configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
                     trials=_scale(quick, 10, 3), warmup=_scale(quick, 2, 1),
                     run_name="mtmatch", **kw)
+    if "multirate" in plan:
+        say("multirate: thread pairs, one shared communicator vs one per thread")
+        run_multirate(threads=_scale(quick, (1, 2, 4), (1, 2)), window=_scale(quick, 256, 32),
+                      iterations=_scale(quick, 100, 5), warmup=_scale(quick, 10, 1),
+                      reps=_scale(quick, 10, 2), run_name="multirate", **kw)
     if "threads" in plan:
         say("thread arrivals: 2 ranks x 2 threads, normal work with injected laggards")
         run_threads(ranks=2, threads=2, iterations=_scale(quick, 200, 20), trials=1,
