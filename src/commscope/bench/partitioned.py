@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
+from ..profile.ompt import bench_collector
 from ..runs import register_table
 from .driver import run_benchmark
 
@@ -130,13 +131,15 @@ def _as_int(size):
 
 def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, dist="normal",
                     sizes=None, runs_per_size=5, warmup=1, methods=METHODS,
-                    compute_mode="sleep", seed=1, **launch_kw):
+                    compute_mode="sleep", seed=1, ompt=False, **launch_kw):
     """Run the partitioned benchmark (2 ranks) and return the finished :class:`Run`.
 
     ``sizes``: buffer sizes in bytes (default :func:`default_sizes`); each is rounded
     down to a multiple of ``threads`` (one partition per thread). ``variability``
     defaults to 0.1 when neither it nor ``sigma_s`` is given. ``launch_kw`` go to
-    :func:`run_benchmark` (mpi_spec, runs_root, timeout, echo, ...).
+    :func:`run_benchmark` (mpi_spec, runs_root, timeout, echo, ...).  ``ompt=True``
+    also times the sender's threads through the OMPT tool (table ``threads``), the
+    input of ``commscope advise``.
 
     Raises :class:`InputError` on nonsense parameters (before anything runs) and
     :class:`EnvironmentProblem` when the job fails, including when the receiver found
@@ -152,13 +155,14 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
                   sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (003 Alg. 1)"
                   if sigma_s is None else "given directly", dist=dist, sizes_bytes=list(sizes),
                   runs_per_size=runs_per_size, warmup=warmup, methods=methods,
-                  compute_mode=compute_mode)
+                  compute_mode=compute_mode, ompt=bool(ompt))
     args = ["--threads", threads, "--compute", repr(float(compute_s)), "--sigma", repr(sigma),
             "--dist", dist, "--sizes", ",".join(str(s) for s in sizes),
             "--runs", runs_per_size, "--warmup", warmup, "--methods", ",".join(methods),
             "--compute-mode", compute_mode, "--seed", seed]
     return run_benchmark(KIND, "partitioned", args, nranks=2, threads=threads,
-                         parameters=params, seeds={"thread_times": seed}, **launch_kw)
+                         parameters=params, seeds={"thread_times": seed},
+                         collectors=[bench_collector] if ompt else (), **launch_kw)
 
 
 def method_status(run):

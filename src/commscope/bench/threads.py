@@ -21,14 +21,10 @@ import pandas as pd
 
 from ..errors import InputError
 from ..launch import available_cores
+from ..profile.ompt import bench_collector
 from ..runs import register_table
 from ..stats import arrivals
 from .driver import run_benchmark
-
-
-def ompt_collector(mpi, binary):
-    from ..profile.ompt import OmptCollector
-    return OmptCollector.for_program(binary, mpi)
 
 register_table("threads", "compute", {
     "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",
@@ -94,7 +90,7 @@ def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
             "-e", repr(float(laggard_extra)), "-S", int(seed), "-c", compute, "-r", region]
     run = run_benchmark("threads", "threads", args, nranks=int(ranks), threads=int(threads),
                         parameters=params, seeds={"threads": int(seed)},
-                        collectors=[ompt_collector] if ompt else (), **launch_kw)
+                        collectors=[bench_collector] if ompt else (), **launch_kw)
     launch = run.meta.get("launch", {})
     per_node = -(-int(ranks) // max(1, len(launch.get("hosts") or [1])))
     run.meta["oversubscription"] = {

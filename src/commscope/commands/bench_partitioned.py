@@ -74,6 +74,9 @@ def register(registry):
                    help="unrecorded warm-up runs per size and method (default %(default)s)")
     s.add_argument("--methods", default=",".join(METHODS),
                    help="comma-separated subset of %(default)s")
+    p.add_argument("--ompt", action="store_true",
+                   help="also time the sender's threads through OMPT (table threads, the "
+                        "input of `commscope advise`)")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
@@ -84,6 +87,6 @@ def _run(args):
         sigma_s=args.sigma, dist=args.dist, sizes=_sizes(args.sizes),
         runs_per_size=args.runs_per_size, warmup=args.warmup,
         methods=[m.strip() for m in args.methods.split(",") if m.strip()],
-        compute_mode=args.compute_mode, seed=args.seed, **launch_kwargs(args))
+        compute_mode=args.compute_mode, seed=args.seed, ompt=args.ompt, **launch_kwargs(args))
     print(run.path)
     return 0

@@ -28,3 +28,18 @@ def launch_kwargs(args):
                 hosts=args.hosts.split(",") if args.hosts else None,
                 ranks_per_node=args.ranks_per_node, run_name=args.name,
                 timeout=args.timeout, echo=not args.quiet)
+
+
+def add_link_options(parser, profile_help, ppn=True):
+    """The link of the partitioned model: a machine profile or an OSU table."""
+    link = parser.add_argument_group("link")
+    link.add_argument("--profile", metavar="FILE|bluewaters", help=profile_help)
+    link.add_argument("--osu", nargs="+", metavar="TABLE",
+                      help="OSU table: reference CSV (with --machine) or osu_latency + osu_bw text")
+    link.add_argument("--machine", metavar="NAME", help="machine columns of a reference CSV")
+    link.add_argument("--locality", default=None,
+                      help="profile locality (default: where the run's ranks 0 and 1 ran)")
+    if ppn:
+        link.add_argument("--ppn", type=int, default=1,
+                          help="processes per node sending (profile)")
+    return link

@@ -3,6 +3,7 @@
 import math
 
 from ..errors import InputError
+from .common_options import add_link_options
 from ..output import dump_json, format_value, print_table
 from ..predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
 
@@ -31,15 +32,8 @@ def register(registry):
                     "partitioned run's parameters into the partitioned-communication model and "
                     "compare with what the run measured.", epilog=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="a run directory of `commscope bench partitioned`")
-    link = p.add_argument_group("link (choose one)")
-    link.add_argument("--profile", metavar="FILE|bluewaters",
-                      help="machine profile (commscope fit) or bluewaters; alpha/beta per protocol")
-    link.add_argument("--osu", nargs="+", metavar="TABLE",
-                      help="OSU table: reference CSV (with --machine) or osu_latency + osu_bw text")
-    link.add_argument("--machine", metavar="NAME", help="machine columns of a reference CSV")
-    link.add_argument("--locality", default=None,
-                      help="profile locality (default: where the run's two ranks ran)")
-    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")
+    add_link_options(p, "machine profile (commscope fit) or bluewaters; alpha/beta per "
+                        "protocol (give one of --profile and --osu)")
     m = p.add_argument_group("model")
     m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")

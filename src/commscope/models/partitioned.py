@@ -247,10 +247,20 @@ def model_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
 
 
 def _draw_thread_times(thread_times, replicas, threads, rng):
-    """(replicas, threads) compute times from a scipy distribution or resampled data."""
+    """(replicas, threads) compute times from a scipy distribution or resampled data.
+
+    Data of shape (iterations, threads) are measured arrival vectors: whole rows are
+    resampled, so the threads of one iteration stay together (their correlation and
+    the iteration's own spread are kept); any other shape is pooled samples.
+    """
     if hasattr(thread_times, "rvs"):
         return thread_times.rvs(size=(replicas, threads), random_state=rng)
-    data = np.asarray(thread_times, dtype=float).ravel()
+    data = np.asarray(thread_times, dtype=float)
+    if data.ndim == 2 and data.shape[1] == threads and data.shape[0] > 0:
+        if not np.all(np.isfinite(data)):
+            raise InputError("thread_times", "compute_time_s", "need finite measured samples")
+        return data[rng.integers(0, data.shape[0], size=replicas)]
+    data = data.ravel()
     if data.size == 0 or not np.all(np.isfinite(data)):
         raise InputError("thread_times", "compute_time_s", "need finite measured samples")
     return rng.choice(data, size=(replicas, threads), replace=True)
@@ -261,8 +271,9 @@ def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
                          t_wait_s: float = 0.0) -> pd.DataFrame:
     """Monte-Carlo partitioned send without Algorithm 1's symmetry/continuity assumptions.
 
-    ``thread_times`` is a frozen scipy distribution or an array of measured compute times
-    (resampled with replacement). In each replica, partition ``k`` becomes ready when its
+    ``thread_times`` is a frozen scipy distribution, an array of measured compute times
+    (resampled with replacement), or an (iterations, threads) array of measured arrival
+    vectors (whole iterations resampled). In each replica, partition ``k`` becomes ready when its
     thread finishes (time ``r_k``) and the link is serial: a partition starts at
     ``max(r_k, link free)``. With equal message time ``m`` and ready times sorted, the
     last transfer completes at ``max_k (r_(k) + (N - k + 1) m)``, which is evaluated for all

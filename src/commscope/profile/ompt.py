@@ -218,6 +218,11 @@ def probe(mpi, binary=None, regions=3, threads=2):
     return out
 
 
+def bench_collector(mpi, binary):
+    """The collector a benchmark run gets with ``--ompt`` (see bench.driver)."""
+    return OmptCollector.for_program(binary, mpi)
+
+
 def tool_status(raw_dir):
     """What the tool wrote in ``raw_dir``: per-rank metadata and event file counts."""
     raw_dir = Path(raw_dir)

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The early-bird advisor against a measurement: `bench partitioned --ompt`.
+
+One run of the partitioned benchmark measures, per buffer size, the partitioned send
+(MPI_Pready as each thread finishes) and the single send after the join, while the
+OMPT tool times the sender's threads.  The advisor sees only the OMPT arrivals and a
+machine profile; its predicted saving per iteration (single - partitioned) is printed
+next to the measured one.  Measured figures use medians (the 2-core machine is shared;
+means are dominated by descheduling outliers), and the run's spread of measured
+savings (p25..p75 of paired differences over runs) is shown.
+
+    .venv/bin/python scripts/advise_check.py [--profile machine-profile.json]
+        [--sizes 256K,1M,4M,16M] [--runs 30] [--compute 0.005] [--sigma 1e-3]
+
+Without --profile a ping-pong run is made and fitted first (about 40 s).
+"""
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from commscope.bench.partitioned import run_partitioned
+from commscope.predict import earlybird as eb
+from commscope.units import parse_size
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile")
+    ap.add_argument("--sizes", default="256K,1M,4M,16M")
+    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--compute", type=float, default=0.005)
+    ap.add_argument("--sigma", type=float, default=1e-3)
+    a = ap.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="advise-check-"))
+    profile = a.profile
+    if profile is None:
+        from commscope.bench.pingpong import run_pingpong
+        from commscope.models.profile import save_profile
+        from commscope.profile_fit import fit_runs
+        pp = run_pingpong(runs_root=root, echo=False, progress=False)
+        profile = root / "machine-profile.json"
+        save_profile(fit_runs([pp.path]), profile)
+    sizes = [parse_size(s) for s in a.sizes.split(",")]
+    run = run_partitioned(threads=a.threads, compute_s=a.compute, sigma_s=a.sigma, sizes=sizes,
+                          runs_per_size=a.runs, methods=["partitioned", "single"], ompt=True,
+                          runs_root=root, echo=False, progress=False)
+    link, info = eb.link_for(run, profile=str(profile))
+    samples = run.table("samples")
+    print(f"# run {run.path}; link {info['source']} ({info['locality']}); {a.threads} threads, "
+          f"compute {a.compute} s, sigma {a.sigma} s, {a.runs} runs per size and method")
+    print(f"{'size':>10} {'meas single':>12} {'meas part':>12} {'meas saving':>12} "
+          f"{'p25..p75':>20} {'pred single':>12} {'pred alg1':>12} {'pred MC':>12} "
+          f"{'pred saving':>12}   (us, medians)")
+    for size in sizes:
+        s = samples[samples["size_bytes"] == (size // a.threads) * a.threads]
+        single = s[s["method"] == "single"].sort_values("run")["elapsed_s"].to_numpy()
+        part = s[s["method"] == "partitioned"].sort_values("run")["elapsed_s"].to_numpy()
+        if not len(part):
+            print(f"{size:>10} partitioned sends were skipped in this run")
+            continue
+        paired = single - part  # same run index: same thread-time draws
+        t = eb.advise(run, link, message_size=size, replicas=4000)
+        row = t[~t["region"].str.contains("#")].iloc[0]
+        print(f"{size:>10} {np.median(single) * 1e6:12.1f} {np.median(part) * 1e6:12.1f} "
+              f"{np.median(paired) * 1e6:12.1f} "
+              f"{np.percentile(paired, 25) * 1e6:9.1f}..{np.percentile(paired, 75) * 1e6:<9.1f} "
+              f"{row['single_s'] * 1e6:12.1f} {row['partitioned_alg1_s'] * 1e6:12.1f} "
+              f"{row['partitioned_mc_s'] * 1e6:12.1f} {row['saving_mc_s'] * 1e6:12.1f}")
+    print(f"# advisor region: {row['region']}, {row['instances']} instances, arrival spread "
+          f"{row['spread_s'] * 1e6:.0f} us; verdict at the largest size: {row['verdict']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""commscope advise"""
+
+from ..errors import InputError
+from ..output import dump_json, print_table
+from ..runs import open_run
+from ..units import parse_size
+from .common_options import add_link_options
+
+EXAMPLES = """\
+examples:
+  commscope profile --threads --threads-per-rank 4 -n 2 -- ./app
+  commscope advise runs/<profile-run> --profile machine-profile.json
+  commscope advise runs/<profile-run> --message-size 4MiB --json
+
+For each OpenMP region (from the per-thread OMPT arrivals of the run): arrival spread
+(mean max - min per process-iteration), laggard share (max - median > --threshold),
+average reclaimable time and the ratio of time spent idle, both as printed in Marts et
+al. 2023 (R / (n max)) and range-normalised (R / (n (max - min))); the bytes each rank
+sends per iteration (--message-size, else the run's MPI counters); and the time and
+effective bandwidth of one send after the region against partitioned sends as threads
+arrive: 003 Algorithm 1 (normal, measured mean and within-iteration sd) and a Monte
+Carlo resampling the measured arrival vectors.  Regions are ranked by the Monte-Carlo
+saving per iteration; the last line says whether anything is worth changing.
+"""
+
+
+def register(registry):
+    p = registry.command(
+        "advise", help="would early-bird (partitioned) sends pay off after each OpenMP region?",
+        description="The early-bird advisor: thread-arrival metrics per region joined with the "
+                    "partitioned-communication model.", epilog=EXAMPLES)
+    p.add_argument("run", metavar="RUN", help="a run with per-thread arrivals (profile --threads, "
+                                              "bench threads/partitioned --ompt)")
+    add_link_options(p, "machine profile (commscope fit); default: the published Blue "
+                        "Waters parameters", ppn=False)
+    p.add_argument("--message-size", metavar="SIZE", default=None,
+                   help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
+                        "run's MPI counters)")
+    p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
+                   help="laggard threshold, max - median (default %(default)s s)")
+    p.add_argument("--min-saving", type=float, default=10e-6, metavar="S",
+                   help="smallest saving per iteration worth a change (default %(default)s s)")
+    p.add_argument("--min-fraction", type=float, default=0.02, metavar="F",
+                   help="... and smallest fraction of slowest arrival + send (default %(default)s)")
+    p.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas")
+    p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    from ..predict import earlybird as eb
+    if args.replicas < 1:
+        raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
+    run = open_run(args.run)
+    profile = args.profile if args.profile or args.osu else "bluewaters"
+    link, info = eb.link_for(run, profile=profile, osu=args.osu, machine=args.machine,
+                             locality=args.locality)
+    size = parse_size(args.message_size, "--message-size") if args.message_size else None
+    table = eb.advise(run, link, message_size=size, threshold_s=args.threshold,
+                      min_saving_s=args.min_saving, min_saving_fraction=args.min_fraction,
+                      replicas=args.replicas, seed=args.seed)
+    verdict = eb.conclusion(table)
+    if args.json:
+        dump_json({"run": str(run.path), "link": info, "regions": table.to_dict("records"),
+                   "conclusion": verdict})
+        return 0
+    where = info.get("source", "") + (f" ({info['locality']})" if info.get("locality") else "")
+    print(f"# {run.path}: link {where}; idle ratio printed = R/(n*max), range = R/(n*(max-min))")
+    shown = table.assign(
+        spread_us=table["spread_s"] * 1e6, reclaim_us=table["avg_reclaimable_s"] * 1e6,
+        single_us=table["single_s"] * 1e6, alg1_us=table["partitioned_alg1_s"] * 1e6,
+        mc_us=table["partitioned_mc_s"] * 1e6, saving_us=table["saving_mc_s"] * 1e6,
+        mc_MBps=table["partitioned_mc_bandwidth_Bps"] / 1e6,
+        single_MBps=table["single_bandwidth_Bps"] / 1e6)
+    print_table(shown, ["region", "instances", "threads", "spread_us", "laggard_share",
+                        "reclaim_us", "idle_ratio_printed", "idle_ratio_range",
+                        "bytes_per_iteration", "single_us", "alg1_us", "mc_us", "single_MBps",
+                        "mc_MBps", "saving_us", "saving_pct"],
+                title="per region, ranked by predicted saving per iteration (Monte Carlo)")
+    for r in table.itertuples():
+        print(f"  {r.region}: {r.verdict}")
+    print(verdict)
+    return 0

@@ -1,0 +1,80 @@
+"""The early-bird advisor (commscope advise) on real OMPT-timed runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from commscope.bench.partitioned import run_partitioned
+from commscope.bench.threads import run_threads
+from commscope.cli import main as cli_main
+from commscope.models import partitioned as pm
+from commscope.models.profile import load_profile
+from commscope.predict import earlybird as eb
+from commscope.profile import ompt
+
+QUIET = dict(echo=False, progress=False, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def partitioned_run(tmp_path_factory, default_mpi):
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed")
+    return run_partitioned(threads=2, compute_s=0.004, sigma_s=1e-3, sizes=[1 << 20, 4 << 20],
+                           runs_per_size=6, methods=["partitioned", "single"], ompt=True,
+                           runs_root=tmp_path_factory.mktemp("runs"), **QUIET)
+
+
+def test_measured_arrival_vectors_are_resampled_whole():
+    rows = np.array([[1.0, 2.0], [10.0, 20.0]])
+    draws = pm._draw_thread_times(rows, 500, 2, np.random.default_rng(0))
+    assert {tuple(d) for d in draws} == {(1.0, 2.0), (10.0, 20.0)}
+    # A partition is sent when its thread arrives: with ready times 0 and 1 ms and a
+    # 0.4 ms message, the first is done before the last thread, so elapsed = one message.
+    link = pm.ConstantLink(0.0, 1e9)
+    mc = pm.simulate_partitioned(link, 2, [8e5], np.array([[0.0, 1e-3]]), replicas=10)
+    assert mc["mc_elapsed_s"].iloc[0] == pytest.approx(4e-4)
+
+
+@pytest.mark.mpi
+def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
+    assert cli_main(["advise", str(partitioned_run.path), "--message-size", "4MiB",
+                     "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    regions = d["regions"]
+    savings = [r["saving_mc_s"] for r in regions]
+    assert savings == sorted(savings, reverse=True)
+    main = next(r for r in regions if "#" not in r["region"])
+    assert main["region"].startswith("partitioned.c:")
+    assert main["instances"] == 2 * 2 * 7          # sizes x methods x (runs + warm-up)
+    assert main["threads"] == 2 and main["bytes_per_iteration"] == 4 << 20
+    # sigma 1 ms: the threads' arrivals spread by about a millisecond
+    assert 2e-4 < main["spread_s"] < 5e-3
+    link = pm.ProfileLink(load_profile("bluewaters"), d["link"]["locality"])
+    single = pm.model_single_send(link, [4 << 20])["single_elapsed_s"].iloc[0]
+    assert main["single_s"] == pytest.approx(single)
+    # a partition of 2 MiB takes longer than the spread: at most one message is saved
+    assert 0 < main["saving_mc_s"] <= single / 2 + 1e-9
+    assert main["worth_changing"] and "worth trying" in main["verdict"]
+    assert "worth changing; best: partitioned.c:" in d["conclusion"]
+
+
+@pytest.mark.mpi
+def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mpi, capsys):
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed")
+    run = run_threads(ranks=1, threads=2, iterations=20, work=5e-4, dist="constant",
+                      compute="sleep", ompt=True, runs_root=tmp_path, **QUIET)
+    assert cli_main(["advise", str(run.path), "--message-size", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing worth changing" in out
+    t = eb.advise(run, eb.link_for(run)[0])             # counters absent: bytes unknown
+    assert t["bytes_source"].str.contains("give --message-size").all()
+    assert not t["worth_changing"].any()
+
+
+def test_advise_needs_thread_arrivals(tmp_path, capsys):
+    from commscope.runs import Run
+    run = Run.create(tmp_path, "threads", {})
+    assert cli_main(["advise", str(run.path)]) == 2
+    assert "profile --threads" in capsys.readouterr().err
