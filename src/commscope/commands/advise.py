@@ -4,7 +4,7 @@ from ..errors import InputError
 from ..output import dump_json, print_table
 from ..runs import open_run
 from ..units import parse_size
-from .common_options import add_link_options
+from .common_options import add_link_options, add_monte_carlo_options
 
 EXAMPLES = """\
 examples:
@@ -42,8 +42,7 @@ def register(registry):
                    help="smallest saving per iteration worth a change (default %(default)s s)")
     p.add_argument("--min-fraction", type=float, default=0.02, metavar="F",
                    help="... and smallest fraction of slowest arrival + send (default %(default)s)")
-    p.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas")
-    p.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed")
+    add_monte_carlo_options(p, replicas=2000)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)
 

@@ -43,3 +43,10 @@ def add_link_options(parser, profile_help, ppn=True):
         link.add_argument("--ppn", type=int, default=1,
                           help="processes per node sending (profile)")
     return link
+
+
+def add_monte_carlo_options(group, replicas=4000):
+    """Replicas and seed of a Monte-Carlo model."""
+    group.add_argument("--replicas", type=int, default=replicas,
+                       help="Monte-Carlo replicas (default %(default)s)")
+    group.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")

@@ -3,7 +3,7 @@
 import math
 
 from ..errors import InputError
-from .common_options import add_link_options
+from .common_options import add_link_options, add_monte_carlo_options
 from ..output import dump_json, format_value, print_table
 from ..predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
 
@@ -37,8 +37,7 @@ def register(registry):
     m = p.add_argument_group("model")
     m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
-    m.add_argument("--replicas", type=int, default=4000, help="Monte-Carlo replicas (default %(default)s)")
-    m.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+    add_monte_carlo_options(m)
     p.add_argument("--json", action="store_true", help="print JSON (tidy rows, table, ranges)")
     p.set_defaults(func=_run)
 
