@@ -1,6 +1,9 @@
 """The early-bird advisor (commscope advise) on real OMPT-timed runs."""
 
 import json
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +17,7 @@ from commscope.predict import earlybird as eb
 from commscope.profile import ompt
 
 QUIET = dict(echo=False, progress=False, timeout=180)
+PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +82,29 @@ def test_advise_needs_thread_arrivals(tmp_path, capsys):
     run = Run.create(tmp_path, "threads", {})
     assert cli_main(["advise", str(run.path)]) == 2
     assert "profile --threads" in capsys.readouterr().err
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(shutil.which("lmp") is None or not os.access("/usr/bin/mpicc", os.X_OK),
+                    reason="Debian's lammps and Open MPI are not installed: run "
+                           "scripts/install_validation_apps.sh (as root)")
+def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
+    """A real MPI+OpenMP program not part of commscope: Debian's LAMMPS (built with GCC's
+    OpenMP, no OPENMP package; PPPM runs FFTW's threads)."""
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed")
+    runs = tmp_path / "runs"
+    code = cli_main(["profile", "--mpi", "/usr/bin/mpicc", "--threads", "--trace",
+                     "--threads-per-rank", "2", "-n", "2", "--runs", str(runs), "--quiet",
+                     "--", shutil.which("lmp"), "-in", str(PROGRAMS / "lammps_pppm.in"),
+                     "-log", "none"])
+    assert code == 0
+    run_dir = next(runs.iterdir())
+    capsys.readouterr()
+    assert cli_main(["advise", str(run_dir), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    regions = {r["region"]: r for r in d["regions"]}
+    fftw = next(r for name, r in regions.items() if name.startswith("fftw_spawn_loop"))
+    assert fftw["instances"] > 100 and fftw["threads"] == 2
+    assert fftw["bytes_source"].startswith("trace") and fftw["bytes_per_iteration"] > 0
+    assert any(name.startswith("LAMMPS_NS::KSpace::qsum_qsq") for name in regions)

@@ -9,9 +9,11 @@ Joins three parts commscope already has:
   spread, laggard share, average reclaimable time, and both idle ratios (the printed
   R / (n max) and the range-normalised R / (n (max - min)));
 * the bytes each rank sends per instance of the region: ``--message-size``, else the
-  MPI counters of the same run (point-to-point bytes sent by the rank divided by the
-  region's instances on that rank: exact when the region is the only phase that is
-  followed by sends, an upper bound otherwise);
+  event trace of the same run (``profile --threads --trace``: every send between the
+  end of an instance and the start of the next region), else its MPI counters
+  (point-to-point bytes sent by the rank divided by the region's instances on that
+  rank: exact when the region is the only phase that is followed by sends, an upper
+  bound otherwise);
 * the partitioned-communication model of Dominguez-Trujillo (2021) Ch. 4
   (:mod:`commscope.models.partitioned`): the single send after the region (postal
   time of the whole buffer after the last thread), Algorithm 1 (normal thread times
@@ -66,6 +68,68 @@ def threads_table(run):
     return arrivals.validate_arrivals(run.table("threads"), source=run.path / "threads.parquet")
 
 
+TRACE_RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"),
+                         ("bytes", "<i8"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
+                         ("event", "<u2"), ("flags", "<u2")])
+SEND_EVENTS = (1, 2)  # SEND, ISEND (docs/profile.md, trace format)
+
+
+def _send_times_ns(raw_dir, rank):
+    """(CLOCK_MONOTONIC ns, bytes) of every send the rank's trace recorded, or None."""
+    from ..profile.counters import CounterFile
+    files = sorted(raw_dir.glob(f"trace.{rank}.*.bin"))
+    if not files:
+        return None
+    cf = CounterFile(raw_dir, rank)
+    try:
+        h, rate = cf.header(), cf.read().ticks_per_s
+    finally:
+        cf.close()
+    recs = np.concatenate([np.frombuffer(f.read_bytes(), TRACE_RECORD,
+                                         count=(f.stat().st_size - 64) // TRACE_RECORD.itemsize,
+                                         offset=64) for f in files])
+    sends = recs[np.isin(recs["event"], SEND_EVENTS)]
+    t = int(h["ns0"]) + (sends["t_begin"].astype(np.float64) - float(h["tick0"])) / rate * 1e9
+    return t, sends["bytes"].astype(np.float64)
+
+
+def bytes_after_regions(run):
+    """{region: (bytes per instance, source)} from the run's event trace: a send counts
+    for the region instance that ended last before it, when no other region had begun
+    (sends inside regions or before the first one count for none).  None without a
+    trace."""
+    raw = run.raw_dir
+    threads = run.table("threads")
+    closing = threads[threads["barrier"] == "closing"]
+    per_region = {}
+    traced = False
+    for rank, sub in closing.groupby("rank"):
+        sent = _send_times_ns(raw, rank) if rank >= 0 else None
+        if sent is None:
+            continue
+        traced = True
+        t0 = int(sub["rank_t0_ns"].iloc[0])
+        inst = sub.groupby("instance").agg(region=("region", "first"), start=("start_s", "min"),
+                                           end=("leave_s", "max")).sort_values("start")
+        # every region instance of the rank (all segments) bounds the "after" window
+        starts = np.sort(threads[threads["rank"] == rank].groupby("instance")["start_s"].min()
+                         .to_numpy()) * 1e9 + t0
+        ends = inst["end"].to_numpy() * 1e9 + t0
+        t, nbytes = sent
+        k = np.searchsorted(ends, t, side="right") - 1
+        nxt = np.searchsorted(starts, t, side="left")
+        next_start = np.where(nxt < starts.size, starts[np.minimum(nxt, starts.size - 1)], np.inf)
+        ok = (k >= 0) & (t < next_start)
+        got = np.bincount(k[ok], weights=nbytes[ok], minlength=len(inst))
+        for region, total, n in (pd.DataFrame({"region": inst["region"].to_numpy(), "b": got})
+                                 .groupby("region")["b"].agg(["sum", "size"]).itertuples()):
+            per_region.setdefault(region, []).append(total / n)
+    if not traced:
+        return None
+    return {r: (float(np.mean(v)), "trace: sends after the region, before the next")
+            for r, v in per_region.items()}
+
+
 def bytes_per_instance(run, regions_instances):
     """{region: (bytes per instance, source)} from the run's MPI counters (None when the
     run has no counters).  ``regions_instances``: DataFrame region, rank, instances."""
@@ -104,7 +168,9 @@ def advise(run, link, *, message_size=None, threshold_s=1e-3, min_saving_s=10e-6
     per_region = pi.groupby("region").agg(spread_s=("spread_s", "mean"),
                                           max_arrival_s=("max_s", "mean"))
     inst = pi.groupby(["region", "rank"]).size().rename("instances").reset_index()
-    counted = None if message_size is not None else bytes_per_instance(run, inst)
+    counted = None
+    if message_size is None:
+        counted = bytes_after_regions(run) or bytes_per_instance(run, inst)
     rows = []
     for rec in summary.itertuples():
         mat, n = _arrival_matrix(df, rec.region)
@@ -159,6 +225,9 @@ def _verdict(row, max_arrival_s, min_saving_s, min_fraction):
         why = ("no bytes sent after it" if row["bytes_per_iteration"] == 0
                else "bytes sent unknown (give --message-size)")
         return {"saving_pct": np.nan, "worth_changing": False, "verdict": why}
+    if row["bytes_per_iteration"] < 1:
+        return {"saving_pct": np.nan, "worth_changing": False,
+                "verdict": "under one byte per iteration sent after it"}
     base = max_arrival_s + row["single_s"]
     pct = 100.0 * saving / base if base > 0 else np.nan
     worth = bool(saving >= min_saving_s and saving >= min_fraction * base)

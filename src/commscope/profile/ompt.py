@@ -21,7 +21,9 @@ next).  The segment that ends at the region's closing barrier carries the
 region's name (its code location); earlier segments (worksharing or explicit
 barriers) are named ``<location> #<k>``.  The ``threads`` table has the
 columns ``stats arrivals`` reads, plus ``region``, ``instance`` and absolute
-times; ``iteration`` counts the instances of that region on that rank.
+times; ``iteration`` counts the instances of that region on that rank; ``start_s``,
+``arrival_s`` and ``leave_s`` are seconds after ``rank_t0_ns`` (CLOCK_MONOTONIC ns,
+the clock of the MPI counters and trace).
 """
 
 import json
@@ -55,7 +57,7 @@ CLOSING = {2, 9}
 register_table("profile", "threads", {
     "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",
     "compute_time_s": "f", "instance": "i", "segment": "i", "barrier": "O",
-    "start_s": "f", "arrival_s": "f", "leave_s": "f"})
+    "start_s": "f", "arrival_s": "f", "leave_s": "f", "rank_t0_ns": "i"})
 
 
 # ----------------------------------------------------------------------------- runtime
@@ -341,10 +343,10 @@ def arrivals_table(raw_dir, resolve=True):
         seg["rank"] = _rank_number(label)
         frames.append(seg)
     cols = ["trial", "rank", "iteration", "region", "thread", "compute_time_s", "instance",
-            "segment", "barrier", "start_s", "arrival_s", "leave_s"]
+            "segment", "barrier", "start_s", "arrival_s", "leave_s", "rank_t0_ns"]
     if not frames:
         return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("trial", "rank", "iteration",
-                                          "thread", "instance", "segment") else
+                                          "thread", "instance", "segment", "rank_t0_ns") else
                                           ("object" if c in ("region", "barrier") else "float64"))
                              for c in cols})
     df = pd.concat(frames, ignore_index=True)
@@ -367,7 +369,7 @@ def arrivals_table(raw_dir, resolve=True):
         "instance": df["instance"].astype(np.int64), "segment": df["segment"].astype(np.int64),
         "barrier": df["barrier"].astype(str),
         "start_s": (df["start_ns"] - t0) * 1e-9, "arrival_s": (df["arrival_ns"] - t0) * 1e-9,
-        "leave_s": (df["leave_ns"] - t0) * 1e-9})
+        "leave_s": (df["leave_ns"] - t0) * 1e-9, "rank_t0_ns": t0.astype(np.int64)})
     return out.sort_values(["rank", "instance", "segment", "thread"]).reset_index(drop=True)
 
 
