@@ -68,46 +68,23 @@ def threads_table(run):
     return arrivals.validate_arrivals(run.table("threads"), source=run.path / "threads.parquet")
 
 
-TRACE_RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"),
-                         ("bytes", "<i8"), ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"),
-                         ("event", "<u2"), ("flags", "<u2")])
-SEND_EVENTS = (1, 2)  # SEND, ISEND (docs/profile.md, trace format)
-
-
-def _send_times_ns(raw_dir, rank):
-    """(CLOCK_MONOTONIC ns, bytes) of every send the rank's trace recorded, or None."""
-    from ..profile.counters import CounterFile
-    files = sorted(raw_dir.glob(f"trace.{rank}.*.bin"))
-    if not files:
-        return None
-    cf = CounterFile(raw_dir, rank)
-    try:
-        h, rate = cf.header(), cf.read().ticks_per_s
-    finally:
-        cf.close()
-    recs = np.concatenate([np.frombuffer(f.read_bytes(), TRACE_RECORD,
-                                         count=(f.stat().st_size - 64) // TRACE_RECORD.itemsize,
-                                         offset=64) for f in files])
-    sends = recs[np.isin(recs["event"], SEND_EVENTS)]
-    t = int(h["ns0"]) + (sends["t_begin"].astype(np.float64) - float(h["tick0"])) / rate * 1e9
-    return t, sends["bytes"].astype(np.float64)
-
-
 def bytes_after_regions(run):
     """{region: (bytes per instance, source)} from the run's event trace: a send counts
     for the region instance that ended last before it, when no other region had begun
     (sends inside regions or before the first one count for none).  None without a
     trace."""
-    raw = run.raw_dir
+    from ..matching.trace import read_trace, trace_files
+    if not trace_files(run.raw_dir):
+        return None
+    trace = read_trace(run.raw_dir, check=False)
+    sends = trace.events[trace.events["event"].isin(("SEND", "ISEND"))]
     threads = run.table("threads")
     closing = threads[threads["barrier"] == "closing"]
     per_region = {}
-    traced = False
     for rank, sub in closing.groupby("rank"):
-        sent = _send_times_ns(raw, rank) if rank >= 0 else None
-        if sent is None:
+        mine = sends[sends["rank"] == rank]
+        if rank not in trace.clocks:
             continue
-        traced = True
         t0 = int(sub["rank_t0_ns"].iloc[0])
         inst = sub.groupby("instance").agg(region=("region", "first"), start=("start_s", "min"),
                                            end=("leave_s", "max")).sort_values("start")
@@ -115,7 +92,8 @@ def bytes_after_regions(run):
         starts = np.sort(threads[threads["rank"] == rank].groupby("instance")["start_s"].min()
                          .to_numpy()) * 1e9 + t0
         ends = inst["end"].to_numpy() * 1e9 + t0
-        t, nbytes = sent
+        t = trace.ns_of(rank, mine["t_begin"].to_numpy())
+        nbytes = mine["bytes"].to_numpy(float)
         k = np.searchsorted(ends, t, side="right") - 1
         nxt = np.searchsorted(starts, t, side="left")
         next_start = np.where(nxt < starts.size, starts[np.minimum(nxt, starts.size - 1)], np.inf)
@@ -124,8 +102,6 @@ def bytes_after_regions(run):
         for region, total, n in (pd.DataFrame({"region": inst["region"].to_numpy(), "b": got})
                                  .groupby("region")["b"].agg(["sum", "size"]).itertuples()):
             per_region.setdefault(region, []).append(total / n)
-    if not traced:
-        return None
     return {r: (float(np.mean(v)), "trace: sends after the region, before the next")
             for r, v in per_region.items()}
 
