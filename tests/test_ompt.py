@@ -164,3 +164,15 @@ def test_doctor_probe_and_program_check(tool, default_mpi, capsys):
     d = json.loads(capsys.readouterr().out)["ompt"]
     assert d["available"] is True and d["probe"]["closing_arrivals"] == 4 * 2
     assert d["binary"]["ok"] is False and "no OpenMP" in d["binary"]["how"]
+
+
+def test_runtime_that_never_loads_the_tool_is_explained(tool, default_mpi, tmp_path):
+    """GCC's libgomp has no OMPT: without the libiomp5 preload the tool is never loaded,
+    no event file appears, and the reason names what was tried."""
+    probe = mpimod.binary(default_mpi, "ompt_probe")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    env.update(OMP_TOOL_LIBRARIES=str(tool), COMMSCOPE_PROFILE_DIR=str(tmp_path))
+    subprocess.run([str(probe), "3", "2"], env=env, check=True, capture_output=True)
+    collector = ompt.OmptCollector(str(probe), str(tool), env={"OMP_TOOL_LIBRARIES": str(tool)})
+    reason = ompt.failure_reason(tmp_path, collector)
+    assert "never loaded the OMPT tool" in reason and str(tool) in reason
