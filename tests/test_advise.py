@@ -108,3 +108,12 @@ def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
     assert fftw["instances"] > 100 and fftw["threads"] == 2
     assert fftw["bytes_source"].startswith("trace") and fftw["bytes_per_iteration"] > 0
     assert any(name.startswith("LAMMPS_NS::KSpace::qsum_qsq") for name in regions)
+
+
+@pytest.mark.mpi
+def test_report_has_an_advisor_section(partitioned_run, tmp_path):
+    from commscope.report.build import build_report
+    out = build_report([partitioned_run.path], tmp_path / "r.html")
+    html = Path(out).read_text()
+    assert "Early-bird advisor" in html and "partitioned.c:" in html
+    assert "bytes sent unknown" in html          # a bench run has no MPI counters

@@ -176,3 +176,17 @@ def test_runtime_that_never_loads_the_tool_is_explained(tool, default_mpi, tmp_p
     collector = ompt.OmptCollector(str(probe), str(tool), env={"OMP_TOOL_LIBRARIES": str(tool)})
     reason = ompt.failure_reason(tmp_path, collector)
     assert "never loaded the OMPT tool" in reason and str(tool) in reason
+
+
+@pytest.mark.mpi
+def test_profile_threads_alone_on_an_openmp_program_without_mpi(tool, default_mpi, tmp_path):
+    probe = mpimod.binary(default_mpi, "ompt_probe")
+    runs = tmp_path / "runs"
+    assert cli_main(["profile", "--threads", "--threads-per-rank", "2", "-n", "1", "--runs",
+                     str(runs), "--quiet", "--", str(probe), "5", "2"]) == 0
+    run_dir = next(runs.iterdir())
+    assert (run_dir / "threads.parquet").exists() and not (run_dir / "counters.parquet").exists()
+    # not an MPI program, but the launcher still gives it a rank
+    import pandas as pd
+    t = pd.read_parquet(run_dir / "threads.parquet")
+    assert (t["rank"] == 0).all() and len(t[t["barrier"] == "closing"]) == 6 * 2

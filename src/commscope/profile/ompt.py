@@ -161,6 +161,10 @@ class OmptCollector:
         return cls(str(program), str(tool), preload=preload, env=env,
                    notes=[note, f"OMPT tool: {tool}"])
 
+    def recorded(self, run):
+        """Whether the tool wrote any event (see run_profile)."""
+        return tool_status(run.raw_dir)["event_files"] > 0
+
     def finalize(self, run):
         """Write the ``threads`` table; record what the tool saw (or why nothing)."""
         status = tool_status(run.raw_dir)

@@ -187,7 +187,10 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
         run.meta["profile"]["problems"] = problems
         status = "complete" if code == 0 and not problems else "failed"
         run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None)
-    if not counter_ranks(run.raw_dir):
+    # A collector that recorded something (e.g. OMPT threads of an OpenMP program
+    # without MPI) makes the run useful even without counters.
+    if not counter_ranks(run.raw_dir) and not any(
+            getattr(c, "recorded", lambda r: False)(run) for c in collectors):
         raise InputError(path, None, f"wrote no counters (exit status {code}): it never called "
                                      "MPI_Init through the preloaded library. It is not an MPI "
                                      "program, is linked statically, or uses another MPI than "
