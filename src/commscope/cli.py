@@ -8,10 +8,12 @@ Command handlers take the parsed ``args`` and return an exit status.
 import argparse
 import importlib
 import pkgutil
+import signal
 import sys
 
 from . import __version__
 from .errors import EnvironmentProblem, InputError
+from .interrupts import raise_interrupted, stop_signals_to
 
 GROUP_HELP = {
     "bench": "run an MPI benchmark into a run directory",
@@ -63,6 +65,11 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    with stop_signals_to(raise_interrupted):
+        return _dispatch(args)
+
+
+def _dispatch(args):
     try:
         return int(args.func(args) or 0)
     except InputError as exc:
@@ -78,9 +85,11 @@ def main(argv=None):
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"commscope: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("commscope: interrupted; samples already written are kept", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Interrupted (a signal) or Ctrl-C outside a job
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"commscope: interrupted by {signal.Signals(signum).name}; samples already "
+              "written are kept", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

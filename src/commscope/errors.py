@@ -21,3 +21,19 @@ class InputError(Exception):
 
 class EnvironmentProblem(Exception):
     """Something missing on this machine (no MPI, a failed build, a launch that died)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """commscope was told to stop (SIGINT, SIGTERM, SIGHUP); exit status 128 + signal.
+
+    A KeyboardInterrupt, so ``except Exception`` never swallows it.
+    """
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def signal_name(self):
+        import signal
+        return signal.Signals(self.signum).name

@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +24,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .errors import EnvironmentProblem, InputError
+from .errors import EnvironmentProblem, InputError, Interrupted
+from .interrupts import stop_signals_to
 
 
 def available_cores():
@@ -186,26 +188,43 @@ class JobResult:
     stdout: str
     stderr: str
     wall_s: float
+    timed_out: bool = False
+
+
+#: Seconds a stopped job gets to end cleanly before its processes are SIGKILLed.
+GRACE_S = 3.0
+
+
+def guarded_argv(argv, grace_s=GRACE_S):
+    """``argv`` under :mod:`commscope.jobguard`, which ends every rank with commscope (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-m", "commscope.jobguard", str(os.getpid()), str(grace_s),
+            "--", *argv]
 
 
 def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True,
-            echo_stderr=False):
+            echo_stderr=False, grace_s=GRACE_S):
     """Run a planned job; stream its stdout (when ``echo``) and show progress.
 
     ``echo_stderr`` passes the job's own stderr through as well (a profiled
     program's messages); it is kept in the result either way.
 
     Returns a :class:`JobResult`; a non-zero exit is the caller's to interpret
-    (the samples already written stay on disk either way).
+    (the samples already written stay on disk either way).  SIGINT, SIGTERM or
+    SIGHUP to commscope end the whole job (launcher and ranks: SIGTERM, then
+    SIGKILL after ``grace_s``) and then raise :class:`~commscope.errors.Interrupted`;
+    a SIGKILLed commscope takes the job with it (see :mod:`commscope.jobguard`).
     """
     env = dict(os.environ, **plan.env)
     bar = _ProgressBar(title, progress)
     out_lines, err_lines = [], []
+    stopped, timed_out = [], False
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(plan.argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, bufsize=1,
-                                start_new_session=True)
+        proc = subprocess.Popen(guarded_argv(plan.argv, grace_s), cwd=cwd, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                bufsize=1, start_new_session=True)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot start {plan.argv[0]}: {exc}") from exc
 
@@ -227,30 +246,39 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
                     sys.stderr.write(line)
                     sys.stderr.flush()
 
+    def on_signal(signum, frame):
+        stopped.append(signum)
+        _stop(proc, signum)  # a second signal makes the guard skip the grace period
+
     pumps = [threading.Thread(target=f, daemon=True) for f in (pump_stdout, pump_stderr)]
     for t in pumps:
         t.start()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.wait()
-        err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
-    except KeyboardInterrupt:
-        _kill_group(proc)
-        proc.wait()
-        raise
+    with stop_signals_to(on_signal):
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(proc, signal.SIGTERM)
+            proc.wait()
+            timed_out = True
+            err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
+        except BaseException:
+            _stop(proc, signal.SIGTERM)
+            proc.wait()
+            raise
     for t in pumps:
         t.join(timeout=5)
+    if stopped:
+        raise Interrupted(stopped[0])
     return JobResult(proc.returncode, "".join(out_lines), "".join(err_lines),
-                     time.monotonic() - start)
+                     time.monotonic() - start, timed_out)
 
 
-def _kill_group(proc):
-    import signal
+def _stop(proc, signum):
+    """Ask the guard to end the job (without the guard, end the launcher's group)."""
     try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        time.sleep(0.5)
-        os.killpg(proc.pid, signal.SIGKILL)
+        if proc.args[1:3] == ["-m", "commscope.jobguard"]:
+            proc.send_signal(signum)
+        else:
+            os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         pass

@@ -22,7 +22,9 @@ import os
 import platform
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Optional
 
 import pandas as pd
 
@@ -40,7 +42,7 @@ REQUIRED_META = {
     "commscope_version": str,
     "kind": str,
     "command_line": str,
-    "status": str,            # "running", "complete" or "failed"
+    "status": str,            # "running", "complete", "failed" or "interrupted"
     "start_time": str,        # ISO 8601, UTC
     "end_time": (str, type(None)),
     "parameters": dict,
@@ -51,6 +53,8 @@ REQUIRED_META = {
     "launch": dict,           # argv, env added, notes (why each flag was set)
     "placement": list,        # one entry per rank: host, cpu, socket, core, numa
 }
+
+STATUSES = ("running", "complete", "failed", "interrupted")
 
 #: Required columns (name -> pandas dtype kind) of known tables, by run kind.
 #: Benchmarks register their tables with :func:`register_table`.
@@ -64,6 +68,49 @@ def register_table(kind, table, columns):
     (integers accepted), "O" string.
     """
     TABLE_COLUMNS[(kind, table)] = dict(columns)
+
+
+@dataclass
+class Points:
+    """The measurement points a benchmark plans, so a stopped run knows what is complete.
+
+    ``planned(parameters)`` lists ``(key, rows)``: the values of the ``key`` columns
+    of one point, in measuring order, and how many rows of ``table`` it has when done.
+    """
+    table: str
+    key: tuple
+    unit: str                      # plural noun: "sizes", "message counts"
+    planned: Callable
+    #: ``resume_args(parameters, first_key)``: the native program's options that measure
+    #: from the point ``first_key`` on (None: runs of this kind cannot be resumed)
+    resume_args: Optional[Callable] = None
+
+
+POINTS = {}
+
+
+def register_points(kind, points):
+    """Declare the planned points of runs of ``kind`` (see :class:`Points`)."""
+    POINTS[kind] = points
+
+
+def process_start_ticks(pid):
+    """When ``pid`` started (clock ticks after boot; None off Linux): tells a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def process_alive(pid, start_ticks=None):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return start_ticks is None or process_start_ticks(pid) in (None, start_ticks)
 
 
 def utc_now():
@@ -121,6 +168,11 @@ class Run:
             "parameters": dict(parameters),
             "seeds": dict(seeds or {}),
             "hosts": [platform.node()],
+            # who writes this run: a reader finding "running" with this process gone
+            # knows the run was interrupted (killed without a chance to say so)
+            "commscope_pid": os.getpid(),
+            "commscope_host": platform.node(),
+            "commscope_pid_start": process_start_ticks(os.getpid()),
             "topology": {},
             "mpi": {},
             "launch": {},
@@ -146,11 +198,9 @@ class Run:
 
     def finish(self, status="complete", **extra):
         """Convert raw CSV tables to Parquet, stamp the end time and status."""
-        for csv in sorted(self.raw_dir.glob("*.csv")):
-            if csv.stem == "placement" or "." in csv.stem:
-                continue  # per-rank raw files (comms.<rank>.csv) are read by their own converters
-            if not (self.path / f"{csv.stem}.parquet").exists():
-                self.write_table(csv.stem, _read_csv(csv))
+        for table in self._raw_tables():
+            if not (self.path / f"{table}.parquet").exists():
+                self.write_table(table, _read_segments(self.raw_dir, table))
         self.meta.update(extra)
         self.meta["status"] = status
         self.meta["end_time"] = utc_now()
@@ -160,8 +210,14 @@ class Run:
     # -- reading -----------------------------------------------------------
     def tables(self):
         names = {p.stem for p in self.path.glob("*.parquet")}
-        names |= {p.stem for p in self.raw_dir.glob("*.csv") if p.stem != "placement"}
-        return sorted(names)
+        return sorted(names | set(self._raw_tables()))
+
+    def _raw_tables(self):
+        """Tables the native program wrote (in raw/ and in raw/resume-<k>/ of a resumed run)."""
+        found = {p.stem for p in self.raw_dir.glob("*.csv")}
+        found |= {p.stem for p in self.raw_dir.glob("resume-*/*.csv")}
+        # per-rank raw files (comms.<rank>.csv) are read by their own converters
+        return sorted(t for t in found - {"placement"} if "." not in t)
 
     def table(self, table):
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run)."""
@@ -174,22 +230,104 @@ class Run:
                 raise InputError(pq, None, f"not a readable Parquet file ({exc})") from None
             source = pq
         else:
-            csv = self.raw_dir / f"{table}.csv"
-            if not csv.exists():
+            segments = raw_segments(self.raw_dir, table)
+            if not segments:
                 raise InputError(self.path, table, "no such table in this run")
-            df, source = _read_csv(csv), csv
+            df, source = _read_segments(self.raw_dir, table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
+        points = POINTS.get(self.kind)
+        if self.status != "complete" and points and points.table == table:
+            done = {k for k, _ in self.complete_points(df)}
+            keys = list(zip(*(df[c] for c in points.key)))
+            df = df[[k in done for k in keys]].reset_index(drop=True)
         return df
+
+    # -- state -------------------------------------------------------------
+    @property
+    def status(self):
+        """The run's real state: a "running" run whose commscope is gone is "interrupted"."""
+        status = self.meta["status"]
+        if status == "running" and not self._writer_may_run():
+            return "interrupted"
+        return status
+
+    def _writer_may_run(self):
+        pid = self.meta.get("commscope_pid")
+        if not isinstance(pid, int) or self.meta.get("commscope_host") != platform.node():
+            return True  # written elsewhere (or by an old commscope): cannot tell
+        return process_alive(pid, self.meta.get("commscope_pid_start"))
+
+    def complete_points(self, df=None):
+        """``(key, rows)`` of the planned points whose rows are all written, in order."""
+        points = POINTS[self.kind]
+        planned = points.planned(self.meta["parameters"])
+        if df is None:
+            df = self._raw_or_parquet(points.table)
+        counts = df.groupby(list(points.key)).size().to_dict() if len(df) else {}
+        return [(k, n) for k, n in planned if counts.get(k if len(k) > 1 else k[0], 0) >= n]
+
+    def _raw_or_parquet(self, table):
+        pq = self.path / f"{table}.parquet"
+        if pq.exists():
+            return pd.read_parquet(pq)
+        return _read_segments(self.raw_dir, table)
+
+    def progress(self):
+        """``(done, planned, unit)`` points, or None when the kind plans none."""
+        from . import bench  # noqa: F401  (registers every benchmark's points)
+        points = POINTS.get(self.kind)
+        if points is None:
+            return None
+        try:
+            done = len(self.complete_points())
+        except (InputError, OSError, ValueError):  # unreadable table: nothing usable
+            done = 0
+        return done, len(points.planned(self.meta["parameters"])), points.unit
+
+    def state_note(self):
+        """One line for an unfinished run: what happened and how much is complete."""
+        status = self.status
+        if status == "complete":
+            return None
+        what = {"running": "still running" + (f" on {self.meta.get('commscope_host')}"
+                                              if self.meta.get("commscope_host") else ""),
+                "interrupted": "interrupted", "failed": "failed"}[status]
+        if status == "interrupted" and isinstance(self.meta.get("interrupted"), dict):
+            what += f" by {self.meta['interrupted'].get('signal')} at {self.meta['interrupted'].get('time')}"
+        elif status == "interrupted":
+            what += " (its commscope process is gone)"
+        elif status == "failed" and self.meta.get("failure"):
+            what += f": {self.meta['failure']}"
+        progress = self.progress()
+        if progress:
+            what += f"; {progress[0]} of {progress[1]} {progress[2]} complete, only those are used"
+        return what
 
     @property
     def kind(self):
         return self.meta["kind"]
 
     def __repr__(self):
-        return f"Run({str(self.path)!r}, kind={self.kind!r}, status={self.meta['status']!r})"
+        return f"Run({str(self.path)!r}, kind={self.kind!r}, status={self.status!r})"
 
 
-def _read_csv(path):
+def raw_segments(raw_dir, table):
+    """``raw/<table>.csv`` then ``raw/resume-<k>/<table>.csv`` in k order, those that exist."""
+    resumed = sorted(Path(raw_dir).glob(f"resume-*/{table}.csv"),
+                     key=lambda p: int(p.parent.name.split("-")[1])
+                     if p.parent.name.split("-")[1].isdigit() else 0)
+    first = Path(raw_dir) / f"{table}.csv"
+    return ([first] if first.exists() else []) + resumed
+
+
+def _read_segments(raw_dir, table):
+    frames = [read_csv_table(p) for p in raw_segments(raw_dir, table)]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+
+
+def read_csv_table(path):
     """Read a raw CSV; a last line without its newline (writer killed mid-line) is dropped."""
     text = Path(path).read_bytes()
     if text and not text.endswith(b"\n"):
@@ -234,12 +372,12 @@ def validate_meta(meta, source):
             raise InputError(source, key, "required field is missing")
         if not isinstance(meta[key], typ):
             raise InputError(source, key, f"has the wrong type ({type(meta[key]).__name__})")
-    if meta["status"] not in ("running", "complete", "failed"):
+    if meta["status"] not in STATUSES:
         raise InputError(source, "status", f"unknown status {meta['status']!r}")
 
 
-def open_run(path):
-    """Open and validate a run directory."""
+def open_run(path, warn=True):
+    """Open and validate a run directory; say on stderr when it is not complete."""
     path = Path(path)
     meta_path = path / "meta.json"
     if not path.is_dir():
@@ -253,4 +391,8 @@ def open_run(path):
     except UnicodeDecodeError:
         raise InputError(meta_path, None, "not a text file") from None
     validate_meta(meta, meta_path)
-    return Run(path, meta)
+    run = Run(path, meta)
+    note = run.state_note()
+    if note and warn:
+        print(f"commscope: warning: {path}: {note}", file=sys.stderr)
+    return run

@@ -13,12 +13,16 @@ so, with every sample written before the failure.
 
 import csv
 import json
+import os
+import platform
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
-from ..errors import EnvironmentProblem, InputError
+from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root
-from ..runs import Run
+from ..paths import write_text_atomic
+from ..runs import (POINTS, Run, open_run, process_start_ticks, raw_segments, read_csv_table,
+                    utc_now)
 from ..topology import node_topology
 
 
@@ -76,10 +80,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     EnvironmentProblem when the job fails; the run directory is kept with
     status "failed" and whatever samples were written.
     """
-    if timeout is not None and not timeout > 0:
-        raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
-    if ranks_per_node is not None and ranks_per_node < 1:
-        raise InputError("--ranks-per-node", None, f"must be at least 1, got {ranks_per_node}")
+    _check_launch_options(timeout, ranks_per_node)
     mpi = mpimod.select_mpi(mpi_spec)
     binary = mpimod.binary(mpi, program)
     info = mpi_info(mpi)
@@ -103,22 +104,118 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     run.meta["launch"] = plan.to_dict()
     run.meta["hosts"] = plan.hosts
     run.meta["topology"] = node_topology()
+    run.meta["program"] = program
     run.save_meta()
-    status, res = "failed", None
+    return _execute(run, plan, kind, timeout, echo, progress)
+
+
+def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
+    """Continue an interrupted or failed run from its first incomplete point.
+
+    The same program, parameters, MPI and launch flags (all read from ``meta.json``);
+    rows of points left incomplete are dropped, and the new segment's samples land in
+    ``raw/resume-<k>/`` next to the earlier ones.  Returns the finished :class:`Run`.
+    """
+    _check_launch_options(timeout, None)
+    run = open_run(path, warn=False)
+    points = POINTS.get(run.kind)
+    if points is None or points.resume_args is None:
+        raise InputError(run.path / "meta.json", "kind",
+                         f"{run.kind} runs cannot be resumed (only "
+                         f"{', '.join(k for k, p in POINTS.items() if p.resume_args)})")
+    status = run.status
+    if status == "complete":
+        raise InputError(run.path / "meta.json", "status", "complete: nothing to resume")
+    if status == "running":
+        raise InputError(run.path / "meta.json", "status",
+                         f"still running (commscope pid {run.meta.get('commscope_pid')} on "
+                         f"{run.meta.get('commscope_host')})")
+    params = run.meta["parameters"]
+    planned = points.planned(params)
+    done = {k for k, _ in run.complete_points()}
+    todo = [k for k, _ in planned if k not in done]
+    if not todo:  # every point is there; only the final conversion was missed
+        return run.finish("complete")
+    first = todo[0]
+    keep_complete_points(run, points, done)
+    segment = run.raw_dir / f"resume-{len(run.meta.get('resumed', [])) + 1}"
+    old = run.meta["launch"]
+    mpi_meta = run.meta["mpi"]
+    mpi = mpimod.select_mpi(mpi_meta["name"] if mpi_meta.get("name") in ("openmpi", "mpich")
+                            else mpi_meta.get("mpicc"))
+    binary = mpimod.binary(mpi, run.meta.get("program", run.kind))
+    args = [*points.resume_args(params, first), "--out", segment]
+    plan = launch.plan_launch(mpi, old["nranks"], binary, args,
+                              hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
+                              threads=old.get("threads_per_rank", 1),
+                              bind="core" if old.get("bound") else "none")
+    plan.env.update(old.get("env", {}))
+    run.meta.setdefault("resumed", []).append(
+        {"time": utc_now(), "from": dict(zip(points.key, first)),
+         "segment": str(segment.relative_to(run.path)), "launch": plan.to_dict()})
+    run.meta.update(status="running", end_time=None, commscope_pid=os.getpid(),
+                    commscope_host=platform.node(),
+                    commscope_pid_start=process_start_ticks(os.getpid()))
+    for key in ("interrupted", "failure"):
+        run.meta.pop(key, None)
+    run.save_meta()
+    return _execute(run, plan, run.kind, timeout, echo, progress)
+
+
+def keep_complete_points(run, points, done):
+    """Rewrite every raw segment of the points table without rows of unfinished points;
+    drop the Parquet tables converted from the stopped run (the raw CSVs rebuild them)."""
+    for csv_path in raw_segments(run.raw_dir, points.table):
+        df = read_csv_table(csv_path)
+        keys = list(zip(*(df[c] for c in points.key)))
+        kept = df[[k in done for k in keys]]
+        if len(kept) != len(df):
+            write_text_atomic(csv_path, kept.to_csv(index=False))
+    for pq in run.path.glob("*.parquet"):
+        if raw_segments(run.raw_dir, pq.stem):
+            pq.unlink()
+
+
+def _check_launch_options(timeout, ranks_per_node):
+    if timeout is not None and not timeout > 0:
+        raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
+    if ranks_per_node is not None and ranks_per_node < 1:
+        raise InputError("--ranks-per-node", None, f"must be at least 1, got {ranks_per_node}")
+
+
+def _execute(run, plan, kind, timeout, echo, progress):
+    """Run the job of ``run`` and stamp how it ended (complete, failed, interrupted)."""
+    status, res, extra = "failed", None, {}
     try:
         res = launch.run_job(plan, title=kind, timeout=timeout, echo=echo, progress=progress)
-        (run.path / "stdout.txt").write_text(res.stdout)
+        _append(run.path / "stdout.txt", res.stdout)
         if res.stderr:
-            (run.path / "stderr.txt").write_text(res.stderr)
+            _append(run.path / "stderr.txt", res.stderr)
         status = "complete" if res.returncode == 0 else "failed"
+        if status == "failed":
+            extra["failure"] = (f"timed out after {timeout} s" if res.timed_out
+                                else f"job exited with status {res.returncode}")
+    except Interrupted as exc:
+        status = "interrupted"
+        extra["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
+        raise
+    except BaseException as exc:
+        extra["failure"] = f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         for c in collectors:
             c.finalize(run)
         run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
-        run.finish(status, wall_s=round(res.wall_s, 3) if res else None)
+        run.finish(status, wall_s=round(res.wall_s, 3) if res else None, **extra)
     if status != "complete":
         tail = "\n".join(res.stderr.strip().splitlines()[-15:])
         raise EnvironmentProblem(
             f"{kind} job exited with status {res.returncode}; partial results kept in "
             f"{run.path}\n{tail}")
     return run
+
+
+def _append(path, text):
+    """stdout/stderr of a resumed run continue those of its earlier segments."""
+    before = path.read_text() if path.exists() else ""
+    write_text_atomic(path, before + text)

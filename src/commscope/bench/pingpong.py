@@ -1,11 +1,35 @@
 """Ping-pong benchmark driver (004 Sec. 2; OSU latency conventions)."""
 
 from ..errors import InputError
-from ..runs import register_table
+from ..runs import Points, register_points, register_table
 from .driver import run_benchmark
 
 register_table("pingpong", "samples", {
     "size_bytes": "i", "pair": "i", "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"})
+
+LARGE_MESSAGE = 8192  # bytes; above it the native code uses the large-message counts
+
+
+def planned_sizes(params):
+    """``((size,), rows)`` in measuring order: 0 (if asked), then powers of two."""
+    out, s = [], params["min_size"]
+    while s <= params["max_size"]:
+        large = s > LARGE_MESSAGE
+        out.append(((s,), params["pairs"] * params["large_iters" if large else "iters"]))
+        s = s * 2 if s else 1
+    return out
+
+
+def native_args(params):
+    """Options of cs_pingpong for the parameters recorded in meta.json."""
+    return (["-m", f"{params['min_size']}:{params['max_size']}", "-i", params["iters"],
+             "-x", params["warmup"], "-I", params["large_iters"], "-X", params["large_warmup"]]
+            + (["--hugepages"] if params.get("hugepages") else []))
+
+
+register_points("pingpong", Points(
+    "samples", ("size_bytes",), "sizes", planned_sizes,
+    resume_args=lambda params, first: native_args(dict(params, min_size=first[0]))))
 
 DEFAULTS = dict(min_size=1, max_size=4 << 20, iters=1000, warmup=100,
                 large_iters=100, large_warmup=10)
@@ -35,7 +59,5 @@ def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
     params = dict(pairs=pairs, min_size=min_size, max_size=max_size, iters=iters,
                   warmup=warmup, large_iters=large_iters, large_warmup=large_warmup,
                   hugepages=hugepages)
-    args = ["-m", f"{min_size}:{max_size}", "-i", iters, "-x", warmup,
-            "-I", large_iters, "-X", large_warmup] + (["--hugepages"] if hugepages else [])
-    return run_benchmark("pingpong", "pingpong", args, nranks=2 * pairs, parameters=params,
+    return run_benchmark("pingpong", "pingpong", native_args(params), nranks=2 * pairs, parameters=params,
                          **launch_kw)

@@ -1,5 +1,6 @@
 """commscope bench pingpong"""
 
+from ..bench.driver import resume_benchmark
 from ..bench.pingpong import DEFAULTS, run_pingpong
 from ..units import parse_size_range
 from .common_options import add_launch_options, launch_kwargs
@@ -10,6 +11,8 @@ examples:
   commscope bench pingpong -m 1:64K -i 2000      # small messages, more repetitions
   commscope bench pingpong --pairs 2 -m 64K:4M   # 2 concurrent pairs (max-rate ppn)
   commscope bench pingpong --mpi mpich           # the mpich wheel instead of Open MPI
+  commscope bench pingpong --resume runs/20260101T120000Z-pingpong
+                                                 # continue a stopped run where it ended
 
 Every repetition's one-way time is kept in <run>/samples.parquet
 (size_bytes, pair, rep, time_s, locality, pairs); stdout shows the OSU-style table.
@@ -38,11 +41,19 @@ def register(registry):
     p.add_argument("--hugepages", action="store_true",
                    help="back the buffers with transparent huge pages (as numpy/mpi4py do for "
                         ">= 4 MiB arrays); default: page-aligned, as OSU")
+    p.add_argument("--resume", metavar="RUN", default=None,
+                   help="continue the interrupted or failed run RUN from its first incomplete "
+                        "size, with the parameters recorded in its meta.json (other options "
+                        "except --timeout and --quiet are ignored)")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
+    if args.resume:
+        run = resume_benchmark(args.resume, timeout=args.timeout, echo=not args.quiet)
+        print(run.path)
+        return 0
     lo, hi = parse_size_range(args.message_size)
     run = run_pingpong(pairs=args.pairs, min_size=lo, max_size=hi, iters=args.iterations,
                        warmup=args.warmup, large_iters=args.large_iterations,

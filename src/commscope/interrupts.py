@@ -1,0 +1,35 @@
+"""Stop signals: SIGINT, SIGTERM and SIGHUP (Ctrl-C, ``timeout``/``scancel``, a closed terminal).
+
+The CLI turns each into :class:`~commscope.errors.Interrupted` so every run directory
+being written is marked interrupted on the way out; while a job runs, the launcher
+routes them to its own handler, which ends the job first.
+"""
+
+import contextlib
+import signal
+import threading
+
+from .errors import Interrupted
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def stop_signals_to(handler):
+    """Route the stop signals to ``handler`` inside the block; restore them afterwards.
+
+    Only the main thread may set handlers; elsewhere signals keep their meaning.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,51 @@
+"""Fault injection: stop signals at random moments of real ping-pong jobs.
+
+Every trial runs ``commscope bench pingpong`` (2 real ranks), sends SIGINT, SIGTERM,
+SIGHUP or SIGKILL at a random moment (before, while and after the ranks start), and
+counts the processes of the job still alive afterwards: there must be none.
+"""
+
+import json
+import random
+import signal
+import sys
+
+import pytest
+
+from commscope.killtrial import kill_at
+from commscope.runs import open_run
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
+
+
+def _argv(mpi_name, runs, name):
+    # Enough repetitions that the job runs well past the latest kill moment.
+    return [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi", mpi_name,
+            "-m", "1:1M", "-i", "20000", "-I", "4000", "--quiet", "--runs", str(runs),
+            "--name", name]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("which", ["openmpi", "mpich"])
+def test_random_kills_leave_no_process(which, tmp_path, request):
+    request.getfixturevalue("default_mpi" if which == "openmpi" else "mpich_mpi")
+    rng = random.Random(14)
+    trials = []
+    for i, sig in enumerate(SIGNALS * 2):
+        runs = tmp_path / f"runs{i}"
+        delay = rng.uniform(0.3, 3.0)
+        trial = kill_at(_argv(which, runs, "pp"), str(runs), sig, delay)
+        trials.append(trial)
+        assert trial.survivors == 0, trial
+        if sig != signal.SIGKILL:
+            assert trial.exit_code == 128 + sig, trial
+            meta = json.loads((runs / "pp" / "meta.json").read_text())
+            if trial.job_started:
+                assert meta["status"] == "interrupted", trial
+                assert meta["interrupted"]["signal"] == signal.Signals(sig).name
+        else:
+            assert trial.exit_code == -signal.SIGKILL
+            if (runs / "pp" / "meta.json").exists():
+                # the reader sees through the stale "running"
+                assert open_run(runs / "pp").status in ("interrupted", "complete")
+    assert any(t.job_started for t in trials)
