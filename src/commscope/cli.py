@@ -63,14 +63,13 @@ def build_parser():
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
     with stop_signals_to(raise_interrupted):
-        return _dispatch(args)
+        return _dispatch(argv)
 
 
-def _dispatch(args):
+def _dispatch(argv):
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as exc:
         print(f"commscope: error: {exc}", file=sys.stderr)

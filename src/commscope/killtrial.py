@@ -40,8 +40,12 @@ class KillTrial:
     gone_after_s: float       # from the signal to the last process of the job gone
 
 
-def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=None):
+def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=None,
+            after_ranks_start=False):
     """Run ``argv``, send ``sig`` after ``delay_s``, and count what survives.
+
+    ``after_ranks_start``: count ``delay_s`` from the moment the ranks exist (the
+    command's start-up takes seconds on a loaded machine).
 
     ``marker`` must appear in the command line of every process of the job (the run
     directory does: it is passed to every rank as ``--out``).  ``job_marker`` tells
@@ -49,6 +53,11 @@ def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=Non
     """
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
+    if after_ranks_start:
+        deadline = time.monotonic() + 120
+        while not _job_pids(marker, job_marker or "cs_") and time.monotonic() < deadline \
+                and proc.poll() is None:
+            time.sleep(0.02)
     time.sleep(delay_s)
     job_started = bool(_job_pids(marker, job_marker or "cs_"))
     proc.send_signal(sig)

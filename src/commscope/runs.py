@@ -376,6 +376,9 @@ def validate_meta(meta, source):
         raise InputError(source, "status", f"unknown status {meta['status']!r}")
 
 
+_WARNED = set()  # one warning per run and state, however often a command opens it
+
+
 def open_run(path, warn=True):
     """Open and validate a run directory; say on stderr when it is not complete."""
     path = Path(path)
@@ -393,6 +396,7 @@ def open_run(path, warn=True):
     validate_meta(meta, meta_path)
     run = Run(path, meta)
     note = run.state_note()
-    if note and warn:
+    if note and warn and (path.resolve(), note) not in _WARNED:
+        _WARNED.add((path.resolve(), note))
         print(f"commscope: warning: {path}: {note}", file=sys.stderr)
     return run

@@ -22,10 +22,13 @@ Everything lands in a new study folder (never an existing one)::
 """
 
 import datetime as _dt
+import json
+import os
 import sys
 from pathlib import Path
 
 from .bench.bsp import run_bsp
+from .bench.driver import resume_benchmark
 from .bench.hvpingpong import run_hvpingpong
 from .bench.mtmatch import run_mtmatch, sweep_configs
 from .bench.multirate import run_multirate
@@ -33,9 +36,11 @@ from .bench.partitioned import run_partitioned
 from .bench.pingpong import run_pingpong
 from .bench.threads import run_threads
 from .errors import InputError
+from .paths import write_text_atomic
 from .models.profile import save_profile
 from .profile_fit import fit_runs
 from .report.build import build_report
+from .runs import POINTS, open_run
 
 STEPS = ("pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
          "profile")
@@ -49,12 +54,18 @@ def _scale(quick, full, small):
     return small if quick else full
 
 
-def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=STEPS, log=print):
+def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=STEPS, log=print,
+              resume=False):
     """Run the default study into ``out`` and return the report path.
 
     ``steps`` selects benchmarks (ping-pong always runs: the fit needs it);
-    ``quick`` shrinks every benchmark to a smoke test.
+    ``quick`` shrinks every benchmark to a smoke test.  ``resume`` continues the
+    stopped study in ``out`` with its recorded options (study.json): complete runs
+    are kept, a stopped ping-pong continues from its first incomplete size, and any
+    other stopped run is moved to ``<out>/incomplete/`` and measured again.
     """
+    if resume:
+        mpi_spec, pairs, quick, steps = _recorded_options(out)
     unknown = set(steps) - set(STEPS)
     if unknown:
         raise InputError("--only", None, f"unknown step(s) {', '.join(sorted(unknown))}; "
@@ -63,10 +74,16 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         raise InputError("--pairs", None, f"the max-rate fit needs at least 2 concurrent pairs, "
                                           f"got {pairs}")
     out = Path(out) if out else default_study_dir()
-    if out.exists() and any(out.iterdir()):
-        raise InputError(out, None, "exists and is not empty; not overwriting it")
+    if not resume:
+        if out.exists() and any(out.iterdir()):
+            raise InputError(out, None, "exists and is not empty; not overwriting it "
+                                        "(--resume continues a stopped study)")
+        out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(out / "study.json", json.dumps(
+            dict(mpi=mpi_spec, pairs=pairs, quick=quick, steps=list(steps)), indent=2) + "\n")
     runs = out / "runs"
     kw = dict(mpi_spec=mpi_spec, runs_root=runs, echo=echo)
+    measure = _resuming(out, log) if resume else _measure
     plan = [s for s in ("pingpong", *steps) if s in STEPS]
     plan = list(dict.fromkeys(plan))
     total = len(plan) + 2
@@ -78,53 +95,106 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
     reps = _scale(quick, dict(iters=1000, warmup=100, large_iters=100, large_warmup=10),
                   dict(iters=100, warmup=10, large_iters=10, large_warmup=2))
     say(f"ping-pong, 1 pair, 1 B .. 4 MiB; then {pairs} concurrent pairs, 16 KiB .. 4 MiB")
-    run_pingpong(pairs=1, min_size=1, max_size=4 << 20, run_name="pingpong-1pair", **reps, **kw)
-    run_pingpong(pairs=pairs, min_size=16 << 10, max_size=4 << 20,
+    measure(run_pingpong, pairs=1, min_size=1, max_size=4 << 20, run_name="pingpong-1pair", **reps, **kw)
+    measure(run_pingpong, pairs=pairs, min_size=16 << 10, max_size=4 << 20,
                  run_name=f"pingpong-{pairs}pairs",
                  **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2), **kw)
     if "hvpingpong" in plan:
         say("HighVolumePingPong, ordered and reversed receives")
-        run_hvpingpong(n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2, sizes=(8,),
-                       iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
+        measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2,
+                sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
     say("fitting the postal / max-rate / queue-search models")
     profile = fit_runs([runs])
     save_profile(profile, out / "machine-profile.json")
     if "mtmatch" in plan:
         say("multithreaded matching, 27-point stencil, 1 .. 8 threads per process")
-        run_mtmatch(configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
-                    trials=_scale(quick, 10, 3), warmup=_scale(quick, 2, 1),
-                    run_name="mtmatch", **kw)
+        measure(run_mtmatch, configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
+                trials=_scale(quick, 10, 3), warmup=_scale(quick, 2, 1),
+                run_name="mtmatch", **kw)
     if "multirate" in plan:
         say("multirate: thread pairs, one shared communicator vs one per thread")
-        run_multirate(threads=_scale(quick, (1, 2, 4), (1, 2)), window=_scale(quick, 256, 32),
-                      iterations=_scale(quick, 100, 5), warmup=_scale(quick, 10, 1),
-                      reps=_scale(quick, 10, 2), run_name="multirate", **kw)
+        measure(run_multirate, threads=_scale(quick, (1, 2, 4), (1, 2)),
+                window=_scale(quick, 256, 32), iterations=_scale(quick, 100, 5),
+                warmup=_scale(quick, 10, 1), reps=_scale(quick, 10, 2), run_name="multirate",
+                **kw)
     if "threads" in plan:
         say("thread arrivals: 2 ranks x 2 threads, normal work with injected laggards")
-        run_threads(ranks=2, threads=2, iterations=_scale(quick, 200, 20), trials=1,
-                    work=2e-3, dist="normal", sd=1e-4, laggard_prob=0.05, laggard_extra=5e-3,
-                    seed=1, compute="sleep", run_name="threads", **kw)
+        measure(run_threads, ranks=2, threads=2, iterations=_scale(quick, 200, 20), trials=1,
+                work=2e-3, dist="normal", sd=1e-4, laggard_prob=0.05, laggard_extra=5e-3,
+                seed=1, compute="sleep", run_name="threads", **kw)
     if "partitioned" in plan:
         say("partitioned communication vs single send, 2 threads")
-        run_partitioned(threads=2, compute_s=0.02, variability=0.25,
-                        sizes=_scale(quick, None, [1 << 16, 1 << 20]),
-                        runs_per_size=_scale(quick, 5, 2), run_name="partitioned", **kw)
+        measure(run_partitioned, threads=2, compute_s=0.02, variability=0.25,
+                sizes=_scale(quick, None, [1 << 16, 1 << 20]),
+                runs_per_size=_scale(quick, 5, 2), run_name="partitioned", **kw)
     if "bsp" in plan:
         say("bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)")
         for ranks in _scale(quick, (1, 2, 4), (1, 2)):
-            run_bsp("ftq", ranks=ranks, intervals=_scale(quick, 500, 20), mean=5e-3, sd=5e-4,
-                    seed=1, run_name=f"bsp-ftq-{ranks}rank", **kw)
+            measure(run_bsp, "ftq", ranks=ranks, intervals=_scale(quick, 500, 20), mean=5e-3,
+                    sd=5e-4, seed=1, run_name=f"bsp-ftq-{ranks}rank", **kw)
             if not quick:
-                run_bsp("dgemm", ranks=ranks, intervals=300, size=256, seed=1,
+                measure(run_bsp, "dgemm", ranks=ranks, intervals=300, size=256, seed=1,
                         run_name=f"bsp-dgemm-{ranks}rank", **kw)
     if "profile" in plan:
         say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")
-        profile_application(quick, **kw)
+        measure(profile_application, quick, run_name="profile-bsp-halo", **kw)
     say("writing the report")
-    return build_report([runs], out / "report.html", profile=profile)
+    return build_report([runs], out / "report.html", profile=profile, overwrite=resume)
 
 
-def profile_application(quick, mpi_spec=None, runs_root=None, echo=False):
+def _measure(fn, *args, **kw):
+    return fn(*args, **kw)
+
+
+def _recorded_options(out):
+    if out is None:
+        raise InputError("--resume", None, "needs --out: the study folder to continue")
+    path = Path(out) / "study.json"
+    if not path.is_file():
+        raise InputError(path, None, "missing: not a study folder commscope started")
+    try:
+        rec = json.loads(path.read_text())
+        return rec["mpi"], int(rec["pairs"]), bool(rec["quick"]), list(rec["steps"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise InputError(path, None, f"malformed study record ({exc})") from None
+
+
+def _resuming(out, log):
+    """A wrapper for each benchmark call of a resumed study (see :func:`run_study`)."""
+    def measure(fn, *args, run_name, runs_root, **kw):
+        path = Path(runs_root) / run_name
+        if not (path / "meta.json").exists():
+            if path.exists():  # killed before its meta.json: nothing measured
+                _move_aside(path, out)
+            return fn(*args, run_name=run_name, runs_root=runs_root, **kw)
+        run = open_run(path, warn=False)
+        if run.status == "complete":
+            log(f"  {run_name}: complete, kept")
+            return run
+        if run.status == "running":
+            raise InputError(path / "meta.json", "status", "still running: is the study "
+                             "already being resumed elsewhere?")
+        points = POINTS.get(run.kind)
+        if points is not None and points.resume_args is not None:
+            log(f"  {run_name}: {run.state_note()}; resuming")
+            return resume_benchmark(path, echo=kw.get("echo", False))
+        log(f"  {run_name}: {run.state_note()}; moved to incomplete/, measuring again")
+        _move_aside(path, out)
+        return fn(*args, run_name=run_name, runs_root=runs_root, **kw)
+    return measure
+
+
+def _move_aside(path, out):
+    dest_dir = out / "incomplete"
+    dest_dir.mkdir(exist_ok=True)
+    k = 1
+    while (dest_dir / f"{path.name}-{k}").exists():
+        k += 1
+    os.replace(path, dest_dir / f"{path.name}-{k}")
+
+
+def profile_application(quick, mpi_spec=None, runs_root=None, echo=False,
+                        run_name="profile-bsp-halo"):
     """commscope's own bulk-synchronous harness (cs_bsp) as the profiled program."""
     from . import mpi as mpimod
     from .profile.run import run_profile
@@ -132,7 +202,7 @@ def profile_application(quick, mpi_spec=None, runs_root=None, echo=False):
     args = ["--workload", "ftq", "--intervals", _scale(quick, 200, 20), "--warmup", 2,
             "--mean", "0.004", "--sd", "0.0008", "--halo-bytes", 8192, "--seed", 1]
     run, status = run_profile(program, args, nranks=4, counters="all", snapshot_every="50ms",
-                              mpi_spec=mpi_spec, runs_root=runs_root, run_name="profile-bsp-halo",
+                              mpi_spec=mpi_spec, runs_root=runs_root, run_name=run_name,
                               echo=echo)
     if status:
         raise InputError(run.path, None, f"the profiled harness exited with status {status}")

@@ -12,7 +12,8 @@ def register(registry):
                     "partitioned communication, and the bulk-synchronous harness with its "
                     "variability prediction; then one HTML report. Prints the report's path.\n\n"
                     "examples:\n  commscope study --out studies/today\n"
-                    "  commscope study --only pingpong,hvpingpong --mpi mpich")
+                    "  commscope study --only pingpong,hvpingpong --mpi mpich\n"
+                    "  commscope study --out studies/today --resume   # after a kill or timeout")
     p.add_argument("--out", default=None,
                    help="study folder (default studies/<UTC time>); must not exist or be empty")
     p.add_argument("--mpi", default=None, metavar="NAME|MPICC",
@@ -24,12 +25,16 @@ def register(registry):
                         "ping-pong always runs)")
     p.add_argument("--quick", action="store_true", help="fewer repetitions (for smoke tests)")
     p.add_argument("--echo", action="store_true", help="show each benchmark's table")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the stopped study in --out with the options it was started "
+                        "with: complete runs are kept, a stopped ping-pong continues from its "
+                        "first incomplete size, other stopped runs are measured again")
     p.set_defaults(func=_run)
 
 
 def _run(args):
     report = run_study(args.out, mpi_spec=args.mpi, pairs=args.pairs, quick=args.quick,
                        echo=args.echo, steps=[s for s in args.only.split(",") if s],
-                       log=main_log)
+                       log=main_log, resume=args.resume)
     print(report)
     return 0
