@@ -104,7 +104,7 @@ def measured_summary(runs):
                      "halo_bytes": run.meta["parameters"].get("halo_bytes"),
                      "ranks": run_ranks(run), "intervals": m.size,
                      "runtime_s": float(m.sum()), "median_max_s": float(np.median(m)),
-                     "status": run.meta["status"], "oversubscribed": is_oversubscribed(run)})
+                     "status": run.status, "oversubscribed": is_oversubscribed(run)})
     return pd.DataFrame(rows)
 
 
