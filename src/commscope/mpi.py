@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import EnvironmentProblem, InputError
-from .paths import build_root, native_dir, project_root
+from .paths import build_root, native_dir, project_root, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,9 @@ def build(mpi, target=None, quiet=True):
     """
     bdir = build_dir(mpi)
     bdir.mkdir(parents=True, exist_ok=True)
-    with open(bdir / ".lock", "w") as lock:
+    # O_NOFOLLOW: a symlink planted at the lock's name must not be opened for writing
+    fd = os.open(bdir / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    with open(fd, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
@@ -137,7 +139,7 @@ def _run_build(cmd, bdir, quiet):
     proc = subprocess.run(cmd, capture_output=quiet, text=True)
     if proc.returncode != 0:
         log = bdir / "build-error.log"
-        log.write_text((proc.stdout or "") + (proc.stderr or ""))
+        write_text_atomic(log, (proc.stdout or "") + (proc.stderr or ""))
         raise EnvironmentProblem(f"native build failed ({' '.join(cmd[:2])}); see {log}")
 
 

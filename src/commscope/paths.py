@@ -1,27 +1,50 @@
 """Where commscope's own files live: native sources, build trees, run directories."""
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"  # the papers' reference tables (OSU, Blue Waters)
 
 
-def write_text_atomic(path, text):
-    """Write ``text`` to ``path`` via a hidden temporary file and a rename.
+@contextlib.contextmanager
+def atomic_output(path):
+    """Yield a fresh temporary path next to ``path``; on success it replaces ``path``.
 
-    A crash never leaves a half-written file behind, and the temporary name
-    (``.<name>.<pid>.tmp``) cannot collide with a user's own file.
+    The temporary is created by :func:`tempfile.mkstemp` (O_CREAT|O_EXCL, an
+    unpredictable name, in the destination directory so the rename is atomic): a
+    symlink planted there cannot redirect the write, two writers never share a
+    temporary, and a crash or error leaves neither a half-written ``path`` nor the
+    temporary.  ``os.replace`` replaces a symlink at ``path`` itself, never its target.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from the group
     finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+        os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path, text):
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_output`)."""
+    with atomic_output(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def project_root():

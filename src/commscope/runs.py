@@ -30,7 +30,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import InputError
-from .paths import write_text_atomic
+from .paths import atomic_output, write_text_atomic
 
 SCHEMA = "commscope.run"
 SCHEMA_VERSION = 1
@@ -192,9 +192,8 @@ class Run:
 
     def write_table(self, table, df):
         """Write ``<table>.parquet`` atomically."""
-        tmp = self.path / f".{table}.parquet.tmp"
-        df.to_parquet(tmp, index=False)
-        os.replace(tmp, self.path / f"{table}.parquet")
+        with atomic_output(self.path / f"{table}.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
 
     def finish(self, status="complete", **extra):
         """Convert raw CSV tables to Parquet, stamp the end time and status."""

@@ -50,7 +50,7 @@ def mpi_info(mpi):
         info = json.loads(res.stdout)
     except json.JSONDecodeError as exc:
         raise EnvironmentProblem(f"cs_mpiinfo printed malformed JSON: {exc}") from None
-    cache.write_text(json.dumps(info, indent=2))
+    write_text_atomic(cache, json.dumps(info, indent=2))
     return info
 
 

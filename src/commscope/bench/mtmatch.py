@@ -47,7 +47,7 @@ from ..errors import InputError
 from ..launch import available_cores
 from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
 from ..models import stencil
-from ..paths import default_runs_root
+from ..paths import default_runs_root, write_text_atomic
 from ..runs import register_table
 from .driver import run_benchmark
 
@@ -256,7 +256,7 @@ def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=N
             tmp.parent.rmdir()  # only when no other run's plan is in flight
         except OSError:
             pass
-    full.to_csv(run.path / "plan.csv", index=False)  # who posts and sends which tag, with positions
+    write_text_atomic(run.path / "plan.csv", full.to_csv(index=False))  # who posts and sends which tag, with positions
     _postprocess(run, summary)
     return run
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from ..errors import InputError
+from ..paths import write_text_atomic
 from ..slurm import batch_script
 
 
@@ -37,6 +38,6 @@ def _run(args):
     out = Path(args.output)
     if out.exists():
         raise InputError(out, None, "exists; not overwriting it")
-    out.write_text(text)
+    write_text_atomic(out, text)
     print(out)
     return 0

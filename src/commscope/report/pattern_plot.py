@@ -1,5 +1,6 @@
 """The stacked view of 004 Figs. 10-11: modelled time per rank, split by term."""
 
+from ..paths import atomic_output
 from .figures import new_figure
 
 TERMS = (("maxrate_s", "max-rate", "tab:blue"), ("queue_s", "queue search", "tab:orange"),
@@ -17,5 +18,6 @@ def plot_pattern(prediction, path, title="modelled communication time per rank")
         bottom = bottom + df[column].to_numpy()
     ax.set(xlabel="rank", ylabel="time (s)", title=title)
     ax.legend(fontsize=8)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=110, bbox_inches="tight")
     return path
