@@ -133,8 +133,8 @@ def _snapshot_frames(raw_dir, meta, rate, rank):
 
 
 def _read_comms(path):
-    from ..runs import _read_csv
-    df = _read_csv(path)  # a half-written last line (killed program) is dropped
+    from ..runs import read_csv_table
+    df = read_csv_table(path)  # a half-written last line (killed program) is dropped
     df.insert(0, "rank", int(path.name.split(".")[1]))
     df["world_ranks"] = df["world_ranks"].astype(str)
     return df

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from .. import launch, mpi as mpimod
 from ..bench.driver import mpi_info, read_placement
-from ..errors import EnvironmentProblem, InputError
-from ..paths import default_runs_root
-from ..runs import Run
+from ..errors import EnvironmentProblem, InputError, Interrupted
+from ..paths import default_runs_root, write_text_atomic
+from ..runs import Run, utc_now
 from ..topology import node_topology
 from .counters import counter_ranks
 
@@ -170,13 +170,16 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     run.meta["topology"] = node_topology()
     run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": []}
     run.save_meta()
-    res = None
+    res, stopped = None, {}
     try:
         res = launch.run_job(plan, title="profile", timeout=timeout, echo=echo, progress=False,
                              echo_stderr=echo)
+    except Interrupted as exc:
+        stopped["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
+        raise
     finally:
         code = res.returncode if res else None
-        (run.path / "stderr.txt").write_text(res.stderr if res else "")
+        write_text_atomic(run.path / "stderr.txt", res.stderr if res else "")
         problems = []
         for c in collectors:
             try:
@@ -185,8 +188,10 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 problems.append(str(exc))
         run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
         run.meta["profile"]["problems"] = problems
-        status = "complete" if code == 0 and not problems else "failed"
-        run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None)
+        status = ("interrupted" if stopped else
+                  "complete" if code == 0 and not problems else "failed")
+        run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None,
+                   **stopped)
     # A collector that recorded something (e.g. OMPT threads of an OpenMP program
     # without MPI) makes the run useful even without counters.
     if not counter_ranks(run.raw_dir) and not any(
