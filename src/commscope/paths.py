@@ -2,8 +2,11 @@
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+from .errors import InputError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DATA_DIR = PACKAGE_DIR / "data"  # the papers' reference tables (OSU, Blue Waters)
@@ -45,6 +48,27 @@ def _umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def require_regular_file(path):
+    """``path`` as a Path if it is a regular file (or a link to one), else InputError.
+
+    Decided by ``stat``, never by opening: opening a FIFO blocks until a writer comes,
+    and a device can stream forever, so ``report`` or ``stats`` given one would hang.
+    """
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, None, "no such file") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
+                if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        raise InputError(path, None, f"is {kind}; only regular files are read")
+    return path
 
 
 def project_root():

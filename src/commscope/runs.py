@@ -30,7 +30,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import InputError
-from .paths import atomic_output, write_text_atomic
+from .paths import atomic_output, require_regular_file, write_text_atomic
 
 SCHEMA = "commscope.run"
 SCHEMA_VERSION = 1
@@ -223,6 +223,7 @@ class Run:
         from . import bench  # noqa: F401  (registers every benchmark's table schemas)
         pq = self.path / f"{table}.parquet"
         if pq.exists():
+            require_regular_file(pq)
             try:
                 df = pd.read_parquet(pq)
             except Exception as exc:  # pyarrow raises several types for bad files
@@ -327,9 +328,17 @@ def _read_segments(raw_dir, table):
 
 
 def read_csv_table(path):
-    """Read a raw CSV; a last line without its newline (writer killed mid-line) is dropped."""
-    text = Path(path).read_bytes()
+    """Read a CSV that may still be growing (a benchmark running, or killed mid-line).
+
+    A last line without its newline is a row being written: it is left out with a
+    warning naming the file and the line.  Anything but a regular file is refused
+    before it is opened (see :func:`~commscope.paths.require_regular_file`).
+    """
+    text = require_regular_file(path).read_bytes()
     if text and not text.endswith(b"\n"):
+        line = text.count(b"\n") + 1
+        print(f"commscope: warning: {path}: line {line} is incomplete (still being written, "
+              "or its writer was stopped); ignored", file=sys.stderr)
         text = text[: text.rfind(b"\n") + 1]
     try:
         return pd.read_csv(io.BytesIO(text))
@@ -384,8 +393,9 @@ def open_run(path, warn=True):
     meta_path = path / "meta.json"
     if not path.is_dir():
         raise InputError(path, None, "not a run directory (no such directory)")
-    if not meta_path.exists():
+    if not meta_path.exists() and not meta_path.is_symlink():
         raise InputError(meta_path, None, "missing: not a commscope run directory")
+    require_regular_file(meta_path)
     try:
         meta = json.loads(meta_path.read_text())
     except json.JSONDecodeError as exc:

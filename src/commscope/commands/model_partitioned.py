@@ -57,16 +57,10 @@ def build_link(args):
 
 def read_samples(path):
     """Measured compute times: the ``compute_time_s`` column of a CSV or Parquet file."""
-    from pathlib import Path
-
     import pandas as pd
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "no such file")
-    try:
-        frame = pd.read_parquet(p) if p.suffix.lower() in (".parquet", ".pq") else pd.read_csv(p)
-    except Exception as exc:  # any parser failure is a bad input file
-        raise InputError(path, None, f"cannot read table ({exc})") from None
+
+    from ..tablefile import read_table
+    frame = read_table(path)
     if "compute_time_s" not in frame.columns:
         raise InputError(path, "compute_time_s", "column missing")
     values = pd.to_numeric(frame["compute_time_s"], errors="coerce").to_numpy(float)

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import tablefile
 from ..errors import InputError
 from ..output import dump_json, print_table
 from ..stats import bootstrap, evt
@@ -46,17 +47,9 @@ example:
 
 def read_table(path):
     """A DataFrame from a CSV or Parquet file; InputError naming the file otherwise."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "no such file")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            return pd.read_parquet(p)
-        if p.suffix.lower() in (".csv", ".txt"):
-            return pd.read_csv(p)
-    except Exception as exc:  # any parser failure is a bad input file
-        raise InputError(path, None, f"cannot read table ({exc})") from None
-    raise InputError(path, None, "unknown file type; use .csv or .parquet")
+    if Path(path).suffix.lower() not in (".parquet", ".pq", ".csv", ".txt"):
+        raise InputError(path, None, "unknown file type; use .csv or .parquet")
+    return tablefile.read_table(path)
 
 
 def read_column(path, column):

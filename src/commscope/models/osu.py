@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..paths import require_regular_file
 
 US = 1e-6   # microseconds -> seconds
 MB = 1e6    # OSU prints MB/s with MB = 10^6 bytes
@@ -65,10 +66,7 @@ class OSUTable:
 
 
 def _require_file(path):
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "no such file")
-    return p
+    return require_regular_file(path)
 
 
 def machines_in_reference_csv(path) -> list[str]:

@@ -212,13 +212,8 @@ def validate_messages(messages, source="messages"):
 
 def load_messages(path):
     """Read a communication pattern CSV (see :func:`validate_messages`)."""
-    try:
-        df = pd.read_csv(path)
-    except FileNotFoundError:
-        raise InputError(path, None, "no such file") from None
-    except Exception as exc:
-        raise InputError(path, None, f"cannot read CSV: {exc}") from None
-    return validate_messages(df, source=path)
+    from ..tablefile import read_table
+    return validate_messages(read_table(path), source=path)
 
 
 @dataclass

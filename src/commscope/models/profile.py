@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..paths import write_text_atomic
+from ..paths import require_regular_file, write_text_atomic
 
 SCHEMA = "commscope.machine-profile"
 SCHEMA_VERSION = 1
@@ -391,9 +391,7 @@ def load_profile(path, breakpoints=None):
     """
     if str(path).strip().lower() == "bluewaters":
         return bluewaters_profile()
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, None, "no such file")
+    path = require_regular_file(path)
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -91,17 +90,8 @@ def validate_arrivals(df: pd.DataFrame, source="data") -> pd.DataFrame:
 
 def read_arrivals(path) -> pd.DataFrame:
     """Read a CSV or Parquet file of per-thread compute times and validate it."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(path, None, "no such file")
-    try:
-        if p.suffix.lower() in (".parquet", ".pq"):
-            df = pd.read_parquet(p)
-        else:
-            df = pd.read_csv(p)
-    except Exception as exc:  # pandas/pyarrow raise many types for a malformed file
-        raise InputError(path, None, f"cannot read as {'Parquet' if p.suffix.lower() in ('.parquet', '.pq') else 'CSV'} ({exc})") from None
-    return validate_arrivals(df, source=path)
+    from ..tablefile import read_table
+    return validate_arrivals(read_table(path), source=path)
 
 
 # ----------------------------------------------------------------------------- grouping
