@@ -87,6 +87,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     collectors = [make(mpi, binary) for make in collectors]
     run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
                      name=run_name)
+    run.meta["program"] = program
     program, argv = binary, [*args, "--out", run.raw_dir]
     if collectors:
         program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
@@ -104,9 +105,8 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     run.meta["launch"] = plan.to_dict()
     run.meta["hosts"] = plan.hosts
     run.meta["topology"] = node_topology()
-    run.meta["program"] = program
     run.save_meta()
-    return _execute(run, plan, kind, timeout, echo, progress)
+    return _execute(run, plan, kind, timeout, echo, progress, collectors)
 
 
 def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
@@ -183,7 +183,7 @@ def _check_launch_options(timeout, ranks_per_node):
         raise InputError("--ranks-per-node", None, f"must be at least 1, got {ranks_per_node}")
 
 
-def _execute(run, plan, kind, timeout, echo, progress):
+def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
     """Run the job of ``run`` and stamp how it ended (complete, failed, interrupted)."""
     status, res, extra = "failed", None, {}
     try:
