@@ -386,8 +386,8 @@ int main(int argc, char **argv)
                 FILE *f = cs_open_table(out, "neighbors.csv", "rank,direction,neighbor");
                 for (int r = 0; r < size; r++)
                     for (int d = 0; d < 4; d++)
-                        fprintf(f, "%d,%s,%d\n", r, dir_names[d], all_nbr[4 * r + d]);
-                fclose(f);
+                        cs_row(f, "%d,%s,%d\n", r, dir_names[d], all_nbr[4 * r + d]);
+                cs_close_table(f);
             }
         }
         printf("# commscope bsp (Dominguez-Trujillo 2021, Sec. 3.3): %d rank(s), workload %s",
@@ -449,8 +449,8 @@ int main(int argc, char **argv)
         rows[slot] = row;
         if (rank == 0) {
             if (tab_max)
-                fprintf(tab_max, "%ld,%.9e,%.9e,%d,%.9e,%.9e\n", it, top.v, wmax, top.r,
-                        t3 - t0, bmax);
+                cs_row(tab_max, "%ld,%.9e,%.9e,%d,%.9e,%.9e\n", it, top.v, wmax, top.r,
+                       t3 - t0, bmax);
             sum_max += top.v;
             total_max += top.v;
             block_max = top.v > block_max ? top.v : block_max;
@@ -464,19 +464,19 @@ int main(int argc, char **argv)
                 for (int k = 0; k < n && tab_iv; k++)
                     for (int r = 0; r < size; r++) {
                         row_t *w = &all[(size_t)r * n + k];
-                        fprintf(tab_iv, "%ld,%d,%s,%.9e,%.9e,%.9e,%.9e,", block_start + k, r,
-                                places[r].host, w->workload_s, w->halo_s, w->barrier_s,
-                                w->interval_s);
+                        cs_row(tab_iv, "%ld,%d,%s,%.9e,%.9e,%.9e,%.9e,", block_start + k, r,
+                               places[r].host, w->workload_s, w->halo_s, w->barrier_s,
+                               w->interval_s);
                         if (isnan(w->requested_s))
-                            fprintf(tab_iv, ",");
+                            cs_row(tab_iv, ",");
                         else
-                            fprintf(tab_iv, "%.9e,", w->requested_s);
+                            cs_row(tab_iv, "%.9e,", w->requested_s);
                         if (isnan(w->requested_ops))
-                            fprintf(tab_iv, ",");
+                            cs_row(tab_iv, ",");
                         else
-                            fprintf(tab_iv, "%.0f,", w->requested_ops);
-                        fprintf(tab_iv, "%.17g,%.17g,%.0f\n", w->checksum, w->halo_sum,
-                                w->halo_bad);
+                            cs_row(tab_iv, "%.0f,", w->requested_ops);
+                        cs_row(tab_iv, "%.17g,%.17g,%.0f\n", w->checksum, w->halo_sum,
+                               w->halo_bad);
                     }
                 char label[64];
                 snprintf(label, sizeof label, "%ld-%ld", block_start, it);
@@ -495,9 +495,9 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     if (tab_iv)
-        fclose(tab_iv);
+        cs_close_table(tab_iv);
     if (tab_max)
-        fclose(tab_max);
+        cs_close_table(tab_max);
     if (halo_bytes > 0) {
         for (int d = 0; d < 4; d++)
             free(halo.send[d]), free(halo.recv[d]);

@@ -292,9 +292,9 @@ int main(int argc, char **argv)
                         for (int p = 0; p < ninit; p++) {
                             const char *loc = cs_locality(&places[inits[p]], &places[peer[inits[p]]]);
                             for (int r = 0; r < iters; r++)
-                                fprintf(samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
-                                        order_name[o], p, r, all[(size_t)p * iters + r], loc,
-                                        pairs);
+                                cs_row(samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
+                                       order_name[o], p, r, all[(size_t)p * iters + r], loc,
+                                       pairs);
                         }
                 } else if (initiator[rank]) {
                     MPI_Send(times, iters, MPI_DOUBLE, 0, 2, ctl);
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
         }
     }
     if (samples)
-        fclose(samples);
+        cs_close_table(samples);
     free(sbuf);
     free(rbuf);
     free(reqs);

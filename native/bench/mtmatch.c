@@ -336,14 +336,14 @@ int main(int argc, char **argv)
                     hi = drain > hi ? drain : hi;
                     qlen = qp;
                     if (ftrials)
-                        fprintf(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
-                                c->points, c->decomp, c->threads_recv, c->threads_send,
-                                c->messages, msg_size, drain, qp, qu);
+                        cs_row(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
+                               c->points, c->decomp, c->threads_recv, c->threads_send,
+                               c->messages, msg_size, drain, qp, qu);
                     if (forder)
                         for (int tag = 0; tag < c->messages; tag++)
-                            fprintf(forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
-                                    post_seq[tag], send_seq[tag], c->recv_thread[tag],
-                                    c->send_thread[tag]);
+                            cs_row(forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
+                                   post_seq[tag], send_seq[tag], c->recv_thread[tag],
+                                   c->send_thread[tag]);
                 }
                 cs_progress(++done, total_trials, "trial");
             }
@@ -356,9 +356,9 @@ int main(int argc, char **argv)
         }
     }
     if (ftrials)
-        fclose(ftrials);
+        cs_close_table(ftrials);
     if (forder)
-        fclose(forder);
+        cs_close_table(forder);
     if (have_t) {
         if (session != MPI_T_PVAR_SESSION_NULL)
             MPI_T_pvar_session_free(&session);

@@ -301,12 +301,12 @@ int main(int argc, char **argv)
                         unexp_max[m] = q[3];
                     if (fthreads)
                         for (int t = 0; t < T; t++)
-                            fprintf(fthreads, "%s,%d,%d,%d,%ld,%lld,%.9e\n", MODE_NAMES[mode], T,
-                                    rep, t, window * iters, msg_size, times[t]);
+                            cs_row(fthreads, "%s,%d,%d,%d,%ld,%lld,%.9e\n", MODE_NAMES[mode], T,
+                                   rep, t, window * iters, msg_size, times[t]);
                     if (freps)
-                        fprintf(freps, "%s,%d,%d,%ld,%lld,%ld,%ld,%.9e,%.6g,%.6g,%.6g,%.6g\n",
-                                MODE_NAMES[mode], T, rep, msgs, msg_size, window, iters, wall,
-                                q[0], q[1], q[2], q[3]);
+                        cs_row(freps, "%s,%d,%d,%ld,%lld,%ld,%ld,%.9e,%.6g,%.6g,%.6g,%.6g\n",
+                               MODE_NAMES[mode], T, rep, msgs, msg_size, window, iters, wall,
+                               q[0], q[1], q[2], q[3]);
                     cs_progress(++done, total, "repetition");
                 }
             }
@@ -324,9 +324,9 @@ int main(int argc, char **argv)
         }
     }
     if (fthreads)
-        fclose(fthreads);
+        cs_close_table(fthreads);
     if (freps)
-        fclose(freps);
+        cs_close_table(freps);
     if (session != MPI_T_PVAR_SESSION_NULL) {
         for (int c = 0; c <= max_threads; c++) {
             if (q_posted.index >= 0 && q_posted.ok[c])

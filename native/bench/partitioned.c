@@ -370,9 +370,9 @@ int main(int argc, char **argv)
             cs_write_placement(out, places, 2);
             FILE *mt = cs_open_table(out, "methods.csv", "method,status,note");
             for (int m = 0; m < M_COUNT; m++)
-                fprintf(mt, "%s,%s,\"%s\"\n", METHOD_NAME[m],
-                        run_m[m] ? "run" : (want[m] ? "skipped" : "not-requested"), note[m]);
-            fclose(mt);
+                cs_row(mt, "%s,%s,\"%s\"\n", METHOD_NAME[m],
+                       run_m[m] ? "run" : (want[m] ? "skipped" : "not-requested"), note[m]);
+            cs_close_table(mt);
             samples = cs_open_table(out, "samples.csv",
                                     "method,size_bytes,partitions,partition_bytes,run,elapsed_s,"
                                     "effective_bandwidth_Bps,sender_elapsed_s,last_ready_s,"
@@ -512,13 +512,13 @@ int main(int argc, char **argv)
                 min_el = elapsed < min_el ? elapsed : min_el;
                 max_el = elapsed > max_el ? elapsed : max_el;
                 if (samples) {
-                    fprintf(samples, "%s,%lld,%d,%lld,%d,%.9e,%.9e,%.9e,%.9e,%.9e,%.0f,%.0f,%d,%s,%.9e,%.9e,%s,%s,%.3e\n",
-                            METHOD_NAME[m], size, threads, part, r, elapsed, bw, t_f - t_last,
-                            t_last - t0, t_first - t0, res.bytes, res.mismatches, threads,
-                            DIST_NAME[dist], compute, sigma, MODE_NAME[mode], clock_kind, uncertainty);
+                    cs_row(samples, "%s,%lld,%d,%lld,%d,%.9e,%.9e,%.9e,%.9e,%.9e,%.0f,%.0f,%d,%s,%.9e,%.9e,%s,%s,%.3e\n",
+                           METHOD_NAME[m], size, threads, part, r, elapsed, bw, t_f - t_last,
+                           t_last - t0, t_first - t0, res.bytes, res.mismatches, threads,
+                           DIST_NAME[dist], compute, sigma, MODE_NAME[mode], clock_kind, uncertainty);
                     for (int t = 0; t < threads; t++)
-                        fprintf(ctab, "%d,%s,%lld,%d,%.9e,%.9e\n", r, METHOD_NAME[m], size, t,
-                                req_s[t], ready[t] - t0);
+                        cs_row(ctab, "%d,%s,%lld,%d,%.9e,%.9e\n", r, METHOD_NAME[m], size, t,
+                               req_s[t], ready[t] - t0);
                 }
                 if (res.mismatches > 0 || res.bytes != (double)size) {
                     fprintf(stderr, "commscope native: %s, %lld bytes, run %d: receiver found "
@@ -544,7 +544,7 @@ int main(int argc, char **argv)
         }
     }
     if (samples)
-        fclose(samples), fclose(ctab);
+        cs_close_table(samples), cs_close_table(ctab);
     free(buf), free(req_s), free(ready), free(reqs), free(stats);
     MPI_Comm_free(&comm);
     MPI_Finalize();

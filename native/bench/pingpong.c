@@ -140,8 +140,8 @@ int main(int argc, char **argv)
                 for (int p = 0; p < half; p++) {
                     const char *loc = cs_locality(&places[p], &places[p + half]);
                     for (int r = 0; r < n; r++)
-                        fprintf(samples, "%lld,%d,%d,%.9e,%s,%d\n", s, p, r,
-                                all[(size_t)p * n + r], loc, pairs);
+                        cs_row(samples, "%lld,%d,%d,%.9e,%s,%d\n", s, p, r,
+                               all[(size_t)p * n + r], loc, pairs);
                 }
             cs_progress(++done, nsizes, "size");
         } else if (is_sender) {
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         }
     }
     if (samples)
-        fclose(samples);
+        cs_close_table(samples);
     free(sbuf);
     free(rbuf);
     free(times);

@@ -293,19 +293,18 @@ int main(int argc, char **argv)
                         double w = intended(&im, trial, r, it, t, &lag);
                         laggards += lag;
                         if (injected)
-                            fprintf(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
+                            cs_row(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
                     }
-            if (injected)
-                fflush(injected);
             printf("%-7d %9.0f %12.2f %12.2f %12.2f %13.2f %13.2f %9ld\n", trial, sum[2],
                    1e6 * sum[0] / sum[2], -1e6 * ext[0], 1e6 * ext[1], 1e6 * sum[1] / sum[2],
                    1e6 * ext[2], laggards);
             fflush(stdout);
         }
     }
-    cs_tt_finalize(&tt);
+    if (cs_tt_finalize(&tt) != 0)
+        cs_die("cannot write the compute table %s", tt.out);
     if (injected)
-        fclose(injected);
+        cs_close_table(injected);
     free(work);
     free(places);
     MPI_Finalize();

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,24 +96,80 @@ void cs_write_placement(const char *dir, const cs_place_t *all, int n)
 {
     FILE *f = cs_open_table(dir, "placement.csv", "rank,host,cpu,socket,core,numa,bound");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%d,%s,%d,%d,%d,%d,%d\n", all[i].rank, all[i].host, all[i].cpu,
-                all[i].socket, all[i].core, all[i].numa, all[i].bound);
-    fclose(f);
+        cs_row(f, "%d,%s,%d,%d,%d,%d,%d\n", all[i].rank, all[i].host, all[i].cpu,
+               all[i].socket, all[i].core, all[i].numa, all[i].bound);
+    cs_close_table(f);
+}
+
+/* Which path each open table writes, so a failed write can name its file. */
+#define CS_MAX_TABLES 32
+static struct {
+    FILE *f;
+    char path[4096];
+} open_tables[CS_MAX_TABLES];
+
+static const char *table_path(FILE *f)
+{
+    for (int i = 0; i < CS_MAX_TABLES; i++)
+        if (open_tables[i].f == f)
+            return open_tables[i].path;
+    return "(table)";
+}
+
+static void write_failed(FILE *f, int err)
+{
+    /* The Python driver reads this line: path, reason, errno. */
+    cs_die("cannot write %s: %s [errno %d]", table_path(f), strerror(err ? err : EIO),
+           err ? err : EIO);
 }
 
 FILE *cs_open_table(const char *dir, const char *name, const char *header)
 {
     char path[4096];
     FILE *f;
+    /* A file-size limit (ulimit -f) must fail the write, not kill the rank silently. */
+    signal(SIGXFSZ, SIG_IGN);
     if (cs_mkdir_p(dir) != 0)
         cs_die("cannot create output directory %s: %s", dir, strerror(errno));
     snprintf(path, sizeof path, "%s/%s", dir, name);
     f = fopen(path, "w");
     if (!f)
-        cs_die("cannot write %s: %s", path, strerror(errno));
+        cs_die("cannot write %s: %s [errno %d]", path, strerror(errno), errno);
+    for (int i = 0; i < CS_MAX_TABLES; i++)
+        if (!open_tables[i].f) {
+            open_tables[i].f = f;
+            snprintf(open_tables[i].path, sizeof open_tables[i].path, "%s", path);
+            break;
+        }
     setvbuf(f, NULL, _IOLBF, 0);
-    fprintf(f, "%s\n", header);
+    cs_row(f, "%s\n", header);
     return f;
+}
+
+void cs_row(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    errno = 0;
+    va_start(ap, fmt);
+    int rc = vfprintf(f, fmt, ap);
+    va_end(ap);
+    if (rc < 0 || ferror(f))
+        write_failed(f, errno);
+}
+
+void cs_close_table(FILE *f)
+{
+    errno = 0;
+    if (fflush(f) != 0 || ferror(f))
+        write_failed(f, errno);
+    const char *path = table_path(f);
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    for (int i = 0; i < CS_MAX_TABLES; i++)
+        if (open_tables[i].f == f)
+            open_tables[i].f = NULL;
+    if (fclose(f) != 0)
+        cs_die("cannot write %s: %s [errno %d]", copy, strerror(errno), errno);
 }
 
 void cs_progress(long done, long total, const char *label)

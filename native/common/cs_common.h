@@ -42,8 +42,16 @@ void cs_write_placement(const char *dir, const cs_place_t *all, int n);
 /* mkdir -p; returns 0 on success. */
 int cs_mkdir_p(const char *dir);
 /* Open DIR/name for writing, write the header line; line-buffered so every
- * row reaches the disk as soon as it is complete.  Aborts on failure. */
+ * row reaches the disk as soon as it is complete.  Aborts on failure.
+ * Write tables only through cs_row and close them with cs_close_table: a full
+ * disk (or a file-size limit) then stops the benchmark at the first failed write
+ * with "cannot write PATH: REASON [errno N]" and exit status 2, never a silently
+ * truncated table. */
 FILE *cs_open_table(const char *dir, const char *name, const char *header);
+/* fprintf to a table opened by cs_open_table; dies at a failed write. */
+void cs_row(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Flush and close a table; dies when the data cannot be written. */
+void cs_close_table(FILE *f);
 /* "@progress done total label" on stderr, flushed. */
 void cs_progress(long done, long total, const char *label);
 

@@ -218,6 +218,16 @@ static inline double *cs_tt__pack(cs_tt_t *tt, long *n)
     return buf;
 }
 
+/* A failed write (full disk, file-size limit) is reported once, naming the file;
+ * the flush that hit it returns -1. */
+static inline int cs_tt__write_failed(cs_tt_t *tt)
+{
+    int err = errno ? errno : EIO;
+    fprintf(stderr, "commscope_threadtiming: cannot write %s: %s [errno %d]\n", tt->out,
+            strerror(err), err);
+    return -1;
+}
+
 static inline int cs_tt__write(cs_tt_t *tt, int rank, const double *buf, long n)
 {
     if (!tt->fh) {
@@ -227,16 +237,20 @@ static inline int cs_tt__write(cs_tt_t *tt, int rank, const double *buf, long n)
                     strerror(errno));
             return -1;
         }
-        fputs("trial,rank,iteration,region,thread,start_s,end_s,compute_time_s\n", tt->fh);
+        if (fputs("trial,rank,iteration,region,thread,start_s,end_s,compute_time_s\n",
+                  tt->fh) < 0)
+            return cs_tt__write_failed(tt);
     }
     for (long k = 0; k < n; k++) {
         const double *o = buf + 6 * k;
         int reg = (int)o[1];
-        fprintf(tt->fh, "%d,%d,%d,%s,%d,%.9f,%.9f,%.9e\n", tt->trial, rank, (int)o[0],
-                reg >= 0 && reg < tt->nregions ? tt->regions[reg] : "region", (int)o[2], o[3],
-                o[4], o[5]);
+        if (fprintf(tt->fh, "%d,%d,%d,%s,%d,%.9f,%.9f,%.9e\n", tt->trial, rank, (int)o[0],
+                    reg >= 0 && reg < tt->nregions ? tt->regions[reg] : "region", (int)o[2],
+                    o[3], o[4], o[5]) < 0)
+            return cs_tt__write_failed(tt);
     }
-    fflush(tt->fh);
+    if (fflush(tt->fh) != 0 || ferror(tt->fh))
+        return cs_tt__write_failed(tt);
     return 0;
 }
 
@@ -309,8 +323,8 @@ static inline int cs_tt_flush(cs_tt_t *tt)
 static inline int cs_tt_finalize(cs_tt_t *tt)
 {
     int rc = tt->rec ? cs_tt_flush(tt) : 0;
-    if (tt->fh)
-        fclose(tt->fh);
+    if (tt->fh && fclose(tt->fh) != 0 && rc == 0)
+        rc = cs_tt__write_failed(tt);
     tt->fh = NULL;
     free(tt->rec);
     free(tt->thr);

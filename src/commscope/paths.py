@@ -1,7 +1,9 @@
 """Where commscope's own files live: native sources, build trees, run directories."""
 
 import contextlib
+import errno
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -31,9 +33,13 @@ def atomic_output(path):
     try:
         yield Path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            # e.g. pyarrow's "Error writing bytes to file ... [errno 28]": name the file
+            err = exc.errno or _errno_in(str(exc)) or errno.EIO
+            raise OSError(err, os.strerror(err), str(path)) from exc
         raise
 
 
@@ -42,6 +48,11 @@ def write_text_atomic(path, text):
     with atomic_output(path) as tmp:
         tmp.write_text(text)
     return Path(path)
+
+
+def _errno_in(message):
+    m = re.search(r"errno[ =:]*(\d+)", message, re.IGNORECASE)
+    return int(m.group(1)) if m else None
 
 
 def _umask():

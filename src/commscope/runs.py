@@ -15,6 +15,7 @@ Readers validate: a malformed, truncated or unknown-version file raises
 overwrite an existing run directory.
 """
 
+import contextlib
 import datetime as _dt
 import io
 import json
@@ -113,6 +114,31 @@ def process_alive(pid, start_ticks=None):
     return start_ticks is None or process_start_ticks(pid) in (None, start_ticks)
 
 
+#: Space set aside in every run directory being written, released for the final
+#: meta.json: a run that filled its disk can still say so.
+RESERVE = ".space-reserve"
+RESERVE_BYTES = 64 << 10
+
+
+def _reserve_space(path):
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except (OSError, AttributeError):  # no fallocate here, or the disk is full already
+        pass
+    finally:
+        os.close(fd)
+
+
+def describe_os_error(exc):
+    """``no space left on device: <file>``: what failed, in the run's words."""
+    what = (exc.strerror or str(exc)).lower()
+    return f"{what}: {exc.filename}" if exc.filename else what
+
+
 def utc_now():
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
@@ -181,6 +207,7 @@ class Run:
         }
         run = cls(path, meta)
         run.save_meta()
+        _reserve_space(path / RESERVE)
         return run
 
     @property
@@ -196,14 +223,31 @@ class Run:
             df.to_parquet(tmp, index=False)
 
     def finish(self, status="complete", **extra):
-        """Convert raw CSV tables to Parquet, stamp the end time and status."""
+        """Convert raw CSV tables to Parquet, stamp the end time and status.
+
+        A table that cannot be written (full disk) leaves its raw CSV as the table,
+        the run "failed" with the reason, and the error raised once meta.json says so
+        (the space reserved at creation is released for that last write).
+        """
+        problem = None
         for table in self._raw_tables():
             if not (self.path / f"{table}.parquet").exists():
-                self.write_table(table, _read_segments(self.raw_dir, table))
+                try:
+                    self.write_table(table, _read_segments(self.raw_dir, table))
+                except OSError as exc:
+                    problem = exc
+                    break
+        if problem is not None:
+            status = "failed" if status == "complete" else status
+            extra.setdefault("failure", describe_os_error(problem))
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / RESERVE).unlink()
         self.meta.update(extra)
         self.meta["status"] = status
         self.meta["end_time"] = utc_now()
         self.save_meta()
+        if problem is not None:
+            raise problem
         return self
 
     # -- reading -----------------------------------------------------------
@@ -237,10 +281,18 @@ class Run:
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         points = POINTS.get(self.kind)
         if self.status != "complete" and points and points.table == table:
-            done = {k for k, _ in self.complete_points(df)}
-            keys = list(zip(*(df[c] for c in points.key)))
-            df = df[[k in done for k in keys]].reset_index(drop=True)
+            done = self._planned_or_none(lambda: {k for k, _ in self.complete_points(df)})
+            if done is not None:
+                keys = list(zip(*(df[c] for c in points.key)))
+                df = df[[k in done for k in keys]].reset_index(drop=True)
         return df
+
+    def _planned_or_none(self, compute):
+        """``compute()``, or None when the parameters do not say what was planned."""
+        try:
+            return compute()
+        except (KeyError, TypeError, ValueError):
+            return None
 
     # -- state -------------------------------------------------------------
     @property
@@ -278,11 +330,14 @@ class Run:
         points = POINTS.get(self.kind)
         if points is None:
             return None
+        planned = self._planned_or_none(lambda: points.planned(self.meta["parameters"]))
+        if planned is None:
+            return None
         try:
             done = len(self.complete_points())
         except (InputError, OSError, ValueError):  # unreadable table: nothing usable
             done = 0
-        return done, len(points.planned(self.meta["parameters"])), points.unit
+        return done, len(planned), points.unit
 
     def state_note(self):
         """One line for an unfinished run: what happened and how much is complete."""

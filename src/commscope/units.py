@@ -34,3 +34,16 @@ def parse_size_range(text, option="-m"):
     if lo_b > hi_b:
         raise InputError(option, None, f"MIN {lo_b} is larger than MAX {hi_b}")
     return lo_b, hi_b
+
+
+def parse_count(text):
+    """A whole count written as ``10000``, ``1e6`` or ``1_000_000`` (an argparse type)."""
+    import argparse
+    import math
+    try:
+        value = float(str(text).replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not math.isfinite(value) or value != int(value) or value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(value)

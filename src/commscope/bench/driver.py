@@ -15,13 +15,14 @@ import csv
 import json
 import os
 import platform
+import re
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root
 from ..paths import write_text_atomic
-from ..runs import (POINTS, Run, open_run, process_start_ticks, raw_segments, read_csv_table,
+from ..runs import (POINTS, Run, describe_os_error, open_run, process_start_ticks, raw_segments, read_csv_table,
                     utc_now)
 from ..topology import node_topology
 
@@ -185,34 +186,60 @@ def _check_launch_options(timeout, ranks_per_node):
 
 def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
     """Run the job of ``run`` and stamp how it ended (complete, failed, interrupted)."""
-    status, res, extra = "failed", None, {}
+    status, res, extra, write_error = "failed", None, {}, None
     try:
         res = launch.run_job(plan, title=kind, timeout=timeout, echo=echo, progress=progress)
-        _append(run.path / "stdout.txt", res.stdout)
-        if res.stderr:
-            _append(run.path / "stderr.txt", res.stderr)
         status = "complete" if res.returncode == 0 else "failed"
-        if status == "failed":
+        write_error = native_write_error(res.stderr) if status == "failed" else None
+        if write_error is not None:
+            extra["failure"] = describe_os_error(write_error)
+        elif status == "failed":
             extra["failure"] = (f"timed out after {timeout} s" if res.timed_out
                                 else f"job exited with status {res.returncode}")
+        try:
+            _append(run.path / "stdout.txt", res.stdout)
+            if res.stderr:
+                _append(run.path / "stderr.txt", res.stderr)
+        except OSError:
+            if write_error is None:
+                raise  # else the disk is full: the native program's error is the one to name
     except Interrupted as exc:
         status = "interrupted"
         extra["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
         raise
     except BaseException as exc:
-        extra["failure"] = f"{type(exc).__name__}: {exc}"
+        extra["failure"] = (describe_os_error(exc) if isinstance(exc, OSError)
+                            else f"{type(exc).__name__}: {exc}")
         raise
     finally:
         for c in collectors:
             c.finalize(run)
         run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
-        run.finish(status, wall_s=round(res.wall_s, 3) if res else None, **extra)
+        try:
+            run.finish(status, wall_s=round(res.wall_s, 3) if res else None, **extra)
+        except OSError:
+            if write_error is None:
+                raise  # else the native program's failed write is the one to name
+    if write_error is not None:  # a full disk is the user's to fix: exit 2 naming the file
+        raise write_error
     if status != "complete":
         tail = "\n".join(res.stderr.strip().splitlines()[-15:])
         raise EnvironmentProblem(
             f"{kind} job exited with status {res.returncode}; partial results kept in "
             f"{run.path}\n{tail}")
     return run
+
+
+_NATIVE_WRITE_ERROR = re.compile(r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]")
+
+
+def native_write_error(stderr):
+    """The OSError a native program reported (``cannot write PATH: REASON [errno N]``)."""
+    found = _NATIVE_WRITE_ERROR.findall(stderr or "")
+    if not found:
+        return None
+    path, reason, err = found[0]
+    return OSError(int(err), reason, path)
 
 
 def _append(path, text):

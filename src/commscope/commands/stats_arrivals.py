@@ -50,7 +50,8 @@ def register(registry):
     p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
                    help="laggard threshold, max - median in seconds (default 1e-3)")
     p.add_argument("--bin-width", type=float, default=None, metavar="S",
-                   help="bin width of the example histograms in --json (default: auto)")
+                   help="bin width of the example histograms in --json (default: auto); "
+                        "at most 1,000,000 bins per histogram")
     p.add_argument("--max-laggards", type=int, default=20, metavar="N",
                    help="laggard rows to print (default 20; --json has all)")
     p.add_argument("--json", action="store_true",

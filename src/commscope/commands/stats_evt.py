@@ -9,6 +9,7 @@ import pandas as pd
 from .. import tablefile
 from ..errors import InputError
 from ..output import dump_json, print_table
+from ..units import parse_count
 from ..stats import bootstrap, evt
 
 GEV_DESCRIPTION = """\
@@ -72,17 +73,37 @@ def gev_report(sample, ns, source="sample", gumbel_tol=evt.GUMBEL_TOL):
         summary = evt.fit_all(sample, gumbel_tol=gumbel_tol)
     except InputError as exc:
         raise InputError(source, exc.field, exc.message) from None
-    fits = [dict(method=m, shape_k=g.shape, loc_s=g.loc, scale_s=g.scale,
-                 type=summary.types[m])
-            for m, g in summary.fits.items()]
+    fits = []
+    for m in evt.METHODS:
+        if m in summary.fits:
+            g = summary.fits[m]
+            fits.append(dict(method=m, shape_k=g.shape, loc_s=g.loc, scale_s=g.scale,
+                             type=summary.types[m], problem=None))
+        elif m in summary.failures:
+            fits.append(dict(method=m, shape_k=None, loc_s=None, scale_s=None, type=None,
+                             problem=summary.failures[m]))
     dists = dict(summary.fits, empirical=np.asarray(sample, dtype=float))
-    maxima = []
+    maxima, omitted = [], []
     for n in ns:
         for name, dist in dists.items():
-            e, exact = evt.emma(dist, n), evt.expected_max_exact(dist, n)
+            with np.errstate(all="ignore"):
+                e, exact = evt.emma(dist, n), evt.expected_max_exact(dist, n)
+            if not (np.isfinite(e) and np.isfinite(exact)):  # a result is a number or absent
+                omitted.append(f"n = {n:g}, {name}: the expected maximum is not finite")
+                continue
             maxima.append(dict(n=n, distribution=name, emma_s=e, expected_max_s=exact,
-                               rel_diff=(e - exact) / abs(exact) if exact else float("nan")))
-    return {"n_samples": summary.n, "agree": summary.agree, "fits": fits, "maxima": maxima}
+                               rel_diff=(e - exact) / abs(exact) if exact else None))
+    return {"n_samples": summary.n, "agree": summary.agree,
+            "agree_among": sorted(summary.fits), "fits": fits, "maxima": maxima,
+            "omitted": omitted}
+
+
+def _agreement_line(report):
+    among = report["agree_among"]
+    if report["agree"] is None:
+        return (f"types agree: cannot tell (only {len(among)} usable fit"
+                f"{'' if len(among) == 1 else 's'}{': ' + among[0] if among else ''})")
+    return f"types agree: {'yes' if report['agree'] else 'no'} (among {', '.join(among)})"
 
 
 def _gev(args):
@@ -91,11 +112,19 @@ def _gev(args):
     if args.json:
         dump_json(report)
         return 0
-    print_table(report["fits"], title=f"GEV fits of {args.file}:{args.column} "
+    shown = [{k: ("-" if v is None else v) for k, v in f.items() if k != "problem"}
+             for f in report["fits"]]
+    print_table(shown, title=f"GEV fits of {args.file}:{args.column} "
                 f"(n = {report['n_samples']}; shape k = scipy c)")
-    print(f"types agree: {'yes' if report['agree'] else 'no'}")
+    for f in report["fits"]:
+        if f["problem"]:
+            print(f"{f['method']}: no usable fit: {f['problem']}")
+    print(_agreement_line(report))
     print()
-    print_table(report["maxima"], title="expected maximum of n draws: EMMA vs exact")
+    print_table([{k: ("-" if v is None else v) for k, v in r.items()} for r in report["maxima"]],
+                title="expected maximum of n draws: EMMA vs exact")
+    for note in report["omitted"]:
+        print(f"omitted: {note}")
     return 0
 
 
@@ -182,8 +211,9 @@ def register(registry):
                    "no node column (parametric kinds)")
     p.add_argument("--method", choices=bootstrap.FIT_METHODS, default="pwm",
                    help="GEV fit for the parametric kinds (default: pwm)")
-    p.add_argument("--replicas", type=int, default=10_000, help="bootstrap replicas "
-                   "(default: 10000; parametric kinds split them over nodes/rank slots)")
+    p.add_argument("--replicas", type=parse_count, default=10_000, help="bootstrap replicas "
+                   "(default: 10000; parametric kinds split them over nodes/rank slots; "
+                   "24 bytes each, refused beyond half the available memory, at most 4 GiB)")
     p.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the interval (default: 0.95)")

@@ -319,6 +319,7 @@ def example_histograms(df: pd.DataFrame, threshold_s: float = 1e-3, bin_width_s=
         g = idx[np.argsort(score, kind="stable")[idx.size // 2]]
         vals = groups.values[groups.starts[g]:groups.starts[g] + groups.sizes[g]]
         if bin_width_s:
+            _check_bins(bin_width_s, vals[-1] - vals[0])
             lo = np.floor(vals[0] / bin_width_s) * bin_width_s
             edges = np.arange(lo, vals[-1] + bin_width_s, bin_width_s)
             if edges.size < 2:
@@ -354,9 +355,25 @@ class ArrivalReport:
                 "histograms": self.histograms}
 
 
+#: Most bins one example histogram may have (--bin-width): 8 bytes per edge and count.
+MAX_HIST_BINS = 1_000_000
+
+
+def _check_bins(bin_width_s, span_s):
+    bins = span_s / bin_width_s + 2
+    if bins > MAX_HIST_BINS:
+        raise InputError("--bin-width", None,
+                         f"{bin_width_s:g} s gives {bins:.3g} bins over a {span_s:.3g} s range of "
+                         f"compute times; at most {MAX_HIST_BINS:,} bins (use a width of at "
+                         f"least {span_s / (MAX_HIST_BINS - 2):.3g} s)")
+
+
 def analyse_arrivals(df: pd.DataFrame, threshold_s: float = 1e-3, alpha: float = 0.05,
                      source="data", bin_width_s=None) -> ArrivalReport:
     """The whole Sec. 4 analysis of Marts et al. on one table of thread compute times."""
+    if bin_width_s is not None and not (np.isfinite(bin_width_s) and bin_width_s > 0):
+        raise InputError("--bin-width", None, f"must be a positive number of seconds, "
+                                              f"got {bin_width_s!r}")
     data = validate_arrivals(df, source)
     pi = process_iterations(data, threshold_s)
     per_group = normality_per_group(data, "process-iteration", alpha)

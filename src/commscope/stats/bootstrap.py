@@ -56,10 +56,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..limits import check_memory
 from . import evt
 
 KINDS = ("nonparametric", "internode", "intranode")
 FIT_METHODS = ("pwm", "mom")
+#: Largest share of parametric replicas that may fail (no GEV fit) before refusing.
+MAX_FAILED_FRACTION = 0.01
 #: Cap on elements per vectorised chunk, to keep memory near 100 MB whatever the sizes.
 _CHUNK_ELEMENTS = 4_000_000
 
@@ -81,6 +84,7 @@ class BootstrapResult:
     seed: int
     method: str | None = None
     samples: np.ndarray = field(default=None, repr=False, compare=False)
+    failed_replicas: int = 0  # resamples that gave no usable GEV fit (left out)
 
     def to_dict(self):
         """JSON-ready summary (replica samples left out)."""
@@ -89,7 +93,7 @@ class BootstrapResult:
             "k": self.k, "statistic": self.statistic, "median_s": self.median_s,
             "ci_low_s": self.ci_low_s, "ci_high_s": self.ci_high_s,
             "confidence": self.confidence, "replicas": self.replicas, "seed": self.seed,
-            "method": self.method,
+            "method": self.method, "failed_replicas": self.failed_replicas,
         }
 
 
@@ -109,9 +113,16 @@ def _check_array(values, name, ndim):
     return a
 
 
+#: Bytes per replica at the peak: the replica array, the copy np.quantile sorts, and
+#: (parametric kinds) the per-group arrays before they are joined.
+BYTES_PER_REPLICA = 3 * 8
+
+
 def _check_common(replicas, confidence, intervals):
     if not isinstance(replicas, (int, np.integer)) or replicas < 1:
         raise InputError("replicas", None, f"must be a positive integer, got {replicas!r}")
+    check_memory("--replicas", replicas, replicas * BYTES_PER_REPLICA,
+                  f"{BYTES_PER_REPLICA} bytes per replica")
     if not 0 < confidence < 1:
         raise InputError("confidence", None, f"must be in (0, 1), got {confidence!r}")
     if intervals is not None and (not isinstance(intervals, (int, np.integer)) or intervals < 1):
@@ -295,14 +306,24 @@ def _parametric(kind, groups, n_target, base_ranks, target_ranks, k, replicas, c
             raise InputError("times", None, f"{kind}: a group has constant values; no GEV fit")
     seed, rng = _rng(seed)
     per_group = math.ceil(replicas / len(groups))
-    out = np.concatenate([bootstrap_gev_emma(g, n_target, per_group, rng, method)
-                          for g in groups])
+    with np.errstate(all="ignore"):
+        out = np.concatenate([bootstrap_gev_emma(g, n_target, per_group, rng, method)
+                              for g in groups])
+    # A resample of few distinct values (ties) or a heavy tail gives no GEV fit: its
+    # projection is NaN or infinite. Leave those out and say how many; too many, refuse.
+    usable = np.isfinite(out)
+    failed = int(out.size - usable.sum())
+    if failed > MAX_FAILED_FRACTION * out.size:
+        raise InputError("times", None, f"{kind}: {failed} of {out.size} bootstrap resamples "
+                         "gave no usable GEV fit (too few distinct values, or a tail heavier "
+                         "than a GEV); use --kind nonparametric")
+    out = out[usable]
     if intervals:
         out = out * intervals
     med, lo, hi = _summarise(out, confidence)
     return BootstrapResult(kind, int(base_ranks), float(target_ranks), k,
                            "runtime_s" if intervals else "interval_max_s", med, lo, hi,
-                           float(confidence), int(out.size), seed, method, out)
+                           float(confidence), int(out.size), seed, method, out, failed)
 
 
 def bootstrap_internode(times, ranks_per_node, target_ranks, *, replicas=10_000,

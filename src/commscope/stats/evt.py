@@ -27,7 +27,8 @@ Deviations from the printed thesis (see seeds/README.md)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import integrate, optimize, special, stats
@@ -273,14 +274,46 @@ def fit_mle(sample):
 
 FITTERS = {"mom": fit_mom, "pwm": fit_pwm, "mle": fit_mle}
 
+#: Shapes (Hosking's k) a fit may have to be used: k > -1 keeps the mean, hence the
+#: expected maximum, finite (xi < 1); k < 1 is where maximum likelihood is regular
+#: (Smith 1985; xi > -1).  A fit outside says so instead of printing inf or nonsense.
+VALID_SHAPE = (-1.0, 1.0)
+
+
+def fit_problem(method, fit, sample):
+    """Why ``fit`` (by ``method``) cannot be used, or None when it can."""
+    params = (fit.loc, fit.scale, fit.shape)
+    if not all(math.isfinite(v) for v in params):
+        return (f"non-finite parameters (loc {fit.loc:g}, scale {fit.scale:g}, "
+                f"k {fit.shape:g})")
+    if fit.scale <= 0:
+        return f"scale {fit.scale:g} is not positive"
+    if method == "mom" and fit.shape in (_K_MIN, _K_MAX):
+        skew = float(stats.skew(sample, bias=False))
+        return (f"sample skewness {skew:.3g} is beyond what a GEV can have; the moment "
+                "equation has no solution")
+    lo, hi = VALID_SHAPE
+    if fit.shape <= lo:
+        return (f"shape k = {fit.shape:.3g} <= {lo:g} (xi >= 1): no finite mean, so no "
+                "expected maximum; the tail is heavier than a GEV fit can represent "
+                "(outliers, or too few samples)")
+    if fit.shape >= hi:
+        return (f"shape k = {fit.shape:.3g} >= {hi:g} (xi <= -1): outside the range where "
+                "the fit is regular")
+    return None
+
 
 @dataclass(frozen=True)
 class FitSummary:
-    """GEV fits of one sample by several methods; ``agree`` is the Fig. 3.6 diagnostic."""
+    """GEV fits of one sample by several methods; ``agree`` is the Fig. 3.6 diagnostic.
+
+    ``fits`` holds only usable fits; ``failures`` maps each other method to the reason.
+    """
 
     fits: dict
     n: int
     gumbel_tol: float = GUMBEL_TOL
+    failures: dict = field(default_factory=dict)
 
     @property
     def types(self):
@@ -288,13 +321,17 @@ class FitSummary:
 
     @property
     def agree(self):
-        """True when every method gives the same extreme-value type."""
+        """True/False when two or more usable fits give the same / different types;
+        None when fewer than two fits are usable (nothing to compare)."""
+        if len(self.fits) < 2:
+            return None
         return len(set(self.types.values())) == 1
 
     def to_dict(self):
         return {"n": self.n, "agree": self.agree, "gumbel_tol": self.gumbel_tol,
                 "fits": {m: dict(g.to_dict(), type=self.types[m])
-                         for m, g in self.fits.items()}}
+                         for m, g in self.fits.items()},
+                "failures": dict(self.failures)}
 
 
 def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
@@ -310,7 +347,24 @@ def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
     unknown = [m for m in methods if m not in FITTERS]
     if unknown or not methods:
         raise InputError("methods", None, f"unknown fit method(s) {unknown}; use {METHODS}")
-    return FitSummary({m: FITTERS[m](x) for m in methods}, int(x.size), float(gumbel_tol))
+    distinct = np.unique(x).size
+    if distinct < 3:
+        raise InputError("sample", None, f"only {distinct} distinct values among {x.size} "
+                         "(ties, e.g. a coarse timer): a 3-parameter GEV cannot be fitted")
+    fits, failures = {}, {}
+    for m in methods:
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # reported as the reason
+                fit = FITTERS[m](x)
+            reason = fit_problem(m, fit, x)
+        except (ValueError, ArithmeticError, RuntimeError) as exc:
+            reason = f"the estimator failed ({exc})"
+        if reason:
+            failures[m] = reason
+        else:
+            fits[m] = fit
+    return FitSummary(fits, int(x.size), float(gumbel_tol), failures)
 
 
 # --- EMMA (eq. 2.9) and the exact expected maximum ---------------------------------------
