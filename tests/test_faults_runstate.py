@@ -125,8 +125,12 @@ def test_study_resume_keeps_complete_runs(default_mpi, tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     first_meta = (out / "runs" / "pingpong-1pair" / "meta.json").read_bytes()
+    done, planned, _ = open_run(out / "runs" / "pingpong-2pairs").progress()
     assert main(["study", "--out", str(out), "--resume"]) == 0
     assert (out / "runs" / "pingpong-1pair" / "meta.json").read_bytes() == first_meta
     run = open_run(out / "runs" / "pingpong-2pairs")
-    assert run.status == "complete" and run.meta.get("resumed")
+    assert run.status == "complete"
+    # resumed from the first incomplete size (on a loaded machine the signal may come
+    # only after the last size was written; then only the conversion was left)
+    assert bool(run.meta.get("resumed")) == (done < planned)
     assert (out / "report.html").exists()
