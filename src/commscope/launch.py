@@ -113,6 +113,13 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
     per_node = ranks_per_node or -(-nranks // nodes)
     oversub = launcher != "srun" and per_node * threads > available_cores()
     want_bind = bind == "core" or (bind == "auto" and not oversub and threads == 1)
+    shared = srun_mpi.allocation_shared_hosts() if in_slurm_allocation() else {}
+    if shared and bind == "auto" and want_bind:
+        # each node's slurmd or MPI daemon binds its ranks to "its" first cores: the same ones
+        want_bind = False
+        where = "; ".join(f"{', '.join(nodes)} on {host}" for host, nodes in shared.items())
+        notes.append(f"ranks not bound: Slurm nodes share a host ({where}), and each node "
+                     "would bind its ranks to the same cores")
 
     # Always set: an OpenMP runtime left to itself starts one thread per core in every rank.
     env["OMP_NUM_THREADS"] = str(threads)

@@ -99,6 +99,26 @@ def srun_mpi_option(mpi, program):
     return [f"--mpi={plugin}"], f"srun --mpi={plugin}: {reason}"
 
 
+def allocation_shared_hosts():
+    """{host: [Slurm nodes]} for hosts holding several nodes of this allocation.
+
+    From ``scontrol show node`` (NodeHostName); empty outside an allocation or
+    when scontrol does not answer.
+    """
+    nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+    if not nodelist:
+        return {}
+    try:
+        out = subprocess.run(["scontrol", "show", "node", "-o", nodelist], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    hosts = {}
+    for name, host in re.findall(r"NodeName=(\S+).*?NodeHostName=(\S+)", out):
+        hosts.setdefault(host, []).append(name)
+    return {h: sorted(n) for h, n in hosts.items() if len(n) > 1}
+
+
 def wheel_pmix_env(mpi):
     """Environment for the Open MPI wheel's own PMIx client under srun, with the reasons.
 
