@@ -150,7 +150,9 @@ def singleton_problem(plan, stderr):
     if not hits:
         return None
     size, want = hits[0]
-    how = " ".join(itertools.takewhile(lambda a: not a.startswith("/"), plan.argv))
+    how = f"`{' '.join(itertools.takewhile(lambda a: not a.startswith('/'), plan.argv))}`"
+    if plan.launcher == "srun" and os.environ.get("SLURM_MPI_TYPE"):
+        how += f" with SLURM_MPI_TYPE={os.environ['SLURM_MPI_TYPE']}"
     if plan.launcher == "srun":
         offered = srun_plugins()
         advice = ("srun started each rank without a PMI the MPI understands (the cluster's "
@@ -164,4 +166,4 @@ def singleton_problem(plan, stderr):
                   "the mpiexec next to its mpicc (--mpi).")
     return EnvironmentProblem(
         f"the {want} ranks started as separate MPI jobs of {size} rank(s) each "
-        f"(singletons), launched with `{how}`: {advice}")
+        f"(singletons), launched with {how}: {advice}")
