@@ -64,15 +64,19 @@ def slurm_env():
 
 
 @pytest.fixture
-def mpi_default(slurm_env, request):
+def mpi_default(slurm_env):
     """Set the cluster's MpiDefault for one test, Debian's `none` again afterwards."""
+    changed = []
+
     def set_to(kind):
         if os.geteuid() != 0:
             pytest.skip("changing MpiDefault needs root")
         subprocess.run([str(TESTBED), "mpi-default", kind], env=slurm_env, check=True,
                        timeout=60)
+        changed.append(kind)
     yield set_to
-    set_to("none")
+    if changed:
+        set_to("none")
 
 
 def _run(argv, env, cwd, timeout=300):
