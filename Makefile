@@ -8,9 +8,10 @@ setup:
 study: setup
 	.venv/bin/commscope study
 
-# Set up, then run the whole test suite (real MPI jobs, 2-4 ranks).
+# Set up, then run the whole test suite (real MPI jobs, 2-4 ranks); as root, on a
+# 4-node Slurm testbed too (scripts/test.sh).
 test: setup
-	.venv/bin/python -m pytest -q tests
+	@scripts/test.sh
 
 clean:
 	rm -rf build .pytest_cache

@@ -71,8 +71,10 @@ def test_slurm_steps_substitute_only_ppn_and_nodes(tmp_path):
     assert 'commscope fit "$COMMSCOPE_RUNS"' in two and 'COMMSCOPE_RUNS="$STUDY/runs"' in two
     four = batch_script(4, 8)
     assert "hvpingpong --contention --ranks-per-node 4" in four
-    custom = batch_script(2, 8, steps=["echo ${HOME} {ppn} {nodes} {other}"])
-    assert custom.rstrip().endswith("echo ${HOME} 4 2 {other}")
+    custom = batch_script(2, 8, steps=["bench pingpong --pairs {ppn} --name pp{nodes}-{other} "
+                                       "--runs ${HOME}/r"])
+    assert custom.rstrip().endswith("commscope bench pingpong --pairs 4 --name pp2-{other} "
+                                    "--runs ${HOME}/r")
     # Every step is a valid commscope command line, and the script is valid bash.
     for line in four.splitlines():
         if line.startswith("commscope "):
@@ -80,6 +82,24 @@ def test_slurm_steps_substitute_only_ppn_and_nodes(tmp_path):
     script = tmp_path / "s.sbatch"
     script.write_text(four)
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+
+
+@pytest.mark.parametrize("step", ["bench pingpong -m 1:8", "commscope bench pingpong -m 1:8",
+                                  "/opt/venv/bin/commscope bench pingpong -m 1:8"])
+def test_slurm_step_with_or_without_commscope(step):
+    assert batch_script(2, 2, steps=[step]).rstrip().endswith("commscope bench pingpong -m 1:8")
+
+
+@pytest.mark.parametrize("step, says", [
+    ("echo hi", "'echo' is not one of"), ("bench nothere", "'bench nothere' is not one of"),
+    ("bench pingpong; rm -rf /tmp/x", "one commscope command per --step"),
+    ("bench pingpong && date", "one commscope command per --step"),
+    ("commscope", "empty step"), ("bench 'pingpong", "No closing quotation")])
+def test_slurm_refuses_steps_that_are_not_commscope_commands(step, says, tmp_path, capsys):
+    out = tmp_path / "s.sbatch"
+    assert main(["slurm", "--step", step, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--step" in err and says in err and not out.exists()
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -90,3 +90,53 @@ def test_timeout_kills_the_job(default_mpi):
     res = launch.run_job(plan, echo=False, progress=False, timeout=2)
     assert res.returncode != 0
     assert "timeout" in res.stderr
+
+
+def test_srun_gets_the_plugin_each_mpi_speaks(default_mpi, monkeypatch, mpich_mpi):
+    """Open MPI: pmix; the mpich wheel (configured without PMIx, says mpichversion): pmi2."""
+    from commscope import srun_mpi
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.delenv("SLURM_MPI_TYPE", raising=False)
+    monkeypatch.setattr(srun_mpi, "srun_plugins", lambda: ("pmix", "none", "pmi2"))
+    plan = plan_launch(default_mpi, 2, "prog")
+    assert "--mpi=pmix" in plan.argv
+    assert "srun --mpi=pmix: Open MPI connects its ranks through PMIx" in plan.notes
+    # the wheel's PMIx finds its help files where pip put them, and skips the munge
+    # security component it lacks
+    prefix = plan.env["PMIX_INSTALL_PREFIX"]
+    assert os.path.exists(f"{prefix}/share/pmix/help-pmix-mca-base.txt")
+    assert plan.env["PMIX_MCA_psec"] == "native"
+    plan = plan_launch(mpich_mpi, 2, "prog")
+    assert "--mpi=pmi2" in plan.argv and "PMIX_INSTALL_PREFIX" not in plan.env
+    assert any("configured without PMIx" in n for n in plan.notes)
+    monkeypatch.setenv("SLURM_MPI_TYPE", "pmix")  # the user's choice wins
+    plan = plan_launch(mpich_mpi, 2, "prog")
+    assert not any(a.startswith("--mpi") for a in plan.argv)
+    assert "srun --mpi from SLURM_MPI_TYPE=pmix (set in the environment)" in plan.notes
+
+
+def test_srun_without_the_needed_plugin_says_what_to_do(ompi, monkeypatch):
+    from commscope import srun_mpi
+    from commscope.errors import EnvironmentProblem
+    monkeypatch.setenv("SLURM_JOB_ID", "42")
+    monkeypatch.delenv("SLURM_MPI_TYPE", raising=False)
+    monkeypatch.setattr(srun_mpi, "srun_plugins", lambda: ("none", "pmi2"))
+    with pytest.raises(EnvironmentProblem, match=r"needs srun --mpi=pmix .* offers only none, "
+                                                 r"pmi2 .*--launcher mpiexec"):
+        plan_launch(ompi, 2, "prog")
+
+
+@pytest.mark.mpi
+@pytest.mark.mpich
+def test_singleton_ranks_are_caught(default_mpi, mpich_mpi):
+    """Open MPI programs started by MPICH's mpiexec come up as 1-rank jobs: they stop at
+    once (exit 3, one @singleton line each) and commscope says why."""
+    from commscope import srun_mpi
+    program = mpi.binary(default_mpi, "pingpong")
+    plan = launch.plan_launch(mpich_mpi, 2, program, ["-m", "1:1", "--out", "/nonexistent"])
+    res = launch.run_job(plan, echo=False, progress=False, timeout=120)
+    assert res.returncode == 3 and res.stderr.count("@singleton 1 2") == 2
+    problem = srun_mpi.singleton_problem(plan, res.stderr)
+    assert "the 2 ranks started as separate MPI jobs of 1 rank(s) each" in str(problem)
+    assert "mpiexec next to its mpicc" in str(problem)
+    assert srun_mpi.singleton_problem(plan, "a normal failure\n") is None

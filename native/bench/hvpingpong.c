@@ -90,6 +90,7 @@ int main(int argc, char **argv)
                                        {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -166,7 +167,7 @@ int main(int argc, char **argv)
         for (int r = 0; r < size; r++) {
             node[r] = -1;
             for (int q = 0; q < r && node[r] < 0; q++)
-                if (strcmp(places[q].host, places[r].host) == 0)
+                if (strcmp(places[q].node, places[r].node) == 0)
                     node[r] = node[q];
             if (node[r] < 0)
                 node[r] = nnodes++;
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
         for (int p = 0; p < ninit; p++) {
             int a = inits[p], b = peer[a];
             printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, a,
-                   places[a].host, places[a].cpu, b, places[b].host, places[b].cpu,
+                   places[a].node, places[a].cpu, b, places[b].node, places[b].cpu,
                    cs_locality(&places[a], &places[b]));
         }
         printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",

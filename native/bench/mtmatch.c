@@ -198,6 +198,7 @@ int main(int argc, char **argv)
                                        {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int c; (c = getopt_long(argc, argv, "s:o:h", longopts, NULL)) != -1;) {
@@ -271,7 +272,7 @@ int main(int argc, char **argv)
         }
         printf("# commscope multithreaded matching (002 Sec. 4.1): rank 0 (%s cpu %d) receives, "
                "rank 1 (%s cpu %d) sends; %d recorded trial(s) after %d warm-up\n",
-               places[0].host, places[0].cpu, places[1].host, places[1].cpu, trials, warmup);
+               places[0].node, places[0].cpu, places[1].node, places[1].cpu, trials, warmup);
         printf("# ob1 queue-length pvars: %s\n", q_posted.ok ? "read" : "not available");
         printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
                "Decomp", "T_r", "T_s", "M_t", "Avg Drain(us)", "Min Drain(us)", "Max Drain(us)",

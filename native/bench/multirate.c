@@ -125,6 +125,7 @@ int main(int argc, char **argv)
                                        {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int c; (c = getopt_long(argc, argv, "s:w:i:x:o:h", longopts, NULL)) != -1;) {
@@ -220,7 +221,7 @@ int main(int argc, char **argv)
         printf("# commscope multirate (001 Sec. 3.9.1), pairwise: rank 0 (%s cpu %d) threads send "
                "to rank 1 (%s cpu %d) threads; window %ld x %lld B, %ld timed + %ld warm-up "
                "windows, %d rep(s)\n",
-               places[0].host, places[0].cpu, places[1].host, places[1].cpu, window, msg_size,
+               places[0].node, places[0].cpu, places[1].node, places[1].cpu, window, msg_size,
                iters, warmup, reps);
         printf("# ob1 queue-length pvars (receiver, sampled per window): %s\n",
                have_pvars ? "read" : "not available");

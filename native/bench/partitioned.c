@@ -219,6 +219,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
@@ -384,7 +385,7 @@ int main(int argc, char **argv)
                "mean %.6g s sd %.6g s (%s), %d runs, %d warm-up\n",
                threads, DIST_NAME[dist], compute, sigma, MODE_NAME[mode], runs, warmup);
         printf("# rank 0 (%s cpu %d) -> rank 1 (%s cpu %d): %s; MPI thread level %d\n",
-               places[0].host, places[0].cpu, places[1].host, places[1].cpu,
+               places[0].node, places[0].cpu, places[1].node, places[1].cpu,
                cs_locality(&places[0], &places[1]), provided);
         printf("# clock: %s (ping-pong offset %.3g s, best round trip %.3g s)\n", clock_kind,
                measured_offset, best_rtt);

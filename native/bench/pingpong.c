@@ -54,6 +54,7 @@ int main(int argc, char **argv)
                                        {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
         printf("# commscope ping-pong (OSU style), %d pair(s), one-way latency\n", pairs);
         for (int p = 0; p < pairs; p++)
             printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, p,
-                   places[p].host, places[p].cpu, p + half, places[p + half].host,
+                   places[p].node, places[p].cpu, p + half, places[p + half].node,
                    places[p + half].cpu, cs_locality(&places[p], &places[p + half]));
         printf("%-12s %14s %14s %14s %10s\n", "# Size", "Avg Lat(us)", "Min Lat(us)",
                "Max Lat(us)", "Iterations");

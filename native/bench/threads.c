@@ -174,6 +174,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 

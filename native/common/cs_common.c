@@ -38,20 +38,63 @@ static int numa_of_cpu(int cpu)
     return -1;
 }
 
+/* The affinity mask as a Linux CPU list: "0-3,8"; "?" when it does not fit. */
+static void cpu_list(const cpu_set_t *mask, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, mask))
+            continue;
+        int last = c;
+        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, mask))
+            last++;
+        int n = last > c ? snprintf(out + used, len - used, "%s%d-%d", used ? "," : "", c, last)
+                         : snprintf(out + used, len - used, "%s%d", used ? "," : "", c);
+        if (n < 0 || (size_t)n >= len - used) {
+            snprintf(out, len, "?");
+            return;
+        }
+        used += n;
+        c = last;
+    }
+}
+
 void cs_place_self(cs_place_t *p, int rank)
 {
     char path[256];
     cpu_set_t mask;
+    const char *slurm_node = getenv("SLURMD_NODENAME");
     memset(p, 0, sizeof *p);
     p->rank = rank;
     gethostname(p->host, CS_HOST_MAX - 1);
+    snprintf(p->node, CS_HOST_MAX, "%s", slurm_node && *slurm_node ? slurm_node : p->host);
     p->cpu = sched_getcpu();
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", p->cpu);
     p->socket = read_int_file(path, -1);
     snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", p->cpu);
     p->core = read_int_file(path, -1);
     p->numa = numa_of_cpu(p->cpu);
-    p->bound = (sched_getaffinity(0, sizeof mask, &mask) == 0 && CPU_COUNT(&mask) == 1);
+    if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
+        p->bound = CPU_COUNT(&mask) == 1;
+        cpu_list(&mask, p->cpus, sizeof p->cpus);
+    } else {
+        snprintf(p->cpus, sizeof p->cpus, "?");
+    }
+}
+
+void cs_check_world(void)
+{
+    const char *want = getenv("COMMSCOPE_NRANKS");
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (want && atoi(want) > 0 && size != atoi(want)) {
+        /* every singleton is a rank 0 and would go on as a 1-rank job: stop all of them */
+        fprintf(stderr, "@singleton %d %s\n", size, want);
+        fflush(stderr);
+        MPI_Finalize();
+        exit(3);
+    }
 }
 
 void cs_place_allgather(MPI_Comm comm, cs_place_t *all)
@@ -65,7 +108,7 @@ void cs_place_allgather(MPI_Comm comm, cs_place_t *all)
 
 const char *cs_locality(const cs_place_t *a, const cs_place_t *b)
 {
-    if (strcmp(a->host, b->host) != 0)
+    if (strcmp(a->node, b->node) != 0)
         return "inter-node";
     if (a->socket >= 0 && b->socket >= 0 && a->socket != b->socket)
         return "cross-socket";
@@ -94,10 +137,11 @@ int cs_mkdir_p(const char *dir)
 
 void cs_write_placement(const char *dir, const cs_place_t *all, int n)
 {
-    FILE *f = cs_open_table(dir, "placement.csv", "rank,host,cpu,socket,core,numa,bound");
+    FILE *f = cs_open_table(dir, "placement.csv",
+                            "rank,node,host,cpu,cpus,socket,core,numa,bound");
     for (int i = 0; i < n; i++)
-        cs_row(f, "%d,%s,%d,%d,%d,%d,%d\n", all[i].rank, all[i].host, all[i].cpu,
-               all[i].socket, all[i].core, all[i].numa, all[i].bound);
+        cs_row(f, "%d,%s,%s,%d,\"%s\",%d,%d,%d,%d\n", all[i].rank, all[i].node, all[i].host,
+               all[i].cpu, all[i].cpus, all[i].socket, all[i].core, all[i].numa, all[i].bound);
     cs_close_table(f);
 }
 

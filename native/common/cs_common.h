@@ -4,7 +4,7 @@
  *
  *   cs_<name> [options] --out DIR
  *     - stdout: OSU-style header and aligned columns for people
- *     - DIR/placement.csv: rank,host,cpu,socket,core,numa (written by rank 0)
+ *     - DIR/placement.csv: rank,node,host,cpu,cpus,socket,core,numa,bound (rank 0)
  *     - DIR/<table>.csv: tidy samples, flushed as they are produced so that a
  *       killed run keeps what it measured
  *     - stderr: "@progress <done> <total> <label>" lines the Python driver turns
@@ -19,10 +19,13 @@
 #include <stdio.h>
 
 #define CS_HOST_MAX 64
+#define CS_CPUS_MAX 128
 
 typedef struct {
     int rank;
+    char node[CS_HOST_MAX]; /* Slurm node (SLURMD_NODENAME), else the host name */
     char host[CS_HOST_MAX];
+    char cpus[CS_CPUS_MAX]; /* affinity mask as a Linux CPU list ("0-3,8") */
     int cpu;    /* CPU the rank was on at start-up (sched_getcpu) */
     int socket; /* physical package of that CPU, -1 if unknown */
     int core;   /* core id within the package, -1 if unknown */
@@ -34,8 +37,15 @@ typedef struct {
 void cs_place_self(cs_place_t *p, int rank);
 /* Gather every rank's placement (all has comm-size entries) on every rank. */
 void cs_place_allgather(MPI_Comm comm, cs_place_t *all);
-/* "intra-socket", "cross-socket" or "inter-node" for two placements. */
+/* "intra-socket", "cross-socket" or "inter-node" for two placements: different
+ * nodes are inter-node even when they share a host (several slurmd on one machine;
+ * the Python side records and reports that). */
 const char *cs_locality(const cs_place_t *a, const cs_place_t *b);
+/* Stop at once when the MPI world is not what the launcher started: with
+ * COMMSCOPE_NRANKS=N set and a world of another size (each rank a singleton, as
+ * under `srun --mpi=none`), print "@singleton <size> <N>" on stderr and exit 3.
+ * Call right after MPI_Init. */
+void cs_check_world(void);
 /* Write DIR/placement.csv (call on one rank). */
 void cs_write_placement(const char *dir, const cs_place_t *all, int n);
 

@@ -58,6 +58,7 @@ int main(int argc, char **argv)
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Get_library_version(lib, &len);
     MPI_Get_version(&major, &minor);

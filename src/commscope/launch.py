@@ -9,7 +9,8 @@ allocation).  Flags this machine needs are added automatically and listed in
 * oversubscription (more ranks x threads than cores: no binding, yield when idle);
 * fast single-node start-up for Open MPI (pml ob1 with the self and sm BTLs);
 * OMP_WAIT_POLICY=passive, since spinning OpenMP threads starve MPI progress when
-  threads outnumber cores.
+  threads outnumber cores;
+* under srun, the ``--mpi`` plugin the MPI needs (see commscope.srun_mpi).
 """
 
 import functools
@@ -24,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from . import srun_mpi
 from .errors import EnvironmentProblem, InputError, Interrupted
 from .interrupts import stop_signals_to
 
@@ -89,7 +91,9 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
     ``hosts``: list of host names for a multi-node mpiexec run (default: this node).
     ``bind``: "auto" binds ranks to cores when ranks x threads fit the cores,
     "core" forces it, "none" never binds.
-    ``launcher``: "auto" uses srun inside a Slurm allocation, else mpiexec.
+    ``launcher``: "auto" (or COMMSCOPE_LAUNCHER) uses srun inside a Slurm
+    allocation, else mpiexec; "mpiexec" inside an allocation lets the MPI's own
+    launcher start its daemons through Slurm.
     """
     if nranks < 1:
         raise InputError("--ranks", None, f"needs at least one rank, got {nranks}")
@@ -97,14 +101,27 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
         raise InputError("--threads", None, f"needs at least one thread, got {threads}")
     if bind not in ("auto", "core", "none"):
         raise InputError("--bind", None, f"expected auto, core or none, got {bind!r}")
+    launcher = launcher if launcher != "auto" else os.environ.get("COMMSCOPE_LAUNCHER", "auto")
+    if launcher not in ("auto", "srun", "mpiexec"):
+        raise InputError("--launcher", None, f"expected auto, srun or mpiexec, got {launcher!r}")
     if launcher == "auto":
         launcher = "srun" if in_slurm_allocation() else "mpiexec"
     hosts = list(hosts or [])
     env, notes = {}, []
-    nodes = max(1, len(hosts))
+    # the native programs stop at once when their MPI world is not this size (singletons)
+    env["COMMSCOPE_NRANKS"] = str(nranks)
+    # mpiexec inside an allocation starts its daemons on the allocated nodes through Slurm
+    nodes = max(1, len(hosts)) if hosts or launcher == "srun" else _allocated_nodes()
     per_node = ranks_per_node or -(-nranks // nodes)
     oversub = launcher != "srun" and per_node * threads > available_cores()
     want_bind = bind == "core" or (bind == "auto" and not oversub and threads == 1)
+    shared = srun_mpi.allocation_shared_hosts() if in_slurm_allocation() else {}
+    if shared and bind == "auto" and want_bind:
+        # each node's slurmd or MPI daemon binds its ranks to "its" first cores: the same ones
+        want_bind = False
+        where = "; ".join(f"{', '.join(nodes)} on {host}" for host, nodes in shared.items())
+        notes.append(f"ranks not bound: Slurm nodes share a host ({where}), and each node "
+                     "would bind its ranks to the same cores")
 
     # Always set: an OpenMP runtime left to itself starts one thread per core in every rank.
     env["OMP_NUM_THREADS"] = str(threads)
@@ -113,17 +130,25 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
         notes.append(f"OMP_WAIT_POLICY={omp_wait_policy} (spinning threads starve MPI progress)")
 
     if launcher == "srun":
-        argv = ["srun", "-n", str(nranks), f"--cpus-per-task={threads}",
+        mpi_opt, why = srun_mpi.srun_mpi_option(mpi, program)
+        argv = ["srun", "-n", str(nranks), *mpi_opt, f"--cpus-per-task={threads}",
                 f"--cpu-bind={'cores' if want_bind else 'none'}"]
         if ranks_per_node:
             argv.append(f"--ntasks-per-node={ranks_per_node}")
         notes.append("launched with srun inside Slurm allocation "
                      f"{os.environ.get('SLURM_JOB_ID', '?')}")
+        notes.append(why)
+        wheel_env, wheel_notes = srun_mpi.wheel_pmix_env(mpi)
+        env.update(wheel_env)
+        notes += wheel_notes
     elif mpi.flavor == "openmpi":
         argv = [mpi.mpiexec, "-n", str(nranks)]
         if os.geteuid() == 0:
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
             notes.append("running as root: OMPI_ALLOW_RUN_AS_ROOT=1")
+        if nodes > 1 and in_slurm_allocation():
+            notes.append(f"mpiexec inside Slurm allocation {os.environ.get('SLURM_JOB_ID')}: "
+                         f"its daemons start on the {nodes} allocated nodes through srun")
         if nodes == 1 and "OMPI_MCA_pml" not in os.environ and "OMPI_MCA_btl" not in os.environ:
             btl = f"self,{shared_memory_btl(mpi.mpiexec)}"
             env.update(OMPI_MCA_pml="ob1", OMPI_MCA_btl=btl)
@@ -152,6 +177,14 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
     return LaunchPlan(argv=argv, env=env, launcher=launcher, nranks=nranks,
                       threads_per_rank=threads, hosts=hosts or [os.uname().nodename],
                       oversubscribed=oversub, bound=want_bind, notes=notes)
+
+
+def _allocated_nodes():
+    """Nodes of the Slurm allocation we are in (1 outside one)."""
+    try:
+        return max(1, int(os.environ.get("SLURM_JOB_NUM_NODES", "1")))
+    except ValueError:
+        return 1
 
 
 _PROGRESS = re.compile(r"^@progress (\d+) (\d+) ?(.*)$")

@@ -16,6 +16,7 @@ from .models.fitting import fit_profile
 from .models.profile import LOCALITIES, PROTOCOLS
 from .report.build import expand_run_paths
 from .runs import open_run
+from .topology import node_of, shared_hosts, shared_hosts_note
 
 PINGPONG_KINDS = {"pingpong"}
 HVPP_KINDS = {"hvpingpong"}
@@ -62,13 +63,22 @@ def fit_runs(paths, hops=None):
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
     profile = fit_profile(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
                           hvpp=hvpp, source="ping-pong samples")
-    warnings = _max_rate_warnings(pp, profile)
+    warnings = _max_rate_warnings(pp, profile) + _shared_host_warnings(runs)
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
         profile = _with_delta(profile, contention, hops)
     if warnings:
         profile.machine["warnings"] = warnings
     return profile
+
+
+def _shared_host_warnings(runs):
+    """Nodes that shared one host: their inter-node numbers (alpha, R_N, delta) are not a network's."""
+    shared = {}
+    for run in runs:
+        for host, nodes in shared_hosts(run.meta.get("placement")).items():
+            shared.setdefault(host, set()).update(nodes)
+    return [shared_hosts_note({h: sorted(n)}) for h, n in shared.items()]
 
 
 def _max_rate_warnings(pp, profile):
@@ -94,8 +104,8 @@ def _with_delta(profile, runs, hops):
                          "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run")
     layouts = set()
     for run in runs:
-        hosts = {p.get("host") for p in run.meta.get("placement", [])}
-        nodes = max(1, len(hosts or run.meta.get("hosts", [])))
+        placed = {node_of(p) for p in run.meta.get("placement", [])}
+        nodes = max(1, len(placed or run.meta.get("hosts", [])))
         layouts.add((nodes, max(1, 2 * int(run.meta["parameters"].get("pairs", 1)) // nodes)))
     if len(layouts) > 1:
         raise InputError(", ".join(str(r.path) for r in runs), "placement",

@@ -41,7 +41,8 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
     """Return the text of an sbatch script running ``steps`` (commscope command lines).
 
     Each job writes into its own study directory (``study-<job id>``, or
-    ``$COMMSCOPE_STUDY``): runs, machine profile and report. In ``steps``,
+    ``$COMMSCOPE_STUDY``): runs, machine profile and report. ``steps`` are
+    commscope command lines, with or without the leading ``commscope``. In them,
     ``{ppn}`` (half the tasks per node) and ``{nodes}`` are substituted; other
     braces are left alone.
     """
@@ -53,8 +54,8 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
         raise InputError("--time", None, f"expected [D-]HH:MM:SS, got {time!r}")
     venv = Path(venv or sys.prefix)
     ppn = max(1, ntasks_per_node // 2)
-    steps = [s.replace("{ppn}", str(ppn)).replace("{nodes}", str(nodes))
-             for s in (steps or default_steps(nodes))]
+    steps = [commscope_step(s) for s in steps] if steps else default_steps(nodes)
+    steps = [s.replace("{ppn}", str(ppn)).replace("{nodes}", str(nodes)) for s in steps]
     lines = ["#!/bin/bash",
              f"#SBATCH --job-name={job_name}",
              f"#SBATCH --nodes={nodes}",
@@ -74,6 +75,49 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
               'export COMMSCOPE_RUNS="$STUDY/runs"', ""]
     lines += steps
     return "\n".join(lines) + "\n"
+
+
+def commscope_step(text):
+    """``text`` as a ``commscope ...`` line: the leading ``commscope`` is optional.
+
+    Refused (InputError naming --step): anything whose command is not a commscope
+    command, and shell chaining (one command per step).
+    """
+    from .cli import build_parser
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>")
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError as exc:  # unbalanced quotes
+        raise InputError("--step", None, f"{text!r}: {exc}") from None
+    chained = [w for w in words if w and set(w) <= set(";&|<>")]
+    if chained:
+        raise InputError("--step", None, f"{text!r}: one commscope command per --step "
+                         f"(found {chained[0]!r}); give --step again for the next one")
+    rest = text.strip()
+    if words[:1] == ["commscope"] or (words and words[0].endswith("/commscope")):
+        words, rest = words[1:], rest.split(None, 1)[1] if len(words) > 1 else ""
+    parser, path = build_parser(), []
+    for word in words[:2]:
+        choices = _subcommands(parser)
+        if choices is None:
+            break
+        if word not in choices:
+            raise InputError("--step", None, f"{text!r} is not a commscope command: "
+                             f"{' '.join([*path, word])!r} is not one of "
+                             f"{', '.join(sorted(choices))}")
+        parser, path = choices[word], [*path, word]
+    if not path:
+        raise InputError("--step", None, "empty step: give a commscope command line")
+    return f"commscope {rest}"
+
+
+def _subcommands(parser):
+    import argparse
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices
+    return None
 
 
 def _valid_time(text):

@@ -1,4 +1,5 @@
-"""Node topology from Linux sysfs: sockets, cores, NUMA nodes, and where a CPU sits."""
+"""Node topology from Linux sysfs: sockets, cores, NUMA nodes, and where a CPU sits;
+which nodes the ranks of a run were on (and whether several shared one host)."""
 
 import os
 import platform
@@ -49,3 +50,29 @@ def node_topology():
         "cpu_socket_core": {str(c): list(sc) for c, sc in where.items()},
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else len(cpus),
     }
+
+
+def node_of(place):
+    """The node a rank ran on: its Slurm node (several may share a host), else its host."""
+    return place.get("node") or place.get("host")
+
+
+def shared_hosts(placement):
+    """{host: [nodes]} for every host that held more than one node of the run.
+
+    Several slurmd on one machine (a test cluster, or a node split into Slurm
+    nodes) make "inter-node" pairs that never leave the machine.
+    """
+    nodes = {}
+    for p in placement or []:
+        if p.get("host"):
+            nodes.setdefault(p["host"], set()).add(node_of(p))
+    return {h: sorted(n) for h, n in sorted(nodes.items()) if len(n) > 1}
+
+
+def shared_hosts_note(shared):
+    """One sentence per shared host for meta.json readers, the report and the terminal."""
+    return " ".join(
+        f"Slurm nodes {', '.join(nodes)} share host {host}: their inter-node pairs "
+        "communicate inside that one machine, so inter-node numbers here do not measure a "
+        "network." for host, nodes in shared.items())

@@ -16,15 +16,15 @@ import json
 import os
 import platform
 import re
+import sys
 from pathlib import Path
 
-from .. import launch, mpi as mpimod
+from .. import launch, mpi as mpimod, srun_mpi
 from ..errors import EnvironmentProblem, InputError, Interrupted
-from ..paths import default_runs_root
-from ..paths import write_text_atomic
-from ..runs import (POINTS, Run, describe_os_error, open_run, process_start_ticks, raw_segments, read_csv_table,
-                    utc_now)
-from ..topology import node_topology
+from ..paths import default_runs_root, write_text_atomic
+from ..runs import (POINTS, Run, describe_os_error, open_run, process_start_ticks, raw_segments,
+                    read_csv_table, utc_now)
+from ..topology import node_topology, shared_hosts, shared_hosts_note
 
 
 def mpi_info(mpi):
@@ -46,7 +46,8 @@ def mpi_info(mpi):
     plan = launch.plan_launch(mpi, 2, program)
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     if res.returncode != 0:
-        raise EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name}:\n{res.stderr.strip()}")
+        raise (srun_mpi.singleton_problem(plan, res.stderr) or
+               EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name}:\n{res.stderr.strip()}"))
     try:
         info = json.loads(res.stdout)
     except json.JSONDecodeError as exc:
@@ -68,10 +69,18 @@ def read_placement(path):
     return rows
 
 
+def record_placement(run):
+    """Put raw/placement.csv into meta.json, with the hosts that held several nodes."""
+    run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
+    run.meta["shared_hosts"] = shared_hosts(run.meta["placement"])
+    if run.meta["shared_hosts"]:
+        print(f"commscope: note: {shared_hosts_note(run.meta['shared_hosts'])}", file=sys.stderr)
+
+
 def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=None,
                   mpi_spec=None, runs_root=None, hosts=None, ranks_per_node=None,
                   bind="auto", timeout=None, echo=True, progress=True, run_name=None,
-                  extra_env=None, collectors=()):
+                  extra_env=None, collectors=(), launcher="auto"):
     """Build and run native program ``cs_<program>`` and return the finished :class:`Run`.
 
     ``args`` are the program's own options (``--out`` is added).  ``collectors``:
@@ -96,7 +105,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
                                          **{k: v for c in collectors for k, v in c.env.items()}})
     plan = launch.plan_launch(mpi, nranks, program, argv,
                               hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
-                              bind=bind)
+                              bind=bind, launcher=launcher)
     plan.notes += [n for c in collectors for n in c.notes]
     if extra_env:
         plan.env.update(extra_env)
@@ -149,7 +158,8 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     plan = launch.plan_launch(mpi, old["nranks"], binary, args,
                               hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
                               threads=old.get("threads_per_rank", 1),
-                              bind="core" if old.get("bound") else "none")
+                              bind="core" if old.get("bound") else "none",
+                              launcher=old.get("launcher", "auto"))
     plan.env.update(old.get("env", {}))
     run.meta.setdefault("resumed", []).append(
         {"time": utc_now(), "from": dict(zip(points.key, first)),
@@ -214,12 +224,15 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
     finally:
         for c in collectors:
             c.finalize(run)
-        run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
+        record_placement(run)
         try:
             run.finish(status, wall_s=round(res.wall_s, 3) if res else None, **extra)
         except OSError:
             if write_error is None:
                 raise  # else the native program's failed write is the one to name
+    singletons = res and srun_mpi.singleton_problem(plan, res.stderr)
+    if singletons:
+        raise EnvironmentProblem(f"{singletons} (run directory {run.path})")
     if write_error is not None:  # a full disk is the user's to fix: exit 2 naming the file
         raise write_error
     if status != "complete":

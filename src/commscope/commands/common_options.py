@@ -11,6 +11,10 @@ def add_launch_options(parser):
     g.add_argument("--hosts", metavar="H1,H2", default=None,
                    help="comma-separated hosts for a multi-node mpiexec run "
                         "(inside Slurm, srun is used instead)")
+    g.add_argument("--launcher", choices=("auto", "srun", "mpiexec"), default=None,
+                   help="how ranks start: auto (default; also COMMSCOPE_LAUNCHER) uses srun "
+                        "inside a Slurm allocation, else the MPI's mpiexec; mpiexec inside an "
+                        "allocation starts the MPI's daemons through Slurm")
     g.add_argument("--ranks-per-node", type=int, default=None, metavar="N",
                    help="ranks per node on multi-node runs")
     g.add_argument("--runs", metavar="DIR", default=str(default_runs_root()),
@@ -27,6 +31,7 @@ def launch_kwargs(args):
     return dict(mpi_spec=args.mpi, runs_root=args.runs,
                 hosts=args.hosts.split(",") if args.hosts else None,
                 ranks_per_node=args.ranks_per_node, run_name=args.name,
+                launcher=args.launcher or "auto",
                 timeout=args.timeout, echo=not args.quiet)
 
 

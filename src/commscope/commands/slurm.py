@@ -16,15 +16,17 @@ def register(registry):
                     "nodes), the fit and the report. Each job writes into its own directory, "
                     "study-<job id> (or $COMMSCOPE_STUDY). Steps can be replaced with --step.\n\n"
                     "example:\n  commscope slurm --nodes 2 --ntasks-per-node 32 -o study.sbatch"
-                    "\n  sbatch study.sbatch")
+                    "\n  sbatch study.sbatch\n  commscope slurm --nodes 4 --ntasks-per-node 1 "
+                    "--step 'bench hvpingpong --contention' --step 'fit \"$COMMSCOPE_RUNS\"'")
     p.add_argument("--nodes", type=int, default=2)
     p.add_argument("--ntasks-per-node", type=int, default=2)
     p.add_argument("--time", default="00:30:00", help="wall-time limit (default %(default)s)")
     p.add_argument("--partition")
     p.add_argument("--account")
     p.add_argument("--step", action="append", metavar="CMD",
-                   help="a commscope command line to run (repeatable; replaces the default "
-                        "steps; {ppn} and {nodes} are substituted)")
+                   help="a commscope command line to run, with or without the leading "
+                        "'commscope' (repeatable; replaces the default steps; {ppn} and "
+                        "{nodes} are substituted); anything else is refused")
     p.add_argument("-o", "--output", default="-", help="script path, or - for stdout")
     p.set_defaults(func=_run)
 

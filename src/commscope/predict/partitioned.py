@@ -42,6 +42,7 @@ from ..bench.partitioned import KIND, method_status
 from ..errors import InputError
 from ..models import partitioned as pm
 from ..runs import Run, open_run
+from ..topology import node_of
 
 SOURCES = ("measured", "analytic", "monte-carlo", "monte-carlo-measured")
 COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
@@ -64,7 +65,7 @@ def run_locality(run):
     if a is None or b is None:
         raise InputError(run.path / "meta.json", "placement",
                          "no placement of ranks 0 and 1 recorded; give --locality")
-    if a.get("host") != b.get("host"):
+    if node_of(a) != node_of(b):
         return "inter-node"
     if a.get("socket", -1) >= 0 and b.get("socket", -1) >= 0 and a["socket"] != b["socket"]:
         return "cross-socket"

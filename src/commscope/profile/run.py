@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
-from ..bench.driver import mpi_info, read_placement
+from ..bench.driver import mpi_info, record_placement
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..runs import Run, utc_now
@@ -130,7 +130,7 @@ def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
 def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 snapshot_every="0.5s", trace=False, trace_limit=None, collectors=(),
                 mpi_spec=None, runs_root=None, run_name=None, hosts=None, ranks_per_node=None,
-                timeout=None, echo=True):
+                timeout=None, echo=True, launcher="auto"):
     """Profile ``program args`` on ``nranks`` ranks; returns ``(run, exit_status)``.
 
     ``exit_status`` is the program's (128 + signal when killed); the run
@@ -161,7 +161,8 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     wrapped = [f"LD_PRELOAD={':'.join(preload)}", *(f"{k}={v}" for k, v in env.items()),
                str(path), *map(str, args)]
     plan = launch.plan_launch(mpi, nranks, shutil.which("env") or "/usr/bin/env", wrapped,
-                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads)
+                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
+                              launcher=launcher)
     plan.notes += [n for c in collectors for n in c.notes]
     run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
         "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
@@ -186,7 +187,7 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 c.finalize(run)
             except InputError as exc:  # a raw file the program left unreadable
                 problems.append(str(exc))
-        run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
+        record_placement(run)
         run.meta["profile"]["problems"] = problems
         status = ("interrupted" if stopped else
                   "complete" if code == 0 and not problems else "failed")

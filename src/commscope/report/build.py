@@ -11,6 +11,7 @@ from .. import __version__
 from ..errors import InputError
 from ..paths import write_text_atomic
 from ..runs import open_run, utc_now
+from ..topology import shared_hosts, shared_hosts_note
 from . import sections
 
 
@@ -39,6 +40,18 @@ def expand_run_paths(paths):
     return out
 
 
+def host_warnings(runs):
+    """One warning per host that held several nodes of some run, naming those runs."""
+    by_host = {}
+    for run in runs:
+        for host, nodes in shared_hosts(run.meta.get("placement")).items():
+            entry = by_host.setdefault(host, [set(), []])
+            entry[0].update(nodes)
+            entry[1].append(run.path.name)
+    return [f"{shared_hosts_note({host: sorted(nodes)})} Runs: {', '.join(names)}."
+            for host, (nodes, names) in by_host.items()]
+
+
 def build_report(run_paths, out_path, profile=None, overwrite=False):
     """Write one static HTML report for the given runs; returns its path."""
     out_path = Path(out_path)
@@ -59,6 +72,7 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
                       autoescape=select_autoescape(["html"]))
     page = env.get_template("report.html").render(
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
-        profile=profile, esc=html.escape)
+        profile=profile, esc=html.escape, host_warnings=host_warnings(runs),
+        shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
     out_path.parent.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(out_path, page)
