@@ -117,15 +117,20 @@ def replay(run, speed=0.0, once=False):
     finally:
         for f in files:
             f.close()
-    n = min((len(s) for s in series), default=0)
-    if n == 0:
-        raise InputError(run.raw_dir, None, "no snapshots recorded (profile ran with "
-                                            "--snapshot-every 0, or died before MPI_Init ended)")
+    if not series or min(len(s) for s in series) == 0:
+        raise InputError(run.raw_dir, None, "no snapshots recorded (the program died before "
+                                            "MPI_Init ended)")
+    # ranks snapshot on their own clocks and may hold different numbers of records: step
+    # k shows each rank's k-th (or, past its end, its last), so the final frame is exact
+    n = max(len(s) for s in series)
+
+    def at(s, k):
+        return s[min(k, len(s) - 1)]
+
     rows = []
-    steps = [n - 1] if once else range(n)
-    for k in steps:
-        now = [s[k] for s in series]
-        prev = [s[k - 1] for s in series] if k else None
+    for k in ([n - 1] if once else range(n)):
+        now = [at(s, k) for s in series]
+        prev = [at(s, k - 1) for s in series] if k else None
         dt = (int(now[0].header["ns1"]) - int(prev[0].header["ns1"])) / 1e9 if prev else 0
         rows = frame(prev, now, dt)
         t = (int(now[0].header["ns1"]) - int(series[0][0].header["ns1"])) / 1e9
