@@ -365,3 +365,15 @@ def test_report_shows_the_matching_section_of_a_traced_run(capsys, traced, tmp_p
     assert "Matching queues of traced programs" in page
     assert "queue lengths over time per rank" in page and "search depth distributions per engine" in page
     assert "Simulated ob1 queue lengths equal the ob1 pvars at" in page
+
+
+@pytest.mark.mpi
+def test_queue_lengths_over_time_are_written_once(capsys, traced, tmp_path):
+    csv = tmp_path / "queues.csv"
+    assert main(["model", "matching", str(traced["known"]), "--engine", "ob1", "--lengths", str(csv)]) == 0
+    df = pd.read_csv(csv)
+    assert len(df) == 28 and df["posted_length"].max() == 8 and df["unexpected_length"].iloc[-1] == 0
+    assert (np.diff(df["time_s"]) >= 0).all()
+    capsys.readouterr()
+    code = main(["model", "matching", str(traced["known"]), "--lengths", str(csv)])
+    assert code == 2 and "exists; not overwriting" in capsys.readouterr().err

@@ -1,6 +1,7 @@
 """``commscope model matching``: a traced program's matching queues, per engine, and what-ifs."""
 
 import sys
+from pathlib import Path
 
 from ..errors import InputError
 from ..matching import engines as eng
@@ -9,6 +10,7 @@ from ..matching.whatif import predict, traced_halo
 from ..models.profile import load_profile
 from ..matching.pvars import mtmatch_comparison
 from ..output import dump_json, print_table
+from ..paths import write_text_atomic
 from ..runs import open_run
 
 DESCRIPTION = """\
@@ -35,6 +37,7 @@ examples:
   commscope profile -n 3 --trace --snapshot-every 50ms -- ./app
   commscope model matching runs/20261123T073202Z-profile
   commscope model matching RUN --engine ob1 --trials 200 --json
+  commscope model matching RUN --lengths queues.csv     # lengths over time, per rank and engine
   commscope model matching RUN --threads-send 64 --points 5 --profile bluewaters --engine mpich ob1 bins
 """
 
@@ -62,6 +65,10 @@ def register(registry):
                    help="what-if: the halo exchange with T threads per rank")
     p.add_argument("--points", default="5", help="stencil of the what-if: 5, 9 (2-D), 7, 27 "
                                                 "(3-D) (default 5)")
+    p.add_argument("--lengths", metavar="CSV", default=None,
+                   help="also write both queue lengths after every event, per rank and engine, "
+                        "to this CSV (rank, engine, time_s, kind, posted_length, "
+                        "unexpected_length, depth); an existing file is not overwritten")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=run_matching)
 
@@ -78,12 +85,17 @@ def run_matching(args):
     if args.threads_send is not None and args.profile is None:
         raise InputError("--profile", None, "the --threads-send what-if needs a machine profile "
                                             "(a `commscope fit` JSON or bluewaters)")
+    if args.lengths and Path(args.lengths).exists():
+        raise InputError(args.lengths, None, "exists; not overwriting it")
     profile = load_profile(args.profile) if args.profile else None
     run = open_run(args.run)
     if run.meta.get("kind") == "mtmatch":
         return _mtmatch(run, args)
     a = analyze(args.run, tuple(args.engine), args.bins, args.arrivals, profile, args.trials,
                 args.seed, args.guard, progress=None if args.json else _progress)
+    if args.lengths:
+        cols = ["rank", "engine", "time_s", "kind", "posted_length", "unexpected_length", "depth"]
+        write_text_atomic(args.lengths, a.results[cols].to_csv(index=False))
     equal, quiet = pvar_agreement(a.pvars)
     out = {"run": str(a.run.path), "summary": a.summary.to_dict("records"),
            "pvars": {"quiet_snapshots_equal": equal, "quiet_snapshot_values": quiet,

@@ -164,7 +164,7 @@ def _check_records(path, rec, comm_sizes, rank):
         i = int(np.argmax(~known))
         raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
                                               f"(not in comms.{rank}.csv)")
-    size = np.array([comm_sizes[c] for c in comm.tolist()], dtype=np.int64)
+    size = pd.Series(comm).map(comm_sizes).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     off = (peer < -1) | (peer >= size) | ((peer < 0) & ~np.isin(ev, (3, 4, 6)))
     if off.any():
@@ -174,17 +174,30 @@ def _check_records(path, rec, comm_sizes, rank):
 
 
 def _check_requests(df, raw_dir, rank):
-    """Every completion has a start earlier in the rank's trace (else records are missing)."""
+    """Every completion has a start earlier in the rank's trace (else records are missing).
+
+    A persistent request starts again under the same id, so per id the starts so far
+    must never fall below the completions so far.
+    """
     req = df[df["request"] != 0].sort_values(["t_end", "thread", "record"], kind="stable")
-    started = set()
-    for ev, r, path, i in zip(req["event"].to_numpy(), req["request"].to_numpy(),
-                              req["file"].to_numpy(), req["record"].to_numpy()):
-        if ev in STARTS:
-            started.add(r)
-        elif ev == COMPLETE and r not in started:
-            raise InputError(Path(raw_dir) / path, f"record {i}",
-                             f"completes request {r} whose start is not in rank {rank}'s trace "
-                             "(records missing)")
+    step = np.where(req["event"].isin(STARTS), 1, np.where(req["event"] == COMPLETE, -1, 0))
+    open_now = pd.Series(step, index=req.index).groupby(req["request"].to_numpy()).cumsum()
+    bad = open_now.to_numpy() < 0
+    if bad.any():
+        row = req.iloc[int(np.argmax(bad))]
+        raise InputError(Path(raw_dir) / row["file"], f"record {row['record']}",
+                         f"completes request {row['request']} whose start is not in rank "
+                         f"{rank}'s trace (records missing)")
+
+
+def _peer_world(comm, peer, members):
+    """World rank of each record's peer (-1: any source or outside the communicator)."""
+    out = np.full(len(comm), -1, dtype=np.int64)
+    for c in np.unique(comm):
+        ranks = np.asarray(members.get(int(c), ()), dtype=np.int64)
+        m = (comm == c) & (peer >= 0) & (peer < len(ranks))
+        out[m] = ranks[peer[m]]
+    return out
 
 
 def read_trace(raw_dir, check=True):
@@ -228,10 +241,10 @@ def read_trace(raw_dir, check=True):
         if not rank_frames:
             continue
         d = pd.concat(rank_frames, ignore_index=True)
-        d["comm_key"] = [keys.get(c) for c in d["comm"].tolist()]
-        d["comm_size"] = [sizes.get(c, 0) for c in d["comm"].tolist()]
-        d["peer_world"] = [members[c][p] if c in members and 0 <= p < len(members[c]) else -1
-                           for c, p in zip(d["comm"].tolist(), d["peer"].tolist())]
+        d["comm_key"] = d["comm"].map(keys)
+        d["comm_size"] = d["comm"].map(sizes).fillna(0).astype(np.int64)
+        d["peer_world"] = _peer_world(d["comm"].to_numpy(), d["peer"].to_numpy().astype(np.int64),
+                                      members)
         if check:
             _check_requests(d, raw_dir, rank)
         frames.append(d)
