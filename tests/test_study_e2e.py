@@ -34,6 +34,7 @@ def test_study_writes_runs_profile_and_report(study, capsys):
     for heading in ("Machine profile", "Point-to-point", "HighVolumePingPong",
                     "Multithreaded message matching", "Partitioned communication",
                     "Thread arrivals", "Runtime variability", "Application profile",
+                    "Matching queues of traced programs",
                     "Multirate"):
         assert f"<h2>{heading}" in html, heading
     assert "residuals" in html

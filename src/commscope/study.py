@@ -195,15 +195,16 @@ def _move_aside(path, out):
 
 def profile_application(quick, mpi_spec=None, runs_root=None, echo=False,
                         run_name="profile-bsp-halo"):
-    """commscope's own bulk-synchronous harness (cs_bsp) as the profiled program."""
+    """commscope's own bulk-synchronous harness (cs_bsp) as the profiled program, with the
+    event trace, so the report also replays its halo exchange through the matching engines."""
     from . import mpi as mpimod
     from .profile.run import run_profile
     program = mpimod.binary(mpimod.select_mpi(mpi_spec), "bsp")
     args = ["--workload", "ftq", "--intervals", _scale(quick, 200, 20), "--warmup", 2,
             "--mean", "0.004", "--sd", "0.0008", "--halo-bytes", 8192, "--seed", 1]
     run, status = run_profile(program, args, nranks=4, counters="all", snapshot_every="50ms",
-                              mpi_spec=mpi_spec, runs_root=runs_root, run_name=run_name,
-                              echo=echo)
+                              trace=True, mpi_spec=mpi_spec, runs_root=runs_root,
+                              run_name=run_name, echo=echo)
     if status:
         raise InputError(run.path, None, f"the profiled harness exited with status {status}")
     return run
