@@ -180,6 +180,16 @@ def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypa
     assert recv == sum(100 + t for t in range(T))  # every blocking receive before the kill
 
 
+def test_more_threads_than_slabs_is_said(capsys, runs_root, exact_openmpi, tmp_path):
+    code, _, err, run = profile(capsys, runs_root, "--max-threads", "4", "--", str(exact_openmpi))
+    assert code == 0, err
+    assert {r["overflow_threads"] for r in run.meta["profile"]["ranks"]} == {T + 1 - 4}
+    assert run.table("functions")["thread"].nunique() == 4
+    out = tmp_path / "r.html"
+    assert main(["report", str(run.path), "-o", str(out)]) == 0
+    assert "shared the last slab" in out.read_text()
+
+
 def test_files_are_private(capsys, runs_root, exact_openmpi):
     code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))
     assert code == 0, err

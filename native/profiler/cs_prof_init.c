@@ -7,7 +7,7 @@
  *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
  *                           (default: every set but timers and trace)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
- *   COMMSCOPE_MAX_THREADS   slabs per rank (default 256)
+ *   COMMSCOPE_MAX_THREADS   slabs per rank (default 64; the file reserves them all on disk)
  *   COMMSCOPE_MAX_REQUESTS  request-table size (default 131072)
  *   COMMSCOPE_COLL_SMALL_BYTES, COMMSCOPE_COLL_SMALL_COMM  collective-bin breakpoints
  *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
@@ -49,7 +49,7 @@ static uint64_t scratch_slab[CS_OFF_PEERS + 8];
 static size_t slab_words;
 static char *base;
 static size_t map_bytes;
-static int threads_max = 256;
+static int threads_max = 64;
 static char dir[4096];
 static double snapshot_s = 0.5;
 static int chosen_sets; /* cs_sets is only published once everything is set up */
@@ -338,7 +338,7 @@ static void start(int thread_level)
     PMPI_Comm_rank(MPI_COMM_WORLD, &cs_world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &cs_world_size);
     int sets = chosen_sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
-    threads_max = (int)env_long("COMMSCOPE_MAX_THREADS", 256, 1);
+    threads_max = (int)env_long("COMMSCOPE_MAX_THREADS", 64, 1);
     if (threads_max > CS_MAX_SLABS_LIMIT) threads_max = CS_MAX_SLABS_LIMIT;
     snapshot_s = env_long("COMMSCOPE_SNAPSHOT_MS", 500, 0) / 1000.0;
     cs_coll_small_bytes = env_long("COMMSCOPE_COLL_SMALL_BYTES", 2048, 0);

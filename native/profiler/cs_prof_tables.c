@@ -95,7 +95,14 @@ static comm_slot_t *comm_add(MPI_Comm comm, const char *created_by, MPI_Comm par
             fprintf(comms_csv, "%d,%d,%s,%d,%d,", s->comm.id, size, created_by, comm_id_of(parent), inter);
             for (int r = 0; r < size; r++) fprintf(comms_csv, "%s%d", r ? " " : "", world[r]);
             fputc('\n', comms_csv);
-            fflush(comms_csv);
+            if (fflush(comms_csv) != 0 || ferror(comms_csv)) {
+                /* stop rather than leave a list with holes; counting goes on */
+                fprintf(stderr, CS_PREFIX "rank %d: cannot write comms.%d.csv (disk full?); "
+                                          "communicators are no longer listed\n",
+                        cs_world_rank, cs_world_rank);
+                fclose(comms_csv);
+                comms_csv = 0;
+            }
         }
         return s;
     }
@@ -138,6 +145,7 @@ void cs_comms_init(const char *dir)
     snprintf(path, sizeof path, "%s/comms.%d.csv", dir, cs_world_rank);
     comms_csv = fopen(path, "wx");
     if (comms_csv) fprintf(comms_csv, "comm_id,size,created_by,parent_id,inter,world_ranks\n");
+    else fprintf(stderr, CS_PREFIX "cannot create %s: communicators are not listed\n", path);
     pthread_mutex_lock(&comm_lock);
     comm_add(MPI_COMM_WORLD, "MPI_COMM_WORLD", MPI_COMM_NULL);
     comm_add(MPI_COMM_SELF, "MPI_COMM_SELF", MPI_COMM_NULL);

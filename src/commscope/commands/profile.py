@@ -53,6 +53,10 @@ def register(registry):
                    help="also time every thread of every OpenMP region through OMPT, no "
                         "source change (GCC programs run on libiomp5; see commscope doctor "
                         "--ompt PROGRAM)")
+    p.add_argument("--max-threads", type=int, default=None, metavar="N",
+                   help="threads per rank with their own counters (default 64; more threads "
+                        "share the last slab and the run says so); the counter file reserves "
+                        "all N slabs on disk")
     p.add_argument("--summary", action="store_true",
                    help="print a per-rank summary after the run (like an MPI_Finalize dump)")
     p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
@@ -98,6 +102,7 @@ def _run(args):
                               threads=args.threads_per_rank, counters=args.counters,
                               snapshot_every=args.snapshot_every, trace=args.trace,
                               trace_limit=parse_size(args.trace_limit, "--trace-limit"),
+                              max_threads=args.max_threads,
                               collectors=collectors, **launch_kwargs(args))
     if args.threads:
         from ..profile.ompt import failure_reason
