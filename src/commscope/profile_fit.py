@@ -8,8 +8,6 @@ control variables (recorded in each run's meta.json), and hands them to
 
 import math
 
-import pandas as pd
-
 from .errors import InputError
 from .mpi import eager_limits
 from .models.fitting import fit_profile
@@ -17,6 +15,10 @@ from .models.profile import LOCALITIES, PROTOCOLS
 from .report.build import expand_run_paths
 from .runs import open_run
 from .topology import node_of, shared_hosts, shared_hosts_note
+from .lazy import lazy
+
+pd = lazy("pandas")
+
 
 PINGPONG_KINDS = {"pingpong"}
 HVPP_KINDS = {"hvpingpong"}

@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-import pandas as pd
-
 from . import __version__
 from .errors import InputError
 from .paths import atomic_output, require_regular_file, write_text_atomic
+from .lazy import lazy
+
+pd = lazy("pandas")
+
 
 SCHEMA = "commscope.run"
 SCHEMA_VERSION = 1

@@ -19,7 +19,7 @@ DEFAULT_STEPS = [
     "--name pingpong-ppn{ppn}",
     "commscope bench hvpingpong --ranks-per-node 1 --name hvpingpong",
 ]
-# Node i sends to node i + N/2 (004 Fig. 6): only on an even number of nodes, N >= 4.
+# Node i sends to node i + N/2 (Bienz et al. 2018, Fig. 6): only on an even number of nodes, N >= 4.
 CONTENTION_STEP = ("commscope bench hvpingpong --contention --ranks-per-node {ppn} "
                    "-n 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
 FINAL_STEPS = [

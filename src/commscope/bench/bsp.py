@@ -26,11 +26,13 @@ rank s sends in interval i is (s+1)*1000003 + (i+1)*17 + j mod 13.
 import math
 import os
 
-import numpy as np
-
 from ..errors import InputError
 from ..runs import register_table
 from .driver import run_benchmark
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 register_table("bsp", "intervals", {
     "interval": "i", "rank": "i", "host": "O", "workload_s": "f", "halo_s": "f",

@@ -1,4 +1,4 @@
-"""HighVolumePingPong driver (004 Algorithm 1, Sec. 4.1 queue search, Sec. 4.2 contention).
+"""HighVolumePingPong driver (Bienz et al. 2018, Algorithm 1, Sec. 4.1 queue search, Sec. 4.2 contention).
 
 A pair of ranks exchanges n messages of s bytes each way, receives posted in the
 order of the sends ("ordered") or reversed ("reversed"); every repetition's one-way
@@ -8,7 +8,7 @@ time (half the round trip) is kept in the ``samples`` table:
 
 ``fit_gamma`` (:mod:`commscope.models.fitting`) turns ordered and reversed samples
 into the queue-search cost gamma; :func:`model_table` sets the measured medians next
-to the max-rate model with and without the queue-search term (004 Figs. 4-5).
+to the max-rate model with and without the queue-search term (Bienz et al. 2018, Figs. 4-5).
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from ..launch import in_slurm_allocation
 from ..runs import register_table
 from .driver import run_benchmark
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 register_table("hvpingpong", "samples", {
     "n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i", "rep": "i",
@@ -63,7 +65,7 @@ def node_count(hosts=None):
 
 
 def check_contention_layout(hosts=None, ranks_per_node=None):
-    """Nodes and ranks for the contention layout (004 Fig. 6), or InputError explaining why not.
+    """Nodes and ranks for the contention layout (Bienz et al. 2018, Fig. 6), or InputError explaining why not.
 
     Node i sends to node i + N/2, so every byte crosses the middle link of a line
     of N nodes; that needs an even number N >= 4 of nodes.
@@ -75,7 +77,7 @@ def check_contention_layout(hosts=None, ranks_per_node=None):
         raise InputError(
             "--contention", None,
             f"needs an even number of nodes, at least 4 ({where}: {nodes} node"
-            f"{'' if nodes == 1 else 's'}). Contention (004 Sec. 4.2) is the wait for a shared "
+            f"{'' if nodes == 1 else 's'}). Contention (Bienz et al. 2018, Sec. 4.2) is the wait for a shared "
             "network link: ranks on node i send to node i + N/2 so that every byte crosses the "
             "middle of a line of nodes (Fig. 6). On one node no message crosses a network link, "
             "so there is nothing to measure; run it with --hosts H1,H2,H3,H4 or inside a Slurm "
@@ -94,9 +96,9 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     Message counts: ``counts`` (a list) or the log grid ``n_min..n_max`` with
     ``per_decade`` points per decade (:func:`count_grid`). Sizes: every count with
     every size in ``sizes``, or a constant total ``total_bytes`` (s = total // n, as in
-    004 Fig. 4). ``orders``: any of "ordered", "reversed" (both by default, run
+    Bienz et al. 2018, Fig. 4). ``orders``: any of "ordered", "reversed" (both by default, run
     interleaved). ``pairs`` concurrent pairs (rank i <-> i + P/2), or with
-    ``contention=True`` the multi-node layout of 004 Fig. 6 (node i <-> node i + N/2,
+    ``contention=True`` the multi-node layout of Bienz et al. 2018, Fig. 6 (node i <-> node i + N/2,
     ``ranks_per_node`` ranks on each of the ``hosts`` or Slurm nodes); on one node
     that raises InputError explaining why it cannot run. ``launch_kw`` go to
     :func:`~commscope.bench.driver.run_benchmark`.
@@ -140,7 +142,7 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
         nranks = 2 * pairs
     params = dict(pairs=nranks // 2, counts=counts, sizes=sizes, total_bytes=total_bytes,
                   orders=list(orders), iters=iters, warmup=warmup, contention=bool(contention),
-                  layout=("node i <-> node i + N/2 (004 Fig. 6)" if contention
+                  layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
                           else "rank i <-> rank i + P/2"))
     args = ["--counts", ",".join(map(str, counts)), "--order", ",".join(orders),
             "-i", iters, "-x", warmup]
@@ -163,7 +165,7 @@ def medians(samples):
 
 
 def model_table(samples, profile=None, gamma_s=None, reversed_search="upper"):
-    """Measured medians next to the modelled times (004 Figs. 4-5).
+    """Measured medians next to the modelled times (Bienz et al. 2018, Figs. 4-5).
 
     Columns added: ``maxrate_s`` (node-aware max-rate model alone: n messages each
     paying latency and transport, parameters from ``profile``), ``queue_s`` (gamma n

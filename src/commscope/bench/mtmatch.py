@@ -40,9 +40,6 @@ import math
 import uuid
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from ..launch import available_cores
 from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
@@ -50,6 +47,11 @@ from ..models import stencil
 from ..paths import default_runs_root, write_text_atomic
 from ..runs import register_table
 from .driver import run_benchmark
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 register_table("mtmatch", "trials", {
     "config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i", "messages": "i",

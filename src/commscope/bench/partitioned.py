@@ -1,4 +1,4 @@
-"""Partitioned-communication benchmark driver (003 Ch. 4, Algorithm 2 and eq. 4.3).
+"""Partitioned-communication benchmark driver (Dominguez-Trujillo 2021, Ch. 4, Algorithm 2 and eq. 4.3).
 
 Runs ``cs_partitioned`` on two ranks: rank 0's ``threads`` OpenMP threads each
 compute (sleep, by default, as in the thesis) for a time drawn from a distribution
@@ -152,7 +152,7 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
                      warmup, methods, compute_mode, seed)
     sigma = sigma_of(compute_s, variability, sigma_s)
     params = dict(threads=threads, compute_s=float(compute_s), variability=variability,
-                  sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (003 Alg. 1)"
+                  sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (Dominguez-Trujillo 2021, Alg. 1)"
                   if sigma_s is None else "given directly", dist=dist, sizes_bytes=list(sizes),
                   runs_per_size=runs_per_size, warmup=warmup, methods=methods,
                   compute_mode=compute_mode, ompt=bool(ompt))

@@ -16,15 +16,17 @@ reclaimable time and idle ratios measured vs expected from the intended times, a
 accuracy of the compute model (measured - intended).
 """
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from ..launch import available_cores
 from ..profile.ompt import bench_collector
 from ..runs import register_table
 from ..stats import arrivals
 from .driver import run_benchmark
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 register_table("threads", "compute", {
     "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",

@@ -9,10 +9,10 @@ EXAMPLES = """\
 examples:
   commscope bench hvpingpong                          # n = 1..10000, 8 B, both orders
   commscope bench hvpingpong -n 1:1000 --sizes 8,1K   # two fixed sizes
-  commscope bench hvpingpong --total-bytes 1M         # constant total, s = 1 MiB / n (004 Fig. 4)
+  commscope bench hvpingpong --total-bytes 1M         # constant total, s = 1 MiB / n (Bienz et al. 2018, Fig. 4)
   commscope bench hvpingpong --order reversed -i 5    # worst-case posting order only
   commscope bench hvpingpong --contention --hosts a,b,c,d --ranks-per-node 16
-                                                      # 004 Fig. 6: node i -> node i + N/2
+                                                      # Bienz et al. 2018, Fig. 6: node i -> node i + N/2
 
 Every repetition's one-way time (half the round trip) is kept in
 <run>/samples.parquet (n_messages, size_bytes, order, pair, rep, time_s, locality,
@@ -25,7 +25,7 @@ explanation.
 def register(registry):
     p = registry.group_command(
         "bench", "hvpingpong",
-        help="HighVolumePingPong (004 Alg. 1): n messages, ordered vs reversed receives",
+        help="HighVolumePingPong (Bienz et al. 2018, Alg. 1): n messages, ordered vs reversed receives",
         description="Pairs of ranks exchange n messages of s bytes each way; receives are "
                     "posted in send order (ordered, O(n) queue search) or reversed (O(n^2)). "
                     "Every repetition's one-way time is kept.", epilog=EXAMPLES)
@@ -50,7 +50,7 @@ def register(registry):
     p.add_argument("--pairs", type=int, default=1,
                    help="concurrent pairs on this node (2*PAIRS ranks)")
     p.add_argument("--contention", action="store_true",
-                   help="multi-node layout of 004 Fig. 6: node i sends to node i + N/2 "
+                   help="multi-node layout of Bienz et al. 2018, Fig. 6: node i sends to node i + N/2 "
                         "(needs --hosts or a Slurm allocation with >= 4 nodes)")
     add_launch_options(p)
     p.set_defaults(func=_run)

@@ -12,7 +12,7 @@ examples:
   commscope bench mtmatch --points 27 --decomp 4x4x2 --trials 10 --warmup 2
   commscope bench mtmatch --points naive --k 8 --decomp 4     # 4 threads x 8 messages
   commscope bench mtmatch --points 7 --sweep 1,2,4,8,16       # cube-like decompositions
-  commscope bench mtmatch --points 27 --sweep 1,2,4,8 --shape linear   # 1x1xn (002 Fig. 4)
+  commscope bench mtmatch --points 27 --sweep 1,2,4,8 --shape linear   # 1x1xn (Schonbein et al. 2018, Fig. 4)
 
 Rank 0's receiving threads pre-post M_t tagged receives, rank 1's sending threads
 send them after a barrier (MPI_THREAD_MULTIPLE); rank 0 times the queue drain.
@@ -25,7 +25,7 @@ from the recorded orders, and Open MPI's ob1 queue lengths (NaN under other MPIs
 def register(registry):
     p = registry.group_command(
         "bench", "mtmatch",
-        help="multithreaded message matching: queue drain and search depth (002 Sec. 4.1)",
+        help="multithreaded message matching: queue drain and search depth (Schonbein et al. 2018, Sec. 4.1)",
         description="Threads of a stencil decomposition pre-post and send their own halo "
                     "messages; the message counts per thread come from the stencil model "
                     "(commscope model stencil).", epilog=EXAMPLES)

@@ -41,11 +41,11 @@ def register(registry):
     default = ",".join(f"{s // 1024}K" for s in (default_sizes()[0], default_sizes()[-1]))
     p = registry.group_command(
         "bench", "partitioned",
-        help="partitioned / early-bird sends vs a single send (003 Algorithm 2)",
+        help="partitioned / early-bird sends vs a single send (Dominguez-Trujillo 2021, Algorithm 2)",
         description="Two ranks: the sender's threads compute for random times and make their "
                     "partition of a buffer ready; measured is the time from the last thread's "
                     "completion to the end of the transfer at the receiver, and the effective "
-                    "bandwidth size / elapsed (003 eq. 4.3), for MPI-4 partitioned calls, one "
+                    "bandwidth size / elapsed (Dominguez-Trujillo 2021, eq. 4.3), for MPI-4 partitioned calls, one "
                     "Isend per partition, and the single-send baseline.",
         epilog=EXAMPLES)
     w = p.add_argument_group("workload")

@@ -12,7 +12,7 @@ from ..profile_fit import fit_runs, profile_table
 def register(registry):
     p = registry.command(
         "fit", help="fit the postal / max-rate / queue-search models to measured runs",
-        description="Fit a machine profile (004 eqs. 1-3) from ping-pong runs: protocol "
+        description="Fit a machine profile (Bienz et al. 2018, eqs. 1-3) from ping-pong runs: protocol "
                     "breakpoints (short / eager / rendezvous) found from the data and compared "
                     "with the eager limits the MPI reports through MPI_T; alpha and beta per "
                     "protocol and locality; R_b and the injection limit R_N from multi-pair runs; "
@@ -27,7 +27,7 @@ def register(registry):
     p.add_argument("--overwrite", action="store_true", help="replace an existing profile")
     p.add_argument("--hops", type=float, default=None,
                    help="links each byte crosses in --contention HighVolumePingPong runs, for "
-                        "delta (004 eq. 7; default N/2 for N nodes in a line, Fig. 6)")
+                        "delta (Bienz et al. 2018, eq. 7; default N/2 for N nodes in a line, Fig. 6)")
     p.add_argument("--json", action="store_true", help="print the profile as JSON")
     p.set_defaults(func=_run)
 

@@ -1,11 +1,11 @@
-"""``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (paper 004)."""
+"""``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (Bienz et al. 2018)."""
 
 import sys
 from pathlib import Path
 
 from ..errors import InputError
 from ..units import parse_size, parse_size_range
-from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_breakdown,
+from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
                           predict_pattern)
 from ..models.profile import LOCALITIES, load_profile
 from ..output import dump_json, print_table
@@ -66,7 +66,7 @@ def register(registry):
                         "triangular with a fitted gamma gives about half the measured search")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
     q.add_argument("--plot", metavar="PNG", default=None,
-                   help="also write the stacked view per rank (004 Figs. 10-11) to this PNG; "
+                   help="also write the stacked view per rank (Bienz et al. 2018, Figs. 10-11) to this PNG; "
                         "an existing file is not overwritten")
     q.set_defaults(func=run_pattern)
 
@@ -91,9 +91,10 @@ def run_p2p(args):
     profile = load_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
-    table = node_aware_breakdown(profile, parse_sizes(args.size), args.locality, args.ppn)
+    columns = node_aware_columns(profile, parse_sizes(args.size), args.locality, args.ppn)
+    table = [dict(zip(columns, row)) for row in zip(*columns.values())]  # no pandas: fast start
     if args.json:
-        dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table.to_dict("records")})
+        dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table})
     else:
         print_table(table, title=f"node-aware max-rate model, {args.locality}, ppn={args.ppn}")
     return 0

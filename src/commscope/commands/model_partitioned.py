@@ -1,12 +1,14 @@
 """``commscope model partitioned``: a thin shell over :mod:`commscope.models.partitioned`."""
 
-import numpy as np
-
 from ..errors import InputError
 from ..models import partitioned as pm
 from ..models.osu import load_osu
 from ..output import dump_json, print_table
 from ..units import parse_size as parse_size_option
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 DESCRIPTION = """\
 Model a partitioned (Finepoints) send against a single send of the same buffer
@@ -115,7 +117,7 @@ def register(registry):
                       help="OSU reference CSV, or osu_latency and osu_bw text outputs")
     link.add_argument("--machine", help="machine column pair in a reference CSV (e.g. lassen)")
     link.add_argument("--profile", metavar="FILE|bluewaters",
-                      help="machine profile JSON (commscope fit), or bluewaters (004 Table 1)")
+                      help="machine profile JSON (commscope fit), or bluewaters (Bienz et al. 2018, Table 1)")
     link.add_argument("--locality", default="inter-node",
                       help="profile locality (default: %(default)s)")
     link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")

@@ -1,4 +1,4 @@
-"""``commscope model stencil``: message counts of thread-decomposed stencils (paper 002)."""
+"""``commscope model stencil``: message counts of thread-decomposed stencils (Schonbein et al. 2018)."""
 
 from ..models.stencil import per_thread_table, parse_decomposition, stencil_counts
 from ..output import dump_json, print_table

@@ -15,7 +15,7 @@ examples:
       --osu src/commscope/data/osu_intranode_lassen_quartz.csv --machine quartz --json
 
 The run's own parameters (threads, mean compute, sigma, distribution, sizes) go into
-003 Algorithm 1 (analytic), into a Monte Carlo with the nominal thread-time
+Dominguez-Trujillo 2021, Algorithm 1 (analytic), into a Monte Carlo with the nominal thread-time
 distribution, and into a Monte Carlo resampling the compute times the run measured.
 Printed per size: mean elapsed time (last thread ready -> transfer complete) and
 effective bandwidth (size / elapsed, bytes/s), measured and modeled, then the size
@@ -27,7 +27,7 @@ models, and the measured/modeled ratio at the measured bandwidth peak.
 def register(registry):
     p = registry.group_command(
         "predict", "partitioned",
-        help="modeled vs measured partitioned sends (003 Algorithm 1 on a bench run)",
+        help="modeled vs measured partitioned sends (Dominguez-Trujillo 2021, Algorithm 1 on a bench run)",
         description="Feed a machine profile (fitted from ping-pong runs) or an OSU table and a "
                     "partitioned run's parameters into the partitioned-communication model and "
                     "compare with what the run measured.", epilog=EXAMPLES)

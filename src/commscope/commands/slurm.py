@@ -12,7 +12,7 @@ def register(registry):
         "slurm", help="write a Slurm batch script for a multi-node study",
         description="Write an sbatch script that runs a commscope study across nodes: inter-node "
                     "ping-pong, a multi-pair run for the injection limit, HighVolumePingPong "
-                    "(and its contention layout, 004 Fig. 6, on an even number of 4 or more "
+                    "(and its contention layout, Bienz et al. 2018, Fig. 6, on an even number of 4 or more "
                     "nodes), the fit and the report. Each job writes into its own directory, "
                     "study-<job id> (or $COMMSCOPE_STUDY). Steps can be replaced with --step.\n\n"
                     "example:\n  commscope slurm --nodes 2 --ntasks-per-node 32 -o study.sbatch"

@@ -3,14 +3,17 @@
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 
 from .. import tablefile
 from ..errors import InputError
 from ..output import dump_json, print_table
 from ..units import parse_count
 from ..stats import bootstrap, evt
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 GEV_DESCRIPTION = """\
 Fit a GEV distribution to one column of a CSV or Parquet file by the method of moments,

@@ -28,10 +28,12 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 EVENT_KINDS = ("post", "arrive")
 

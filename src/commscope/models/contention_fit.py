@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from . import p2p
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 
 @dataclass

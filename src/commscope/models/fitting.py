@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-from scipy.optimize import nnls
-
 from ..errors import InputError
 from .profile import (PROTOCOLS, Breakpoints, FitQuality, MachineProfile, ProtocolParams,
                       canonical_locality, check_profile)
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+optimize = lazy("scipy.optimize")
 
 
 # ------------------------------------------------------------------ input checks
@@ -88,7 +89,7 @@ def _medians(s, t):
 def _relative_lsq(s, t):
     """alpha, beta >= 0 minimising sum(((alpha + beta s) - t) / t)^2 (NNLS on scaled rows)."""
     a = np.column_stack([1.0 / t, s / t])
-    (alpha, beta), _ = nnls(a, np.ones_like(t))
+    (alpha, beta), _ = optimize.nnls(a, np.ones_like(t))
     return float(alpha), float(beta)
 
 

@@ -19,11 +19,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from ..paths import require_regular_file
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 US = 1e-6   # microseconds -> seconds
 MB = 1e6    # OSU prints MB/s with MB = 10^6 bytes

@@ -20,11 +20,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-
 from ..errors import InputError
 from .profile import PROTOCOLS, canonical_locality
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 QUEUE_SEARCH_CASES = ("upper", "triangular", "ordered")
 
@@ -49,7 +51,7 @@ def maxrate_time(alpha_s, beta_s_per_byte, size_bytes, ppn=1, R_N_Bps=math.inf):
     return np.asarray(alpha_s) + ppn * s / rate
 
 
-def node_aware_breakdown(profile, size_bytes, locality, ppn=1):
+def node_aware_columns(profile, size_bytes, locality, ppn=1):
     """Node-aware max-rate model (004 Sec. 3) with its terms, one row per size.
 
     Protocol is chosen from the profile's breakpoints for that locality. Inter-node
@@ -84,16 +86,19 @@ def node_aware_breakdown(profile, size_bytes, locality, ppn=1):
             rate[m] = p.Rb_Bps
             limited[m] = "postal"
     transport = sizes / rate
-    return pd.DataFrame({
-        "size_bytes": sizes.astype(np.int64), "protocol": protos, "alpha_s": alpha,
-        "rate_Bps": rate, "limited_by": limited, "transport_s": transport,
-        "time_s": alpha + transport,
-    })
+    return {"size_bytes": sizes.astype(np.int64), "protocol": protos, "alpha_s": alpha,
+            "rate_Bps": rate, "limited_by": limited, "transport_s": transport,
+            "time_s": alpha + transport}
+
+
+def node_aware_breakdown(profile, size_bytes, locality, ppn=1):
+    """The columns of :func:`node_aware_columns` as a DataFrame."""
+    return pd.DataFrame(node_aware_columns(profile, size_bytes, locality, ppn))
 
 
 def node_aware_time(profile, size_bytes, locality, ppn=1):
     """Node-aware max-rate time(s) in seconds; see :func:`node_aware_breakdown`."""
-    t = node_aware_breakdown(profile, size_bytes, locality, ppn)["time_s"].to_numpy()
+    t = node_aware_columns(profile, size_bytes, locality, ppn)["time_s"]
     return t if np.ndim(size_bytes) else float(t[0])
 
 

@@ -40,13 +40,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
-from scipy import stats
-
 from ..errors import InputError
 
 from ..stats.evt import emma, emma_probability
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+stats = lazy("scipy.stats")
+
 
 MIB = 1024.0 ** 2
 

@@ -18,10 +18,12 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
 from ..paths import require_regular_file, write_text_atomic
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 SCHEMA = "commscope.machine-profile"
 SCHEMA_VERSION = 1

@@ -36,9 +36,11 @@ import itertools
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import InputError
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 # stencil name -> (dimensions, neighbourhood): "face" = von Neumann radius 1, "moore" = all 3^D - 1
 STENCILS = {"5": (2, "face"), "9": (2, "moore"), "7": (3, "face"), "27": (3, "moore")}

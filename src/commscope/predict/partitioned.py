@@ -35,14 +35,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from ..bench.partitioned import KIND, method_status
 from ..errors import InputError
 from ..models import partitioned as pm
 from ..runs import Run, open_run
 from ..topology import node_of
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 SOURCES = ("measured", "analytic", "monte-carlo", "monte-carlo-measured")
 COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",

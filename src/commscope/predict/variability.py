@@ -34,13 +34,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from ..bench.bsp import EXPERIMENT_KEYS, interval_matrix
 from ..errors import InputError
 from ..runs import Run, open_run
 from ..stats import bootstrap
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 KINDS = ("nonparametric", "internode", "intranode")
 STATISTICS = ("interval_max_s", "runtime_s")

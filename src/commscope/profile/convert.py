@@ -17,11 +17,13 @@ Tables (columns in docs/profile.md):
 
 import warnings
 
-import numpy as np
-import pandas as pd
-
 from ..runs import register_table
 from .counters import CounterFile, counter_ranks, read_snapshots, ticks_per_second
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 register_table("profile", "counters", {"rank": "i", "thread": "i", "counter": "O", "value": "f"})
 # time_s and mpi_time_s are NaN without the timers set, so they are not required numbers

@@ -20,9 +20,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import InputError
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 META_SCHEMA = "commscope.counters"
 HEADER = np.dtype([

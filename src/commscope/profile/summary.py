@@ -1,10 +1,14 @@
+
 """Per-rank summaries of a profile: the table `profile --summary` and `top` print.
 
 Works from live counters (RankCounters read from the mapped files) so the same
 numbers appear while the program runs and after it ended.
 """
 
-import numpy as np
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 FIELDS = ("messages_sent", "bytes_sent", "messages_received", "bytes_received",
           "outstanding_requests_hwm", "posted_receives_hwm")

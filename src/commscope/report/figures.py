@@ -2,11 +2,12 @@
 
 import base64
 import io
+import os
 
-import matplotlib
+from ..lazy import lazy
 
-matplotlib.use("Agg")  # no display: reports are written on headless nodes
-import matplotlib.pyplot as plt  # noqa: E402
+os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on headless nodes
+plt = lazy("matplotlib.pyplot")  # importing matplotlib costs a second: only when drawing
 
 LOCALITY_COLORS = {"intra-socket": "tab:blue", "cross-socket": "tab:orange",
                    "inter-node": "tab:green"}

@@ -1,4 +1,4 @@
-"""The stacked view of 004 Figs. 10-11: modelled time per rank, split by term."""
+"""The stacked view of Bienz et al. 2018, Figs. 10-11: modelled time per rank, split by term."""
 
 from ..paths import atomic_output
 from .figures import new_figure

@@ -36,11 +36,13 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
-import pandas as pd
-from scipy import stats
-
 from ..errors import InputError
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+stats = lazy("scipy.stats")
+
 
 REQUIRED_COLUMNS = ("trial", "rank", "iteration", "thread", "compute_time_s")
 LEVEL_KEYS = {

@@ -50,14 +50,17 @@ entropy when not given) is stored in the result, so a result can be reproduced.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from ..errors import InputError
 from ..limits import check_memory
 from . import evt
+from ..lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = ("nonparametric", "internode", "intranode")
 FIT_METHODS = ("pwm", "mom")
@@ -222,19 +225,20 @@ def _pwm_from_counts(x, counts):
     return b0, b1, b2
 
 
-_MOM_GRID_K = np.concatenate([np.linspace(-0.33, -0.05, 3000, endpoint=False),
-                              np.linspace(-0.05, 0.05, 2001),
-                              np.linspace(0.05, 5.0, 6000)[1:]])
-_MOM_GRID_SKEW = None
+@functools.cache
+def _mom_grid():
+    """(shape k, skewness) on a dense grid, built on first use (not at import)."""
+    k = np.concatenate([np.linspace(-0.33, -0.05, 3000, endpoint=False),
+                        np.linspace(-0.05, 0.05, 2001),
+                        np.linspace(0.05, 5.0, 6000)[1:]])
+    return k, evt.gev_skewness(k)
 
 
 def _mom_shape_vectorised(skew):
     """Invert eq. 2.2 for many skewness values by interpolation on a dense grid."""
-    global _MOM_GRID_SKEW
-    if _MOM_GRID_SKEW is None:
-        _MOM_GRID_SKEW = evt.gev_skewness(_MOM_GRID_K)
+    grid_k, grid_skew = _mom_grid()
     # skewness decreases with k; np.interp needs increasing x, so flip both
-    return np.interp(skew, _MOM_GRID_SKEW[::-1], _MOM_GRID_K[::-1])
+    return np.interp(skew, grid_skew[::-1], grid_k[::-1])
 
 
 def _mom_from_counts(x, counts):

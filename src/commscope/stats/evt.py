@@ -30,16 +30,22 @@ import math
 import warnings
 from dataclasses import dataclass, field
 
-import numpy as np
-from scipy import integrate, optimize, special, stats
-
 from ..errors import InputError
+from ..lazy import lazy
 
-EULER_GAMMA = float(np.euler_gamma)
+np = lazy("numpy")
+integrate = lazy("scipy.integrate")
+optimize = lazy("scipy.optimize")
+special = lazy("scipy.special")
+stats = lazy("scipy.stats")
+
+
+EULER_GAMMA = 0.5772156649015329  # numpy.euler_gamma, written out: no numpy at import
 #: EMMA probability base (eq. 2.9): exp(-exp(-gamma)) = 0.570376002...
 EMMA_CONSTANT = math.exp(-math.exp(-EULER_GAMMA))
 #: Skewness of the Gumbel distribution, 12 sqrt(6) zeta(3) / pi^3.
-GUMBEL_SKEWNESS = 12.0 * math.sqrt(6.0) * float(special.zeta(3.0)) / math.pi ** 3
+APERY = 1.2020569031595942  # zeta(3), written out so importing this module needs no scipy
+GUMBEL_SKEWNESS = 12.0 * math.sqrt(6.0) * APERY / math.pi ** 3
 #: |k| below this counts as Type I (Gumbel) when classifying a fit.
 GUMBEL_TOL = 0.01
 #: |k| below this uses the closed-form k = 0 limits (avoids 0/0 in eqs. 2.2-2.8).

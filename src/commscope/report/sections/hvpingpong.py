@@ -1,4 +1,4 @@
-"""HighVolumePingPong runs: measured vs modelled, ordered and reversed receives (004 Figs. 4-5).
+"""HighVolumePingPong runs: measured vs modelled, ordered and reversed receives (Bienz et al. 2018, Figs. 4-5).
 
 Per run and message size, two panels against the message count n: receives posted
 in send order (left) and reversed (right). Measured medians (bars: 25th-75th
@@ -13,16 +13,18 @@ gamma (n^2 - n).
 
 import html
 
-import numpy as np
-
 from ...bench.hvpingpong import model_table
 from ...errors import InputError
 from ...output import format_table, format_value
 from ..figures import figure_html, new_figure
 from . import per_run
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"hvpingpong"}
-TITLE = "HighVolumePingPong: queue search (004 Sec. 4.1)"
+TITLE = "HighVolumePingPong: queue search (Bienz et al. 2018, Sec. 4.1)"
 ORDER = 25
 
 

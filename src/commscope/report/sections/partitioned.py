@@ -1,4 +1,4 @@
-"""Partitioned runs: measured vs modeled effective bandwidth and elapsed time (003 Figs 4.3-4.5).
+"""Partitioned runs: measured vs modeled effective bandwidth and elapsed time (Dominguez-Trujillo 2021, Figs 4.3-4.5).
 
 Per run, two panels against total buffer size: effective bandwidth (size / elapsed,
 eq. 4.3) and the elapsed time from the last thread's completion to the end of the
@@ -12,12 +12,14 @@ send in the measurement; triangles along the bottom mark where the model says so
 
 import html
 
-import numpy as np
-
 from ...errors import InputError
 from ...output import format_value
 from ...predict.partitioned import comparison_table, measured_rows, predict_partitioned, win_ranges
 from ..figures import figure_html, new_figure
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"partitioned"}
 TITLE = "Partitioned communication: early-bird sends vs a single send"

@@ -1,13 +1,15 @@
-"""Ping-pong: measured versus modeled time per locality and protocol (004 Figs. 2-3)."""
+"""Ping-pong: measured versus modeled time per locality and protocol (Bienz et al. 2018, Figs. 2-3)."""
 
 import html
-
-import numpy as np
-import pandas as pd
 
 from ...models.p2p import maxrate_time
 from ...output import format_value
 from ..figures import figure_html, new_figure
+from ...lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 KINDS = {"pingpong"}
 TITLE = "Point-to-point: ping-pong and the postal / max-rate models"
@@ -52,7 +54,7 @@ def render(runs, context):
     profile, where = _profile(runs, context)
     med = _medians(runs)
     parts = [f"<p>Median one-way time per size (bars: 10th-90th percentile of every repetition) "
-             f"against the node-aware max-rate model (004 eq. 2, postal when ppn = 1), "
+             f"against the node-aware max-rate model (Bienz et al. 2018, eq. 2, postal when ppn = 1), "
              f"parameters {html.escape(where)}. Colours mark the protocol each size falls in "
              f"by the fitted breakpoints; the right panels show the residuals "
              f"(model - measured) / measured.</p>"]

@@ -10,12 +10,14 @@ and both idle ratios (printed R/(n*max) and range-normalised R/(n*(max-min))).
 
 import html
 
-import numpy as np
-
 from ...bench.threads import compare_with_injected, load_tables, recovery_table
 from ...stats import arrivals
 from ..figures import figure_html, new_figure
 from . import per_run
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"threads"}
 TITLE = "Thread arrivals"

@@ -9,14 +9,16 @@ Sec. 3.3.4: barrier time next to workload time.
 
 import html
 
-import numpy as np
-import pandas as pd
-
 from ...output import format_value
 from ...predict.variability import KINDS as BOOTSTRAP_KINDS
 from ...predict.variability import (experiment_key, measured_summary,
                                     predict_variability, run_ranks)
 from ..figures import figure_html, new_figure
+from ...lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 KINDS = {"bsp"}
 TITLE = "Runtime variability (bulk-synchronous harness)"

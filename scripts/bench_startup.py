@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Start-up time of the commscope CLI: median wall time of a few light commands.
+
+    .venv/bin/python scripts/bench_startup.py [--repeat 7] [--compare REV]
+
+Each command runs as a fresh process (what a user waits for).  With --compare REV the
+same commands also run from a checkout of REV (``git worktree``, removed afterwards),
+so the figures before and after a change come from one run on one machine.  The target
+(issue 11): under 0.3 s for --help, --version, model stencil and model p2p.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMANDS = [
+    ["--help"],
+    ["--version"],
+    ["model", "stencil", "--points", "27", "--decomp", "2x2x2"],
+    ["model", "p2p", "--profile", "bluewaters", "--sizes", "1024", "--locality", "inter-node"],
+    ["bench", "pingpong", "--help"],
+]
+
+
+def median_time(src, argv, repeat):
+    env = dict(os.environ, PYTHONPATH=str(src))
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "commscope", *argv], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        times.append(time.perf_counter() - t0)
+        if proc.returncode != 0:
+            return None, proc.stderr.strip().splitlines()[-1:]
+    return statistics.median(times), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=7, help="runs per command (default %(default)s)")
+    ap.add_argument("--compare", metavar="REV", default=None,
+                    help="also time this git revision (e.g. main~5)")
+    args = ap.parse_args()
+    trees = {"this tree": ROOT / "src"}
+    tmp = None
+    if args.compare:
+        tmp = tempfile.mkdtemp(prefix="commscope-startup-")
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.compare],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        trees = {args.compare: Path(tmp) / "src", **trees}
+    try:
+        print(f"{'command':<60}" + "".join(f"{name:>14}" for name in trees))
+        for argv in COMMANDS:
+            cells = []
+            for src in trees.values():
+                t, err = median_time(src, argv, args.repeat)
+                cells.append(f"{t:>12.3f} s" if t is not None else f"{'failed':>14}")
+            print(f"{'commscope ' + ' '.join(argv):<60}" + "".join(cells))
+    finally:
+        if tmp:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(f"median of {args.repeat} fresh processes each; target < 0.3 s for --help, --version "
+          "and the model commands")
+
+
+if __name__ == "__main__":
+    main()
