@@ -26,6 +26,7 @@ def diagnose(mpi_spec=None, ompt_binary=None):
             "mpi_version": info.get("mpi_version"),
             "thread_level_provided": info.get("thread_level_provided"),
             "partitioned": info.get("partitioned"),
+            "partitioned_note": partitioned_note(info.get("mpi_version"), info.get("partitioned")),
             "build_dir": str(mpimod.build_dir(mpi)),
         },
         "launcher": {
@@ -47,6 +48,26 @@ def diagnose(mpi_spec=None, ompt_binary=None):
     }
 
 
+def partitioned_note(mpi_version, partitioned):
+    """Why a library can report an older MPI version and still have MPI-4 partitioned calls.
+
+    MPI_Get_version gives the newest standard the library implements *completely*;
+    Open MPI 5 says 3.1 while it ships most of MPI-4, including MPI_Psend_init and
+    MPI_Pready, which commscope detects by compiling against them.
+    """
+    try:
+        major = int(str(mpi_version).split(".")[0])
+    except ValueError:
+        major = None
+    if partitioned and major is not None and major < 4:
+        return (f"MPI_Get_version reports {mpi_version}, the newest standard this library "
+                "implements in full; it still provides MPI-4's partitioned calls, found by "
+                "compiling against them")
+    if not partitioned:
+        return "the library does not provide MPI_Psend_init / MPI_Pready (found by compiling)"
+    return "MPI-4 partitioned calls present"
+
+
 def format_report(d):
     """Human-readable doctor output."""
     m, la, o, t, mt = d["mpi"], d["launcher"], d["ompt"], d["topology"], d["mpi_t"]
@@ -57,6 +78,7 @@ def format_report(d):
         f"  mpicc         {m['mpicc']}",
         f"  thread level  {m['thread_level_provided']} (requested MPI_THREAD_MULTIPLE)",
         f"  partitioned   {yes(m['partitioned'])} (MPI-4 MPI_Psend_init / MPI_Pready)",
+        f"                {m['partitioned_note']}",
         f"launcher        {la['default']}: {la['mpiexec'] if la['default'] == 'mpiexec' else la['srun']}",
         f"  as root       {yes(la['running_as_root'])}"
         + (" (Open MPI root flags set automatically)"
