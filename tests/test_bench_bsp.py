@@ -160,12 +160,14 @@ def test_killed_run_keeps_finished_intervals(runs_root, default_mpi):
 
 @pytest.mark.parametrize("argv, where", [
     (["--workload", "ftq", "--halo-bytes", "12"], "--halo-bytes"),
-    (["--workload", "ftq", "--mean", "-1"], "--mean"),
-    (["--workload", "dgemm", "--mean", "0.1"], "--mean"),
+    (["--workload", "ftq", "--compute", "-1"], "--compute"),
+    (["--workload", "fwq", "--ops", "-1"], "--ops"),
+    (["--workload", "ftq", "--ops", "100"], "--ops"),
+    (["--workload", "dgemm", "--compute", "0.1"], "--compute"),
     (["--workload", "spmv", "--size", "0"], "--size"),
     (["--workload", "ftq", "--intervals", "0"], "--intervals"),
     (["--workload", "fwq", "--size", "10"], "--size"),
-    (["--workload", "ftq", "--dist", "exponential", "--mean", "0.01", "--sd", "0.02"], "--sd"),
+    (["--workload", "ftq", "--dist", "exponential", "--compute", "0.01", "--sd", "0.02"], "--sd"),
 ])
 def test_bad_input_exit_2(argv, where, runs_root, capsys):
     rc = cli.main(["bench", "bsp", *argv, "--runs", str(runs_root), "--quiet"])

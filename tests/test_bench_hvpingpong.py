@@ -83,12 +83,14 @@ def test_contention_on_one_node_exits_with_the_explanation(runs_root, capsys):
 
 @pytest.mark.parametrize("argv, needle", [
     (["--order", "sideways"], "--order"),
-    (["-n", "10:1"], "MIN <= MAX"),
-    (["-n", "a:b"], "-n"),
+    (["--messages", "10:1"], "MIN <= MAX"),
+    (["--messages", "a:b"], "--messages"),
+    (["--counts", "1,20000000"], "--counts"),
+    (["-i", "0"], "--iterations"),
+    (["-x", "-1"], "--warmup"),
     (["--counts", "1,0"], ">= 1"),
-    (["--total-bytes", "100", "-n", "1:1000"], "less than 1 byte"),
-    (["--sizes", "1G", "-n", "1:10000"], "2 GiB"),
-    (["-i", "0"], "-i"),
+    (["--total-bytes", "100", "--messages", "1:1000"], "less than 1 byte"),
+    (["--sizes", "1G", "--messages", "1:10000"], "2 GiB"),
 ])
 def test_bad_options_exit_2_with_a_clear_message(argv, needle, runs_root, capsys):
     assert cli.main(["bench", "hvpingpong", *argv, "--runs", str(runs_root)]) == 2

@@ -102,7 +102,7 @@ def test_counts_under_the_profile_follow_the_protocol(tmp_path, capsys, default_
     from commscope import mpi
     T, W, I, X, M, R = 2, 16, 5, 1, 2, 2  # threads, window, timed, warm-up, modes, reps
     binary = mpi.binary(default_mpi, "multirate")
-    code = cli.main(["profile", "-n", "2", "--threads-per-rank", str(T), "--runs", str(tmp_path),
+    code = cli.main(["profile", "-n", "2", "--threads", str(T), "--runs", str(tmp_path),
                      "--quiet", "--", str(binary), "--threads", str(T), "-w", str(W),
                      "-i", str(I), "-x", str(X), "--reps", str(R)])
     capsys.readouterr()

@@ -120,8 +120,10 @@ def test_bad_parameters_are_input_errors(capsys):
         run_threads(dist="lognormal")
     with pytest.raises(InputError, match="--laggard-prob"):
         run_threads(laggard_prob=1.5)
-    with pytest.raises(InputError, match="--work"):
+    with pytest.raises(InputError, match="--compute"):
         run_threads(work=-1e-3)
+    with pytest.raises(InputError, match="--compute-mode"):
+        run_threads(compute="nap")
     assert cli_main(["bench", "threads", "--ranks", "0"]) == 2
     assert "--ranks" in capsys.readouterr().err
 

@@ -108,11 +108,12 @@ def test_slurm_refuses_steps_that_are_not_commscope_commands(step, says, tmp_pat
     ("4.5MiB", 4718592), ("0", 0),
 ])
 def test_one_size_grammar_for_every_command(text, expected):
-    from commscope.commands.model_partitioned import parse_size as partitioned_size
-    from commscope.units import parse_size
+    from commscope.commands.model_partitioned import parse_sizes as partitioned_sizes
+    from commscope.units import parse_size, parse_size_list
     assert parse_size(text) == expected
+    assert parse_size_list(f"{text},{text}") == [expected, expected]
     if expected:
-        assert partitioned_size(text) == expected
+        assert partitioned_sizes(text) == [expected]
 
 
 @pytest.mark.parametrize("text", ["lots", "8X", "1.5", "-4K", ""])

@@ -115,7 +115,7 @@ def test_resume_refuses_what_it_cannot_resume(runs_root, capsys):
 def test_study_resume_keeps_complete_runs(default_mpi, tmp_path):
     out = tmp_path / "study"
     argv = [sys.executable, "-m", "commscope", "study", "--quick", "--only", "pingpong",
-            "--out", str(out)]
+            "--output", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     second = out / "runs" / "pingpong-2pairs" / "raw" / "samples.csv"
@@ -126,7 +126,7 @@ def test_study_resume_keeps_complete_runs(default_mpi, tmp_path):
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     first_meta = (out / "runs" / "pingpong-1pair" / "meta.json").read_bytes()
     done, planned, _ = open_run(out / "runs" / "pingpong-2pairs").progress()
-    assert main(["study", "--out", str(out), "--resume"]) == 0
+    assert main(["study", "--output", str(out), "--resume"]) == 0
     assert (out / "runs" / "pingpong-1pair" / "meta.json").read_bytes() == first_meta
     run = open_run(out / "runs" / "pingpong-2pairs")
     assert run.status == "complete"

@@ -204,7 +204,7 @@ def traced(tmp_path_factory, default_mpi):
     plan = build_plan("9", (2, 2)).assign(config=0, points="9", decomposition="2x2")
     plan[["config", "points", "decomposition", "tag", "recv_thread", "send_thread"]].to_csv(
         root / "plan.csv", index=False)
-    runs["mtmatch"] = _profile(root, "mtmatch", "-n", "2", "--threads-per-rank", "8", "--",
+    runs["mtmatch"] = _profile(root, "mtmatch", "-n", "2", "--threads", "8", "--",
                                str(mpi.binary(default_mpi, "mtmatch")), "--plan", str(root / "plan.csv"),
                                "--trials", "4", "--warmup", "1", "--out", str(root / "mt-out"))
     return runs

@@ -259,7 +259,7 @@ def test_bad_csv_profile_and_missing_file(tmp_path):
 # ---------------------------------------------------------------- CLI
 
 def test_cli_p2p_json_matches_library(capsys):
-    assert main(["model", "p2p", "--profile", "bluewaters", "--size", "100", "1024:4096",
+    assert main(["model", "p2p", "--profile", "bluewaters", "--sizes", "100,1024:4096",
                  "--locality", "inter-node", "--ppn", "16", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["size_bytes"] for r in rows] == [100, 1024, 2048, 4096]
@@ -268,7 +268,7 @@ def test_cli_p2p_json_matches_library(capsys):
 
 
 def test_cli_p2p_with_csv_profile_table(capsys):
-    assert main(["model", "p2p", "--profile", str(REFERENCE_CSV), "--size", "65536",
+    assert main(["model", "p2p", "--profile", str(REFERENCE_CSV), "--sizes", "65536",
                  "--locality", "intra-node"]) == 0
     out = capsys.readouterr().out
     assert "rendezvous" in out and "postal" in out
@@ -287,11 +287,11 @@ def test_cli_pattern(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["p2p", "--profile", "bluewaters", "--size", "12q", "--locality", "inter-node"],
-    ["p2p", "--profile", "bluewaters", "--size", "64:8", "--locality", "inter-node"],
-    ["p2p", "--profile", "bluewaters", "--size", "8", "--locality", "mars"],
-    ["p2p", "--profile", "bluewaters", "--size", "8", "--locality", "inter-node", "--ppn", "0"],
-    ["p2p", "--profile", "/nonexistent/profile.json", "--size", "8", "--locality", "inter-node"],
+    ["p2p", "--profile", "bluewaters", "--sizes", "12q", "--locality", "inter-node"],
+    ["p2p", "--profile", "bluewaters", "--sizes", "64:8", "--locality", "inter-node"],
+    ["p2p", "--profile", "bluewaters", "--sizes", "8", "--locality", "mars"],
+    ["p2p", "--profile", "bluewaters", "--sizes", "8", "--locality", "inter-node", "--ppn", "0"],
+    ["p2p", "--profile", "/nonexistent/profile.json", "--sizes", "8", "--locality", "inter-node"],
     ["pattern", "--profile", "bluewaters", "--messages", "/nonexistent.csv"],
 ])
 def test_cli_bad_arguments_exit_2(argv, capsys):

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from commscope.bench.partitioned import default_sizes
 from commscope.paths import DATA_DIR
 from commscope.cli import main
 from commscope.errors import InputError
@@ -262,8 +263,9 @@ def test_cli_table_default_sweep(capsys):
                "--threads", "20", "--compute", "0.1", "--sigma", "1e-3"])
     assert rc == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert "model_bandwidth_Bps" in lines[1] and "single_bandwidth_Bps" in lines[1]
-    assert len(lines) == 2 + 15
+    # printed tables show bandwidth in MB/s (docs/conventions.md); the sweep is bench's
+    assert "model_bandwidth_MBps" in lines[1] and "single_bandwidth_MBps" in lines[1]
+    assert len(lines) == 2 + len(default_sizes())
 
 
 @pytest.mark.parametrize("argv,needle", [

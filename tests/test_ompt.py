@@ -129,7 +129,7 @@ def test_profile_threads_without_openmp_still_collects_counters(tool, default_mp
     exe = tmp_path / "plain_mpi"
     subprocess.run([default_mpi.mpicc, str(src), "-o", str(exe)], check=True)
     runs = tmp_path / "runs"
-    code = cli_main(["profile", "--threads", "-n", "2", "--runs", str(runs), "--quiet",
+    code = cli_main(["profile", "--ompt", "-n", "2", "--runs", str(runs), "--quiet",
                      "--", str(exe)])
     err = capsys.readouterr().err
     assert code == 2
@@ -143,7 +143,7 @@ def test_profile_threads_without_openmp_still_collects_counters(tool, default_mp
 def test_profile_threads_writes_arrivals_stats_reads(tool, default_mpi, tmp_path, capsys):
     prog = mpimod.binary(default_mpi, "threads")
     runs = tmp_path / "runs"
-    code = cli_main(["profile", "--threads", "--threads-per-rank", "2", "-n", "2",
+    code = cli_main(["profile", "--ompt", "--threads", "2", "-n", "2",
                      "--runs", str(runs), "--quiet", "--", str(prog), "-n", "12", "-x", "1",
                      "--compute", "sleep"])
     assert code == 0

@@ -13,7 +13,7 @@ from commscope.bench.pingpong import run_pingpong
 from commscope.cli import main
 from commscope.models.partitioned import ConstantLink
 from commscope.predict.partitioned import (comparison_table, peak, predict_partitioned,
-                                           win_ranges)
+                                           range_text, win_ranges)
 from commscope.profile_fit import fit_runs
 from commscope.report.build import build_report
 from commscope.runs import open_run
@@ -102,8 +102,11 @@ def test_wins_and_peak_from_a_known_table():
     assert list(t["measured_partitioned_beats_single"]) == [True, False, True]
     assert list(t["analytic_beats_single"]) == [True, True, False]
     r = win_ranges(t)
-    assert r["measured_partitioned"] == (100, 400) and r["analytic"] == (100, 200)
-    assert r["measured_isend"] is None
+    # 200 B loses: the measured wins are two runs, never one range over the loss
+    assert r["measured_partitioned"] == [(100, 100), (400, 400)]
+    assert r["analytic"] == [(100, 200)] and r["measured_isend"] == []
+    assert range_text(r["measured_partitioned"]) == "100 B, 400 B"
+    assert range_text(r["measured_isend"]) == "nowhere"
     pk = peak(t)
     assert pk["size_bytes"] == 400 and pk["measured_Bps"] == 400
     assert pk["measured_over_analytic"] == pytest.approx(400 / (400 / 3))

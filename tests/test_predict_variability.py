@@ -69,7 +69,7 @@ def test_reproducible_and_monotone(bsp_runs):
 def test_cli_json_and_table(bsp_runs, capsys):
     root, one, two, _ = bsp_runs
     rc = cli.main(["predict", "variability", str(one.path), "--compare", str(two.path),
-                   "--target-ranks", "2", "4", "--replicas", "1000", "--seed", "3",
+                   "--target-ranks", "2,4", "--replicas", "1000", "--seed", "3",
                    "--kind", "intranode", "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)

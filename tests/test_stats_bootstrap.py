@@ -231,7 +231,7 @@ def test_cli_bootstrap_matches_library(tmp_path, capsys):
     times = np.random.default_rng(12).gumbel(0.1, 0.001, size=(80, 32))
     path = tmp_path / "times.parquet"
     _long_table(times, ranks_per_node=8).to_parquet(path)
-    assert main(["stats", "bootstrap", str(path), "--target-ranks", "128", "512",
+    assert main(["stats", "bootstrap", str(path), "--target-ranks", "128,512",
                  "--kind", "intranode", "--replicas", "800", "--seed", "5", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     lib = bs.predict("intranode", [128, 512], times=times, ranks_per_node=8, replicas=800,
@@ -250,7 +250,7 @@ def test_cli_bootstrap_matches_library(tmp_path, capsys):
 
 @pytest.mark.parametrize("args, words", [
     (["--target-ranks", "64"], ["--base-ranks"]),                                # maxima, no p
-    (["--target-ranks", "64", "--base-ranks", "32", "--kind", "internode"], ["time_s"]),
+    (["--target-ranks", "64", "--base-ranks", "32", "--kind", "internode"], ["per-rank"]),
     (["--target-ranks", "16", "--base-ranks", "32"], ["target_ranks"]),          # k < 1
 ])
 def test_cli_bootstrap_errors_name_the_problem(tmp_path, capsys, args, words):

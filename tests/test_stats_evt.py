@@ -209,7 +209,7 @@ def test_cli_gev_json_reports_fits_and_emma(tmp_path, capsys):
     x = stats.genextreme(-0.2, loc=0.1, scale=0.002).rvs(3000, random_state=np.random.default_rng(9))
     path = tmp_path / "maxima.parquet"
     pd.DataFrame({"max_time_s": x}).to_parquet(path)
-    assert main(["stats", "gev", str(path), "--column", "max_time_s", "--n", "4", "256",
+    assert main(["stats", "gev", str(path), "--column", "max_time_s", "--draws", "4,256",
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["agree"] is True and {f["type"] for f in out["fits"]} == {"II"}

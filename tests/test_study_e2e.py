@@ -14,7 +14,7 @@ pytestmark = pytest.mark.mpi
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, default_mpi):
     out = tmp_path_factory.mktemp("study") / "s"
-    assert main(["study", "--quick", "--out", str(out)]) == 0
+    assert main(["study", "--quick", "--output", str(out)]) == 0
     return out
 
 
@@ -64,7 +64,7 @@ def test_refit_and_report_from_cli(study, tmp_path, capsys):
 
 def test_study_never_overwrites(study, capsys):
     before = (study / "report.html").stat().st_mtime_ns
-    assert main(["study", "--quick", "--out", str(study)]) == 2
+    assert main(["study", "--quick", "--output", str(study)]) == 2
     assert (study / "report.html").stat().st_mtime_ns == before
 
 
@@ -72,6 +72,6 @@ def test_study_never_overwrites(study, capsys):
                                           (["--only", "nonsense"], "--only")])
 def test_bad_study_options_create_nothing(tmp_path, capsys, argv, needle):
     out = tmp_path / "study"
-    assert main(["study", "--quick", "--out", str(out), *argv]) == 2
+    assert main(["study", "--quick", "--output", str(out), *argv]) == 2
     assert needle in capsys.readouterr().err
     assert not out.exists()

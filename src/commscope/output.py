@@ -4,7 +4,10 @@ import json
 import math
 import sys
 
-import numpy as np
+from .lazy import lazy
+from .units import display_column
+
+np = lazy("numpy")
 
 
 def _jsonable(obj):
@@ -42,14 +45,16 @@ def format_value(v):
 
 
 def format_table(rows, columns=None, title=None):
-    """Aligned text table from a list of dicts (or a DataFrame)."""
+    """Aligned text table from a list of dicts (or a DataFrame); ``*_Bps`` printed as ``*_MBps``."""
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
         columns = columns or list(rows.columns)
         rows = rows.to_dict("records")
     rows = list(rows)
     if columns is None:
         columns = list(rows[0].keys()) if rows else []
-    cells = [[format_value(r.get(c, "")) for c in columns] for r in rows]
+    # one display conversion for every printed table: bandwidth in MB/s (docs/conventions.md)
+    cells = [[format_value(display_column(c, r.get(c, ""))[1]) for c in columns] for r in rows]
+    columns = [display_column(c, None)[0] for c in columns]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     lines = []
     if title:

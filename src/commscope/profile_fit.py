@@ -134,11 +134,10 @@ def profile_table(profile):
             lo, hi = _size_span(bp, proto)
             rows.append({
                 "locality": loc, "protocol": proto, "sizes_bytes": f"{lo}..{hi}",
-                "alpha_us": p.alpha_s * 1e6,
-                "bandwidth_MBps": p.Rb_Bps / 1e6 if math.isfinite(p.Rb_Bps) else math.inf,
+                "alpha_s": p.alpha_s,
+                "bandwidth_Bps": p.Rb_Bps,  # printed in MB/s, as every table (output.py)
                 # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
-                "R_N_MBps": ("-" if proto != "rendezvous" else
-                             p.R_N_Bps / 1e6 if math.isfinite(p.R_N_Bps) else math.inf),
+                "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
                 "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
                 "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
             })

@@ -21,7 +21,7 @@ DEFAULT_STEPS = [
 ]
 # Node i sends to node i + N/2 (Bienz et al. 2018, Fig. 6): only on an even number of nodes, N >= 4.
 CONTENTION_STEP = ("commscope bench hvpingpong --contention --ranks-per-node {ppn} "
-                   "-n 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
+                   "--messages 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
 FINAL_STEPS = [
     'commscope fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-profile.json"',
     'commscope report "$COMMSCOPE_RUNS" -o "$STUDY/report.html" '

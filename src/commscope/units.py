@@ -11,6 +11,8 @@ _UNITS = {"": 1, "b": 1,
           "g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 10 ** 9}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
 SIZE_HELP = "sizes: 4096, 8K = 8KiB = 8192, 16MB = 16000000 (K/KiB binary, KB SI)"
+#: Largest size any command accepts: numpy's int64 would wrap above it.
+MAX_SIZE = (1 << 63) - 1
 
 
 def parse_size(text, option="size"):
@@ -22,7 +24,32 @@ def parse_size(text, option="size"):
     value = float(m.group(1)) * _UNITS[unit]
     if value != int(value):
         raise InputError(option, None, f"{text!r} is not a whole number of bytes")
+    if int(value) > MAX_SIZE:
+        raise InputError(option, None, f"{text!r} is larger than 2^63 - 1 bytes")
     return int(value)
+
+
+def parse_size_list(text, option="--sizes", ranges=True):
+    """'1K,64K' -> [1024, 65536]; with ``ranges`` an item A:B doubles from A up to B.
+
+    The one grammar of every ``--sizes`` option (docs/conventions.md).
+    """
+    sizes = []
+    for item in (t.strip() for t in str(text).split(",")):
+        if not item:
+            continue
+        if ":" not in item or not ranges:
+            sizes.append(parse_size(item, option))
+            continue
+        lo, hi = parse_size_range(item, option)
+        if lo < 1:
+            raise InputError(option, None, f"range {item!r} needs 1 <= A <= B")
+        while lo <= hi:
+            sizes.append(lo)
+            lo *= 2
+    if not sizes:
+        raise InputError(option, None, f"no sizes in {text!r}")
+    return sizes
 
 
 def parse_size_range(text, option="-m"):
@@ -47,3 +74,46 @@ def parse_count(text):
     if not math.isfinite(value) or value != int(value) or value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return int(value)
+
+
+# -- unit suffixes of names (docs/conventions.md) -------------------------------------
+#: Stored data (Parquet columns, meta.json, machine profiles, every --json): SI units.
+DATA_UNITS = {"_s": "seconds", "_bytes": "bytes", "_Bps": "bytes per second",
+              "_s_per_byte": "seconds per byte"}
+#: Display only (printed tables, figures): never in stored data.
+DISPLAY_UNITS = {"_MBps": "MB/s = 10^6 bytes per second", "_us": "microseconds",
+                 "_ms": "milliseconds", "_MiBps": "MiB/s", "_KiB": "KiB", "_MB": "MB"}
+#: Endings of number columns without a unit: counter values, relative errors, ratios.
+DIMENSIONLESS = ("value", "rel_err", "rel_error", "rel_diff", "ratio", "fraction")
+_TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
+_RATE_WORDS = ("bandwidth", "rate", "throughput")
+
+
+def column_unit_problem(name, dtype_kind):
+    """Why a stored column name breaks the unit convention, or None when it follows it."""
+    for suffix, unit in DISPLAY_UNITS.items():
+        if name.endswith(suffix):
+            return f"{unit} is a display unit; stored data use seconds, bytes, bytes/s"
+    words = name.lower().split("_")
+    if any(w in _TIME_WORDS for w in words) and not name.endswith("_s"):
+        return "a time: seconds, name ending in _s"
+    if any(w in _RATE_WORDS for w in words) and not name.endswith("_Bps"):
+        return "a bandwidth: bytes per second, name ending in _Bps"
+    if "size" in words and not name.endswith("_bytes"):
+        return "a size: bytes, name ending in _bytes"
+    if dtype_kind == "f" and not any(name.endswith(s) for s in DATA_UNITS) \
+            and not name.endswith(DIMENSIONLESS):
+        return ("a number without a unit suffix (_s, _bytes, _Bps), and not listed in "
+                "units.DIMENSIONLESS")
+    return None
+
+
+def display_column(name, value):
+    """(printed name, printed value): bandwidth in MB/s, everything else as stored."""
+    if name.endswith("_Bps"):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = value / 1e6
+        elif hasattr(value, "dtype") and value.dtype.kind in "iuf":
+            value = value / 1e6
+        return name[:-len("_Bps")] + "_MBps", value
+    return name, value

@@ -89,24 +89,25 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
                                                f"(whole doubles), got {halo_bytes!r}")
     timed = workload in ("ftq", "fwq")
     if timed:
+        mean_opt = "--compute" if workload == "ftq" else "--ops"  # the CLI's name for it
         if mean is None:
             mean = DEFAULTS["ftq_mean_s"] if workload == "ftq" else DEFAULTS["fwq_mean_ops"]
         if sd is None:
             sd = mean / 10
-        for name, v in (("--mean", mean), ("--sd", sd)):
+        for name, v in ((mean_opt, mean), ("--sd", sd)):
             if not isinstance(v, (int, float, np.number)) or not math.isfinite(v) or v < 0:
                 raise InputError(name, None, f"must be a finite number >= 0, got {v!r}")
         if dist in ("lognormal", "exponential") and mean <= 0:
-            raise InputError("--mean", None, f"the {dist} distribution needs a positive mean")
+            raise InputError(mean_opt, None, f"the {dist} distribution needs a positive mean")
         if dist == "exponential" and sd > mean:  # shifted: mean - sd + Exp(scale sd) >= 0
             raise InputError("--sd", None, f"the exponential draw is mean - sd + Exp(sd), so it "
                                            f"needs sd <= mean, got sd {sd} > mean {mean}")
         if workload == "ftq" and mean > 60:
-            raise InputError("--mean", None, f"FTQ mean is in seconds; {mean} s per interval "
+            raise InputError(mean_opt, None, f"FTQ mean is in seconds; {mean} s per interval "
                                              "is not a sensible quantum")
     else:
         if mean is not None or sd is not None:
-            raise InputError("--mean", None, f"only ftq and fwq draw their work; {workload} "
+            raise InputError("--compute", None, f"only ftq and fwq draw their work; {workload} "
                                              "takes --size and --reps")
         if size is None:
             size = DEFAULTS["dgemm_size"] if workload == "dgemm" else DEFAULTS["spmv_size"]

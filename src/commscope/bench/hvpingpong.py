@@ -39,7 +39,7 @@ def count_grid(n_min, n_max, per_decade=4):
     """Message counts from ``n_min`` to ``n_max`` (both included), ``per_decade`` per decade,
     log-spaced and rounded; the same grid the native program makes from ``-n``."""
     if not 1 <= n_min <= n_max:
-        raise InputError("-n", None, f"need 1 <= MIN <= MAX message counts, got {n_min}:{n_max}")
+        raise InputError("--messages", None, f"need 1 <= MIN <= MAX message counts, got {n_min}:{n_max}")
     if per_decade < 1:
         raise InputError("--per-decade", None, f"must be at least 1, got {per_decade}")
     a, b = math.log10(n_min), math.log10(n_max)
@@ -107,6 +107,7 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     bad = [o for o in orders if o not in ORDERS]
     if bad or not orders:
         raise InputError("--order", None, f"expected ordered, reversed or both, got {','.join(orders) or 'nothing'}")
+    count_opt = "--counts" if counts is not None else "--messages"  # what the user typed
     if counts is not None:
         counts = sorted({int(c) for c in counts})
         if not counts or counts[0] < 1:
@@ -114,9 +115,9 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     else:
         counts = count_grid(int(n_min), int(n_max), int(per_decade))
     if counts[-1] > MAX_COUNT:
-        raise InputError("-n", None, f"at most {MAX_COUNT} messages (got {counts[-1]})")
+        raise InputError(count_opt, None, f"at most {MAX_COUNT} messages (got {counts[-1]})")
     if len(counts) > 256:
-        raise InputError("-n", None, f"at most 256 message counts (got {len(counts)})")
+        raise InputError(count_opt, None, f"at most 256 message counts (got {len(counts)})")
     if total_bytes is not None:
         if total_bytes < counts[-1]:
             raise InputError("--total-bytes", None,
@@ -129,9 +130,11 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
             raise InputError("--sizes", None, "message sizes must be >= 0 bytes")
         if counts[-1] * sizes[-1] > (1 << 31):
             raise InputError("--sizes", None, f"{counts[-1]} x {sizes[-1]} bytes exceeds 2 GiB "
-                                              "per direction: lower -n or --sizes")
+                                              f"per direction: lower {count_opt} or --sizes")
     if iters < 1 or warmup < 0:
-        raise InputError("-i", None, f"need -i >= 1 and -x >= 0, got {iters} and {warmup}")
+        bad_opt = "--iterations" if iters < 1 else "--warmup"
+        raise InputError(bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got "
+                                        f"{iters} and {warmup}")
     if pairs < 1:
         raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
     if contention:

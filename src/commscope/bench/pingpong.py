@@ -53,9 +53,9 @@ def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
         raise InputError("-m", None, f"need 0 <= MIN <= MAX, got {min_size}:{max_size}")
     if max_size >= 1 << 31:  # MPI counts are C ints
         raise InputError("-m", None, f"MAX must be below 2 GiB (2147483648 bytes), got {max_size}")
-    for name, v in dict(iters=iters, large_iters=large_iters).items():
+    for name, v in {"--iterations": iters, "--large-iterations": large_iters}.items():
         if v < 1:
-            raise InputError(f"--{name.replace('_', '-')}", None, f"must be at least 1, got {v}")
+            raise InputError(name, None, f"must be at least 1, got {v}")
     params = dict(pairs=pairs, min_size=min_size, max_size=max_size, iters=iters,
                   warmup=warmup, large_iters=large_iters, large_warmup=large_warmup,
                   hugepages=hugepages)

@@ -68,16 +68,16 @@ def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
             raise InputError(f"--{name}", None, f"must be an integer >= 1, got {v}")
     if int(warmup) != warmup or warmup < 0:
         raise InputError("--warmup", None, f"must be an integer >= 0, got {warmup}")
-    for name, v in dict(work=work, sd=sd, laggard_extra=laggard_extra).items():
+    for name, v in {"--compute": work, "--sd": sd, "--laggard-extra": laggard_extra}.items():
         if not np.isfinite(v) or v < 0:
-            raise InputError(f"--{name.replace('_', '-')}", None,
+            raise InputError(name, None,
                              f"must be a number of seconds >= 0, got {v}")
     if not 0 <= laggard_prob <= 1:
         raise InputError("--laggard-prob", None, f"must lie in [0, 1], got {laggard_prob}")
     if dist not in DISTRIBUTIONS:
         raise InputError("--dist", None, f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
     if compute not in COMPUTE_MODES:
-        raise InputError("--compute", None, f"expected spin or sleep, got {compute!r}")
+        raise InputError("--compute-mode", None, f"expected spin or sleep, got {compute!r}")
     if not region or "," in region or "\n" in region:
         raise InputError("--region", None, "must be a non-empty name without commas")
     if int(seed) != seed or seed < 0:

@@ -8,8 +8,8 @@ from .common_options import add_launch_options, launch_kwargs
 EXAMPLES = """\
 examples:
   commscope bench bsp --workload ftq --intervals 200            # 10 ms normal spins, 2 ranks
-  commscope bench bsp --workload ftq --mean 0.1 --sd 0.001      # the thesis's 100 ms FTQ
-  commscope bench bsp --workload fwq --mean 5e6 --ranks 4       # drawn integer work, 4 ranks
+  commscope bench bsp --workload ftq --compute 0.1 --sd 0.001   # the thesis's 100 ms FTQ
+  commscope bench bsp --workload fwq --ops 5e6 --ranks 4        # drawn integer work, 4 ranks
   commscope bench bsp --workload dgemm --size 256 --halo-bytes 1M
   commscope bench bsp --workload spmv --size 512 --reps 4
 
@@ -28,7 +28,9 @@ def register(registry):
                     "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "
                     "times and the per-interval maximum (MPI_Reduce to rank 0).",
         epilog=EXAMPLES)
-    p.add_argument("-w", "--workload", choices=WORKLOADS, required=True)
+    p.add_argument("-w", "--workload", choices=WORKLOADS, required=True,
+                   help="ftq: spin a drawn time; fwq: a drawn number of additions; dgemm, "
+                        "spmv: fixed operations of --size")
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("-k", "--intervals", type=int, default=DEFAULTS["intervals"],
                    help="measured intervals (default %(default)s)")
@@ -37,11 +39,13 @@ def register(registry):
     p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
                    help="distribution of the FTQ/FWQ draws, each with the given mean and sd; "
                         "exponential is shifted, mean - sd + Exp(sd) (default %(default)s)")
-    p.add_argument("--mean", type=float, default=None,
-                   help="FTQ: mean spin in seconds (default 0.01); FWQ: mean integer "
-                        "additions (default 5e6)")
+    p.add_argument("--compute", type=float, default=None, metavar="S",
+                   help="FTQ: mean spin per interval, seconds (default 0.01)")
+    p.add_argument("--ops", type=float, default=None, metavar="N",
+                   help="FWQ: mean integer additions per interval (default 5e6)")
     p.add_argument("--sd", type=float, default=None,
-                   help="standard deviation of the draws, same unit (default mean/10)")
+                   help="standard deviation of the draws, in the unit of --compute or --ops "
+                        "(default a tenth of it)")
     p.add_argument("--size", type=int, default=None,
                    help="DGEMM: N x N matrices (default 256); SPMV: N x N grid (default 512)")
     p.add_argument("--reps", type=int, default=DEFAULTS["reps"],
@@ -56,13 +60,16 @@ def register(registry):
 
 
 def _run(args):
-    if args.workload in ("dgemm", "spmv") and (args.mean is not None or args.sd is not None):
-        raise InputError("--mean", None,
-                         f"{args.workload} takes --size and --reps, not --mean/--sd")
-    if args.workload in ("ftq", "fwq") and args.size is not None:
-        raise InputError("--size", None, f"{args.workload} draws its work; use --mean/--sd")
+    own = {"ftq": "--compute", "fwq": "--ops"}.get(args.workload)  # the option of its draws
+    for opt in ("--compute", "--ops", "--sd"):
+        if opt != own and getattr(args, opt[2:]) is not None and not (opt == "--sd" and own):
+            raise InputError(opt, None, f"{args.workload} does not take {opt}; "
+                             + (f"use {own}" if own else "it takes --size and --reps"))
+    if own and args.size is not None:
+        raise InputError("--size", None, f"{args.workload} draws its work; use {own}/--sd")
+    mean = args.compute if args.workload == "ftq" else args.ops
     run = run_bsp(args.workload, ranks=args.ranks, intervals=args.intervals,
-                  warmup=args.warmup, dist=args.dist, mean=args.mean, sd=args.sd,
+                  warmup=args.warmup, dist=args.dist, mean=mean, sd=args.sd,
                   size=args.size, reps=args.reps,
                   halo_bytes=parse_size(args.halo_bytes, "--halo-bytes"), seed=args.seed,
                   flush_every=args.flush_every, **launch_kwargs(args))

@@ -2,13 +2,13 @@
 
 from ..bench.hvpingpong import DEFAULTS, ORDERS, run_hvpingpong
 from ..errors import InputError
-from ..units import parse_size
+from ..units import parse_size, parse_size_list
 from .common_options import add_launch_options, launch_kwargs
 
 EXAMPLES = """\
 examples:
   commscope bench hvpingpong                          # n = 1..10000, 8 B, both orders
-  commscope bench hvpingpong -n 1:1000 --sizes 8,1K   # two fixed sizes
+  commscope bench hvpingpong --messages 1:1000 --sizes 8,1K   # two fixed sizes
   commscope bench hvpingpong --total-bytes 1M         # constant total, s = 1 MiB / n (Bienz et al. 2018, Fig. 4)
   commscope bench hvpingpong --order reversed -i 5    # worst-case posting order only
   commscope bench hvpingpong --contention --hosts a,b,c,d --ranks-per-node 16
@@ -29,12 +29,12 @@ def register(registry):
         description="Pairs of ranks exchange n messages of s bytes each way; receives are "
                     "posted in send order (ordered, O(n) queue search) or reversed (O(n^2)). "
                     "Every repetition's one-way time is kept.", epilog=EXAMPLES)
-    p.add_argument("-n", "--messages", metavar="MIN:MAX", default="1:10000",
+    p.add_argument("--messages", metavar="MIN:MAX", default="1:10000",
                    help="message counts, log grid from MIN to MAX (default %(default)s)")
     p.add_argument("--per-decade", type=int, default=DEFAULTS["per_decade"],
-                   help="grid points per decade of -n (default %(default)s)")
+                   help="grid points per decade of --messages (default %(default)s)")
     p.add_argument("--counts", metavar="N1,N2,...", default=None,
-                   help="explicit message counts instead of -n")
+                   help="explicit message counts instead of --messages")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--sizes", metavar="S1,S2,...", default="8",
                    help="fixed message sizes, every count with every size (default %(default)s; "
@@ -48,7 +48,7 @@ def register(registry):
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
                    help="warm-up repetitions (default %(default)s)")
     p.add_argument("--pairs", type=int, default=1,
-                   help="concurrent pairs on this node (2*PAIRS ranks)")
+                   help="concurrent pairs on this node, 2*PAIRS ranks (default %(default)s)")
     p.add_argument("--contention", action="store_true",
                    help="multi-node layout of Bienz et al. 2018, Fig. 6: node i sends to node i + N/2 "
                         "(needs --hosts or a Slurm allocation with >= 4 nodes)")
@@ -68,9 +68,9 @@ def _run(args):
     try:
         n_min, n_max = (int(lo), int(hi)) if sep else (1, int(lo))
     except ValueError:
-        raise InputError("-n", None, f"expected MIN:MAX message counts, got {args.messages!r}") from None
+        raise InputError("--messages", None, f"expected MIN:MAX message counts, got {args.messages!r}") from None
     counts = _int_list(args.counts, "--counts") if args.counts else None
-    sizes = [parse_size(s, "--sizes") for s in args.sizes.split(",") if s.strip()]
+    sizes = parse_size_list(args.sizes, "--sizes", ranges=False)
     total = parse_size(args.total_bytes, "--total-bytes") if args.total_bytes else None
     orders = [o for o in args.order.split(",") if o.strip()]
     for o in orders:

@@ -37,7 +37,8 @@ def register(registry):
     p.add_argument("--sweep", metavar="T1,T2,...", default=None,
                    help="instead of --decomp: threads per process to sweep (one job)")
     p.add_argument("--shape", choices=("cube", "linear"), default="cube",
-                   help="decompositions of a sweep: most cube-like, or 1x1xT (3-D)")
+                   help="decompositions of a sweep: most cube-like, or 1x1xT (3-D) "
+                        "(default %(default)s)")
     p.add_argument("--trials", type=int, default=10, help="recorded trials (default %(default)s)")
     p.add_argument("--warmup", type=int, default=2,
                    help="unrecorded warm-up trials first (default %(default)s)")

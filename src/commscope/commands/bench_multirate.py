@@ -18,7 +18,7 @@ Thread t of rank 0 sends windows of W messages to thread t of rank 1
 communicator per thread. Every repetition is kept: <run>/reps.parquet (rate, and Open
 MPI's ob1 queue lengths sampled on the receiver) and <run>/threads.parquet (each
 sending thread). Under the counter library:
-  commscope profile -n 2 --threads-per-rank 4 -- $(commscope bench multirate --print-binary) \\
+  commscope profile -n 2 --threads 4 -- $(commscope bench multirate --print-binary) \\
       --threads 4 --modes shared --reps 1
 """
 

@@ -2,8 +2,7 @@
 
 from ..bench.partitioned import (COMPUTE_MODES, DISTRIBUTIONS, METHODS, default_sizes,
                                  run_partitioned)
-from ..errors import InputError
-from ..units import parse_size
+from ..units import parse_size_list
 from .common_options import add_launch_options, launch_kwargs
 
 EXAMPLES = """\
@@ -29,12 +28,7 @@ ready time to the receiver's completion (eq. 4.3: bandwidth = size / elapsed).
 
 
 def _sizes(text):
-    if text is None:
-        return None
-    sizes = [parse_size(t, "--sizes") for t in text.split(",") if t.strip()]
-    if not sizes:
-        raise InputError("--sizes", None, "empty list")
-    return sizes
+    return None if text is None else parse_size_list(text, "--sizes")
 
 
 def register(registry):
@@ -65,8 +59,8 @@ def register(registry):
                         "hybrid (sleep then spin the last 200 us)")
     w.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
     s = p.add_argument_group("sweep")
-    s.add_argument("--sizes", metavar="LIST", default=None,
-                   help=f"buffer sizes, comma-separated (64K, 18M, ...); default 18*2^j MiB "
+    s.add_argument("--sizes", metavar="S1,S2,...", default=None,
+                   help=f"buffer sizes, comma-separated, A:B doubling (64K, 18M, ...); default 18*2^j MiB "
                         f"for j = -8..2 ({default})")
     s.add_argument("--runs-per-size", type=int, default=5,
                    help="recorded runs per size and method (default %(default)s)")

@@ -37,7 +37,8 @@ def register(registry):
     p.add_argument("-X", "--large-warmup", type=int, default=DEFAULTS["large_warmup"],
                    help="warm-up repetitions above 8 KiB (default %(default)s)")
     p.add_argument("--pairs", type=int, default=1,
-                   help="concurrent pairs (2*PAIRS ranks): the ppn of the max-rate model")
+                   help="concurrent pairs (2*PAIRS ranks): the ppn of the max-rate model "
+                        "(default %(default)s)")
     p.add_argument("--hugepages", action="store_true",
                    help="back the buffers with transparent huge pages (as numpy/mpi4py do for "
                         ">= 4 MiB arrays); default: page-aligned, as OSU")

@@ -11,8 +11,8 @@ from .common_options import add_launch_options, launch_kwargs
 EXAMPLES = """\
 examples:
   commscope bench threads --ranks 2 --threads 2 --iterations 50 --trials 1 \\
-      --work 1e-3 --dist normal --sd 1e-4 --laggard-prob 0.02 --laggard-extra 5e-3 --seed 1
-  commscope bench threads --threads 4 --compute sleep     # threads > cores: sleep, not spin
+      --compute 1e-3 --dist normal --sd 1e-4 --laggard-prob 0.02 --laggard-extra 5e-3 --seed 1
+  commscope bench threads --threads 4 --compute-mode sleep   # threads > cores: sleep, not spin
   commscope bench threads --ompt     # also time every thread through OMPT, compare
 
 Tables in the run directory: compute.parquet (trial, rank, iteration, region, thread,
@@ -33,24 +33,25 @@ def register(registry):
     p.add_argument("--ranks", type=int, default=DEFAULTS["ranks"], help="MPI ranks (default %(default)s)")
     p.add_argument("--threads", type=int, default=DEFAULTS["threads"],
                    help="OpenMP threads per rank (default %(default)s)")
-    p.add_argument("-n", "--iterations", type=int, default=DEFAULTS["iterations"],
+    p.add_argument("-i", "--iterations", type=int, default=DEFAULTS["iterations"],
                    help="timed iterations per trial (default %(default)s)")
     p.add_argument("-t", "--trials", type=int, default=DEFAULTS["trials"],
                    help="trials (default %(default)s)")
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
                    help="untimed iterations before each trial (default %(default)s)")
-    p.add_argument("--work", type=float, default=DEFAULTS["work"], metavar="S",
+    p.add_argument("--compute", dest="work", type=float, default=DEFAULTS["work"], metavar="S",
                    help="mean compute time per thread and iteration, seconds (default %(default)s)")
     p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
-                   help="distribution of the work, mean --work and sd --sd (default %(default)s)")
+                   help="distribution of the compute times, mean --compute and sd --sd (default %(default)s)")
     p.add_argument("--sd", type=float, default=DEFAULTS["sd"], metavar="S",
-                   help="standard deviation of the work, seconds (default %(default)s)")
+                   help="standard deviation of the compute times, seconds (default %(default)s)")
     p.add_argument("--laggard-prob", type=float, default=DEFAULTS["laggard_prob"], metavar="P",
                    help="probability that a thread-iteration is a laggard (default %(default)s)")
     p.add_argument("--laggard-extra", type=float, default=DEFAULTS["laggard_extra"], metavar="S",
                    help="extra time of a laggard, seconds (default %(default)s)")
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="seed of all draws (default %(default)s)")
-    p.add_argument("--compute", choices=COMPUTE_MODES, default=DEFAULTS["compute"],
+    p.add_argument("--compute-mode", dest="compute", choices=COMPUTE_MODES,
+                   default=DEFAULTS["compute"],
                    help="spin (busy, holds the core) or sleep (frees it) (default %(default)s)")
     p.add_argument("--region", default=DEFAULTS["region"], help="region name (default %(default)s)")
     p.add_argument("--threshold", type=float, default=1e-3, metavar="S",

@@ -1,5 +1,7 @@
 """Options shared by the commands that launch MPI jobs."""
 
+import argparse
+
 from ..paths import default_runs_root
 
 
@@ -46,7 +48,7 @@ def add_link_options(parser, profile_help, ppn=True):
                       help="profile locality (default: where the run's ranks 0 and 1 ran)")
     if ppn:
         link.add_argument("--ppn", type=int, default=1,
-                          help="processes per node sending (profile)")
+                          help="processes per node sending (profile; default %(default)s)")
     return link
 
 
@@ -55,3 +57,23 @@ def add_monte_carlo_options(group, replicas=4000):
     group.add_argument("--replicas", type=int, default=replicas,
                        help="Monte-Carlo replicas (default %(default)s)")
     group.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
+
+
+def comma_list(convert, what):
+    """An argparse ``type``: one comma-separated argument -> a list (docs/conventions.md)."""
+    def parse(text):
+        items = [t.strip() for t in str(text).split(",") if t.strip()]
+        try:
+            values = [convert(t) for t in items]
+        except ValueError:
+            values = None
+        if not values:
+            raise argparse.ArgumentTypeError(
+                f"expected {what}, comma-separated (e.g. 1,2,4), got {text!r}")
+        return values
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+int_list = comma_list(int, "whole numbers")
+float_list = comma_list(float, "numbers")

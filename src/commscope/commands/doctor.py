@@ -18,7 +18,7 @@ def register(registry):
     p.add_argument("--mpi", default=None, metavar="NAME|MPICC",
                    help="openmpi (default), mpich, or the path of an mpicc")
     p.add_argument("--ompt", metavar="PROGRAM", default=None,
-                   help="check whether OMPT thread timing (profile --threads) works for PROGRAM")
+                   help="check whether OMPT thread timing (profile --ompt) works for PROGRAM")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)
 

@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from ..errors import InputError
-from ..units import parse_size, parse_size_range
+from ..units import SIZE_HELP, parse_size_list
 from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
                           predict_pattern)
 from ..models.profile import LOCALITIES, load_profile
@@ -17,11 +17,11 @@ inter-node messages, the postal model alpha + s / R_b on the node.
 
 --profile takes a machine-profile JSON (see docs/machine-profile.md), a CSV in the
 Blue Waters table format, or the word "bluewaters" for the paper's Table 1.
---size takes byte counts and doubling ranges A:B (A, 2A, 4A, ... <= B).
+--sizes takes comma-separated byte counts and doubling ranges A:B (A, 2A, 4A, ... <= B).
 
 examples:
-  commscope model p2p --profile bluewaters --size 1024 --locality inter-node --ppn 16
-  commscope model p2p --profile myprofile.json --size 1:4194304 --locality intra-socket --json
+  commscope model p2p --profile bluewaters --sizes 1024 --locality inter-node --ppn 16
+  commscope model p2p --profile myprofile.json --sizes 1:4M --locality intra-socket --json
 """
 
 PATTERN_DESCRIPTION = """\
@@ -44,12 +44,12 @@ def register(registry):
     p = registry.group_command("model", "p2p", help="node-aware max-rate time of single messages",
                                description=P2P_DESCRIPTION)
     p.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
-    p.add_argument("--size", required=True, nargs="+", metavar="BYTES",
-                   help="message size(s) in bytes (8K = 8192, 8KB = 8000); A:B for a doubling "
-                        "range")
+    p.add_argument("--sizes", required=True, metavar="S1,S2,...",
+                   help=f"message sizes, comma-separated; A:B for a doubling range ({SIZE_HELP})")
     p.add_argument("--locality", required=True,
                    help=f"one of {', '.join(LOCALITIES)} (intra-node = cross-socket)")
-    p.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
+    p.add_argument("--ppn", type=int, default=1,
+                   help="communicating processes per node (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run_p2p)
 
@@ -61,37 +61,21 @@ def register(registry):
     q.add_argument("--hops", type=float, default=None,
                    help="average network hops per byte, h of eq. 7 (contention omitted if not given)")
     q.add_argument("--queue", choices=QUEUE_SEARCH_CASES, default="upper",
-                   help="queue search: upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, "
+                   help="queue search (default %(default)s): upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, "
                         "ordered = gamma n. `commscope fit` fits gamma in the upper form, so "
                         "triangular with a fitted gamma gives about half the measured search")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
     q.add_argument("--plot", metavar="PNG", default=None,
-                   help="also write the stacked view per rank (Bienz et al. 2018, Figs. 10-11) to this PNG; "
-                        "an existing file is not overwritten")
+                   help="also write the stacked view per rank (Bienz et al. 2018, Figs. 10-11) to this PNG; an "
+                        "existing file is not overwritten")
     q.set_defaults(func=run_pattern)
-
-
-def parse_sizes(items, source="--size"):
-    """Byte counts from ``["1024", "1:64K"]`` (A:B doubles from A up to B; K/M/G suffixes)."""
-    sizes = []
-    for item in items:
-        if ":" not in str(item):
-            sizes.append(parse_size(item, source))
-            continue
-        lo, hi = parse_size_range(item, source)
-        if lo < 1:
-            raise InputError(source, None, f"range {item!r} needs 1 <= A <= B")
-        while lo <= hi:
-            sizes.append(lo)
-            lo *= 2
-    return sizes
 
 
 def run_p2p(args):
     profile = load_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
-    columns = node_aware_columns(profile, parse_sizes(args.size), args.locality, args.ppn)
+    columns = node_aware_columns(profile, parse_size_list(args.sizes, "--sizes"), args.locality, args.ppn)
     table = [dict(zip(columns, row)) for row in zip(*columns.values())]  # no pandas: fast start
     if args.json:
         dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table})

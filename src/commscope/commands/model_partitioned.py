@@ -1,11 +1,12 @@
 """``commscope model partitioned``: a thin shell over :mod:`commscope.models.partitioned`."""
 
+from ..bench.partitioned import default_sizes
 from ..errors import InputError
+from ..lazy import lazy
 from ..models import partitioned as pm
 from ..models.osu import load_osu
 from ..output import dump_json, print_table
-from ..units import parse_size as parse_size_option
-from ..lazy import lazy
+from ..units import parse_size_list
 
 np = lazy("numpy")
 
@@ -32,11 +33,11 @@ examples:
       --compute 0.1 --variability 0.1 --sizes 16MB --monte-carlo --replicas 20000
 """
 
-def parse_size(text):
-    size = parse_size_option(text, "--sizes")
-    if size <= 0:
-        raise InputError("--sizes", text, "sizes must be positive")
-    return float(size)
+def parse_sizes(text):
+    sizes = parse_size_list(text, "--sizes")
+    if min(sizes) <= 0:
+        raise InputError("--sizes", None, "sizes must be positive")
+    return [float(s) for s in sizes]
 
 
 def build_link(args):
@@ -73,7 +74,7 @@ def read_samples(path):
 
 def run(args):
     link = build_link(args)
-    sizes = [parse_size(s) for s in args.sizes] if args.sizes else pm.buffer_sweep_bytes()
+    sizes = parse_sizes(args.sizes) if args.sizes else default_sizes()
     if args.variability is None and args.sigma is None:
         raise InputError("--variability", None, "give --variability or --sigma")
     table = pm.compare_partitioned(
@@ -120,7 +121,7 @@ def register(registry):
                       help="machine profile JSON (commscope fit), or bluewaters (Bienz et al. 2018, Table 1)")
     link.add_argument("--locality", default="inter-node",
                       help="profile locality (default: %(default)s)")
-    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile)")
+    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile; default %(default)s)")
     link.add_argument("--latency", type=float, metavar="S", help="constant latency, seconds")
     link.add_argument("--bandwidth", type=float, metavar="B_PER_S",
                       help="constant bandwidth, bytes per second")
@@ -134,9 +135,10 @@ def register(registry):
     sd.add_argument("--sigma", type=float, metavar="S", help="standard deviation, seconds")
     w.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
-    w.add_argument("--sizes", nargs="+", metavar="SIZE",
-                   help="buffer sizes: 18MiB = 18M = 18 * 2^20, 16MB = 16 * 10^6 "
-                        "(default: 18 * 2^j MiB, j = -6..8)")
+    w.add_argument("--sizes", metavar="S1,S2,...",
+                   help="buffer sizes, comma-separated, A:B doubling: 18MiB = 18M = 18 * 2^20, "
+                        "16MB = 16 * 10^6 (default: 18 * 2^j MiB, j = -8..2, 72K..72M, as "
+                        "`bench partitioned`; the thesis's figures go to j = 8)")
     mc = p.add_argument_group("Monte Carlo")
     mc.add_argument("--monte-carlo", action="store_true", help="add the simulated columns")
     mc.add_argument("--dist", default="normal", choices=pm.DISTRIBUTIONS,
@@ -144,7 +146,7 @@ def register(registry):
     mc.add_argument("--samples", metavar="FILE",
                     help="resample measured compute times (the compute_time_s column of a "
                          "CSV/Parquet file); implies --monte-carlo")
-    mc.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas")
+    mc.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas (default %(default)s)")
     mc.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)

@@ -5,7 +5,8 @@ import math
 from ..errors import InputError
 from .common_options import add_link_options, add_monte_carlo_options
 from ..output import dump_json, format_value, print_table
-from ..predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
+from ..predict.partitioned import (comparison_table, peak, predict_partitioned, range_text,
+                                   win_ranges)
 
 EXAMPLES = """\
 examples:
@@ -40,10 +41,6 @@ def register(registry):
     add_monte_carlo_options(m)
     p.add_argument("--json", action="store_true", help="print JSON (tidy rows, table, ranges)")
     p.set_defaults(func=_run)
-
-
-def _range_text(r):
-    return f"{r[0]} .. {r[1]} B" if r else "nowhere"
 
 
 def _run(args):
@@ -90,7 +87,7 @@ def _run(args):
               "analytic": "model, Algorithm 1", "mc": "model, Monte Carlo"}
     for key, label in labels.items():
         if key in ranges and (key != "measured_partitioned" or table["measured_partitioned_s"].notna().any()):
-            print(f"  {label:32s} {_range_text(ranges[key])}")
+            print(f"  {label:32s} {range_text(ranges[key])}")
     for m, pk in peaks.items():
         if pk:
             ratio = pk["measured_over_analytic"]

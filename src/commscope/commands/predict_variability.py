@@ -2,10 +2,11 @@
 
 from ..output import dump_json, print_table
 from ..predict.variability import KINDS, predict_variability, verdict_summary
+from .common_options import int_list
 
 EXAMPLES = """\
 examples:
-  commscope predict variability runs/ftq-256 --target-ranks 512 1024 2048
+  commscope predict variability runs/ftq-256 --target-ranks 512,1024,2048
   commscope predict variability runs/ftq-1 --compare runs/          # targets = scales found
   commscope predict variability runs/ftq-1 --kind intranode --compare runs/ftq-2 runs/ftq-4
   commscope predict variability runs/ftq-1 --target-ranks 4 --json
@@ -29,7 +30,7 @@ def register(registry):
                     "bootstraps, Dominguez-Trujillo 2021, Sec. 3.2.2 and 3.4.2).",
         epilog=EXAMPLES)
     p.add_argument("calibration", metavar="CALIBRATION_RUN", help="bsp run at the base scale")
-    p.add_argument("--target-ranks", type=int, nargs="+", metavar="P", default=None,
+    p.add_argument("--target-ranks", type=int_list, metavar="P1,P2,...", default=None,
                    help="scales to predict (default: the scales of the --compare runs)")
     p.add_argument("--kind", choices=(*KINDS, "all"), default="all",
                    help="bootstrap kind (default %(default)s)")

@@ -13,7 +13,7 @@ examples:
   commscope profile --counters bytes,peers -- ./my_app # only some sets
   commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
-  commscope profile --threads --threads-per-rank 4 -- ./hybrid   # + per-thread OMPT timing
+  commscope profile --ompt --threads 4 -- ./hybrid   # + per-thread OMPT timing
   commscope profile --list-counters                    # what is counted
 
 Inside a Slurm allocation the same command starts the ranks with srun (sbatch scripts:
@@ -37,7 +37,7 @@ def register(registry):
                     "timers and event trace, MPI_T performance variables, and snapshots of "
                     "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
-    p.add_argument("--threads-per-rank", type=int, default=1, metavar="T",
+    p.add_argument("--threads", type=int, default=1, metavar="T",
                    help="OMP_NUM_THREADS for the program (default %(default)s)")
     p.add_argument("--counters", default="default", metavar="SET",
                    help="default (all but per-call timers), all, or a comma list of: "
@@ -49,7 +49,7 @@ def register(registry):
                    help="also record every point-to-point call (post, start, completion)")
     p.add_argument("--trace-limit", default="1G", metavar="SIZE",
                    help="trace bytes per rank before records are dropped (default %(default)s)")
-    p.add_argument("--threads", action="store_true",
+    p.add_argument("--ompt", action="store_true",
                    help="also time every thread of every OpenMP region through OMPT, no "
                         "source change (GCC programs run on libiomp5; see commscope doctor "
                         "--ompt PROGRAM)")
@@ -68,9 +68,9 @@ def register(registry):
 
 
 def _thread_collectors(args, program):
-    """The OMPT collector for --threads, or the reason it cannot work (the program then
+    """The OMPT collector for --ompt, or the reason it cannot work (the program then
     runs with the counters only, and the reason ends the command with exit 2)."""
-    if not args.threads:
+    if not args.ompt:
         return [], None
     from .. import mpi as mpimod
     from ..errors import InputError
@@ -99,16 +99,16 @@ def _run(args):
     from ..profile.counters import CounterFile, counter_ranks
     collectors, ompt_problem = _thread_collectors(args, command[0])
     run, status = run_profile(command[0], command[1:], nranks=args.ranks,
-                              threads=args.threads_per_rank, counters=args.counters,
+                              threads=args.threads, counters=args.counters,
                               snapshot_every=args.snapshot_every, trace=args.trace,
                               trace_limit=parse_size(args.trace_limit, "--trace-limit"),
                               max_threads=args.max_threads,
                               collectors=collectors, **launch_kwargs(args))
-    if args.threads:
+    if args.ompt:
         from ..profile.ompt import failure_reason
         reason = ompt_problem or failure_reason(run.raw_dir, collectors[0])
         if reason:
-            raise InputError(command[0], "--threads", f"{reason}; the MPI counters were "
+            raise InputError(command[0], "--ompt", f"{reason}; the MPI counters were "
                                                       f"collected in {run.path}")
     rows = []
     if args.summary or args.json:

@@ -18,16 +18,22 @@ def register(registry):
                     "example:\n  commscope slurm --nodes 2 --ntasks-per-node 32 -o study.sbatch"
                     "\n  sbatch study.sbatch\n  commscope slurm --nodes 4 --ntasks-per-node 1 "
                     "--step 'bench hvpingpong --contention' --step 'fit \"$COMMSCOPE_RUNS\"'")
-    p.add_argument("--nodes", type=int, default=2)
-    p.add_argument("--ntasks-per-node", type=int, default=2)
+    p.add_argument("--nodes", type=int, default=2,
+                   help="nodes to allocate (default %(default)s; 4 or more, even, adds the "
+                        "contention layout)")
+    p.add_argument("--ntasks-per-node", type=int, default=2,
+                   help="MPI ranks per node; the multi-pair run uses half of them as pairs "
+                        "across two nodes (default %(default)s)")
     p.add_argument("--time", default="00:30:00", help="wall-time limit (default %(default)s)")
-    p.add_argument("--partition")
-    p.add_argument("--account")
+    p.add_argument("--partition", help="Slurm partition (#SBATCH --partition; default: the "
+                   "cluster's default)")
+    p.add_argument("--account", help="Slurm account to charge (default: yours)")
     p.add_argument("--step", action="append", metavar="CMD",
                    help="a commscope command line to run, with or without the leading "
                         "'commscope' (repeatable; replaces the default steps; {ppn} and "
                         "{nodes} are substituted); anything else is refused")
-    p.add_argument("-o", "--output", default="-", help="script path, or - for stdout")
+    p.add_argument("-o", "--output", default="-",
+                   help="script path, or - for stdout (default %(default)s)")
     p.set_defaults(func=_run)
 
 

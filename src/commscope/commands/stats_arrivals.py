@@ -17,7 +17,7 @@ Input: CSV or Parquet with columns trial, rank, iteration, thread, compute_time_
 (seconds) and optionally region (analysed separately).
 
 example:
-  commscope stats arrivals run/thread_times.parquet --threshold 1e-3
+  commscope stats arrivals RUN/compute.parquet --threshold 1e-3   # a `bench threads` run
 """
 
 

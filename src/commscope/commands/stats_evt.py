@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..output import dump_json, print_table
 from ..units import parse_count
 from ..stats import bootstrap, evt
+from .common_options import float_list
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -25,7 +26,8 @@ next to the exact expected maximum, for each fit and for the empirical distribut
 Shape is Hosking's k (= scipy's genextreme c); xi = -k. Times are in seconds.
 
 example:
-  commscope stats gev maxima.csv --column time_s --n 4 64 2048
+  commscope stats gev RUN/maxima.parquet                 # a `bench bsp` run's maxima
+  commscope stats gev times.csv --column time_s --draws 4,64,2048
 """
 
 BOOTSTRAP_DESCRIPTION = """\
@@ -33,19 +35,23 @@ Predict the per-interval maximum (or, with --runtime, the runtime) at larger sca
 bootstrapping measurements taken at a base scale (Dominguez-Trujillo 2021, Sec. 3.2.2).
 
 Input (CSV or Parquet), one of two layouts:
-  per-rank:  columns iteration, rank, time_s and optionally node (one row per
-             iteration and rank; seconds). Needed by internode / intranode. Without a
-             node column, rank r is on node r // --ranks-per-node.
-  maxima:    column max_time_s (one row per interval: the maximum over --base-ranks
-             ranks). Only for --kind nonparametric.
+  per-rank:  columns iteration (or interval), rank, a time column (--column; time_s or
+             interval_s) and optionally node (or host): one row per iteration and rank,
+             seconds. Needed by internode / intranode. Without a node column, rank r is
+             on node r // --ranks-per-node. `commscope bench bsp` writes this layout as
+             <run>/intervals.parquet.
+  maxima:    one time column (max_time_s or max_interval_s), one row per interval: the
+             maximum over --base-ranks ranks (<run>/maxima.parquet of a bsp run). Only
+             for --kind nonparametric.
 
 Kinds: nonparametric (max of k = P/p resampled interval maxima), internode (GEV fit to
 each node's interval maxima, EMMA to P/ranks_per_node nodes), intranode (GEV fit to each
 rank slot's times, EMMA to P ranks). Prints median and confidence interval per target.
 
-example:
-  commscope stats bootstrap run/times.parquet --base-ranks 256 \\
-      --target-ranks 512 1024 2048 --kind intranode --ranks-per-node 32 --seed 7
+examples:
+  commscope stats bootstrap RUN/intervals.parquet --target-ranks 8,16   # a `bench bsp` run
+  commscope stats bootstrap times.parquet --base-ranks 256 \\
+      --target-ranks 512,1024,2048 --kind intranode --ranks-per-node 32 --seed 7
 """
 
 
@@ -56,9 +62,28 @@ def read_table(path):
     return tablefile.read_table(path)
 
 
-def read_column(path, column):
+#: Time columns looked for when --column is not given: a generic table's, then the
+#: per-interval maxima and per-rank intervals `commscope bench bsp` writes.
+SAMPLE_COLUMNS = ("time_s", "max_interval_s", "interval_s", "max_time_s")
+PER_RANK_COLUMNS = ("time_s", "interval_s")
+MAXIMA_COLUMNS = ("max_time_s", "max_interval_s")
+
+
+def pick_column(frame, path, column, candidates):
+    """``column`` if given, else the first of ``candidates`` the table has."""
+    if column is not None:
+        return column
+    found = next((c for c in candidates if c in frame.columns), None)
+    if found is None:
+        raise InputError(path, None, f"no time column: give --column (looked for "
+                                     f"{', '.join(candidates)}; have {list(frame.columns)})")
+    return found
+
+
+def read_column(path, column=None):
     """One numeric column of a table file as a float array (NaN rejected)."""
     frame = read_table(path)
+    column = pick_column(frame, path, column, SAMPLE_COLUMNS)
     if column not in frame.columns:
         raise InputError(path, column, f"missing column (have {list(frame.columns)})")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
@@ -110,7 +135,7 @@ def _agreement_line(report):
 
 
 def _gev(args):
-    report = gev_report(read_column(args.file, args.column), args.n, source=args.file,
+    report = gev_report(read_column(args.file, args.column), args.draws, source=args.file,
                         gumbel_tol=args.gumbel_tol)
     if args.json:
         dump_json(report)
@@ -132,13 +157,20 @@ def _gev(args):
 
 
 def bootstrap_from_file(path, kind, target_ranks, base_ranks=None, ranks_per_node=None,
-                        runtime=False, **options):
+                        runtime=False, column=None, **options):
     """Load ``path`` (layouts in the command help) and run :func:`bootstrap.predict`."""
     frame = read_table(path)
+    # `bench bsp` names the step "interval" and the node "host"
+    frame = frame.rename(columns={k: v for k, v in (("interval", "iteration"), ("host", "node"))
+                                  if k in frame.columns and v not in frame.columns})
     times = maxima = None
-    if "time_s" in frame.columns:
+    per_rank = "rank" in frame.columns
+    column = pick_column(frame, path, column, PER_RANK_COLUMNS if per_rank else MAXIMA_COLUMNS)
+    if column not in frame.columns:
+        raise InputError(path, column, f"missing column (have {list(frame.columns)})")
+    if per_rank:
         try:
-            times, rpn = bootstrap.per_rank_matrix(frame, source=path)
+            times, rpn = bootstrap.per_rank_matrix(frame, source=path, column=column)
         except InputError as exc:
             raise InputError(path, exc.field, exc.message) from None
         if base_ranks is not None and base_ranks != times.shape[1]:
@@ -150,16 +182,13 @@ def bootstrap_from_file(path, kind, target_ranks, base_ranks=None, ranks_per_nod
                                  f"--ranks-per-node is {ranks_per_node}")
             ranks_per_node = rpn
         base_ranks, intervals = times.shape[1], times.shape[0]
-    elif "max_time_s" in frame.columns:
+    else:
         if kind != "nonparametric":
-            raise InputError(path, "time_s", f"--kind {kind} needs the per-rank layout")
+            raise InputError(path, "rank", f"--kind {kind} needs the per-rank layout")
         if base_ranks is None:
             raise InputError("--base-ranks", None, "required with the maxima layout")
-        maxima = read_column(path, "max_time_s")
+        maxima = read_column(path, column)
         intervals = maxima.size
-    else:
-        raise InputError(path, "time_s", "missing column: need time_s (per-rank layout) "
-                         "or max_time_s (maxima layout)")
     if kind != "nonparametric" and ranks_per_node is None:
         raise InputError("--ranks-per-node", None, f"required for --kind {kind} "
                          "when the file has no node column")
@@ -175,7 +204,8 @@ def _bootstrap(args):
     if args.kind != "nonparametric":
         options["method"] = args.method
     results = bootstrap_from_file(args.file, args.kind, args.target_ranks, args.base_ranks,
-                                  args.ranks_per_node, args.runtime, **options)
+                                  args.ranks_per_node, args.runtime, column=args.column,
+                                  **options)
     rows = [r.to_dict() for r in results]
     if args.json:
         dump_json(rows)
@@ -192,9 +222,9 @@ def register(registry):
     p = registry.group_command("stats", "gev", help="GEV fits (MOM/PWM/MLE), type agreement, EMMA",
                                description=GEV_DESCRIPTION)
     p.add_argument("file", help="CSV or Parquet file")
-    p.add_argument("--column", default="time_s", help="column with the sample in seconds "
-                   "(default: time_s)")
-    p.add_argument("--n", type=float, nargs="+", default=[4, 64, 2048], metavar="N",
+    p.add_argument("--column", default=None, help="column with the sample in seconds "
+                   f"(default: the first of {', '.join(SAMPLE_COLUMNS)})")
+    p.add_argument("--draws", type=float_list, default=[4, 64, 2048], metavar="N1,N2,...",
                    help="numbers of draws for the expected maximum (default: 4 64 2048)")
     p.add_argument("--gumbel-tol", type=float, default=evt.GUMBEL_TOL, help="|k| below "
                    f"this is Type I (default: {evt.GUMBEL_TOL})")
@@ -206,8 +236,12 @@ def register(registry):
     p.add_argument("file", help="CSV or Parquet file (layouts above)")
     p.add_argument("--base-ranks", type=int, metavar="p", help="ranks of the measurement "
                    "(inferred from the per-rank layout; required for the maxima layout)")
-    p.add_argument("--target-ranks", type=float, nargs="+", required=True, metavar="P",
+    p.add_argument("--target-ranks", type=float_list, required=True, metavar="P1,P2,...",
                    help="scales to predict (>= base ranks)")
+    p.add_argument("--column", default=None,
+                   help="time column, seconds (default: per-rank layout "
+                        f"{' or '.join(PER_RANK_COLUMNS)}, maxima layout "
+                        f"{' or '.join(MAXIMA_COLUMNS)})")
     p.add_argument("--kind", choices=bootstrap.KINDS, default="nonparametric",
                    help="bootstrap kind (default: nonparametric)")
     p.add_argument("--ranks-per-node", type=int, help="ranks per node when the file has "

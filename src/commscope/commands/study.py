@@ -11,10 +11,10 @@ def register(registry):
                     "multithreaded matching over a 27-point stencil, thread arrivals, "
                     "partitioned communication, and the bulk-synchronous harness with its "
                     "variability prediction; then one HTML report. Prints the report's path.\n\n"
-                    "examples:\n  commscope study --out studies/today\n"
+                    "examples:\n  commscope study -o studies/today\n"
                     "  commscope study --only pingpong,hvpingpong --mpi mpich\n"
-                    "  commscope study --out studies/today --resume   # after a kill or timeout")
-    p.add_argument("--out", default=None,
+                    "  commscope study -o studies/today --resume   # after a kill or timeout")
+    p.add_argument("-o", "--output", default=None,
                    help="study folder (default studies/<UTC time>); must not exist or be empty")
     p.add_argument("--mpi", default=None, metavar="NAME|MPICC",
                    help="openmpi (default), mpich, or the path of an mpicc")
@@ -33,7 +33,7 @@ def register(registry):
 
 
 def _run(args):
-    report = run_study(args.out, mpi_spec=args.mpi, pairs=args.pairs, quick=args.quick,
+    report = run_study(args.output, mpi_spec=args.mpi, pairs=args.pairs, quick=args.quick,
                        echo=args.echo, steps=[s for s in args.only.split(",") if s],
                        log=main_log, resume=args.resume)
     print(report)

@@ -235,12 +235,30 @@ def comparison_table(pred):
 
 
 def win_ranges(table):
-    """{criterion: (smallest, largest) size where it holds, or None} from comparison_table."""
+    """{criterion: [(first, last) size of each run of consecutive sizes where it holds]}.
+
+    A size where the criterion fails (or is unknown) ends a run, so a sentence built from
+    these ranges never claims a size that the table and figure show losing.
+    """
+    t = table.sort_values("size_bytes")
     out = {}
-    for col in [c for c in table.columns if c.endswith("_beats_single")]:
-        sizes = table.loc[table[col].fillna(False).astype(bool), "size_bytes"]
-        out[col[: -len("_beats_single")]] = (int(sizes.min()), int(sizes.max())) if len(sizes) else None
+    for col in [c for c in t.columns if c.endswith("_beats_single")]:
+        runs, current = [], None
+        for size, wins in zip(t["size_bytes"], t[col]):
+            if wins is True or (wins is not None and wins == wins and bool(wins)):
+                current = (current[0], int(size)) if current else (int(size), int(size))
+            elif current:
+                runs.append(current)
+                current = None
+        out[col[: -len("_beats_single")]] = runs + ([current] if current else [])
     return out
+
+
+def range_text(runs):
+    """'100 .. 200 B, 400 B' for the runs of :func:`win_ranges`; 'nowhere' when empty."""
+    if not runs:
+        return "nowhere"
+    return ", ".join(f"{lo} B" if lo == hi else f"{lo} .. {hi} B" for lo, hi in runs)
 
 
 def peak(table, measured_method="partitioned"):

@@ -146,7 +146,7 @@ def plan_for_binary(program, tool):
 
 @dataclass
 class OmptCollector:
-    """Collector of ``commscope profile --threads`` (see PROFILE-INTERFACE.md)."""
+    """Collector of ``commscope profile --ompt`` (see PROFILE-INTERFACE.md)."""
     program: str
     tool: str
     name: str = "ompt"
@@ -180,7 +180,7 @@ class OmptCollector:
 def probe(mpi, binary=None, regions=3, threads=2):
     """Does OMPT thread timing work here (and for ``binary``)?  Runs the small
     OpenMP probe program (native/ompt/probe.c) under the tool, the way
-    ``profile --threads`` runs a program, and checks every thread of every region
+    ``profile --ompt`` runs a program, and checks every thread of every region
     reported its closing barrier.  Returns a dict (``available``, ``hint``, ...)."""
     import tempfile
     from .. import mpi as mpimod

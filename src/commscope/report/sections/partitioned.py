@@ -14,7 +14,8 @@ import html
 
 from ...errors import InputError
 from ...output import format_value
-from ...predict.partitioned import comparison_table, measured_rows, predict_partitioned, win_ranges
+from ...predict.partitioned import (comparison_table, measured_rows, predict_partitioned,
+                                    range_text, win_ranges)
 from ..figures import figure_html, new_figure
 from ...lazy import lazy
 
@@ -48,10 +49,12 @@ def _profile(context):
 def _spans(ax, sizes, mask, **kw):
     """Shade each run of consecutive sizes where ``mask`` holds (geometric half-steps)."""
     sizes = np.asarray(sizes, float)
+    label = kw.pop("label", None)
     for i in np.flatnonzero(mask):
         lo = sizes[i] / np.sqrt(sizes[i] / sizes[i - 1]) if i > 0 else sizes[i] / 1.3
         hi = sizes[i] * np.sqrt(sizes[i + 1] / sizes[i]) if i + 1 < len(sizes) else sizes[i] * 1.3
-        ax.axvspan(lo, hi, lw=0, **kw)
+        ax.axvspan(lo, hi, lw=0, label=label, **kw)
+        label = None  # one legend entry for all the shaded spans
 
 
 def _render_run(run, profile):
@@ -88,7 +91,7 @@ def _render_run(run, profile):
         yerr = [el - sub["elapsed_p05_s"].to_numpy(), sub["elapsed_p95_s"].to_numpy() - el]
         el_ax.errorbar(x, el, yerr=yerr, fmt=marker, ms=4, color=color, capsize=2,
                        label=f"measured: {method}")
-        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 2 ** 20, marker, ms=4, color=color,
+        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 1e6, marker, ms=4, color=color,
                    label=f"measured: {method}")
     for (source, method), (color, ls, label) in MODEL_STYLE.items():
         sub = df[(df["source"] == source) & (df["method"] == method)].sort_values("size_bytes")
@@ -96,7 +99,7 @@ def _render_run(run, profile):
             continue
         x = sub["size_bytes"].to_numpy(float)
         el_ax.plot(x, sub["elapsed_s"], ls, color=color, lw=1.4, label=label)
-        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 2 ** 20, ls, color=color, lw=1.4, label=label)
+        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 1e6, ls, color=color, lw=1.4, label=label)
     table = comparison_table(df)
     sizes = table["size_bytes"].to_numpy(float)
     early = "measured_partitioned_beats_single"
@@ -106,24 +109,25 @@ def _render_run(run, profile):
     model_win = table["analytic_beats_single"].fillna(False).astype(bool).to_numpy() \
         if table["analytic_partitioned_s"].notna().any() else np.zeros(len(table), bool)
     for ax in (bw_ax, el_ax):
-        _spans(ax, sizes, meas_win, color="tab:green", alpha=0.12)
+        _spans(ax, sizes, meas_win, color="tab:green", alpha=0.12,
+               label="measured: early-bird wins" if ax is bw_ax else None)
         if model_win.any():
             ax.plot(sizes[model_win], np.full(model_win.sum(), 0.02), "^", color="tab:green",
                     ms=6, transform=ax.get_xaxis_transform(), label="model: early-bird wins")
         ax.set(xscale="log", yscale="log", xlabel="total buffer size (bytes)")
-    bw_ax.set(ylabel="effective bandwidth (MiB/s)", title="effective bandwidth (eq. 4.3)")
+    bw_ax.set(ylabel="effective bandwidth (MB/s)", title="effective bandwidth (eq. 4.3)")
     el_ax.set(ylabel="elapsed time (s)", title="last thread ready -> transfer complete")
-    bw_ax.legend(fontsize=7)
+    # below the axes: inside, the legend hid points and the "wins" markers
+    handles, labels = bw_ax.get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3,
+               bbox_to_anchor=(0.5, 0.0), frameon=False)
     ranges = win_ranges(table)
     label = early[: -len("_beats_single")]
 
-    def rng(key):
-        r = ranges.get(key)
-        return f"{r[0]} .. {r[1]} B" if r else "none"
-
     wins = (f"<p>Early-bird send beats the single send (lower mean elapsed time): measured "
-            f"({html.escape(label.replace('measured_', ''))}) {rng(label)}"
-            + (f"; Algorithm 1 {rng('analytic')}; Monte Carlo {rng('mc')}"
+            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label))}"
+            + (f"; Algorithm 1 {range_text(ranges.get('analytic'))}; Monte Carlo "
+               f"{range_text(ranges.get('mc'))}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
     return head + "".join(notes) + figure_html(fig, f"partitioned {run.path.name}") + wins + \
         _table(table)
@@ -148,7 +152,7 @@ def render(runs, context):
              "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
              "data before the slowest thread is done, the single send waits for the join. "
              "Effective bandwidth = buffer size / time from the last thread's completion to "
-             "the end of the transfer at the receiver (eq. 4.3); MiB/s = 2<sup>20</sup> B/s. ")
+             "the end of the transfer at the receiver (eq. 4.3); MB/s = 10<sup>6</sup> B/s. ")
     intro += (f"Model parameters: {html.escape(where)}.</p>" if profile is not None else
               "No machine profile given and no ping-pong run in this report: measured only "
               "(pass --profile to overlay the model).</p>")
