@@ -4,8 +4,8 @@ import json
 import math
 import sys
 
-from .lazy import lazy
 from .units import display_column
+from .lazy import lazy
 
 np = lazy("numpy")
 

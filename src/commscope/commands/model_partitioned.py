@@ -2,11 +2,11 @@
 
 from ..bench.partitioned import default_sizes
 from ..errors import InputError
-from ..lazy import lazy
 from ..models import partitioned as pm
 from ..models.osu import load_osu
 from ..output import dump_json, print_table
 from ..units import parse_size_list
+from ..lazy import lazy
 
 np = lazy("numpy")
 

@@ -9,8 +9,10 @@ pairs); Time_MPI is the time inside wrapped MPI calls, so it needs the timers se
 those threads, so that Time_MPI stays a share of the rank's wall time.
 """
 
-import numpy as np
-import pandas as pd
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 
 def imbalance_percent(loads):

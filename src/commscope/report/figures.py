@@ -6,8 +6,10 @@ import os
 
 from ..lazy import lazy
 
-os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on headless nodes
 plt = lazy("matplotlib.pyplot")  # importing matplotlib costs a second: only when drawing
+
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on headless nodes
 
 LOCALITY_COLORS = {"intra-socket": "tab:blue", "cross-socket": "tab:orange",
                    "inter-node": "tab:green"}

@@ -8,12 +8,15 @@ bytes, messages and time in MPI from the snapshots (after Eberius 2020, Figs.
 
 import html
 
-import numpy as np
 
 from ...output import format_table
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
 from ..figures import figure_html, new_figure
 from . import per_run
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"profile"}
 TITLE = "Application profile (software counters)"
