@@ -30,6 +30,7 @@ from typing import Callable, Optional
 from . import __version__
 from .errors import InputError
 from .paths import atomic_output, require_regular_file, write_text_atomic
+from .schemas import validate
 from .lazy import lazy
 
 pd = lazy("pandas")
@@ -38,24 +39,7 @@ pd = lazy("pandas")
 SCHEMA = "commscope.run"
 SCHEMA_VERSION = 1
 
-#: Fields every meta.json has, with their JSON types.
-REQUIRED_META = {
-    "schema": str,
-    "schema_version": int,
-    "commscope_version": str,
-    "kind": str,
-    "command_line": str,
-    "status": str,            # "running", "complete", "failed" or "interrupted"
-    "start_time": str,        # ISO 8601, UTC
-    "end_time": (str, type(None)),
-    "parameters": dict,
-    "seeds": dict,
-    "hosts": list,
-    "topology": dict,
-    "mpi": dict,              # name, flavor, mpicc, mpiexec, library_version
-    "launch": dict,           # argv, env added, notes (why each flag was set)
-    "placement": list,        # one entry per rank: host, cpu, socket, core, numa
-}
+#: meta.json is described by src/commscope/schemas/run-meta.json (docs/schemas/).
 
 STATUSES = ("running", "complete", "failed", "interrupted")
 
@@ -432,13 +416,7 @@ def validate_meta(meta, source):
     if version != SCHEMA_VERSION:
         raise InputError(source, "schema_version",
                          f"unknown version {version} (this commscope reads version {SCHEMA_VERSION})")
-    for key, typ in REQUIRED_META.items():
-        if key not in meta:
-            raise InputError(source, key, "required field is missing")
-        if not isinstance(meta[key], typ):
-            raise InputError(source, key, f"has the wrong type ({type(meta[key]).__name__})")
-    if meta["status"] not in STATUSES:
-        raise InputError(source, "status", f"unknown status {meta['status']!r}")
+    validate(meta, "run-meta", source)  # every field's type, parameters per kind
 
 
 _WARNED = set()  # one warning per run and state, however often a command opens it

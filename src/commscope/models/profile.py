@@ -21,6 +21,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..paths import require_regular_file, write_text_atomic
 from ..lazy import lazy
+from ..schemas import validate
 
 np = lazy("numpy")
 
@@ -272,9 +273,8 @@ def profile_from_dict(data, source="profile"):
     if version != SCHEMA_VERSION:
         raise InputError(source, "schema_version",
                          f"unsupported schema_version {version!r} (this commscope reads {SCHEMA_VERSION})")
-    rows = _require(data, "parameters", source)
-    if not isinstance(rows, list) or not rows:
-        raise InputError(source, "parameters", "must be a non-empty list")
+    validate(data, "machine-profile", source)  # types of every field (docs/schemas/)
+    rows = data["parameters"]
     params = {}
     for i, row in enumerate(rows):
         pre = f"parameters[{i}]."

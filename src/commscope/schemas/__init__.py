@@ -1,0 +1,68 @@
+"""JSON Schemas of commscope's own files, and the one way to check a document against them.
+
+``run-meta.json`` describes a run directory's ``meta.json`` (with the parameters of
+every benchmark kind), ``machine-profile.json`` a machine profile.  The same files are
+published in docs/schemas/ (tests/test_schemas.py keeps the copies equal).  Every reader
+calls :func:`validate` first, so a wrong type anywhere is one InputError naming the
+file and the field's path instead of a traceback further in.
+"""
+
+import functools
+import json
+from importlib import resources
+
+from ..errors import InputError
+
+SCHEMAS = ("run-meta", "machine-profile")
+
+
+@functools.cache
+def schema(name):
+    """The parsed schema ``name`` (one of :data:`SCHEMAS`)."""
+    return json.loads(resources.files(__name__).joinpath(f"{name}.json").read_text())
+
+
+@functools.cache
+def _validator(name):
+    import jsonschema  # not at import: the CLI's start-up stays fast
+
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+def field_path(parts):
+    """``["placement", 0, "host"]`` -> ``"placement[0].host"``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def validate(document, name, source):
+    """Raise InputError(source, field path, what is wrong) unless ``document`` fits ``name``."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(name).iter_errors(document))
+    if error is None:
+        return document
+    where = field_path(error.absolute_path) or None
+    found = error.instance
+    shown = json.dumps(found)[:60] if not isinstance(found, (dict, list)) else type(found).__name__
+    found = "" if error.validator == "required" else f" (found {shown})"
+    raise InputError(source, where, _plain(error) + found)
+
+
+def _plain(error):
+    """jsonschema's message without the repeated value, e.g. "must be of type integer"."""
+    if error.validator == "type":
+        expected = error.validator_value
+        expected = " or ".join(expected) if isinstance(expected, list) else expected
+        return f"must be of type {expected}"
+    if error.validator in ("enum", "const"):
+        allowed = error.validator_value if error.validator == "enum" else [error.validator_value]
+        return "must be one of " + ", ".join(json.dumps(a) for a in allowed)
+    if error.validator == "required":
+        return error.message.replace(" is a required property", ": required field is missing")
+    if error.validator in ("minimum", "exclusiveMinimum", "maximum"):
+        word = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[error.validator]
+        return f"must be {word} {error.validator_value}"
+    return error.message
