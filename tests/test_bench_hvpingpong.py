@@ -124,7 +124,8 @@ def test_report_section_renders(hvpp_run, tmp_path):
     from commscope.report.build import build_report
     page = build_report([hvpp_run.path], tmp_path / "r.html",
                         profile=bluewaters_profile()).read_text()
-    assert "HighVolumePingPong" in page and page.count("data:image/png") == len(SIZES)
+    figures = page.count("data:image/png") + page.count('<figure class="fig"')
+    assert "HighVolumePingPong" in page and figures == len(SIZES)
     assert "gamma fitted from this run" in page and "cannot show" not in page
 
 

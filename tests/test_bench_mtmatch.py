@@ -143,5 +143,5 @@ def test_bad_options_exit_2_with_a_clear_message(argv, needle, runs_root, capsys
 def test_report_section_renders(stencil_run, tmp_path):
     from commscope.report.build import build_report
     page = build_report([stencil_run.path], tmp_path / "r.html").read_text()
-    assert "Multithreaded message matching" in page and "data:image/png" in page
+    assert "Multithreaded message matching" in page and '<figure class="fig"' in page
     assert "Oversubscribed" in page and "cannot show" not in page

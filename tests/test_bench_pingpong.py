@@ -68,7 +68,8 @@ def test_killed_run_keeps_samples_already_written(runs_root, default_mpi):
     (["--pairs", "0"], "--pairs"),
     (["-m", "64:1"], "-m"),
     (["-m", "lots"], "-m"),
-    (["-i", "0"], "--iters"),
+    (["-i", "0"], "--iterations"),      # the option's name, not the parameter's
+    (["-I", "0"], "--large-iterations"),
     (["-m", "1:2G"], "2 GiB"),
     (["--timeout", "0"], "--timeout"),
     (["--ranks-per-node", "0"], "--ranks-per-node"),

@@ -101,7 +101,7 @@ def test_injected_laggards_are_found(runs_root, tmp_path):
     out = build_report([run.path], tmp_path / "report.html")
     page = out.read_text()
     assert "Thread arrivals" in page and "Recovered vs injected" in page
-    assert page.count("data:image/png;base64") >= 3
+    assert page.count("data:image/png;base64") + page.count('<figure class="fig"') >= 3
 
 
 def test_no_laggards_when_none_injected(runs_root):

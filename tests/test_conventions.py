@@ -151,7 +151,7 @@ def test_the_fit_table_uses_data_units():
     from commscope.profile_fit import profile_table
     for column in profile_table(bluewaters_profile())[0]:
         assert units.column_unit_problem(column, "f") is None or column in (
-            "locality", "protocol", "sizes_bytes", "fit"), column
+            "locality", "protocol", "sizes_bytes", "quality"), column
 
 
 def test_the_convention_is_written_down():

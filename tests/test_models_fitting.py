@@ -1,5 +1,6 @@
 """Fitting (paper 004 parameters): known parameters recovered from seeded synthetic data."""
 
+import json
 import math
 
 import numpy as np
@@ -7,11 +8,13 @@ import pandas as pd
 import pytest
 
 from commscope.errors import InputError
-from commscope.models.fitting import (compare_breakpoints, find_protocol_breakpoints, fit_gamma,
-                                      protocol_switches,
-                                      fit_maxrate, fit_postal, fit_profile)
+from commscope.models.fitting import (MAX_MEDIAN_REL_ERROR, MIN_SIZES_PER_SEGMENT,
+                                      breakpoint_contradictions, compare_breakpoints,
+                                      find_protocol_breakpoints, fit_gamma, fit_maxrate,
+                                      fit_postal, fit_profile, protocol_switches)
 from commscope.models.p2p import hvpingpong_time, node_aware_time
-from commscope.models.profile import bluewaters_profile, load_profile, save_profile
+from commscope.models.profile import (bluewaters_profile, load_profile, profile_from_dict,
+                                      save_profile)
 
 SIZES = 2 ** np.arange(0, 23)          # 1 B .. 4 MiB: times span about four decades
 
@@ -273,3 +276,60 @@ def test_cache_slope_change_is_not_a_protocol_switch():
     prof = fit_profile(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
     assert prof.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
     assert prof.protocol_of(4096, "intra-socket") == "rendezvous"
+
+
+# ------------------------------------------------------------------ fit quality
+
+def _noisy_pingpong(seed=11, max_size=64 << 10, reps=20):
+    """1 B .. 64 KiB on a busy machine: one rendezvous-like regime, half the repetitions
+    delayed by a descheduling of 5-50 us (what `bench pingpong -m 1:64K` showed)."""
+    rng = np.random.default_rng(seed)
+    s = np.repeat(2 ** np.arange(0, int(math.log2(max_size)) + 1), reps).astype(float)
+    t = 3e-7 + s / 8e9
+    t = t + np.where(rng.random(s.size) < 0.5, rng.uniform(5e-6, 5e-5, s.size), 0.0)
+    return pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"})
+
+
+def test_noisy_fit_is_flagged_and_every_segment_is_finite_and_wide_enough():
+    prof = fit_profile(_noisy_pingpong(), mpi_eager_limits={"btl_sm_eager_limit": 4096})
+    for (proto, loc), p in prof.params.items():
+        assert p.beta_s_per_byte > 0 and math.isfinite(p.Rb_Bps), proto  # no infinite bandwidth
+        assert len(p.fit.rel_error_by_size) >= MIN_SIZES_PER_SEGMENT, proto
+        lo, hi = p.fit.ci95["alpha_s"]
+        assert lo <= p.alpha_s <= hi or math.isclose(p.alpha_s, lo) or math.isclose(p.alpha_s, hi)
+        assert p.fit.ci95["Rb_Bps"][0] <= p.Rb_Bps <= p.fit.ci95["Rb_Bps"][1]
+    flagged = [p for p in prof.params.values() if p.fit.flags]
+    assert flagged, "a fit with errors of tens of percent must be flagged"
+    assert all(p.fit.median_rel_error > MAX_MEDIAN_REL_ERROR for p in flagged)
+    assert any("fit flagged" in w for w in prof.machine["warnings"])
+    # the flags survive the profile file and show in the printed table
+    again = profile_from_dict(json.loads(json.dumps(prof.to_dict())), "p.json")
+    assert [p.fit.flags for p in again.params.values()] == [p.fit.flags for p in prof.params.values()]
+    from commscope.profile_fit import profile_table
+    assert any(r["quality"].startswith("FLAGGED") for r in profile_table(prof))
+
+
+def test_clean_fit_is_not_flagged_and_its_intervals_are_tight():
+    prof = fit_profile(pingpong(2, noise=0.01, pairs=(1,)))
+    for p in prof.params.values():
+        assert p.fit.flags == []
+        lo, hi = p.fit.ci95["alpha_s"]
+        assert hi - lo < 0.2 * p.alpha_s + 1e-9
+
+
+def test_gamma_and_r_n_get_bootstrap_intervals():
+    prof = fit_profile(pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9))
+    lo, hi = prof.machine["gamma_ci95_s"]
+    assert lo <= prof.gamma_s <= hi and hi < 2 * prof.gamma_s
+    rn = prof.params[("rendezvous", "inter-node")]
+    assert rn.R_N_Bps == pytest.approx(6.6e9, rel=0.1)
+    assert rn.fit.ci95["R_N_Bps"][0] <= rn.R_N_Bps <= rn.fit.ci95["R_N_Bps"][1]
+
+
+def test_a_breakpoint_no_mpi_t_limit_explains_is_said():
+    prof = bluewaters_profile()
+    prof.mpi_eager_limits = {"btl_sm_eager_limit": 4096}
+    said = breakpoint_contradictions(prof)
+    assert said and all("MPI_T" in s for s in said)   # 499 and 7999 B: no 4096 nearby...
+    prof.mpi_eager_limits = {"a": 512, "b": 8192}
+    assert breakpoint_contradictions(prof) == []       # ...but 512 and 8192 explain them

@@ -30,7 +30,9 @@ def test_study_writes_runs_profile_and_report(study, capsys):
     # The eager limits the MPI reported via MPI_T travel into the profile.
     assert any("eager" in k for k in profile.mpi_eager_limits)
     html = (study / "report.html").read_text()
-    assert html.count("<img") >= 9                     # every section's figures, inline
+    figures = html.count("<img") + html.count('<figure class="fig"')
+    assert figures >= 9                                # every section's figures, inline
+    assert html.count("<svg") >= 1                     # line plots as SVG: zoomable, searchable
     for heading in ("Machine profile", "Point-to-point", "HighVolumePingPong",
                     "Multithreaded message matching", "Partitioned communication",
                     "Thread arrivals", "Runtime variability", "Application profile",

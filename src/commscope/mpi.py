@@ -56,6 +56,18 @@ def _flavor_of(mpicc):
     return "unknown"
 
 
+def _is_mpi_wrapper(path):
+    """Does ``path`` answer like an MPI compiler wrapper (MPICH -show, Open MPI --showme)?"""
+    for flag in ("-show", "--showme"):
+        try:
+            res = subprocess.run([str(path), flag], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if res.returncode == 0 and "mpi" in res.stdout.lower():
+            return True
+    return False
+
+
 def _mpich_prefix():
     return project_root() / ".mpi" / "mpich"
 
@@ -92,8 +104,11 @@ def select_mpi(spec=None, install=True):
         return MPIInstall("mpich", str(bindir / "mpicc"), str(bindir / "mpiexec"), "mpich")
     path = Path(spec)
     if path.name.startswith("mpicc") or path.exists():
-        if not path.exists() or not os.access(path, os.X_OK):
+        if not path.exists() or not os.access(path, os.X_OK) or path.is_dir():
             raise InputError("--mpi", spec, "not an executable mpicc")
+        if not _is_mpi_wrapper(path):  # checked here, not after a failed build (exit 3)
+            raise InputError("--mpi", spec, "not an mpicc: it does not print an MPI compile "
+                                            "line for -show or --showme")
         mpiexec = path.parent / "mpiexec"
         if not mpiexec.exists():
             found = shutil.which("mpiexec")

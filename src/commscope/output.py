@@ -34,6 +34,8 @@ def dump_json(obj, stream=None):
 
 
 def format_value(v):
+    if isinstance(v, tuple):  # an interval (low, high)
+        return "..".join(format_value(x) for x in v)
     if isinstance(v, (float, np.floating)):
         v = float(v)
         if math.isnan(v):

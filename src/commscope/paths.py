@@ -82,6 +82,35 @@ def require_regular_file(path):
     return path
 
 
+def prepare_output(path, option="-o"):
+    """Check where a command will write ``path``; returns it as a Path.
+
+    The parent must be an existing directory. A missing parent is created only inside
+    the current directory (and said on stderr); elsewhere (``/nonexistent/dir``) it is
+    an error, so a typo never creates directories at the filesystem root.
+    """
+    from .errors import InputError
+
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    for above in [parent, *parent.parents]:
+        if above.exists() and not above.is_dir():
+            raise InputError(option, None, f"{above} (a parent of {path}) is a file, "
+                                           "not a directory")
+    if path.is_dir():
+        raise InputError(option, None, f"{path} is a directory; give a file name")
+    if not parent.exists():
+        here = Path.cwd().resolve()
+        if here not in parent.resolve().parents and parent.resolve() != here:
+            raise InputError(option, None, f"the directory {parent} does not exist "
+                                           "(only directories inside the current one are "
+                                           "created)")
+        parent.mkdir(parents=True)
+        import sys
+        print(f"commscope: created directory {parent}", file=sys.stderr)
+    return path
+
+
 def project_root():
     """The checkout holding native/ (the package is installed editable from it)."""
     env = os.environ.get("COMMSCOPE_HOME")

@@ -70,7 +70,7 @@ def fit_runs(paths, hops=None):
     if contention:
         profile = _with_delta(profile, contention, hops)
     if warnings:
-        profile.machine["warnings"] = warnings
+        profile.machine["warnings"] = profile.machine.get("warnings", []) + warnings
     return profile
 
 
@@ -140,6 +140,12 @@ def profile_table(profile):
                 "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
                 "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
                 "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
+                # 95 % bootstrap intervals over the kept repetitions (models/fitting.py)
+                "alpha_ci95_s": p.fit.ci95.get("alpha_s", "-") if p.fit else "-",
+                "bandwidth_ci95_Bps": p.fit.ci95.get("Rb_Bps", "-") if p.fit else "-",
+                "R_N_ci95_Bps": p.fit.ci95.get("R_N_Bps", "-") if p.fit else "-",
+                "quality": ("FLAGGED: " + "; ".join(p.fit.flags)) if p.fit and p.fit.flags
+                           else "ok" if p.fit else "-",
             })
     return rows
 

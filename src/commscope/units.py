@@ -111,6 +111,8 @@ def column_unit_problem(name, dtype_kind):
 def display_column(name, value):
     """(printed name, printed value): bandwidth in MB/s, everything else as stored."""
     if name.endswith("_Bps"):
+        if isinstance(value, tuple):  # an interval
+            return name[:-len("_Bps")] + "_MBps", tuple(display_column(name, v)[1] for v in value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = value / 1e6
         elif hasattr(value, "dtype") and value.dtype.kind in "iuf":

@@ -1,11 +1,10 @@
 """commscope fit"""
 
-from pathlib import Path
-
 from ..errors import InputError
 from ..models.fitting import compare_breakpoints
 from ..models.profile import save_profile
 from ..output import dump_json, print_table
+from ..paths import prepare_output
 from ..profile_fit import fit_runs, profile_table
 
 
@@ -33,7 +32,7 @@ def register(registry):
 
 
 def _run(args):
-    out = Path(args.output)
+    out = prepare_output(args.output)
     if out.exists() and not args.overwrite:
         raise InputError(out, None, "exists; not overwriting (use --overwrite or another -o)")
     if args.hops is not None and not args.hops > 0:
@@ -53,7 +52,9 @@ def _run(args):
         print(f"{loc}: slower per byte above {', '.join(map(str, sizes))} bytes without a "
               "protocol change (caches or memory bandwidth): not modelled")
     if profile.gamma_s is not None:
-        print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s")
+        ci = profile.machine.get("gamma_ci95_s")
+        print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s"
+              + (f" (95 % bootstrap interval {ci[0]:.3e} .. {ci[1]:.3e} s)" if ci else ""))
     if profile.delta_s_per_byte is not None:
         print(f"delta (contention per byte on a link) = {profile.delta_s_per_byte:.3e} s")
     for warning in profile.machine.get("warnings", []):

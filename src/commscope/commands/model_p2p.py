@@ -1,7 +1,6 @@
 """``commscope model p2p`` and ``commscope model pattern``: node-aware point-to-point models (Bienz et al. 2018)."""
 
 import sys
-from pathlib import Path
 
 from ..errors import InputError
 from ..units import SIZE_HELP, parse_size_list
@@ -9,6 +8,7 @@ from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
                           predict_pattern)
 from ..models.profile import LOCALITIES, load_profile
 from ..output import dump_json, print_table
+from ..paths import prepare_output
 
 P2P_DESCRIPTION = """\
 Time of one message under the node-aware max-rate model (Bienz, Gropp, Olson 2018):
@@ -88,7 +88,7 @@ def run_pattern(args):
     profile = load_profile(args.profile)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
-    if args.plot and Path(args.plot).exists():
+    if args.plot and prepare_output(args.plot, "--plot").exists():
         raise InputError(args.plot, None, "exists; not overwriting it")
     result = predict_pattern(profile, load_messages(args.messages), ppn=args.ppn,
                              hops=args.hops, queue_search=args.queue)

@@ -1,9 +1,7 @@
 """commscope slurm"""
 
-from pathlib import Path
-
 from ..errors import InputError
-from ..paths import write_text_atomic
+from ..paths import prepare_output, write_text_atomic
 from ..slurm import batch_script
 
 
@@ -43,7 +41,7 @@ def _run(args):
     if args.output == "-":
         print(text, end="")
         return 0
-    out = Path(args.output)
+    out = prepare_output(args.output)
     if out.exists():
         raise InputError(out, None, "exists; not overwriting it")
     write_text_atomic(out, text)

@@ -135,14 +135,15 @@ def _agreement_line(report):
 
 
 def _gev(args):
-    report = gev_report(read_column(args.file, args.column), args.draws, source=args.file,
+    column = pick_column(read_table(args.file), args.file, args.column, SAMPLE_COLUMNS)
+    report = gev_report(read_column(args.file, column), args.draws, source=args.file,
                         gumbel_tol=args.gumbel_tol)
     if args.json:
         dump_json(report)
         return 0
     shown = [{k: ("-" if v is None else v) for k, v in f.items() if k != "problem"}
              for f in report["fits"]]
-    print_table(shown, title=f"GEV fits of {args.file}:{args.column} "
+    print_table(shown, title=f"GEV fits of {args.file}:{column} "
                 f"(n = {report['n_samples']}; shape k = scipy c)")
     for f in report["fits"]:
         if f["problem"]:

@@ -373,6 +373,106 @@ def fit_gamma(df, search="upper", source="samples"):
     return GammaFit(gamma, search, int(keep.sum()), float(np.median(rel)))
 
 
+# ------------------------------------------------------------------ fit quality
+
+#: A protocol segment needs this many distinct sizes: with fewer, alpha and beta of a
+#: relative fit follow the noise (a busy machine gave "short <= 8 B" with beta = 0).
+MIN_SIZES_PER_SEGMENT = 4
+#: A fit whose median relative error exceeds this is flagged in the table, the profile
+#: and the report.
+MAX_MEDIAN_REL_ERROR = 0.10
+#: Bootstrap replicas for the confidence intervals (repetitions resampled per size).
+BOOTSTRAP_REPLICAS = 200
+#: Fewer for R_N and gamma, whose every replica is a whole multi-pair or HVPP fit.
+SLOW_REPLICAS = 50
+CI_LEVEL = 0.95
+
+
+def _interval(values):
+    """Percentile interval of bootstrap replicas (inf-safe), as (lo, hi)."""
+    v = np.asarray(values, dtype=float)
+    tail = (1 - CI_LEVEL) / 2 * 100  # no interpolation: an infinite bandwidth stays inf, not nan
+    return (float(np.percentile(v, tail, method="lower")),
+            float(np.percentile(v, 100 - tail, method="higher")))
+
+
+def bootstrap_ci(frame, statistic, replicas=BOOTSTRAP_REPLICAS, by="size_bytes", seed=0):
+    """{name: (lo, hi)}: ``statistic(frame) -> {name: value}`` over resampled repetitions.
+
+    The kept repetitions are resampled with replacement inside each size (or cell of
+    ``by``), so every size keeps its weight; seeded, so a fit is reproducible.
+    """
+    rng = np.random.default_rng(seed)
+    groups = list(frame.groupby(by, sort=False).indices.values())
+    draws = []
+    for _ in range(int(replicas)):
+        picks = np.concatenate([idx[rng.integers(0, idx.size, idx.size)] for idx in groups])
+        draws.append(statistic(frame.iloc[picks]))
+    return {name: _interval([d[name] for d in draws]) for name in draws[0]}
+
+
+def _postal_statistic(frame):
+    alpha, beta = _relative_lsq(frame["size_bytes"].to_numpy(float), frame["time_s"].to_numpy(float))
+    return {"alpha_s": alpha, "Rb_Bps": math.inf if beta == 0 else 1.0 / beta}
+
+
+def quality_flags(fit):
+    """Why a postal fit should not be trusted (empty when it can be)."""
+    flags = []
+    if fit.median_rel_error > MAX_MEDIAN_REL_ERROR:
+        flags.append(f"median relative error {fit.median_rel_error:.0%} > "
+                     f"{MAX_MEDIAN_REL_ERROR:.0%}")
+    if not fit.beta_s_per_byte > 0:
+        flags.append("bandwidth not measurable here (beta = 0: infinite bandwidth)")
+    if len(fit.rel_error_by_size) < MIN_SIZES_PER_SEGMENT:
+        flags.append(f"only {len(fit.rel_error_by_size)} sizes (< {MIN_SIZES_PER_SEGMENT})")
+    return flags
+
+
+def _usable_segments(single, segments, source):
+    """Merge protocol segments without enough sizes or a finite bandwidth into a neighbour."""
+    segments = list(segments)
+    while len(segments) > 1:
+        bad = None
+        for i, (lo, hi) in enumerate(segments):
+            seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
+            fit = fit_postal(seg["size_bytes"], seg["time_s"], source) \
+                if seg["size_bytes"].nunique() >= 2 else None
+            if fit is None or seg["size_bytes"].nunique() < MIN_SIZES_PER_SEGMENT \
+                    or not fit.beta_s_per_byte > 0:
+                bad = i
+                break
+        if bad is None:
+            break
+        j = bad + 1 if bad + 1 < len(segments) else bad - 1  # merge upwards, the last down
+        lo, hi = min(segments[bad][0], segments[j][0]), max(segments[bad][1], segments[j][1])
+        segments[min(bad, j)] = (lo, hi)
+        del segments[max(bad, j)]
+    return segments
+
+
+def breakpoint_contradictions(profile):
+    """Sentences for found protocol switches that no MPI_T eager limit explains.
+
+    A switch found between sizes b (largest of the lower protocol) and the next
+    measured size is explained by an MPI_T limit L with b/2 < L <= 4 b (limits may
+    count a header, and sizes are measured in powers of two).
+    """
+    limits = {k: v for k, v in profile.mpi_eager_limits.items() if v and v > 0}
+    if not limits:
+        return []
+    out = []
+    for loc, bp in sorted(profile.breakpoints.items()):
+        for name, b in (("short", bp.short_max_bytes), ("eager", bp.eager_max_bytes)):
+            if b is None or any(b / 2 < v <= 4 * max(b, 1) for v in limits.values()):
+                continue
+            shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items(), key=lambda kv: kv[1]))
+            out.append(f"{loc}: the switch after {name} <= {b} B matches no eager limit the MPI "
+                       f"reports through MPI_T ({shown}); it may be noise or a cache effect, "
+                       "not a protocol")
+    return out
+
+
 # ------------------------------------------------------------------ whole profile
 
 def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
@@ -403,29 +503,50 @@ def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samp
         single = sub[sub["pairs"] == 1]
         if single.empty:
             raise InputError(source, "pairs", f"{loc}: need samples with pairs == 1")
+        # regimes may be short (a cache knee near the largest size); protocols may not
         search, continuous = protocol_switches(single["size_bytes"], single["time_s"],
                                                source=f"{source} ({loc})")
         if continuous:
             regime_changes[loc] = list(continuous)
-        names = PROTOCOLS[-len(search.segments):]
-        for proto, (lo, hi) in zip(names, search.segments):
+        segments = _usable_segments(single, search.segments, f"{source} ({loc})")
+        names = PROTOCOLS[-len(segments):]
+        for proto, (lo, hi) in zip(names, segments):
             seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
             fit = fit_postal(seg["size_bytes"], seg["time_s"], f"{source} ({loc}, {proto})")
-            params[(proto, loc)] = ProtocolParams(fit.alpha_s, fit.beta_s_per_byte, math.inf, fit.quality())
-        bps = list(search.breakpoints)
+            quality = fit.quality()
+            quality.ci95 = bootstrap_ci(seg[["size_bytes", "time_s"]], _postal_statistic)
+            quality.flags = quality_flags(fit)
+            params[(proto, loc)] = ProtocolParams(fit.alpha_s, fit.beta_s_per_byte, math.inf, quality)
+        bps = [hi for lo, hi in segments[:-1]]
         breakpoints[loc] = Breakpoints(short_max_bytes=bps[0] if len(bps) == 2 else None,
                                        eager_max_bytes=bps[-1] if bps else None)
         if (sub["pairs"] > 1).any():
-            mr = fit_maxrate(sub, min_size_bytes=search.segments[-1][0], source=f"{source} ({loc})")
-            params[("rendezvous", loc)].R_N_Bps = mr.R_N_Bps
+            def r_n(frame, lo=segments[-1][0], loc=loc):
+                return {"R_N_Bps": fit_maxrate(frame, min_size_bytes=lo,
+                                               source=f"{source} ({loc})").R_N_Bps}
+            rendezvous = params[("rendezvous", loc)]
+            rendezvous.R_N_Bps = r_n(sub)["R_N_Bps"]
+            if math.isfinite(rendezvous.R_N_Bps):
+                rendezvous.fit.ci95.update(bootstrap_ci(sub, r_n, replicas=SLOW_REPLICAS,
+                                                        by=["pairs", "size_bytes"]))
     profile = MachineProfile(
         params=params, breakpoints=breakpoints,
         mpi_eager_limits=dict(mpi_eager_limits or {}),
         gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
     )
+    if hvpp is not None:
+        cells = hvpp.reset_index(drop=True)
+        profile.machine["gamma_ci95_s"] = list(bootstrap_ci(
+            cells, lambda f: {"gamma_s": fit_gamma(f, source="hvpp samples").gamma_s},
+            replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
     if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
         profile.machine["regime_changes_bytes"] = regime_changes
+    warnings = breakpoint_contradictions(profile) + [
+        f"{loc}, {proto}: fit flagged: {'; '.join(p.fit.flags)}"
+        for (proto, loc), p in sorted(params.items()) if p.fit and p.fit.flags]
+    if warnings:
+        profile.machine["warnings"] = profile.machine.get("warnings", []) + warnings
     return check_profile(profile, source)
 
 

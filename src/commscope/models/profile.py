@@ -93,6 +93,10 @@ class FitQuality:
     median_rel_error: float
     # size_bytes -> signed relative error (model - median measured) / median measured
     rel_error_by_size: dict = field(default_factory=dict)
+    # parameter (alpha_s, Rb_Bps, R_N_Bps) -> (low, high) 95 % bootstrap interval
+    ci95: dict = field(default_factory=dict)
+    # why the fit should not be trusted (empty: it can be)
+    flags: list = field(default_factory=list)
 
     def to_dict(self):
         return {
@@ -101,6 +105,8 @@ class FitQuality:
             "median_rel_error": float(self.median_rel_error),
             "rel_error_by_size": {str(int(k)): float(v)
                                   for k, v in sorted(self.rel_error_by_size.items())},
+            "ci95": {k: [_num_out(lo), _num_out(hi)] for k, (lo, hi) in sorted(self.ci95.items())},
+            "flags": list(self.flags),
         }
 
 
@@ -141,6 +147,7 @@ class MachineProfile:
     gamma_s: float | None = None
     delta_s_per_byte: float | None = None
     machine: dict = field(default_factory=dict)
+    source: str = field(default="profile", compare=False)  # the file, for messages
 
     @property
     def localities(self):
@@ -173,8 +180,10 @@ class MachineProfile:
         """Parameters for (protocol, locality); InputError if the profile lacks them."""
         key = (canonical_protocol(protocol), canonical_locality(locality))
         if key not in self.params:
-            raise InputError("profile", f"{key[0]}/{key[1]}",
-                             "the machine profile has no parameters for this protocol and locality")
+            raise InputError(self.source, f"{key[0]}/{key[1]}",
+                             "no parameters for this protocol and locality; the profile has "
+                             + (", ".join(f"{p}/{loc}" for p, loc in sorted(self.params))
+                                or "none"))
         return self.params[key]
 
     def to_dict(self):
@@ -293,6 +302,9 @@ def profile_from_dict(data, source="profile"):
                                          source, pre + "fit.median_rel_error"),
                 rel_error_by_size={_size(k, source, pre + "fit.rel_error_by_size"): float(v)
                                    for k, v in (f.get("rel_error_by_size") or {}).items()},
+                ci95={k: tuple(_number(x, source, f"{pre}fit.ci95.{k}", allow_inf=True)
+                               for x in v) for k, v in (f.get("ci95") or {}).items()},
+                flags=list(f.get("flags") or []),
             )
         params[(proto, loc)] = ProtocolParams(
             alpha_s=_number(_require(row, "alpha_s", source, pre), source, pre + "alpha_s"),
@@ -377,6 +389,7 @@ def _load_csv(path, breakpoints):
         breakpoints={loc: Breakpoints(bps.get("short_max_bytes"), bps.get("eager_max_bytes"))
                      for loc in locs},
         machine={"source": str(path)},
+        source=str(path),
     )
     return check_profile(profile, path)
 
@@ -404,7 +417,9 @@ def load_profile(path, breakpoints=None):
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, None, f"not valid JSON (truncated?): {exc}") from None
-    return profile_from_dict(data, source=path)
+    profile = profile_from_dict(data, source=path)
+    profile.source = str(path)
+    return profile
 
 
 def save_profile(profile, path, overwrite=False):

@@ -9,7 +9,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 
 from .. import __version__
 from ..errors import InputError
-from ..paths import write_text_atomic
+from ..paths import prepare_output, write_text_atomic
 from ..runs import open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
@@ -54,7 +54,7 @@ def host_warnings(runs):
 
 def build_report(run_paths, out_path, profile=None, overwrite=False):
     """Write one static HTML report for the given runs; returns its path."""
-    out_path = Path(out_path)
+    out_path = prepare_output(out_path)  # checked before the work, not after
     if out_path.exists() and not overwrite:
         raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
                                          "or pass --overwrite)")
@@ -74,5 +74,4 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
         profile=profile, esc=html.escape, host_warnings=host_warnings(runs),
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
-    out_path.parent.mkdir(parents=True, exist_ok=True)
     return write_text_atomic(out_path, page)

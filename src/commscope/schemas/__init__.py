@@ -44,7 +44,10 @@ def validate(document, name, source):
     error = best_match(_validator(name).iter_errors(document))
     if error is None:
         return document
-    where = field_path(error.absolute_path) or None
+    parts = list(error.absolute_path)
+    if error.validator == "required":  # name the missing field itself
+        parts.append(error.message.split("'")[1])
+    where = field_path(parts) or None
     found = error.instance
     shown = json.dumps(found)[:60] if not isinstance(found, (dict, list)) else type(found).__name__
     found = "" if error.validator == "required" else f" (found {shown})"
@@ -61,7 +64,7 @@ def _plain(error):
         allowed = error.validator_value if error.validator == "enum" else [error.validator_value]
         return "must be one of " + ", ".join(json.dumps(a) for a in allowed)
     if error.validator == "required":
-        return error.message.replace(" is a required property", ": required field is missing")
+        return "required field is missing"
     if error.validator in ("minimum", "exclusiveMinimum", "maximum"):
         word = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<="}[error.validator]
         return f"must be {word} {error.validator_value}"

@@ -41,7 +41,7 @@ def _function_table(run, functions):
             + html.escape(format_table(per, title="per MPI function")) + "</pre>")
 
 
-def _size_histogram(bins):
+def _size_histogram(bins, name):
     if bins is None or bins.empty:
         return ""
     per = bins.groupby(["function", "bin"])["count"].sum().reset_index()
@@ -61,7 +61,7 @@ def _size_histogram(bins):
     ax.set_ylim(bottom=0.5)  # bars start below one count, so every bar is visible
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title("message sizes per function, all ranks")
-    return figure_html(fig, "histogram of message sizes per MPI function")
+    return figure_html(fig, f"histogram of message sizes per MPI function, {name}")
 
 
 def _size_label(n):
@@ -71,7 +71,7 @@ def _size_label(n):
     return str(n)
 
 
-def _matrix(peers, nranks):
+def _matrix(peers, nranks, name):
     if peers is None or peers.empty:
         return ""
     m = np.zeros((nranks, nranks))
@@ -85,10 +85,10 @@ def _matrix(peers, nranks):
     ax.set_xlabel("destination rank")
     ax.set_ylabel("source rank")
     ax.set_title("point-to-point bytes, rank x rank")
-    return figure_html(fig, "rank by rank matrix of point-to-point bytes sent")
+    return figure_html(fig, f"rank by rank matrix of point-to-point bytes sent, {name}")
 
 
-def _heatmaps(snaps):
+def _heatmaps(snaps, name):
     if snaps is None or len(snaps) < 2:
         return ""
     s = snaps.sort_values(["rank", "seq"]).copy()
@@ -115,7 +115,7 @@ def _heatmaps(snaps):
         ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
     fig.suptitle("rank x time, from the snapshots")
     fig.tight_layout()
-    return figure_html(fig, "rank by time heatmaps of bytes, messages and time in MPI")
+    return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}")
 
 
 def _imbalance(run):
@@ -162,8 +162,9 @@ def _render_run(run):
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     return (head + "".join(problems) + _function_table(run, t["functions"])
-            + _size_histogram(t["size_bins"]) + _matrix(t["peers"], nranks)
-            + _heatmaps(t["snapshots"]) + _imbalance(run))
+            + _size_histogram(t["size_bins"], run.path.name)
+            + _matrix(t["peers"], nranks, run.path.name)
+            + _heatmaps(t["snapshots"], run.path.name) + _imbalance(run))
 
 
 def render(runs, context):

@@ -17,6 +17,7 @@ from ...bench.hvpingpong import model_table
 from ...errors import InputError
 from ...output import format_table, format_value
 from ..figures import figure_html, new_figure
+from ..gaps import model_gap_note
 from . import per_run
 from ...lazy import lazy
 
@@ -79,7 +80,8 @@ def _render_run(run, profile, profile_note):
         "sizes " + ", ".join(map(str, p.get("sizes") or []))
     parts = [f"<h3>{html.escape(run.path.name)}</h3>",
              f"<p>{p['pairs']} pair(s), {html.escape(p.get('layout', ''))}; "
-             f"{html.escape(sizes)} bytes; {p['iters']} repetitions per cell after {p['warmup']} "
+             f"{html.escape(sizes)} bytes; {p.get('iters', '?')} repetitions per cell after "
+             f"{p.get('warmup', '?')} "
              f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
              + (f"gamma fitted from this run (upper bound, eq. 3): {gamma:.3g} s per element. "
                 if gamma is not None else "")
@@ -95,6 +97,15 @@ def _render_run(run, profile, profile_note):
         label = f"{size} B messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
         parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}"))
+        for order in ("ordered", "reversed"):
+            rows = sub[sub["order"] == order].to_dict("records")
+            queue = order == "reversed" and sub["model_s"].notna().any()
+            note = model_gap_note(rows, "median_s", "model_s" if queue else "maxrate_s",
+                                  lambda r, o=order: f"n = {r['n_messages']}, {o}",
+                                  "max-rate model with queue search" if queue
+                                  else "max-rate model alone")
+            if note:
+                parts.append(f"<p class='note'>{html.escape(note)}</p>")
     top = tab[tab["n_messages"] == tab["n_messages"].max()]
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]

@@ -70,7 +70,7 @@ def _render_run(run):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle("search depth and queue drain (open markers: oversubscribed)")
-    img = figure_html(fig, "search depth and drain time against threads")
+    img = figure_html(fig, f"search depth and drain time against threads, {run.path.name}")
     note = ("Oversubscribed (threads x ranks on a node > cores): "
             + ", ".join(f"{o['threads_recv']} receiving / {o['threads_send']} sending threads"
                         for o in over) + ". ") if over else "No configuration was oversubscribed. "

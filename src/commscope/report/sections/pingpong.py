@@ -5,6 +5,7 @@ import html
 from ...models.p2p import maxrate_time
 from ...output import format_value
 from ..figures import figure_html, new_figure
+from ..gaps import model_gap_note
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -56,16 +57,17 @@ def render(runs, context):
     parts = [f"<p>Median one-way time per size (bars: 10th-90th percentile of every repetition) "
              f"against the node-aware max-rate model (Bienz et al. 2018, eq. 2, postal when ppn = 1), "
              f"parameters {html.escape(where)}. Colours mark the protocol each size falls in "
-             f"by the fitted breakpoints; the right panels show the residuals "
-             f"(model - measured) / measured.</p>"]
+             f"by the fitted breakpoints; the middle panels show the residuals "
+             f"(model - measured) / measured, the right ones the same data as bandwidth, "
+             f"size / median time in MB/s (10<sup>6</sup> B/s), as osu_bw shows it.</p>"]
     rows = []
     for (loc, ppn), sub in med.groupby(["locality", "pairs"]):
         if (profile.breakpoints.get(loc) is None) and not any(k[1] == loc for k in profile.params):
             continue
         sizes = sub["size_bytes"].to_numpy()
         model, protos = model_times(profile, loc, sizes, ppn)
-        fig, ax = new_figure(ncols=2, width=5.6)
-        a, b = ax[0]
+        fig, ax = new_figure(ncols=3, width=4.6)
+        a, b, c = ax[0]
         for proto, marker in PROTOCOL_MARKERS.items():
             m = protos == proto
             if not m.any():
@@ -79,13 +81,25 @@ def render(runs, context):
             a.plot(x, model[m], "-", lw=1.5, color=color, alpha=0.7, label=f"model, {proto}")
             rel = (model[m] - sub["median_s"].to_numpy()[m]) / sub["median_s"].to_numpy()[m]
             b.plot(x, rel, marker, ms=4, color=color, label=proto)
+            # the osu_bw view: bytes / one-way time, where the bandwidth limits show
+            c.plot(x, sizes[m] / sub["median_s"].to_numpy()[m] / 1e6, marker, ms=4, color=color,
+                   label=f"measured, {proto}")
+            c.plot(x, sizes[m] / model[m] / 1e6, "-", lw=1.5, color=color, alpha=0.7)
         a.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="time (s)",
               title=f"{loc}, {ppn} pair(s)")
         a.legend(fontsize=7)
         b.axhline(0, color="k", lw=0.8)
         b.set(xscale="log", xlabel="message size (bytes)", ylabel="(model - measured) / measured",
               title="residuals")
-        parts.append(figure_html(fig, f"ping-pong {loc} ppn {ppn}"))
+        c.set(xscale="log", yscale="log", xlabel="message size (bytes)",
+              ylabel="size / one-way time (MB/s)", title="bandwidth view")
+        parts.append(figure_html(fig, f"ping-pong {loc}, {ppn} pair(s): measured vs modelled "
+                                      "time and residuals"))
+        note = model_gap_note([{"size": s, "measured_s": t, "model_s": mdl} for s, t, mdl
+                               in zip(sizes, sub["median_s"], model)], "measured_s", "model_s",
+                              lambda r: f"{r['size']} B", f"model ({loc}, {ppn} pair(s))")
+        if note:
+            parts.append(f"<p class='note'>{html.escape(note)}</p>")
         for s, t, mdl, proto in zip(sizes, sub["median_s"], model, protos):
             rows.append((loc, ppn, s, proto, t, mdl, (mdl - t) / t))
     parts.append(_table(rows))

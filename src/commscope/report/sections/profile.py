@@ -4,6 +4,7 @@ import html
 
 from ...models.fitting import compare_breakpoints
 from ...output import format_value
+from ...units import display_column
 
 KINDS = {"pingpong"}
 TITLE = "Machine profile"
@@ -14,11 +15,16 @@ def render(runs, context):
     from ...profile_fit import fit_runs, profile_table
     profile = context.get("profile") or fit_runs([r.path for r in runs])
     context["profile"] = profile  # later sections model with the same parameters
-    rows = profile_table(profile)
-    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in rows[0]) + "</tr>"]
+    rows = profile_table(profile)  # shown as `commscope fit` prints it: bandwidth in MB/s
+    out = ["<table><tr>" + "".join(f"<th>{display_column(h, None)[0]}</th>" for h in rows[0])
+           + "</tr>"]
     for r in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(v))}</td>" for v in r.values()) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(display_column(k, v)[1]))}</td>"
+                                    for k, v in r.items()) + "</tr>")
     out.append("</table>")
+    if profile.machine.get("gamma_ci95_s"):
+        lo, hi = profile.machine["gamma_ci95_s"]
+        out.append(f"<p>gamma 95 % bootstrap interval: {format_value(lo)} .. {format_value(hi)} s.</p>")
     bp = compare_breakpoints(profile)[["locality", "short_max_bytes", "eager_max_bytes"]]
     out.append("<p>Protocol breakpoints found in the data (largest size of each protocol): "
                + "; ".join(f"{r.locality}: short &le; {r.short_max_bytes}, eager &le; {r.eager_max_bytes}"
