@@ -68,7 +68,7 @@ def test_summary_and_ratio_from_medians():
 
 
 def test_cli_json(tmp_path, capsys, default_mpi):
-    code = cli.main(["bench", "multirate", "--threads", "2", "--modes", "shared", "-w", "16",
+    code = cli.main(["bench", "multirate", "--threads", "2", "--modes", "shared", "--window", "16",
                      "-i", "4", "-x", "1", "--reps", "1", "--json", "--runs", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -78,7 +78,7 @@ def test_cli_json(tmp_path, capsys, default_mpi):
 
 @pytest.mark.parametrize("argv, field", [
     (["--threads", "0"], "--threads"), (["--threads", "2,x"], "--threads"),
-    (["--modes", "shared,bogus"], "--modes"), (["-w", "0"], "--window"),
+    (["--modes", "shared,bogus"], "--modes"), (["--window", "0"], "--window"),
     (["--reps", "0"], "--reps")])
 def test_bad_input_exit_2_and_nothing_written(tmp_path, capsys, argv, field):
     code = cli.main(["bench", "multirate", "--runs", str(tmp_path / "runs"), *argv])

@@ -32,7 +32,7 @@ def tool(default_mpi):
 
 def _events(rows):
     """Structured events from (t_ns, instance, codeptr, event, kind, thread, team) tuples."""
-    return np.array(rows, dtype=ompt.EVENT)
+    return np.array(rows, dtype=np.dtype(ompt.EVENT_FIELDS))
 
 
 def test_segments_cut_at_every_barrier():

@@ -14,12 +14,15 @@ the thesis's comparison: rate per thread with a shared communicator over the rat
 with one communicator per thread, paired by repetition, at each thread count.
 """
 
-import pandas as pd
 
 from ..errors import InputError
 from ..launch import available_cores
 from ..runs import register_table
 from .driver import run_benchmark
+from ..lazy import lazy
+
+pd = lazy("pandas")
+
 
 MODES = ("shared", "per-thread")
 MAX_THREADS = 64

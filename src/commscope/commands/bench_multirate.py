@@ -8,9 +8,9 @@ from .common_options import add_launch_options, launch_kwargs
 
 EXAMPLES = """\
 examples:
-  commscope bench multirate                            # 1, 2, 4 threads; both modes; 001's sizes
+  commscope bench multirate                            # 1, 2, 4 threads; both modes; sizes of Eberius 2020
   commscope bench multirate --threads 2,4 --reps 10    # more repetitions
-  commscope bench multirate --modes shared -w 64 -i 20 # one mode, smaller windows
+  commscope bench multirate --modes shared --window 64 -i 20 # one mode, smaller windows
   commscope bench multirate --json                     # summary and ratios as JSON
 
 Thread t of rank 0 sends windows of W messages to thread t of rank 1
@@ -26,8 +26,8 @@ sending thread). Under the counter library:
 def register(registry):
     p = registry.group_command(
         "bench", "multirate",
-        help="message rate of thread pairs: shared vs per-thread communicators (001 Table 3.4)",
-        description="Pairwise multirate pattern (001 Sec. 3.9.1): T threads per rank, thread t "
+        help="message rate of thread pairs: shared vs per-thread communicators (Eberius 2020, Table 3.4)",
+        description="Pairwise multirate pattern (Eberius 2020, Sec. 3.9.1): T threads per rank, thread t "
                     "of rank 0 sends windows of messages to thread t of rank 1, either all in "
                     "one communicator or each pair in its own; message rate per configuration, "
                     "every repetition kept.", epilog=EXAMPLES)
@@ -37,8 +37,8 @@ def register(registry):
                    help="shared (one communicator, tag = thread) and/or per-thread "
                         "(default %(default)s)")
     p.add_argument("-s", "--size", default=str(DEFAULTS["size_bytes"]),
-                   help="message size (default %(default)s bytes, as 001)")
-    p.add_argument("-w", "--window", type=int, default=DEFAULTS["window"],
+                   help="message size (default %(default)s bytes, as Eberius 2020)")
+    p.add_argument("--window", type=int, default=DEFAULTS["window"],
                    help="messages per window (default %(default)s)")
     p.add_argument("-i", "--iterations", type=int, default=DEFAULTS["iterations"],
                    help="timed windows per repetition (default %(default)s)")

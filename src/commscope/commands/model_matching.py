@@ -5,10 +5,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..matching import engines as eng
-from ..matching.analysis import analyze, pvar_agreement, trial_summary
-from ..matching.whatif import predict, traced_halo
 from ..models.profile import load_profile
-from ..matching.pvars import mtmatch_comparison
 from ..output import dump_json, print_table
 from ..paths import write_text_atomic
 from ..runs import open_run
@@ -26,7 +23,7 @@ has no trace (--arrivals). Where the run sampled Open MPI's ob1 queue pvars, the
 simulated ob1 lengths are compared with them at every snapshot with no traced call
 within --guard. --trials N replays N random interleavings of the posting threads.
 
---threads-send T re-threads the traced halo exchange to T threads per rank (002's
+--threads-send T re-threads the traced halo exchange to T threads per rank (Schonbein et al. 2018
 stencil decomposition, --points) and predicts depth and drain time with the
 node-aware model plus the profile's gamma.
 
@@ -52,7 +49,7 @@ def register(registry):
                    help=f"lists of the tag-hashed engine (default {eng.DEFAULT_BINS})")
     p.add_argument("--arrivals", choices=("auto", "send", "completion"), default="auto",
                    help="message arrival: send start + model, receive completion, or auto "
-                        "(send when every sender was traced)")
+                        "(send when every sender was traced; default %(default)s)")
     p.add_argument("--profile", metavar="FILE|bluewaters", default=None,
                    help="machine profile: message times (and gamma for --threads-send)")
     p.add_argument("--trials", type=int, default=0,
@@ -78,6 +75,9 @@ def _progress(msg):
 
 
 def run_matching(args):
+    # the replay needs numpy and pandas: imported here, so `--help` stays fast
+    from ..matching.analysis import analyze, pvar_agreement, trial_summary
+    from ..matching.whatif import predict, traced_halo
     if args.trials < 0:
         raise InputError("--trials", None, f"must be >= 0, got {args.trials}")
     if args.bins < 1:
@@ -141,6 +141,7 @@ def run_matching(args):
 
 
 def _mtmatch(run, args):
+    from ..matching.pvars import mtmatch_comparison
     """A `bench mtmatch` run: its recorded orders through ob1 beside the pvars it read."""
     cmp = mtmatch_comparison(run.table("order"), run.table("trials"))
     if args.json:

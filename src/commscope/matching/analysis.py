@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import pandas as pd
 
 from ..errors import InputError
 from ..runs import open_run
@@ -12,6 +11,9 @@ from . import engines as eng
 from .pvars import compare
 from .replay import permutation_trials, replay
 from .trace import read_trace
+from ..lazy import lazy
+
+pd = lazy("pandas")
 
 
 @dataclass

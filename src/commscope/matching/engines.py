@@ -20,11 +20,14 @@ import shutil
 import subprocess
 import threading
 
-import numpy as np
-import pandas as pd
 
 from ..errors import EnvironmentProblem, InputError
 from ..paths import build_root, native_dir
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 ENGINES = {"mpich": 0, "ob1": 1, "bins": 2}
 DEFAULT_BINS = 64

@@ -16,11 +16,14 @@ was sent), which the replay cannot place exactly.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 
 from ..profile.counters import load_metadata, read_snapshots
 from .replay import per_peer_lengths
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 PVARS = {"posted": "pml_ob1_posted_recvq_length", "unexpected": "pml_ob1_unexpected_msgq_length"}
 

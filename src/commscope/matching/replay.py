@@ -28,13 +28,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
 
 from ..errors import InputError
 from ..models.p2p import node_aware_time
 from . import engines as eng
 from .trace import RECV_SIDE
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 ARRIVAL_MODES = ("auto", "send", "completion")
 

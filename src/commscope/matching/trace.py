@@ -23,11 +23,14 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 
 from ..errors import InputError
 from ..profile.counters import CounterFile
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 MAGIC = b"CSTRACE1"
 HEADER_BYTES = 64

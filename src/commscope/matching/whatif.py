@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
 
 from ..bench.mtmatch import balanced_decomposition, build_plan
 from ..errors import InputError
@@ -35,6 +33,10 @@ from ..models import stencil
 from ..models.p2p import node_aware_time
 from . import engines as eng
 from .replay import random_interleave, summarize
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
 
 
 @dataclass

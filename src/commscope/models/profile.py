@@ -20,8 +20,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..paths import require_regular_file, write_text_atomic
-from ..lazy import lazy
 from ..schemas import validate
+from ..lazy import lazy
 
 np = lazy("numpy")
 

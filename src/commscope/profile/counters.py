@@ -14,6 +14,8 @@ pairs (ticks and CLOCK_MONOTONIC nanoseconds at start and at the latest
 snapshot), so no calibration run is needed.
 """
 
+from __future__ import annotations  # annotations name numpy types without importing it
+
 import json
 import mmap
 import re
@@ -27,12 +29,13 @@ np = lazy("numpy")
 
 
 META_SCHEMA = "commscope.counters"
-HEADER = np.dtype([
+#: The mapped file's header (numpy dtype spec; a dtype is built on use, not at import).
+HEADER_FIELDS = [
     ("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4"), ("slab_words", "<u8"),
     ("max_slabs", "<u4"), ("nslabs", "<u4"), ("nonce", "<u8"), ("rank", "<i4"),
     ("world_size", "<i4"), ("pid", "<i4"), ("state", "<i4"), ("seq", "<u8"),
     ("tick0", "<u8"), ("ns0", "<u8"), ("tick1", "<u8"), ("ns1", "<u8"),
-    ("overflow_threads", "<u4"), ("reserved", "<u4")])
+    ("overflow_threads", "<u4"), ("reserved", "<u4")]
 STATES = {1: "running", 2: "finalized"}
 SNAP_HEADER_BYTES = 64
 _META_FIELDS = {"schema": str, "schema_version": int, "nonce": str, "rank": int,
@@ -126,8 +129,8 @@ class CounterFile:
                                                       "the two files come from different runs")
 
     def header(self):
-        return {k: v.item() if hasattr(v, "item") else v
-                for k, v in zip(HEADER.names, np.frombuffer(self._map, HEADER, count=1)[0])}
+        header = np.frombuffer(self._map, np.dtype(HEADER_FIELDS), count=1)[0]
+        return {k: v.item() if hasattr(v, "item") else v for k, v in zip(header.dtype.names, header)}
 
     def read(self):
         """A consistent-enough copy of every slab now (each word is read atomically)."""

@@ -37,16 +37,21 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 
 from ..errors import EnvironmentProblem, InputError
 from ..runs import register_table
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 HEADER_BYTES = 64
 MAGIC = b"CSOMPT01"
-EVENT = np.dtype([("t_ns", "<u8"), ("instance", "<u8"), ("codeptr", "<u8"), ("event", "<u2"),
-                  ("kind", "<u2"), ("thread", "<u2"), ("team", "<u2")])
+#: One event record of the native collector (numpy dtype spec; built on use, so that
+#: importing this module for doctor's checks needs no numpy).
+EVENT_FIELDS = [("t_ns", "<u8"), ("instance", "<u8"), ("codeptr", "<u8"), ("event", "<u2"),
+                ("kind", "<u2"), ("thread", "<u2"), ("team", "<u2")]
 EV = dict(parallel_begin=1, parallel_end=2, task_begin=3, task_end=4, sync_begin=5,
           sync_end=6, work_begin=7, work_end=8)
 #: ompt_sync_region_t values that are barriers, and how the table names them.
@@ -268,10 +273,10 @@ def read_events(path):
     if len(data) < HEADER_BYTES or data[:8] != MAGIC:
         raise InputError(path, "magic", f"not a commscope OMPT event file (expected {MAGIC!r})")
     version, rsize = struct.unpack_from("<II", data, 8)
-    if version != 1 or rsize != EVENT.itemsize:
+    if version != 1 or rsize != np.dtype(EVENT_FIELDS).itemsize:
         raise InputError(path, "version", f"unknown version {version} / record size {rsize}")
     n = (len(data) - HEADER_BYTES) // rsize
-    return np.frombuffer(data, EVENT, count=n, offset=HEADER_BYTES)
+    return np.frombuffer(data, np.dtype(EVENT_FIELDS), count=n, offset=HEADER_BYTES)
 
 
 def _rank_files(raw_dir):

@@ -7,8 +7,10 @@ import os
 
 from ..lazy import lazy
 
-os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on headless nodes
 plt = lazy("matplotlib.pyplot")  # importing matplotlib costs a second: only when drawing
+
+
+os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on headless nodes
 
 #: Inline SVG when it is at most this many times the size of the base64 PNG; figures
 #: with thousands of points or an image (heatmaps) stay PNG.

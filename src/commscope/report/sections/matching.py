@@ -10,13 +10,16 @@ interleavings (002). Runs without a trace are left out.
 
 import html
 
-import numpy as np
 
 from ...matching.analysis import analyze, pvar_agreement, trial_summary
 from ...matching.pvars import measured
 from ...output import format_table
 from ..figures import figure_html, new_figure
 from . import per_run
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"profile"}
 TITLE = "Matching queues of traced programs (002, 004)"

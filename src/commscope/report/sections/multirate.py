@@ -12,12 +12,15 @@ the rate per thread, the quantity whose fall 001 traced to out-of-sequence messa
 
 import html
 
-import numpy as np
 
 from ...bench.multirate import MODES, config_summary, mode_ratio
 from ...output import format_table
 from ..figures import figure_html, new_figure
 from . import per_run
+from ...lazy import lazy
+
+np = lazy("numpy")
+
 
 KINDS = {"multirate"}
 TITLE = "Multirate: thread pairs sharing a communicator (001 Sec. 3.9.1)"
