@@ -375,9 +375,9 @@ def fit_gamma(df, search="upper", source="samples"):
 
 # ------------------------------------------------------------------ fit quality
 
-#: A protocol segment needs this many distinct sizes: with fewer, alpha and beta of a
-#: relative fit follow the noise (a busy machine gave "short <= 8 B" with beta = 0).
-MIN_SIZES_PER_SEGMENT = 4
+#: A protocol segment needs this many distinct sizes (a factor 4 in size on the usual
+#: doubling grid) and a finite bandwidth: a busy machine gave "short <= 8 B" with beta = 0.
+MIN_SIZES_PER_SEGMENT = 3
 #: A fit whose median relative error exceeds this is flagged in the table, the profile
 #: and the report.
 MAX_MEDIAN_REL_ERROR = 0.10
@@ -429,24 +429,35 @@ def quality_flags(fit):
     return flags
 
 
+def _segment_fit(single, lo, hi, source):
+    seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
+    if seg["size_bytes"].nunique() < 2:
+        return None
+    return fit_postal(seg["size_bytes"], seg["time_s"], source)
+
+
 def _usable_segments(single, segments, source):
-    """Merge protocol segments without enough sizes or a finite bandwidth into a neighbour."""
+    """Merge protocol segments without enough sizes or a finite bandwidth into a neighbour.
+
+    The neighbour is the one whose merged fit has the lower median error, so a short
+    noisy segment joins the protocol it most resembles.
+    """
     segments = list(segments)
     while len(segments) > 1:
         bad = None
         for i, (lo, hi) in enumerate(segments):
-            seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
-            fit = fit_postal(seg["size_bytes"], seg["time_s"], source) \
-                if seg["size_bytes"].nunique() >= 2 else None
-            if fit is None or seg["size_bytes"].nunique() < MIN_SIZES_PER_SEGMENT \
+            fit = _segment_fit(single, lo, hi, source)
+            if fit is None or len(fit.rel_error_by_size) < MIN_SIZES_PER_SEGMENT \
                     or not fit.beta_s_per_byte > 0:
                 bad = i
                 break
         if bad is None:
             break
-        j = bad + 1 if bad + 1 < len(segments) else bad - 1  # merge upwards, the last down
-        lo, hi = min(segments[bad][0], segments[j][0]), max(segments[bad][1], segments[j][1])
-        segments[min(bad, j)] = (lo, hi)
+        options = [j for j in (bad - 1, bad + 1) if 0 <= j < len(segments)]
+        merged = {j: (min(segments[bad][0], segments[j][0]), max(segments[bad][1], segments[j][1]))
+                  for j in options}
+        j = min(options, key=lambda k: _segment_fit(single, *merged[k], source).median_rel_error)
+        segments[min(bad, j)] = merged[j]
         del segments[max(bad, j)]
     return segments
 
