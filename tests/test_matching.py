@@ -353,7 +353,7 @@ def test_a_record_cut_short_is_left_out_with_a_warning(capsys, traced, tmp_path)
 
 def test_a_run_that_is_not_a_profile_is_refused(capsys, tmp_path):
     from commscope.runs import Run
-    run = Run.create(tmp_path, "pingpong", {})
+    run = Run.create(tmp_path, "pingpong", {"pairs": 1})
     _expect_error(capsys, run.path, "meta.json", "kind")
 
 
