@@ -94,8 +94,8 @@ def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
     if ompt.runtime_library() is None:
         pytest.skip("intel-openmp wheel not installed")
     runs = tmp_path / "runs"
-    code = cli_main(["profile", "--mpi", "/usr/bin/mpicc", "--threads", "--trace",
-                     "--threads-per-rank", "2", "-n", "2", "--runs", str(runs), "--quiet",
+    code = cli_main(["profile", "--mpi", "/usr/bin/mpicc", "--ompt", "--trace",
+                     "--threads", "2", "-n", "2", "--runs", str(runs), "--quiet",
                      "--", shutil.which("lmp"), "-in", str(PROGRAMS / "lammps_pppm.in"),
                      "-log", "none"])
     assert code == 0

@@ -74,7 +74,7 @@ def test_imbalance_of_a_profiled_hybrid_run(tmp_path, default_mpi, capsys):
         pytest.skip("intel-openmp wheel not installed")
     prog = mpimod.binary(default_mpi, "threads")
     runs = tmp_path / "runs"
-    assert cli_main(["profile", "--counters", "all", "--threads", "--threads-per-rank", "2",
+    assert cli_main(["profile", "--counters", "all", "--ompt", "--threads", "2",
                      "-n", "2", "--runs", str(runs), "--quiet", "--", str(prog), "-n", "10",
                      "--compute", "sleep", "--work", "2e-3", "--laggard-prob", "0.3",
                      "--laggard-extra", "3e-3"]) == 0

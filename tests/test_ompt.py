@@ -182,7 +182,7 @@ def test_runtime_that_never_loads_the_tool_is_explained(tool, default_mpi, tmp_p
 def test_profile_threads_alone_on_an_openmp_program_without_mpi(tool, default_mpi, tmp_path):
     probe = mpimod.binary(default_mpi, "ompt_probe")
     runs = tmp_path / "runs"
-    assert cli_main(["profile", "--threads", "--threads-per-rank", "2", "-n", "1", "--runs",
+    assert cli_main(["profile", "--ompt", "--threads", "2", "-n", "1", "--runs",
                      str(runs), "--quiet", "--", str(probe), "5", "2"]) == 0
     run_dir = next(runs.iterdir())
     assert (run_dir / "threads.parquet").exists() and not (run_dir / "counters.parquet").exists()

@@ -8,7 +8,7 @@ from .common_options import add_link_options, add_monte_carlo_options
 
 EXAMPLES = """\
 examples:
-  commscope profile --threads --threads-per-rank 4 -n 2 -- ./app
+  commscope profile --ompt --threads 4 -n 2 -- ./app
   commscope advise runs/<profile-run> --profile machine-profile.json
   commscope advise runs/<profile-run> --message-size 4MiB --json
 
@@ -29,7 +29,7 @@ def register(registry):
         "advise", help="would early-bird (partitioned) sends pay off after each OpenMP region?",
         description="The early-bird advisor: thread-arrival metrics per region joined with the "
                     "partitioned-communication model.", epilog=EXAMPLES)
-    p.add_argument("run", metavar="RUN", help="a run with per-thread arrivals (profile --threads, "
+    p.add_argument("run", metavar="RUN", help="a run with per-thread arrivals (profile --ompt, "
                                               "bench threads/partitioned --ompt)")
     add_link_options(p, "machine profile (commscope fit); default: the published Blue "
                         "Waters parameters", ppn=False)

@@ -12,7 +12,7 @@ Load imbalance, Eberius (2020) chapter 4: Imbalance = (L_max - L_ave) / L_ave x 
 * process level: load of a rank = its time outside MPI (eq. 4.2; a profile run with
   the per-call timers, --counters all);
 * thread level, per rank: load of a thread = its busy time in OpenMP regions (the OMPT
-  arrivals of profile --threads); the threads' efficiency = mean busy / max busy;
+  arrivals of profile --ompt); the threads' efficiency = mean busy / max busy;
 * hierarchical (eqs. 4.4-4.5): adjusted load of a rank = load x its threads' efficiency;
 * per region (with the OMPT arrivals): eq. 4.1 over ranks of the region's time, and
   the thread level within each rank;
@@ -25,7 +25,7 @@ Load imbalance, Eberius (2020) chapter 4: Imbalance = (L_max - L_ave) / L_ave x 
   gpu__time_duration.sum).  Without kernel times the ranks' loads come from RUN.
 
 examples:
-  commscope profile --counters all --threads --threads-per-rank 4 -n 4 -- ./app
+  commscope profile --counters all --ompt --threads 4 -n 4 -- ./app
   commscope stats imbalance runs/<profile-run> --by-region
   commscope stats imbalance --gpu-metrics rank0.csv rank1.csv rank2.csv rank3.csv --json
 """
@@ -34,7 +34,7 @@ examples:
 def register(registry):
     p = registry.group_command("stats", "imbalance", help="load imbalance (001 ch. 4): process, "
                                "thread, hierarchical and GPU forms", description=DESCRIPTION)
-    p.add_argument("run", nargs="?", metavar="RUN", help="a profile run (counters, --threads)")
+    p.add_argument("run", nargs="?", metavar="RUN", help="a profile run (counters, --ompt)")
     p.add_argument("--gpu-metrics", nargs="+", metavar="CSV", default=None,
                    help="per-rank nvprof or Nsight Compute CSV exports, rank 0 first")
     p.add_argument("--by-region", action="store_true", help="also per OpenMP region")

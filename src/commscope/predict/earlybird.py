@@ -4,12 +4,12 @@
 Joins three parts commscope already has:
 
 * the per-thread arrivals of every region instance (``threads`` table: OMPT, from
-  ``profile --threads`` or ``bench threads/partitioned --ompt``), summarised with the
+  ``profile --ompt`` or ``bench threads/partitioned --ompt``), summarised with the
   metrics of Marts et al. (2023) Sec. 4.2 (:mod:`commscope.stats.arrivals`): arrival
   spread, laggard share, average reclaimable time, and both idle ratios (the printed
   R / (n max) and the range-normalised R / (n (max - min)));
 * the bytes each rank sends per instance of the region: ``--message-size``, else the
-  event trace of the same run (``profile --threads --trace``: every send between the
+  event trace of the same run (``profile --ompt --trace``: every send between the
   end of an instance and the start of the next region), else its MPI counters
   (point-to-point bytes sent by the rank divided by the region's instances on that
   rank: exact when the region is the only phase that is followed by sends, an upper
@@ -63,7 +63,7 @@ def threads_table(run):
     """The run's per-thread arrivals (OMPT), with a clear error when it has none."""
     if "threads" not in run.tables():
         raise InputError(run.path, "threads", "no per-thread arrivals in this run: record them "
-                         "with `commscope profile --threads` (or bench threads/partitioned "
+                         "with `commscope profile --ompt` (or bench threads/partitioned "
                          "--ompt)")
     return arrivals.validate_arrivals(run.table("threads"), source=run.path / "threads.parquet")
 
