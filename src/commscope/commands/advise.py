@@ -18,7 +18,7 @@ average reclaimable time and the ratio of time spent idle, both as printed in Ma
 al. 2023 (R / (n max)) and range-normalised (R / (n (max - min))); the bytes each rank
 sends per iteration (--message-size, else the run's MPI counters); and the time and
 effective bandwidth of one send after the region against partitioned sends as threads
-arrive: 003 Algorithm 1 (normal, measured mean and within-iteration sd) and a Monte
+arrive: Dominguez-Trujillo 2021, Algorithm 1 (normal, measured mean and within-iteration sd) and a Monte
 Carlo resampling the measured arrival vectors.  Regions are ranked by the Monte-Carlo
 saving per iteration; the last line says whether anything is worth changing.
 """

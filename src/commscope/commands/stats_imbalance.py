@@ -32,7 +32,7 @@ examples:
 
 
 def register(registry):
-    p = registry.group_command("stats", "imbalance", help="load imbalance (001 ch. 4): process, "
+    p = registry.group_command("stats", "imbalance", help="load imbalance (Eberius 2020 ch. 4): process, "
                                "thread, hierarchical and GPU forms", description=DESCRIPTION)
     p.add_argument("run", nargs="?", metavar="RUN", help="a profile run (counters, --ompt)")
     p.add_argument("--gpu-metrics", nargs="+", metavar="CSV", default=None,

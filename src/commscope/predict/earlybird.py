@@ -29,12 +29,15 @@ send); otherwise the advisor says why not.
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 
 from ..errors import InputError
 from ..models import partitioned as pm
 from ..stats import arrivals
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
 
 COLUMNS = ["region", "instances", "threads", "median_arrival_s", "spread_s", "laggard_share",
            "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range", "bytes_per_iteration",
