@@ -79,9 +79,9 @@ def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mp
 
 def test_advise_needs_thread_arrivals(tmp_path, capsys):
     from commscope.runs import Run
-    run = Run.create(tmp_path, "threads", {})
+    run = Run.create(tmp_path, "threads", dict(ranks=1, threads=1, iterations=1, trials=1))
     assert cli_main(["advise", str(run.path)]) == 2
-    assert "profile --threads" in capsys.readouterr().err
+    assert "profile --ompt" in capsys.readouterr().err
 
 
 @pytest.mark.mpi
