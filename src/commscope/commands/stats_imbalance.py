@@ -77,7 +77,7 @@ def _run(args):
                            (per_reg, "per region and rank: thread level")]
         if not out:
             raise InputError(run.path, None, "neither per-call timers (profile --counters all) "
-                             "nor thread arrivals (profile --threads): no load to compare")
+                             "nor thread arrivals (profile --ompt): no load to compare")
     if args.gpu_metrics:
         gpu_loads = None
         if loads is not None and len(loads) == len(args.gpu_metrics):
