@@ -126,7 +126,7 @@ def _wait_for_job(job_id, env, timeout=600):
 
 # Small steps: on one 2-core host the numbers mean nothing, the path is what is tested.
 PINGPONG = "bench pingpong --ranks-per-node 1 -m 1:8K -i 100 -x 10 -I 20 -X 2"
-HVPP = "bench hvpingpong --ranks-per-node 1 -n 1:50 --sizes 8,4K -i 3 -x 1"
+HVPP = "bench hvpingpong --ranks-per-node 1 --messages 1:50 --sizes 8,4K -i 3 -x 1"
 MPICH_PINGPONG = ("commscope bench pingpong --mpi mpich --ranks-per-node 1 -m 1:64 -i 100 "
                   "--name pingpong-mpich")
 FIT_AND_REPORT = ['fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-profile.json"',
