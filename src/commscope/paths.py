@@ -25,7 +25,10 @@ def atomic_output(path):
     temporary.  ``os.replace`` replaces a symlink at ``path`` itself, never its target.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file asked for, not the temporary
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from the group
     finally:

@@ -5,11 +5,13 @@ One reader for every command that takes a table file (``stats``, ``model pattern
 and a CSV still being written has its incomplete last line left out with a warning.
 """
 
-import pandas as pd
-
 from .errors import InputError
 from .paths import require_regular_file
 from .runs import read_csv_table
+from .lazy import lazy
+
+pd = lazy("pandas")
+
 
 PARQUET_SUFFIXES = (".parquet", ".pq")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from .. import tablefile
 from ..errors import InputError
 from ..output import dump_json, print_table
+from ..paths import require_regular_file
 from ..units import parse_count
 from ..stats import bootstrap, evt
 from .common_options import float_list
@@ -57,6 +58,7 @@ examples:
 
 def read_table(path):
     """A DataFrame from a CSV or Parquet file; InputError naming the file otherwise."""
+    require_regular_file(path)  # a directory or a missing file is said as such first
     if Path(path).suffix.lower() not in (".parquet", ".pq", ".csv", ".txt"):
         raise InputError(path, None, "unknown file type; use .csv or .parquet")
     return tablefile.read_table(path)
