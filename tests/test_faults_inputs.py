@@ -29,7 +29,7 @@ def test_partial_last_line_dropped_with_warning(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv", [
-    ["stats", "gev", "{f}", "--n", "4"],
+    ["stats", "gev", "{f}", "--draws", "4"],
     ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4",
      "--replicas", "100", "--seed", "1"],
 ])
