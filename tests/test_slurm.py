@@ -4,7 +4,7 @@ Every launch path commscope offers under Slurm runs here: the batch script
 `commscope slurm` writes (under MpiDefault=none, Debian's default, and pmix),
 `commscope bench` inside an salloc allocation (srun) and with each MPI's own
 mpiexec there, the contention layout of 004 Fig. 6 on four nodes through fit and
-report, and singleton ranks.  The four Slurm nodes
+report, singleton ranks, and scancel of a running study.  The four Slurm nodes
 share this one host, so the numbers mean nothing; the paths are what is tested.
 
 Skipped, with the reason, when the testbed is not up (it needs root: `make test`
@@ -213,3 +213,41 @@ def test_singleton_ranks_stop_with_the_reason(slurm_env, tmp_path, default_mpi):
     assert "srun --mpi=list" in err and "SLURM_MPI_TYPE" in err and "--launcher mpiexec" in err
     assert "even number of ranks" not in err and "malformed JSON" not in err
     assert _single_run(tmp_path / "runs").meta["status"] == "failed"
+
+
+def _program(mpi):
+    from commscope import mpi as mpimod
+    return mpimod.binary(mpi, "pingpong")
+
+
+def _pids_with(text):
+    out = subprocess.run(["pgrep", "-f", text], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_scancel_ends_every_rank_and_marks_the_run_interrupted(slurm_env, tmp_path,
+                                                                default_mpi):
+    step = "bench pingpong --ranks-per-node 1 -m 1:1 -i 100000000 --name endless"
+    assert _run([COMMSCOPE, "slurm", "--nodes", "2", "--ntasks-per-node", "1", "-o", "s.sbatch",
+                 "--step", step], slurm_env, tmp_path).returncode == 0
+    job = _run(["sbatch", "--parsable", "-o", "job.out", "s.sbatch"], slurm_env, tmp_path)
+    job_id = job.stdout.strip().split(";")[0]
+    try:
+        run_dir = f"study-{job_id}/runs/endless"  # as the ranks' command lines name it
+        deadline = time.monotonic() + 120
+        while len(_pids_with(f"^{_program(default_mpi)} .*{run_dir}")) < 2:  # both ranks run
+            assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()
+            time.sleep(0.5)
+        while not (tmp_path / run_dir / "raw" / "samples.csv").exists():  # and measure
+            assert time.monotonic() < deadline, (tmp_path / "job.out").read_text()
+            time.sleep(0.5)
+        subprocess.run(["scancel", job_id], env=slurm_env, check=True)
+        assert _wait_for_job(job_id, slurm_env, timeout=60) == "CANCELLED"
+    finally:
+        subprocess.run(["scancel", job_id], env=slurm_env)
+    gone = time.monotonic() + 15  # Slurm's KillWait (5 s) then SIGKILL
+    while _pids_with(run_dir) and time.monotonic() < gone:
+        time.sleep(0.5)
+    assert _pids_with(run_dir) == []  # srun, commscope and both ranks are gone
+    meta = open_run(tmp_path / run_dir).meta
+    assert meta["status"] == "interrupted", json.dumps(meta)[:2000]
