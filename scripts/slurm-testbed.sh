@@ -124,8 +124,8 @@ mpi_default() {
     case ${1:-} in none|pmix|pmi2) ;; *) die "mpi-default: expected none, pmix or pmi2" ;; esac
     write_conf "$1"
     scontrol reconfigure
-    for _ in $(seq 1 40); do
-        scontrol show config 2>/dev/null | grep -q "^MpiDefault *= *$1\$" && cluster_answers && return 0
+    for _ in $(seq 1 120); do  # a loaded machine can take a while
+        scontrol show config 2>/dev/null | grep -q "^MpiDefault *= *$1\$" && return 0
         sleep 0.25
     done
     die "MpiDefault=$1 not taken up"
