@@ -22,7 +22,7 @@ from pathlib import Path
 
 from commscope import launch, mpi as mpimod
 from commscope.output import format_table
-from commscope.runs import _read_csv
+from commscope.runs import read_csv_table
 
 CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
            "all": "bytes,peers,bins,requests,pvars,timers",
@@ -39,7 +39,7 @@ def one_run(m, program, lib, counters, out, iters, large_iters):
     res = launch.run_job(plan, echo=False, progress=False, timeout=900)
     if res.returncode != 0:
         sys.exit(f"ping-pong failed ({counters}):\n{res.stderr}")
-    df = _read_csv(Path(out) / "samples.csv")
+    df = read_csv_table(Path(out) / "samples.csv")
     # mean of the repetitions below each size's 95th percentile: single repetitions of a
     # 0.2 us one-way time are quantised by the timer, and a few are hit by preemption
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
