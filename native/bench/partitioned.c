@@ -94,6 +94,7 @@ static void usage(void)
             "  -M, --methods LIST     partitioned,isend,single (default all)\n"
             "  -C, --compute-mode M   sleep (default), spin or hybrid\n"
             "  -S, --seed N           seed of the thread-time draws (default 1)\n"
+            "  -F, --from-size K      start at the K-th size (0-based; resuming a sweep)\n"
             "  -o, --out DIR          write CSV tables there\n");
 }
 
@@ -204,7 +205,7 @@ int main(int argc, char **argv)
     int threads = 0, runs = 5, warmup = 1, dist = D_NORMAL, mode = C_SLEEP;
     double compute = 0.01, variability = 0.1, sigma = -1;
     long long sizes[MAX_SIZES];
-    int nsizes = 0;
+    int nsizes = 0, first_size = 0; /* --from-size: a resumed sweep skips measured sizes */
     unsigned long long seed = 1;
     int want[M_COUNT] = {1, 1, 1};
     const char *out = NULL;
@@ -216,6 +217,7 @@ int main(int argc, char **argv)
         {"runs", required_argument, 0, 'r'}, {"warmup", required_argument, 0, 'x'},
         {"methods", required_argument, 0, 'M'}, {"compute-mode", required_argument, 0, 'C'},
         {"seed", required_argument, 0, 'S'}, {"out", required_argument, 0, 'o'},
+        {"from-size", required_argument, 0, 'F'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -223,7 +225,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
-    for (int c; (c = getopt_long(argc, argv, "t:c:v:s:d:z:r:x:M:C:S:o:h", longopts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "t:c:v:s:d:z:r:x:M:C:S:o:F:h", longopts, NULL)) != -1;) {
         switch (c) {
         case 't': threads = (int)cs_parse_long("--threads", optarg, 1); break;
         case 'c': compute = cs_parse_double("--compute", optarg); break;
@@ -232,6 +234,7 @@ int main(int argc, char **argv)
         case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, DIST_NAME, 4); break;
         case 'z': nsizes = cs_parse_size_list("--sizes", optarg, 1, sizes, MAX_SIZES); break;
         case 'r': runs = (int)cs_parse_long("--runs", optarg, 1); break;
+        case 'F': first_size = (int)cs_parse_long("--from-size", optarg, 0); break;
         case 'x': warmup = (int)cs_parse_long("--warmup", optarg, 0); break;
         case 'M': {
             char buf[256], *save = NULL;
@@ -399,10 +402,11 @@ int main(int argc, char **argv)
 
     long total = 0, done = 0;
     for (int m = 0; m < M_COUNT; m++)
-        total += run_m[m] ? nsizes : 0;
+        total += run_m[m] ? nsizes - first_size : 0;
     long long failures = 0;
 
-    for (int si = 0; si < nsizes; si++) {
+    /* the size index seeds the draws, so a resumed sweep draws what the full one would */
+    for (int si = first_size; si < nsizes; si++) {
         long long size = sizes[si];
         long long part = size / threads;
         for (int m = 0; m < M_COUNT; m++) {

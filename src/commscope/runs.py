@@ -71,6 +71,8 @@ class Points:
     #: ``resume_args(parameters, first_key)``: the native program's options that measure
     #: from the point ``first_key`` on (None: runs of this kind cannot be resumed)
     resume_args: Optional[Callable] = None
+    #: ``after(run)``: derives the run's extra tables once it is complete (also after a resume)
+    after: Optional[Callable] = None
 
 
 POINTS = {}

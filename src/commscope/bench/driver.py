@@ -131,8 +131,9 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     points = POINTS.get(run.kind)
     if points is None or points.resume_args is None:
         raise InputError(run.path / "meta.json", "kind",
-                         f"{run.kind} runs cannot be resumed (only "
-                         f"{', '.join(k for k, p in POINTS.items() if p.resume_args)})")
+                         f"{run.kind} runs cannot be resumed: they are not a sweep of "
+                         "independent points, so a stopped one restarts (run it again); "
+                         f"resumable: {', '.join(k for k, p in POINTS.items() if p.resume_args)}")
     status = run.status
     if status == "complete":
         raise InputError(run.path / "meta.json", "status", "complete: nothing to resume")
@@ -145,7 +146,8 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     done = {k for k, _ in run.complete_points()}
     todo = [k for k, _ in planned if k not in done]
     if not todo:  # every point is there; only the final conversion was missed
-        return run.finish("complete")
+        run.finish("complete")
+        return _after(points, run)
     first = todo[0]
     keep_complete_points(run, points, done)
     segment = run.raw_dir / f"resume-{len(run.meta.get('resumed', [])) + 1}"
@@ -170,14 +172,23 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     for key in ("interrupted", "failure"):
         run.meta.pop(key, None)
     run.save_meta()
-    return _execute(run, plan, run.kind, timeout, echo, progress)
+    return _after(points, _execute(run, plan, run.kind, timeout, echo, progress))
+
+
+def _after(points, run):
+    if points.after is not None:
+        points.after(run)
+    return run
 
 
 def keep_complete_points(run, points, done):
-    """Rewrite every raw segment of the points table without rows of unfinished points;
-    drop the Parquet tables converted from the stopped run (the raw CSVs rebuild them)."""
-    for csv_path in raw_segments(run.raw_dir, points.table):
+    """Rewrite every raw segment of every table keyed like the points (e.g. the per-thread
+    rows next to the samples) without rows of unfinished points; drop the Parquet tables
+    converted from the stopped run (the raw CSVs rebuild them)."""
+    for csv_path in run.raw_dir.glob("**/*.csv"):
         df = read_csv_table(csv_path)
+        if not set(points.key) <= set(df.columns):
+            continue
         keys = list(zip(*(df[c] for c in points.key)))
         kept = df[[k in done for k in keys]]
         if len(kept) != len(df):

@@ -18,7 +18,7 @@ import os
 
 from ..errors import InputError
 from ..launch import in_slurm_allocation
-from ..runs import register_table
+from ..runs import Points, register_points, register_table
 from .driver import run_benchmark
 from ..lazy import lazy
 
@@ -147,14 +147,30 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
                   orders=list(orders), iters=iters, warmup=warmup, contention=bool(contention),
                   layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
                           else "rank i <-> rank i + P/2"))
-    args = ["--counts", ",".join(map(str, counts)), "--order", ",".join(orders),
-            "-i", iters, "-x", warmup]
-    args += ["--total-bytes", total_bytes] if total_bytes is not None else \
-        ["--sizes", ",".join(map(str, sizes))]
-    if contention:
-        args.append("--contention")
-    return run_benchmark("hvpingpong", "hvpingpong", args, nranks=nranks, parameters=params,
-                         **launch_kw)
+    return run_benchmark("hvpingpong", "hvpingpong", native_args(params), nranks=nranks,
+                         parameters=params, **launch_kw)
+
+
+def native_args(params):
+    """Options of cs_hvpingpong for the parameters recorded in meta.json."""
+    args = ["--counts", ",".join(map(str, params["counts"])), "--order", ",".join(params["orders"]),
+            "-i", params["iters"], "-x", params["warmup"]]
+    args += (["--total-bytes", params["total_bytes"]] if params["total_bytes"] is not None
+             else ["--sizes", ",".join(map(str, params["sizes"]))])
+    return args + (["--contention"] if params["contention"] else [])
+
+
+def planned_counts(params):
+    """``((n,), rows)`` in measuring order: each count with every size and order."""
+    per_count = (len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
+                 * params["iters"])
+    return [((n,), per_count) for n in params["counts"]]
+
+
+register_points("hvpingpong", Points(
+    "samples", ("n_messages",), "message counts", planned_counts,
+    resume_args=lambda params, first: native_args(
+        dict(params, counts=[n for n in params["counts"] if n >= first[0]]))))
 
 
 # ------------------------------------------------------------------ analysis

@@ -17,7 +17,7 @@ with one communicator per thread, paired by repetition, at each thread count.
 
 from ..errors import InputError
 from ..launch import available_cores
-from ..runs import register_table
+from ..runs import Points, register_points, register_table
 from .driver import run_benchmark
 from ..lazy import lazy
 
@@ -67,12 +67,17 @@ def run_multirate(threads=DEFAULTS["threads"], modes=MODES, size_bytes=64, windo
             raise InputError(option, None, f"must be at least {low}, got {value}")
     params = dict(threads=counts, modes=list(modes), size_bytes=size_bytes, window=window,
                   iterations=iterations, warmup=warmup, reps=reps)
-    args = ["--threads", ",".join(map(str, counts)), "--modes", ",".join(modes),
-            "-s", size_bytes, "-w", window, "-i", iterations, "-x", warmup, "--reps", reps]
-    run = run_benchmark("multirate", "multirate", args, nranks=2, threads=counts[-1],
-                        parameters=params, **launch_kw)
+    run = run_benchmark("multirate", "multirate", native_args(params), nranks=2,
+                        threads=counts[-1], parameters=params, **launch_kw)
     _postprocess(run)
     return run
+
+
+def native_args(params):
+    """Options of cs_multirate for the parameters recorded in meta.json."""
+    return ["--threads", ",".join(map(str, params["threads"])), "--modes", ",".join(params["modes"]),
+            "-s", params["size_bytes"], "-w", params["window"], "-i", params["iterations"],
+            "-x", params["warmup"], "--reps", params["reps"]]
 
 
 def _postprocess(run):
@@ -89,6 +94,14 @@ def _postprocess(run):
     run.write_table("reps", reps)
     run.meta["oversubscription"] = {"cores_per_node": cores, "ranks_share_node": shared_node}
     run.save_meta()
+
+
+register_points("multirate", Points(
+    "reps", ("threads",), "thread counts",
+    lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
+    resume_args=lambda p, first: native_args(dict(p, threads=[t for t in p["threads"]
+                                                                if t >= first[0]])),
+    after=_postprocess))
 
 
 def config_summary(reps):

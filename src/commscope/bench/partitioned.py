@@ -45,7 +45,7 @@ import math
 
 from ..errors import InputError
 from ..profile.ompt import bench_collector
-from ..runs import register_table
+from ..runs import Points, register_points, register_table
 from .driver import run_benchmark
 
 KIND = "partitioned"
@@ -155,14 +155,38 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
                   sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (Dominguez-Trujillo 2021, Alg. 1)"
                   if sigma_s is None else "given directly", dist=dist, sizes_bytes=list(sizes),
                   runs_per_size=runs_per_size, warmup=warmup, methods=methods,
-                  compute_mode=compute_mode, ompt=bool(ompt))
-    args = ["--threads", threads, "--compute", repr(float(compute_s)), "--sigma", repr(sigma),
-            "--dist", dist, "--sizes", ",".join(str(s) for s in sizes),
-            "--runs", runs_per_size, "--warmup", warmup, "--methods", ",".join(methods),
-            "--compute-mode", compute_mode, "--seed", seed]
-    return run_benchmark(KIND, "partitioned", args, nranks=2, threads=threads,
+                  compute_mode=compute_mode, ompt=bool(ompt), seed=seed)
+    return run_benchmark(KIND, "partitioned", native_args(params), nranks=2, threads=threads,
                          parameters=params, seeds={"thread_times": seed},
                          collectors=[bench_collector] if ompt else (), **launch_kw)
+
+
+def native_args(params, from_size=0):
+    """Options of cs_partitioned for the parameters recorded in meta.json."""
+    return ["--threads", params["threads"], "--compute", repr(float(params["compute_s"])),
+            "--sigma", repr(params["sigma_s"]), "--dist", params["dist"],
+            "--sizes", ",".join(str(s) for s in params["sizes_bytes"]),
+            "--runs", params["runs_per_size"], "--warmup", params["warmup"],
+            "--methods", ",".join(params["methods"]), "--compute-mode", params["compute_mode"],
+            "--seed", params["seed"], "--from-size", from_size]
+
+
+def planned_sizes(params):
+    """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
+    t = params["threads"]
+    return [((s - s % t,), params["runs_per_size"] * len(params["methods"]))
+            for s in params["sizes_bytes"]]
+
+
+def _resume_args(params, first):
+    if params.get("ompt"):  # the thread-timing tool is not re-attached to a resumed segment
+        raise InputError("--resume", None, "partitioned runs with --ompt cannot be resumed: "
+                                           "run them again")
+    return native_args(params, from_size=[k for k, _ in planned_sizes(params)].index(first))
+
+
+register_points(KIND, Points("samples", ("size_bytes",), "sizes", planned_sizes,
+                             resume_args=_resume_args))
 
 
 def method_status(run):

@@ -3,7 +3,7 @@
 from ..bench.bsp import DEFAULTS, DISTRIBUTIONS, WORKLOADS, run_bsp
 from ..errors import InputError
 from ..units import parse_size
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -28,9 +28,9 @@ def register(registry):
                     "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "
                     "times and the per-interval maximum (MPI_Reduce to rank 0).",
         epilog=EXAMPLES)
-    p.add_argument("-w", "--workload", choices=WORKLOADS, required=True,
+    p.add_argument("-w", "--workload", choices=WORKLOADS, default=None,
                    help="ftq: spin a drawn time; fwq: a drawn number of additions; dgemm, "
-                        "spmv: fixed operations of --size")
+                        "spmv: fixed operations of --size (required)")
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("-k", "--intervals", type=int, default=DEFAULTS["intervals"],
                    help="measured intervals (default %(default)s)")
@@ -55,11 +55,16 @@ def register(registry):
     p.add_argument("--seed", type=int, default=None, help="seed of the draws (recorded)")
     p.add_argument("--flush-every", type=int, default=DEFAULTS["flush_every"], metavar="F",
                    help="write per-rank rows every F intervals (default %(default)s)")
+    add_resume_option(p, "interval", kind="bsp")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
+    if args.workload is None:  # not argparse-required: --resume alone must reach its refusal
+        raise InputError("-w/--workload", None, f"required: one of {', '.join(WORKLOADS)}")
     own = {"ftq": "--compute", "fwq": "--ops"}.get(args.workload)  # the option of its draws
     for opt in ("--compute", "--ops", "--sd"):
         if opt != own and getattr(args, opt[2:]) is not None and not (opt == "--sd" and own):

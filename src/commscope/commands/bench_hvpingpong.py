@@ -3,7 +3,7 @@
 from ..bench.hvpingpong import DEFAULTS, ORDERS, run_hvpingpong
 from ..errors import InputError
 from ..units import parse_size, parse_size_list
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -52,6 +52,7 @@ def register(registry):
     p.add_argument("--contention", action="store_true",
                    help="multi-node layout of Bienz et al. 2018, Fig. 6: node i sends to node i + N/2 "
                         "(needs --hosts or a Slurm allocation with >= 4 nodes)")
+    add_resume_option(p, "message count")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
@@ -64,6 +65,8 @@ def _int_list(text, option):
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
     lo, sep, hi = args.messages.partition(":")
     try:
         n_min, n_max = (int(lo), int(hi)) if sep else (1, int(lo))

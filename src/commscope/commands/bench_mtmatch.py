@@ -4,7 +4,7 @@ from ..bench.mtmatch import config_summary, run_mtmatch, sweep_configs
 from ..errors import InputError
 from ..output import print_table
 from ..units import parse_size
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -43,11 +43,14 @@ def register(registry):
     p.add_argument("--warmup", type=int, default=2,
                    help="unrecorded warm-up trials first (default %(default)s)")
     p.add_argument("-s", "--size", default="8", help="message size (default %(default)s bytes)")
+    add_resume_option(p, "configuration")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
     if (args.decomp is None) == (args.sweep is None):
         raise InputError("--decomp", None, "give exactly one of --decomp and --sweep")
     configs = None

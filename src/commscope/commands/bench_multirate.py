@@ -4,7 +4,7 @@ from ..bench.multirate import DEFAULTS, MODES, config_summary, mode_ratio, run_m
 from ..errors import InputError
 from ..output import dump_json, print_table
 from ..units import parse_size
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -50,6 +50,7 @@ def register(registry):
     p.add_argument("--print-binary", action="store_true",
                    help="build the native program for the selected MPI, print its path and exit "
                         "(to run it under `commscope profile`)")
+    add_resume_option(p, "thread count")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
@@ -62,6 +63,8 @@ def _threads(text):
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
     if args.print_binary:
         from .. import mpi as mpimod
         print(mpimod.binary(mpimod.select_mpi(args.mpi), "multirate"))

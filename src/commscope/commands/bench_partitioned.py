@@ -3,7 +3,7 @@
 from ..bench.partitioned import (COMPUTE_MODES, DISTRIBUTIONS, METHODS, default_sizes,
                                  run_partitioned)
 from ..units import parse_size_list
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -71,11 +71,14 @@ def register(registry):
     p.add_argument("--ompt", action="store_true",
                    help="also time the sender's threads through OMPT (table threads, the "
                         "input of `commscope advise`)")
+    add_resume_option(p, "size")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
     run = run_partitioned(
         threads=args.threads, compute_s=args.compute, variability=args.variability,
         sigma_s=args.sigma, dist=args.dist, sizes=_sizes(args.sizes),

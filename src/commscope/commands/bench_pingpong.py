@@ -1,9 +1,8 @@
 """commscope bench pingpong"""
 
-from ..bench.driver import resume_benchmark
 from ..bench.pingpong import DEFAULTS, run_pingpong
 from ..units import parse_size_range
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -42,18 +41,13 @@ def register(registry):
     p.add_argument("--hugepages", action="store_true",
                    help="back the buffers with transparent huge pages (as numpy/mpi4py do for "
                         ">= 4 MiB arrays); default: page-aligned, as OSU")
-    p.add_argument("--resume", metavar="RUN", default=None,
-                   help="continue the interrupted or failed run RUN from its first incomplete "
-                        "size, with the parameters recorded in its meta.json (other options "
-                        "except --timeout and --quiet are ignored)")
+    add_resume_option(p, "size")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
-    if args.resume:
-        run = resume_benchmark(args.resume, timeout=args.timeout, echo=not args.quiet)
-        print(run.path)
+    if resume_if_asked(args):
         return 0
     lo, hi = parse_size_range(args.message_size)
     run = run_pingpong(pairs=args.pairs, min_size=lo, max_size=hi, iters=args.iterations,

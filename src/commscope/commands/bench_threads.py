@@ -6,7 +6,7 @@ from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS,
                              compare_ompt_with_listing1, recovery_table, run_threads,
                              summarize_run)
 from ..output import format_table
-from .common_options import add_launch_options, launch_kwargs
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
 examples:
@@ -59,11 +59,14 @@ def register(registry):
     p.add_argument("--ompt", action="store_true",
                    help="also time every thread through the OMPT tool (table threads) and "
                         "print OMPT - Listing 1 per thread and iteration")
+    add_resume_option(p, "iteration", kind="threads")
     add_launch_options(p)
     p.set_defaults(func=_run)
 
 
 def _run(args):
+    if resume_if_asked(args):
+        return 0
     run = run_threads(ranks=args.ranks, threads=args.threads, iterations=args.iterations,
                       trials=args.trials, warmup=args.warmup, work=args.work, dist=args.dist,
                       sd=args.sd, laggard_prob=args.laggard_prob,

@@ -29,6 +29,26 @@ def add_launch_options(parser):
     g.add_argument("--quiet", action="store_true", help="do not echo the benchmark's table")
 
 
+def add_resume_option(parser, unit, kind=None):
+    """``--resume RUN``: continue a stopped sweep from its first incomplete ``unit``;
+    with ``kind`` (not a sweep) the option exists only to say that such runs restart."""
+    parser.add_argument("--resume", metavar="RUN", default=None, help=(
+        f"not possible: a {kind} run is not a sweep of independent points, so a stopped "
+        "one is run again (refused with exit 2)" if kind else
+        f"continue the interrupted or failed run RUN from its first incomplete {unit}, with "
+        "the parameters recorded in its meta.json (other options except --timeout and "
+        "--quiet are ignored)"))
+
+
+def resume_if_asked(args):
+    """Resume ``args.resume`` and print its path; False when no resume was asked."""
+    if not args.resume:
+        return False
+    from ..bench.driver import resume_benchmark
+    print(resume_benchmark(args.resume, timeout=args.timeout, echo=not args.quiet).path)
+    return True
+
+
 def launch_kwargs(args):
     return dict(mpi_spec=args.mpi, runs_root=args.runs,
                 hosts=args.hosts.split(",") if args.hosts else None,

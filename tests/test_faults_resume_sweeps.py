@@ -1,0 +1,118 @@
+"""Fault injection: every sweep benchmark survives a SIGKILL mid-sweep and resumes.
+
+A real job is killed after its first points are on disk (commscope gets no chance to
+write its status); the run must read as interrupted with "k of N <unit> complete", and
+``--resume`` must measure the remaining points so that the union of the segments holds
+every planned point exactly once, with all its rows.  Benchmarks that are not sweeps
+say how much is complete and refuse ``--resume`` (exit 2).
+"""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from commscope.cli import main
+from commscope.runs import Run, open_run
+
+
+def kill_mid_sweep(runs, name, bench_argv, table, rows):
+    """Start ``commscope bench ...``, SIGKILL it once ``raw/<table>.csv`` has ``rows`` rows."""
+    argv = [sys.executable, "-m", "commscope", "bench", *bench_argv, "--quiet",
+            "--runs", str(runs), "--name", name]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    path = runs / name / "raw" / f"{table}.csv"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if path.exists() and path.read_text().count("\n") > rows:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    return runs / name
+
+
+def interrupted_then_resumed(path, bench, unit, capsys):
+    """Check the killed run's state, resume it, return (points done before, finished run)."""
+    run = open_run(path)
+    done, planned, got_unit = run.progress()
+    assert run.status == "interrupted" and got_unit == unit and 1 <= done < planned
+    assert f"{done} of {planned} {unit} complete" in capsys.readouterr().err
+    assert main(["bench", bench, "--resume", str(path), "--quiet"]) == 0
+    run = open_run(path)
+    assert run.status == "complete" and run.progress() == (planned, planned, unit)
+    assert len(run.meta["resumed"]) == 1
+    return done, run
+
+
+@pytest.mark.mpi
+def test_hvpingpong_resumes_from_first_incomplete_count(default_mpi, runs_root, capsys):
+    counts, iters = [1, 2, 4, 8, 16, 32, 64], 1000
+    path = kill_mid_sweep(runs_root, "hv", ["hvpingpong", "--counts", ",".join(map(str, counts)),
+                                            "-i", str(iters), "--sizes", "8"],
+                          "samples", 3 * 2 * iters)
+    done, run = interrupted_then_resumed(path, "hvpingpong", "message counts", capsys)
+    assert run.meta["resumed"][0]["from"] == {"n_messages": counts[done]}
+    df = run.table("samples")
+    assert not df.duplicated(["n_messages", "order", "pair", "rep"]).any()
+    per = df.groupby(["n_messages", "order"]).size()
+    assert sorted(set(df["n_messages"])) == counts and (per == iters).all() and len(per) == 14
+
+
+@pytest.mark.mpi
+def test_partitioned_resumes_with_the_same_draws(default_mpi, runs_root, capsys):
+    sizes, runs = [64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20], 15
+    argv = ["partitioned", "--threads", "2", "--compute", "0.002", "--runs-per-size", str(runs),
+            "--sizes", ",".join(map(str, sizes))]
+    path = kill_mid_sweep(runs_root, "part", argv, "samples", 2 * 3 * runs)
+    done, run = interrupted_then_resumed(path, "partitioned", "sizes", capsys)
+    assert run.meta["resumed"][0]["from"] == {"size_bytes": sizes[done]}
+    df = run.table("samples")
+    assert not df.duplicated(["method", "size_bytes", "run"]).any()
+    per = df.groupby(["method", "size_bytes"]).size()
+    assert sorted(set(df["size_bytes"])) == sizes and (per == runs).all()
+    # a resumed size draws the thread times the uninterrupted sweep would have drawn
+    assert main(["bench", "partitioned", *argv[1:], "--quiet", "--runs", str(runs_root),
+                 "--name", "whole"]) == 0
+    key = ["method", "size_bytes", "run", "thread"]
+    resumed = run.table("compute").sort_values(key).reset_index(drop=True)
+    whole = open_run(runs_root / "whole").table("compute").sort_values(key).reset_index(drop=True)
+    assert resumed[key + ["requested_s"]].equals(whole[key + ["requested_s"]])
+
+
+@pytest.mark.mpi
+def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
+    threads, reps = [1, 2, 3, 4], 4
+    path = kill_mid_sweep(runs_root, "mr", ["multirate", "--threads", ",".join(map(str, threads)),
+                                            "--reps", str(reps), "-i", "200"],
+                          "reps", 2 * 2 * reps)
+    done, run = interrupted_then_resumed(path, "multirate", "thread counts", capsys)
+    assert run.meta["resumed"][0]["from"] == {"threads": threads[done]}
+    df = run.table("reps")
+    assert not df.duplicated(["threads", "mode", "rep"]).any()
+    assert (df.groupby(["threads", "mode"]).size() == reps).all()
+    assert sorted(set(df["threads"])) == threads
+    assert df["rate_msgs_per_s"].gt(0).all()  # derived after the resume too
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("bench, argv, table, rows, unit", [
+    ("bsp", ["-w", "ftq", "-k", "400", "--mean", "0.005", "--sd", "0"], "maxima", 30,
+     "intervals"),
+    ("threads", ["-n", "40", "-t", "6", "--work", "0.002"], "compute", 2 * 2 * 40,
+     "iterations")])
+def test_non_sweeps_say_how_far_and_refuse_resume(default_mpi, runs_root, capsys,
+                                                   bench, argv, table, rows, unit):
+    path = kill_mid_sweep(runs_root, bench, [bench, *argv], table, rows)
+    run = open_run(path)
+    done, planned, got = run.progress()
+    assert run.status == "interrupted" and got == unit and 1 <= done < planned
+    assert f"{done} of {planned} {unit} complete" in capsys.readouterr().err
+    before = (path / "meta.json").read_bytes()
+    assert main(["bench", bench, "--resume", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be resumed" in err and "restarts" in err and "meta.json" in err
+    assert (path / "meta.json").read_bytes() == before
