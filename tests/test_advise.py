@@ -117,3 +117,10 @@ def test_report_has_an_advisor_section(partitioned_run, tmp_path):
     html = Path(out).read_text()
     assert "Early-bird advisor" in html and "partitioned.c:" in html
     assert "bytes sent unknown" in html          # a bench run has no MPI counters
+
+
+@pytest.mark.mpi
+def test_advise_refuses_huge_replicas(partitioned_run, capsys):
+    assert cli_main(["advise", str(partitioned_run.path), "--replicas", "1e11"]) == 2
+    err = capsys.readouterr().err
+    assert "--replicas" in err and "limit" in err

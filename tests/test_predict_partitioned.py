@@ -168,3 +168,10 @@ def test_report_section(prun, profile_path, tmp_path):
     assert "Algorithm 1" in page and "Early-bird send beats the single send" in page
     bare = build_report([prun.path], tmp_path / "bare.html").read_text()
     assert "measured only" in bare and ('aria-label="partitioned ' in bare or 'alt="partitioned ' in bare)
+
+
+def test_huge_replicas_refused_naming_the_limit(prun, capsys):
+    assert main(["predict", "partitioned", str(prun.path), "--osu", OSU, "--machine", "quartz",
+                 "--replicas", "1e11"]) == 2
+    err = capsys.readouterr().err
+    assert "--replicas" in err and "bytes per replica and thread" in err and "limit" in err

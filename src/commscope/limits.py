@@ -12,6 +12,10 @@ from .errors import InputError
 MAX_BYTES = 4 << 30
 
 
+#: For ``--help`` of every option checked here.
+LIMIT_HELP = "refused when its arrays would exceed half the available memory, at most 4 GiB"
+
+
 def available_bytes():
     """MemAvailable from /proc/meminfo (Linux); None elsewhere."""
     try:

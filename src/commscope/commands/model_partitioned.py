@@ -7,9 +7,9 @@ from ..models.osu import load_osu
 from ..output import dump_json, print_table
 from ..units import parse_size_list
 from ..lazy import lazy
+from .common_options import add_monte_carlo_options
 
 np = lazy("numpy")
-
 
 DESCRIPTION = """\
 Model a partitioned (Finepoints) send against a single send of the same buffer
@@ -146,7 +146,6 @@ def register(registry):
     mc.add_argument("--samples", metavar="FILE",
                     help="resample measured compute times (the compute_time_s column of a "
                          "CSV/Parquet file); implies --monte-carlo")
-    mc.add_argument("--replicas", type=int, default=2000, help="Monte-Carlo replicas (default %(default)s)")
-    mc.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    add_monte_carlo_options(mc, replicas=2000)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)

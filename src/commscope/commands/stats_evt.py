@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .. import tablefile
 from ..errors import InputError
+from ..limits import LIMIT_HELP
 from ..output import dump_json, print_table
 from ..paths import require_regular_file
 from ..units import parse_count
@@ -253,7 +254,7 @@ def register(registry):
                    help="GEV fit for the parametric kinds (default: pwm)")
     p.add_argument("--replicas", type=parse_count, default=10_000, help="bootstrap replicas "
                    "(default: 10000; parametric kinds split them over nodes/rank slots; "
-                   "24 bytes each, refused beyond half the available memory, at most 4 GiB)")
+                   f"24 bytes each, {LIMIT_HELP})")
     p.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
     p.add_argument("--confidence", type=float, default=0.95,
                    help="confidence level of the interval (default: 0.95)")

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..limits import check_memory
 
 from ..stats.evt import emma, emma_probability
 from ..lazy import lazy
@@ -268,6 +269,11 @@ def _draw_thread_times(thread_times, replicas, threads, rng):
     return rng.choice(data, size=(replicas, threads), replace=True)
 
 
+#: Peak bytes per replica and thread: the draws, their sorted copy, ready + remaining * m
+#: and the comparison of np.max.
+BYTES_PER_REPLICA_THREAD = 4 * 8
+
+
 def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
                          replicas: int = 2000, seed: int = 0,
                          t_wait_s: float = 0.0) -> pd.DataFrame:
@@ -291,6 +297,8 @@ def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
     n, sizes = _check_common(threads, sizes_bytes, t_wait_s)
     if int(replicas) != replicas or replicas < 1:
         raise InputError("--replicas", "replicas", "must be a positive integer")
+    check_memory("--replicas", replicas, int(replicas) * n * BYTES_PER_REPLICA_THREAD,
+                 f"{BYTES_PER_REPLICA_THREAD} bytes per replica and thread, {n} threads")
     rng = np.random.default_rng(seed)
     ready = np.sort(_draw_thread_times(thread_times, int(replicas), n, rng), axis=1)
     t_last = ready[:, -1]
