@@ -98,3 +98,27 @@ def test_table_conversion_failure_names_file_and_marks_run(runs_root, monkeypatc
     assert meta["failure"] == f"no space left on device: {run.path / 'samples.parquet'}"
     assert sorted(p.name for p in run.path.iterdir()) == ["meta.json", "raw"]  # no temporary
     assert len(open_run(run.path).table("samples")) == 1  # the raw CSV still serves
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("victim", ["ompt.0.1.bin", "ompt.0.maps"])
+def test_ompt_tool_stops_at_a_full_disk_with_one_message(default_mpi, tmp_path, victim):
+    """The OMPT tool's files: the first failed write stops the tool, named once on stderr."""
+    from commscope import mpi as mpimod
+    from commscope.profile import ompt
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    tool = ompt.tool_library(default_mpi)
+    (tmp_path / victim).symlink_to("/dev/full")
+    env = {**os.environ, "LD_PRELOAD": str(ompt.runtime_library()),
+           "OMP_TOOL_LIBRARIES": str(tool), "COMMSCOPE_PROFILE_DIR": str(tmp_path),
+           "COMMSCOPE_OMPT_BUFFER": "64", "OMP_NUM_THREADS": "2", "OMPI_COMM_WORLD_RANK": "0"}
+    probe = mpimod.binary(default_mpi, "ompt_probe")
+    res = subprocess.run([str(probe), "2000", "2"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    line = f"commscope_ompt: cannot write {tmp_path / victim}: No space left on device [errno 28]"
+    assert res.stderr.count("commscope_ompt: cannot write") == 1 and line in res.stderr
+    # it stopped writing: the metadata was not finalized, the other files did not grow
+    meta = json.loads((tmp_path / "ompt.0.json").read_text())
+    assert meta["state"] == "running"
+    assert not list(tmp_path.glob("*.tmp*"))

@@ -87,6 +87,7 @@ static __thread cs_ompt_thread_t *t_self;
 static const char *g_runtime = "";
 static uint64_t g_t_start;
 static int g_finalized;
+static int g_write_failed; /* set at the first failed write: the tool stops writing */
 
 static inline uint64_t now_ns(void)
 {
@@ -131,34 +132,63 @@ static int write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* The first failed write stops every further write (a full disk would fail them all) with
+ * one message in the form the benchmarks use, which the driver turns into the run's
+ * failure reason; events from then on are counted as dropped. */
+static void write_failed(const char *path, int err)
+{
+    if (__atomic_exchange_n(&g_write_failed, 1, __ATOMIC_RELAXED))
+        return;
+    fprintf(stderr, "commscope_ompt: cannot write %s: %s [errno %d]; thread timing stops here\n",
+            path, strerror(err), err);
+}
+
+static void thread_path(const cs_ompt_thread_t *t, char *out, size_t n)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%d.bin", t->id);
+    path_of(out, n, name);
+}
+
 /* Header of ompt.<rank>.<n>.bin, 64 bytes, little-endian:
  * char magic[8] "CSOMPT01"; uint32 version 1; uint32 record_size 32; int32 file
  * number; int32 pid; uint64 ns at tool start; 32 bytes reserved. */
 static void open_thread_file(cs_ompt_thread_t *t)
 {
-    char path[3200], name[64];
-    snprintf(name, sizeof name, "%d.bin", t->id);
-    path_of(path, sizeof path, name);
+    char path[3200];
+    thread_path(t, path, sizeof path);
     t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (t->fd < 0) {
-        fprintf(stderr, "commscope_ompt: cannot write %s: %s\n", path, strerror(errno));
+        write_failed(path, errno);
+        t->fd = -2;
         return;
     }
     cs_ompt_header_t h = {"CSOMPT01", 1, sizeof(cs_ompt_event_t), t->id, (int32_t)getpid(),
                           g_t_start, {0}};
-    write_all(t->fd, &h, sizeof h);
+    if (write_all(t->fd, &h, sizeof h) != 0) {
+        write_failed(path, errno);
+        close(t->fd);
+        t->fd = -2;
+    }
 }
 
 static void flush_thread(cs_ompt_thread_t *t)
 {
-    if (!t->count || t->fd == -2) /* nothing to write, or closed at finalize */
+    if (!t->count)
         return;
-    if (t->fd < 0)
+    if (t->fd == -1 && !__atomic_load_n(&g_write_failed, __ATOMIC_RELAXED))
         open_thread_file(t);
-    if (t->fd >= 0 && write_all(t->fd, t->buf, (size_t)t->count * sizeof(cs_ompt_event_t)) == 0)
+    if (t->fd >= 0 && !__atomic_load_n(&g_write_failed, __ATOMIC_RELAXED) &&
+        write_all(t->fd, t->buf, (size_t)t->count * sizeof(cs_ompt_event_t)) == 0) {
         t->written += t->count;
-    else
+    } else {
+        if (t->fd >= 0 && !__atomic_load_n(&g_write_failed, __ATOMIC_RELAXED)) {
+            char path[3200];
+            thread_path(t, path, sizeof path);
+            write_failed(path, errno);
+        }
         __atomic_fetch_add(&g_dropped, t->count, __ATOMIC_RELAXED);
+    }
     t->count = 0;
 }
 
@@ -294,9 +324,13 @@ static void write_json(const char *state)
     char path[3200], tmp[3300];
     path_of(path, sizeof path, "json");
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f)
+    if (__atomic_load_n(&g_write_failed, __ATOMIC_RELAXED))
         return;
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        write_failed(tmp, errno);
+        return;
+    }
     uint64_t written = 0;
     pthread_mutex_lock(&g_lock);
     for (cs_ompt_thread_t *t = g_threads; t; t = t->next)
@@ -318,8 +352,18 @@ static void write_json(const char *state)
         else if ((unsigned char)*c >= 0x20)
             fputc(*c, f);
     fputs("\"}\n", f);
-    fclose(f);
-    rename(tmp, path);
+    int bad = ferror(f);
+    int err = bad ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        err = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        write_failed(path, err);
+    } else if (rename(tmp, path) != 0) {
+        write_failed(path, errno);
+    }
 }
 
 static void copy_maps(void)
@@ -327,15 +371,25 @@ static void copy_maps(void)
     char path[3200];
     path_of(path, sizeof path, "maps");
     int in = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (__atomic_load_n(&g_write_failed, __ATOMIC_RELAXED)) {
+        if (in >= 0)
+            close(in);
+        return;
+    }
     int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out < 0)
+        write_failed(path, errno);
     char buf[65536];
     ssize_t n;
     while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
-        write_all(out, buf, (size_t)n);
+        if (write_all(out, buf, (size_t)n) != 0) {
+            write_failed(path, errno);
+            break;
+        }
     if (in >= 0)
         close(in);
-    if (out >= 0)
-        close(out);
+    if (out >= 0 && close(out) != 0)
+        write_failed(path, errno);
 }
 
 /* ---------------------------------------------------------------- OMPT entry */
@@ -369,8 +423,11 @@ static void tool_finalize(ompt_data_t *tool_data)
     g_finalized = 1;
     for (cs_ompt_thread_t *t = g_threads; t; t = t->next) {
         flush_thread(t);
-        if (t->fd >= 0)
-            close(t->fd);
+        if (t->fd >= 0 && close(t->fd) != 0) {
+            char path[3200];
+            thread_path(t, path, sizeof path);
+            write_failed(path, errno);
+        }
         t->fd = -2; /* closed: no further writes */
     }
     pthread_mutex_unlock(&g_lock);
