@@ -15,7 +15,7 @@ import time
 import pytest
 
 from commscope.cli import main
-from commscope.runs import Run, open_run
+from commscope.runs import open_run
 
 
 def kill_mid_sweep(runs, name, bench_argv, table, rows):
@@ -35,8 +35,9 @@ def kill_mid_sweep(runs, name, bench_argv, table, rows):
     return runs / name
 
 
-def interrupted_then_resumed(path, bench, unit, capsys):
-    """Check the killed run's state, resume it, return (points done before, finished run)."""
+def interrupted_then_resumed(path, bench, unit, capsys, key, values):
+    """Check the killed run's state, resume it, check the resumed segment started at the
+    first incomplete of the planned ``values`` of ``key``; return the finished run."""
     run = open_run(path)
     done, planned, got_unit = run.progress()
     assert run.status == "interrupted" and got_unit == unit and 1 <= done < planned
@@ -45,7 +46,16 @@ def interrupted_then_resumed(path, bench, unit, capsys):
     run = open_run(path)
     assert run.status == "complete" and run.progress() == (planned, planned, unit)
     assert len(run.meta["resumed"]) == 1
-    return done, run
+    assert run.meta["resumed"][0]["from"] == {key: values[done]}
+    return run
+
+
+def each_point_once(df, key, values, unique, group, rows):
+    """Every planned point present, no row measured twice, ``rows`` rows per ``group``."""
+    assert not df.duplicated(unique).any() and sorted(set(df[key])) == values
+    per = df.groupby(group).size()
+    assert (per == rows).all()
+    return per
 
 
 @pytest.mark.mpi
@@ -54,12 +64,11 @@ def test_hvpingpong_resumes_from_first_incomplete_count(default_mpi, runs_root, 
     path = kill_mid_sweep(runs_root, "hv", ["hvpingpong", "--counts", ",".join(map(str, counts)),
                                             "-i", str(iters), "--sizes", "8"],
                           "samples", 3 * 2 * iters)
-    done, run = interrupted_then_resumed(path, "hvpingpong", "message counts", capsys)
-    assert run.meta["resumed"][0]["from"] == {"n_messages": counts[done]}
-    df = run.table("samples")
-    assert not df.duplicated(["n_messages", "order", "pair", "rep"]).any()
-    per = df.groupby(["n_messages", "order"]).size()
-    assert sorted(set(df["n_messages"])) == counts and (per == iters).all() and len(per) == 14
+    run = interrupted_then_resumed(path, "hvpingpong", "message counts", capsys,
+                                   "n_messages", counts)
+    per = each_point_once(run.table("samples"), "n_messages", counts,
+                          ["n_messages", "order", "pair", "rep"], ["n_messages", "order"], iters)
+    assert len(per) == 14
 
 
 @pytest.mark.mpi
@@ -68,12 +77,9 @@ def test_partitioned_resumes_with_the_same_draws(default_mpi, runs_root, capsys)
     argv = ["partitioned", "--threads", "2", "--compute", "0.002", "--runs-per-size", str(runs),
             "--sizes", ",".join(map(str, sizes))]
     path = kill_mid_sweep(runs_root, "part", argv, "samples", 2 * 3 * runs)
-    done, run = interrupted_then_resumed(path, "partitioned", "sizes", capsys)
-    assert run.meta["resumed"][0]["from"] == {"size_bytes": sizes[done]}
-    df = run.table("samples")
-    assert not df.duplicated(["method", "size_bytes", "run"]).any()
-    per = df.groupby(["method", "size_bytes"]).size()
-    assert sorted(set(df["size_bytes"])) == sizes and (per == runs).all()
+    run = interrupted_then_resumed(path, "partitioned", "sizes", capsys, "size_bytes", sizes)
+    each_point_once(run.table("samples"), "size_bytes", sizes, ["method", "size_bytes", "run"],
+                    ["method", "size_bytes"], runs)
     # a resumed size draws the thread times the uninterrupted sweep would have drawn
     assert main(["bench", "partitioned", *argv[1:], "--quiet", "--runs", str(runs_root),
                  "--name", "whole"]) == 0
@@ -89,12 +95,9 @@ def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
     path = kill_mid_sweep(runs_root, "mr", ["multirate", "--threads", ",".join(map(str, threads)),
                                             "--reps", str(reps), "-i", "200"],
                           "reps", 2 * 2 * reps)
-    done, run = interrupted_then_resumed(path, "multirate", "thread counts", capsys)
-    assert run.meta["resumed"][0]["from"] == {"threads": threads[done]}
+    run = interrupted_then_resumed(path, "multirate", "thread counts", capsys, "threads", threads)
     df = run.table("reps")
-    assert not df.duplicated(["threads", "mode", "rep"]).any()
-    assert (df.groupby(["threads", "mode"]).size() == reps).all()
-    assert sorted(set(df["threads"])) == threads
+    each_point_once(df, "threads", threads, ["threads", "mode", "rep"], ["threads", "mode"], reps)
     assert df["rate_msgs_per_s"].gt(0).all()  # derived after the resume too
 
 
