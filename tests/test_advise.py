@@ -122,6 +122,6 @@ def test_report_has_an_advisor_section(partitioned_run, tmp_path):
 @pytest.mark.mpi
 def test_advise_refuses_huge_replicas(partitioned_run, capsys):
     assert cli_main(["advise", str(partitioned_run.path), "--message-size", "4MiB",
-                     "--replicas", "1e11"]) == 2
+                     "--replicas", str(10**11)]) == 2
     err = capsys.readouterr().err
     assert "--replicas" in err and "limit" in err

@@ -297,7 +297,7 @@ def test_cli_profile_link(tmp_path, capsys):
 def test_cli_huge_replicas_refused_naming_the_limit(capsys):
     assert main(["model", "partitioned", "--latency", "5e-6", "--bandwidth", "1e10",
                  "--threads", "64", "--compute", "0.1", "--variability", "0.1",
-                 "--sizes", "16MB", "--monte-carlo", "--replicas", "1e10"]) == 2
+                 "--sizes", "16MB", "--monte-carlo", "--replicas", str(10**10)]) == 2
     err = capsys.readouterr().err
     assert "--replicas" in err and "64 threads" in err and "limit" in err
     assert "refused when its arrays would exceed" in _help(capsys, "model", "partitioned")

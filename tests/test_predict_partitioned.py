@@ -172,6 +172,6 @@ def test_report_section(prun, profile_path, tmp_path):
 
 def test_huge_replicas_refused_naming_the_limit(prun, capsys):
     assert main(["predict", "partitioned", str(prun.path), "--osu", OSU, "--machine", "quartz",
-                 "--replicas", "1e11"]) == 2
+                 "--replicas", str(10**11)]) == 2
     err = capsys.readouterr().err
     assert "--replicas" in err and "bytes per replica and thread" in err and "limit" in err

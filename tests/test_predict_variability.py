@@ -136,6 +136,6 @@ def test_bad_runs_exit_2(bsp_runs, capsys, tmp_path):
 def test_huge_replicas_refused_naming_the_limit(bsp_runs, capsys):
     _, one, _, _ = bsp_runs
     rc = cli.main(["predict", "variability", str(one.path), "--target-ranks", "4",
-                   "--kind", "nonparametric", "--replicas", "1e12"])
+                   "--kind", "nonparametric", "--replicas", str(10**12)])
     err = capsys.readouterr().err
     assert rc == 2 and "--replicas" in err and "1e+12 needs about" in err and "limit" in err

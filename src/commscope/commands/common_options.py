@@ -4,7 +4,6 @@ import argparse
 
 from ..limits import LIMIT_HELP
 from ..paths import default_runs_root
-from ..units import parse_count
 
 
 def add_launch_options(parser):
@@ -76,7 +75,7 @@ def add_link_options(parser, profile_help, ppn=True):
 
 def add_monte_carlo_options(group, replicas=4000):
     """Replicas and seed of a Monte-Carlo model."""
-    group.add_argument("--replicas", type=parse_count, default=replicas,
+    group.add_argument("--replicas", type=int, default=replicas,
                        help=f"Monte-Carlo replicas (default %(default)s; 32 bytes per replica "
                             f"and thread, {LIMIT_HELP})")
     group.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")

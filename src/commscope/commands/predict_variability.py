@@ -4,7 +4,6 @@ from ..limits import LIMIT_HELP
 from ..output import dump_json, print_table
 from ..predict.variability import KINDS, predict_variability, verdict_summary
 from .common_options import int_list
-from ..units import parse_count
 
 EXAMPLES = """\
 examples:
@@ -36,7 +35,7 @@ def register(registry):
                    help="scales to predict (default: the scales of the --compare runs)")
     p.add_argument("--kind", choices=(*KINDS, "all"), default="all",
                    help="bootstrap kind (default %(default)s)")
-    p.add_argument("--replicas", type=parse_count, default=10_000,
+    p.add_argument("--replicas", type=int, default=10_000,
                    help=f"bootstrap replicas per prediction (default %(default)s; 24 bytes "
                         f"each, {LIMIT_HELP})")
     p.add_argument("--seed", type=int, default=None, help="seed (drawn and printed if absent)")
