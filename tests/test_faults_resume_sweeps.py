@@ -103,9 +103,9 @@ def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("bench, argv, table, rows, unit", [
-    ("bsp", ["-w", "ftq", "-k", "400", "--mean", "0.005", "--sd", "0"], "maxima", 30,
+    ("bsp", ["-w", "ftq", "-k", "400", "--compute", "0.005", "--sd", "0"], "maxima", 30,
      "intervals"),
-    ("threads", ["-n", "40", "-t", "6", "--work", "0.002"], "compute", 2 * 2 * 40,
+    ("threads", ["-i", "40", "-t", "6", "--compute", "0.002"], "compute", 2 * 2 * 40,
      "iterations")])
 def test_non_sweeps_say_how_far_and_refuse_resume(default_mpi, runs_root, capsys,
                                                    bench, argv, table, rows, unit):
