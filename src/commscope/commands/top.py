@@ -8,7 +8,8 @@ examples:
 
 Columns: msgs_per_s and MB_per_s count messages and bytes sent plus received
 (MB = 10^6 bytes); mpi_time_pct is the share of the interval the rank's threads spent
-inside MPI (needs --counters all); outstanding_hwm and posted_hwm are the high
+inside MPI (needs --counters all; a call's time counts when it returns, so a long call
+that spans intervals can push one interval above 100 %); outstanding_hwm and posted_hwm are the high
 watermarks of outstanding requests and posted receives.
 """
 

@@ -42,20 +42,24 @@ def is_live(files):
 
 
 def frame(prev, now, dt):
-    """Rows of the view: rates from two readings ``dt`` seconds apart (prev may be None)."""
+    """Rows of the view: rates from two readings ``dt`` seconds apart (prev may be None).
+
+    ``dt`` is one interval for every rank (live: the reader's clock) or a list with one
+    per rank (replay: each rank snapshots on its own clock)."""
     rows = []
     for i, c in enumerate(now):
+        dt_i = dt[i] if isinstance(dt, (list, tuple)) else dt
         row = rank_row(c)
         out = dict(rank=row["rank"], threads=row["threads"], calls=row["calls"])
-        if prev is not None and dt > 0:
+        if prev is not None and dt_i > 0:
             p = rank_row(prev[i])
             msgs = (row["messages_sent"] + row["messages_received"]
                     - p["messages_sent"] - p["messages_received"])
             nbytes = (row["bytes_sent"] + row["bytes_received"]
                       - p["bytes_sent"] - p["bytes_received"])
-            out["msgs_per_s"] = msgs / dt
-            out["MB_per_s"] = nbytes / dt / 1e6
-            out["mpi_time_pct"] = 100 * (row["mpi_time_s"] - p["mpi_time_s"]) / dt / max(row["threads"], 1)
+            out["msgs_per_s"] = msgs / dt_i
+            out["MB_per_s"] = nbytes / dt_i / 1e6
+            out["mpi_time_pct"] = 100 * (row["mpi_time_s"] - p["mpi_time_s"]) / dt_i / max(row["threads"], 1)
         out.update(outstanding_hwm=row["outstanding_requests_hwm"],
                    posted_hwm=row["posted_receives_hwm"], top_functions=row["top_functions"])
         rows.append(out)
@@ -131,13 +135,14 @@ def replay(run, speed=0.0, once=False):
     for k in ([n - 1] if once else range(n)):
         now = [at(s, k) for s in series]
         prev = [at(s, k - 1) for s in series] if k else None
-        dt = (int(now[0].header["ns1"]) - int(prev[0].header["ns1"])) / 1e9 if prev else 0
-        rows = frame(prev, now, dt)
+        dts = [(int(a.header["ns1"]) - int(b.header["ns1"])) / 1e9 for a, b in zip(now, prev)] \
+            if prev else 0
+        rows = frame(prev, now, dts)
         t = (int(now[0].header["ns1"]) - int(series[0][0].header["ns1"])) / 1e9
         if not once:
             _print(rows, f"snapshot {k + 1}/{n} at {t:.3f} s", False)
             if speed > 0 and prev is not None:
-                time.sleep(dt / speed)
+                time.sleep(max(dts) / speed)
     return rows
 
 
