@@ -249,5 +249,8 @@ def test_scancel_ends_every_rank_and_marks_the_run_interrupted(slurm_env, tmp_pa
     while _pids_with(run_dir) and time.monotonic() < gone:
         time.sleep(0.5)
     assert _pids_with(run_dir) == []  # srun, commscope and both ranks are gone
-    meta = open_run(tmp_path / run_dir).meta
-    assert meta["status"] == "interrupted", json.dumps(meta)[:2000]
+    run = open_run(tmp_path / run_dir)
+    # commscope writes "interrupted" on SIGTERM; when Slurm's SIGKILL (KillWait later)
+    # comes first on a loaded machine, meta.json still says "running" and readers see
+    # that its writer is gone: either way the run reads as interrupted
+    assert run.status == "interrupted", json.dumps(run.meta)[:2000]
