@@ -30,7 +30,7 @@ need_root() {
 install_missing() {
     local missing=""
     for p in $PACKAGES; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null \
             || missing="$missing $p"
     done
     [ -z "$missing" ] && return 0
@@ -125,7 +125,9 @@ mpi_default() {
     write_conf "$1"
     scontrol reconfigure
     for _ in $(seq 1 120); do  # a loaded machine can take a while
-        scontrol show config 2>/dev/null | grep -q "^MpiDefault *= *$1\$" && return 0
+        # grep reads everything (no -q): with pipefail, grep -q quitting early makes
+        # scontrol die of SIGPIPE and the whole check fail at random
+        scontrol show config 2>/dev/null | grep "^MpiDefault *= *$1\$" >/dev/null && return 0
         sleep 0.25
     done
     die "MpiDefault=$1 not taken up"
