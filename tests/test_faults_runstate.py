@@ -134,3 +134,21 @@ def test_study_resume_keeps_complete_runs(default_mpi, tmp_path):
     # only after the last size was written; then only the conversion was left)
     assert bool(run.meta.get("resumed")) == (done < planned)
     assert (out / "report.html").exists()
+
+
+def test_an_unreaped_writer_counts_as_gone():
+    """A commscope killed with its parent (scancel) can linger as a zombie: it writes nothing."""
+    import subprocess
+    import time as _time
+    from commscope.runs import process_alive, process_start_ticks
+    child = subprocess.Popen(["true"])
+    start = process_start_ticks(child.pid)
+    deadline = _time.monotonic() + 10
+    while _time.monotonic() < deadline:  # exited, not yet reaped
+        with open(f"/proc/{child.pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                break
+        _time.sleep(0.01)
+    assert not process_alive(child.pid, start)
+    child.wait()
+    assert not process_alive(child.pid, start)

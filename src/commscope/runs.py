@@ -92,6 +92,15 @@ def process_start_ticks(pid):
         return None
 
 
+def _is_zombie(pid):
+    """True when ``pid`` has exited but was not reaped yet (its parent was killed too)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
+
+
 def process_alive(pid, start_ticks=None):
     try:
         os.kill(pid, 0)
@@ -99,6 +108,8 @@ def process_alive(pid, start_ticks=None):
         return False
     except PermissionError:
         pass
+    if _is_zombie(pid):
+        return False
     return start_ticks is None or process_start_ticks(pid) in (None, start_ticks)
 
 
