@@ -36,8 +36,22 @@ def _killed_after_first_sizes(runs, name, sig=signal.SIGKILL, mpi="openmpi"):
 
 
 @pytest.mark.mpi
+def _until_quiet(path, still_s=1.0, limit_s=30):
+    """Wait until nothing writes ``path`` any more (the killed commscope's ranks are gone)."""
+    import time
+    last, since, end = None, time.monotonic(), time.monotonic() + limit_s
+    while time.monotonic() < end:
+        size = path.stat().st_size if path.exists() else -1
+        if size != last:
+            last, since = size, time.monotonic()
+        elif time.monotonic() - since >= still_s:
+            return
+        time.sleep(0.1)
+
+
 def test_killed_run_reads_as_interrupted_and_resumes(default_mpi, runs_root, capsys):
     assert _killed_after_first_sizes(runs_root, "pp") == -signal.SIGKILL
+    _until_quiet(runs_root / "pp" / "raw" / "samples.csv")  # the job dies ~0.1 s later
     meta = json.loads((runs_root / "pp" / "meta.json").read_text())
     assert meta["status"] == "running" and meta["commscope_pid"] > 0  # as the kill left it
     run = open_run(runs_root / "pp")
