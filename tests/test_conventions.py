@@ -23,6 +23,8 @@ SHORT = {"-h": "--help", "-n": "--ranks", "-i": "--iterations", "-x": "--warmup"
 #: Long options that name one quantity everywhere: name -> what its parsed value must be.
 SECONDS_OPTIONS = ("--compute", "--sigma", "--timeout", "--interval", "--threshold",
                    "--latency", "--t-wait")
+#: Lists of files are space-separated (shell globs); every other list is one argument.
+FILE_METAVARS = {"RUN", "FILE", "CSV", "TABLE"}
 RENAMED = {"--out": "-o/--output", "--work": "--compute", "--mean": "--compute",
            "--threads-per-rank": "--threads", "--size-list": "--sizes", "--n": "--draws"}
 
@@ -63,8 +65,10 @@ def test_option_names(command):
                 problems.append(f"{opt}: short option without a fixed meaning (have {sorted(SHORT)})")
             elif SHORT[opt] not in longs:
                 problems.append(f"{opt} means {SHORT[opt]} everywhere, here {longs}")
-        if action.option_strings and action.nargs in ("+", "*") and action.type in (int, float):
-            problems.append(f"{longs[0]}: lists of numbers are one comma-separated argument")
+        if action.nargs in ("+", "*") and action.metavar not in FILE_METAVARS:
+            problems.append(f"{longs[0] if longs else action.dest}: lists of values are one "
+                            f"comma-separated argument; only lists of files ({sorted(FILE_METAVARS)}) "
+                            "are space-separated")
         if any(o in ("--sizes", "--size") for o in longs) and action.nargs not in (None, "?"):
             problems.append(f"{longs[0]}: sizes are one argument (S or S1,S2,...)")
         if any(o in SECONDS_OPTIONS for o in longs) and action.type is not float:

@@ -246,7 +246,7 @@ def test_completion_order_arrivals_leave_no_unexpected_messages(capsys, traced):
 
 @pytest.mark.mpi
 def test_mtmatch_thread_interleavings_spread_the_search_depth(capsys, traced):
-    out = _cli_json(capsys, str(traced["mtmatch"]), "--trials", "50", "--engine", "mpich", "bins")
+    out = _cli_json(capsys, str(traced["mtmatch"]), "--trials", "50", "--engine", "mpich,bins")
     t = pd.DataFrame(out["trials"]).set_index("engine")
     assert t.loc["mpich", "trials"] == 50
     assert t.loc["mpich", "prq_avg_depth_min"] < t.loc["mpich", "prq_avg_depth_max"]

@@ -120,7 +120,7 @@ def test_parse_decomposition():
 
 
 def test_cli_json_and_table(capsys):
-    assert main(["model", "stencil", "--points", "27", "--decomp", "8x8x4", "4x4x4", "--json"]) == 0
+    assert main(["model", "stencil", "--points", "27", "--decomp", "8x8x4,4x4x4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(r["decomposition"], r["M_t"], r["T_r"], r["T_s"]) for r in out] == [
         ("8x8x4", stencil_counts("27", (8, 8, 4)).M_t, 184, 344),

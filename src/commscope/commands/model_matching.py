@@ -9,6 +9,7 @@ from ..models.profile import load_profile
 from ..output import dump_json, print_table
 from ..paths import write_text_atomic
 from ..runs import open_run
+from .common_options import comma_list
 
 DESCRIPTION = """\
 Replays the event trace of a `commscope profile --trace` run through simulated MPI
@@ -35,7 +36,7 @@ examples:
   commscope model matching runs/20261123T073202Z-profile
   commscope model matching RUN --engine ob1 --trials 200 --json
   commscope model matching RUN --lengths queues.csv     # lengths over time, per rank and engine
-  commscope model matching RUN --threads-send 64 --points 5 --profile bluewaters --engine mpich ob1 bins
+  commscope model matching RUN --threads-send 64 --points 5 --profile bluewaters --engine mpich,ob1,bins
 """
 
 
@@ -43,8 +44,9 @@ def register(registry):
     p = registry.group_command("model", "matching", help="matching queues of a traced program, "
                                "per engine, and re-threading what-ifs", description=DESCRIPTION)
     p.add_argument("run", metavar="RUN", help="run directory of `commscope profile --trace`")
-    p.add_argument("--engine", nargs="+", default=list(eng.ENGINES), metavar="ENGINE",
-                   help=f"engines to simulate (default: all): {', '.join(eng.ENGINES)}")
+    p.add_argument("--engine", type=comma_list(str, "engine names"), default=list(eng.ENGINES),
+                   metavar="E1,E2", help=f"engines to simulate, comma-separated (default: all, "
+                                         f"{','.join(eng.ENGINES)})")
     p.add_argument("--bins", type=int, default=eng.DEFAULT_BINS,
                    help=f"lists of the tag-hashed engine (default {eng.DEFAULT_BINS})")
     p.add_argument("--arrivals", choices=("auto", "send", "completion"), default="auto",
@@ -78,6 +80,8 @@ def run_matching(args):
     # the replay needs numpy and pandas: imported here, so `--help` stays fast
     from ..matching.analysis import analyze, pvar_agreement, trial_summary
     from ..matching.whatif import predict, traced_halo
+    for engine in args.engine:  # an unknown name fails before the trace is read
+        eng.engine_code(engine)
     if args.trials < 0:
         raise InputError("--trials", None, f"must be >= 0, got {args.trials}")
     if args.bins < 1:

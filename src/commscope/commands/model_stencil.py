@@ -2,6 +2,7 @@
 
 from ..models.stencil import per_thread_table, parse_decomposition, stencil_counts
 from ..output import dump_json, print_table
+from .common_options import comma_list
 
 DESCRIPTION = """\
 Messages per timestep (M_t), receiving threads (T_r) and sending threads (T_s) when
@@ -11,7 +12,7 @@ valid for every L_d >= 1 (prod L_d - prod max(L_d - 2, 0)).
 
 examples:
   commscope model stencil --points 27 --decomp 8x8x4
-  commscope model stencil --points 7 --decomp 1x1x128 1x1x256 --json
+  commscope model stencil --points 7 --decomp 1x1x128,1x1x256 --json
   commscope model stencil --points naive --k 512 --decomp 8x8
   commscope model stencil --points 9 --decomp 4x4 --per-thread
 """
@@ -22,8 +23,9 @@ def register(registry):
                                description=DESCRIPTION)
     p.add_argument("--points", required=True, metavar="{5,7,9,27,naive}",
                    help="stencil: 5 or 9 (2-D), 7 or 27 (3-D), or naive (k messages per thread)")
-    p.add_argument("--decomp", required=True, nargs="+", metavar="LxLy[xLz]",
-                   help="thread decomposition(s), e.g. 8x8x4 (several allowed)")
+    p.add_argument("--decomp", required=True, type=comma_list(str, "decompositions"),
+                   metavar="LxLy[xLz],...",
+                   help="thread decomposition(s), e.g. 8x8x4; several comma-separated")
     p.add_argument("--k", type=int, default=None, help="messages per thread (naive only)")
     p.add_argument("--per-thread", action="store_true",
                    help="also list the messages each thread receives")
