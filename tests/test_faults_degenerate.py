@@ -94,9 +94,8 @@ def test_bootstrap_constant_and_tied_samples():
         assert r.failed_replicas >= 0 and r.replicas + r.failed_replicas >= 400
 
 
-def test_fit_on_too_few_sizes_says_why(tmp_path, capsys):
-    from commscope.runs import Run
-    run = Run.create(tmp_path / "runs", "pingpong", {})
+def test_fit_on_too_few_sizes_says_why(tmp_path, capsys, new_run):
+    run = new_run("pingpong", max_size=2)
     pd.DataFrame({"size_bytes": [1, 1, 2, 2], "pair": 0, "rep": [0, 1, 0, 1],
                   "time_s": [1e-6, 1.1e-6, 1.2e-6, 1.3e-6], "locality": "intra-socket",
                   "pairs": 1}).to_csv(run.raw_dir / "samples.csv", index=False)

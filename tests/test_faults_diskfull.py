@@ -79,10 +79,9 @@ def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_
     assert err.errno == 28 and err.filename == f"{out}/samples.csv"
 
 
-def test_table_conversion_failure_names_file_and_marks_run(runs_root, monkeypatch):
+def test_table_conversion_failure_names_file_and_marks_run(new_run, monkeypatch):
     """No root needed: the Parquet writer fails as pyarrow does on a full disk."""
-    from commscope.runs import Run
-    run = Run.create(runs_root, "pingpong", {})
+    run = new_run("pingpong")
     (run.raw_dir / "samples.csv").write_text(
         "size_bytes,pair,rep,time_s,locality,pairs\n1,0,0,1e-6,intra-socket,1\n")
 

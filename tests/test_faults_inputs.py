@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from commscope.runs import Run, open_run, read_csv_table
+from commscope.runs import open_run, read_csv_table
 
 PARTIAL = "time_s\n0.001\n0.002\n0.003\n0.004\n0.00"
 
@@ -61,8 +61,8 @@ def test_arrivals_read_growing_file(tmp_path):
     assert f"{f}: line 82 is incomplete" in proc.stderr
 
 
-def test_raw_table_of_running_run_reads_complete_rows(runs_root, capsys):
-    run = Run.create(runs_root, "bsp", {})
+def test_raw_table_of_running_run_reads_complete_rows(new_run, capsys):
+    run = new_run("bsp")
     (run.raw_dir / "maxima.csv").write_text(
         "interval,max_interval_s,max_workload_s,argmax_rank,wall_s\n0,1e-3,1e-3,0,1e-3\n1,2e")
     df = open_run(run.path).table("maxima")
@@ -81,8 +81,8 @@ def _run_cli(argv, timeout=60):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_fifo_meta_json_refused(runs_root, tmp_path):
-    run = Run.create(runs_root, "pingpong", {})
+def test_fifo_meta_json_refused(new_run, tmp_path):
+    run = new_run("pingpong")
     (run.path / "meta.json").unlink()
     _fifo(run.path / "meta.json")
     proc = _run_cli(["report", run.path, "-o", tmp_path / "r.html"])
@@ -91,8 +91,8 @@ def test_fifo_meta_json_refused(runs_root, tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
-def test_fifo_run_table_refused(runs_root):
-    run = Run.create(runs_root, "bsp", {})
+def test_fifo_run_table_refused(new_run):
+    run = new_run("bsp")
     run.finish("complete")
     _fifo(run.path / "maxima.parquet")
     code = ("import sys\nfrom commscope.runs import open_run\n"

@@ -80,8 +80,8 @@ def test_output_permissions_follow_umask(tmp_path):
     assert (tmp_path / "x.txt").stat().st_mode & 0o777 == 0o644
 
 
-def test_parquet_tables_ignore_planted_links_and_concurrent_writers(runs_root, victim):
-    run = Run.create(runs_root, "pingpong", {})
+def test_parquet_tables_ignore_planted_links_and_concurrent_writers(new_run, victim):
+    run = new_run("pingpong")
     planted = [".samples.parquet.tmp", f".samples.parquet.{os.getpid()}.tmp"]
     _plant(run.path, planted, victim)
     frames = [pd.DataFrame({"size_bytes": [i] * 1000, "time_s": [float(i)] * 1000})
@@ -105,8 +105,8 @@ def test_parquet_tables_ignore_planted_links_and_concurrent_writers(runs_root, v
     _assert_untouched(victim, run.path, planted)
 
 
-def test_meta_json_ignores_planted_links(runs_root, victim):
-    run = Run.create(runs_root, "pingpong", {})
+def test_meta_json_ignores_planted_links(new_run, victim):
+    run = new_run("pingpong")
     planted = [f".meta.json.{os.getpid()}.tmp"]
     _plant(run.path, planted, victim)
     run.finish("complete")

@@ -98,10 +98,8 @@ def test_sigterm_marks_interrupted_with_signal(default_mpi, runs_root):
     assert run.progress()[0] >= 3
 
 
-def test_running_run_of_a_live_process_stays_running(runs_root):
-    from commscope.runs import Run
-    run = Run.create(runs_root, "pingpong", dict(pairs=1, min_size=1, max_size=4, iters=1,
-                                                  warmup=0, large_iters=1, large_warmup=0))
+def test_running_run_of_a_live_process_stays_running(new_run):
+    run = new_run("pingpong")
     assert open_run(run.path).status == "running"  # this very process writes it
     meta = json.loads((run.path / "meta.json").read_text())
     meta["commscope_pid_start"] = -1  # same pid, another process (pid reused)
@@ -112,13 +110,11 @@ def test_running_run_of_a_live_process_stays_running(runs_root):
     assert open_run(run.path).status == "running"
 
 
-def test_resume_refuses_what_it_cannot_resume(runs_root, capsys):
-    from commscope.runs import Run
-    run = Run.create(runs_root, "pingpong", dict(pairs=1, min_size=1, max_size=4, iters=1,
-                                                  warmup=0, large_iters=1, large_warmup=0))
+def test_resume_refuses_what_it_cannot_resume(new_run, capsys):
+    run = new_run("pingpong")
     assert main(["bench", "pingpong", "--resume", str(run.path)]) == 2
     assert "still running" in capsys.readouterr().err
-    other = Run.create(runs_root, "bsp", {})
+    other = new_run("bsp")
     other.finish("failed")
     assert main(["bench", "pingpong", "--resume", str(other.path)]) == 2
     assert "cannot be resumed" in capsys.readouterr().err

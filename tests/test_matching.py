@@ -351,9 +351,8 @@ def test_a_record_cut_short_is_left_out_with_a_warning(capsys, traced, tmp_path)
     assert a.summary["messages"].iloc[0] == 14
 
 
-def test_a_run_that_is_not_a_profile_is_refused(capsys, tmp_path):
-    from commscope.runs import Run
-    run = Run.create(tmp_path, "pingpong", {"pairs": 1})
+def test_a_run_that_is_not_a_profile_is_refused(capsys, new_run):
+    run = new_run("pingpong")
     _expect_error(capsys, run.path, "meta.json", "kind")
 
 

@@ -35,7 +35,7 @@ def _meta(tmp_path, kind="pingpong", **parameters):
     return json.loads((run.path / "meta.json").read_text())
 
 
-PINGPONG = dict(pairs=1, min_size=1, max_size=64, iters=10, warmup=1)
+PINGPONG = dict(pairs=1, min_size=1, max_size=64, iters=10, warmup=1, large_iters=10, large_warmup=1)
 
 
 @pytest.mark.parametrize("field, value, where", [
@@ -55,6 +55,19 @@ def test_wrong_types_name_the_field(tmp_path, field, value, where):
     with pytest.raises(InputError) as exc:
         validate_meta(meta, "x/meta.json")
     assert exc.value.source == "x/meta.json" and exc.value.field == where
+
+
+@pytest.mark.parametrize("kind, parameters, missing", [
+    ("pingpong", PINGPONG, "max_size"),
+    ("bsp", dict(workload="ftq", ranks=2, intervals=10, warmup=1), "intervals"),
+])
+def test_a_missing_parameter_is_named(tmp_path, kind, parameters, missing):
+    meta = _meta(tmp_path, kind, **parameters)
+    validate_meta(meta, "x/meta.json")
+    del meta["parameters"][missing]
+    with pytest.raises(InputError) as exc:
+        validate_meta(meta, "x/meta.json")
+    assert exc.value.field == f"parameters.{missing}"
 
 
 def test_newer_writers_may_add_fields_and_the_interrupted_status(tmp_path):
