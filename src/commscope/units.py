@@ -1,4 +1,5 @@
-"""Parsing sizes and size ranges given on the command line."""
+"""Units: parsing sizes given on the command line, the unit suffixes of stored names, and
+how a time is written in a sentence (docs/conventions.md)."""
 
 import re
 
@@ -119,3 +120,17 @@ def display_column(name, value):
             value = value / 1e6
         return name[:-len("_Bps")] + "_MBps", value
     return name, value
+
+
+def format_seconds(seconds, digits=3):
+    """A time in a sentence: ``14.2 us``, ``1.23 ms``, ``2.5 s`` (the unit chosen by size).
+
+    The one way prose (messages, ``#`` lines, verdicts) writes a time; tables and stored
+    data keep plain seconds (docs/conventions.md).
+    """
+    import math
+    if seconds is None or not math.isfinite(seconds):
+        return f"{seconds} s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if abs(seconds) >= scale or unit == "ns":
+            return f"{seconds / scale:.{digits}g} {unit}"

@@ -6,6 +6,7 @@ from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS,
                              compare_ompt_with_listing1, recovery_table, run_threads,
                              summarize_run)
 from ..output import format_table
+from ..units import format_seconds
 from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
 
 EXAMPLES = """\
@@ -76,14 +77,15 @@ def _run(args):
         summary = summarize_run(run, args.threshold)
         print(format_table(recovery_table(summary), title="recovered vs injected"),
               file=sys.stderr)
-        print(f"# compute - intended: mean {summary['error_mean_s'] * 1e6:.1f} us, "
-              f"p95 {summary['error_p95_s'] * 1e6:.1f} us, max {summary['error_max_s'] * 1e6:.1f} us",
+        print(f"# compute - intended: mean {format_seconds(summary['error_mean_s'])}, "
+              f"p95 {format_seconds(summary['error_p95_s'])}, "
+              f"max {format_seconds(summary['error_max_s'])}",
               file=sys.stderr)
         if args.ompt:
             _, d = compare_ompt_with_listing1(run)
             print(f"# OMPT - Listing 1 per thread-iteration ({d['samples']} samples, "
-                  f"{d['missing']} missing): median {d['median_s'] * 1e6:.2f} us, "
-                  f"p99 {d['p99_s'] * 1e6:.2f} us, max {d['max_s'] * 1e6:.2f} us",
+                  f"{d['missing']} missing): median {format_seconds(d['median_s'])}, "
+                  f"p99 {format_seconds(d['p99_s'])}, max {format_seconds(d['max_s'])}",
                   file=sys.stderr)
     print(run.path)
     return 0

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 
 from ..errors import InputError
+from ..units import format_seconds
 from ..models import partitioned as pm
 from ..stats import arrivals
 from ..lazy import lazy
@@ -211,13 +212,13 @@ def _verdict(row, max_arrival_s, min_saving_s, min_fraction):
     pct = 100.0 * saving / base if base > 0 else np.nan
     worth = bool(saving >= min_saving_s and saving >= min_fraction * base)
     if worth:
-        text = (f"worth trying: partitioned sends save {saving * 1e6:.1f} us per iteration "
+        text = (f"worth trying: partitioned sends save {format_seconds(saving)} per iteration "
                 f"({pct:.1f}% of slowest arrival + send)")
     elif saving <= 0:
         text = "no gain: the threads arrive together, the send cannot start earlier"
     else:
-        text = (f"not worth it: saves {saving * 1e6:.2f} us per iteration ({pct:.1f}%), "
-                f"below the threshold ({min_saving_s * 1e6:g} us and {min_fraction * 100:g}%)")
+        text = (f"not worth it: saves {format_seconds(saving)} per iteration ({pct:.1f}%), "
+                f"below the threshold ({format_seconds(min_saving_s)} and {min_fraction * 100:g}%)")
     return {"saving_pct": pct, "worth_changing": worth, "verdict": text}
 
 
@@ -229,5 +230,5 @@ def conclusion(table):
                 "(partitioned) sends reaches the threshold.")
     best = worth.iloc[0]
     return (f"{len(worth)} region(s) worth changing; best: {best['region']} saves "
-            f"{best['saving_mc_s'] * 1e6:.1f} us per iteration "
+            f"{format_seconds(best['saving_mc_s'])} per iteration "
             f"({best['saving_pct']:.1f}%) over {best['instances']} process-iterations.")
