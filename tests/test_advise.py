@@ -42,7 +42,7 @@ def test_measured_arrival_vectors_are_resampled_whole():
 
 @pytest.mark.mpi
 def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
-    assert cli_main(["advise", str(partitioned_run.path), "--message-size", "4MiB",
+    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB",
                      "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     regions = d["regions"]
@@ -69,11 +69,11 @@ def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mp
         pytest.skip("intel-openmp wheel not installed")
     run = run_threads(ranks=1, threads=2, iterations=20, work=5e-4, dist="constant",
                       compute="sleep", ompt=True, runs_root=tmp_path, **QUIET)
-    assert cli_main(["advise", str(run.path), "--message-size", "64"]) == 0
+    assert cli_main(["advise", str(run.path), "--size", "64"]) == 0
     out = capsys.readouterr().out
     assert "Nothing worth changing" in out
     t = eb.advise(run, eb.link_for(run)[0])             # counters absent: bytes unknown
-    assert t["bytes_source"].str.contains("give --message-size").all()
+    assert t["bytes_source"].str.contains("give --size").all()
     assert not t["worth_changing"].any()
 
 
@@ -121,7 +121,7 @@ def test_report_has_an_advisor_section(partitioned_run, tmp_path):
 
 @pytest.mark.mpi
 def test_advise_refuses_huge_replicas(partitioned_run, capsys):
-    assert cli_main(["advise", str(partitioned_run.path), "--message-size", "4MiB",
+    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB",
                      "--replicas", str(10**11)]) == 2
     err = capsys.readouterr().err
     assert "--replicas" in err and "limit" in err

@@ -103,7 +103,7 @@ def test_fwq_exponential_draws_keep_mean_and_sd(runs_root, default_mpi):
 
 def test_dgemm_result(runs_root, default_mpi):
     n = 48
-    run = run_bsp("dgemm", ranks=2, intervals=4, size=n, reps=2, seed=1, runs_root=runs_root,
+    run = run_bsp("dgemm", ranks=2, intervals=4, dim=n, reps=2, seed=1, runs_root=runs_root,
                   **QUIET)
     _check_maxima_match(run, 2, 4)
     iv = run.table("intervals")
@@ -111,12 +111,12 @@ def test_dgemm_result(runs_root, default_mpi):
     # hand-checkable anchor: with n = 1, C = A[0,0] B[0,0] = (-5/8)(-4/4)
     assert expected_checksum("dgemm", size=1) == 0.625
     np.testing.assert_allclose(iv["checksum"], want, rtol=1e-12)
-    assert run.meta["parameters"]["size"] == n
+    assert run.meta["parameters"]["dim"] == n
 
 
 def test_spmv_result(runs_root, default_mpi):
     n = 40
-    run = run_bsp("spmv", ranks=2, intervals=4, size=n, reps=3, seed=1, runs_root=runs_root,
+    run = run_bsp("spmv", ranks=2, intervals=4, dim=n, reps=3, seed=1, runs_root=runs_root,
                   **QUIET)
     _check_maxima_match(run, 2, 4)
     iv = run.table("intervals")
@@ -164,9 +164,9 @@ def test_killed_run_keeps_finished_intervals(runs_root, default_mpi):
     (["--workload", "fwq", "--ops", "-1"], "--ops"),
     (["--workload", "ftq", "--ops", "100"], "--ops"),
     (["--workload", "dgemm", "--compute", "0.1"], "--compute"),
-    (["--workload", "spmv", "--size", "0"], "--size"),
+    (["--workload", "spmv", "--dim", "0"], "--dim"),
     (["--workload", "ftq", "--intervals", "0"], "--intervals"),
-    (["--workload", "fwq", "--size", "10"], "--size"),
+    (["--workload", "fwq", "--dim", "10"], "--dim"),
     (["--workload", "ftq", "--dist", "exponential", "--compute", "0.01", "--sd", "0.02"], "--sd"),
 ])
 def test_bad_input_exit_2(argv, where, runs_root, capsys):

@@ -133,7 +133,7 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
             measure(run_bsp, "ftq", ranks=ranks, intervals=_scale(quick, 500, 20), mean=5e-3,
                     sd=5e-4, seed=1, run_name=f"bsp-ftq-{ranks}rank", **kw)
             if not quick:
-                measure(run_bsp, "dgemm", ranks=ranks, intervals=300, size=256, seed=1,
+                measure(run_bsp, "dgemm", ranks=ranks, intervals=300, dim=256, seed=1,
                         run_name=f"bsp-dgemm-{ranks}rank", **kw)
     if "profile" in plan:
         say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")

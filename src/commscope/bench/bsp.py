@@ -54,21 +54,21 @@ HALO_ITER_W = 17.0
 #: DGEMM/SPMV matrix (grid) side.  The thesis ran 100 ms FTQ intervals; 10 ms keeps
 #: a 200-interval run near two seconds here.
 DEFAULTS = dict(intervals=200, warmup=2, dist="normal", ftq_mean_s=0.01, ftq_sd_s=0.001,
-                fwq_mean_ops=5_000_000, fwq_sd_ops=500_000, dgemm_size=256, spmv_size=512,
+                fwq_mean_ops=5_000_000, fwq_sd_ops=500_000, dgemm_dim=256, spmv_dim=512,
                 reps=1, halo_bytes=0, flush_every=10)
 
 #: Parameters that must agree for two runs to be the same experiment at two scales.
-EXPERIMENT_KEYS = ("workload", "dist", "mean", "sd", "size", "reps", "halo_bytes")
+EXPERIMENT_KEYS = ("workload", "dist", "mean", "sd", "dim", "reps", "halo_bytes")
 
 
 def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=None, sd=None,
-            size=None, reps=1, halo_bytes=0, seed=None, flush_every=10, **launch_kw):
+            dim=None, reps=1, halo_bytes=0, seed=None, flush_every=10, **launch_kw):
     """Run the bulk-synchronous harness on ``ranks`` ranks; returns the finished Run.
 
     ``workload``: "ftq", "fwq", "dgemm" or "spmv".  For FTQ, ``mean``/``sd`` are the
     spin time's mean and standard deviation in seconds (default 0.01, 0.001); for
     FWQ they count integer additions (default 5e6, 5e5); ``dist`` is the
-    distribution of those draws (draws are clamped at 0).  For DGEMM ``size`` is the
+    distribution of those draws (draws are clamped at 0).  For DGEMM ``dim`` is the
     side of the N x N matrices (default 256), for SPMV the side of the N x N grid
     whose 5-point Laplacian is applied (default 512); ``reps`` operations per
     interval.  ``halo_bytes`` (a multiple of 8) are sent to each of the 4
@@ -112,13 +112,13 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
     else:
         if mean is not None or sd is not None:
             raise InputError("--compute", None, f"only ftq and fwq draw their work; {workload} "
-                                             "takes --size and --reps")
-        if size is None:
-            size = DEFAULTS["dgemm_size"] if workload == "dgemm" else DEFAULTS["spmv_size"]
-        if not isinstance(size, (int, np.integer)) or size < 1:
-            raise InputError("--size", None, f"must be a positive integer, got {size!r}")
-        if workload == "spmv" and size * size * 5 > 2**31 - 1:
-            raise InputError("--size", None, f"a {size} x {size} grid overflows 32-bit indices")
+                                             "takes --dim and --reps")
+        if dim is None:
+            dim = DEFAULTS["dgemm_dim"] if workload == "dgemm" else DEFAULTS["spmv_dim"]
+        if not isinstance(dim, (int, np.integer)) or dim < 1:
+            raise InputError("--dim", None, f"must be a positive integer, got {dim!r}")
+        if workload == "spmv" and dim * dim * 5 > 2**31 - 1:
+            raise InputError("--dim", None, f"a {dim} x {dim} grid overflows 32-bit indices")
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2**31))
     if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**62:
@@ -129,13 +129,13 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
                   dist=dist if timed else None,
                   mean=float(mean) if timed else None, sd=float(sd) if timed else None,
                   mean_unit="s" if workload == "ftq" else "ops" if workload == "fwq" else None,
-                  size=None if timed else int(size), reps=None if timed else int(reps))
+                  dim=None if timed else int(dim), reps=None if timed else int(reps))
     args = ["--workload", workload, "--intervals", intervals, "--warmup", warmup,
             "--halo-bytes", int(halo_bytes), "--seed", int(seed), "--flush-every", flush_every]
     if timed:
         args += ["--dist", dist, "--mean", repr(float(mean)), "--sd", repr(float(sd))]
     else:
-        args += ["--size", int(size), "--reps", int(reps)]
+        args += ["--size", int(dim), "--reps", int(reps)]  # cs_bsp's name for the side
     env = dict(launch_kw.pop("extra_env", None) or {})
     # the thesis runs one single-threaded BLAS per core
     env.setdefault("OPENBLAS_NUM_THREADS", "1")

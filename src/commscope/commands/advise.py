@@ -10,13 +10,13 @@ EXAMPLES = """\
 examples:
   commscope profile --ompt --threads 4 -n 2 -- ./app
   commscope advise runs/<profile-run> --profile machine-profile.json
-  commscope advise runs/<profile-run> --message-size 4MiB --json
+  commscope advise runs/<profile-run> --size 4MiB --json
 
 For each OpenMP region (from the per-thread OMPT arrivals of the run): arrival spread
 (mean max - min per process-iteration), laggard share (max - median > --threshold),
 average reclaimable time and the ratio of time spent idle, both as printed in Marts et
 al. 2023 (R / (n max)) and range-normalised (R / (n (max - min))); the bytes each rank
-sends per iteration (--message-size, else the run's MPI counters); and the time and
+sends per iteration (--size, else the run's MPI counters); and the time and
 effective bandwidth of one send after the region against partitioned sends as threads
 arrive: Dominguez-Trujillo 2021, Algorithm 1 (normal, measured mean and within-iteration sd) and a Monte
 Carlo resampling the measured arrival vectors.  Regions are ranked by the Monte-Carlo
@@ -33,7 +33,7 @@ def register(registry):
                                               "bench threads/partitioned --ompt)")
     add_link_options(p, "machine profile (commscope fit); default: the published Blue "
                         "Waters parameters", ppn=False)
-    p.add_argument("--message-size", metavar="SIZE", default=None,
+    p.add_argument("-s", "--size", metavar="SIZE", default=None,
                    help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
                         "run's MPI counters)")
     p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
@@ -55,7 +55,7 @@ def _run(args):
     profile = args.profile if args.profile or args.osu else "bluewaters"
     link, info = eb.link_for(run, profile=profile, osu=args.osu, machine=args.machine,
                              locality=args.locality)
-    size = parse_size(args.message_size, "--message-size") if args.message_size else None
+    size = parse_size(args.size, "--size") if args.size else None
     table = eb.advise(run, link, message_size=size, threshold_s=args.threshold,
                       min_saving_s=args.min_saving, min_saving_fraction=args.min_fraction,
                       replicas=args.replicas, seed=args.seed)

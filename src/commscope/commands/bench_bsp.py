@@ -10,8 +10,8 @@ examples:
   commscope bench bsp --workload ftq --intervals 200            # 10 ms normal spins, 2 ranks
   commscope bench bsp --workload ftq --compute 0.1 --sd 0.001   # the thesis's 100 ms FTQ
   commscope bench bsp --workload fwq --ops 5e6 --ranks 4        # drawn integer work, 4 ranks
-  commscope bench bsp --workload dgemm --size 256 --halo-bytes 1M
-  commscope bench bsp --workload spmv --size 512 --reps 4
+  commscope bench bsp --workload dgemm --dim 256 --halo-bytes 1M
+  commscope bench bsp --workload spmv --dim 512 --reps 4
 
 Tables: <run>/intervals.parquet (interval, rank, host, workload_s, halo_s, barrier_s,
 interval_s, requested_s, requested_ops, checksum, halo_sum, halo_bad) and
@@ -30,7 +30,7 @@ def register(registry):
         epilog=EXAMPLES)
     p.add_argument("-w", "--workload", choices=WORKLOADS, default=None,
                    help="ftq: spin a drawn time; fwq: a drawn number of additions; dgemm, "
-                        "spmv: fixed operations of --size (required)")
+                        "spmv: fixed operations of --dim (required)")
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("-k", "--intervals", type=int, default=DEFAULTS["intervals"],
                    help="measured intervals (default %(default)s)")
@@ -46,7 +46,7 @@ def register(registry):
     p.add_argument("--sd", type=float, default=None,
                    help="standard deviation of the draws, in the unit of --compute or --ops "
                         "(default a tenth of it)")
-    p.add_argument("--size", type=int, default=None,
+    p.add_argument("--dim", type=int, default=None, metavar="N",
                    help="DGEMM: N x N matrices (default 256); SPMV: N x N grid (default 512)")
     p.add_argument("--reps", type=int, default=DEFAULTS["reps"],
                    help="DGEMM/SPMV operations per interval (default %(default)s)")
@@ -69,13 +69,13 @@ def _run(args):
     for opt in ("--compute", "--ops", "--sd"):
         if opt != own and getattr(args, opt[2:]) is not None and not (opt == "--sd" and own):
             raise InputError(opt, None, f"{args.workload} does not take {opt}; "
-                             + (f"use {own}" if own else "it takes --size and --reps"))
-    if own and args.size is not None:
-        raise InputError("--size", None, f"{args.workload} draws its work; use {own}/--sd")
+                             + (f"use {own}" if own else "it takes --dim and --reps"))
+    if own and args.dim is not None:
+        raise InputError("--dim", None, f"{args.workload} draws its work; use {own}/--sd")
     mean = args.compute if args.workload == "ftq" else args.ops
     run = run_bsp(args.workload, ranks=args.ranks, intervals=args.intervals,
                   warmup=args.warmup, dist=args.dist, mean=mean, sd=args.sd,
-                  size=args.size, reps=args.reps,
+                  dim=args.dim, reps=args.reps,
                   halo_bytes=parse_size(args.halo_bytes, "--halo-bytes"), seed=args.seed,
                   flush_every=args.flush_every, **launch_kwargs(args))
     print(run.path)

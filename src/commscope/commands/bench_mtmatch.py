@@ -39,8 +39,8 @@ def register(registry):
     p.add_argument("--shape", choices=("cube", "linear"), default="cube",
                    help="decompositions of a sweep: most cube-like, or 1x1xT (3-D) "
                         "(default %(default)s)")
-    p.add_argument("--trials", type=int, default=10, help="recorded trials (default %(default)s)")
-    p.add_argument("--warmup", type=int, default=2,
+    p.add_argument("-t", "--trials", type=int, default=10, help="recorded trials (default %(default)s)")
+    p.add_argument("-x", "--warmup", type=int, default=2,
                    help="unrecorded warm-up trials first (default %(default)s)")
     p.add_argument("-s", "--size", default="8", help="message size (default %(default)s bytes)")
     add_resume_option(p, "configuration")

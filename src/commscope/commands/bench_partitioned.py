@@ -64,7 +64,7 @@ def register(registry):
                         f"for j = -8..2 ({default})")
     s.add_argument("--runs-per-size", type=int, default=5,
                    help="recorded runs per size and method (default %(default)s)")
-    s.add_argument("--warmup", type=int, default=1,
+    s.add_argument("-x", "--warmup", type=int, default=1,
                    help="unrecorded warm-up runs per size and method (default %(default)s)")
     s.add_argument("--methods", default=",".join(METHODS),
                    help="comma-separated subset of %(default)s")

@@ -31,7 +31,7 @@ def register(registry):
                     "omp for nowait, end) with per-thread work drawn from a distribution plus "
                     "injected laggards; the intended times are kept as ground truth.",
         epilog=EXAMPLES)
-    p.add_argument("--ranks", type=int, default=DEFAULTS["ranks"], help="MPI ranks (default %(default)s)")
+    p.add_argument("-n", "--ranks", type=int, default=DEFAULTS["ranks"], help="MPI ranks (default %(default)s)")
     p.add_argument("--threads", type=int, default=DEFAULTS["threads"],
                    help="OpenMP threads per rank (default %(default)s)")
     p.add_argument("-i", "--iterations", type=int, default=DEFAULTS["iterations"],

@@ -54,7 +54,7 @@ def register(registry):
                         "(send when every sender was traced; default %(default)s)")
     p.add_argument("--profile", metavar="FILE|bluewaters", default=None,
                    help="machine profile: message times (and gamma for --threads-send)")
-    p.add_argument("--trials", type=int, default=0,
+    p.add_argument("-t", "--trials", type=int, default=0,
                    help="random interleavings of the posting threads (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the trials (default 0)")
     p.add_argument("--guard", type=float, default=0.01, metavar="S",

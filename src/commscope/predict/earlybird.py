@@ -8,7 +8,7 @@ Joins three parts commscope already has:
   metrics of Marts et al. (2023) Sec. 4.2 (:mod:`commscope.stats.arrivals`): arrival
   spread, laggard share, average reclaimable time, and both idle ratios (the printed
   R / (n max) and the range-normalised R / (n (max - min)));
-* the bytes each rank sends per instance of the region: ``--message-size``, else the
+* the bytes each rank sends per instance of the region: ``--size``, else the
   event trace of the same run (``profile --ompt --trace``: every send between the
   end of an instance and the start of the next region), else its MPI counters
   (point-to-point bytes sent by the rank divided by the region's instances on that
@@ -140,7 +140,7 @@ def advise(run, link, *, message_size=None, threshold_s=1e-3, min_saving_s=10e-6
            min_saving_fraction=0.02, replicas=2000, seed=0):
     """One row per region (:data:`COLUMNS`), ranked by predicted saving per iteration."""
     if message_size is not None and not message_size > 0:
-        raise InputError("--message-size", None, f"must be > 0 bytes, got {message_size}")
+        raise InputError("--size", None, f"must be > 0 bytes, got {message_size}")
     df = threads_table(run)
     pi = arrivals.process_iterations(df, threshold_s)
     summary = arrivals.idle_summary(df, threshold_s, per_iter=pi)
@@ -162,11 +162,11 @@ def advise(run, link, *, message_size=None, threshold_s=1e-3, min_saving_s=10e-6
                "idle_ratio_printed": rec.idle_ratio_printed,
                "idle_ratio_range": rec.idle_ratio_range}
         if message_size is not None:
-            size, source = float(message_size), "--message-size"
+            size, source = float(message_size), "--size"
         elif counted is not None:
             size, source = counted.get(rec.region, (0.0, "counters"))
         else:
-            size, source = None, "unknown (no MPI counters; give --message-size)"
+            size, source = None, "unknown (no MPI counters; give --size)"
         row.update(bytes_per_iteration=size, bytes_source=source)
         row.update(_predict(link, n, size, mat, replicas, seed))
         row.update(_verdict(row, per_region.loc[rec.region, "max_arrival_s"], min_saving_s,
@@ -203,7 +203,7 @@ def _verdict(row, max_arrival_s, min_saving_s, min_fraction):
                 "verdict": "one thread: nothing arrives early"}
     if not row["bytes_per_iteration"]:
         why = ("no bytes sent after it" if row["bytes_per_iteration"] == 0
-               else "bytes sent unknown (give --message-size)")
+               else "bytes sent unknown (give --size)")
         return {"saving_pct": np.nan, "worth_changing": False, "verdict": why}
     if row["bytes_per_iteration"] < 1:
         return {"saving_pct": np.nan, "worth_changing": False,
