@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope.killtrial import kill_at
+from commscope.killtrial import kill_at, long_pingpong_argv
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
 
@@ -38,9 +38,7 @@ def main():
             for k in range(opts.trials):
                 for sig in SIGNALS:
                     runs = Path(tmp) / f"{mpi_name}-{sig.name}-{k}"
-                    argv = [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi",
-                            mpi_name, "-m", "1:1M", "-i", "20000", "-I", "4000", "--quiet",
-                            "--runs", str(runs), "--name", "pp"]
+                    argv = long_pingpong_argv(mpi_name, runs)
                     running = k % 2 == 1
                     t = kill_at(argv, str(runs), sig,
                                 rng.uniform(0, 2) if running else rng.uniform(0.3, 3),

@@ -18,7 +18,8 @@ DIR=${COMMSCOPE_SLURM_DIR:-/var/tmp/commscope-slurm}
 CONF=$DIR/slurm.conf
 export SLURM_CONF=$CONF
 NODES="n1 n2 n3 n4"
-PACKAGES="slurmd slurmctld slurm-client munge libpmix2"
+# libpmix-dev: srun's mpi/pmix plugin dlopens the unversioned pmix2/lib/libpmix.so it holds
+PACKAGES="slurmd slurmctld slurm-client munge libpmix2 libpmix-dev"
 
 say() { echo "slurm-testbed: $*" >&2; }
 die() { say "$*"; exit 1; }

@@ -8,21 +8,15 @@ counts the processes of the job still alive afterwards: there must be none.
 import json
 import random
 import signal
-import sys
 
 import pytest
 
-from commscope.killtrial import kill_at
+from commscope.killtrial import kill_at, long_pingpong_argv
 from commscope.runs import open_run
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
 
 
-def _argv(mpi_name, runs, name):
-    # Enough repetitions that the job runs well past the latest kill moment.
-    return [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi", mpi_name,
-            "-m", "1:1M", "-i", "20000", "-I", "4000", "--quiet", "--runs", str(runs),
-            "--name", name]
 
 
 @pytest.mark.mpi
@@ -35,7 +29,7 @@ def test_random_kills_leave_no_process(which, tmp_path, request):
         runs = tmp_path / f"runs{i}"
         running = i >= len(SIGNALS)  # first round: any moment; second: ranks running
         delay = rng.uniform(0, 1.5) if running else rng.uniform(0.3, 3.0)
-        trial = kill_at(_argv(which, runs, "pp"), str(runs), sig, delay,
+        trial = kill_at(long_pingpong_argv(which, runs), str(runs), sig, delay,
                         after_ranks_start=running)
         trials.append(trial)
         assert trial.survivors == 0, trial

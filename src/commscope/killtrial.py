@@ -8,8 +8,17 @@ mentions the command's unique marker (its run directory) is left.
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
+
+
+def long_pingpong_argv(mpi_name, runs, name="pp"):
+    """A ``bench pingpong`` that outlasts every kill moment: 16 s on a quiet 2-core machine
+    (a 1 MiB sweep of 20000 repetitions ended before a kill at 2.2 s there)."""
+    return [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi", mpi_name,
+            "-m", "1:4M", "-i", "100000", "-I", "10000", "--quiet", "--runs", str(runs),
+            "--name", name]
 
 
 def processes_mentioning(marker):
