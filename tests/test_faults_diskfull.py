@@ -10,6 +10,7 @@ complete row, and exit 2 naming the file.  Without root, the native side writes 
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -121,3 +122,66 @@ def test_ompt_tool_stops_at_a_full_disk_with_one_message(default_mpi, tmp_path, 
     meta = json.loads((tmp_path / "ompt.0.json").read_text())
     assert meta["state"] == "running"
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+@pytest.fixture
+def full_run_file(monkeypatch):
+    """``full_run_file(name)``: runs created from then on have ``raw/<name>`` linked to
+    /dev/full, so the one write that fails is that file's (no root needed)."""
+    from commscope.runs import Run
+    create = Run.create.__func__
+
+    def plant(name):
+        def create_then_plant(cls, *args, **kw):
+            run = create(cls, *args, **kw)
+            (run.raw_dir / name).symlink_to("/dev/full")
+            return run
+        monkeypatch.setattr(Run, "create", classmethod(create_then_plant))
+    return plant
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("command, program", [
+    (["bench", "partitioned", "--ompt", "--threads", "2", "--compute", "0.001",
+      "--runs-per-size", "2", "--sizes", "64K,128K"], []),
+    (["profile", "--ompt", "--threads", "2", "-n", "2"],
+     ["--", "threads", "-n", "4", "-x", "1", "--compute", "sleep"])])
+def test_ompt_write_failure_fails_a_job_that_exits_0(default_mpi, tmp_path, capsys,
+                                                      full_run_file, command, program):
+    """The OMPT tool stops timing threads at a failed write and lets the program finish
+    (exit 0): the run is still failed with the file named, and commscope exits 2."""
+    from commscope import mpi as mpimod
+    from commscope.cli import main
+    from commscope.profile import ompt
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    full_run_file("ompt.0.maps")
+    runs = tmp_path / "runs"
+    program = [str(mpimod.binary(default_mpi, a)) if a == "threads" else a for a in program]
+    assert main([*command, "--quiet", "--runs", str(runs), "--name", "r", *program]) == 2
+    victim = (runs / "r" / "raw").resolve() / "ompt.0.maps"  # the tool's directory is absolute
+    err = capsys.readouterr().err
+    assert err.count(str(victim)) == 1
+    assert f"{victim}: No space left on device" in err
+    meta = json.loads((runs / "r" / "meta.json").read_text())
+    assert meta["status"] == "failed" and meta["failure"] == f"no space left on device: {victim}"
+    assert meta.get("exit_status", 0) == 0  # the program itself succeeded
+    assert "thread timing stops here" in (runs / "r" / "stderr.txt").read_text()
+
+
+@pytest.mark.mpi
+def test_profiler_on_a_full_disk_fails_the_run_naming_the_file(default_mpi, tiny_tmpfs):
+    """The counter library reserves its file and finds the disk full: the profiled program
+    runs on unprofiled, and the run is failed with the file named (exit 2)."""
+    from commscope import mpi as mpimod
+    proc = subprocess.run([sys.executable, "-m", "commscope", "profile", "-n", "2", "--quiet",
+                           "--runs", str(tiny_tmpfs), "--name", "prof", "--",
+                           str(mpimod.binary(default_mpi, "threads")), "-n", "4", "-x", "1",
+                           "--compute", "sleep"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if "counters." in line]
+    assert len(lines) == 1 and lines[0].endswith(": No space left on device"), proc.stderr
+    meta = json.loads((tiny_tmpfs / "prof" / "meta.json").read_text())
+    assert meta["status"] == "failed" and meta["exit_status"] == 0
+    assert re.fullmatch(rf"no space left on device: {tiny_tmpfs}/prof/raw/counters\.\d\.bin",
+                        meta["failure"])

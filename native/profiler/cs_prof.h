@@ -167,4 +167,10 @@ int cs_thread_index(void); /* index of this thread's slab, -1 before init */
 /* Error messages from the library go to stderr with this prefix. */
 #define CS_PREFIX "commscope profile: "
 
+/* A failed write (errno err), reported as "cannot write PATH: REASON [errno N]; THEN", the
+ * form the Python side turns into the run's failure (commscope.bench.driver). */
+void cs_write_failed(const char *path, int err, const char *then);
+/* write() all n bytes (retrying short writes and EINTR); 0, or -1 with errno set. */
+int cs_write_all(int fd, const void *p, size_t n);
+
 #endif

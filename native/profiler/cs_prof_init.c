@@ -43,6 +43,30 @@ __thread long long cs_tl_type_size __attribute__((tls_model("initial-exec"))) = 
 __thread unsigned cs_tl_type_gen __attribute__((tls_model("initial-exec"))) = ~0u;
 volatile unsigned cs_type_generation = 0;
 
+void cs_write_failed(const char *path, int err, const char *then)
+{
+    fprintf(stderr, CS_PREFIX "rank %d: cannot write %s: %s [errno %d]; %s\n", cs_world_rank, path,
+            strerror(err), err, then);
+}
+
+int cs_write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
 /* Calls made before MPI_Init (or with profiling off) land in a scratch slab that
  * nobody reads (no set is on then, so only the fixed part is ever touched). */
 static uint64_t scratch_slab[CS_OFF_PEERS + 8];
@@ -207,7 +231,8 @@ static const char *set_name(int bit)
     return "calls";
 }
 
-/* counters.<rank>.json, written once after the data file exists (temp + rename). */
+/* counters.<rank>.json, written once after the data file exists (temp + rename);
+ * returns 0 or the errno of the failed step. */
 static int write_metadata(int npvar_values, int thread_level)
 {
     char path[4200], tmp[4300], host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
@@ -218,7 +243,7 @@ static int write_metadata(int npvar_values, int thread_level)
     snprintf(tmp, sizeof tmp, "%s/.counters.%d.json.tmp", dir, cs_world_rank);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
-    if (!f) return -1;
+    if (!f) return errno ? errno : EIO;
     fprintf(f, "{\n \"schema\": \"commscope.counters\",\n \"schema_version\": 1,\n");
     fprintf(f, " \"nonce\": \"%016llx\",\n \"rank\": %d,\n \"world_size\": %d,\n \"host\": ",
             (unsigned long long)cs_hdr->nonce, cs_world_rank, cs_world_size);
@@ -271,16 +296,15 @@ static int write_metadata(int npvar_values, int thread_level)
     fprintf(f, " \"pvars\": ");
     cs_pvars_describe(f);
     fprintf(f, "\n}\n");
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
+    errno = 0;
+    int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err)
         unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    return err;
 }
 
 static int map_counter_file(void)
@@ -298,7 +322,7 @@ static int map_counter_file(void)
      * not a SIGBUS later when a counter is first touched. */
     int err = posix_fallocate(fd, 0, (off_t)map_bytes);
     if (err) {
-        fprintf(stderr, CS_PREFIX "cannot size %s: %s; this rank is not profiled\n", path, strerror(err));
+        cs_write_failed(path, err, "this rank is not profiled");
         close(fd);
         unlink(path);
         return -1;
@@ -352,8 +376,12 @@ static void start(int thread_level)
     if (sets & CS_SET_TRACE)
         cs_trace_init(dir, env_long("COMMSCOPE_TRACE_LIMIT", 1L << 30, 4096),
                       (int)env_long("COMMSCOPE_TRACE_BUFFER", 4096, 16));
-    if (write_metadata(npv, thread_level) != 0)
-        fprintf(stderr, CS_PREFIX "cannot write %s/counters.%d.json: %s\n", dir, cs_world_rank, strerror(errno));
+    int err = write_metadata(npv, thread_level);
+    if (err) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/counters.%d.json", dir, cs_world_rank);
+        cs_write_failed(path, err, "this rank's counters cannot be read");
+    }
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
     cs_snap_start(dir, snapshot_s);

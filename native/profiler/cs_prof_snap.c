@@ -155,6 +155,7 @@ static void pvars_read(double *out)
 /* ---- the snapshot thread -------------------------------------------------- */
 
 static int snap_fd = -1;
+static char snap_path[4200];
 static pthread_t snap_thread;
 static int snap_running;
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -188,16 +189,11 @@ static void take_snapshot(void)
     for (int c = 0; c < CS_NCOUNTERS; c++)
         record[3 + words + c] = __atomic_load_n(&cs_rank_words[c], __ATOMIC_RELAXED);
     if (npvar_values) pvars_read((double *)(record + 3 + words + CS_NCOUNTERS));
-    if (snap_fd >= 0 && !write_failed) {
-        size_t bytes = record_words * 8;
-        ssize_t n = write(snap_fd, record, bytes);
-        if (n != (ssize_t)bytes) {
-            /* a partial record is dropped by readers; stop writing rather than
-             * append records after a hole */
-            write_failed = 1;
-            fprintf(stderr, CS_PREFIX "rank %d: snapshots stopped: %s\n", cs_world_rank,
-                    n < 0 ? strerror(errno) : "short write (disk full?)");
-        }
+    if (snap_fd >= 0 && !write_failed && cs_write_all(snap_fd, record, record_words * 8) != 0) {
+        /* a partial record is dropped by readers; stop writing rather than
+         * append records after a hole */
+        write_failed = 1;
+        cs_write_failed(snap_path, errno, "snapshots stop here");
     }
     __atomic_store_n(&cs_hdr->seq, record[0], __ATOMIC_RELEASE);
 }
@@ -232,8 +228,8 @@ void cs_snap_now(void)
 
 int cs_snap_start(const char *dir, double interval_s)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/snapshots.%d.bin", dir, cs_world_rank);
+    char *path = snap_path;
+    snprintf(path, sizeof snap_path, "%s/snapshots.%d.bin", dir, cs_world_rank);
     snap_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
     if (snap_fd < 0) {
         fprintf(stderr, CS_PREFIX "cannot create %s: %s\n", path, strerror(errno));
@@ -246,8 +242,11 @@ int cs_snap_start(const char *dir, double interval_s)
     header[1] = 1; /* version (u32) + 0 */
     header[2] = record_words;
     header[3] = cs_hdr->nonce;
-    if (!record || write(snap_fd, header, sizeof header) != (ssize_t)sizeof header) {
-        fprintf(stderr, CS_PREFIX "cannot write %s\n", path);
+    if (!record || cs_write_all(snap_fd, header, sizeof header) != 0) {
+        if (record)
+            cs_write_failed(path, errno, "no snapshots");
+        else
+            fprintf(stderr, CS_PREFIX "out of memory for %s: no snapshots\n", path);
         close(snap_fd);
         snap_fd = -1;
         return -1;

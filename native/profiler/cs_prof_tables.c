@@ -10,6 +10,7 @@
  *   full bucket only loses attribution (requests_untracked).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ static comm_slot_t comm_slots[COMM_SLOTS];
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int next_comm_id = 0;
 static FILE *comms_csv;
+static char comms_path[4200];
 
 static comm_slot_t *comm_find(uintptr_t key)
 {
@@ -92,14 +94,14 @@ static comm_slot_t *comm_add(MPI_Comm comm, const char *created_by, MPI_Comm par
         s->comm.world_ranks = world;
         __atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
         if (comms_csv) {
+            errno = 0;
             fprintf(comms_csv, "%d,%d,%s,%d,%d,", s->comm.id, size, created_by, comm_id_of(parent), inter);
             for (int r = 0; r < size; r++) fprintf(comms_csv, "%s%d", r ? " " : "", world[r]);
             fputc('\n', comms_csv);
             if (fflush(comms_csv) != 0 || ferror(comms_csv)) {
                 /* stop rather than leave a list with holes; counting goes on */
-                fprintf(stderr, CS_PREFIX "rank %d: cannot write comms.%d.csv (disk full?); "
-                                          "communicators are no longer listed\n",
-                        cs_world_rank, cs_world_rank);
+                cs_write_failed(comms_path, errno ? errno : EIO,
+                                "communicators are no longer listed");
                 fclose(comms_csv);
                 comms_csv = 0;
             }
@@ -141,8 +143,8 @@ void cs_comm_forget(MPI_Comm comm)
 
 void cs_comms_init(const char *dir)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/comms.%d.csv", dir, cs_world_rank);
+    char *path = comms_path;
+    snprintf(path, sizeof comms_path, "%s/comms.%d.csv", dir, cs_world_rank);
     comms_csv = fopen(path, "wx");
     if (comms_csv) fprintf(comms_csv, "comm_id,size,created_by,parent_id,inter,world_ranks\n");
     else fprintf(stderr, CS_PREFIX "cannot create %s: communicators are not listed\n", path);

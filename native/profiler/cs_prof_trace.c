@@ -38,7 +38,7 @@ typedef struct trace_buf {
 static char trace_dir[4096];
 static long long limit_bytes, used_bytes;
 static int buffer_records;
-static int warned;
+static int warned, write_failed;
 static trace_buf_t *all_buffers;
 static pthread_mutex_t buffers_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread trace_buf_t *tl_buf;
@@ -50,10 +50,15 @@ void cs_trace_init(const char *dir, long long limit, int records)
     buffer_records = records;
 }
 
+static void trace_path(const trace_buf_t *b, char *path, size_t n)
+{
+    snprintf(path, n, "%s/trace.%d.%d.bin", trace_dir, cs_world_rank, b->thread);
+}
+
 static int open_file(trace_buf_t *b)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/trace.%d.%d.bin", trace_dir, cs_world_rank, b->thread);
+    trace_path(b, path, sizeof path);
     b->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
     if (b->fd < 0) return -1;
     unsigned char h[64] = {0};
@@ -67,7 +72,7 @@ static int open_file(trace_buf_t *b)
     memcpy(h + 20, &thread, 4);
     memcpy(h + 24, &tps, 8);
     memcpy(h + 32, &cs_hdr->tick0, 8);
-    return write(b->fd, h, sizeof h) == (ssize_t)sizeof h ? 0 : -1;
+    return cs_write_all(b->fd, h, sizeof h);
 }
 
 static void flush(trace_buf_t *b)
@@ -75,18 +80,29 @@ static void flush(trace_buf_t *b)
     if (b->n == 0) return;
     size_t bytes = (size_t)b->n * sizeof(cs_trace_rec_t);
     uint64_t *s = cs_slab_at(b->thread);
-    if (__atomic_add_fetch(&used_bytes, (long long)bytes, __ATOMIC_RELAXED) > limit_bytes ||
-        (b->fd < 0 && open_file(b) != 0) || write(b->fd, b->recs, bytes) != (ssize_t)bytes) {
-        s[CS_C_trace_records_dropped] += (uint64_t)b->n;
-        if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-            fprintf(stderr, CS_PREFIX "rank %d: trace %s; later records are counted as dropped\n",
-                    cs_world_rank,
-                    used_bytes > limit_bytes ? "size limit reached (COMMSCOPE_TRACE_LIMIT, --trace-limit)"
-                                             : strerror(errno));
-    } else {
-        s[CS_C_trace_records] += (uint64_t)b->n;
+    int over = __atomic_add_fetch(&used_bytes, (long long)bytes, __ATOMIC_RELAXED) > limit_bytes;
+    int err = 0;
+    /* The first failed write stops the trace (no record is appended after a hole); a
+     * closed buffer (fd -2) drops late records. */
+    if (!over && b->fd != -2 && !__atomic_load_n(&write_failed, __ATOMIC_RELAXED)) {
+        if ((b->fd >= 0 || open_file(b) == 0) && cs_write_all(b->fd, b->recs, bytes) == 0) {
+            s[CS_C_trace_records] += (uint64_t)b->n;
+            b->n = 0;
+            return;
+        }
+        err = errno ? errno : EIO;
     }
+    s[CS_C_trace_records_dropped] += (uint64_t)b->n;
     b->n = 0;
+    if (over && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
+        fprintf(stderr, CS_PREFIX "rank %d: trace size limit reached (COMMSCOPE_TRACE_LIMIT, "
+                                  "--trace-limit); later records are counted as dropped\n",
+                cs_world_rank);
+    } else if (err && !__atomic_exchange_n(&write_failed, 1, __ATOMIC_RELAXED)) {
+        char path[4200];
+        trace_path(b, path, sizeof path);
+        cs_write_failed(path, err, "later trace records are counted as dropped");
+    }
 }
 
 static trace_buf_t *my_buffer(void)

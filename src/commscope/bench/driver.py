@@ -210,8 +210,10 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
     status, res, extra, write_error = "failed", None, {}, None
     try:
         res = launch.run_job(plan, title=kind, timeout=timeout, echo=echo, progress=progress)
-        status = "complete" if res.returncode == 0 else "failed"
-        write_error = native_write_error(res.stderr) if status == "failed" else None
+        # a failed write fails the run even when the job goes on and exits 0 (the OMPT tool
+        # stops timing threads but lets the benchmark finish)
+        write_error = native_write_error(res.stderr)
+        status = "complete" if res.returncode == 0 and write_error is None else "failed"
         if write_error is not None:
             extra["failure"] = describe_os_error(write_error)
         elif status == "failed":

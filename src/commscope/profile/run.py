@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
-from ..bench.driver import mpi_info, record_placement
+from ..bench.driver import mpi_info, native_write_error, record_placement
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
-from ..runs import Run, utc_now
+from ..runs import Run, describe_os_error, utc_now
 from ..topology import node_topology
 from .counters import counter_ranks
 
@@ -137,7 +137,9 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     """Profile ``program args`` on ``nranks`` ranks; returns ``(run, exit_status)``.
 
     ``exit_status`` is the program's (128 + signal when killed); the run
-    directory holds every count made up to the end either way.
+    directory holds every count made up to the end either way.  A write that a
+    preloaded library reports as failed (``cannot write PATH: ...``, e.g. a full disk)
+    marks the run failed and raises that OSError, whatever the program's exit status.
     """
     sets = parse_counter_sets(counters)
     snapshot_s = parse_interval(snapshot_every)
@@ -177,15 +179,16 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     run.meta["topology"] = node_topology()
     run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": []}
     run.save_meta()
-    res, stopped = None, {}
+    res, extra = None, {}
     try:
         res = launch.run_job(plan, title="profile", timeout=timeout, echo=echo, progress=False,
                              echo_stderr=echo)
     except Interrupted as exc:
-        stopped["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
+        extra["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
         raise
     finally:
         code = res.returncode if res else None
+        write_error = native_write_error(res.stderr) if res else None
         write_text_atomic(run.path / "stderr.txt", res.stderr if res else "")
         problems = []
         for c in collectors:
@@ -195,10 +198,14 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 problems.append(str(exc))
         record_placement(run)
         run.meta["profile"]["problems"] = problems
-        status = ("interrupted" if stopped else
-                  "complete" if code == 0 and not problems else "failed")
+        if write_error is not None:
+            extra["failure"] = describe_os_error(write_error)
+        status = ("interrupted" if extra.get("interrupted") else
+                  "complete" if code == 0 and not problems and not write_error else "failed")
         run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None,
-                   **stopped)
+                   **extra)
+    if write_error is not None:  # a full disk is the user's to fix: exit 2 naming the file
+        raise write_error
     # A collector that recorded something (e.g. OMPT threads of an OpenMP program
     # without MPI) makes the run useful even without counters.
     if not counter_ranks(run.raw_dir) and not any(
