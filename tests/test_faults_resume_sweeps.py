@@ -1,7 +1,7 @@
-"""Fault injection: every sweep benchmark survives a SIGKILL mid-sweep and resumes.
+"""Fault injection: every sweep benchmark survives a SIGKILL (or SIGTERM) mid-sweep and resumes.
 
-A real job is killed after its first points are on disk (commscope gets no chance to
-write its status); the run must read as interrupted with "k of N <unit> complete", and
+A real job is killed after its first points are on disk (after SIGKILL commscope gets no
+chance to write its status); the run must read as interrupted with "k of N <unit> complete", and
 ``--resume`` must measure the remaining points so that the union of the segments holds
 every planned point exactly once, with all its rows.  Benchmarks that are not sweeps
 say how much is complete and refuse ``--resume`` (exit 2).
@@ -19,8 +19,8 @@ from commscope.cli import main
 from commscope.runs import open_run
 
 
-def kill_mid_sweep(runs, name, bench_argv, table, rows):
-    """Start ``commscope bench ...``, SIGKILL it once ``raw/<table>.csv`` has ``rows`` rows."""
+def kill_mid_sweep(runs, name, bench_argv, table, rows, sig=signal.SIGKILL):
+    """Start ``commscope bench ...``, send ``sig`` once ``raw/<table>.csv`` has ``rows`` rows."""
     argv = [sys.executable, "-m", "commscope", "bench", *bench_argv, "--quiet",
             "--runs", str(runs), "--name", name]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -31,8 +31,9 @@ def kill_mid_sweep(runs, name, bench_argv, table, rows):
         if path.exists() and path.read_text().count("\n") > rows:
             break
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    assert proc.wait(timeout=60) == -signal.SIGKILL
+    proc.send_signal(sig)
+    # a caught signal ends commscope with 128 + signal
+    assert proc.wait(timeout=60) == (-sig if sig == signal.SIGKILL else 128 + sig)
     return runs / name
 
 
@@ -103,6 +104,39 @@ def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
     df = run.table("reps")
     each_point_once(df, "threads", threads, ["threads", "mode", "rep"], ["threads", "mode"], reps)
     assert df["rate_msgs_per_s"].gt(0).all()  # derived after the resume too
+
+
+@pytest.mark.mpi
+def test_mtmatch_resumes_from_first_incomplete_configuration(default_mpi, runs_root, capsys):
+    """SIGTERM after the first configuration: the complete ones are kept as measured, the
+    resumed job measures the rest from the same plan.csv, search depths cover them all."""
+    configs, trials, messages = 8, 20, 2 * 8  # naive: 2 threads x 8 messages
+    # long warm-ups (not recorded) keep every configuration busy for a while (~0.5 s on a
+    # quiet 2-core machine), so the kill lands between the first and the last
+    argv = ["mtmatch", "--points", "naive", "--k", "8", "--sweep", ",".join(["2"] * configs),
+            "--trials", str(trials), "--warmup", "4000", "-s", "64K"]
+    path = kill_mid_sweep(runs_root, "mt", argv, "trials", trials, sig=signal.SIGTERM)
+    stopped = open_run(path, warn=False)
+    assert stopped.meta["interrupted"]["signal"] == "SIGTERM"
+    done = stopped.progress()[0]
+    kept = {t: stopped.table(t) for t in ("trials", "order")}
+    assert sorted(set(kept["trials"]["config"])) == list(range(done))  # complete configs only
+    run = interrupted_then_resumed(path, "mtmatch", "configurations", capsys, "config",
+                                   list(range(configs)))
+    trials_df, order = run.table("trials"), run.table("order")
+    assert len(trials_df) == trials * configs
+    each_point_once(trials_df, "config", list(range(configs)), ["config", "trial"], ["config"],
+                    trials)
+    each_point_once(order, "config", list(range(configs)), ["config", "trial", "tag"],
+                    ["config"], messages * trials)
+    assert trials_df["avg_search_depth"].notna().all()  # derived after the resume too
+    assert trials_df["max_search_depth"].notna().all()
+    # the configurations measured before the kill are untouched
+    for df, cols in ((trials_df, ["config", "trial", "drain_time_s"]),
+                     (order, ["config", "trial", "tag", "post_seq", "send_seq"])):
+        before = kept["order" if "tag" in cols else "trials"][cols]
+        assert df[df["config"] < done][cols].sort_values(cols).reset_index(drop=True).equals(
+            before.sort_values(cols).reset_index(drop=True))
 
 
 @pytest.mark.mpi

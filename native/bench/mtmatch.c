@@ -17,13 +17,15 @@
  * written by the Python driver from the stencil model (commscope.models.stencil),
  * so the counts match the model by construction:
  *
- *   config,points,decomposition,tag,recv_thread,send_thread
+ *   config,points,decomposition,tag,recv_thread,send_thread[,more columns, ignored]
  *
  * one row per message; tags 0..M_t-1 once each per config.  A receiving thread
  * posts its tags in the order of the rows; a sending thread sends its tags in
  * increasing order (the tag is the message's priority, 002: m_i before m_j for
- * i < j).  Several configs run in one job.
- * Warm-up trials (thread start-up) are run but not recorded.
+ * i < j).  Several configs run in one job; --from-config K (a resumed sweep) skips
+ * the configs before K and keeps the plan's numbering.
+ * Warm-up trials (thread start-up) are run but not recorded.  A trial's order rows
+ * are written before its trials row, so a complete trials row has its orders on disk.
  */
 #include "cs_common.h"
 
@@ -46,11 +48,13 @@ typedef struct {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: cs_mtmatch --plan FILE [--trials N] [--warmup W] [-s BYTES] [--out DIR]\n"
+            "usage: cs_mtmatch --plan FILE [--trials N] [--warmup W] [-s BYTES] [--from-config K]\n"
+            "                  [--out DIR]\n"
             "  --plan FILE   CSV config,points,decomposition,tag,recv_thread,send_thread\n"
             "                (receives posted in row order, sends in tag order per thread)\n"
             "  --trials N    recorded trials per config (default 10)\n"
             "  --warmup W    unrecorded trials first (default 2)\n"
+            "  --from-config K  start at config K of the plan (resuming a sweep)\n"
             "  -s BYTES      message size (default 8)\n"
             "  run with exactly 2 ranks: rank 0 receives, rank 1 sends\n");
 }
@@ -187,12 +191,13 @@ static double pvar_read(pvar_t *p, MPI_T_pvar_session session, int peer)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *plan = NULL;
-    int trials = 10, warmup = 2, rank, size, provided;
+    int trials = 10, warmup = 2, first = 0, rank, size, provided;
     long long msg_size = 8;
-    enum { O_PLAN = 256, O_TRIALS, O_WARMUP };
+    enum { O_PLAN = 256, O_TRIALS, O_WARMUP, O_FROM };
     static struct option longopts[] = {{"plan", required_argument, 0, O_PLAN},
                                        {"trials", required_argument, 0, O_TRIALS},
                                        {"warmup", required_argument, 0, O_WARMUP},
+                                       {"from-config", required_argument, 0, O_FROM},
                                        {"out", required_argument, 0, 'o'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -206,6 +211,7 @@ int main(int argc, char **argv)
         case O_PLAN: plan = optarg; break;
         case O_TRIALS: trials = atoi(optarg); break;
         case O_WARMUP: warmup = atoi(optarg); break;
+        case O_FROM: first = (int)cs_parse_long("--from-config", optarg, 0); break;
         case 's':
             if ((msg_size = cs_parse_size(optarg)) < 0 || msg_size > (1 << 30))
                 cs_die("-s: expected a message size up to 1 GiB, got '%s'", optarg);
@@ -225,6 +231,8 @@ int main(int argc, char **argv)
 
     config_t *cfg;
     int ncfg = read_plan(plan, &cfg);
+    if (first >= ncfg)
+        cs_die("--from-config %d: the plan has configs 0..%d", first, ncfg - 1);
     int max_msgs = 0;
     for (int k = 0; k < ncfg; k++)
         max_msgs = cfg[k].messages > max_msgs ? cfg[k].messages : max_msgs;
@@ -280,8 +288,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
 
-    long done = 0, total_trials = (long)ncfg * (trials + warmup);
-    for (int k = 0; k < ncfg; k++) {
+    long done = 0, total_trials = (long)(ncfg - first) * (trials + warmup);
+    for (int k = first; k < ncfg; k++) {
         config_t *c = &cfg[k];
         double sum = 0, lo = INFINITY, hi = 0, qlen = NAN;
         for (int trial = -warmup; trial < trials; trial++) {
@@ -336,15 +344,15 @@ int main(int argc, char **argv)
                     lo = drain < lo ? drain : lo;
                     hi = drain > hi ? drain : hi;
                     qlen = qp;
-                    if (ftrials)
-                        cs_row(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
-                               c->points, c->decomp, c->threads_recv, c->threads_send,
-                               c->messages, msg_size, drain, qp, qu);
-                    if (forder)
+                    if (forder) /* first: a written trials row implies its order rows */
                         for (int tag = 0; tag < c->messages; tag++)
                             cs_row(forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
                                    post_seq[tag], send_seq[tag], c->recv_thread[tag],
                                    c->send_thread[tag]);
+                    if (ftrials)
+                        cs_row(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
+                               c->points, c->decomp, c->threads_recv, c->threads_send,
+                               c->messages, msg_size, drain, qp, qu);
                 }
                 cs_progress(++done, total_trials, "trial");
             }

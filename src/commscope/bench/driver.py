@@ -17,7 +17,9 @@ import os
 import platform
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 from .. import launch, mpi as mpimod, srun_mpi
 from ..errors import EnvironmentProblem, InputError, Interrupted
@@ -77,13 +79,35 @@ def record_placement(run):
         print(f"commscope: note: {shared_hosts_note(run.meta['shared_hosts'])}", file=sys.stderr)
 
 
+@dataclass(frozen=True)
+class RunFile:
+    """A native program's argument that names file ``name`` of the run directory (an input
+    kept with the run, e.g. mtmatch's plan).  With ``text``, :func:`run_benchmark` writes
+    the file before the job starts; a resumed run reads the same file."""
+    name: str
+    text: Optional[str] = None
+
+
+def _run_args(run, args):
+    """``args`` with each :class:`RunFile` written (when it has text) and replaced by its path."""
+    out = []
+    for a in args:
+        if isinstance(a, RunFile):
+            if a.text is not None:
+                write_text_atomic(run.path / a.name, a.text)
+            a = run.path / a.name
+        out.append(a)
+    return out
+
+
 def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=None,
                   mpi_spec=None, runs_root=None, hosts=None, ranks_per_node=None,
                   bind="auto", timeout=None, echo=True, progress=True, run_name=None,
                   extra_env=None, collectors=(), launcher="auto"):
     """Build and run native program ``cs_<program>`` and return the finished :class:`Run`.
 
-    ``args`` are the program's own options (``--out`` is added).  ``collectors``:
+    ``args`` are the program's own options (``--out`` is added; a :class:`RunFile` becomes
+    a file of the run directory).  ``collectors``:
     callables ``(mpi, binary) -> collector`` (e.g. OMPT thread timing) whose preload
     libraries and environment reach the ranks only, raw files go to ``<run>/raw``
     and ``finalize(run)`` runs after the job, whatever its outcome.  Raises
@@ -98,7 +122,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
                      name=run_name)
     run.meta["program"] = program
-    program, argv = binary, [*args, "--out", run.raw_dir]
+    program, argv = binary, [*_run_args(run, args), "--out", run.raw_dir]
     if collectors:
         program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
                                         {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
@@ -156,7 +180,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     mpi = mpimod.select_mpi(mpi_meta["name"] if mpi_meta.get("name") in ("openmpi", "mpich")
                             else mpi_meta.get("mpicc"))
     binary = mpimod.binary(mpi, run.meta.get("program", run.kind))
-    args = [*points.resume_args(params, first), "--out", segment]
+    args = [*_run_args(run, points.resume_args(params, first)), "--out", segment]
     plan = launch.plan_launch(mpi, old["nranks"], binary, args,
                               hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
                               threads=old.get("threads_per_rank", 1),

@@ -37,16 +37,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import uuid
-from pathlib import Path
 
 from ..errors import InputError
 from ..launch import available_cores
 from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
 from ..models import stencil
-from ..paths import default_runs_root, write_text_atomic
-from ..runs import register_table
-from .driver import run_benchmark
+from ..runs import Points, register_points, register_table
+from .driver import RunFile, run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -197,7 +194,7 @@ def check_plan(plan, source="plan"):
 
 
 def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=None, trials=10,
-                warmup=2, size_bytes=8, runs_root=None, **launch_kw):
+                warmup=2, size_bytes=8, **launch_kw):
     """Run the matching benchmark and return the finished :class:`~commscope.runs.Run`.
 
     One configuration (``points`` in 5, 7, 9, 27 or "naive", ``decomposition`` such as
@@ -238,29 +235,26 @@ def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=N
         plans.append(custom.assign(config=0, points="custom", decomposition="-"))
         summary.append({"config": 0, "points": "custom", "decomposition": "-", "k": None,
                         "threads": max(tr, ts), "M_t": len(custom), "T_r": tr, "T_s": ts})
-    full = pd.concat(plans, ignore_index=True)
-    runs_root = Path(runs_root or default_runs_root())
-    tmp = runs_root / ".plans" / f"mtmatch-{uuid.uuid4().hex}.csv"  # shared with the ranks
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    full[["config", "points", "decomposition", "tag", "recv_thread", "send_thread"]].to_csv(
-        tmp, index=False)
+    # <run>/plan.csv, written before the job: who posts and sends which tag (the native
+    # program reads the first six columns; a resumed run reads the same file)
+    full = pd.concat(plans, ignore_index=True).reindex(columns=PLAN_COLUMNS)
     threads = max(max(s["T_r"], s["T_s"]) for s in summary)
     params = dict(configs=summary, trials=trials, warmup=warmup, size_bytes=size_bytes)
-    try:
-        run = run_benchmark("mtmatch", "mtmatch",
-                            ["--plan", tmp, "--trials", trials, "--warmup", warmup,
-                             "-s", size_bytes],
-                            nranks=2, threads=threads, parameters=params, runs_root=runs_root,
-                            **launch_kw)
-    finally:
-        tmp.unlink(missing_ok=True)
-        try:
-            tmp.parent.rmdir()  # only when no other run's plan is in flight
-        except OSError:
-            pass
-    write_text_atomic(run.path / "plan.csv", full.to_csv(index=False))  # who posts and sends which tag, with positions
-    _postprocess(run, summary)
+    run = run_benchmark("mtmatch", "mtmatch", native_args(params, plan=full.to_csv(index=False)),
+                        nranks=2, threads=threads, parameters=params, **launch_kw)
+    _postprocess(run)
     return run
+
+
+PLAN_COLUMNS = ["config", "points", "decomposition", "tag", "recv_thread", "send_thread",
+                "recv_position", "send_position"]
+
+
+def native_args(params, plan=None, from_config=0):
+    """Options of cs_mtmatch for the parameters recorded in meta.json (``plan``: the text of
+    plan.csv for a new run; a resumed one reads the file already there)."""
+    return ["--plan", RunFile("plan.csv", plan), "--trials", params["trials"],
+            "--warmup", params["warmup"], "-s", params["size_bytes"], "--from-config", from_config]
 
 
 def oversubscription(summary, placement, cores=None):
@@ -291,7 +285,8 @@ def search_depths(order):
     return pd.DataFrame(rows)
 
 
-def _postprocess(run, summary):
+def _postprocess(run):
+    summary = run.meta["parameters"]["configs"]
     trials = run.table("trials")
     order = run.table("order")
     trials["points"] = trials["points"].astype(str)
@@ -313,6 +308,12 @@ def _postprocess(run, summary):
                                 "(commscope.matching.queue_sim): entries passed over before "
                                 "the match, 0 at the head")
     run.save_meta()
+
+
+register_points("mtmatch", Points(
+    "trials", ("config",), "configurations",
+    lambda p: [((s["config"],), p["trials"]) for s in p["configs"]],
+    resume_args=lambda p, first: native_args(p, from_config=first[0]), after=_postprocess))
 
 
 def config_summary(trials):

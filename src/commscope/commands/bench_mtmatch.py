@@ -13,6 +13,7 @@ examples:
   commscope bench mtmatch --points naive --k 8 --decomp 4     # 4 threads x 8 messages
   commscope bench mtmatch --points 7 --sweep 1,2,4,8,16       # cube-like decompositions
   commscope bench mtmatch --points 27 --sweep 1,2,4,8 --shape linear   # 1x1xn (Schonbein et al. 2018, Fig. 4)
+  commscope bench mtmatch --resume runs/20260101T120000Z-mtmatch   # a stopped sweep, from its first incomplete configuration
 
 Rank 0's receiving threads pre-post M_t tagged receives, rank 1's sending threads
 send them after a barrier (MPI_THREAD_MULTIPLE); rank 0 times the queue drain.
@@ -29,8 +30,9 @@ def register(registry):
         description="Threads of a stencil decomposition pre-post and send their own halo "
                     "messages; the message counts per thread come from the stencil model "
                     "(commscope model stencil).", epilog=EXAMPLES)
-    p.add_argument("--points", required=True, metavar="5|7|9|27|naive",
-                   help="stencil (2-D: 5, 9; 3-D: 7, 27) or naive (k messages per thread)")
+    p.add_argument("--points", metavar="5|7|9|27|naive",
+                   help="stencil (2-D: 5, 9; 3-D: 7, 27) or naive (k messages per thread); "
+                        "required unless --resume")
     p.add_argument("--decomp", metavar="LxL[xL]", default=None,
                    help="thread decomposition of the process's domain, e.g. 4x4x2")
     p.add_argument("--k", type=int, default=None, help="messages per thread (naive only)")
@@ -51,6 +53,8 @@ def register(registry):
 def _run(args):
     if resume_if_asked(args):
         return 0
+    if args.points is None:  # not argparse-required: --resume alone needs none
+        raise InputError("--points", None, "required (5, 7, 9, 27 or naive)")
     if (args.decomp is None) == (args.sweep is None):
         raise InputError("--decomp", None, "give exactly one of --decomp and --sweep")
     configs = None
