@@ -70,6 +70,10 @@ def test_a_directory_where_a_file_belongs(tmp_path, capsys):
     assert status == 2 and "is a directory" in err and "no such file" not in err
     status, err = _run(capsys, ["stats", "gev", str(tmp_path)])
     assert status == 2 and "is a directory" in err
+    (tmp_path / "meta.json").write_text("{}")
+    (tmp_path / "maxima.parquet").write_bytes(b"")
+    status, err = _run(capsys, ["stats", "gev", str(tmp_path)])  # a run: which of its tables
+    assert status == 2 and "is a run directory" in err and f"{tmp_path}/maxima.parquet" in err
 
 
 def test_a_profile_without_the_locality_names_the_file_and_what_it_has(tmp_path, capsys):

@@ -225,7 +225,8 @@ def test_simulated_ob1_queues_equal_the_pvars_of_a_program_with_known_queues(cap
     assert out["pvars"]["quiet_snapshots_equal"] == out["pvars"]["quiet_snapshot_values"] > 0
     assert quiet["equal"].all()
     # every pause of known_queues.c is seen by quiet snapshots, with its known contents
-    seen = {(r.queue, r.peer, int(r.measured)) for r in quiet.itertuples() if r.measured}
+    seen = {(r.queue, r.peer, int(r.measured_length)) for r in quiet.itertuples()
+            if r.measured_length}
     assert {("posted", 1, 6), ("posted", 1, 4), ("unexpected", 1, 4), ("unexpected", 1, 1),
             ("unexpected", 2, 2)} <= seen
     s = pd.DataFrame(out["summary"]).set_index("engine")
@@ -265,8 +266,9 @@ def test_mtmatch_orders_give_the_ob1_lengths_it_measured(capsys, tmp_path, defau
     rows = json.loads(capsys.readouterr().out)["mtmatch"]
     assert code == 0 and len(rows) == 3
     for r in rows:
-        assert r["simulated_posted"] == r["measured_posted"] == stencil_counts("5", (2, 2)).M_t
-        assert r["simulated_unexpected"] == r["measured_unexpected"] == 0
+        assert r["simulated_posted_length"] == r["measured_posted_length"] \
+            == stencil_counts("5", (2, 2)).M_t
+        assert r["simulated_unexpected_length"] == r["measured_unexpected_length"] == 0
         assert r["equal"]
 
 

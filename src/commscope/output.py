@@ -19,6 +19,8 @@ def _jsonable(obj):
         return [_jsonable(v) for v in obj.tolist()]
     if isinstance(obj, np.generic):
         return _jsonable(obj.item())
+    if type(obj).__name__ == "NAType":  # pandas' missing value of a nullable integer column
+        return None
     if isinstance(obj, float) and not math.isfinite(obj):
         return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
     if hasattr(obj, "to_dict") and callable(obj.to_dict):

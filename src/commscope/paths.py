@@ -77,6 +77,10 @@ def require_regular_file(path):
         raise InputError(path, None, "no such file") from None
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    if stat.S_ISDIR(mode) and (path / "meta.json").is_file():
+        tables = sorted(t.name for t in path.glob("*.parquet"))
+        raise InputError(path, None, "is a run directory; give one of its tables"
+                         + (f": {', '.join(str(path / t) for t in tables)}" if tables else ""))
     if not stat.S_ISREG(mode):
         kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
                 if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)

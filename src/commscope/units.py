@@ -80,33 +80,85 @@ def parse_count(text):
 # -- unit suffixes of names (docs/conventions.md) -------------------------------------
 #: Stored data (Parquet columns, meta.json, machine profiles, every --json): SI units.
 DATA_UNITS = {"_s": "seconds", "_bytes": "bytes", "_Bps": "bytes per second",
-              "_s_per_byte": "seconds per byte"}
+              "_s_per_byte": "seconds per byte", "_msgs_per_s": "messages per second"}
 #: Display only (printed tables, figures): never in stored data.
 DISPLAY_UNITS = {"_MBps": "MB/s = 10^6 bytes per second", "_us": "microseconds",
                  "_ms": "milliseconds", "_MiBps": "MiB/s", "_KiB": "KiB", "_MB": "MB"}
-#: Endings of number columns without a unit: counter values, relative errors, ratios.
-DIMENSIONLESS = ("value", "rel_err", "rel_error", "rel_diff", "ratio", "fraction")
+#: Words that make a number without a unit: counter values, relative errors, ratios
+#: (``a_over_b``, the scale factor ``k``), shares, efficiencies, a confidence level, the
+#: GEV shape, a coefficient of variability, and counts that may be averaged (queue
+#: depths and lengths, ob1's recvq/msgq lengths, messages).
+DIMENSIONLESS = ("value", "rel", "ratio", "over", "k", "fraction", "share", "pct", "efficiency",
+                 "confidence", "shape", "variability", "depth", "length", "recvq", "msgq",
+                 "messages")
 _TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
 _RATE_WORDS = ("bandwidth", "rate", "throughput")
 
 
+def _unit_suffix(name):
+    """The data unit a name ends with (the longest; a bare ``bytes`` counts), or None."""
+    return next((s for s in sorted(DATA_UNITS, key=len, reverse=True)
+                 if f"_{name}".endswith(s)), None)
+
+
 def column_unit_problem(name, dtype_kind):
-    """Why a stored column name breaks the unit convention, or None when it follows it."""
+    """Why a stored name breaks the unit convention, or None when it follows it.
+
+    ``dtype_kind``: "f" float, "i" integer, "O" text (only display units are checked: a
+    text may describe a time). ``X_per_Y`` is judged as X per one Y (``bytes_per_iteration``).
+    """
     for suffix, unit in DISPLAY_UNITS.items():
         if name.endswith(suffix):
             return f"{unit} is a display unit; stored data use seconds, bytes, bytes/s"
+    if dtype_kind == "O":
+        return None
+    unit = _unit_suffix(name)
+    if unit is None and "_per_" in name:
+        name = name.split("_per_")[0]
+        unit = _unit_suffix(name)
     words = name.lower().split("_")
-    if any(w in _TIME_WORDS for w in words) and not name.endswith("_s"):
+    if any(w in _TIME_WORDS for w in words) and unit != "_s":
         return "a time: seconds, name ending in _s"
-    if any(w in _RATE_WORDS for w in words) and not name.endswith("_Bps"):
-        return "a bandwidth: bytes per second, name ending in _Bps"
-    if "size" in words and not name.endswith("_bytes"):
+    if any(w in _RATE_WORDS for w in words) and unit not in ("_Bps", "_msgs_per_s"):
+        return "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
+    if "size" in words and unit != "_bytes":
         return "a size: bytes, name ending in _bytes"
-    if dtype_kind == "f" and not any(name.endswith(s) for s in DATA_UNITS) \
-            and not name.endswith(DIMENSIONLESS):
-        return ("a number without a unit suffix (_s, _bytes, _Bps), and not listed in "
+    if dtype_kind == "f" and unit is None and not any(w in DIMENSIONLESS for w in words):
+        return ("a number without a unit suffix (_s, _bytes, _Bps), and none of the words of "
                 "units.DIMENSIONLESS")
     return None
+
+
+def json_unit_problems(obj, path=""):
+    """``(path, problem)`` for every key of a ``--json`` output that breaks the convention.
+
+    Keys that are data (a size or a rank as the key of a mapping) are judged by the name
+    of the mapping: ``rel_error_by_size: {"4096": 0.02}`` is a relative error.
+    """
+    if isinstance(obj, list):
+        for item in obj:
+            yield from json_unit_problems(item, f"{path}[]")
+        return
+    if not isinstance(obj, dict):
+        return
+    for key, value in obj.items():
+        where = f"{path}.{key}" if path else str(key)
+        name = str(key)
+        if _is_data_label(name):
+            name = path.rsplit(".", 1)[-1].rstrip("[]").split("_by_")[0]
+        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
+            problem = None
+        else:
+            problem = column_unit_problem(
+                name, "O" if isinstance(value, str) else "i" if isinstance(value, int) else "f")
+        if problem:
+            yield where, problem
+        yield from json_unit_problems(value, where)
+
+
+def _is_data_label(key):
+    """A key that is a value (a size, a rank, a counter or function name), not a field name."""
+    return key.lstrip("-").replace(".", "", 1).isdigit() or key.startswith("MPI_")
 
 
 def display_column(name, value):

@@ -58,24 +58,26 @@ def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
     """Measured and simulated ob1 lengths per snapshot and peer of ``rank``.
 
     ``ob1_result``: the rank's rows of an ob1 replay (:func:`commscope.matching.replay.run`).
-    Columns: rank, seq, time_s, queue, peer, measured, simulated, quiet, equal.
+    Columns: rank, seq, time_s, queue, peer, measured_length, simulated_length, quiet, equal.
     """
     m = measured(raw_dir, rank, trace.t0_ns)
-    cols = ["rank", "seq", "time_s", "queue", "peer", "measured", "simulated", "quiet", "equal"]
+    cols = ["rank", "seq", "time_s", "queue", "peer", "measured_length", "simulated_length",
+            "quiet", "equal"]
     if m.empty:
         return pd.DataFrame(columns=cols)
     times = np.sort(m["time_s"].unique())
     sim = per_peer_lengths(ob1_result, times, comm=0)
-    out = m.rename(columns={"length": "measured"}).merge(
-        sim.rename(columns={"length": "simulated"}), on=["time_s", "queue", "peer"], how="left")
-    out["simulated"] = out["simulated"].fillna(0).astype(np.int64)
+    out = m.rename(columns={"length": "measured_length"}).merge(
+        sim.rename(columns={"length": "simulated_length"}), on=["time_s", "queue", "peer"],
+        how="left")
+    out["simulated_length"] = out["simulated_length"].fillna(0).astype(np.int64)
     ev = trace.events
     edges = np.sort(np.r_[ev["time_begin_s"].to_numpy(), ev["time_end_s"].to_numpy()])
     i = np.searchsorted(edges, out["time_s"].to_numpy())
     before = np.abs(out["time_s"].to_numpy() - edges[np.clip(i - 1, 0, len(edges) - 1)])
     after = np.abs(edges[np.clip(i, 0, len(edges) - 1)] - out["time_s"].to_numpy())
     out["quiet"] = np.minimum(before, after) > guard_s
-    out["equal"] = out["measured"] == out["simulated"]
+    out["equal"] = out["measured_length"] == out["simulated_length"]
     out.insert(0, "rank", rank)
     return out[cols].sort_values(["seq", "queue", "peer"]).reset_index(drop=True)
 
@@ -87,9 +89,9 @@ def mtmatch_comparison(order, trials):
     post_seq order) and no message has been sent yet, so ob1 should hold M_t
     receives for peer 1 and no unexpected message. The simulation replays the
     recorded posts and then the sends in send_seq order through the ob1 engine and
-    reads the lengths after the last post. Columns: config, trial, simulated_posted,
-    measured_posted, simulated_unexpected, measured_unexpected, avg_depth (ob1, per
-    arrival), equal.
+    reads the lengths after the last post. Columns: config, trial, simulated_posted_length,
+    measured_posted_length, simulated_unexpected_length, measured_unexpected_length,
+    avg_depth (ob1, per arrival), equal.
     """
     from . import engines as eng
     rows = []
@@ -104,8 +106,9 @@ def mtmatch_comparison(order, trials):
         mp = float(m["ob1_posted_recvq_length"].iloc[0]) if len(m) else float("nan")
         mu = float(m["ob1_unexpected_msgq_length"].iloc[0]) if len(m) else float("nan")
         depth = searched[n:].astype(np.int64) - (partner[n:] >= 0)
-        rows.append({"config": int(cfg), "trial": int(trial), "simulated_posted": int(plen[n - 1]),
-                     "measured_posted": mp, "simulated_unexpected": int(ulen[n - 1]),
-                     "measured_unexpected": mu, "avg_depth": float(depth.mean()),
+        rows.append({"config": int(cfg), "trial": int(trial),
+                     "simulated_posted_length": int(plen[n - 1]), "measured_posted_length": mp,
+                     "simulated_unexpected_length": int(ulen[n - 1]),
+                     "measured_unexpected_length": mu, "avg_depth": float(depth.mean()),
                      "equal": bool(plen[n - 1] == mp and ulen[n - 1] == mu)})
     return pd.DataFrame(rows)

@@ -178,6 +178,7 @@ def predict_partitioned(run, *, profile=None, osu=None, machine=None, link=None,
             "messages_overlapped": mc["mc_messages_overlapped"]}))
     out = pd.concat(frames, ignore_index=True)
     out["size_bytes"] = out["size_bytes"].astype(np.int64)
+    out["runs"] = out["runs"].astype("Int64")  # a count, missing for the analytic model
     out = out.reindex(columns=COLUMNS)
     order = {s: i for i, s in enumerate(SOURCES)}
     out = out.sort_values(["size_bytes", "source", "method"],

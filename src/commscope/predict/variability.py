@@ -284,7 +284,7 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                         row["note"] = (row["note"] + "; " if row["note"] else "") + \
                             f"measured runtimes rescaled to {m} intervals"
                 rows.append(row)
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows, columns=COLUMNS).astype({"intervals": "Int64"})  # None: per interval
     df.attrs.update(calibration=str(cal.path), base_ranks=base, ranks_per_node=int(rpn),
                     intervals=m, seed=int(seed),
                     compared=[str(r.path) for r in measured])

@@ -76,7 +76,7 @@ class BootstrapResult:
 
     kind: str
     base_ranks: int
-    target_ranks: float
+    target_ranks: float  # an int when whole
     k: float
     statistic: str  # "interval_max_s" or "runtime_s"
     median_s: float
@@ -142,6 +142,11 @@ def _check_scale(base, target):
     return k
 
 
+def _ranks(target):
+    """A whole number of ranks as an int (a script reads 4, not 4.0); a fraction stays."""
+    return int(target) if float(target).is_integer() else float(target)
+
+
 def _rng(seed):
     if seed is None:
         seed = int(np.random.SeedSequence().entropy % (2 ** 63))
@@ -191,7 +196,7 @@ def bootstrap_nonparametric(maxima, base_ranks, target_ranks, *, replicas=10_000
         draws = max_of_k_resamples(x, k, (r, m), rng)
         out[start:start + r] = draws.sum(axis=1)
     med, lo, hi = _summarise(out, confidence)
-    return BootstrapResult("nonparametric", int(base_ranks), float(target_ranks), k,
+    return BootstrapResult("nonparametric", int(base_ranks), _ranks(target_ranks), k,
                            "runtime_s" if intervals else "interval_max_s", med, lo, hi,
                            float(confidence), int(replicas), seed, None, out)
 
@@ -325,7 +330,7 @@ def _parametric(kind, groups, n_target, base_ranks, target_ranks, k, replicas, c
     if intervals:
         out = out * intervals
     med, lo, hi = _summarise(out, confidence)
-    return BootstrapResult(kind, int(base_ranks), float(target_ranks), k,
+    return BootstrapResult(kind, int(base_ranks), _ranks(target_ranks), k,
                            "runtime_s" if intervals else "interval_max_s", med, lo, hi,
                            float(confidence), int(out.size), seed, method, out, failed)
 
