@@ -140,3 +140,54 @@ def test_singleton_ranks_are_caught(default_mpi, mpich_mpi):
     assert "the 2 ranks started as separate MPI jobs of 1 rank(s) each" in str(problem)
     assert "mpiexec next to its mpicc" in str(problem)
     assert srun_mpi.singleton_problem(plan, "a normal failure\n") is None
+
+
+def _in_a_terminal(argv, timeout=120):
+    """Everything ``argv`` writes to a pseudo-terminal (stdout and stderr both)."""
+    import pty
+    import select
+    import subprocess
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+    os.close(slave)
+    chunks = []
+    while select.select([master], [], [], timeout)[0]:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=timeout)
+    os.close(master)
+    return b"".join(chunks).decode()
+
+
+def _screen(text):
+    """The lines a terminal shows for ``text`` (carriage return, erase line, newline)."""
+    lines, line, col = [], [], 0
+    for token in text.replace("\x1b[K", "\0").replace("\r\n", "\n"):
+        if token == "\r":
+            col = 0
+        elif token == "\0":
+            del line[col:]
+        elif token == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        else:
+            line[col:col + 1] = [token]
+            col += 1
+    return lines + ["".join(line)]
+
+
+@pytest.mark.mpi
+def test_the_progress_bar_never_shares_a_line_with_the_table(default_mpi, tmp_path):
+    import sys
+    text = _in_a_terminal([sys.executable, "-m", "commscope", "bench", "pingpong", "-m", "1:4K",
+                           "-i", "2000", "--runs", str(tmp_path)])
+    screen = _screen(text)
+    rows = [line for line in screen if line[:1].isdigit()]
+    assert [int(r.split()[0]) for r in rows] == [2 ** i for i in range(13)], screen
+    assert any(line.startswith("pingpong [") for line in screen), screen  # the bar was drawn
+    assert all("pingpong [" not in r for r in rows), screen

@@ -191,28 +191,49 @@ _PROGRESS = re.compile(r"^@progress (\d+) (\d+) ?(.*)$")
 
 
 class _ProgressBar:
-    """A one-line bar on stderr when it is a terminal; sparse lines otherwise."""
+    """A one-line bar on stderr when it is a terminal; sparse lines otherwise.
+
+    Lines the job prints go through :meth:`echo`, which takes the bar off its line
+    first and draws it again below, so a table never runs into the bar.
+    """
 
     def __init__(self, title, enabled):
         self.title, self.enabled = title, enabled
         self.tty = sys.stderr.isatty()
         self.last_line = 0.0
         self.start = time.monotonic()
+        self.shown = ""            # the bar as last drawn ("" when none is on screen)
+        self.lock = threading.Lock()
 
     def update(self, done, total, label):
         if not self.enabled or total <= 0:
             return
         frac = done / total
         elapsed = time.monotonic() - self.start
-        if self.tty:
-            bar = "#" * int(30 * frac)
-            sys.stderr.write(f"\r{self.title} [{bar:<30}] {done}/{total} {label} {elapsed:5.1f}s")
-            if done >= total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-        elif done >= total or time.monotonic() - self.last_line > 10:
-            self.last_line = time.monotonic()
-            print(f"{self.title}: {done}/{total} {label} ({elapsed:.0f}s)", file=sys.stderr)
+        with self.lock:
+            if self.tty:
+                bar = "#" * int(30 * frac)
+                self.shown = f"{self.title} [{bar:<30}] {done}/{total} {label} {elapsed:5.1f}s"
+                sys.stderr.write(f"\r\033[K{self.shown}")
+                if done >= total:
+                    sys.stderr.write("\n")
+                    self.shown = ""
+                sys.stderr.flush()
+            elif done >= total or time.monotonic() - self.last_line > 10:
+                self.last_line = time.monotonic()
+                print(f"{self.title}: {done}/{total} {label} ({elapsed:.0f}s)", file=sys.stderr)
+
+    def echo(self, line, stream):
+        """Write one line of the job's output to ``stream`` without breaking the bar."""
+        with self.lock:
+            if self.shown:
+                sys.stderr.write("\r\033[K")
+                sys.stderr.flush()
+            stream.write(line)
+            stream.flush()
+            if self.shown:
+                sys.stderr.write(self.shown)
+                sys.stderr.flush()
 
 
 @dataclass
@@ -265,8 +286,7 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
         for line in proc.stdout:
             out_lines.append(line)
             if echo:
-                sys.stdout.write(line)
-                sys.stdout.flush()
+                bar.echo(line, sys.stdout)
 
     def pump_stderr():
         for line in proc.stderr:
@@ -276,8 +296,7 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
             else:
                 err_lines.append(line)
                 if echo_stderr:
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
+                    bar.echo(line, sys.stderr)
 
     def on_signal(signum, frame):
         stopped.append(signum)
