@@ -232,7 +232,7 @@ class Run:
         for table in self._raw_tables():
             if not (self.path / f"{table}.parquet").exists():
                 try:
-                    self.write_table(table, _read_segments(self.raw_dir, table))
+                    self.write_table(table, self._read_raw(table))
                 except OSError as exc:
                     problem = exc
                     break
@@ -276,7 +276,7 @@ class Run:
             segments = raw_segments(self.raw_dir, table)
             if not segments:
                 raise InputError(self.path, table, "no such table in this run")
-            df, source = _read_segments(self.raw_dir, table), segments[0]
+            df, source = self._read_raw(table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         points = POINTS.get(self.kind)
         if self.status != "complete" and points and points.table == table:
@@ -321,7 +321,17 @@ class Run:
         pq = self.path / f"{table}.parquet"
         if pq.exists():
             return pd.read_parquet(pq)
-        return _read_segments(self.raw_dir, table)
+        return self._read_raw(table)
+
+    def _read_raw(self, table):
+        """The raw CSV segments of ``table`` as one frame; declared text columns stay text
+        (an empty note read as NaN would be stored as a float column)."""
+        from . import bench  # noqa: F401  (registers every benchmark's table schemas)
+        df = _read_segments(self.raw_dir, table)
+        for col, kind in (TABLE_COLUMNS.get((self.kind, table)) or {}).items():
+            if kind == "O" and col in df.columns:
+                df[col] = df[col].astype(object).where(df[col].notna(), "").astype(str)
+        return df
 
     def progress(self):
         """``(done, planned, unit)`` points, or None when the kind plans none."""

@@ -87,10 +87,10 @@ DISPLAY_UNITS = {"_MBps": "MB/s = 10^6 bytes per second", "_us": "microseconds",
 #: Words that make a number without a unit: counter values, relative errors, ratios
 #: (``a_over_b``, the scale factor ``k``), shares, efficiencies, a confidence level, the
 #: GEV shape, a coefficient of variability, and counts that may be averaged (queue
-#: depths and lengths, ob1's recvq/msgq lengths, messages).
+#: depths and lengths, ob1's recvq/msgq lengths, messages, operations).
 DIMENSIONLESS = ("value", "rel", "ratio", "over", "k", "fraction", "share", "pct", "efficiency",
                  "confidence", "shape", "variability", "depth", "length", "recvq", "msgq",
-                 "messages")
+                 "messages", "ops")
 _TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
 _RATE_WORDS = ("bandwidth", "rate", "throughput")
 

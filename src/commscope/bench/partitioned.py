@@ -63,7 +63,7 @@ register_table(KIND, "samples", {
 register_table(KIND, "compute", {
     "run": "i", "method": "O", "size_bytes": "i", "thread": "i", "requested_s": "f",
     "actual_s": "f"})
-register_table(KIND, "methods", {"method": "O", "status": "O"})
+register_table(KIND, "methods", {"method": "O", "status": "O", "note": "O"})
 
 
 def default_sizes(j_min=-8, j_max=2):

@@ -12,7 +12,8 @@ Tables (columns in docs/profile.md):
 * ``collective_bins``: rank, function, message_size, communicator_size, count
 * ``snapshots``: rank, seq, time_s, calls, mpi_time_s and one column per counter
 * ``pvars``: rank, seq, time_s, pvar, index, value
-* ``communicators``: rank, comm_id, size, created_by, parent_id, inter, world_ranks
+* ``communicators``: rank, comm_id, members (its number of ranks), created_by, parent_id,
+  inter, world_ranks
 """
 
 import warnings
@@ -139,7 +140,7 @@ def _read_comms(path):
     df = read_csv_table(path)  # a half-written last line (killed program) is dropped
     df.insert(0, "rank", int(path.name.split(".")[1]))
     df["world_ranks"] = df["world_ranks"].astype(str)
-    return df
+    return df.rename(columns={"size": "members"})  # a count of ranks; a "size" is bytes
 
 
 def rank_summary(cf, counters):
