@@ -93,9 +93,12 @@ def _run_args(run, args):
     out = []
     for a in args:
         if isinstance(a, RunFile):
+            path = run.path / a.name
             if a.text is not None:
-                write_text_atomic(run.path / a.name, a.text)
-            a = run.path / a.name
+                write_text_atomic(path, a.text)
+            elif not path.is_file():  # e.g. a run written before commscope kept its inputs
+                raise InputError(path, None, "missing: the run's input is needed to resume it")
+            a = path
         out.append(a)
     return out
 

@@ -292,7 +292,8 @@ def _postprocess(run):
     trials["points"] = trials["points"].astype(str)
     trials["decomposition"] = trials["decomposition"].astype(str)
     depth = search_depths(order)
-    trials = trials.merge(depth, on=["config", "trial"], how="left")
+    trials = trials.drop(columns=depth.columns.drop(["config", "trial"]), errors="ignore").merge(
+        depth, on=["config", "trial"], how="left")  # (derived again after a resume)
     over = oversubscription(summary, run.meta.get("placement"))
     flag = {o["config"]: o["oversubscribed"] for o in over}
     kmap = {s["config"]: s["k"] for s in summary}
