@@ -13,6 +13,7 @@ from ..paths import prepare_output, write_text_atomic
 from ..runs import open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
+from .tables import html_table
 
 
 def _section_modules():
@@ -72,6 +73,6 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
                       autoescape=select_autoescape(["html"]))
     page = env.get_template("report.html").render(
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
-        profile=profile, esc=html.escape, host_warnings=host_warnings(runs),
+        profile=profile, esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
     return write_text_atomic(out_path, page)

@@ -1,0 +1,66 @@
+"""The report's one table renderer: every table of every section goes through it.
+
+Values are printed as in every commscope table (:func:`commscope.output.format_value`,
+bandwidth in MB/s, docs/conventions.md); a missing value (None, NaN, empty text, ``-``)
+is printed as ``-``, and a column missing in every row is left out: an empty column
+says nothing and only widens the table. Text columns are left-aligned; a table
+wider than the page scrolls (the stylesheet), it never overflows.
+"""
+
+import html
+
+from ..output import format_value
+from ..units import display_column
+
+MISSING = "-"
+
+
+def is_missing(value):
+    """None, NaN (float, numpy, pandas NA), blank text or the text ``-``."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", MISSING)):
+        return True
+    try:
+        return bool(value != value)  # NaN is the one value unequal to itself
+    except TypeError:  # pandas.NA refuses to be a bool: it is missing
+        return True
+    except ValueError:  # an array: a value
+        return False
+
+
+def html_table(rows, columns=None, caption=None, folded=None):
+    """HTML for ``rows`` (a DataFrame or dicts), in ``columns`` order (default: all).
+
+    ``caption`` titles the table; ``folded`` is the one-line summary of a <details>
+    the table is folded into.
+    """
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        columns = list(columns if columns is not None else rows.columns)
+        rows = rows.to_dict("records")
+    rows = list(rows)
+    if columns is None:
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+    if not rows:
+        return f'<p class="note">{html.escape(caption or "table")}: no rows.</p>'
+    present = {c: [r.get(c) for r in rows if not is_missing(r.get(c))] for c in columns}
+    columns = [c for c in columns if present[c]]
+    text = {c for c in columns if all(isinstance(v, str) for v in present[c])}
+
+    def cell(tag, c, content):
+        cls = ' class="l"' if c in text else ""
+        return f"<{tag}{cls}>{html.escape(content)}</{tag}>"
+
+    out = ["<table>"]
+    if caption:
+        out.append(f"<caption>{html.escape(caption)}</caption>")
+    out.append("<tr>" + "".join(cell("th", c, display_column(str(c), None)[0]) for c in columns)
+               + "</tr>")
+    for r in rows:
+        out.append("<tr>" + "".join(
+            cell("td", c, MISSING if is_missing(r.get(c))
+                 else format_value(display_column(str(c), r.get(c))[1])) for c in columns)
+            + "</tr>")
+    out.append("</table>")
+    table = "".join(out)
+    if folded:
+        return f"<details><summary>{html.escape(folded)}</summary>{table}</details>"
+    return table
