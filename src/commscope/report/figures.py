@@ -7,6 +7,7 @@ import os
 
 from ..lazy import lazy
 
+np = lazy("numpy")
 plt = lazy("matplotlib.pyplot")  # importing matplotlib costs a second: only when drawing
 
 
@@ -39,3 +40,73 @@ def figure_html(fig, alt, dpi=110):
         body = text[text.index("<svg"):]  # drop the XML prologue and doctype
         return f'<figure class="fig" role="img" aria-label="{alt}">{body}</figure>'
     return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+
+
+def legend_below(fig, fontsize=7, ncol=3):
+    """One legend for the whole figure, below its panels (labels shared by panels once).
+
+    A legend inside a panel hides the points under it; no report figure puts one there.
+    """
+    entries = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        renderer = fig.canvas.get_renderer()  # below the lowest tick label or axis title
+        boxes = [ax.get_tightbbox(renderer) for ax in fig.axes]
+        bottom = min(b.y0 for b in boxes if b is not None)  # None: a hidden panel
+        y = fig.transFigure.inverted().transform((0, bottom))[1]
+        fig.legend(list(entries.values()), list(entries), fontsize=fontsize, frameon=False,
+                   loc="upper center", bbox_to_anchor=(0.5, y), ncol=min(ncol, len(entries)))
+
+
+#: Label of the marks drawn at an axis edge for oversubscribed points beyond it.
+OFF_SCALE_LABEL = "oversubscribed, beyond the axis (value written)"
+
+
+def hold_scale(ax, points, keep=(), unit="", margin=0.05):
+    """Y limits of ``ax`` from the points that were not oversubscribed; oversubscribed points
+    beyond them are drawn at the edge they pass, as an open triangle with their value.
+
+    An oversubscribed point (more threads x ranks than cores) measures time-slicing as much
+    as what the figure studies: it is marked, and must not rescale the axis every other
+    point is read on. ``points``: (x, y, oversubscribed, color) of every measured point;
+    ``keep``: y values that stay in view too (error bars, model curves, thresholds);
+    ``unit`` follows each value written. When every point was oversubscribed, all of them
+    set the limits. Returns the (x, y) drawn at an edge.
+    """
+    from matplotlib.transforms import blended_transform_factory
+
+    points = [(x, y, bool(over), color) for x, y, over, color in points]
+    if all(over for *_, over, _ in points):
+        points = [(x, y, False, color) for x, y, _, color in points]
+    log = ax.get_yscale() == "log"
+    t = np.asarray([*keep, *(y for _, y, over, _ in points if not over)], float)
+    t = t[np.isfinite(t) & ((t > 0) if log else True)]
+    if t.size == 0:
+        return []
+    lo, hi = float(t.min()), float(t.max())
+    if log:
+        pad = (hi / lo) ** margin if hi > lo else 1.5
+        lo, hi = lo / pad, hi * pad
+    else:
+        pad = (hi - lo) * margin or abs(hi) * 0.1 or 1.0
+        lo, hi = lo - pad, hi + pad
+    ax.set_ylim(lo, hi)
+    ax.get_xlim()  # x limits settled: where along the axis a point is
+    edge = blended_transform_factory(ax.transData, ax.transAxes)
+    drawn, stacked = [], {}
+    for x, y, over, color in points:
+        if not over or not np.isfinite(y) or lo <= y <= hi:
+            continue
+        top = y > hi
+        k = stacked[(x, top)] = stacked.get((x, top), -1) + 1  # several at one x: stack labels
+        ax.plot([x], [1.0 if top else 0.0], "^" if top else "v", transform=edge, clip_on=False,
+                color=color, mfc="white", ms=8, zorder=5, label=OFF_SCALE_LABEL)
+        along = ax.transAxes.inverted().transform(edge.transform((x, 0)))[0]
+        ax.annotate(f"{y:.3g} {unit}".strip(), (x, 1.0 if top else 0.0), xycoords=edge,
+                    textcoords="offset points", xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
+                    ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
+                    va="top" if top else "bottom", fontsize=7, color=color)
+        drawn.append((x, y))
+    return drawn
