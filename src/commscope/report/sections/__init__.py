@@ -8,6 +8,7 @@ that may hold "profile" (a fitted machine profile) and "all_runs".
 """
 
 import html
+from pathlib import Path
 
 from ...errors import InputError
 
@@ -22,3 +23,44 @@ def per_run(runs, render_run):
             out.append(f'<p class="note">{html.escape(run.path.name)}: cannot show '
                        f'({html.escape(str(exc))})</p>')
     return "\n".join(out)
+
+
+def machine_profile(context):
+    """``(profile, where)``: the machine profile every section of one report models with,
+    and where its parameters come from ("fitted from ..."); ``(None, why)`` when the
+    report has none.
+
+    The profile given to the report, else one fitted (once) from the report's ping-pong
+    runs, so no two sections model with different parameters or name their source
+    differently.
+    """
+    if "machine_profile" not in context:
+        context["machine_profile"] = _machine_profile(context)
+    return context["machine_profile"]
+
+
+def _machine_profile(context):
+    given = context.get("profile")
+    if given is not None:
+        if not hasattr(given, "params"):
+            from ...models.profile import load_profile
+            given = load_profile(given)
+        m = given.machine
+        if m.get("source_runs"):
+            where = "fitted from " + ", ".join(Path(p).name for p in m["source_runs"])
+        else:
+            where = "; ".join(str(m[k]) for k in ("host", "source") if m.get(k)) or given.source
+        return given, f"from the machine profile given to the report ({where})"
+    pingpong = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
+    if not pingpong:
+        return None, "no machine profile was given and no ping-pong run is in this report"
+    from ...profile_fit import fit_runs
+    try:
+        return fit_runs([r.path for r in pingpong]), "fitted from the ping-pong runs in this report"
+    except InputError as exc:
+        pairs = sorted({int(r.meta.get("parameters", {}).get("pairs", 1)) for r in pingpong})
+        if 1 not in pairs:
+            return None, ("no machine profile: the postal fit needs single-pair ping-pong data "
+                          f"(--pairs 1), and the ping-pong runs here have "
+                          f"{' and '.join(map(str, pairs))} pairs")
+        return None, f"no machine profile could be fitted from the ping-pong runs: {exc}"

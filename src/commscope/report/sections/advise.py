@@ -4,9 +4,9 @@ predicted single vs partitioned send after it, ranked by saving."""
 
 import html
 
-from ...output import format_table
 from ...predict import earlybird as eb
-from . import per_run
+from ..tables import html_table
+from . import machine_profile, per_run
 
 KINDS = {"profile", "threads", "partitioned"}
 TITLE = "Early-bird advisor (OMPT thread arrivals + partitioned model)"
@@ -17,8 +17,9 @@ def render(runs, context):
     with_arrivals = [r for r in runs if "threads" in r.tables()]
     if not with_arrivals:
         return ""
-    # The report's fitted machine profile when it has one (from ping-pong runs).
-    profile = context.get("profile") or "bluewaters"
+    profile, where = machine_profile(context)
+    if profile is None:
+        profile, where = "bluewaters", "from the published Blue Waters profile"
 
     def one(run):
         link, info = eb.link_for(run, profile=profile)
@@ -31,11 +32,11 @@ def render(runs, context):
         cols = ["region", "instances", "threads", "spread_us", "laggard_share", "reclaim_us",
                 "idle_ratio_printed", "idle_ratio_range", "bytes_per_iteration", "single_us",
                 "partitioned_us", "saving_us", "verdict"]
-        where = "fitted profile" if profile != "bluewaters" else "Blue Waters parameters"
-        return (f"<h3>{html.escape(run.path.name)}</h3><p>Link: {where} "
+        return (f"<h3>{html.escape(run.path.name)}</h3><p>Link parameters {html.escape(where)} "
                 f"({html.escape(str(info.get('locality')))}); bytes per iteration from the "
                 "run's MPI counters (point-to-point bytes sent / region instances). Idle "
-                "ratio printed = R/(n max) as 000 prints it, range = R/(n (max - min)).</p><pre>"
-                + html.escape(format_table(shown[cols])) + "</pre><p><b>"
+                "ratio printed = R/(n max) as Marts et al. 2023 print it, range = "
+                "R/(n (max - min)).</p>"
+                + html_table(shown[cols]) + "<p><b>"
                 + html.escape(eb.conclusion(table)) + "</b></p>")
     return per_run(with_arrivals, one)

@@ -9,9 +9,9 @@ bytes, messages and time in MPI from the snapshots (after Eberius 2020, Figs.
 import html
 
 
-from ...output import format_table
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, legend_below, new_figure
+from ..tables import html_table
 from . import per_run
 from ...lazy import lazy
 
@@ -37,8 +37,7 @@ def _function_table(run, functions):
     note = ("" if per["time_s"].notna().any() else
             " Time per function needs the timers set (<code>--counters all</code>).")
     return ("<p>Summed over ranks and threads; share of run = time in the function over the "
-            f"ranks' total wall time.{note}</p><pre>"
-            + html.escape(format_table(per, title="per MPI function")) + "</pre>")
+            f"ranks' total wall time.{note}</p>" + html_table(per, caption="per MPI function"))
 
 
 def _size_histogram(bins, name):
@@ -59,7 +58,7 @@ def _size_histogram(bins, name):
     ax.set_ylabel("messages or calls")
     ax.set_yscale("log")
     ax.set_ylim(bottom=0.5)  # bars start below one count, so every bar is visible
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    legend_below(fig)
     ax.set_title("message sizes per function, all ranks")
     return figure_html(fig, f"histogram of message sizes per MPI function, {name}")
 
@@ -130,7 +129,7 @@ def _imbalance(run):
             + (f"; per snapshot interval from {over['imbalance_pct'].min():.1f} % to "
                f"{over['imbalance_pct'].max():.1f} % (median {over['imbalance_pct'].median():.1f} %)"
                if over is not None and len(over) else "") + ".</p>")
-    return text + "<pre>" + html.escape(format_table(loads, title="load per rank")) + "</pre>"
+    return text + html_table(loads, caption="load per rank")
 
 
 def _tables(run):

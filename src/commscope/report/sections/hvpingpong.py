@@ -14,11 +14,11 @@ gamma (n^2 - n).
 import html
 
 from ...bench.hvpingpong import model_table
-from ...errors import InputError
-from ...output import format_table, format_value
-from ..figures import figure_html, new_figure
+from ...output import format_value
+from ..figures import figure_html, legend_below, new_figure
+from ..tables import html_table
 from ..gaps import model_gap_note
-from . import per_run
+from . import machine_profile, per_run
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -27,23 +27,6 @@ np = lazy("numpy")
 KINDS = {"hvpingpong"}
 TITLE = "HighVolumePingPong: queue search (Bienz et al. 2018, Sec. 4.1)"
 ORDER = 25
-
-
-def _profile(context):
-    prof = context.get("profile")
-    if prof is not None:
-        if not hasattr(prof, "params"):
-            from ...models.profile import load_profile
-            prof = load_profile(prof)
-        return prof, "the given machine profile"
-    pp = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
-    if not pp:
-        return None, None
-    try:
-        from ...profile_fit import fit_runs
-        return fit_runs([r.path for r in pp]), "a profile fitted from the ping-pong runs in this report"
-    except (InputError, ImportError):
-        return None, None
 
 
 def _panel(ax, sub, order, show_models):
@@ -68,7 +51,6 @@ def _panel(ax, sub, order, show_models):
     ax.set_ylabel("one-way time (s)")
     ax.set_title(f"receives {'in send order' if order == 'ordered' else 'reversed'}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
 
 
 def _render_run(run, profile, profile_note):
@@ -85,9 +67,9 @@ def _render_run(run, profile, profile_note):
              f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
              + (f"gamma fitted from this run (upper bound, eq. 3): {gamma:.3g} s per element. "
                 if gamma is not None else "")
-             + (f"Model parameters from {html.escape(profile_note)}."
-                if profile is not None else "No machine profile: the max-rate curves need one "
-                "(commscope fit, or ping-pong runs in the same report).")
+             + (f"Model parameters {html.escape(profile_note)}."
+                if profile is not None else f"No max-rate curves: {html.escape(profile_note)} "
+                "(commscope fit, or single-pair ping-pong runs in the same report).")
              + "</p>"]
     groups = tab.groupby("size_bytes") if not p.get("total_bytes") else [("total", tab)]
     for size, sub in groups:
@@ -96,7 +78,9 @@ def _render_run(run, profile, profile_note):
             _panel(ax, sub, order, profile is not None)
         label = f"{size} B messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
-        parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}"))
+        legend_below(fig)
+        parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}, "
+                                      f"{run.path.name}"))
         for order in ("ordered", "reversed"):
             rows = sub[sub["order"] == order].to_dict("records")
             queue = order == "reversed" and sub["model_s"].notna().any()
@@ -109,11 +93,10 @@ def _render_run(run, profile, profile_note):
     top = tab[tab["n_messages"] == tab["n_messages"].max()]
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
-    parts.append("<pre>" + html.escape(format_table(top[cols], title="largest n: measured vs "
-                                                                   "modelled (s)")) + "</pre>")
+    parts.append(html_table(top[cols], caption="largest n: measured vs modelled (s)"))
     return "\n".join(parts)
 
 
 def render(runs, context):
-    profile, note = _profile(context)
+    profile, note = machine_profile(context)
     return per_run(runs, lambda run: _render_run(run, profile, note))

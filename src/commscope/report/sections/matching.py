@@ -5,7 +5,7 @@ Per traced run: the posted and unexpected queue lengths over time per receiving 
 where the run sampled them), the distribution of search depths per engine, the
 per-rank summary table, how many quiet snapshots agree with the pvars, and, when
 receives were posted by more than one thread, the spread over random thread
-interleavings (002). Runs without a trace are left out.
+interleavings (Schonbein et al. 2018). Runs without a trace are left out.
 """
 
 import html
@@ -13,8 +13,8 @@ import html
 
 from ...matching.analysis import analyze, pvar_agreement, trial_summary
 from ...matching.pvars import measured
-from ...output import format_table
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, legend_below, new_figure
+from ..tables import html_table
 from . import per_run
 from ...lazy import lazy
 
@@ -22,13 +22,13 @@ np = lazy("numpy")
 
 
 KINDS = {"profile"}
-TITLE = "Matching queues of traced programs (002, 004)"
+TITLE = "Matching queues of traced programs (Schonbein et al. 2018, Bienz et al. 2018)"
 ORDER = 27
 TRIALS = 50
 ENGINE_COLORS = {"mpich": "tab:blue", "ob1": "tab:orange", "bins": "tab:green"}
 
 
-def _lengths_figure(a):
+def _lengths_figure(a, name):
     ranks = sorted(a.inputs)
     fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
     ob1 = a.results[a.results["engine"] == "ob1"]
@@ -45,13 +45,13 @@ def _lengths_figure(a):
         ax.set_xlabel("time (s)")
         ax.set_ylabel(f"{queue} queue length")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
+    legend_below(fig)
     fig.suptitle("queue lengths over time (lines: ob1 replay, all communicators; "
                  "dots: ob1 pvars on MPI_COMM_WORLD, specific-source receives)", fontsize=9)
-    return figure_html(fig, "queue lengths over time per rank")
+    return figure_html(fig, f"queue lengths over time per rank, {name}")
 
 
-def _depth_figure(a):
+def _depth_figure(a, run_name):
     fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
     for ax, kind, name in ((axes[0][0], "arrive", "posted-receive queue (per message)"),
                            (axes[0][1], "post", "unexpected queue (per receive)")):
@@ -66,8 +66,8 @@ def _depth_figure(a):
         ax.set_ylabel("count")
         ax.set_title(name, fontsize=9)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    return figure_html(fig, "search depth distributions per engine")
+    legend_below(fig)
+    return figure_html(fig, f"search depth distributions per engine, {run_name}")
 
 
 def _render_run(run):
@@ -85,11 +85,11 @@ def _render_run(run):
             "umq_avg_depth", "umq_max_depth", "searched", "max_posted", "max_unexpected"]
     out = [f"<h3>{html.escape(run.path.name)}</h3>",
            f"<p>Arrivals: {html.escape(arrivals)}. {html.escape(pv)}</p>",
-           _lengths_figure(a), _depth_figure(a),
-           f"<pre>{html.escape(format_table(a.summary[cols]))}</pre>"]
+           _lengths_figure(a, run.path.name), _depth_figure(a, run.path.name),
+           html_table(a.summary[cols])]
     if not a.trials.empty:
-        out.append(f"<p>{TRIALS} random interleavings of the posting threads:</p>"
-                   f"<pre>{html.escape(format_table(trial_summary(a.trials)))}</pre>")
+        out.append(html_table(trial_summary(a.trials),
+                              caption=f"{TRIALS} random interleavings of the posting threads"))
     return "\n".join(out)
 
 

@@ -15,8 +15,8 @@ import math
 
 from ...bench.mtmatch import BUDGETS_S, config_summary
 from ...errors import InputError
-from ...output import format_table
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, hold_scale, legend_below, new_figure
+from ..tables import html_table
 from . import per_run
 
 KINDS = {"mtmatch"}
@@ -46,6 +46,7 @@ def _render_run(run):
     over = [o for o in run.meta.get("oversubscription", []) if o.get("oversubscribed")]
     fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
     ax_d, ax_t = axes[0]
+    points = {ax_d: [], ax_t: []}
     for label, sub in summ.groupby("label", sort=False):
         sub = sub.sort_values("threads")
         color = COLORS.get(str(sub["points"].iloc[0]), "black")
@@ -55,20 +56,25 @@ def _render_run(run):
                 pts = sub[sub["oversubscribed"] == ov]
                 if len(pts):
                     ax.plot(pts["threads"], pts[col], "o", color=color, mfc=mk, ms=5)
-    lo = min(summ["drain_time_s"].min() / 3, BUDGETS_S[0] / 10)
-    top = max(summ["drain_time_s"].max() * 3, BUDGETS_S[0] * 3)
-    ax_t.axhspan(BUDGETS_S[0], max(top, BUDGETS_S[1] * 1.5), color="0.85", zorder=0,
-                 label="drain >= 1 ms (per-timestep budget)")
-    if top > BUDGETS_S[1]:
-        ax_t.axhline(BUDGETS_S[1], color="0.5", ls=":", lw=1)
-    ax_t.set_ylim(lo, top)
-    for ax, ylabel in ((ax_d, "average search depth (entries)"), (ax_t, "queue drain time (s)")):
+            points[ax] += [(x, y, ov, color) for x, y, ov
+                           in zip(sub["threads"], sub[col], sub["oversubscribed"])]
+    for ax, ylabel, unit, keep in ((ax_d, "average search depth (entries)", "entries", ()),
+                                   # the 1 ms budget stays in view
+                                   (ax_t, "queue drain time (s)", "s",
+                                    (BUDGETS_S[0] / 10, BUDGETS_S[0] * 3))):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        hold_scale(ax, points[ax], keep, unit)
         ax.set_xlabel("threads per process")
         ax.set_ylabel(ylabel)
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
+    top = ax_t.get_ylim()[1]
+    ax_t.axhspan(BUDGETS_S[0], max(top, BUDGETS_S[0]), color="0.85", zorder=0,
+                 label="drain >= 1 ms (per-timestep budget)")
+    if top > BUDGETS_S[1]:
+        ax_t.axhline(BUDGETS_S[1], color="0.5", ls=":", lw=1)
+    ax_t.set_ylim(top=top)
+    legend_below(fig)
     fig.suptitle("search depth and queue drain (open markers: oversubscribed)")
     img = figure_html(fig, f"search depth and drain time against threads, {run.path.name}")
     note = ("Oversubscribed (threads x ranks on a node > cores): "
@@ -82,7 +88,7 @@ def _render_run(run):
     cols = ["points", "decomposition", "threads_recv", "threads_send", "messages",
             "avg_search_depth", "max_search_depth", "ob1_posted_recvq_length", "drain_time_s",
             "oversubscribed"]
-    table = "<pre>" + html.escape(format_table(summ[cols], title="mean over trials")) + "</pre>"
+    table = html_table(summ[cols], caption="mean over trials")
     return head + img + table
 
 

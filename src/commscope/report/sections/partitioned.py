@@ -16,7 +16,9 @@ from ...errors import InputError
 from ...output import format_value
 from ...predict.partitioned import (comparison_table, measured_rows, predict_partitioned,
                                     range_text, win_ranges)
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, legend_below, new_figure
+from ..tables import html_table
+from . import machine_profile
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -31,19 +33,6 @@ MODEL_STYLE = {("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 
                ("monte-carlo-measured", "partitioned"): ("tab:purple", "--",
                                                          "model: Monte Carlo, measured times"),
                ("analytic", "single"): ("tab:gray", ":", "model: single send")}
-
-
-def _profile(context):
-    if context.get("profile") is not None:
-        return context["profile"], "the given machine profile"
-    pp = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
-    if not pp:
-        return None, None
-    from ...profile_fit import fit_runs
-    try:
-        return fit_runs([r.path for r in pp]), "a profile fitted from the ping-pong runs in this report"
-    except InputError:
-        return None, None
 
 
 def _spans(ax, sizes, mask, **kw):
@@ -117,10 +106,7 @@ def _render_run(run, profile):
         ax.set(xscale="log", yscale="log", xlabel="total buffer size (bytes)")
     bw_ax.set(ylabel="effective bandwidth (MB/s)", title="effective bandwidth (eq. 4.3)")
     el_ax.set(ylabel="elapsed time (s)", title="last thread ready -> transfer complete")
-    # below the axes: inside, the legend hid points and the "wins" markers
-    handles, labels = bw_ax.get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="upper center", ncol=3,
-               bbox_to_anchor=(0.5, 0.0), frameon=False)
+    legend_below(fig)  # inside, the legend hid points and the "wins" markers
     ranges = win_ranges(table)
     label = early[: -len("_beats_single")]
 
@@ -129,31 +115,21 @@ def _render_run(run, profile):
             + (f"; Algorithm 1 {range_text(ranges.get('analytic'))}; Monte Carlo "
                f"{range_text(ranges.get('mc'))}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
-    return head + "".join(notes) + figure_html(fig, f"partitioned {run.path.name}") + wins + \
-        _table(table)
-
-
-def _table(table):
-    cols = [c for c in table.columns if c.endswith("_s") and table[c].notna().any()]
-    cols = ["size_bytes"] + cols
-    out = ["<details><summary>elapsed time per size, measured and modeled (s)</summary><table><tr>"]
-    out += [f"<th>{html.escape(c)}</th>" for c in cols]
-    out.append("</tr>")
-    for _, r in table.iterrows():
-        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(r[c]))}</td>" for c in cols)
-                   + "</tr>")
-    out.append("</table></details>")
-    return "".join(out)
+    return head + "".join(notes) + figure_html(
+        fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
+             "size, early-bird sends vs a single send") + wins + html_table(
+        table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
+        folded="elapsed time per size, measured and modeled (s)")
 
 
 def render(runs, context):
-    profile, where = _profile(context)
+    profile, where = machine_profile(context)
     intro = ("<p>Dominguez-Trujillo (2021) Ch. 4: the sender's threads finish at random times; "
              "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
              "data before the slowest thread is done, the single send waits for the join. "
              "Effective bandwidth = buffer size / time from the last thread's completion to "
              "the end of the transfer at the receiver (eq. 4.3); MB/s = 10<sup>6</sup> B/s. ")
-    intro += (f"Model parameters: {html.escape(where)}.</p>" if profile is not None else
-              "No machine profile given and no ping-pong run in this report: measured only "
-              "(pass --profile to overlay the model).</p>")
+    intro += (f"Model parameters {html.escape(where)}.</p>" if profile is not None else
+              f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --profile to "
+              "overlay the model).</p>")
     return intro + "".join(_render_run(r, profile) for r in runs)

@@ -3,9 +3,10 @@
 import html
 
 from ...models.p2p import maxrate_time
-from ...output import format_value
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, legend_below, new_figure
 from ..gaps import model_gap_note
+from ..tables import html_table
+from . import machine_profile
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -19,20 +20,14 @@ PROTOCOL_MARKERS = {"short": "o", "eager": "s", "rendezvous": "^"}
 PROTOCOL_COLORS = {"short": "tab:blue", "eager": "tab:orange", "rendezvous": "tab:green"}
 
 
-def _profile(runs, context):
-    if context.get("profile") is not None:
-        return context["profile"], "given profile"
-    from ...profile_fit import fit_runs
-    return fit_runs([r.path for r in runs]), "fitted from these runs"
-
-
 def _medians(runs):
     frames = []
     for r in runs:
         df = r.table("samples")
-        frames.append(df)
+        over = bool(r.meta.get("launch", {}).get("oversubscribed"))
+        frames.append(df.assign(oversubscribed=over))
     df = pd.concat(frames, ignore_index=True)
-    g = df.groupby(["locality", "pairs", "size_bytes"])["time_s"]
+    g = df.groupby(["locality", "pairs", "oversubscribed", "size_bytes"])["time_s"]
     return g.median().rename("median_s").to_frame().join(
         g.quantile(0.1).rename("p10_s")).join(g.quantile(0.9).rename("p90_s")).reset_index()
 
@@ -52,66 +47,67 @@ def model_times(profile, locality, sizes, ppn):
 
 
 def render(runs, context):
-    profile, where = _profile(runs, context)
+    profile, where = machine_profile(context)
     med = _medians(runs)
-    parts = [f"<p>Median one-way time per size (bars: 10th-90th percentile of every repetition) "
-             f"against the node-aware max-rate model (Bienz et al. 2018, eq. 2, postal when ppn = 1), "
-             f"parameters {html.escape(where)}. Colours mark the protocol each size falls in "
-             f"by the fitted breakpoints; the middle panels show the residuals "
-             f"(model - measured) / measured, the right ones the same data as bandwidth, "
-             f"size / median time in MB/s (10<sup>6</sup> B/s), as osu_bw shows it.</p>"]
+    parts = ["<p>Median one-way time per size (bars: 10th-90th percentile of every repetition)"
+             + (f" against the node-aware max-rate model (Bienz et al. 2018, eq. 2, postal when "
+                f"ppn = 1), parameters {html.escape(where)}. Colours mark the protocol each size "
+                "falls in by the profile's breakpoints; the middle panels show the residuals "
+                "(model - measured) / measured, the right ones"
+                if profile is not None else f"; {html.escape(where)}, so no model is drawn. "
+                "The right panels show") +
+             " the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
+             "osu_bw shows it.</p>"]
     rows = []
-    for (loc, ppn), sub in med.groupby(["locality", "pairs"]):
-        if (profile.breakpoints.get(loc) is None) and not any(k[1] == loc for k in profile.params):
-            continue
+    for (loc, ppn, over), sub in med.groupby(["locality", "pairs", "oversubscribed"]):
         sizes = sub["size_bytes"].to_numpy()
-        model, protos = model_times(profile, loc, sizes, ppn)
-        fig, ax = new_figure(ncols=3, width=4.6)
-        a, b, c = ax[0]
-        for proto, marker in PROTOCOL_MARKERS.items():
+        times = sub["median_s"].to_numpy()
+        modelled = profile is not None and any(k[1] == loc for k in profile.params)
+        if modelled:
+            model, protos = model_times(profile, loc, sizes, ppn)
+        else:
+            model, protos = np.full(len(sizes), np.nan), np.full(len(sizes), "")
+        fig, ax = new_figure(ncols=3 if modelled else 2, width=4.6)
+        a, *b, c = ax[0]
+        for proto in dict.fromkeys(protos):
             m = protos == proto
-            if not m.any():
-                continue
+            marker, color = PROTOCOL_MARKERS.get(proto, "o"), PROTOCOL_COLORS.get(proto, "black")
+            what = f", {proto}" if proto else ""
             x = np.maximum(sizes[m], 1)
-            yerr = [sub["median_s"].to_numpy()[m] - sub["p10_s"].to_numpy()[m],
-                    sub["p90_s"].to_numpy()[m] - sub["median_s"].to_numpy()[m]]
-            color = PROTOCOL_COLORS[proto]
-            a.errorbar(x, sub["median_s"].to_numpy()[m], yerr=yerr, fmt=marker, ms=4,
-                       color=color, label=f"measured, {proto}", capsize=2)
-            a.plot(x, model[m], "-", lw=1.5, color=color, alpha=0.7, label=f"model, {proto}")
-            rel = (model[m] - sub["median_s"].to_numpy()[m]) / sub["median_s"].to_numpy()[m]
-            b.plot(x, rel, marker, ms=4, color=color, label=proto)
+            yerr = [times[m] - sub["p10_s"].to_numpy()[m], sub["p90_s"].to_numpy()[m] - times[m]]
+            a.errorbar(x, times[m], yerr=yerr, fmt=marker, ms=4, color=color,
+                       label=f"measured{what}", capsize=2)
             # the osu_bw view: bytes / one-way time, where the bandwidth limits show
-            c.plot(x, sizes[m] / sub["median_s"].to_numpy()[m] / 1e6, marker, ms=4, color=color,
-                   label=f"measured, {proto}")
-            c.plot(x, sizes[m] / model[m] / 1e6, "-", lw=1.5, color=color, alpha=0.7)
+            c.plot(x, sizes[m] / times[m] / 1e6, marker, ms=4, color=color)
+            if modelled:
+                a.plot(x, model[m], "-", lw=1.5, color=color, alpha=0.7, label=f"model{what}")
+                b[0].plot(x, (model[m] - times[m]) / times[m], marker, ms=4, color=color)
+                c.plot(x, sizes[m] / model[m] / 1e6, "-", lw=1.5, color=color, alpha=0.7)
+        title = f"{loc}, {ppn} pair(s)" + (", oversubscribed" if over else "")
         a.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="time (s)",
-              title=f"{loc}, {ppn} pair(s)")
-        a.legend(fontsize=7)
-        b.axhline(0, color="k", lw=0.8)
-        b.set(xscale="log", xlabel="message size (bytes)", ylabel="(model - measured) / measured",
-              title="residuals")
+              title=title)
+        if modelled:
+            b[0].axhline(0, color="k", lw=0.8)
+            b[0].set(xscale="log", xlabel="message size (bytes)",
+                     ylabel="(model - measured) / measured", title="residuals")
         c.set(xscale="log", yscale="log", xlabel="message size (bytes)",
-              ylabel="size / one-way time (MB/s)", title="bandwidth view")
-        parts.append(figure_html(fig, f"ping-pong {loc}, {ppn} pair(s): measured vs modelled "
-                                      "time and residuals"))
+              ylabel="size / one-way time (MB/s)",
+              title="bandwidth view" + (", per pair" if ppn > 1 else ""))
+        legend_below(fig)
+        parts.append(figure_html(fig, f"ping-pong {title}: measured"
+                                      + (" vs modelled time and residuals" if modelled else
+                                         " time and bandwidth")))
+        if over:
+            parts.append("<p class='note'>More ranks than cores (oversubscribed): these times "
+                         "include time-slicing of the cores.</p>")
         note = model_gap_note([{"size": s, "measured_s": t, "model_s": mdl} for s, t, mdl
-                               in zip(sizes, sub["median_s"], model)], "measured_s", "model_s",
+                               in zip(sizes, times, model)], "measured_s", "model_s",
                               lambda r: f"{r['size']} B", f"model ({loc}, {ppn} pair(s))")
         if note:
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
-        for s, t, mdl, proto in zip(sizes, sub["median_s"], model, protos):
-            rows.append((loc, ppn, s, proto, t, mdl, (mdl - t) / t))
-    parts.append(_table(rows))
+        rows += [dict(locality=loc, pairs=ppn, size_bytes=s, protocol=proto, measured_s=t,
+                      bandwidth_Bps=s / t, model_s=mdl, rel_error=(mdl - t) / t)
+                 for s, t, mdl, proto in zip(sizes, times, model, protos)]
+    parts.append(html_table(rows, folded="measured" + (" and modelled" if profile else "")
+                            + " times per size"))
     return "\n".join(parts)
-
-
-def _table(rows):
-    head = ("locality", "pairs", "size_bytes", "protocol", "measured_s", "model_s", "rel_error")
-    out = ["<details><summary>measured and modeled times per size</summary><table><tr>"]
-    out += [f"<th>{h}</th>" for h in head]
-    out.append("</tr>")
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(v))}</td>" for v in r) + "</tr>")
-    out.append("</table></details>")
-    return "".join(out)

@@ -4,7 +4,8 @@ import html
 
 from ...models.fitting import compare_breakpoints
 from ...output import format_value
-from ...units import display_column
+from ..tables import html_table
+from . import machine_profile
 
 KINDS = {"pingpong"}
 TITLE = "Machine profile"
@@ -12,16 +13,13 @@ ORDER = 5
 
 
 def render(runs, context):
-    from ...profile_fit import fit_runs, profile_table
-    profile = context.get("profile") or fit_runs([r.path for r in runs])
-    context["profile"] = profile  # later sections model with the same parameters
-    rows = profile_table(profile)  # shown as `commscope fit` prints it: bandwidth in MB/s
-    out = ["<table><tr>" + "".join(f"<th>{display_column(h, None)[0]}</th>" for h in rows[0])
-           + "</tr>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{html.escape(format_value(display_column(k, v)[1]))}</td>"
-                                    for k, v in r.items()) + "</tr>")
-    out.append("</table>")
+    from ...profile_fit import profile_table
+    profile, where = machine_profile(context)
+    if profile is None:
+        return (f"<p>{html.escape(where[0].upper() + where[1:])}. The ping-pong section shows "
+                "the measured times and bandwidth without a model.</p>")
+    # shown as `commscope fit` prints it: bandwidth in MB/s
+    out = [f"<p>Parameters {html.escape(where)}.</p>", html_table(profile_table(profile))]
     if profile.machine.get("gamma_ci95_s"):
         lo, hi = profile.machine["gamma_ci95_s"]
         out.append(f"<p>gamma 95 % bootstrap interval: {format_value(lo)} .. {format_value(hi)} s.</p>")

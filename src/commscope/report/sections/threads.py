@@ -12,7 +12,9 @@ import html
 
 from ...bench.threads import compare_with_injected, load_tables, recovery_table
 from ...stats import arrivals
-from ..figures import figure_html, new_figure
+from ...units import format_seconds
+from ..figures import figure_html, legend_below, new_figure
+from ..tables import html_table
 from . import per_run
 from ...lazy import lazy
 
@@ -24,20 +26,9 @@ TITLE = "Thread arrivals"
 ORDER = 40
 THRESHOLD_S = 1e-3  # the paper's laggard threshold
 CLASS_COLORS = {"normal": "tab:blue", "non-normal": "tab:orange", "laggard": "tab:red"}
-
-
-def _table(rows, columns, left=()):
-    head = "".join(f'<th class="{"l" if c in left else ""}">{html.escape(c)}</th>' for c in columns)
-    body = []
-    for r in rows:
-        cells = []
-        for c in columns:
-            v = r.get(c, "")
-            if isinstance(v, (float, np.floating)):
-                v = "nan" if not np.isfinite(v) else f"{v:.4g}"
-            cells.append(f'<td class="{"l" if c in left else ""}">{html.escape(str(v))}</td>')
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+#: Fewer threads than this per process-iteration: a histogram is a few bars of height 1
+#: that hide where the values lie; each thread is drawn as a point instead.
+FEW_THREADS = 8
 
 
 def _percentile_figure(compute, name):
@@ -54,27 +45,44 @@ def _percentile_figure(compute, name):
     ax.set_xlabel("iteration")
     ax.set_ylabel("thread compute time (ms)")
     ax.set_title("percentiles per iteration, all ranks and trials")
-    ax.legend(fontsize=8, loc="upper right")
+    legend_below(fig)
     return figure_html(fig, f"thread compute-time percentiles per iteration, {name}")
 
 
-def _histogram_figure(rep, name):
+def _histogram_figure(rep, name, threshold_s):
     hists = rep.histograms
     classes = [c for c in arrivals.CLASSES if c in hists]
     if not classes:
-        return ""
+        need = arrivals.MIN_SIZE
+        return ('<p class="note">No example process-iteration: none had a laggard (max - '
+                f'median &gt; {format_seconds(threshold_s)}), none was found non-normal '
+                f'(Shapiro-Wilk, from {need["shapiro"]} threads) and none normal (all three '
+                f'tests, from {max(need.values())} threads).</p>')
     fig, axes = new_figure(ncols=len(classes), width=3.6, height=3.0)
     for ax, cls in zip(axes[0], classes):
         h = hists[cls]
-        edges = np.asarray(h["bin_edges_s"]) * 1e3
-        ax.bar(edges[:-1], h["counts"], width=np.diff(edges), align="edge",
-               color=CLASS_COLORS[cls], edgecolor="black", lw=0.4)
+        values = np.sort(np.asarray(h["values_s"])) * 1e3
+        if len(values) < FEW_THREADS:  # a strip: every thread's time is a point
+            ax.plot(values, np.arange(1, len(values) + 1), "o", color=CLASS_COLORS[cls], ms=7,
+                    label="one thread")
+            ax.set_ylim(0.5, len(values) + 0.5)
+            ax.set_yticks(range(1, len(values) + 1))
+            ax.set_ylabel("thread, fastest first (too few for a histogram)", fontsize=8)
+        else:
+            edges = np.asarray(h["bin_edges_s"]) * 1e3
+            ax.bar(edges[:-1], h["counts"], width=np.diff(edges), align="edge",
+                   color=CLASS_COLORS[cls], edgecolor="black", lw=0.4)
+            ax.set_ylabel("threads")
+        median = np.median(values)
+        ax.axvline(median, color="black", lw=0.8, label="median")
+        ax.axvline(median + threshold_s * 1e3, color="black", lw=0.8, ls="--",
+                   label=f"laggard threshold: median + {format_seconds(threshold_s)}")
         k = h["keys"]
         ax.set_title(f"{cls}: {100 * h['class_fraction']:.1f}% of iterations\n"
                      f"trial {k['trial']} rank {k['rank']} iteration {k['iteration']}", fontsize=9)
         ax.set_xlabel("compute time (ms)")
-    axes[0][0].set_ylabel("threads")
-    return figure_html(fig, f"example per-process-iteration histograms, {name}")
+    legend_below(fig)
+    return figure_html(fig, f"example per-process-iteration compute times per class, {name}")
 
 
 def _idle_figure(rep, name):
@@ -124,32 +132,32 @@ def render_run(run, threshold_s=THRESHOLD_S):
              _percentile_figure(compute, name),
              '<p class="note">Percentile plot (Marts et al. Figs 4, 6, 8): every thread\'s compute '
              'time of each iteration across ranks and trials; no idle ratio involved.</p>',
-             _histogram_figure(rep, name),
+             _histogram_figure(rep, name, threshold_s),
              f'<p class="note">Example process-iterations per class (Figs 5, 7, 9): laggard = '
-             f'max - median &gt; {threshold_s * 1e3:g} ms; normal = no laggard and D\'Agostino, '
-             'Shapiro-Wilk and Anderson-Darling all fail to reject at 5%; non-normal = no laggard '
-             'and Shapiro-Wilk rejects. The representative is the median-spread member. '
+             f'max - median &gt; {format_seconds(threshold_s)}; normal = no laggard and '
+             'D\'Agostino, Shapiro-Wilk and Anderson-Darling all fail to reject at 5%; '
+             'non-normal = no laggard and Shapiro-Wilk rejects. The representative is the median-spread member. '
              'No idle ratio involved.</p>',
              _idle_figure(rep, name),
              '<p class="note">Reclaimable time R = sum over threads of (latest - own) per '
              'process-iteration; the dashed line uses the <b>printed</b> idle ratio '
              'R/(n*max).</p>',
              "<h4>Normality (fraction of groups rejecting normality at 5%)</h4>",
-             _table(_normality_rows(rep), ["level", "groups", "dagostino reject",
-                                           "shapiro reject", "anderson reject"], left={"level"}),
+             html_table(_normality_rows(rep), ["level", "groups", "dagostino reject",
+                                               "shapiro reject", "anderson reject"]),
              "<h4>Recovered vs injected</h4>",
-             _table(recovery_table(rec).to_dict("records"), ["metric", "expected", "measured"],
-                    left={"metric"}),
+             html_table(recovery_table(rec), ["metric", "expected", "measured"]),
              f'<p class="note">Expected = the same metric on the intended (injected) times. '
-             f'Compute model accuracy, measured - intended: mean {rec["error_mean_s"] * 1e6:.1f} us, '
-             f'median {rec["error_median_s"] * 1e6:.1f} us, 95th percentile '
-             f'{rec["error_p95_s"] * 1e6:.1f} us. The idle ratio as printed in the paper is '
+             'Compute model accuracy, measured - intended: mean '
+             f'{format_seconds(rec["error_mean_s"])}, median '
+             f'{format_seconds(rec["error_median_s"])}, 95th percentile '
+             f'{format_seconds(rec["error_p95_s"])}. The idle ratio as printed in the paper is '
              'R/(n*max); the range-normalised R/(n*(max-min)) is the one that comes close to the '
              'paper\'s reported ratios (with 2 threads it is always 0.5).</p>']
     s = rep.summary.to_dict("records")
-    parts.append(_table(s, ["region", "process_iterations", "avg_reclaimable_s",
-                            "idle_ratio_printed", "idle_ratio_range", "laggard_fraction",
-                            "mean_median_arrival_s"], left={"region"}))
+    parts.append(html_table(s, ["region", "process_iterations", "avg_reclaimable_s",
+                                "idle_ratio_printed", "idle_ratio_range", "laggard_fraction",
+                                "mean_median_arrival_s"]))
     return "\n".join(x for x in parts if x)
 
 

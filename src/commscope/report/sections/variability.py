@@ -13,10 +13,10 @@ from ...output import format_value
 from ...predict.variability import KINDS as BOOTSTRAP_KINDS
 from ...predict.variability import (experiment_key, measured_summary,
                                     predict_variability, run_ranks)
-from ..figures import figure_html, new_figure
+from ..figures import figure_html, hold_scale, legend_below, new_figure
+from ..tables import html_table
 from ...lazy import lazy
 
-np = lazy("numpy")
 pd = lazy("pandas")
 
 
@@ -26,23 +26,6 @@ ORDER = 60
 #: Fewer replicas than the CLI default keep report generation quick; seeded.
 REPLICAS = 2000
 SEED = 0
-
-
-def _table(df, columns=None):
-    columns = columns or list(df.columns)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = []
-    for rec in df.to_dict("records"):
-        cells = []
-        for c in columns:
-            v = rec.get(c)
-            if v is None or (isinstance(v, float) and np.isnan(v)):
-                txt = "-"
-            else:
-                txt = format_value(v)
-            cells.append(f"<td>{html.escape(txt)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def _label(key):
@@ -89,11 +72,15 @@ def _figure(pred, meas, label):
             ax.scatter(meas["ranks"][over], meas["runtime_s"][over], color="tab:orange",
                        marker="^", zorder=3, label="measured, oversubscribed")
         ax.set_xscale("log", base=2)
+        hold_scale(ax, zip(meas["ranks"], meas["runtime_s"], over,
+                           over.map({True: "tab:orange", False: "tab:red"})),
+                   keep=[*d["ci_low_s"], *d["ci_high_s"], *d["median_s"]],
+                   unit="s")
         ax.set_xlabel("ranks")
         ax.set_title(kind, fontsize=10)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("runtime (sum of interval maxima) [s]")
-    axes[0][0].legend(fontsize=7)
+    legend_below(fig)
     fig.suptitle(label, fontsize=10, y=1.03)
     return figure_html(fig, f"predicted vs measured runtime, {label}")
 
@@ -102,12 +89,12 @@ def render(runs, context):
     parts = []
     summary = measured_summary(runs)
     parts.append("<h3>Runs</h3>")
-    parts.append(_table(summary.drop(columns=["run"])))
+    parts.append(html_table(summary.drop(columns=["run"])))
     if summary["oversubscribed"].any():
         parts.append("<p>Some runs had more ranks than cores (oversubscribed): their "
                      "maxima include time-slicing, not only system noise.</p>")
     parts.append("<h3>Barrier time (Sec. 3.3.4)</h3>")
-    parts.append(_table(_barrier_table(runs)))
+    parts.append(html_table(_barrier_table(runs)))
 
     groups = {}
     for run in runs:
@@ -136,5 +123,5 @@ def render(runs, context):
         parts.append(_figure(pred, meas, label))
         cols = ["kind", "statistic", "target_ranks", "median_s", "ci_low_s", "ci_high_s",
                 "measured_runs", "measured_median_s", "inside", "median_error", "note"]
-        parts.append(_table(pred, cols))
+        parts.append(html_table(pred, cols))
     return "\n".join(parts)
