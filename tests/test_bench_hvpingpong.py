@@ -145,7 +145,9 @@ def test_fit_command_gets_gamma_and_delta_from_the_right_runs(runs_root, tmp_pat
     rng = np.random.default_rng(5)
     noise = lambda: rng.uniform(0.999, 1.001)           # noqa: E731
     sizes = [2 ** k for k in range(23)]
-    _write_run(runs_root, "pingpong", {"pairs": 1}, [
+    pingpong = dict(pairs=1, min_size=1, max_size=sizes[-1], iters=3, warmup=0, large_iters=3,
+                    large_warmup=0)
+    _write_run(runs_root, "pingpong", pingpong, [
         dict(size_bytes=s, pair=0, rep=r, time_s=p2p.node_aware_time(prof, s, "inter-node") * noise(),
              locality="inter-node", pairs=1) for s in sizes for r in range(3)])
     gamma, delta, ppn = 2e-9, 1e-10, 16

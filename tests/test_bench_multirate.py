@@ -57,9 +57,9 @@ def test_summary_and_ratio_from_medians():
         "unexpected_msgq_max": [0.0] * 6, "oversubscribed": [False] * 6})
     reps["rate_per_thread_msgs_per_s"] = reps["rate_msgs_per_s"] / reps["threads"]
     s = config_summary(reps).set_index("mode")
-    assert s.loc["shared", "rate_msgs_per_s"] == 200 and s.loc["per-thread", "rate_min"] == 400
+    assert s.loc["shared", "rate_msgs_per_s"] == 200 and s.loc["per-thread", "rate_min_msgs_per_s"] == 400
     r = mode_ratio(reps)
-    assert r["shared"].iloc[0] == 100 and r["per-thread"].iloc[0] == 300
+    assert r["shared_msgs_per_s"].iloc[0] == 100 and r["per_thread_msgs_per_s"].iloc[0] == 300
     # paired by repetition: 100/400, 300/800, 200/600 -> median 1/3
     assert r["shared_over_per_thread"].iloc[0] == pytest.approx(1 / 3)
     reps.loc[reps["mode"] == "per-thread", "rate_per_thread_msgs_per_s"] = [100.0, 600.0, 1000.0]

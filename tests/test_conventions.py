@@ -20,6 +20,7 @@ SHORT = {"-h": "--help", "-n": "--ranks", "-i": "--iterations", "-x": "--warmup"
          "-o": "--output", "-m": "--message-size", "-s": "--size", "-k": "--intervals",
          "-t": "--trials", "-w": "--workload", "-I": "--large-iterations",
          "-X": "--large-warmup"}
+LONG_TO_SHORT = {long: short for short, long in SHORT.items()}
 #: Long options that name one quantity everywhere: name -> what its parsed value must be.
 SECONDS_OPTIONS = ("--compute", "--sigma", "--timeout", "--interval", "--threshold",
                    "--latency", "--t-wait")
@@ -65,6 +66,9 @@ def test_option_names(command):
                 problems.append(f"{opt}: short option without a fixed meaning (have {sorted(SHORT)})")
             elif SHORT[opt] not in longs:
                 problems.append(f"{opt} means {SHORT[opt]} everywhere, here {longs}")
+        for long, short in LONG_TO_SHORT.items():
+            if long in longs and short not in action.option_strings:
+                problems.append(f"{long}: has the fixed short form {short} everywhere")
         if action.nargs in ("+", "*") and action.metavar not in FILE_METAVARS:
             problems.append(f"{longs[0] if longs else action.dest}: lists of values are one "
                             f"comma-separated argument; only lists of files ({sorted(FILE_METAVARS)}) "
@@ -164,3 +168,134 @@ def test_the_convention_is_written_down():
         assert word in text
     for opt, meaning in SHORT.items():
         assert f"`{opt}`" in text and meaning in text, opt
+
+
+#: A time converted by hand for a sentence (``{t * 1e6:.1f} us``): prose goes through
+#: units.format_seconds, so every message writes times the same way.
+HAND_CONVERTED_TIME = re.compile(r"\*\s*1e[369]\s*:[^}]*\}\s*(ns|us|ms|µs)\b")
+
+
+def test_sentences_write_times_one_way():
+    problems = []
+    for path in sorted((ROOT / "src" / "commscope").rglob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if HAND_CONVERTED_TIME.search(line):
+                problems.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
+    assert not problems, "times converted by hand (use units.format_seconds):\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("seconds, text", [(1.46e-05, "14.6 us"), (0.00123, "1.23 ms"),
+                                           (2.5, "2.5 s"), (3e-8, "30 ns"), (0.0, "0 ns"),
+                                           (-2e-3, "-2 ms")])
+def test_format_seconds(seconds, text):
+    assert units.format_seconds(seconds) == text
+
+
+# --- every --json output, key by key ----------------------------------------------------
+
+#: The arguments of each command that prints JSON, run on the real runs of
+#: ``json_inputs`` ({name} is a run's path, {tmp} a fresh directory).
+JSON_ARGS = {
+    "advise": ["{threads}", "--size", "64K", "--replicas", "200"],
+    "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
+                        "--runs", "{tmp}", "--quiet"],
+    "doctor": [],
+    "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/profile.json"],
+    "model matching": ["{profile}"],
+    "model p2p": ["--profile", "bluewaters", "--sizes", "1:4M", "--locality", "inter-node"],
+    "model partitioned": ["--latency", "5e-6", "--bandwidth", "1e10", "--threads", "4",
+                          "--compute", "0.1", "--variability", "0.1", "--sizes", "16MB",
+                          "--monte-carlo", "--replicas", "500"],
+    "model pattern": ["--profile", "bluewaters", "--messages", "{pattern}", "--hops", "2"],
+    "model stencil": ["--points", "27", "--decomp", "2x2x2,4x2x2", "--per-thread"],
+    "predict partitioned": ["{partitioned}", "--profile", "bluewaters", "--replicas", "200"],
+    "predict variability": ["{bsp}", "--target-ranks", "4,8", "--replicas", "500"],
+    "profile": ["-n", "2", "--runs", "{tmp}", "--", "{program}", "4", "200"],
+    "stats arrivals": ["{threads}/compute.parquet"],
+    "stats bootstrap": ["{bsp}/intervals.parquet", "--target-ranks", "4", "--replicas", "500"],
+    "stats gev": ["{bsp}/maxima.parquet"],
+    "stats imbalance": ["{profile}"],
+    "top": ["{profile}", "--once"],
+}
+
+
+@pytest.fixture(scope="module")
+def json_inputs(tmp_path_factory, default_mpi):
+    """Small real runs of every kind the --json commands read."""
+    import subprocess
+
+    from commscope.bench.bsp import run_bsp
+    from commscope.bench.hvpingpong import run_hvpingpong
+    from commscope.bench.partitioned import run_partitioned
+    from commscope.bench.pingpong import run_pingpong
+    from commscope.bench.threads import run_threads
+    from commscope.profile.run import run_profile
+    root = tmp_path_factory.mktemp("json")
+    quiet = dict(runs_root=root / "runs", echo=False, progress=False, timeout=180)
+    program = root / "ring"
+    subprocess.run([default_mpi.mpicc, str(ROOT / "tests/programs/ring_imbalance.c"), "-o",
+                    str(program)], check=True)
+    pattern = root / "pattern.csv"
+    pattern.write_text("rank,peer_locality,size_bytes,count\n0,inter-node,1024,4\n1,intra-socket,65536,2\n")
+    return {
+        "pingpong": run_pingpong(min_size=1, max_size=1 << 16, iters=30, warmup=3, **quiet).path,
+        "hvpingpong": run_hvpingpong(counts=[1, 10, 100], iters=3, warmup=1, **quiet).path,
+        "bsp": run_bsp("ftq", ranks=2, intervals=20, mean=1e-3, seed=1, **quiet).path,
+        "threads": run_threads(ranks=1, threads=2, iterations=10, ompt=True, **quiet).path,
+        "partitioned": run_partitioned(threads=2, compute_s=1e-3, sigma_s=1e-4,
+                                       sizes=[1 << 16], runs_per_size=3, **quiet).path,
+        "profile": run_profile(program, ["6", "300"], counters="all", trace=True,
+                               **{k: v for k, v in quiet.items() if k != "progress"})[0].path,
+        "program": program, "pattern": pattern,
+    }
+
+
+def test_every_json_command_is_checked():
+    takes_json = {c for c, p in COMMANDS.items() if "--json" in p._option_string_actions}
+    assert set(JSON_ARGS) == takes_json
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("command", sorted(JSON_ARGS))
+def test_json_keys_follow_the_units(command, json_inputs, tmp_path, capsys):
+    import json
+
+    from commscope.cli import main
+    argv = [a.format(tmp=tmp_path, **json_inputs) for a in JSON_ARGS[command]]
+    if "--" in argv:  # profile: its own options before the program
+        argv.insert(argv.index("--"), "--json")
+    else:
+        argv.append("--json")
+    assert main([*command.split(), *argv]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out, f"commscope {command} --json printed nothing"
+    problems = [f"{where}: {why}" for where, why in units.json_unit_problems(out)]
+    assert not problems, f"commscope {command} --json:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("output, problem", [
+    ({"latency": 1.2}, "latency"), ({"rows": [{"bandwidth_MBps": 3.0}]}, "rows[].bandwidth_MBps"),
+    ({"runs": 5.0}, "runs"), ({"rel_error_by_size": {"4096": 0.1}}, None),
+    ({"bytes_per_iteration": 8.0, "MPI_Send": 3}, None), ({"note": "latency 3 us"}, None)])
+def test_json_unit_rule(output, problem):
+    found = [where for where, _ in units.json_unit_problems(output)]
+    assert found == ([problem] if problem else [])
+
+
+@pytest.mark.mpi
+def test_every_stored_column_carries_its_unit(json_inputs):
+    """Every table of real runs of every kind, not only the columns readers require."""
+    from commscope.runs import open_run
+    problems = []
+    for name, path in json_inputs.items():
+        if not (path / "meta.json").exists():
+            continue
+        run = open_run(path)
+        for table in run.tables():
+            df = run.table(table)
+            for col in df.columns:
+                kind = {"f": "f", "i": "i", "u": "i"}.get(df[col].dtype.kind, "O")
+                problem = units.column_unit_problem(str(col), kind)
+                if problem:
+                    problems.append(f"{run.kind}/{table}.{col} ({df[col].dtype}): {problem}")
+    assert not problems, "\n".join(problems)

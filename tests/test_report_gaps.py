@@ -173,10 +173,12 @@ def test_an_oversubscribed_point_is_marked_not_rescaling_the_axis(spied_report, 
     fig = drawn[alt]
     ax = next(a for a in fig.axes if a.get_ylabel().startswith("messages/s"))
     lo, hi = ax.get_ylim()
-    t_lo = min(ok["rate_per_thread"].min(), (ok["rate_min"] / ok["threads"]).min())
-    t_hi = max(ok["rate_per_thread"].max(), (ok["rate_max"] / ok["threads"]).max())
+    t_lo = min(ok["rate_per_thread_msgs_per_s"].min(),
+               (ok["rate_min_msgs_per_s"] / ok["threads"]).min())
+    t_hi = max(ok["rate_per_thread_msgs_per_s"].max(),
+               (ok["rate_max_msgs_per_s"] / ok["threads"]).max())
     assert t_lo / 1.5 < lo <= t_lo and t_hi <= hi < t_hi * 1.5  # from the trusted points only
-    outside = [y for y in over["rate_per_thread"] if not lo <= y <= hi]
+    outside = [y for y in over["rate_per_thread_msgs_per_s"] if not lo <= y <= hi]
     # 2 ranks x 4 threads time-slice 2 cores: the rate per thread falls far below 1 thread's
     assert outside
     texts = [t.get_text() for t in ax.texts]

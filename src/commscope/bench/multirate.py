@@ -109,8 +109,9 @@ def config_summary(reps):
     largest queue lengths the receiver saw."""
     g = reps.groupby(["threads", "mode"], sort=True)
     out = g.agg(reps=("rep", "size"), rate_msgs_per_s=("rate_msgs_per_s", "median"),
-                rate_min=("rate_msgs_per_s", "min"), rate_max=("rate_msgs_per_s", "max"),
-                rate_per_thread=("rate_per_thread_msgs_per_s", "median"),
+                rate_min_msgs_per_s=("rate_msgs_per_s", "min"),
+                rate_max_msgs_per_s=("rate_msgs_per_s", "max"),
+                rate_per_thread_msgs_per_s=("rate_per_thread_msgs_per_s", "median"),
                 posted_recvq_mean=("posted_recvq_mean", "mean"),
                 posted_recvq_max=("posted_recvq_max", "max"),
                 unexpected_msgq_max=("unexpected_msgq_max", "max"),
@@ -124,14 +125,14 @@ def mode_ratio(reps):
     communicator costs rate, 001's finding).  The ratio pairs the two modes' runs of
     the same repetition, which ran back to back, so slow phases of a shared machine
     cancel; at 1 thread both modes do the same thing and the ratio shows the noise."""
-    cols = ["threads", "shared", "per-thread", "shared_over_per_thread"]
+    cols = ["threads", "shared_msgs_per_s", "per_thread_msgs_per_s", "shared_over_per_thread"]
     if not set(MODES) <= set(reps["mode"]):
         return pd.DataFrame(columns=cols)
     rate = reps.pivot_table(index=["threads", "rep"], columns="mode",
                             values="rate_per_thread_msgs_per_s")
     paired = (rate["shared"] / rate["per-thread"]).groupby(level="threads").median()
     med = rate.groupby(level="threads").median()
-    out = pd.DataFrame({"threads": med.index, "shared": med["shared"].to_numpy(),
-                        "per-thread": med["per-thread"].to_numpy(),
+    out = pd.DataFrame({"threads": med.index, "shared_msgs_per_s": med["shared"].to_numpy(),
+                        "per_thread_msgs_per_s": med["per-thread"].to_numpy(),
                         "shared_over_per_thread": paired.reindex(med.index).to_numpy()})
     return out[cols].reset_index(drop=True)

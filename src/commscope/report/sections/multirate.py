@@ -44,17 +44,18 @@ def _render_run(run):
         if sub.empty:
             continue
         color = COLORS[mode]
-        lo = sub["rate_min"] / sub["threads"]
-        hi = sub["rate_max"] / sub["threads"]
-        ax_r.errorbar(sub["threads"], sub["rate_per_thread"],
-                      yerr=[sub["rate_per_thread"] - lo, hi - sub["rate_per_thread"]],
+        lo = sub["rate_min_msgs_per_s"] / sub["threads"]
+        hi = sub["rate_max_msgs_per_s"] / sub["threads"]
+        rate = sub["rate_per_thread_msgs_per_s"]
+        ax_r.errorbar(sub["threads"], rate, yerr=[rate - lo, hi - rate],
                       color=color, capsize=3, label=mode)
         for over, face in ((False, color), (True, "white")):
             pts = sub[sub["oversubscribed"] == over]
-            ax_r.plot(pts["threads"], pts["rate_per_thread"], "o", color=color, mfc=face, ms=5)
+            ax_r.plot(pts["threads"], pts["rate_per_thread_msgs_per_s"], "o", color=color,
+                      mfc=face, ms=5)
         over = sub["oversubscribed"].astype(bool)
         rates += [(x, y, ov, color)
-                  for x, y, ov in zip(sub["threads"], sub["rate_per_thread"], over)]
+                  for x, y, ov in zip(sub["threads"], rate, over)]
         rate_bars += [*lo[~over], *hi[~over]]
         if np.isfinite(sub["unexpected_msgq_max"]).any():
             ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "o-", color=color, label=mode)

@@ -35,7 +35,7 @@ def _label(key):
         parts.append(f"{d.get('dist')}(mean {format_value(d.get('mean'))}, "
                      f"sd {format_value(d.get('sd'))})")
     else:
-        parts.append(f"size {d.get('size')}, reps {d.get('reps')}")
+        parts.append(f"{d.get('dim')} x {d.get('dim')}, reps {d.get('reps')}")
     parts.append(f"halo {d.get('halo_bytes')} B")
     return ", ".join(parts)
 
