@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "pyarrow")
+HEAVY = ("numpy", "pandas", "scipy", "matplotlib", "pyarrow", "jinja2", "jsonschema")
 
 PROBE = """
 import contextlib, io, json, sys

@@ -5,8 +5,6 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from jinja2 import Environment, PackageLoader, select_autoescape
-
 from .. import __version__
 from ..errors import InputError
 from ..paths import prepare_output, write_text_atomic
@@ -69,6 +67,7 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
             if body:
                 rendered.append({"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1],
                                  "body": body})
+    from jinja2 import Environment, PackageLoader, select_autoescape  # on first use: fast CLI
     env = Environment(loader=PackageLoader("commscope.report", "templates"),
                       autoescape=select_autoescape(["html"]))
     page = env.get_template("report.html").render(
