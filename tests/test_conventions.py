@@ -175,6 +175,22 @@ def test_the_convention_is_written_down():
 HAND_CONVERTED_TIME = re.compile(r"\*\s*1e[369]\s*:[^}]*\}\s*(ns|us|ms|µs)\b")
 
 
+#: A name with a display unit (``spread_us``): printed tables and the report's tables keep
+#: seconds and bytes/s like the data (format_table prints *_Bps as MB/s).
+DISPLAY_UNIT_NAME = re.compile(r"\b[a-z]\w*_(us|ms|MiBps|KiB)\b")
+
+
+def test_printed_and_report_tables_use_data_units():
+    problems = []
+    for path in sorted((ROOT / "src" / "commscope").rglob("*.py")):
+        if path.name in ("units.py", "osu.py"):  # the unit list; the thesis's OSU input format
+            continue
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if DISPLAY_UNIT_NAME.search(line):
+                problems.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
+    assert not problems, "display units in a table's names:\n" + "\n".join(problems)
+
+
 def test_sentences_write_times_one_way():
     problems = []
     for path in sorted((ROOT / "src" / "commscope").rglob("*.py")):

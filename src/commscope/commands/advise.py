@@ -66,16 +66,11 @@ def _run(args):
         return 0
     where = info.get("source", "") + (f" ({info['locality']})" if info.get("locality") else "")
     print(f"# {run.path}: link {where}; idle ratio printed = R/(n*max), range = R/(n*(max-min))")
-    shown = table.assign(
-        spread_us=table["spread_s"] * 1e6, reclaim_us=table["avg_reclaimable_s"] * 1e6,
-        single_us=table["single_s"] * 1e6, alg1_us=table["partitioned_alg1_s"] * 1e6,
-        mc_us=table["partitioned_mc_s"] * 1e6, saving_us=table["saving_mc_s"] * 1e6,
-        mc_MBps=table["partitioned_mc_bandwidth_Bps"] / 1e6,
-        single_MBps=table["single_bandwidth_Bps"] / 1e6)
-    print_table(shown, ["region", "instances", "threads", "spread_us", "laggard_share",
-                        "reclaim_us", "idle_ratio_printed", "idle_ratio_range",
-                        "bytes_per_iteration", "single_us", "alg1_us", "mc_us", "single_MBps",
-                        "mc_MBps", "saving_us", "saving_pct"],
+    print_table(table, ["region", "instances", "threads", "spread_s", "laggard_share",
+                        "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range",
+                        "bytes_per_iteration", "single_s", "partitioned_alg1_s",
+                        "partitioned_mc_s", "single_bandwidth_Bps", "partitioned_mc_bandwidth_Bps",
+                        "saving_mc_s", "saving_pct"],
                 title="per region, ranked by predicted saving per iteration (Monte Carlo)")
     for r in table.itertuples():
         print(f"  {r.region}: {r.verdict}")

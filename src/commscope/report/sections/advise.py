@@ -24,19 +24,14 @@ def render(runs, context):
     def one(run):
         link, info = eb.link_for(run, profile=profile)
         table = eb.advise(run, link)
-        shown = table.assign(spread_us=table["spread_s"] * 1e6,
-                             reclaim_us=table["avg_reclaimable_s"] * 1e6,
-                             single_us=table["single_s"] * 1e6,
-                             partitioned_us=table["partitioned_mc_s"] * 1e6,
-                             saving_us=table["saving_mc_s"] * 1e6)
-        cols = ["region", "instances", "threads", "spread_us", "laggard_share", "reclaim_us",
-                "idle_ratio_printed", "idle_ratio_range", "bytes_per_iteration", "single_us",
-                "partitioned_us", "saving_us", "verdict"]
+        cols = ["region", "instances", "threads", "spread_s", "laggard_share",
+                "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range",
+                "bytes_per_iteration", "single_s", "partitioned_mc_s", "saving_mc_s", "verdict"]
         return (f"<h3>{html.escape(run.path.name)}</h3><p>Link parameters {html.escape(where)} "
                 f"({html.escape(str(info.get('locality')))}); bytes per iteration from the "
                 "run's MPI counters (point-to-point bytes sent / region instances). Idle "
                 "ratio printed = R/(n max) as Marts et al. 2023 print it, range = "
                 "R/(n (max - min)).</p>"
-                + html_table(shown[cols]) + "<p><b>"
+                + html_table(table[cols]) + "<p><b>"
                 + html.escape(eb.conclusion(table)) + "</b></p>")
     return per_run(with_arrivals, one)
