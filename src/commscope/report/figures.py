@@ -64,28 +64,55 @@ def legend_below(fig, fontsize=7, ncol=3):
 OFF_SCALE_LABEL = "oversubscribed, beyond the axis (value written)"
 
 
+#: An oversubscribed point this many times beyond all the others would stretch the axis.
+STRETCH = 5.0
+
+
+def _far(y, rest, log):
+    """1 when ``y`` lies STRETCH times above every value of ``rest``, -1 below, else 0."""
+    top, bottom = max(rest), min(rest)
+    if log:
+        return 1 if y > top * STRETCH else -1 if y < bottom / STRETCH else 0
+    scale = max(top - bottom, abs(top), abs(bottom))
+    if scale == 0:  # nothing else has a scale to stretch
+        return 0
+    reach = (STRETCH - 1) * scale
+    return 1 if y > top + reach else -1 if y < bottom - reach else 0
+
+
 def hold_scale(ax, points, keep=(), unit="", margin=0.05):
-    """Y limits of ``ax`` from the points that were not oversubscribed; oversubscribed points
-    beyond them are drawn at the edge they pass, as an open triangle with their value.
+    """Y limits of ``ax`` that no oversubscribed outlier stretches.
 
     An oversubscribed point (more threads x ranks than cores) measures time-slicing as much
-    as what the figure studies: it is marked, and must not rescale the axis every other
-    point is read on. ``points``: (x, y, oversubscribed, color) of every measured point;
-    ``keep``: y values that stay in view too (error bars, model curves, thresholds);
-    ``unit`` follows each value written. When every point was oversubscribed, all of them
-    set the limits. Returns the (x, y) drawn at an edge.
+    as what the figure studies. It is shown (open marker) when it lies among the others;
+    one that lies more than STRETCH times beyond every other value would squash them all
+    into a line, so it is drawn at the edge it passes instead, as an open triangle with
+    its value written. ``points``: (x, y, oversubscribed, color) of every measured point;
+    ``keep``: y values that stay in view (error bars, model curves, thresholds); ``unit``
+    follows each value written. Returns the (x, y) drawn at an edge.
     """
     from matplotlib.transforms import blended_transform_factory
 
-    points = [(x, y, bool(over), color) for x, y, over, color in points]
-    if all(over for *_, over, _ in points):
-        points = [(x, y, False, color) for x, y, _, color in points]
     log = ax.get_yscale() == "log"
-    t = np.asarray([*keep, *(y for _, y, over, _ in points if not over)], float)
-    t = t[np.isfinite(t) & ((t > 0) if log else True)]
-    if t.size == 0:
+    usable = [(x, float(y), bool(over), color) for x, y, over, color in points
+              if np.isfinite(y) and (y > 0 or not log)]
+    over = [p for p in usable if p[2]]
+    inside = [float(v) for v in keep if np.isfinite(v) and (v > 0 or not log)]
+    inside += [y for _, y, o, _ in usable if not o]
+    if not inside and over:  # every point oversubscribed: judge them from their middle
+        inside = [float(np.median([y for _, y, _, _ in over]))]
+    lo0, hi0 = (min(inside), max(inside)) if inside else (0.0, 0.0)
+    gap = ((lambda y: abs(np.log(min(max(y, lo0), hi0) / y))) if log
+           else (lambda y: abs(min(max(y, lo0), hi0) - y)))
+    far = []  # nearest first: a trend of oversubscribed points is data, a jump is not
+    for point in sorted(over, key=lambda p: gap(p[1])):
+        if _far(point[1], inside, log):
+            far.append(point)
+        else:
+            inside.append(point[1])
+    if not inside:
         return []
-    lo, hi = float(t.min()), float(t.max())
+    lo, hi = min(inside), max(inside)
     if log:
         pad = (hi / lo) ** margin if hi > lo else 1.5
         lo, hi = lo / pad, hi * pad
@@ -96,9 +123,7 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     ax.get_xlim()  # x limits settled: where along the axis a point is
     edge = blended_transform_factory(ax.transData, ax.transAxes)
     drawn, stacked = [], {}
-    for x, y, over, color in points:
-        if not over or not np.isfinite(y) or lo <= y <= hi:
-            continue
+    for x, y, _, color in far:
         top = y > hi
         k = stacked[(x, top)] = stacked.get((x, top), -1) + 1  # several at one x: stack labels
         ax.plot([x], [1.0 if top else 0.0], "^" if top else "v", transform=edge, clip_on=False,

@@ -28,6 +28,12 @@ ORDER = 27
 COLORS = {"shared": "tab:red", "per-thread": "tab:blue"}
 
 
+def _marks(ax, x, y, over, color):
+    """The points of one mode: filled, open where the configuration was oversubscribed."""
+    for flag, face in ((False, color), (True, "white")):
+        ax.plot(x[over == flag], y[over == flag], "o", color=color, mfc=face, ms=5)
+
+
 def _render_run(run):
     reps = run.table("reps")
     summ = config_summary(reps)
@@ -47,18 +53,16 @@ def _render_run(run):
         lo = sub["rate_min_msgs_per_s"] / sub["threads"]
         hi = sub["rate_max_msgs_per_s"] / sub["threads"]
         rate = sub["rate_per_thread_msgs_per_s"]
+        over = sub["oversubscribed"].astype(bool)
         ax_r.errorbar(sub["threads"], rate, yerr=[rate - lo, hi - rate],
                       color=color, capsize=3, label=mode)
-        for over, face in ((False, color), (True, "white")):
-            pts = sub[sub["oversubscribed"] == over]
-            ax_r.plot(pts["threads"], pts["rate_per_thread_msgs_per_s"], "o", color=color,
-                      mfc=face, ms=5)
-        over = sub["oversubscribed"].astype(bool)
+        _marks(ax_r, sub["threads"], rate, over, color)
         rates += [(x, y, ov, color)
                   for x, y, ov in zip(sub["threads"], rate, over)]
         rate_bars += [*lo[~over], *hi[~over]]
         if np.isfinite(sub["unexpected_msgq_max"]).any():
-            ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "o-", color=color, label=mode)
+            ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "-", color=color, label=mode)
+            _marks(ax_q, sub["threads"], sub["unexpected_msgq_max"], over, color)
             queue_points += [(x, y, ov, color) for x, y, ov
                              in zip(sub["threads"], sub["unexpected_msgq_max"], over)]
     hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
