@@ -131,6 +131,21 @@ def test_help_and_docs_cite_papers_by_author_and_year():
     assert not problems, "\n".join(problems)
 
 
+def _native_strings():
+    """(file:line, text) of every string literal in the native sources."""
+    for path in sorted((ROOT / "native").rglob("*.[ch]")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            for text in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+                yield f"{path.relative_to(ROOT)}:{lineno}", text
+
+
+def test_native_output_cites_papers_by_author_and_prints_seconds():
+    problems = [f"{where}: {text}" for where, text in _native_strings()
+                if PAPER_NUMBER.search(text)
+                or ("(us)" in text and not where.startswith("native/bench/pingpong.c"))]
+    assert not problems, "\n".join(problems)
+
+
 def test_table_columns_carry_their_unit():
     import commscope.bench  # noqa: F401  (registers every benchmark's tables)
     for mod in ("commscope.profile.convert",):
@@ -201,8 +216,10 @@ def test_sentences_write_times_one_way():
 
 
 @pytest.mark.parametrize("seconds, text", [(1.46e-05, "14.6 us"), (0.00123, "1.23 ms"),
-                                           (2.5, "2.5 s"), (3e-8, "30 ns"), (0.0, "0 ns"),
-                                           (-2e-3, "-2 ms")])
+                                           (2.5, "2.5 s"), (3e-8, "30 ns"), (0.0, "0 s"),
+                                           (-2e-3, "-2 ms"), (0.0009996, "1 ms"),
+                                           (0.9996, "1 s"), (12345.0, "12300 s"),
+                                           (float("nan"), "n/a"), (None, "n/a")])
 def test_format_seconds(seconds, text):
     assert units.format_seconds(seconds) == text
 

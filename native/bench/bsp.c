@@ -399,8 +399,8 @@ int main(int argc, char **argv)
         else
             printf(", size %ld, reps %ld", nsize, reps);
         printf(", halo %lld B, seed %llu\n", halo_bytes, seed);
-        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max(us)", "Max Max(us)",
-               "Avg MaxBarr(us)");
+        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max(s)", "Max Max(s)",
+               "Avg MaxBarr(s)");
         fflush(stdout);
     }
 
@@ -481,8 +481,7 @@ int main(int argc, char **argv)
                     }
                 char label[64];
                 snprintf(label, sizeof label, "%ld-%ld", block_start, it);
-                printf("%-20s %16.2f %16.2f %16.2f\n", label, 1e6 * sum_max / n, 1e6 * block_max,
-                       1e6 * sum_bar / n);
+                printf("%-20s %16.5g %16.5g %16.5g\n", label, sum_max / n, block_max, sum_bar / n);
                 fflush(stdout);
                 cs_progress(it + 1, intervals, "intervals");
             }

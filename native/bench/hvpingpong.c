@@ -43,7 +43,7 @@ static void usage(void)
             "  --total-bytes B   instead: constant total B bytes, s = B / n\n"
             "  --order LIST      ordered, reversed or both (default ordered,reversed)\n"
             "  -i, -x            timed and warm-up repetitions per (n, s, order)\n"
-            "  --contention      node i sends to node i + N/2 (multi-node only, 004 Fig. 6)\n"
+            "  --contention      node i sends to node i + N/2 (multi-node only, Bienz et al. 2018, Fig. 6)\n"
             "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
 }
 
@@ -175,7 +175,7 @@ int main(int argc, char **argv)
         }
         if (nnodes < 4 || nnodes % 2)
             cs_die("--contention needs an even number of nodes, at least 4 (ranks run on %d "
-                   "node%s): node i sends to node i + N/2 across the network, 004 Fig. 6",
+                   "node%s): node i sends to node i + N/2 across the network (Bienz et al. 2018, Fig. 6)",
                    nnodes, nnodes == 1 ? "" : "s");
         for (int i = 1; i < nnodes; i++)
             if (per_node[i] != per_node[0])
@@ -227,7 +227,7 @@ int main(int argc, char **argv)
             samples = cs_open_table(out, "samples.csv",
                                     "n_messages,size_bytes,order,pair,rep,time_s,locality,pairs");
         }
-        printf("# commscope HighVolumePingPong (004 Algorithm 1), %d pair(s)%s, "
+        printf("# commscope HighVolumePingPong (Bienz et al. 2018, Algorithm 1), %d pair(s)%s, "
                "one-way time = round trip / 2\n", pairs, contention ? ", contention layout" : "");
         for (int p = 0; p < ninit; p++) {
             int a = inits[p], b = peer[a];
@@ -236,7 +236,7 @@ int main(int argc, char **argv)
                    cs_locality(&places[a], &places[b]));
         }
         printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",
-               "Avg Time(us)", "Min Time(us)", "Max Time(us)", "Iters");
+               "Avg Time(s)", "Min Time(s)", "Max Time(s)", "Iters");
         fflush(stdout);
     }
 
@@ -286,8 +286,8 @@ int main(int argc, char **argv)
                                      MPI_STATUS_IGNORE);
                     }
                     cs_sum_min_max(all, (size_t)ninit * iters, &sum, &lo, &hi);
-                    printf("%-10d %-12lld %-9s %14.2f %14.2f %14.2f %6d\n", n, s, order_name[o],
-                           1e6 * sum / ((double)iters * ninit), 1e6 * lo, 1e6 * hi, iters);
+                    printf("%-10d %-12lld %-9s %14.5g %14.5g %14.5g %6d\n", n, s, order_name[o],
+                           sum / ((double)iters * ninit), lo, hi, iters);
                     fflush(stdout);
                     if (samples)
                         for (int p = 0; p < ninit; p++) {

@@ -278,12 +278,12 @@ int main(int argc, char **argv)
             forder = cs_open_table(out, "order.csv",
                                    "config,trial,tag,post_seq,send_seq,recv_thread,send_thread");
         }
-        printf("# commscope multithreaded matching (002 Sec. 4.1): rank 0 (%s cpu %d) receives, "
+        printf("# commscope multithreaded matching (Schonbein et al. 2018, Sec. 4.1): rank 0 (%s cpu %d) receives, "
                "rank 1 (%s cpu %d) sends; %d recorded trial(s) after %d warm-up\n",
                places[0].node, places[0].cpu, places[1].node, places[1].cpu, trials, warmup);
         printf("# ob1 queue-length pvars: %s\n", q_posted.ok ? "read" : "not available");
         printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
-               "Decomp", "T_r", "T_s", "M_t", "Avg Drain(us)", "Min Drain(us)", "Max Drain(us)",
+               "Decomp", "T_r", "T_s", "M_t", "Avg Drain(s)", "Min Drain(s)", "Max Drain(s)",
                "PostedQ");
         fflush(stdout);
     }
@@ -358,9 +358,9 @@ int main(int argc, char **argv)
             }
         }
         if (rank == 0) {
-            printf("%-8d %-6s %-10s %5d %5d %7d %15.2f %15.2f %15.2f %9.0f\n", k, c->points,
-                   c->decomp, c->threads_recv, c->threads_send, c->messages, 1e6 * sum / trials,
-                   1e6 * lo, 1e6 * hi, qlen);
+            printf("%-8d %-6s %-10s %5d %5d %7d %15.5g %15.5g %15.5g %9.0f\n", k, c->points,
+                   c->decomp, c->threads_recv, c->threads_send, c->messages, sum / trials, lo,
+                   hi, qlen);
             fflush(stdout);
         }
     }

@@ -218,7 +218,7 @@ int main(int argc, char **argv)
                                   "posted_recvq_mean,posted_recvq_max,unexpected_msgq_mean,"
                                   "unexpected_msgq_max");
         }
-        printf("# commscope multirate (001 Sec. 3.9.1), pairwise: rank 0 (%s cpu %d) threads send "
+        printf("# commscope multirate (Eberius 2020, Sec. 3.9.1), pairwise: rank 0 (%s cpu %d) threads send "
                "to rank 1 (%s cpu %d) threads; window %ld x %lld B, %ld timed + %ld warm-up "
                "windows, %d rep(s)\n",
                places[0].node, places[0].cpu, places[1].node, places[1].cpu, window, msg_size,

@@ -384,7 +384,7 @@ int main(int argc, char **argv)
                                     "sigma_s,compute_mode,clock,clock_uncertainty_s");
             ctab = cs_open_table(out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s");
         }
-        printf("# commscope partitioned (003 Algorithm 2): %d threads/partitions, %s compute "
+        printf("# commscope partitioned (Dominguez-Trujillo 2021, Algorithm 2): %d threads/partitions, %s compute "
                "mean %.6g s sd %.6g s (%s), %d runs, %d warm-up\n",
                threads, DIST_NAME[dist], compute, sigma, MODE_NAME[mode], runs, warmup);
         printf("# rank 0 (%s cpu %d) -> rank 1 (%s cpu %d): %s; MPI thread level %d\n",
@@ -395,8 +395,8 @@ int main(int argc, char **argv)
         for (int m = 0; m < M_COUNT; m++)
             if (want[m] && !run_m[m])
                 printf("# method %s skipped: %s\n", METHOD_NAME[m], note[m]);
-        printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed(us)",
-               "Min elapsed(us)", "Max elapsed(us)", "Avg BW(MB/s)", "Runs");
+        printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed(s)",
+               "Min elapsed(s)", "Max elapsed(s)", "Avg BW(MB/s)", "Runs");
         fflush(stdout);
     }
 
@@ -537,8 +537,8 @@ int main(int argc, char **argv)
                 MPI_Request_free(&preq);
 #endif
             if (rank == 0) {
-                printf("%-12lld %-12s %16.2f %16.2f %16.2f %14.2f %6d\n", size, METHOD_NAME[m],
-                       1e6 * sum_el / runs, 1e6 * min_el, 1e6 * max_el, 1e-6 * sum_bw / runs, runs);
+                printf("%-12lld %-12s %16.5g %16.5g %16.5g %14.2f %6d\n", size, METHOD_NAME[m],
+                       sum_el / runs, min_el, max_el, 1e-6 * sum_bw / runs, runs);
                 fflush(stdout);
                 cs_progress(++done, total, METHOD_NAME[m]);
             }

@@ -245,8 +245,8 @@ int main(int argc, char **argv)
         if ((long)nthreads * size > cores)
             printf("# oversubscribed: %d ranks x %d threads on %ld cores (if on one node)\n",
                    size, nthreads, cores);
-        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean(us)",
-               "Min(us)", "Max(us)", "MeanErr(us)", "MaxErr(us)", "Laggards");
+        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean(s)",
+               "Min(s)", "Max(s)", "MeanErr(s)", "MaxErr(s)", "Laggards");
         fflush(stdout);
     }
 
@@ -296,9 +296,8 @@ int main(int argc, char **argv)
                         if (injected)
                             cs_row(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
                     }
-            printf("%-7d %9.0f %12.2f %12.2f %12.2f %13.2f %13.2f %9ld\n", trial, sum[2],
-                   1e6 * sum[0] / sum[2], -1e6 * ext[0], 1e6 * ext[1], 1e6 * sum[1] / sum[2],
-                   1e6 * ext[2], laggards);
+            printf("%-7d %9.0f %12.5g %12.5g %12.5g %13.5g %13.5g %9ld\n", trial, sum[2],
+                   sum[0] / sum[2], -ext[0], ext[1], sum[1] / sum[2], ext[2], laggards);
             fflush(stdout);
         }
     }

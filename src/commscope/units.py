@@ -178,11 +178,15 @@ def format_seconds(seconds, digits=3):
     """A time in a sentence: ``14.2 us``, ``1.23 ms``, ``2.5 s`` (the unit chosen by size).
 
     The one way prose (messages, ``#`` lines, verdicts) writes a time; tables and stored
-    data keep plain seconds (docs/conventions.md).
+    data keep plain seconds (docs/conventions.md). No value is ``n/a``.
     """
     import math
     if seconds is None or not math.isfinite(seconds):
-        return f"{seconds} s"
+        return "n/a"
+    rounded = float(f"{seconds:.{digits}g}")  # first: 0.9996 ms is 1 ms, not 1e+03 us
+    if rounded == 0:
+        return "0 s"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if abs(seconds) >= scale or unit == "ns":
-            return f"{seconds / scale:.{digits}g} {unit}"
+        if abs(rounded) >= scale or unit == "ns":
+            value = rounded / scale
+            return f"{value:.0f} s" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
