@@ -80,6 +80,15 @@ def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_
     assert err.errno == 28 and err.filename == f"{out}/samples.csv"
 
 
+def test_only_commscope_s_own_write_failures_fail_a_run():
+    """A profiled program's own message of the same form is its business, not a failed run."""
+    from commscope.bench.driver import native_write_error
+    own = "commscope profile: rank 1: cannot write /r/c.json: No space left on device [errno 28]"
+    app = "solver: cannot write out.dat: Permission denied [errno 13]"
+    assert native_write_error(f"{app}\n{own}; stops\n").filename == "/r/c.json"
+    assert native_write_error(f"{app}\nprefix {own}\n") is None
+
+
 def test_table_conversion_failure_names_file_and_marks_run(new_run, monkeypatch):
     """No root needed: the Parquet writer fails as pyarrow does on a full disk."""
     run = new_run("pingpong")

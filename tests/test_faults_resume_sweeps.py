@@ -121,6 +121,13 @@ def test_mtmatch_resumes_from_first_incomplete_configuration(default_mpi, runs_r
     done = stopped.progress()[0]
     kept = {t: stopped.table(t) for t in ("trials", "order")}
     assert sorted(set(kept["trials"]["config"])) == list(range(done))  # complete configs only
+    # without the plan it was measured with, a resume is refused and changes nothing
+    files = {f: f.read_bytes() for f in path.rglob("*") if f.is_file()}
+    (path / "plan.csv").rename(path / "plan.kept")
+    assert main(["bench", "mtmatch", "--resume", str(path), "--quiet"]) == 2
+    assert f"{path}/plan.csv: missing" in capsys.readouterr().err
+    (path / "plan.kept").rename(path / "plan.csv")
+    assert {f: f.read_bytes() for f in path.rglob("*") if f.is_file()} == files
     run = interrupted_then_resumed(path, "mtmatch", "configurations", capsys, "config",
                                    list(range(configs)))
     trials_df, order = run.table("trials"), run.table("order")

@@ -224,12 +224,16 @@ void cs_progress(long done, long total, const char *label)
 
 void cs_die(const char *fmt, ...)
 {
+    /* One write for the whole line: another rank's message cannot split it (the Python
+     * side reads "commscope native: cannot write ..." from the start of a line). */
+    char line[8192];
+    int n = snprintf(line, sizeof line, "commscope native: ");
     va_list ap;
-    fprintf(stderr, "commscope native: ");
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n");
+    strcat(line, "\n");
+    fputs(line, stderr);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
     exit(2);

@@ -313,8 +313,9 @@ static int map_counter_file(void)
     snprintf(path, sizeof path, "%s/counters.%d.bin", dir, cs_world_rank);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
-        fprintf(stderr, CS_PREFIX "cannot create %s: %s%s; this rank is not profiled\n", path,
-                strerror(errno), errno == EEXIST ? " (a profile is already there; not overwriting it)" : "");
+        cs_write_failed(path, errno, errno == EEXIST ? "a profile is already there, not overwritten; "
+                                                     "this rank is not profiled"
+                                                   : "this rank is not profiled");
         return -1;
     }
     map_bytes = CS_HEADER_BYTES + (size_t)threads_max * slab_words * 8;
@@ -355,11 +356,11 @@ static void start(int thread_level)
 {
     const char *d = getenv("COMMSCOPE_PROFILE_DIR");
     snprintf(dir, sizeof dir, "%s", d && *d ? d : "commscope-profile");
+    PMPI_Comm_rank(MPI_COMM_WORLD, &cs_world_rank);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
-        fprintf(stderr, CS_PREFIX "cannot create %s: %s; not profiling\n", dir, strerror(errno));
+        cs_write_failed(dir, errno, "not profiling");
         return;
     }
-    PMPI_Comm_rank(MPI_COMM_WORLD, &cs_world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &cs_world_size);
     int sets = chosen_sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
     threads_max = (int)env_long("COMMSCOPE_MAX_THREADS", 64, 1);

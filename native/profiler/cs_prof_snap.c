@@ -232,7 +232,7 @@ int cs_snap_start(const char *dir, double interval_s)
     snprintf(path, sizeof snap_path, "%s/snapshots.%d.bin", dir, cs_world_rank);
     snap_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
     if (snap_fd < 0) {
-        fprintf(stderr, CS_PREFIX "cannot create %s: %s\n", path, strerror(errno));
+        cs_write_failed(path, errno, "no snapshots");
         return -1;
     }
     record_words = 3 + cs_hdr->slab_words + CS_NCOUNTERS + (size_t)npvar_values;

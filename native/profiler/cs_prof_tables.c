@@ -147,7 +147,7 @@ void cs_comms_init(const char *dir)
     snprintf(path, sizeof comms_path, "%s/comms.%d.csv", dir, cs_world_rank);
     comms_csv = fopen(path, "wx");
     if (comms_csv) fprintf(comms_csv, "comm_id,size,created_by,parent_id,inter,world_ranks\n");
-    else fprintf(stderr, CS_PREFIX "cannot create %s: communicators are not listed\n", path);
+    else cs_write_failed(path, errno, "communicators are not listed");
     pthread_mutex_lock(&comm_lock);
     comm_add(MPI_COMM_WORLD, "MPI_COMM_WORLD", MPI_COMM_NULL);
     comm_add(MPI_COMM_SELF, "MPI_COMM_SELF", MPI_COMM_NULL);

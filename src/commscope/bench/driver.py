@@ -125,7 +125,12 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
                      name=run_name)
     run.meta["program"] = program
-    program, argv = binary, [*_run_args(run, args), "--out", run.raw_dir]
+    try:
+        args = _run_args(run, args)
+    except OSError as exc:  # e.g. no space for the plan: the run says so before it goes
+        run.finish("failed", failure=describe_os_error(exc))
+        raise
+    program, argv = binary, [*args, "--out", run.raw_dir]
     if collectors:
         program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
                                         {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
@@ -176,7 +181,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
         run.finish("complete")
         return _after(points, run)
     first = todo[0]
-    keep_complete_points(run, points, done)
+    # everything that may refuse comes before the run is touched (a refused resume leaves it)
     segment = run.raw_dir / f"resume-{len(run.meta.get('resumed', [])) + 1}"
     old = run.meta["launch"]
     mpi_meta = run.meta["mpi"]
@@ -184,6 +189,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
                             else mpi_meta.get("mpicc"))
     binary = mpimod.binary(mpi, run.meta.get("program", run.kind))
     args = [*_run_args(run, points.resume_args(params, first)), "--out", segment]
+    keep_complete_points(run, points, done)
     plan = launch.plan_launch(mpi, old["nranks"], binary, args,
                               hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
                               threads=old.get("threads_per_rank", 1),
@@ -283,11 +289,15 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
     return run
 
 
-_NATIVE_WRITE_ERROR = re.compile(r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]")
+#: A failed write as commscope's native parts report it, at the start of a line and behind
+#: their own prefix: a profiled program's own messages never fail its run.
+_NATIVE_WRITE_ERROR = re.compile(
+    r"^(?:commscope native|commscope profile: rank \d+|commscope_ompt|commscope_threadtiming): "
+    r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]", re.MULTILINE)
 
 
 def native_write_error(stderr):
-    """The OSError a native program reported (``cannot write PATH: REASON [errno N]``)."""
+    """The OSError a native part reported (``<prefix>: cannot write PATH: REASON [errno N]``)."""
     found = _NATIVE_WRITE_ERROR.findall(stderr or "")
     if not found:
         return None
