@@ -191,3 +191,14 @@ def test_the_progress_bar_never_shares_a_line_with_the_table(default_mpi, tmp_pa
     assert [int(r.split()[0]) for r in rows] == [2 ** i for i in range(13)], screen
     assert any(line.startswith("pingpong [") for line in screen), screen  # the bar was drawn
     assert all("pingpong [" not in r for r in rows), screen
+
+
+@pytest.mark.mpi
+def test_a_stopped_job_leaves_no_half_bar_before_the_message(default_mpi, tmp_path):
+    import sys
+    text = _in_a_terminal([sys.executable, "-m", "commscope", "bench", "pingpong", "-m",
+                           "1:4M", "-i", "100000", "-I", "10000", "--timeout", "2",
+                           "--runs", str(tmp_path)])
+    screen = _screen(text)
+    error = [line for line in screen if "exited with status" in line]  # the timeout's message
+    assert error and all(line.startswith("commscope:") for line in error), screen

@@ -223,6 +223,14 @@ class _ProgressBar:
                 self.last_line = time.monotonic()
                 print(f"{self.title}: {done}/{total} {label} ({elapsed:.0f}s)", file=sys.stderr)
 
+    def close(self):
+        """End the bar's line if it is still on screen."""
+        with self.lock:
+            if self.shown:
+                sys.stderr.write("\n")
+                sys.stderr.flush()
+                self.shown = ""
+
     def echo(self, line, stream):
         """Write one line of the job's output to ``stream`` without breaking the bar."""
         with self.lock:
@@ -305,20 +313,23 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     pumps = [threading.Thread(target=f, daemon=True) for f in (pump_stdout, pump_stderr)]
     for t in pumps:
         t.start()
-    with stop_signals_to(on_signal):
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(proc, signal.SIGTERM)
-            proc.wait()
-            timed_out = True
-            err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
-        except BaseException:
-            _stop(proc, signal.SIGTERM)
-            proc.wait()
-            raise
-    for t in pumps:
-        t.join(timeout=5)
+    try:
+        with stop_signals_to(on_signal):
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _stop(proc, signal.SIGTERM)
+                proc.wait()
+                timed_out = True
+                err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
+            except BaseException:
+                _stop(proc, signal.SIGTERM)
+                proc.wait()
+                raise
+        for t in pumps:
+            t.join(timeout=5)
+    finally:
+        bar.close()  # a job that stopped short leaves no half bar for the next message
     if stopped:
         raise Interrupted(stopped[0])
     return JobResult(proc.returncode, "".join(out_lines), "".join(err_lines),
