@@ -25,7 +25,7 @@ WORKLOADS = {
     # 5 ms normal spins, sd 0.5 ms
     "ftq": dict(mean=5e-3, sd=5e-4),
     # 256 x 256 DGEMM, 4 per interval (a few ms, compute bound)
-    "dgemm": dict(size=256, reps=4),
+    "dgemm": dict(dim=256, reps=4),
 }
 
 

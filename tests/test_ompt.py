@@ -93,9 +93,11 @@ def test_killed_program_keeps_flushed_buffers(tool, default_mpi, tmp_path):
            "COMMSCOPE_OMPT_BUFFER": "64", "OMP_NUM_THREADS": "2"}
     proc = subprocess.Popen([str(probe), "100000000", "2"], env=env, stdout=subprocess.DEVNULL)
     deadline = time.time() + 30
-    while time.time() < deadline and not list(tmp_path.glob("ompt.*.1.bin")):
-        time.sleep(0.05)
-    time.sleep(0.3)
+    whole = 64 + 8 * 64 * 32  # header + 8 flushed buffers of 64 events: well over 100 arrivals
+    while time.time() < deadline and not (
+            len(files := list(tmp_path.glob("ompt.*.bin"))) == 2
+            and all(f.stat().st_size >= whole for f in files)):
+        time.sleep(0.05)  # (a fixed wait was too short on a loaded machine)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     meta = json.loads(next(tmp_path.glob("ompt.*.json")).read_text())

@@ -139,3 +139,10 @@ def test_huge_replicas_refused_naming_the_limit(bsp_runs, capsys):
                    "--kind", "nonparametric", "--replicas", str(10**12)])
     err = capsys.readouterr().err
     assert rc == 2 and "--replicas" in err and "1e+12 needs about" in err and "limit" in err
+
+
+def test_a_bsp_run_made_before_the_dim_rename_is_the_same_experiment(new_run):
+    from commscope.predict.variability import experiment_key
+    old = new_run("bsp", workload="dgemm", size=256, reps=1)  # --size, as it was called
+    new = new_run("bsp", workload="dgemm", dim=256, reps=1)
+    assert experiment_key(old) == experiment_key(new) and dict(experiment_key(new))["dim"] == 256

@@ -67,7 +67,8 @@ def _as_run(obj):
 
 def experiment_key(run):
     """The parameters that make two bsp runs the same experiment at different scales."""
-    p = run.meta["parameters"]
+    p = dict(run.meta["parameters"])
+    p.setdefault("dim", p.get("size"))  # runs made before --size became --dim
     return tuple((k, p.get(k)) for k in EXPERIMENT_KEYS)
 
 
