@@ -259,6 +259,8 @@ def json_inputs(tmp_path_factory, default_mpi):
 
     from commscope.bench.bsp import run_bsp
     from commscope.bench.hvpingpong import run_hvpingpong
+    from commscope.bench.mtmatch import run_mtmatch
+    from commscope.bench.multirate import run_multirate
     from commscope.bench.partitioned import run_partitioned
     from commscope.bench.pingpong import run_pingpong
     from commscope.bench.threads import run_threads
@@ -279,6 +281,9 @@ def json_inputs(tmp_path_factory, default_mpi):
                                        sizes=[1 << 16], runs_per_size=3, **quiet).path,
         "profile": run_profile(program, ["6", "300"], counters="all", trace=True,
                                **{k: v for k, v in quiet.items() if k != "progress"})[0].path,
+        "mtmatch": run_mtmatch("5", "2x2", trials=2, warmup=1, **quiet).path,
+        "multirate": run_multirate(threads=[1, 2], reps=1, iterations=5, warmup=1, window=16,
+                                   **quiet).path,
         "program": program, "pattern": pattern,
     }
 
@@ -309,7 +314,8 @@ def test_json_keys_follow_the_units(command, json_inputs, tmp_path, capsys):
 @pytest.mark.parametrize("output, problem", [
     ({"latency": 1.2}, "latency"), ({"rows": [{"bandwidth_MBps": 3.0}]}, "rows[].bandwidth_MBps"),
     ({"runs": 5.0}, "runs"), ({"rel_error_by_size": {"4096": 0.1}}, None),
-    ({"bytes_per_iteration": 8.0, "MPI_Send": 3}, None), ({"note": "latency 3 us"}, None)])
+    ({"bytes_per_iteration": 8.0, "MPI_Send": 3}, None), ({"note": "latency 3 us"}, None),
+    ({"bytes_per_s": 1e9}, "bytes_per_s"), ({"rate_msgs_per_s": 1e6, "beta_s_per_byte": 1e-10}, None)])
 def test_json_unit_rule(output, problem):
     found = [where for where, _ in units.json_unit_problems(output)]
     assert found == ([problem] if problem else [])

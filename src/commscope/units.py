@@ -113,6 +113,8 @@ def column_unit_problem(name, dtype_kind):
     if dtype_kind == "O":
         return None
     unit = _unit_suffix(name)
+    if name.endswith("_per_s") and unit != "_msgs_per_s":  # bytes_per_s is a bandwidth: _Bps
+        return "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
     if unit is None and "_per_" in name:
         name = name.split("_per_")[0]
         unit = _unit_suffix(name)

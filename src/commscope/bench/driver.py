@@ -272,7 +272,8 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
             c.finalize(run)
         record_placement(run)
         try:
-            run.finish(status, wall_s=round(res.wall_s, 3) if res else None, **extra)
+            run.finish(status, wall_s=round(res.wall_s, 3) if res else None,
+                       exit_status=res.returncode if res else None, **extra)
         except OSError:
             if write_error is None:
                 raise  # else the native program's failed write is the one to name

@@ -81,7 +81,7 @@ def add_monte_carlo_options(group, replicas=4000):
     group.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
 
 
-def comma_list(convert, what):
+def comma_list(convert, what, example="1,2,4"):
     """An argparse ``type``: one comma-separated argument -> a list (docs/conventions.md)."""
     def parse(text):
         items = [t.strip() for t in str(text).split(",") if t.strip()]
@@ -91,7 +91,7 @@ def comma_list(convert, what):
             values = None
         if not values:
             raise argparse.ArgumentTypeError(
-                f"expected {what}, comma-separated (e.g. 1,2,4), got {text!r}")
+                f"expected {what}, comma-separated (e.g. {example}), got {text!r}")
         return values
     parse.__name__ = what  # argparse names the type in its messages
     return parse

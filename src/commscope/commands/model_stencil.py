@@ -23,7 +23,7 @@ def register(registry):
                                description=DESCRIPTION)
     p.add_argument("--points", required=True, metavar="{5,7,9,27,naive}",
                    help="stencil: 5 or 9 (2-D), 7 or 27 (3-D), or naive (k messages per thread)")
-    p.add_argument("--decomp", required=True, type=comma_list(str, "decompositions"),
+    p.add_argument("--decomp", required=True, type=comma_list(str, "decompositions", "8x8x4,4x4x4"),
                    metavar="LxLy[xLz],...",
                    help="thread decomposition(s), e.g. 8x8x4; several comma-separated")
     p.add_argument("--k", type=int, default=None, help="messages per thread (naive only)")

@@ -52,9 +52,9 @@ def legend_below(fig, fontsize=7, ncol=3):
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
     if entries:
-        renderer = fig.canvas.get_renderer()  # below the lowest tick label or axis title
-        boxes = [ax.get_tightbbox(renderer) for ax in fig.axes]
-        bottom = min(b.y0 for b in boxes if b is not None)  # None: a hidden panel
+        fig.draw_without_rendering()  # lays out the ticks whatever the backend
+        boxes = [b for b in (ax.get_tightbbox() for ax in fig.axes) if b is not None]
+        bottom = min((b.y0 for b in boxes), default=0.0)  # below the lowest tick label
         y = fig.transFigure.inverted().transform((0, bottom))[1]
         fig.legend(list(entries.values()), list(entries), fontsize=fontsize, frameon=False,
                    loc="upper center", bbox_to_anchor=(0.5, y), ncol=min(ncol, len(entries)))
@@ -99,8 +99,10 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     over = [p for p in usable if p[2]]
     inside = [float(v) for v in keep if np.isfinite(v) and (v > 0 or not log)]
     inside += [y for _, y, o, _ in usable if not o]
-    if not inside and over:  # every point oversubscribed: judge them from their middle
-        inside = [float(np.median([y for _, y, _, _ in over]))]
+    if not inside:  # every point oversubscribed: judged from their middle one (with three
+        ys = sorted(y for _, y, _, _ in over)  # or more; two cannot tell which is off)
+        inside = [ys[(len(ys) - 1) // 2]] if len(ys) >= 3 else ys
+        over = [p for p in over if p[1] not in inside]
     lo0, hi0 = (min(inside), max(inside)) if inside else (0.0, 0.0)
     gap = ((lambda y: abs(np.log(min(max(y, lo0), hi0) / y))) if log
            else (lambda y: abs(min(max(y, lo0), hi0) - y)))

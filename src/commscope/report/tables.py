@@ -43,6 +43,8 @@ def html_table(rows, columns=None, caption=None, folded=None):
         return f'<p class="note">{html.escape(caption or "table")}: no rows.</p>'
     present = {c: [r.get(c) for r in rows if not is_missing(r.get(c))] for c in columns}
     columns = [c for c in columns if present[c]]
+    if not columns:
+        return f'<p class="note">{html.escape(caption or "table")}: no values.</p>'
     text = {c for c in columns if all(isinstance(v, str) for v in present[c])}
 
     def cell(tag, c, content):
