@@ -37,15 +37,15 @@ def profile_mode(mode, threads, reps, mpi_spec, runs_root):
 
 def mode_row(mode, run, reps):
     f = run.table("functions").groupby(["rank", "function"])[["calls", "time_s"]].sum()
-    per_call = lambda rank, fn: 1e6 * f.loc[(rank, fn), "time_s"] / f.loc[(rank, fn), "calls"]
+    per_call = lambda rank, fn: f.loc[(rank, fn), "time_s"] / f.loc[(rank, fn), "calls"]
     mpi_time = f["time_s"].groupby(level="rank").sum()
     rate = reps["messages"] / reps["time_s"]
     return {"mode": mode, "rate_msgs_per_s": rate.median(),
             "isend_calls": int(f.loc[(0, "MPI_Isend"), "calls"]),
             "irecv_calls": int(f.loc[(1, "MPI_Irecv"), "calls"]),
-            "isend_us": per_call(0, "MPI_Isend"), "irecv_us": per_call(1, "MPI_Irecv"),
-            "ack_recv_us": per_call(0, "MPI_Recv"),
-            "waitall_us_per_window": per_call(1, "MPI_Waitall"),
+            "isend_s": per_call(0, "MPI_Isend"), "irecv_s": per_call(1, "MPI_Irecv"),
+            "ack_recv_s": per_call(0, "MPI_Recv"),
+            "waitall_s_per_window": per_call(1, "MPI_Waitall"),
             "waitall_share_of_mpi_time": f.loc[(1, "MPI_Waitall"), "time_s"] / mpi_time[1],
             "posted_recvq_mean": reps["posted_recvq_mean"].mean(),
             "unexpected_msgq_max": reps["unexpected_msgq_max"].max()}
@@ -68,7 +68,7 @@ def main(argv=None):
         print(f"run: {run.path}", file=sys.stderr)
     print(format_table(pd.DataFrame(rows), title=f"multirate, {args.threads} threads per rank, "
                                                  "under commscope profile --counters all "
-                                                 "(times per call in us; rank 0 sends)"))
+                                                 "(times per call in seconds; rank 0 sends)"))
     return 0
 
 
