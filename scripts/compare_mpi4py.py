@@ -56,8 +56,8 @@ def main():
             ours[huge] = run.table("samples").groupby("size_bytes")["time_s"].mean()
         library = run.meta["mpi"]["library_version"].splitlines()[0]
     theirs = mpi4py_pingpong(m, max_size, a.iters, a.large_iters)
-    rows = [{"size_bytes": s, "commscope_us": ours[False][s] * 1e6,
-             "commscope_hugepages_us": ours[True][s] * 1e6, "mpi4py_us": theirs[s] * 1e6,
+    rows = [{"size_bytes": s, "commscope_s": ours[False][s],
+             "commscope_hugepages_s": ours[True][s], "mpi4py_s": theirs[s],
              "mpi4py/commscope": theirs[s] / ours[False][s],
              "mpi4py/commscope_hugepages": theirs[s] / ours[True][s]}
             for s in ours[False].index if s in theirs]

@@ -67,9 +67,9 @@ def main():
     rows = []
     for size in medians["none"][0].index:
         row = {"size_bytes": int(size),
-               "none_us": statistics.median(s[size] for s in medians["none"]) * 1e6}
+               "none_s": statistics.median(s[size] for s in medians["none"])}
         for c in ("default", "all", "trace"):
-            row[f"{c}_us"] = statistics.median(s[size] for s in medians[c]) * 1e6
+            row[f"{c}_s"] = statistics.median(s[size] for s in medians[c])
             row[f"{c}_ratio"] = statistics.median(
                 x[size] / n[size] for x, n in zip(medians[c], medians["none"]))
         rows.append(row)

@@ -197,7 +197,7 @@ DISPLAY_UNIT_NAME = re.compile(r"\b[a-z]\w*_(us|ms|MiBps|KiB)\b")
 
 def test_printed_and_report_tables_use_data_units():
     problems = []
-    for path in sorted((ROOT / "src" / "commscope").rglob("*.py")):
+    for path in sorted([*(ROOT / "src" / "commscope").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]):
         if path.name in ("units.py", "osu.py"):  # the unit list; the thesis's OSU input format
             continue
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
