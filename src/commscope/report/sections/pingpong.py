@@ -49,15 +49,17 @@ def model_times(profile, locality, sizes, ppn):
 def render(runs, context):
     profile, where = machine_profile(context)
     med = _medians(runs)
-    parts = ["<p>Median one-way time per size (bars: 10th-90th percentile of every repetition)"
-             + (f" against the node-aware max-rate model (Bienz et al. 2018, eq. 2, postal when "
-                f"ppn = 1), parameters {html.escape(where)}. Colours mark the protocol each size "
-                "falls in by the profile's breakpoints; the middle panels show the residuals "
-                "(model - measured) / measured, the right ones"
-                if profile is not None else f"; {html.escape(where)}, so no model is drawn. "
-                "The right panels show") +
-             " the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
-             "osu_bw shows it.</p>"]
+    bars = "Median one-way time per size (bars: 10th-90th percentile of every repetition)"
+    view = ("the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
+            "osu_bw shows it")
+    if profile is not None:
+        intro = (f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
+                 f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
+                 "protocol each size falls in by the profile's breakpoints; the middle panels "
+                 f"show the residuals (model - measured) / measured, the right ones {view}.")
+    else:
+        intro = f"{bars}; {html.escape(where)}, so no model is drawn. The right panels show {view}."
+    parts = [f"<p>{intro}</p>"]
     rows = []
     for (loc, ppn, over), sub in med.groupby(["locality", "pairs", "oversubscribed"]):
         sizes = sub["size_bytes"].to_numpy()
