@@ -84,6 +84,20 @@ def test_real_job_reports_exit_status_and_output(default_mpi):
 
 
 @pytest.mark.mpi
+def test_each_job_keeps_the_launcher_s_session_files_in_a_directory_of_its_own(default_mpi):
+    """A SIGKILLed launcher leaves <TMPDIR>/ompi.<pid>; a later launcher with that pid could
+    not start on it. Each job's directory is its own and is gone when the job is."""
+    plan = launch.plan_launch(default_mpi, 2, "/bin/sh", ["-c", 'ls -d "$TMPDIR"/ompi.*'])
+    first, second = (launch.run_job(plan, echo=False, progress=False, timeout=120)
+                     for _ in range(2))
+    dirs = [os.path.dirname(r.stdout.split()[0]) for r in (first, second)]
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    assert dirs[0] != dirs[1] and all(os.path.basename(d).startswith("commscope-job-")
+                                      for d in dirs)
+    assert not any(os.path.exists(d) for d in dirs)
+
+
+@pytest.mark.mpi
 def test_timeout_kills_the_job(default_mpi):
     program = mpi.binary(default_mpi, "pingpong")
     plan = launch.plan_launch(default_mpi, 2, program, ["-m", "1:1", "-i", "100000000"])

@@ -15,6 +15,9 @@ ending the job means SIGTERM to the whole descendant tree (the launcher gets the
 chance to stop its ranks cleanly), then SIGKILL to what is left after ``GRACE_S``.
 A second signal skips the grace period.
 
+At the end it removes the job's own temporary directory (``COMMSCOPE_JOB_TMPDIR``, the
+launcher's TMPDIR), which a SIGKILLed commscope could not.
+
 Exit status: the launcher's, or 128 + signal when the guard ended the job.
 Linux only (prctl and /proc); elsewhere the launcher runs as a plain child.
 Imports are kept to the standard library's smallest pieces: it starts per job.
@@ -107,6 +110,15 @@ def end_tree(grace_s, hurry=_stop_requested):
         time.sleep(0.02)
 
 
+def _remove_session():
+    """The job's own TMPDIR (launch.run_job), once nothing of the job runs: a commscope
+    that was SIGKILLed cannot remove it itself."""
+    session = os.environ.get("COMMSCOPE_JOB_TMPDIR")
+    if session:
+        import shutil
+        shutil.rmtree(session, ignore_errors=True)
+
+
 def main(argv):
     parent, grace_s = int(argv[0]), float(argv[1])
     command = argv[3:] if argv[2] == "--" else argv[2:]
@@ -135,11 +147,13 @@ def main(argv):
         info = signal.sigtimedwait(watched, 1.0)
         if info is not None and info.si_signo in STOP_SIGNALS:
             end_tree(grace_s)
+            _remove_session()
             return 128 + info.si_signo
         pid, wstatus = os.waitpid(child, os.WNOHANG)
         if pid == child:
             status = wstatus
     end_tree(grace_s)  # stragglers of a launcher that exited on its own
+    _remove_session()
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)

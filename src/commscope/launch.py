@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -279,6 +280,22 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     a SIGKILLed commscope takes the job with it (see :mod:`commscope.jobguard`).
     """
     env = dict(os.environ, **plan.env)
+    # A single-node mpiexec keeps its session files (Open MPI: <TMPDIR>/ompi.<pid>, PMIx
+    # sockets) in a directory of this job's own: a killed launcher leaves its directory
+    # behind, and a later launcher with the same pid failed to start on it ("The PMIx
+    # server's listener thread failed to start").
+    session = (tempfile.mkdtemp(prefix="commscope-job-")
+               if plan.launcher == "mpiexec" and len(plan.hosts) <= 1 else None)
+    if session:  # the guard removes it even when commscope is SIGKILLed
+        env["TMPDIR"] = env["COMMSCOPE_JOB_TMPDIR"] = session
+    try:
+        return _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s)
+    finally:
+        if session:
+            shutil.rmtree(session, ignore_errors=True)
+
+
+def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s):
     bar = _ProgressBar(title, progress)
     out_lines, err_lines = [], []
     stopped, timed_out = [], False
