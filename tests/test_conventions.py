@@ -131,12 +131,19 @@ def test_help_and_docs_cite_papers_by_author_and_year():
     assert not problems, "\n".join(problems)
 
 
+def _source_lines(paths, skip=()):
+    """(file:line, line) of every line of ``paths``, but files named in ``skip``."""
+    for path in sorted(paths):
+        if path.name not in skip:
+            for lineno, line in enumerate(path.read_text().splitlines(), 1):
+                yield f"{path.relative_to(ROOT)}:{lineno}", line
+
+
 def _native_strings():
     """(file:line, text) of every string literal in the native sources."""
-    for path in sorted((ROOT / "native").rglob("*.[ch]")):
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            for text in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
-                yield f"{path.relative_to(ROOT)}:{lineno}", text
+    for where, line in _source_lines((ROOT / "native").rglob("*.[ch]")):
+        for text in re.findall(r'"((?:[^"\\]|\\.)*)"', line):
+            yield where, text
 
 
 def test_native_output_cites_papers_by_author_and_prints_seconds():
@@ -196,22 +203,17 @@ DISPLAY_UNIT_NAME = re.compile(r"\b[a-z]\w*_(us|ms|MiBps|KiB)\b")
 
 
 def test_printed_and_report_tables_use_data_units():
-    problems = []
-    for path in sorted([*(ROOT / "src" / "commscope").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]):
-        if path.name in ("units.py", "osu.py"):  # the unit list; the thesis's OSU input format
-            continue
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            if DISPLAY_UNIT_NAME.search(line):
-                problems.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
+    paths = [*(ROOT / "src" / "commscope").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]
+    # skipped: the unit list itself; the thesis's OSU input format
+    problems = [f"{where}: {line.strip()}" for where, line in
+                _source_lines(paths, skip=("units.py", "osu.py")) if DISPLAY_UNIT_NAME.search(line)]
     assert not problems, "display units in a table's names:\n" + "\n".join(problems)
 
 
 def test_sentences_write_times_one_way():
-    problems = []
-    for path in sorted((ROOT / "src" / "commscope").rglob("*.py")):
-        for lineno, line in enumerate(path.read_text().splitlines(), 1):
-            if HAND_CONVERTED_TIME.search(line):
-                problems.append(f"{path.relative_to(ROOT)}:{lineno}: {line.strip()}")
+    problems = [f"{where}: {line.strip()}" for where, line in
+                _source_lines((ROOT / "src" / "commscope").rglob("*.py"))
+                if HAND_CONVERTED_TIME.search(line)]
     assert not problems, "times converted by hand (use units.format_seconds):\n" + "\n".join(problems)
 
 

@@ -291,7 +291,7 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     try:
         return _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s)
     finally:
-        if session:
+        if session:  # off Linux there is no guard to remove it
             shutil.rmtree(session, ignore_errors=True)
 
 

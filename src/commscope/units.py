@@ -1,6 +1,7 @@
 """Units: parsing sizes given on the command line, the unit suffixes of stored names, and
 how a time is written in a sentence (docs/conventions.md)."""
 
+import math
 import re
 
 from .errors import InputError
@@ -67,7 +68,6 @@ def parse_size_range(text, option="-m"):
 def parse_count(text):
     """A whole count written as ``10000``, ``1e6`` or ``1_000_000`` (an argparse type)."""
     import argparse
-    import math
     try:
         value = float(str(text).replace("_", ""))
     except ValueError:
@@ -93,6 +93,7 @@ DIMENSIONLESS = ("value", "rel", "ratio", "over", "k", "fraction", "share", "pct
                  "messages", "ops")
 _TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
 _RATE_WORDS = ("bandwidth", "rate", "throughput")
+_RATE_PROBLEM = "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
 
 
 def _unit_suffix(name):
@@ -114,7 +115,7 @@ def column_unit_problem(name, dtype_kind):
         return None
     unit = _unit_suffix(name)
     if name.endswith("_per_s") and unit != "_msgs_per_s":  # bytes_per_s is a bandwidth: _Bps
-        return "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
+        return _RATE_PROBLEM
     if unit is None and "_per_" in name:
         name = name.split("_per_")[0]
         unit = _unit_suffix(name)
@@ -122,7 +123,7 @@ def column_unit_problem(name, dtype_kind):
     if any(w in _TIME_WORDS for w in words) and unit != "_s":
         return "a time: seconds, name ending in _s"
     if any(w in _RATE_WORDS for w in words) and unit not in ("_Bps", "_msgs_per_s"):
-        return "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
+        return _RATE_PROBLEM
     if "size" in words and unit != "_bytes":
         return "a size: bytes, name ending in _bytes"
     if dtype_kind == "f" and unit is None and not any(w in DIMENSIONLESS for w in words):
@@ -182,7 +183,6 @@ def format_seconds(seconds, digits=3):
     The one way prose (messages, ``#`` lines, verdicts) writes a time; tables and stored
     data keep plain seconds (docs/conventions.md). No value is ``n/a``.
     """
-    import math
     if seconds is None or not math.isfinite(seconds):
         return "n/a"
     rounded = float(f"{seconds:.{digits}g}")  # first: 0.9996 ms is 1 ms, not 1e+03 us

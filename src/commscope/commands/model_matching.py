@@ -44,8 +44,8 @@ def register(registry):
     p = registry.group_command("model", "matching", help="matching queues of a traced program, "
                                "per engine, and re-threading what-ifs", description=DESCRIPTION)
     p.add_argument("run", metavar="RUN", help="run directory of `commscope profile --trace`")
-    p.add_argument("--engine", type=comma_list(str, "engine names", "mpich,ob1"), default=list(eng.ENGINES),
-                   metavar="E1,E2", help=f"engines to simulate, comma-separated (default: all, "
+    p.add_argument("--engine", type=comma_list(str, "engine names", "mpich,ob1"),
+                   default=list(eng.ENGINES), metavar="E1,E2", help=f"engines to simulate, comma-separated (default: all, "
                                          f"{','.join(eng.ENGINES)})")
     p.add_argument("--bins", type=int, default=eng.DEFAULT_BINS,
                    help=f"lists of the tag-hashed engine (default {eng.DEFAULT_BINS})")
