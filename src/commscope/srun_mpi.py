@@ -150,7 +150,10 @@ def singleton_problem(plan, stderr):
     if not hits:
         return None
     size, want = hits[0]
-    how = f"`{' '.join(itertools.takewhile(lambda a: not a.startswith('/'), plan.argv))}`"
+    # the launcher and its flags, up to the program; argv[0] is kept even as an absolute
+    # path (the mpiexec of a --mpi path), else the message names an empty launcher
+    flags = itertools.takewhile(lambda a: not a.startswith('/'), plan.argv[1:])
+    how = f"`{' '.join([plan.argv[0], *flags])}`"
     if plan.launcher == "srun" and os.environ.get("SLURM_MPI_TYPE"):
         how += f" with SLURM_MPI_TYPE={os.environ['SLURM_MPI_TYPE']}"
     if plan.launcher == "srun":

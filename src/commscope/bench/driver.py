@@ -49,7 +49,8 @@ def mpi_info(mpi):
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     if res.returncode != 0:
         raise (srun_mpi.singleton_problem(plan, res.stderr) or
-               EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name}:\n{res.stderr.strip()}"))
+               EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name} (launcher "
+                                  f"{plan.argv[0]}):\n{res.stderr.strip()}"))
     try:
         info = json.loads(res.stdout)
     except json.JSONDecodeError as exc:
