@@ -268,6 +268,61 @@ def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi,
     assert on_disk == kept
 
 
+
+# ---- any program as given -----------------------------------------------------
+
+def test_a_venv_python_runs_in_its_venv(capsys, runs_root, tmp_path):
+    """A venv's bin/python is a symlink to the base interpreter, which started by its
+    own name runs outside the venv (without mpi4py): the program keeps the name given."""
+    python = Path(sys.prefix) / "bin" / "python"
+    if sys.prefix == sys.base_prefix or not python.is_symlink():
+        pytest.skip("the tests do not run in a venv")
+    pytest.importorskip("mpi4py")  # installed in the venv only
+    script = tmp_path / "prog.py"
+    script.write_text("import sys\nfrom mpi4py import MPI\n"
+                      "for _ in range(3):\n    MPI.COMM_WORLD.Barrier()\n"
+                      "with open(f'{sys.argv[1]}.{MPI.COMM_WORLD.Get_rank()}', 'w') as f:\n"
+                      "    f.write(sys.prefix)\n")
+    code, _, err, run = profile(capsys, runs_root, "-n", "2", "--", str(python), str(script),
+                                str(tmp_path / "prefix"))
+    assert code == 0, err
+    assert run.meta["parameters"]["program"] == str(python)
+    for rank in (0, 1):
+        assert (tmp_path / f"prefix.{rank}").read_text() == sys.prefix
+    f = run.table("functions")
+    barriers = f[f["function"] == "MPI_Barrier"].groupby("rank")["calls"].sum()
+    assert barriers.to_dict() == {0: 3, 1: 3}
+
+
+def test_a_shebang_wrapper_around_an_mpi_program_is_counted(capsys, runs_root, exact_openmpi,
+                                                           tmp_path):
+    wrapper = tmp_path / "run.sh"
+    wrapper.write_text(f'#!/bin/sh\n# sets things up, then runs the program\n'
+                       f'exec "{exact_openmpi}" "$@"\n')
+    wrapper.chmod(0o755)
+    code, _, err, run = profile(capsys, runs_root, "-n", "2", "--", str(wrapper))
+    assert code == 0, err
+    assert run.meta["parameters"]["program"] == str(wrapper)
+    check_exact(run)
+
+
+def test_the_mpi_check_reads_a_script_s_interpreter(default_mpi, exact_openmpi, tmp_path):
+    """ldd cannot read a script: its interpreter is checked when that is an ELF binary."""
+    from commscope import mpi as mpimod
+    from commscope.profile.run import _elf_to_check, check_same_mpi
+    lib = mpimod.build(default_mpi, target="commscope") / "libcommscope.so"
+    scripts = {"sh": ("#!/bin/sh\nexec true\n", "/bin/sh"),
+               "env": ("#!/usr/bin/env python3\nprint()\n", "/usr/bin/env"),
+               "none": ("echo no shebang\n", None),
+               "missing": ("#!/no/such/interpreter\n", None)}
+    for name, (text, interpreter) in scripts.items():
+        script = tmp_path / name
+        script.write_text(text)
+        script.chmod(0o755)
+        assert _elf_to_check(script) == (Path(interpreter) if interpreter else None), name
+        check_same_mpi(script, lib, default_mpi)  # nothing to refuse
+    assert _elf_to_check(exact_openmpi) == exact_openmpi
+
 # ---- bad input --------------------------------------------------------------
 
 def test_missing_program_is_one_clear_error(capsys, runs_root):

@@ -84,7 +84,12 @@ class CounterCollector(Collector):
 
 
 def resolve_program(program):
-    """The program's absolute path; a clear error when it is missing or not executable."""
+    """The program's absolute path; a clear error when it is missing or not executable.
+
+    Symlinks are kept: a venv's bin/python is a symlink to the base interpreter, and
+    only started by its own name does it run in the venv (likewise any program that
+    reads its argv[0]).
+    """
     path = Path(program)
     if "/" not in program:
         found = shutil.which(program)
@@ -95,7 +100,30 @@ def resolve_program(program):
         raise InputError(path, None, "no such program")
     if not path.is_file() or not os.access(path, os.X_OK):
         raise InputError(path, None, "not an executable file")
-    return path.resolve()
+    return path.absolute()
+
+
+def _elf_to_check(program):
+    """The ELF file whose libmpi is the program's: the program itself, or a script's
+    interpreter when that is an ELF binary (#!/bin/sh, #!/usr/bin/env python3); None
+    when there is none (ldd has nothing to read in a script)."""
+    head = _head(program)
+    if head.startswith(b"\x7fELF"):
+        return Path(program)
+    if head.startswith(b"#!"):
+        words = head[2:].split(b"\n", 1)[0].split()
+        interp = os.fsdecode(words[0]) if words else ""
+        if _head(interp).startswith(b"\x7fELF"):
+            return Path(interp)
+    return None
+
+
+def _head(path, size=256):
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
 
 
 def _libmpi_of(binary):
@@ -109,10 +137,16 @@ def _libmpi_of(binary):
 
 
 def check_same_mpi(program, library, mpi):
-    """Refuse a program linked against another MPI than the selected one (they would mix)."""
-    theirs, ours = _libmpi_of(program), _libmpi_of(library)
+    """Refuse a program linked against another MPI than the selected one (they would mix).
+
+    A script (wrapper, Python) is checked through its interpreter when that is an ELF
+    binary; what the script itself starts is not known before it runs.
+    """
+    elf = _elf_to_check(program)
+    theirs, ours = (_libmpi_of(elf) if elf else None), _libmpi_of(library)
     if theirs and ours and theirs != ours:
-        raise InputError(program, None, f"is linked against {theirs}, but the selected MPI "
+        what = "is" if elf == Path(program) else f"runs {elf}, which is"
+        raise InputError(program, None, f"{what} linked against {theirs}, but the selected MPI "
                                         f"({mpi.name}: {mpi.mpicc}) uses {ours}; pass --mpi with "
                                         "the mpicc of the MPI the program was built with")
 
