@@ -1,5 +1,6 @@
-/* Start and end of profiling: MPI_Init/Init_thread/Finalize, the mapped counter
- * file with its per-thread slabs, and the metadata file that describes it.
+/* Start and end of profiling: MPI_Init/Init_thread/Finalize and MPI-4 sessions set
+ * everything up (the counter file, tables, snapshots, trace) and write the metadata
+ * file that describes the counter file.
  *
  * Environment (set by `commscope profile`; the library also works when linked
  * or preloaded by hand):
@@ -7,8 +8,8 @@
  *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
  *                           (default: every set but timers and trace)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
- *   COMMSCOPE_MAX_THREADS   slabs per rank (default 64; the file reserves them all on disk)
- *   COMMSCOPE_MAX_REQUESTS  request-table size (default 131072)
+ *   COMMSCOPE_SLABS         slabs the counter file starts with (default 8; it grows)
+ *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
  *   COMMSCOPE_COLL_SMALL_BYTES, COMMSCOPE_COLL_SMALL_COMM  collective-bin breakpoints
  *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
  */
@@ -19,155 +20,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cs_prof_hooks.h"
+#include "cs_prof_init.h"
+#include "cs_prof_snap.h"
+#include "cs_prof_tables.h"
+#include "cs_prof_trace.h"
 
-int cs_sets = 0;
-int cs_clock_wanted = 0;
-int cs_world_size = 0;
-int cs_world_rank = -1;
-cs_header_t *cs_hdr = 0;
-uint64_t *cs_rank_words = 0;
-long long cs_coll_small_bytes = 2048;
-int cs_coll_small_comm = 16;
-
-__thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec"))) = 0;
-static __thread int tl_index __attribute__((tls_model("initial-exec"))) = -1;
-static __thread uint64_t tl_request_seq __attribute__((tls_model("initial-exec"))) = 0;
-__thread MPI_Datatype cs_tl_type __attribute__((tls_model("initial-exec")));
-__thread long long cs_tl_type_size __attribute__((tls_model("initial-exec"))) = 0;
-__thread unsigned cs_tl_type_gen __attribute__((tls_model("initial-exec"))) = ~0u;
-volatile unsigned cs_type_generation = 0;
-
-void cs_write_failed(const char *path, int err, const char *then)
-{
-    fprintf(stderr, CS_PREFIX "rank %d: cannot write %s: %s [errno %d]; %s\n", cs_world_rank, path,
-            strerror(err), err, then);
-}
-
-int cs_write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            if (w == 0)
-                errno = EIO;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Calls made before MPI_Init (or with profiling off) land in a scratch slab that
- * nobody reads (no set is on then, so only the fixed part is ever touched). */
-static uint64_t scratch_slab[CS_OFF_PEERS + 8];
-static size_t slab_words;
-static char *base;
-static size_t map_bytes;
-static int threads_max = 64;
 static char dir[4096];
 static double snapshot_s = 0.5;
 static int chosen_sets; /* cs_sets is only published once everything is set up */
-
-uint64_t cs_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t *cs_slab_at(int i) { return (uint64_t *)(base + CS_HEADER_BYTES + (size_t)i * slab_words * 8); }
-
-int cs_thread_index(void) { return tl_index; }
-
-uint64_t *cs_slab_claim(void)
-{
-    if (!cs_hdr) return scratch_slab; /* not cached: the thread claims a slab after init */
-    uint32_t i = __atomic_fetch_add(&cs_hdr->nslabs, 1, __ATOMIC_RELAXED);
-    if (i >= cs_hdr->max_slabs) {
-        /* More threads than slabs: share the last one (counts may then be low;
-         * the reader says so from overflow_threads). */
-        __atomic_fetch_add(&cs_hdr->overflow_threads, 1, __ATOMIC_RELAXED);
-        __atomic_store_n(&cs_hdr->nslabs, cs_hdr->max_slabs, __ATOMIC_RELAXED);
-        i = cs_hdr->max_slabs - 1;
-    } else {
-        int64_t *tids = (int64_t *)((char *)cs_hdr + CS_TIDS_AT);
-        tids[i] = (int64_t)syscall(SYS_gettid);
-    }
-    tl_index = (int)i;
-    cs_tl_slab = cs_slab_at((int)i);
-    return cs_tl_slab;
-}
-
-uint64_t cs_next_request_id(void)
-{
-    if (tl_index < 0) cs_slab();
-    return ((uint64_t)(tl_index + 1) << 40) | ++tl_request_seq;
-}
-
-long long cs_type_size_slow(MPI_Datatype type)
-{
-    int size = 0;
-    if (type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS) size = 0;
-    cs_tl_type = type;
-    cs_tl_type_size = size;
-    cs_tl_type_gen = cs_type_generation;
-    return size;
-}
-
-static int comm_size_of(MPI_Comm comm)
-{
-    const cs_comm_t *c = comm == MPI_COMM_WORLD ? 0 : cs_comm_lookup(comm);
-    return c ? c->size : cs_world_size;
-}
-
-long long cs_vbytes(const void *sendbuf, const int *sendcounts, MPI_Datatype sendtype,
-                    const int *recvcounts, MPI_Datatype recvtype, MPI_Comm comm)
-{
-    int n = comm_size_of(comm);
-    const int *counts = (sendbuf == MPI_IN_PLACE || !sendcounts) ? recvcounts : sendcounts;
-    MPI_Datatype type = (sendbuf == MPI_IN_PLACE || !sendcounts) ? recvtype : sendtype;
-    long long total = 0;
-    for (int i = 0; counts && i < n; i++) total += counts[i];
-    return cs_bytes(total, type);
-}
-
-long long cs_wbytes(const void *sendbuf, const int *sendcounts, const MPI_Datatype *sendtypes,
-                    const int *recvcounts, const MPI_Datatype *recvtypes, MPI_Comm comm)
-{
-    int n = comm_size_of(comm);
-    int inplace = sendbuf == MPI_IN_PLACE;
-    long long total = 0;
-    for (int i = 0; i < n; i++)
-        total += inplace ? cs_bytes(recvcounts[i], recvtypes[i]) : cs_bytes(sendcounts[i], sendtypes[i]);
-    return total;
-}
-
-void cs_on_start(int func, MPI_Request req, uint64_t t0)
-{
-    (void)func;
-    cs_req_t e;
-    if (!cs_tracking_requests() || !cs_req_get(req, &e, 1)) return;
-    uint64_t *s = cs_slab();
-    if (cs_sets & CS_SET_REQUESTS) {
-        s[CS_C_requests_started]++;
-        cs_sentinel_add(CS_C_outstanding_requests, CS_C_outstanding_requests_hwm, 1);
-        if (e.kind == CS_REQ_RECV) cs_sentinel_add(CS_C_posted_receives, CS_C_posted_receives_hwm, 1);
-    }
-    if (e.kind == CS_REQ_SEND) cs_count_sent(s, e.func, e.bytes, e.peer, e.comm);
-    if (cs_sets & CS_SET_TRACE)
-        cs_trace(e.kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, t0, e.id, e.bytes, e.peer, e.tag,
-                 e.comm, 0);
-}
+static int npvar_values;
 
 /* ---- set-up ------------------------------------------------------------ */
 
@@ -233,7 +97,7 @@ static const char *set_name(int bit)
 
 /* counters.<rank>.json, written once after the data file exists (temp + rename);
  * returns 0 or the errno of the failed step. */
-static int write_metadata(int npvar_values, int thread_level)
+static int write_metadata(int thread_level)
 {
     char path[4200], tmp[4300], host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int liblen = 0;
@@ -244,7 +108,7 @@ static int write_metadata(int npvar_values, int thread_level)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
     if (!f) return errno ? errno : EIO;
-    fprintf(f, "{\n \"schema\": \"commscope.counters\",\n \"schema_version\": 1,\n");
+    fprintf(f, "{\n \"schema\": \"commscope.counters\",\n \"schema_version\": 2,\n");
     fprintf(f, " \"nonce\": \"%016llx\",\n \"rank\": %d,\n \"world_size\": %d,\n \"host\": ",
             (unsigned long long)cs_hdr->nonce, cs_world_rank, cs_world_size);
     json_string(f, host);
@@ -252,10 +116,9 @@ static int write_metadata(int npvar_values, int thread_level)
     json_string(f, lib);
     fprintf(f, ",\n \"thread_level\": %d,\n \"data_file\": \"counters.%d.bin\",\n", thread_level,
             cs_world_rank);
-    fprintf(f, " \"data_bytes\": %zu,\n \"header_bytes\": %d,\n \"slab_words\": %zu,\n", map_bytes,
-            CS_HEADER_BYTES, slab_words);
-    fprintf(f, " \"max_slabs\": %d,\n \"rank_words_at\": %d,\n \"tids_at\": %d,\n", threads_max,
-            CS_RANK_WORDS_AT, CS_TIDS_AT);
+    fprintf(f, " \"header_bytes\": %d,\n \"slab_words\": %zu,\n \"slab_chunk\": %d,\n",
+            CS_HEADER_BYTES, cs_state_slab_words(), CS_CHUNK_SLABS);
+    fprintf(f, " \"rank_words_at\": %d,\n \"tid_offset\": %d,\n", CS_RANK_WORDS_AT, CS_OFF_TID);
 #if defined(__x86_64__)
     fprintf(f, " \"tick_source\": \"rdtsc\",\n");
 #else
@@ -289,10 +152,25 @@ static int write_metadata(int npvar_values, int thread_level)
     fprintf(f, " \"collective_bins\": {\"small_bytes_max\": %lld, \"small_comm_max\": %d, \"order\": "
                "[\"small_msg_small_comm\", \"small_msg_large_comm\", \"large_msg_small_comm\", "
                "\"large_msg_large_comm\"]},\n", cs_coll_small_bytes, cs_coll_small_comm);
-    fprintf(f, " \"peers\": {\"offset\": %d, \"count\": %d, \"arrays\": [\"messages_sent\", \"bytes_sent\", "
-               "\"messages_received\", \"bytes_received\"]},\n", CS_OFF_PEERS, cs_world_size);
+    fprintf(f, " \"peers\": {\"offset\": %d, \"count\": %d, \"arrays\": [", CS_OFF_PEERS, cs_world_size);
+    idx = 0;
+#define CS_PEER_ARRAY(name, set, unit, desc)                                                     \
+    fprintf(f, "%s\n  {\"name\": \"%s\", \"set\": \"%s\", \"unit\": \"%s\", \"description\": ",         \
+            idx++ ? "," : "", #name, set_name(CS_SET_##set), unit);                              \
+    json_string(f, desc);                                                                         \
+    fputc('}', f);
+#include "counters.def"
+    fprintf(f, "]},\n \"files\": {\"at\": %d, \"rows\": %d, \"list\": \"files.%d.csv\", \"counters\": [",
+            CS_FILES_AT, CS_MAX_FILES, cs_world_rank);
+    idx = 0;
+#define CS_FILE_COUNTER(name, unit, desc)                                                        \
+    fprintf(f, "%s\n  {\"name\": \"%s\", \"unit\": \"%s\", \"description\": ", idx++ ? "," : "", #name, unit); \
+    json_string(f, desc);                                                                         \
+    fputc('}', f);
+#include "counters.def"
+    fprintf(f, "]},\n");
     fprintf(f, " \"snapshot_file\": \"snapshots.%d.bin\",\n \"snapshot_header_bytes\": 64,\n", cs_world_rank);
-    fprintf(f, " \"snapshot_record_words\": %zu,\n", 3 + slab_words + CS_NCOUNTERS + (size_t)npvar_values);
+    fprintf(f, " \"snapshot_record_words\": %zu,\n", 3 + cs_state_slab_words() + CS_NCOUNTERS + (size_t)npvar_values);
     fprintf(f, " \"pvars\": ");
     cs_pvars_describe(f);
     fprintf(f, "\n}\n");
@@ -307,79 +185,61 @@ static int write_metadata(int npvar_values, int thread_level)
     return err;
 }
 
-static int map_counter_file(void)
+/* Rank and world of this process: MPI_COMM_WORLD's, or (a program that only uses
+ * sessions) the world process set's through a session of our own. */
+static int find_world(cs_session_t session)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/counters.%d.bin", dir, cs_world_rank);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) {
-        cs_write_failed(path, errno, errno == EEXIST ? "a profile is already there, not overwritten; "
-                                                     "this rank is not profiled"
-                                                   : "this rank is not profiled");
-        return -1;
+    if (session == CS_NO_SESSION) {
+        PMPI_Comm_rank(MPI_COMM_WORLD, &cs_world_rank);
+        PMPI_Comm_size(MPI_COMM_WORLD, &cs_world_size);
+        return PMPI_Comm_group(MPI_COMM_WORLD, &cs_world_group);
     }
-    map_bytes = CS_HEADER_BYTES + (size_t)threads_max * slab_words * 8;
-    /* posix_fallocate reserves the blocks now, so a full disk is an error here and
-     * not a SIGBUS later when a counter is first touched. */
-    int err = posix_fallocate(fd, 0, (off_t)map_bytes);
-    if (err) {
-        cs_write_failed(path, err, "this rank is not profiled");
-        close(fd);
-        unlink(path);
-        return -1;
-    }
-    base = mmap(0, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) {
-        fprintf(stderr, CS_PREFIX "cannot map %s: %s\n", path, strerror(errno));
-        base = 0;
-        return -1;
-    }
-    cs_header_t *h = (cs_header_t *)base;
-    memcpy(h->magic, "CSCOUNT1", 8);
-    h->version = 1;
-    h->header_bytes = CS_HEADER_BYTES;
-    h->slab_words = slab_words;
-    h->max_slabs = (uint32_t)threads_max;
-    h->nonce = ((uint64_t)getpid() << 32) ^ cs_now_ns() ^ ((uint64_t)cs_world_rank << 48);
-    h->rank = cs_world_rank;
-    h->world_size = cs_world_size;
-    h->pid = (int32_t)getpid();
-    h->tick0 = h->tick1 = cs_ticks();
-    h->ns0 = h->ns1 = cs_now_ns();
-    cs_rank_words = (uint64_t *)(base + CS_RANK_WORDS_AT);
-    __atomic_store_n(&h->state, CS_STATE_RUNNING, __ATOMIC_RELEASE);
-    return 0;
+#ifdef CS_HAVE_MPI_Session_init
+    if (PMPI_Group_from_session_pset(session, "mpi://WORLD", &cs_world_group) != MPI_SUCCESS)
+        return MPI_ERR_OTHER;
+    PMPI_Group_rank(cs_world_group, &cs_world_rank);
+    PMPI_Group_size(cs_world_group, &cs_world_size);
+    return MPI_SUCCESS;
+#else
+    return MPI_ERR_OTHER;
+#endif
 }
 
-static void start(int thread_level)
+static int started;
+
+void cs_profile_start(int thread_level, cs_session_t session)
 {
+    if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
     const char *d = getenv("COMMSCOPE_PROFILE_DIR");
     snprintf(dir, sizeof dir, "%s", d && *d ? d : "commscope-profile");
-    PMPI_Comm_rank(MPI_COMM_WORLD, &cs_world_rank);
+    if (find_world(session) != MPI_SUCCESS) {
+        fprintf(stderr, CS_PREFIX "cannot tell this process's world rank: not profiling\n");
+        return;
+    }
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         cs_write_failed(dir, errno, "not profiling");
         return;
     }
-    PMPI_Comm_size(MPI_COMM_WORLD, &cs_world_size);
     int sets = chosen_sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
-    threads_max = (int)env_long("COMMSCOPE_MAX_THREADS", 64, 1);
-    if (threads_max > CS_MAX_SLABS_LIMIT) threads_max = CS_MAX_SLABS_LIMIT;
     snapshot_s = env_long("COMMSCOPE_SNAPSHOT_MS", 500, 0) / 1000.0;
     cs_coll_small_bytes = env_long("COMMSCOPE_COLL_SMALL_BYTES", 2048, 0);
     cs_coll_small_comm = (int)env_long("COMMSCOPE_COLL_SMALL_COMM", 16, 1);
-    slab_words = (CS_OFF_PEERS + 4 * (size_t)cs_world_size + 7) & ~(size_t)7; /* whole cache lines */
-    if (cs_reqs_init(env_long("COMMSCOPE_MAX_REQUESTS", 131072, 64)) != 0 || map_counter_file() != 0)
+    /* whole 512-byte blocks: a chunk of CS_CHUNK_SLABS slabs is then whole pages */
+    size_t words = (CS_OFF_PEERS + CS_NPEER_ARRAYS * (size_t)cs_world_size + 63) & ~(size_t)63;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/counters.%d.bin", dir, cs_world_rank);
+    int slabs = (int)env_long("COMMSCOPE_SLABS", CS_CHUNK_SLABS, 1);
+    if (cs_reqs_init(env_long("COMMSCOPE_MAX_REQUESTS", 131072, 64)) != 0 ||
+        cs_state_map(path, words, slabs) != 0)
         return;
-    cs_hdr = (cs_header_t *)base;
-    cs_comms_init(dir);
-    int npv = (sets & CS_SET_PVARS) ? cs_pvars_init() : 0;
+    cs_comms_init(dir, session == CS_NO_SESSION);
+    cs_files_init(dir);
+    npvar_values = (sets & CS_SET_PVARS) ? cs_pvars_init(session == CS_NO_SESSION) : 0;
     if (sets & CS_SET_TRACE)
         cs_trace_init(dir, env_long("COMMSCOPE_TRACE_LIMIT", 1L << 30, 4096),
                       (int)env_long("COMMSCOPE_TRACE_BUFFER", 4096, 16));
-    int err = write_metadata(npv, thread_level);
+    int err = write_metadata(thread_level);
     if (err) {
-        char path[4200];
         snprintf(path, sizeof path, "%s/counters.%d.json", dir, cs_world_rank);
         cs_write_failed(path, err, "this rank's counters cannot be read");
     }
@@ -388,17 +248,20 @@ static void start(int thread_level)
     cs_snap_start(dir, snapshot_s);
 }
 
-static void finish(void)
+void cs_profile_finish(void)
 {
-    if (!cs_hdr) return;
+    if (!cs_hdr || cs_hdr->state == CS_STATE_FINALIZED) return;
     cs_snap_stop(); /* takes the last snapshot */
     cs_trace_finish();
     cs_comms_finish();
+    cs_files_finish();
     cs_hdr->tick1 = cs_ticks();
     cs_hdr->ns1 = cs_now_ns();
     __atomic_store_n(&cs_hdr->state, CS_STATE_FINALIZED, __ATOMIC_RELEASE);
-    msync(base, map_bytes, MS_ASYNC);
+    cs_state_sync();
 }
+
+void cs_count_call(int func) { cs_slab()[CS_OFF_CALLS + func]++; }
 
 /* ---- the wrappers that start and end it ---------------------------------- */
 
@@ -408,8 +271,8 @@ CS_EXPORT int MPI_Init(int *argc, char ***argv)
     if (rc == MPI_SUCCESS) {
         int level = MPI_THREAD_SINGLE;
         PMPI_Query_thread(&level);
-        start(level);
-        cs_slab()[CS_OFF_CALLS + CS_F_MPI_Init]++;
+        cs_profile_start(level, CS_NO_SESSION);
+        cs_count_call(CS_F_MPI_Init);
     }
     return rc;
 }
@@ -418,8 +281,8 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS) {
-        start(*provided);
-        cs_slab()[CS_OFF_CALLS + CS_F_MPI_Init_thread]++;
+        cs_profile_start(*provided, CS_NO_SESSION);
+        cs_count_call(CS_F_MPI_Init_thread);
     }
     return rc;
 }
@@ -428,15 +291,56 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
  * only counted (profiling stays on: counts stay exact). */
 CS_EXPORT int MPI_Pcontrol(const int level, ...)
 {
-    cs_slab()[CS_OFF_CALLS + CS_F_MPI_Pcontrol]++;
+    cs_count_call(CS_F_MPI_Pcontrol);
     if (level == 2 && cs_hdr) cs_snap_now();
     return MPI_SUCCESS;
 }
 
 CS_EXPORT int MPI_Finalize(void)
 {
-    cs_slab()[CS_OFF_CALLS + CS_F_MPI_Finalize]++;
-    finish();
+    cs_count_call(CS_F_MPI_Finalize);
+    cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
     return PMPI_Finalize();
 }
+
+#ifdef CS_HAVE_MPI_Session_init
+/* A program that only uses sessions is profiled from its first MPI_Session_init
+ * to the MPI_Session_finalize that ends its last session (or its MPI_Finalize). */
+static int open_sessions;
+
+CS_EXPORT int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Session *session)
+{
+    int rc = PMPI_Session_init(info, errhandler, session);
+    if (rc == MPI_SUCCESS) {
+        __atomic_add_fetch(&open_sessions, 1, __ATOMIC_RELAXED);
+        int provided = MPI_THREAD_SINGLE, flag = 0;
+        MPI_Info got;
+        char value[64] = "";
+        if (PMPI_Session_get_info(*session, &got) == MPI_SUCCESS) {
+            int len = sizeof value - 1;
+            PMPI_Info_get_string(got, "thread_level", &len, value, &flag);
+            PMPI_Info_free(&got);
+        }
+        if (flag) provided = !strcmp(value, "MPI_THREAD_MULTIPLE") ? MPI_THREAD_MULTIPLE
+                           : !strcmp(value, "MPI_THREAD_SERIALIZED") ? MPI_THREAD_SERIALIZED
+                           : !strcmp(value, "MPI_THREAD_FUNNELED") ? MPI_THREAD_FUNNELED
+                                                                    : MPI_THREAD_SINGLE;
+        cs_profile_start(provided, *session);
+        cs_count_call(CS_F_MPI_Session_init);
+    }
+    return rc;
+}
+
+CS_EXPORT int MPI_Session_finalize(MPI_Session *session)
+{
+    cs_count_call(CS_F_MPI_Session_finalize);
+    int world_model = 0;
+    PMPI_Initialized(&world_model);
+    if (__atomic_sub_fetch(&open_sessions, 1, __ATOMIC_RELAXED) == 0 && !world_model) {
+        cs_profile_finish();
+        __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
+    }
+    return PMPI_Session_finalize(session);
+}
+#endif

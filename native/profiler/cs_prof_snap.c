@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cs_prof.h"
+#include "cs_prof_snap.h"
 
 /* ---- MPI_T performance variables ----------------------------------------- */
 
@@ -53,7 +53,7 @@ static int unusable_pvar(const char *name)
     return strncmp(name, "mtl_", 4) == 0 && pml && *pml && strcmp(pml, "cm") != 0;
 }
 
-int cs_pvars_init(void)
+int cs_pvars_init(int world_model)
 {
     int provided, num = 0;
     if (MPI_T_init_thread(MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return 0;
@@ -71,7 +71,7 @@ int cs_pvars_init(void)
                                 &p->bind, &readonly, &continuous, &atomic) != MPI_SUCCESS)
             continue;
         if (!supported_type(p->type) || unusable_pvar(p->name) ||
-            (p->bind != MPI_T_BIND_NO_OBJECT && p->bind != MPI_T_BIND_MPI_COMM))
+            (p->bind != MPI_T_BIND_NO_OBJECT && (p->bind != MPI_T_BIND_MPI_COMM || !world_model)))
             continue;
         void *obj = p->bind == MPI_T_BIND_MPI_COMM ? (void *)&world_for_pvars : 0;
         if (MPI_T_pvar_handle_alloc(session, i, obj, &p->handle, &p->count) != MPI_SUCCESS) continue;
@@ -165,14 +165,13 @@ static uint64_t *record;
 static size_t record_words;
 static int write_failed;
 
-void cs_sum_slabs(uint64_t *totals)
+static void sum_slabs(uint64_t *totals)
 {
     size_t words = cs_hdr->slab_words;
-    uint32_t n = __atomic_load_n(&cs_hdr->nslabs, __ATOMIC_ACQUIRE);
-    if (n > cs_hdr->max_slabs) n = cs_hdr->max_slabs;
+    uint32_t n = cs_slabs_visible();
     memset(totals, 0, words * 8);
     for (uint32_t i = 0; i < n; i++) {
-        const volatile uint64_t *s = cs_slab_at((int)i);
+        const volatile uint64_t *s = cs_slab_at(i);
         for (size_t w = 0; w < words; w++) totals[w] += s[w];
     }
 }
@@ -185,7 +184,7 @@ static void take_snapshot(void)
     record[0] = cs_hdr->seq + 1;
     record[1] = cs_hdr->tick1;
     record[2] = cs_hdr->ns1;
-    cs_sum_slabs(record + 3);
+    sum_slabs(record + 3);
     for (int c = 0; c < CS_NCOUNTERS; c++)
         record[3 + words + c] = __atomic_load_n(&cs_rank_words[c], __ATOMIC_RELAXED);
     if (npvar_values) pvars_read((double *)(record + 3 + words + CS_NCOUNTERS));

@@ -2,7 +2,9 @@
  *
  * Each thread fills its own buffer of fixed-size records and appends it to
  * trace.<rank>.<thread>.bin with one write() when full and at MPI_Finalize, so a
- * killed run keeps every flushed buffer.  A rank-wide byte budget
+ * killed run keeps every flushed buffer.  The file is opened for each append and
+ * closed again: a program with hundreds of threads does not hold hundreds of
+ * descriptors.  A rank-wide byte budget
  * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
  * dropped and a message says so once.
  *
@@ -19,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cs_prof_hooks.h"
+#include "cs_prof_trace.h"
 
 typedef struct {
     uint64_t t_begin, t_end, request;
@@ -31,7 +33,8 @@ _Static_assert(sizeof(cs_trace_rec_t) == 48, "trace record layout");
 
 typedef struct trace_buf {
     cs_trace_rec_t *recs;
-    int n, fd, thread;
+    int n, thread;
+    char started, closed; /* header written; closed at finalize (late records dropped) */
     struct trace_buf *next;
 } trace_buf_t;
 
@@ -55,37 +58,47 @@ static void trace_path(const trace_buf_t *b, char *path, size_t n)
     snprintf(path, n, "%s/trace.%d.%d.bin", trace_dir, cs_world_rank, b->thread);
 }
 
-static int open_file(trace_buf_t *b)
+/* Append n bytes to b's file, writing its header first when it is new. */
+static int append(trace_buf_t *b, const void *data, size_t n)
 {
     char path[4200];
     trace_path(b, path, sizeof path);
-    b->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
-    if (b->fd < 0) return -1;
-    unsigned char h[64] = {0};
-    uint32_t version = 1, size = sizeof(cs_trace_rec_t);
-    int32_t rank = cs_world_rank, thread = b->thread;
-    double tps = 0;
-    memcpy(h, "CSTRACE1", 8);
-    memcpy(h + 8, &version, 4);
-    memcpy(h + 12, &size, 4);
-    memcpy(h + 16, &rank, 4);
-    memcpy(h + 20, &thread, 4);
-    memcpy(h + 24, &tps, 8);
-    memcpy(h + 32, &cs_hdr->tick0, 8);
-    return cs_write_all(b->fd, h, sizeof h);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | (b->started ? 0 : O_CREAT | O_EXCL), 0600);
+    if (fd < 0) return -1;
+    int rc = 0;
+    if (!b->started) {
+        unsigned char h[64] = {0};
+        uint32_t version = 1, size = sizeof(cs_trace_rec_t);
+        int32_t rank = cs_world_rank, thread = b->thread;
+        double tps = 0;
+        memcpy(h, "CSTRACE1", 8);
+        memcpy(h + 8, &version, 4);
+        memcpy(h + 12, &size, 4);
+        memcpy(h + 16, &rank, 4);
+        memcpy(h + 20, &thread, 4);
+        memcpy(h + 24, &tps, 8);
+        memcpy(h + 32, &cs_hdr->tick0, 8);
+        rc = cs_write_all(fd, h, sizeof h);
+        b->started = rc == 0;
+    }
+    if (rc == 0) rc = cs_write_all(fd, data, n);
+    int err = errno;
+    close(fd);
+    errno = err;
+    return rc;
 }
 
 static void flush(trace_buf_t *b)
 {
     if (b->n == 0) return;
     size_t bytes = (size_t)b->n * sizeof(cs_trace_rec_t);
-    uint64_t *s = cs_slab_at(b->thread);
+    uint64_t *s = cs_slab_at((uint32_t)b->thread);
     int over = __atomic_add_fetch(&used_bytes, (long long)bytes, __ATOMIC_RELAXED) > limit_bytes;
     int err = 0;
     /* The first failed write stops the trace (no record is appended after a hole); a
-     * closed buffer (fd -2) drops late records. */
-    if (!over && b->fd != -2 && !__atomic_load_n(&write_failed, __ATOMIC_RELAXED)) {
-        if ((b->fd >= 0 || open_file(b) == 0) && cs_write_all(b->fd, b->recs, bytes) == 0) {
+     * closed buffer drops late records. */
+    if (!over && !b->closed && !__atomic_load_n(&write_failed, __ATOMIC_RELAXED)) {
+        if (append(b, b->recs, bytes) == 0) {
             s[CS_C_trace_records] += (uint64_t)b->n;
             b->n = 0;
             return;
@@ -115,7 +128,11 @@ static trace_buf_t *my_buffer(void)
     }
     cs_slab();
     b->thread = cs_thread_index();
-    b->fd = -1;
+    if (b->thread < 0) { /* a thread without a slab of its own is not traced either */
+        free(b->recs);
+        free(b);
+        return 0;
+    }
     pthread_mutex_lock(&buffers_lock);
     b->next = all_buffers;
     all_buffers = b;
@@ -123,16 +140,8 @@ static trace_buf_t *my_buffer(void)
     return tl_buf = b;
 }
 
-static int32_t comm_id(MPI_Comm comm)
-{
-    if (comm == MPI_COMM_WORLD) return 0;
-    if (comm == MPI_COMM_NULL) return -1;
-    const cs_comm_t *c = cs_comm_lookup(comm);
-    return c ? c->id : -1;
-}
-
 void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
-              MPI_Comm comm, int flags)
+              int comm_id, int flags)
 {
     trace_buf_t *b = my_buffer();
     if (!b) return;
@@ -143,7 +152,7 @@ void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int pee
     r->bytes = bytes;
     r->peer = peer == MPI_ANY_SOURCE ? -1 : peer;
     r->tag = tag == MPI_ANY_TAG ? -1 : tag;
-    r->comm = comm_id(comm);
+    r->comm = comm_id;
     r->event = (uint16_t)event;
     r->flags = (uint16_t)flags;
     if (b->n == buffer_records) flush(b);
@@ -154,8 +163,7 @@ void cs_trace_finish(void)
     pthread_mutex_lock(&buffers_lock);
     for (trace_buf_t *b = all_buffers; b; b = b->next) {
         flush(b);
-        if (b->fd >= 0) close(b->fd);
-        b->fd = -2; /* closed: a late record is dropped, not written */
+        b->closed = 1; /* a late record is dropped, not written */
     }
     pthread_mutex_unlock(&buffers_lock);
 }

@@ -53,10 +53,8 @@ def register(registry):
                    help="also time every thread of every OpenMP region through OMPT, no "
                         "source change (GCC programs run on libiomp5; see commscope doctor "
                         "--ompt PROGRAM)")
-    p.add_argument("--max-threads", type=int, default=None, metavar="N",
-                   help="threads per rank with their own counters (default 64; more threads "
-                        "share the last slab and the run says so); the counter file reserves "
-                        "all N slabs on disk")
+    # no longer needed (every thread gets a slab); accepted with a warning for a release
+    p.add_argument("--max-threads", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--summary", action="store_true",
                    help="print a per-rank summary after the run (like an MPI_Finalize dump)")
     p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
@@ -97,12 +95,14 @@ def _run(args):
     from ..profile.run import run_profile
     from ..profile.summary import rank_row
     from ..profile.counters import CounterFile, counter_ranks
+    if args.max_threads is not None:
+        print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
+              "its own (the counter file grows as threads appear)", file=sys.stderr)
     collectors, ompt_problem = _thread_collectors(args, command[0])
     run, status = run_profile(command[0], command[1:], nranks=args.ranks,
                               threads=args.threads, counters=args.counters,
                               snapshot_every=args.snapshot_every, trace=args.trace,
                               trace_limit=parse_size(args.trace_limit, "--trace-limit"),
-                              max_threads=args.max_threads,
                               collectors=collectors, **launch_kwargs(args))
     if args.ompt:
         from ..profile.ompt import failure_reason

@@ -12,12 +12,26 @@ _ENTRY = re.compile(r'CS_COUNTER\((\w+),\s*(\w+),\s*(\w+),\s*(\w+),\s*"([^"]*)",
                     re.S)
 
 
-def counter_catalog():
-    """[{name, kind, scope, set, unit, description}] in table order."""
+_PEER = re.compile(r'CS_PEER_ARRAY\((\w+),\s*(\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)', re.S)
+_FILE = re.compile(r'CS_FILE_COUNTER\((\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)', re.S)
+
+
+def _definitions():
     text = (native_dir() / "profiler" / "counters.def").read_text()
-    text = re.sub(r'"\s*\n\s*"', "", text)  # join continued string literals
-    return [dict(name=m[0], kind=m[1].lower(), scope=m[2].lower(), set=m[3].lower(), unit=m[4],
+    return re.sub(r'"\s*\n\s*"', "", text)  # join continued string literals
+
+
+def counter_catalog():
+    """[{name, kind, scope, set, unit, description}] in table order: the counters, then
+    the per-peer arrays (scope "per peer") and the per-file counters ("per file")."""
+    text = _definitions()
+    rows = [dict(name=m[0], kind=m[1].lower(), scope=m[2].lower(), set=m[3].lower(), unit=m[4],
                  description=m[5]) for m in _ENTRY.findall(text)]
+    rows += [dict(name=m[0], kind="regular", scope="per peer", set=m[1].lower(), unit=m[2],
+                  description=m[3]) for m in _PEER.findall(text)]
+    rows += [dict(name=m[0], kind="regular", scope="per file", set="bytes", unit=m[1],
+                  description=m[2]) for m in _FILE.findall(text)]
+    return rows
 
 
 PER_FUNCTION = [
@@ -31,8 +45,6 @@ PER_FUNCTION = [
          description="collective calls by message size (small/large) x communicator size "
                      "(small/large); breakpoints COMMSCOPE_COLL_SMALL_BYTES (2048) and "
                      "COMMSCOPE_COLL_SMALL_COMM (16 ranks)"),
-    dict(name="peer matrix", kind="regular", set="peers", unit="messages, bytes",
-         description="messages and bytes sent to and received from each world rank"),
 ]
 
 

@@ -7,7 +7,9 @@ Tables (columns in docs/profile.md):
 * ``counters``: rank, thread, counter, kind, unit, value (thread -1: rank-wide)
 * ``functions``: rank, thread, function, calls, bytes, time_s (NaN without the
   bytes or timers set)
-* ``peers``: rank, peer, messages_sent, bytes_sent, messages_received, bytes_received
+* ``peers``: rank, peer, messages_sent, bytes_sent, messages_received, bytes_received,
+  rma_bytes_put, rma_bytes_got, rma_bytes_accumulated (the arrays the metadata lists)
+* ``files``: rank, file_id, path, reads, bytes_read, writes, bytes_written (MPI-IO)
 * ``size_bins``: rank, function, bin, min_bytes, max_bytes, count
 * ``collective_bins``: rank, function, message_size, communicator_size, count
 * ``snapshots``: rank, seq, time_s, calls, mpi_time_s and one column per counter
@@ -76,11 +78,33 @@ def _counter_rows(meta, slabs, rank_words, rank):
 
 def _peer_rows(meta, totals, rank):
     p, n = meta["peers"]["offset"], meta["peers"]["count"]
-    arrays = totals[p:p + 4 * n].reshape(4, n)
-    return [dict(rank=rank, peer=peer, messages_sent=int(arrays[0, peer]),
-                 bytes_sent=int(arrays[1, peer]), messages_received=int(arrays[2, peer]),
-                 bytes_received=int(arrays[3, peer]))
-            for peer in range(n) if arrays[:, peer].any()]
+    names = [a["name"] for a in meta["peers"]["arrays"]]
+    arrays = totals[p:p + len(names) * n].reshape(len(names), n)
+    return [dict(rank=rank, peer=peer, **{name: int(arrays[i, peer]) for i, name in enumerate(names)})
+            for peer in np.nonzero(arrays.any(axis=0))[0].tolist()]
+
+
+def _file_rows(raw_dir, meta, counters, rank):
+    """Per-file MPI-IO counters, named by files.<rank>.csv (ids beyond the table's rows
+    share its last row, shown as "(other files)")."""
+    nfiles = int(counters.header["nfiles"])
+    if not nfiles:
+        return []
+    from ..runs import read_csv_table
+    path = raw_dir / meta["files"]["list"]
+    names = {}
+    if path.is_file():
+        listed = read_csv_table(path)
+        names = dict(zip(listed["file_id"].astype(int), listed["path"].astype(str)))
+    rows_n = meta["files"]["rows"]
+    cols = [c["name"] for c in meta["files"]["counters"]]
+    out = []
+    for fid in range(min(nfiles, rows_n)):
+        shared = fid == rows_n - 1 and nfiles > rows_n
+        out.append(dict(rank=rank, file_id=fid,
+                        path="(other files)" if shared else names.get(fid, "(unlisted)"),
+                        **{c: int(counters.per_file[fid, i]) for i, c in enumerate(cols)}))
+    return out
 
 
 def _bin_rows(meta, totals, rank):
@@ -149,7 +173,7 @@ def rank_summary(cf, counters):
     return dict(rank=cf.meta["rank"], host=cf.meta.get("host"), pid=cf.meta.get("pid"),
                 wall_s=(int(h["ns1"]) - int(h["ns0"])) / 1e9,
                 state=("finalized" if h["state"] == 2 else "not finalized (killed or crashed)"),
-                threads=int(counters.slabs.shape[0]), overflow_threads=int(h["overflow_threads"]),
+                threads=int(counters.slabs.shape[0]), lost_threads=int(h["lost_threads"]),
                 snapshots=int(h["seq"]), thread_level=cf.meta.get("thread_level"),
                 ticks_per_s=counters.ticks_per_s)
 
@@ -157,7 +181,7 @@ def rank_summary(cf, counters):
 def convert(run):
     """Write the profile tables of ``run`` from its raw files; returns rank summaries."""
     raw = run.raw_dir
-    frames = {k: [] for k in ("counters", "functions", "peers", "size_bins",
+    frames = {k: [] for k in ("counters", "functions", "peers", "files", "size_bins",
                               "collective_bins", "snapshots", "pvars")}
     summaries = []
     for rank in counter_ranks(raw):
@@ -171,6 +195,7 @@ def convert(run):
         frames["counters"] += _counter_rows(cf.meta, c.slabs, c.rank_words, rank)
         frames["functions"] += _function_rows(cf.meta, c.slabs, rate, rank)
         frames["peers"] += _peer_rows(cf.meta, totals, rank)
+        frames["files"] += _file_rows(raw, cf.meta, c, rank)
         size_rows, coll_rows = _bin_rows(cf.meta, totals, rank)
         frames["size_bins"] += size_rows
         frames["collective_bins"] += coll_rows

@@ -5,7 +5,8 @@ Per rank ``r`` (format in docs/profile.md; the C side is native/profiler/):
 * ``counters.<r>.json``: metadata (counter names, kinds, units, offsets, bins,
   peers, MPI_T variables, a nonce shared with the data file);
 * ``counters.<r>.bin``: the mapped data, a header then one slab of uint64 words
-  per thread; opened read-only, so a reader never disturbs the program;
+  per thread (the file grows by whole chunks of slabs as threads appear); opened
+  read-only, so a reader never disturbs the program;
 * ``snapshots.<r>.bin``: every counter over time.
 
 Totals are the sum over thread slabs; rank-scope counters (watermarks) live in
@@ -32,17 +33,19 @@ META_SCHEMA = "commscope.counters"
 #: The mapped file's header (numpy dtype spec; a dtype is built on use, not at import).
 HEADER_FIELDS = [
     ("magic", "S8"), ("version", "<u4"), ("header_bytes", "<u4"), ("slab_words", "<u8"),
-    ("max_slabs", "<u4"), ("nslabs", "<u4"), ("nonce", "<u8"), ("rank", "<i4"),
+    ("slabs_mapped", "<u4"), ("nslabs", "<u4"), ("nonce", "<u8"), ("rank", "<i4"),
     ("world_size", "<i4"), ("pid", "<i4"), ("state", "<i4"), ("seq", "<u8"),
     ("tick0", "<u8"), ("ns0", "<u8"), ("tick1", "<u8"), ("ns1", "<u8"),
-    ("overflow_threads", "<u4"), ("reserved", "<u4")]
+    ("lost_threads", "<u4"), ("nfiles", "<u4")]
+MAGIC = b"CSCOUNT2"
 STATES = {1: "running", 2: "finalized"}
 SNAP_HEADER_BYTES = 64
 _META_FIELDS = {"schema": str, "schema_version": int, "nonce": str, "rank": int,
-                "world_size": int, "data_bytes": int, "header_bytes": int, "slab_words": int,
-                "max_slabs": int, "counters": list, "functions": list, "peers": dict,
+                "world_size": int, "header_bytes": int, "slab_words": int, "slab_chunk": int,
+                "counters": list, "functions": list, "peers": dict, "files": dict,
                 "bins": dict, "collective_bins": dict, "pvars": list, "sets": list,
-                "rank_words_at": int, "tids_at": int, "snapshot_record_words": int}
+                "rank_words_at": int, "tid_offset": int, "snapshot_record_words": int}
+SCHEMA_VERSION = 2
 
 
 def counter_ranks(raw_dir):
@@ -69,8 +72,9 @@ def load_metadata(path):
     for key, typ in _META_FIELDS.items():
         if not isinstance(meta.get(key), typ) or isinstance(meta.get(key), bool):
             raise InputError(path, key, "missing or of the wrong type")
-    if meta["schema_version"] != 1:
-        raise InputError(path, "schema_version", f"unknown version {meta['schema_version']}")
+    if meta["schema_version"] != SCHEMA_VERSION:
+        raise InputError(path, "schema_version", f"version {meta['schema_version']}: this commscope "
+                                                 f"reads version {SCHEMA_VERSION} (profile the program again)")
     return meta
 
 
@@ -81,6 +85,12 @@ class RankCounters:
     header: dict
     slabs: np.ndarray        # (threads, slab_words) uint64
     rank_words: np.ndarray   # (n counters,) uint64
+    per_file: np.ndarray     # (file rows, file counters) uint64
+
+    @property
+    def thread_ids(self):
+        """The operating-system thread id of each slab's owner."""
+        return self.slabs[:, self.meta["tid_offset"]].astype(np.int64)
 
     @property
     def rank(self):
@@ -116,13 +126,13 @@ class CounterFile:
         if not self.data_path.is_file():
             raise InputError(self.data_path, None, "missing (its metadata file exists)")
         size = self.data_path.stat().st_size
-        if size != self.meta["data_bytes"]:
-            raise InputError(self.data_path, None, f"is {size} bytes; {self.meta_path.name} "
-                                                   f"says {self.meta['data_bytes']}")
+        if size < self.meta["header_bytes"]:
+            raise InputError(self.data_path, None, f"is {size} bytes, shorter than its "
+                                                   f"{self.meta['header_bytes']}-byte header")
         with open(self.data_path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         header = self.header()
-        if header["magic"] != b"CSCOUNT1":
+        if header["magic"] != MAGIC:
             raise InputError(self.data_path, "magic", "not a commscope counter file")
         if f"{int(header['nonce']):016x}" != self.meta["nonce"]:
             raise InputError(self.data_path, "nonce", f"does not match {self.meta_path.name}: "
@@ -133,18 +143,22 @@ class CounterFile:
         return {k: v.item() if hasattr(v, "item") else v for k, v in zip(header.dtype.names, header)}
 
     def read(self):
-        """A consistent-enough copy of every slab now (each word is read atomically)."""
+        """A consistent-enough copy of every slab now (each word is read atomically).
+
+        Slabs claimed by threads after this file was opened (the file grew) are
+        not in this view; open the file again to see them."""
         h = self.header()
-        n = min(h["nslabs"], h["max_slabs"])
         words = self.meta["slab_words"]
         start = self.meta["header_bytes"]
+        in_file = (len(self._map) - start) // (words * 8)
+        n = min(h["nslabs"], h["slabs_mapped"], in_file)
         slabs = np.frombuffer(self._map, np.uint64, count=n * words, offset=start).reshape(n, words).copy()
         rank_words = np.frombuffer(self._map, np.uint64, count=len(self.meta["counters"]),
                                    offset=self.meta["rank_words_at"]).copy()
-        return RankCounters(self.meta, h, slabs, rank_words)
-
-    def thread_ids(self, n):
-        return np.frombuffer(self._map, np.int64, count=n, offset=self.meta["tids_at"]).copy()
+        files = self.meta["files"]
+        per_file = np.frombuffer(self._map, np.uint64, count=files["rows"] * len(files["counters"]),
+                                 offset=files["at"]).reshape(files["rows"], -1).copy()
+        return RankCounters(self.meta, h, slabs, rank_words, per_file)
 
     def close(self):
         self._map.close()

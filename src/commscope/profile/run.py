@@ -151,20 +151,18 @@ def check_same_mpi(program, library, mpi):
                                         "the mpicc of the MPI the program was built with")
 
 
-def counter_collector(lib, sets, snapshot_s, trace, trace_limit, max_threads=None):
+def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
     env = {"COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
            "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000)))}
     if trace_limit is not None:
         env["COMMSCOPE_TRACE_LIMIT"] = str(int(trace_limit))
-    if max_threads is not None:
-        env["COMMSCOPE_MAX_THREADS"] = str(int(max_threads))
     notes = [f"counters: {', '.join(sets) or 'calls only'}"
              + ("" if "timers" in sets else " (per-call timers off: --counters all turns them on)")]
     return CounterCollector("counters", preload=[str(lib)], env=env, notes=notes)
 
 
 def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
-                snapshot_every="0.5s", trace=False, trace_limit=None, max_threads=None,
+                snapshot_every="0.5s", trace=False, trace_limit=None,
                 collectors=(),
                 mpi_spec=None, runs_root=None, run_name=None, hosts=None, ranks_per_node=None,
                 timeout=None, echo=True, launcher="auto"):
@@ -186,9 +184,7 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
         raise EnvironmentProblem(f"libcommscope.so was not built (see {mpimod.build_dir(mpi)})")
     check_same_mpi(path, lib, mpi)
     info = mpi_info(mpi)
-    if max_threads is not None and not 1 <= max_threads <= 896:
-        raise InputError("--max-threads", None, f"must be 1 .. 896, got {max_threads}")
-    collectors = [counter_collector(lib, sets, snapshot_s, trace, trace_limit, max_threads),
+    collectors = [counter_collector(lib, sets, snapshot_s, trace, trace_limit),
                   *collectors]
     params = dict(program=str(path), args=list(map(str, args)), ranks=nranks, threads=threads,
                   counters=list(sets), snapshot_every_s=snapshot_s, trace=trace)

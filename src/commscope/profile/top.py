@@ -10,10 +10,14 @@ import os
 import sys
 import time
 
+from ..lazy import lazy
+
 from ..errors import InputError
 from ..output import format_table
 from .counters import CounterFile, RankCounters, counter_ranks, read_snapshots
 from .summary import rank_row
+
+np = lazy("numpy")
 
 
 def open_counter_files(run):
@@ -73,11 +77,12 @@ def snapshot_series(files):
         recs, _ = read_snapshots(f.raw_dir, f.meta)
         words, ncount = f.meta["slab_words"], len(f.meta["counters"])
         header = dict(f.header())
+        empty_files = np.zeros((0, len(f.meta["files"]["counters"])), np.uint64)  # not in snapshots
         states = []
         for rec in recs:
             h = dict(header, tick1=int(rec[1]), ns1=int(rec[2]))
             states.append(RankCounters(f.meta, h, rec[3:3 + words][None, :],
-                                       rec[3 + words:3 + words + ncount]))
+                                       rec[3 + words:3 + words + ncount], empty_files))
         series.append(states)
     return series
 

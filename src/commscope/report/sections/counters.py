@@ -148,12 +148,11 @@ def _render_run(run):
             f"{html.escape(meta.get('mpi', {}).get('name', '?'))}; counters: "
             f"{html.escape(', '.join(p['counters']))}; exit status {status}.</p>")
     problems = [f"<p class='note'>{html.escape(x)}</p>" for x in meta["profile"].get("problems", [])]
-    crowded = {r["rank"]: r["overflow_threads"] for r in meta["profile"]["ranks"]
-               if r.get("overflow_threads")}
-    if crowded:
-        problems.append(f"<p class='note'>More threads called MPI than there were counter slabs "
-                        f"(rank: extra threads {crowded}); those threads shared the last slab, so "
-                        "its counts may be low. Profile again with a larger --max-threads.</p>")
+    lost = {r["rank"]: r["lost_threads"] for r in meta["profile"]["ranks"] if r.get("lost_threads")}
+    if lost:
+        problems.append(f"<p class='note'>The counter file could not grow (disk full?) when more "
+                        f"threads started calling MPI (rank: threads not counted {lost}): those "
+                        "threads' calls are missing from the counts.</p>")
     unfinished = [r["rank"] for r in meta["profile"]["ranks"] if r["state"] != "finalized"]
     if unfinished:
         problems.append(f"<p class='note'>Ranks {unfinished} did not reach MPI_Finalize: their "

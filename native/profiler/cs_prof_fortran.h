@@ -1,0 +1,45 @@
+/* Fortran entry points (generated cs_fortran_wrappers.c, hand-written
+ * cs_prof_fortran.c), built only for an MPI whose Fortran bindings call PMPI_*
+ * directly (Open MPI): there C wrappers never see a Fortran call.
+ *
+ * Each wrapper passes the Fortran arguments unchanged to the MPI's own Fortran
+ * entry point (pmpi_send_, pmpi_send_f08_, ...), so every Fortran convention
+ * (sentinels, LOGICAL, optional ierror) stays the MPI's business, and counts through
+ * the C hooks with C views of the arguments (handles through PMPI_*_f2c, statuses
+ * through PMPI_Status_f2c).  A call is counted once: if the MPI's Fortran layer
+ * did reach a C wrapper, that wrapper counted it (its calls counter moved) and the
+ * Fortran wrapper leaves it alone.
+ */
+#ifndef CS_PROF_FORTRAN_H
+#define CS_PROF_FORTRAN_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs_prof_requests.h"
+
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER count arrays are viewed as int[]");
+
+/* Room for a Fortran status (MPI_STATUS_SIZE integers; 6 in Open MPI, 5 in MPICH). */
+#define CS_FSTATUS_WORDS 16
+
+#define CS_FORTRAN_ENTER(F)                                    \
+    uint64_t *s_ = cs_slab();                                  \
+    uint64_t calls0_ = s_[CS_OFF_CALLS + (F)];                 \
+    uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;           \
+    (void)t0_
+
+/* 1 (and counted) when no C wrapper counted this call during the PMPI call. */
+#define CS_FORTRAN_MINE(F) (s_[CS_OFF_CALLS + (F)] == calls0_ ? (s_[CS_OFF_CALLS + (F)]++, 1) : 0)
+
+#define CS_FORTRAN_LEAVE(F, mine)                              \
+    if ((mine) && (cs_sets & CS_SET_TIMERS)) s_[CS_OFF_TICKS + (F)] += cs_ticks() - t0_
+
+int cs_fortran_status_ignored(const MPI_Fint *status);
+int cs_fortran_statuses_ignored(const MPI_Fint *statuses);
+void *cs_fortran_buffer(void *buf);               /* Fortran MPI_IN_PLACE -> C MPI_IN_PLACE */
+void cs_fortran_string(char *out, size_t size, const char *s, size_t len); /* blank-padded -> C */
+MPI_Datatype *cs_fortran_types(const MPI_Fint *types, MPI_Comm comm, int dir, int neighbor);
+MPI_Request *cs_fortran_requests(const MPI_Fint *reqs, int n);
+
+#endif
