@@ -22,3 +22,19 @@ if [ ! -x .mpi/mpich/bin/mpicc ]; then
     echo "setup: installing the mpich wheel into .mpi/mpich" >&2
     .venv/bin/python -m pip install -q --prefix .mpi/mpich mpich
 fi
+# As root with apt (CI, a fresh VM): Debian's Open MPI 4.1 and MPICH 4.0 with gfortran,
+# so the Fortran bindings (mpif.h, use mpi, use mpi_f08) are profiled and tested under
+# both.  Without root this is skipped; those tests then skip and say why.
+debs="gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "${COMMSCOPE_APT:-1}" != 0 ]; then
+    missing=""
+    for p in $debs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    done
+    if [ -n "$missing" ]; then
+        echo "setup: installing Debian's$missing (apt)" >&2
+        apt-get update -q >/dev/null || true
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null \
+            || echo "setup: apt-get could not install$missing; the Fortran tests will skip" >&2
+    fi
+fi
