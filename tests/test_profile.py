@@ -332,7 +332,8 @@ def test_missing_program_is_one_clear_error(capsys, runs_root):
 def test_non_mpi_program_is_refused(capsys, runs_root):
     code, _, err, run = profile(capsys, runs_root, "--", shutil.which("true"))
     assert code == 2
-    assert "never called MPI_Init" in err
+    assert "never called MPI_Init" in err and "no run directory was kept" in err
+    assert run is None  # nothing half-written claims to be a profile
 
 
 def test_second_profile_into_the_same_directory_is_refused(capsys, runs_root, exact_openmpi):

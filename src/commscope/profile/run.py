@@ -240,8 +240,11 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     # without MPI) makes the run useful even without counters.
     if not counter_ranks(run.raw_dir) and not any(
             getattr(c, "recorded", lambda r: False)(run) for c in collectors):
+        # nothing was measured: no run directory is left claiming to be a profile
+        shutil.rmtree(run.path, ignore_errors=True)
         raise InputError(path, None, f"wrote no counters (exit status {code}): it never called "
-                                     "MPI_Init through the preloaded library. It is not an MPI "
-                                     "program, is linked statically, or uses another MPI than "
-                                     f"{mpi.name} ({run.path} kept)")
+                                     "MPI_Init or MPI_Session_init through the preloaded library. "
+                                     "It is not an MPI program, is linked statically, or uses "
+                                     f"another MPI than {mpi.name} (pass --mpi with the mpicc it "
+                                     "was built with); no run directory was kept")
     return run, (code if code is not None and code >= 0 else 128 - (code or 0))
