@@ -162,21 +162,11 @@ def check_run(run, binding, out_dir):
 
 
 # MPICH 4.0's mpi_f08 calls PMPI_* directly for every routine without a choice buffer
-# (Init_thread, Finalize, Wait*, Test, Start, Request_free, Barrier, Comm_split,
-# Comm_free, Win_fence, Win_free, File_open, File_close): the C wrappers never see
-# them, and MPICH has no pmpi_*_f08_ to route Fortran wrappers to.  Profiling never
-# starts ("never called MPI_Init"), so the run is refused.  Remove when the library
-# counts them (strict: an unexpected pass fails).
-MPICH_F08 = pytest.mark.xfail(strict=True, reason=(
-    "MPICH 4.0 mpi_f08 calls PMPI_Init_thread/PMPI_Wait/... directly, bypassing the C "
-    "wrappers; the library has no Fortran wrappers for MPICH"))
-
-
+# (Init_thread, Finalize, Wait*, Test, Start, Request_free, Barrier, Comm_split, ...)
+# and returns Waitany's index 0-based: the library wraps its mpi_*_f08_ entry points.
 @pytest.mark.parametrize("flavour", MPIS)
 @pytest.mark.parametrize("binding", [pytest.param(b, id=b.replace(" ", "_")) for b in BINDINGS])
-def test_fortran_counts_exact(capsys, runs_root, tmp_path, programs, binding, flavour, request):
-    if (binding, flavour) == ("use mpi_f08", "mpich"):
-        request.applymarker(MPICH_F08)
+def test_fortran_counts_exact(capsys, runs_root, tmp_path, programs, binding, flavour):
     exe = programs(binding, flavour)
     out_dir = tmp_path / "out"
     out_dir.mkdir()

@@ -2,13 +2,18 @@
  * MPI_Init_thread, MPI_Finalize, MPI_Pcontrol, the Wait/Test families and
  * MPI_Request_free, plus the argument views the generated wrappers use.
  *
- * Each function is defined once for the mpif.h / `use mpi` symbols (mpi_wait_ and
- * its other manglings, calling pmpi_wait_) and once for `use mpi_f08`
- * (mpi_wait_f08_, calling pmpi_wait_f08_).  Fortran indices are 1-based.
+ * Each function is defined for the mpif.h / `use mpi` symbols (mpi_wait_ and its
+ * other manglings, calling pmpi_wait_) when CS_FORTRAN_F77, and for `use mpi_f08`
+ * (mpi_wait_f08_, calling pmpi_wait_f08_ or else the MPI's own mpi_wait_f08_) when
+ * CS_FORTRAN_F08.
  */
+#define _GNU_SOURCE
 #include "cs_functions.h"
 
-#ifdef CS_FORTRAN_WRAPPERS
+#if defined(CS_FORTRAN_F77) || defined(CS_FORTRAN_F08)
+#include <dlfcn.h>
+#include <stdio.h>
+
 #include "cs_prof_fortran.h"
 #include "cs_prof_init.h"
 
@@ -16,25 +21,48 @@
 #define FSTATUS ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
 _Static_assert(sizeof(MPI_Status) / sizeof(MPI_Fint) <= CS_FSTATUS_WORDS, "Fortran status size");
 
-/* The MPI's Fortran sentinels: addresses of common blocks (gfortran appends _). */
+/* The MPIs' Fortran sentinels: Open MPI's common blocks (gfortran appends _), MPICH's
+ * mpi_f08 objects. */
 extern MPI_Fint mpi_fortran_status_ignore_ __attribute__((weak));
 extern MPI_Fint mpi_fortran_statuses_ignore_ __attribute__((weak));
 extern MPI_Fint mpi_fortran_in_place_ __attribute__((weak));
+extern MPI_Fint MPIR_F08_MPI_IN_PLACE __attribute__((weak));
+extern MPI_Fint MPIR_F_MPI_IN_PLACE __attribute__((weak));
+
+static int is(const void *p, const MPI_Fint *sentinel) { return sentinel && p == (const void *)sentinel; }
+
+#if defined(MPICH) /* MPI-3's C names of the mpi_f08 sentinels (Open MPI 4.1 has none) */
+#define F08_IGNORED(p, what) ((const void *)(p) == (const void *)MPI_F08_##what##_IGNORE)
+#else
+#define F08_IGNORED(p, what) 0
+#endif
 
 int cs_fortran_status_ignored(const MPI_Fint *status)
 {
-    return status == MPI_F_STATUS_IGNORE || (&mpi_fortran_status_ignore_ && status == &mpi_fortran_status_ignore_);
+    return status == MPI_F_STATUS_IGNORE || is(status, &mpi_fortran_status_ignore_) || F08_IGNORED(status, STATUS);
 }
 
 int cs_fortran_statuses_ignored(const MPI_Fint *statuses)
 {
-    return statuses == MPI_F_STATUSES_IGNORE ||
-           (&mpi_fortran_statuses_ignore_ && statuses == &mpi_fortran_statuses_ignore_);
+    return statuses == MPI_F_STATUSES_IGNORE || is(statuses, &mpi_fortran_statuses_ignore_) ||
+           F08_IGNORED(statuses, STATUSES);
 }
 
 void *cs_fortran_buffer(void *buf)
 {
-    return &mpi_fortran_in_place_ && buf == (void *)&mpi_fortran_in_place_ ? MPI_IN_PLACE : buf;
+    return is(buf, &mpi_fortran_in_place_) || is(buf, &MPIR_F08_MPI_IN_PLACE) || is(buf, &MPIR_F_MPI_IN_PLACE)
+               ? MPI_IN_PLACE
+               : buf;
+}
+
+void *cs_fortran_next(const char *symbol)
+{
+    void *p = dlsym(RTLD_NEXT, symbol);
+    if (!p) { /* the build saw it in the MPI's Fortran library: a program of another MPI */
+        fprintf(stderr, CS_PREFIX "%s: not found in the MPI's Fortran library (%s)\n", symbol, dlerror());
+        abort();
+    }
+    return p;
 }
 
 void cs_fortran_string(char *out, size_t size, const char *s, size_t len)
@@ -96,6 +124,27 @@ static MPI_Fint *fstatuses(MPI_Fint *given, int n, MPI_Fint *own, MPI_Fint **hea
     return *heap ? *heap : given;
 }
 
+/* Which request an index returned by Waitany/Testany/Waitsome/Testsome names: 1-based
+ * by the standard, but MPICH 4.0's mpi_f08 returns them 0-based (pmodels/mpich#6270)
+ * and MPI_UNDEFINED + 1 for none (#6989).  The request whose handle the call set to
+ * MPI_REQUEST_NULL decides; a persistent one keeps its handle, so then the standard
+ * reading stands.  -1: none. */
+static int completed_index(const MPI_Fint *before, const MPI_Fint *after, int n, MPI_Fint index)
+{
+    MPI_Fint null = PMPI_Request_c2f(MPI_REQUEST_NULL);
+    int one = index - 1, zero = index;
+    if (one >= 0 && one < n && before[one] != null && after[one] == null) return one;
+    if (zero >= 0 && zero < n && before[zero] != null && after[zero] == null) return zero;
+    return one >= 0 && one < n ? one : -1;
+}
+
+static MPI_Fint *copy_handles(const MPI_Fint *reqs, int n, MPI_Fint *on_stack)
+{
+    MPI_Fint *out = n <= CS_ON_STACK ? on_stack : malloc(sizeof *out * (size_t)(n > 0 ? n : 1));
+    if (out) memcpy(out, reqs, sizeof *out * (size_t)(n > 0 ? n : 0));
+    return out;
+}
+
 typedef void wait_fn(MPI_Fint *, MPI_Fint *, MPI_Fint *);
 typedef void test_fn(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
 typedef void waitany_fn(MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *, MPI_Fint *);
@@ -149,13 +198,15 @@ static void f_waitany(waitany_fn *real, testany_fn *treal, MPI_Fint *count, MPI_
     MPI_Fint own[CS_FSTATUS_WORDS], yes = 1;
     if (cs_fortran_status_ignored(status)) status = own;
     cs_saved_t sv;
-    int ok = fsave(&sv, *count, requests);
+    MPI_Fint stack[CS_ON_STACK], *before = copy_handles(requests, *count, stack);
+    int ok = before && fsave(&sv, *count, requests);
     if (real) real(count, requests, index, status, ierr_), flag = &yes;
     else treal(count, requests, index, flag, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
-    if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-        fcomplete(&sv, *index - 1, status, t0_);
+    if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag)
+        fcomplete(&sv, completed_index(before, requests, *count, *index), status, t0_);
     if (ok) cs_release(&sv);
+    if (before != stack) free(before);
     CS_FORTRAN_LEAVE(F, mine_);
 }
 
@@ -190,13 +241,16 @@ static void f_waitsome(waitsome_fn *real, int F, MPI_Fint *incount, MPI_Fint *re
     MPI_Fint own[CS_ON_STACK * CS_FSTATUS_WORDS], *heap;
     statuses = fstatuses(statuses, *incount, own, &heap);
     cs_saved_t sv;
-    int ok = fsave(&sv, *incount, requests);
+    MPI_Fint stack[CS_ON_STACK], *before = copy_handles(requests, *incount, stack);
+    int ok = before && fsave(&sv, *incount, requests);
     real(incount, requests, outcount, indices, statuses, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
     if (ok && mine_ && !cs_fortran_statuses_ignored(statuses) && *ierr_ == MPI_SUCCESS &&
-        *outcount != MPI_UNDEFINED)
-        for (int i = 0; i < *outcount; i++) fcomplete(&sv, indices[i] - 1, statuses + i * FSTATUS, t0_);
+        *outcount >= 0 && *outcount <= *incount)
+        for (int i = 0; i < *outcount; i++)
+            fcomplete(&sv, completed_index(before, requests, *incount, indices[i]), statuses + i * FSTATUS, t0_);
     if (ok) cs_release(&sv);
+    if (before != stack) free(before);
     free(heap);
     CS_FORTRAN_LEAVE(F, mine_);
 }
@@ -222,17 +276,15 @@ static void f_init(init_fn *real, init_thread_fn *treal, MPI_Fint *required, MPI
     if (real) real(ierr_);
     else treal(required, provided, ierr_);
     if (*ierr_ != MPI_SUCCESS) return;
-    int level = MPI_THREAD_SINGLE;
+    int level = MPI_THREAD_SINGLE, F = real ? CS_F_MPI_Init : CS_F_MPI_Init_thread;
     PMPI_Query_thread(&level);
     cs_profile_start(level, CS_NO_SESSION);
-    cs_count_call(real ? CS_F_MPI_Init : CS_F_MPI_Init_thread);
+    if (cs_slab()[CS_OFF_CALLS + F] == 0) cs_count_call(F); /* unless the C wrapper did */
 }
 
 static void f_finalize(init_fn *real, MPI_Fint *ierr)
 {
-    cs_count_call(CS_F_MPI_Finalize);
-    cs_profile_finish();
-    __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
+    cs_profile_end(); /* counted once, whether or not the MPI's layer reaches MPI_Finalize */
     real(ierr);
 }
 
@@ -244,18 +296,35 @@ static void f_pcontrol(pcontrol_fn *real, MPI_Fint *level)
 }
 
 /* One Fortran function under all its names: NAME_ (and NAME__, NAME, upper case)
- * calling pmpi NAME_, and NAME_f08_ calling pmpi NAME_f08_. */
-#define FORTRAN(lower, upper, params, call_f77, call_f08)                                         \
+ * calling pmpi NAME_ (CS_FORTRAN_F77), and NAME_f08_ calling pmpi NAME_f08_ or else
+ * the MPI's own NAME_f08_ (CS_FORTRAN_F08). */
+#ifdef CS_FORTRAN_F77
+#define F77(lower, upper, params, call)                                                           \
     extern void p##lower##_ params __attribute__((weak));                                          \
-    extern void p##lower##_f08_ params __attribute__((weak));                                      \
-    CS_EXPORT void lower##_ params { call_f77; }                                                   \
+    CS_EXPORT void lower##_ params { call; }                                                       \
     CS_EXPORT void lower##__ params __attribute__((alias(#lower "_")));                           \
     CS_EXPORT void lower params __attribute__((alias(#lower "_")));                               \
-    CS_EXPORT void upper params __attribute__((alias(#lower "_")));                               \
-    CS_EXPORT void lower##_f08_ params { call_f08; }
+    CS_EXPORT void upper params __attribute__((alias(#lower "_")));
+#else
+#define F77(lower, upper, params, call)
+#endif
+#ifdef CS_FORTRAN_F08
+#define F08(lower, params, call)                                                                  \
+    extern void p##lower##_f08_ params __attribute__((weak));                                      \
+    CS_EXPORT void lower##_f08_ params { call; }
+#else
+#define F08(lower, params, call)
+#endif
+#define FORTRAN(lower, upper, params, call_f77, call_f08)                                         \
+    F77(lower, upper, params, call_f77) F08(lower, params, call_f08)
 
 #define R(name) (p##name##_)
-#define R08(name) (p##name##_f08_)
+#define R08(name)                                                                                 \
+    ({                                                                                            \
+        static void *next_;                                                                       \
+        if (!p##name##_f08_ && !next_) next_ = cs_fortran_next(#name "_f08_");                  \
+        p##name##_f08_ ? p##name##_f08_ : (__typeof__(&p##name##_f08_))next_;                  \
+    })
 
 FORTRAN(mpi_wait, MPI_WAIT, (MPI_Fint *r, MPI_Fint *st, MPI_Fint *ierr),
         f_wait(R(mpi_wait), r, st, ierr), f_wait(R08(mpi_wait), r, st, ierr))
@@ -292,4 +361,4 @@ FORTRAN(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), f_finalize(R(mpi_finalize)
 FORTRAN(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), f_pcontrol(R(mpi_pcontrol), level),
         f_pcontrol(R08(mpi_pcontrol), level))
 
-#endif /* CS_FORTRAN_WRAPPERS */
+#endif /* CS_FORTRAN_F77 || CS_FORTRAN_F08 */

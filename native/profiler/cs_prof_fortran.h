@@ -1,14 +1,18 @@
 /* Fortran entry points (generated cs_fortran_wrappers.c, hand-written
- * cs_prof_fortran.c), built only for an MPI whose Fortran bindings call PMPI_*
- * directly (Open MPI): there C wrappers never see a Fortran call.
+ * cs_prof_fortran.c), built for the Fortran layers that call PMPI_* directly, where
+ * C wrappers never see a Fortran call: Open MPI's mpif.h, `use mpi` and `use
+ * mpi_f08` (CS_FORTRAN_F77, CS_FORTRAN_F08), MPICH's `use mpi_f08` for routines
+ * without a buffer (CS_FORTRAN_F08).
  *
  * Each wrapper passes the Fortran arguments unchanged to the MPI's own Fortran
- * entry point (pmpi_send_, pmpi_send_f08_, ...), so every Fortran convention
- * (sentinels, LOGICAL, optional ierror) stays the MPI's business, and counts through
- * the C hooks with C views of the arguments (handles through PMPI_*_f2c, statuses
- * through PMPI_Status_f2c).  A call is counted once: if the MPI's Fortran layer
- * did reach a C wrapper, that wrapper counted it (its calls counter moved) and the
- * Fortran wrapper leaves it alone.
+ * entry point (pmpi_send_, pmpi_send_f08_, or for MPICH's f08 the next definition
+ * of mpi_send_f08_ after ours), so every Fortran convention (sentinels, LOGICAL,
+ * optional ierror) stays the MPI's business, and counts through the C hooks with C
+ * views of the arguments (handles through PMPI_*_f2c, statuses through
+ * PMPI_Status_f2c: Open MPI's and MPICH's Fortran statuses, f08 ones too, are the C
+ * status's words).  A call is counted once: if the MPI's Fortran layer did reach a
+ * C wrapper, that wrapper counted it (its calls counter moved) and the Fortran
+ * wrapper leaves it alone.
  */
 #ifndef CS_PROF_FORTRAN_H
 #define CS_PROF_FORTRAN_H
@@ -41,5 +45,6 @@ void *cs_fortran_buffer(void *buf);               /* Fortran MPI_IN_PLACE -> C M
 void cs_fortran_string(char *out, size_t size, const char *s, size_t len); /* blank-padded -> C */
 MPI_Datatype *cs_fortran_types(const MPI_Fint *types, MPI_Comm comm, int dir, int neighbor);
 MPI_Request *cs_fortran_requests(const MPI_Fint *reqs, int n);
+void *cs_fortran_next(const char *symbol); /* the MPI's own definition after ours */
 
 #endif

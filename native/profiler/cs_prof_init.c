@@ -296,11 +296,17 @@ CS_EXPORT int MPI_Pcontrol(const int level, ...)
     return MPI_SUCCESS;
 }
 
-CS_EXPORT int MPI_Finalize(void)
+void cs_profile_end(void)
 {
+    if (cs_hdr && cs_hdr->state == CS_STATE_FINALIZED) return; /* a Fortran wrapper ended it */
     cs_count_call(CS_F_MPI_Finalize);
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
+}
+
+CS_EXPORT int MPI_Finalize(void)
+{
+    cs_profile_end();
     return PMPI_Finalize();
 }
 

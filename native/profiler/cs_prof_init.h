@@ -16,6 +16,7 @@ typedef int cs_session_t;
 /* Set up everything once; `session` is CS_NO_SESSION in the world model. */
 void cs_profile_start(int thread_level, cs_session_t session);
 void cs_profile_finish(void);
+void cs_profile_end(void); /* MPI_Finalize's part: count it, finish, stop counting (once) */
 void cs_count_call(int func);
 
 #endif

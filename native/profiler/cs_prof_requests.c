@@ -47,6 +47,25 @@ static int was_cancelled(const cs_req_t *e, const MPI_Status *status)
     return e->cancelled && PMPI_Test_cancelled(status, &flag) == MPI_SUCCESS && flag;
 }
 
+/* MPICH (5.0 wheel, Debian's 4.0) completes an MPI_Isendrecv request with a status
+ * that is not its receive's (the same source, tag and size whatever was received).
+ * There the receive is counted as posted: its source (MPI_ANY_SOURCE: counted, but
+ * in no peer's row) and its posted size (the size of a receive that fills its buffer). */
+static int sendrecv_status_usable(const cs_req_t *e, const MPI_Status *status, MPI_Status *own)
+{
+#if defined(MPICH)
+    if (e->kind == CS_REQ_SENDRECV) {
+        *own = *status;
+        own->MPI_SOURCE = e->peer;
+        own->MPI_TAG = e->tag;
+        PMPI_Status_set_elements_x(own, MPI_BYTE, e->bytes);
+        return 0;
+    }
+#endif
+    (void)e, (void)status, (void)own;
+    return 1;
+}
+
 /* `e` was taken out of the table; a persistent request's entry goes back, inactive. */
 static void complete(MPI_Request before, cs_req_t *e, MPI_Status *status, uint64_t t0)
 {
@@ -60,6 +79,8 @@ static void complete(MPI_Request before, cs_req_t *e, MPI_Status *status, uint64
     }
     uint64_t *s = cs_slab();
     int cancelled = was_cancelled(e, status);
+    MPI_Status own;
+    if (!sendrecv_status_usable(e, status, &own)) status = &own;
     cs_ledger_ended(s, e->kind, cancelled ? CS_C_requests_cancelled : CS_C_requests_completed);
     if (cancelled) {
         if (e->kind == CS_REQ_SEND) /* counted when it started: take it back */

@@ -54,7 +54,9 @@ def register(registry):
                         "source change (GCC programs run on libiomp5; see commscope doctor "
                         "--ompt PROGRAM)")
     # no longer needed (every thread gets a slab); accepted with a warning for a release
-    p.add_argument("--max-threads", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--max-threads", type=int, default=None, metavar="N",
+                   help="deprecated and ignored (default: none): every thread gets counters "
+                        "of its own; kept for one release so that old scripts still run")
     p.add_argument("--summary", action="store_true",
                    help="print a per-rank summary after the run (like an MPI_Finalize dump)")
     p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
