@@ -97,9 +97,11 @@ def test_partitioned_resumes_with_the_same_draws(default_mpi, runs_root, capsys)
 @pytest.mark.mpi
 def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
     threads, reps = [1, 2, 3, 4], 4
+    # killed once the first thread count is on disk: the job that outlives commscope
+    # for a moment (its guard then stops it) has three more to go, ~1 s each
     path = kill_mid_sweep(runs_root, "mr", ["multirate", "--threads", ",".join(map(str, threads)),
-                                            "--reps", str(reps), "-i", "200"],
-                          "reps", 2 * 2 * reps)
+                                            "--reps", str(reps), "-i", "500"],
+                          "reps", 2 * reps)
     run = interrupted_then_resumed(path, "multirate", "thread counts", capsys, "threads", threads)
     df = run.table("reps")
     each_point_once(df, "threads", threads, ["threads", "mode", "rep"], ["threads", "mode"], reps)
