@@ -220,6 +220,14 @@ def _program(mpi):
     return mpimod.binary(mpi, "pingpong")
 
 
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _pids_with(text):
     out = subprocess.run(["pgrep", "-f", text], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -245,10 +253,12 @@ def test_scancel_ends_every_rank_and_marks_the_run_interrupted(slurm_env, tmp_pa
         assert _wait_for_job(job_id, slurm_env, timeout=60) == "CANCELLED"
     finally:
         subprocess.run(["scancel", job_id], env=slurm_env)
+    # commscope's own command line names the run only by --name: wait for its pid too
+    writer = json.loads((tmp_path / run_dir / "meta.json").read_text())["commscope_pid"]
     gone = time.monotonic() + 15  # Slurm's KillWait (5 s) then SIGKILL
-    while _pids_with(run_dir) and time.monotonic() < gone:
+    while (_pids_with(run_dir) or _alive(writer)) and time.monotonic() < gone:
         time.sleep(0.5)
-    assert _pids_with(run_dir) == []  # srun, commscope and both ranks are gone
+    assert _pids_with(run_dir) == [] and not _alive(writer)  # srun, commscope, both ranks
     run = open_run(tmp_path / run_dir)
     # commscope writes "interrupted" on SIGTERM; when Slurm's SIGKILL (KillWait later)
     # comes first on a loaded machine, meta.json still says "running" and readers see
