@@ -126,7 +126,7 @@ def rank_events(trace, rank, mode="auto", profile=None, locality_of=None):
     ids = _local_comm_ids(trace, rank)
     unknown = ~events["comm_key"].isin(list(ids))
     if unknown.any():
-        raise InputError(f"comms.{rank}.csv", None, "a message was sent to rank "
+        raise InputError(f"rank {rank}'s communicator list", None, "a message was sent to rank "
                          f"{rank} on a communicator it never created ({events['comm_key'][unknown].iloc[0]})")
     events["comm"] = events["comm_key"].map(ids).astype(np.int64)
     events["order"] = np.where(events["kind"] == "post", 0, 1)  # a tie: the post first

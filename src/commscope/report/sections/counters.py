@@ -28,8 +28,9 @@ def _function_table(run, functions):
                                             time_s=("time_s", "sum"))
     per = per.sort_values(["time_s", "calls"] if per["time_s"].notna().any() else ["calls"],
                           ascending=False)
-    ranks = max(len(run.meta["profile"]["ranks"]), 1)
-    wall = sum(r["wall_s"] for r in run.meta["profile"]["ranks"])
+    table = run.table("ranks")
+    ranks = max(len(table), 1)
+    wall = float(table["wall_s"].sum())
     per["share_of_run_pct"] = per["time_s"] / wall * 100 if wall > 0 else np.nan
     per["calls_per_rank"] = per["calls"] / ranks
     per = per.reset_index()[["function", "calls", "calls_per_rank", "bytes", "time_s",
@@ -141,22 +142,25 @@ def _tables(run):
 def _render_run(run):
     t = _tables(run)
     p, meta = run.meta["parameters"], run.meta
-    nranks = len(meta["profile"]["ranks"])
+    overview = meta["profile"]["ranks"]
+    nranks = overview.get("count", 0)
     status = meta.get("exit_status")
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{html.escape(p['program'])} "
             f"{html.escape(' '.join(p['args']))} on {p['ranks']} ranks, "
             f"{html.escape(meta.get('mpi', {}).get('name', '?'))}; counters: "
             f"{html.escape(', '.join(p['counters']))}; exit status {status}.</p>")
     problems = [f"<p class='note'>{html.escape(x)}</p>" for x in meta["profile"].get("problems", [])]
-    lost = {r["rank"]: r["lost_threads"] for r in meta["profile"]["ranks"] if r.get("lost_threads")}
-    if lost:
-        problems.append(f"<p class='note'>The counter file could not grow (disk full?) when more "
-                        f"threads started calling MPI (rank: threads not counted {lost}): those "
-                        "threads' calls are missing from the counts.</p>")
-    unfinished = [r["rank"] for r in meta["profile"]["ranks"] if r["state"] != "finalized"]
-    if unfinished:
-        problems.append(f"<p class='note'>Ranks {unfinished} did not reach MPI_Finalize: their "
-                        "counts stop where the program was killed or crashed.</p>")
+    if overview.get("lost_threads") or overview.get("lost_blocks"):
+        problems.append(f"<p class='note'>The node file could not grow (disk full?): "
+                        f"{overview.get('lost_threads', 0)} threads and "
+                        f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
+                        "from the counts.</p>")
+    if overview.get("not_finalized_count"):
+        shown = overview["not_finalized"]
+        more = overview["not_finalized_count"] - len(shown)
+        problems.append(f"<p class='note'>Ranks {shown}{f' and {more} more' if more > 0 else ''} "
+                        "did not reach MPI_Finalize: their counts stop where the program was "
+                        "killed or crashed.</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     return (head + "".join(problems) + _function_table(run, t["functions"])
