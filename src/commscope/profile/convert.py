@@ -7,7 +7,7 @@ unreadable is named and left out, the others still convert) and with array
 operations over all its ranks at once.  Tables (columns in docs/profile.md):
 
 * ``ranks``: rank, node, host, pid, state, threads, lost_threads, lost_blocks,
-  snapshots, thread_level, ticks_per_s, wall_s
+  snapshots, thread_level, tick_s (one tick in seconds), wall_s
 * ``counters``: rank, thread, counter, kind, unit, value (thread -1: rank-wide)
 * ``functions``: rank, thread, function, calls, bytes, time_s (NaN without the
   bytes or timers set)
@@ -67,7 +67,7 @@ def _ranks_table(nc, key):
         "state": np.where(h["state"] == 2, "finalized", "not finalized (killed or crashed)"),
         "threads": threads.astype(np.int64), "lost_threads": h["lost_threads"].astype(np.int64),
         "lost_blocks": h["lost_blocks"].astype(np.int64), "snapshots": h["seq"].astype(np.int64),
-        "thread_level": h["thread_level"].astype(np.int64), "ticks_per_s": nc.ticks_per_s,
+        "thread_level": h["thread_level"].astype(np.int64), "tick_s": 1.0 / nc.ticks_per_s,
         "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9})
 
 
