@@ -7,9 +7,10 @@ import pytest
 
 from commscope.cli import main
 from commscope.errors import InputError
-from commscope.runs import SCHEMA_VERSION, Run, open_run, register_table
+from commscope.kinds import TABLE_COLUMNS
+from commscope.runs import SCHEMA_VERSION, Run, open_run
 
-register_table("unit", "samples", {"size_bytes": "i", "time_s": "f", "locality": "O"})
+TABLE_COLUMNS["unit", "samples"] = {"size_bytes": "i", "time_s": "f", "locality": "O"}
 
 
 def make_run(root, **kw):

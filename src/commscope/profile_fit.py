@@ -12,8 +12,7 @@ from .errors import InputError
 from .mpi import eager_limits
 from .models.fitting import fit_profile
 from .models.profile import LOCALITIES, PROTOCOLS
-from .report.build import expand_run_paths
-from .runs import open_run
+from .runs import expand_run_paths, open_run
 from .topology import node_of, shared_hosts, shared_hosts_note
 from .lazy import lazy
 

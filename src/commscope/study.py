@@ -40,7 +40,8 @@ from .paths import write_text_atomic
 from .models.profile import save_profile
 from .profile_fit import fit_runs
 from .report.build import build_report
-from .runs import POINTS, open_run
+from .bench.driver import RESUMABLE
+from .runs import open_run
 
 STEPS = ("pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
          "profile")
@@ -174,8 +175,7 @@ def _resuming(out, log):
         if run.status == "running":
             raise InputError(path / "meta.json", "status", "still running: is the study "
                              "already being resumed elsewhere?")
-        points = POINTS.get(run.kind)
-        if points is not None and points.resume_args is not None:
+        if run.kind in RESUMABLE:
             log(f"  {run_name}: {run.state_note()}; resuming")
             return resume_benchmark(path, echo=kw.get("echo", False))
         log(f"  {run_name}: {run.state_note()}; moved to incomplete/, measuring again")

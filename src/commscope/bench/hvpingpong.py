@@ -18,17 +18,14 @@ import os
 
 from ..errors import InputError
 from ..launch import in_slurm_allocation
-from ..runs import Points, register_points, register_table
-from .driver import run_benchmark
+from ..kinds import hvpingpong_counts as planned_counts  # noqa: F401 (re-exported)
+from .driver import register_resume, run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
 
-register_table("hvpingpong", "samples", {
-    "n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i", "rep": "i",
-    "time_s": "f", "locality": "O", "pairs": "i"})
 
 ORDERS = ("ordered", "reversed")
 DEFAULTS = dict(n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,))
@@ -160,17 +157,8 @@ def native_args(params):
     return args + (["--contention"] if params["contention"] else [])
 
 
-def planned_counts(params):
-    """``((n,), rows)`` in measuring order: each count with every size and order."""
-    per_count = (len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
-                 * params["iters"])
-    return [((n,), per_count) for n in params["counts"]]
-
-
-register_points("hvpingpong", Points(
-    "samples", ("n_messages",), "message counts", planned_counts,
-    resume_args=lambda params, first: native_args(
-        dict(params, counts=[n for n in params["counts"] if n >= first[0]]))))
+register_resume("hvpingpong", lambda params, first: native_args(
+    dict(params, counts=[n for n in params["counts"] if n >= first[0]])))
 
 
 # ------------------------------------------------------------------ analysis

@@ -27,7 +27,6 @@ import os
 import warnings
 
 from ..errors import InputError
-from ..runs import register_table
 from .counters import NodeFile, node_keys, read_snapshots
 from ..lazy import lazy
 
@@ -35,17 +34,7 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-register_table("profile", "ranks", {"rank": "i", "threads": "i"})
-register_table("profile", "counters", {"rank": "i", "thread": "i", "counter": "O", "value": "f"})
 # time_s and mpi_time_s are NaN without the timers set, so they are not required numbers
-register_table("profile", "functions", {"rank": "i", "thread": "i", "function": "O",
-                                        "calls": "i"})
-register_table("profile", "peers", {"rank": "i", "peer": "i", "messages_sent": "i",
-                                    "bytes_sent": "i", "messages_received": "i",
-                                    "bytes_received": "i"})
-register_table("profile", "size_bins", {"rank": "i", "function": "O", "bin": "i",
-                                        "min_bytes": "i", "max_bytes": "f", "count": "i"})
-register_table("profile", "snapshots", {"rank": "i", "seq": "i", "time_s": "f", "calls": "i"})
 
 COLL_BINS = ("small_msg_small_comm", "small_msg_large_comm", "large_msg_small_comm",
              "large_msg_large_comm")

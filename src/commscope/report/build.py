@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import InputError
 from ..paths import prepare_output, write_text_atomic
-from ..runs import open_run, utc_now
+from ..runs import expand_run_paths, open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
 from .tables import html_table
@@ -21,22 +21,6 @@ def _section_modules():
         if hasattr(mod, "render") and hasattr(mod, "KINDS"):
             mods.append(mod)
     return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
-
-
-def expand_run_paths(paths):
-    """Run directories named directly, or every run directory below a folder."""
-    out = []
-    for p in map(Path, paths):
-        if (p / "meta.json").exists():
-            out.append(p)
-        elif p.is_dir():
-            found = sorted(q.parent for q in p.glob("*/meta.json"))
-            if not found:
-                raise InputError(p, None, "holds no run directories (no */meta.json)")
-            out.extend(found)
-        else:
-            raise InputError(p, None, "no such run directory")
-    return out
 
 
 def host_warnings(runs):
