@@ -115,10 +115,10 @@ def test_report_and_fit_refuse_to_overwrite(runs_root, tmp_path, capsys):
     existing.write_text("keep me")
     assert main(["report", str(runs_root), "-o", str(existing)]) == 2
     assert existing.read_text() == "keep me"
-    prof = tmp_path / "machine-profile.json"
-    prof.write_text("keep me too")
-    assert main(["fit", str(runs_root), "-o", str(prof)]) == 2
-    assert prof.read_text() == "keep me too"
+    model_file = tmp_path / "machine-model.json"
+    model_file.write_text("keep me too")
+    assert main(["fit", str(runs_root), "-o", str(model_file)]) == 2
+    assert model_file.read_text() == "keep me too"
 
 
 def test_killed_mid_line_drops_only_the_partial_sample(runs_root):

@@ -42,7 +42,7 @@ def locality_from_run(run):
 
 
 def analyze(run_dir, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, arrivals="auto",
-            profile=None, trials=0, seed=0, guard_s=0.01, progress=None):
+            machine_model=None, trials=0, seed=0, guard_s=0.01, progress=None):
     """Replay a profile run's trace; compare ob1 with the pvars; optional thread trials."""
     run = open_run(run_dir)
     if run.meta.get("kind") != "profile":
@@ -52,7 +52,7 @@ def analyze(run_dir, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, ar
         eng.engine_code(e)
     trace = read_trace(run.raw_dir)
     locality_of = locality_from_run(run)
-    results, summary, inputs = replay(trace, engines, bins, arrivals, profile, locality_of)
+    results, summary, inputs = replay(trace, engines, bins, arrivals, machine_model, locality_of)
     cmp_rows = []
     for rank in inputs:
         ob1 = eng.simulate(inputs[rank].events, "ob1", bins, source=f"rank {rank} events")
