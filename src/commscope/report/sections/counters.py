@@ -72,8 +72,9 @@ def _size_label(n):
     return str(n)
 
 
-#: More cells than this are drawn by blocks: nodes when they are few enough, else
-#: equal blocks of consecutive ranks.
+#: More cells than this are drawn by groups: nodes when they are few enough, else
+#: equal groups of consecutive ranks ("group", not "block": a rank block is the
+#: rank's part of a node file, docs/glossary.md).
 MAX_CELLS = 256
 
 
@@ -88,7 +89,7 @@ def _groups(run, nranks):
         group[ranks["rank"].to_numpy()] = ranks["node"].map(codes).to_numpy()
         return group, len(codes), "node"
     size = -(-nranks // MAX_CELLS)
-    return np.arange(nranks) // size, -(-nranks // size), f"block of {size} ranks"
+    return np.arange(nranks) // size, -(-nranks // size), f"group of {size} ranks"
 
 
 def _matrix(run, peers, nranks, name):
@@ -107,7 +108,7 @@ def _matrix(run, peers, nranks, name):
     ax.set_xlabel(f"destination {unit}")
     ax.set_ylabel(f"source {unit}")
     ax.set_title(f"point-to-point bytes, {unit} x {unit}" if unit == "rank" or unit == "node"
-                 else "point-to-point bytes, by blocks of ranks")
+                 else "point-to-point bytes, by groups of ranks")
     note = "" if unit == "rank" else (f"<p>{nranks} ranks: the matrix sums them by {unit}.</p>")
     return note + figure_html(fig, f"{unit} by {unit} matrix of point-to-point bytes sent, {name}")
 
