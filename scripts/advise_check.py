@@ -4,15 +4,15 @@
 One run of the partitioned benchmark measures, per buffer size, the partitioned send
 (MPI_Pready as each thread finishes) and the single send after the join, while the
 OMPT tool times the sender's threads.  The advisor sees only the OMPT arrivals and a
-machine profile; its predicted saving per iteration (single - partitioned) is printed
+machine model; its predicted saving per iteration (single - partitioned) is printed
 next to the measured one.  Measured figures use medians (the 2-core machine is shared;
 means are dominated by descheduling outliers), and the run's spread of measured
 savings (p25..p75 of paired differences over runs) is shown.
 
-    .venv/bin/python scripts/advise_check.py [--profile machine-profile.json]
+    .venv/bin/python scripts/advise_check.py [--machine-model machine-model.json]
         [--sizes 256K,1M,4M,16M] [--runs 30] [--compute 0.005] [--sigma 1e-3]
 
-Without --profile a ping-pong run is made and fitted first (about 40 s).
+Without --machine-model a ping-pong run is made and fitted first (about 40 s).
 """
 
 import argparse
@@ -28,7 +28,7 @@ from commscope.units import parse_size
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile")
+    ap.add_argument("--machine-model", help="machine model JSON (default: fit a ping-pong run)")
     ap.add_argument("--sizes", default="256K,1M,4M,16M")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--threads", type=int, default=2)
@@ -36,19 +36,19 @@ def main():
     ap.add_argument("--sigma", type=float, default=1e-3)
     a = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="advise-check-"))
-    profile = a.profile
-    if profile is None:
+    machine_model = a.machine_model
+    if machine_model is None:
         from commscope.bench.pingpong import run_pingpong
-        from commscope.models.profile import save_profile
-        from commscope.profile_fit import fit_runs
+        from commscope.models.machine_model import save_machine_model
+        from commscope.machine_fit import fit_runs
         pp = run_pingpong(runs_root=root, echo=False, progress=False)
-        profile = root / "machine-profile.json"
-        save_profile(fit_runs([pp.path]), profile)
+        machine_model = root / "machine-model.json"
+        save_machine_model(fit_runs([pp.path]), machine_model)
     sizes = [parse_size(s) for s in a.sizes.split(",")]
     run = run_partitioned(threads=a.threads, compute_s=a.compute, sigma_s=a.sigma, sizes=sizes,
                           runs_per_size=a.runs, methods=["partitioned", "single"], ompt=True,
                           runs_root=root, echo=False, progress=False)
-    link, info = eb.link_for(run, profile=str(profile))
+    link, info = eb.link_for(run, machine_model=str(machine_model))
     samples = run.table("samples")
     print(f"# run {run.path}; link {info['source']} ({info['locality']}); {a.threads} threads, "
           f"compute {a.compute} s, sigma {a.sigma} s, {a.runs} runs per size and method")

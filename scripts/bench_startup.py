@@ -19,12 +19,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Each command with the spellings of older revisions (--size became --sizes), first first.
+#: Each command with the spellings of older revisions (--size became --sizes, --profile
+#: became --machine-model), the newest first.
 COMMANDS = [
     [["--help"]],
     [["--version"]],
     [["model", "stencil", "--points", "27", "--decomp", "2x2x2"]],
-    [["model", "p2p", "--profile", "bluewaters", "--sizes", "1024", "--locality", "inter-node"],
+    [["model", "p2p", "--machine-model", "bluewaters", "--sizes", "1024", "--locality",
+      "inter-node"],
+     ["model", "p2p", "--profile", "bluewaters", "--sizes", "1024", "--locality", "inter-node"],
      ["model", "p2p", "--profile", "bluewaters", "--size", "1024", "--locality", "inter-node"]],
     [["bench", "pingpong", "--help"]],
 ]

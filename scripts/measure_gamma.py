@@ -7,11 +7,11 @@ reversed - ordered = gamma (n^2 - n); also the triangular n(n-1)/2 form), then
 prints the reversed-order one-way time at the largest n measured against modelled:
 
 * max-rate + queue search: n (alpha + beta s) + gamma n^2, alpha and beta from
-  ``--profile`` (intra-socket) or else from a short ping-pong run fitted here;
-* profile-free: measured ordered time + gamma (n^2 - n).
+  ``--machine-model`` (intra-socket) or else from a short ping-pong run fitted here;
+* without a machine model: measured ordered time + gamma (n^2 - n).
 
 Usage: .venv/bin/python scripts/measure_gamma.py [--mpi mpich] [--nmax 10000]
-       [--iters 5] [--runs DIR] [--profile machine-profile.json]
+       [--iters 5] [--runs DIR] [--machine-model machine-model.json]
 Prints numbers only; nothing is asserted (the machine is shared and noisy).
 """
 
@@ -31,7 +31,7 @@ def main():
     ap.add_argument("--iters", type=int, default=5)
     ap.add_argument("--size", type=int, default=8)
     ap.add_argument("--runs", default=None, help="keep the run directories here")
-    ap.add_argument("--profile", default=None, help="machine profile for alpha and beta")
+    ap.add_argument("--machine-model", default=None, help="machine model for alpha and beta")
     a = ap.parse_args()
     root = a.runs or tempfile.mkdtemp(prefix="measure-gamma-")
     kw = dict(mpi_spec=a.mpi, runs_root=root, echo=False)
@@ -48,11 +48,11 @@ def main():
     print(f"gamma (triangular, gamma n(n+1)/2)         = {g_tri.gamma_s:.3e} s per element")
     print("Blue Waters, 004 eq. 4                     = 8.4e-09 s per element")
 
-    if a.profile:
-        from commscope.models.profile import load_profile
-        p = load_profile(a.profile).get(
-            load_profile(a.profile).protocol_of(a.size, "intra-socket"), "intra-socket")
-        alpha, beta, src = p.alpha_s, p.beta_s_per_byte, a.profile
+    if a.machine_model:
+        from commscope.models.machine_model import load_machine_model
+        machine_model = load_machine_model(a.machine_model)
+        p = machine_model.get(machine_model.protocol_of(a.size, "intra-socket"), "intra-socket")
+        alpha, beta, src = p.alpha_s, p.beta_s_per_byte, a.machine_model
     else:
         pp = run_pingpong(min_size=1, max_size=1024, iters=2000, warmup=200, **kw)
         s = pp.table("samples")

@@ -11,7 +11,7 @@ import csv
 import math
 
 from commscope.models.p2p import queue_search_time
-from commscope.models.profile import bluewaters_profile, canonical_locality, canonical_protocol
+from commscope.models.machine_model import bluewaters_machine_model, canonical_locality, canonical_protocol
 from commscope.models.stencil import stencil_counts
 from commscope.output import print_table
 from commscope.paths import DATA_DIR
@@ -42,10 +42,10 @@ def stencil_rows():
 
 
 def bluewaters_rows():
-    profile = bluewaters_profile()
+    machine_model = bluewaters_machine_model()
     with open(DATA_DIR / "bluewaters_node_aware_maxrate.csv") as fh:
         for row in csv.DictReader(fh):
-            p = profile.get(canonical_protocol(row["protocol"]), canonical_locality(row["locality"]))
+            p = machine_model.get(canonical_protocol(row["protocol"]), canonical_locality(row["locality"]))
             for name, paper, ours in (("alpha_s", float(row["alpha_s"]), p.alpha_s),
                                       ("R_b_Bps", float(row["Rb_Bps"]), p.Rb_Bps),
                                       ("R_N_Bps", float(row["RN_Bps"]), p.R_N_Bps)):
@@ -53,12 +53,12 @@ def bluewaters_rows():
                 yield {"example": f"Table 1 {row['protocol']} {row['locality']} {name}",
                        "paper": paper, "commscope": ours, "match": "yes" if same else "no",
                        "note": ""}
-    yield {"example": "eq. 4 gamma (s)", "paper": 8.4e-9, "commscope": profile.gamma_s,
-           "match": "yes" if profile.gamma_s == 8.4e-9 else "no", "note": ""}
+    yield {"example": "eq. 4 gamma (s)", "paper": 8.4e-9, "commscope": machine_model.gamma_s,
+           "match": "yes" if machine_model.gamma_s == 8.4e-9 else "no", "note": ""}
     # eq. 3 with eq. 4: the queue-search term for 10,000 reversed messages
     yield {"example": "eq. 3 gamma n^2 at n = 10,000 (s)", "paper": 8.4e-9 * 1e8,
-           "commscope": queue_search_time(profile.gamma_s, 10_000, "upper"), "match": "yes"
-           if math.isclose(queue_search_time(profile.gamma_s, 10_000, "upper"), 0.84) else "no",
+           "commscope": queue_search_time(machine_model.gamma_s, 10_000, "upper"), "match": "yes"
+           if math.isclose(queue_search_time(machine_model.gamma_s, 10_000, "upper"), 0.84) else "no",
            "note": "0.84 s"}
 
 

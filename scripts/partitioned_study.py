@@ -2,8 +2,8 @@
 """Partitioned communication on this machine, measured against the model (003 Sec. 4.4.3).
 
 Runs ``commscope bench partitioned`` at two variability levels (the thesis's 10 % and
-25 %, sigma = compute * v**2), fits a machine profile from a short ping-pong run
-(or loads --profile), and prints per level:
+25 %, sigma = compute * v**2), fits a machine model from a short ping-pong run
+(or loads --machine-model), and prints per level:
 
 * how accurate the synthetic compute was (actual - requested, per thread);
 * measured vs modeled effective bandwidth at the measured peak buffer size (ratio)
@@ -14,7 +14,7 @@ Runs ``commscope bench partitioned`` at two variability levels (the thesis's 10 
 Numbers are machine- and load-dependent: this script prints them, tests do not
 assert them.
 
-usage: scripts/partitioned_study.py [--profile P.json] [--threads 2] [--compute 0.02]
+usage: scripts/partitioned_study.py [--machine-model M.json] [--threads 2] [--compute 0.02]
                                     [--variabilities 0.1,0.25] [--runs-per-size 5]
                                     [--mpi openmpi|mpich] [--runs DIR]
 """
@@ -28,10 +28,10 @@ import numpy as np
 
 from commscope.bench.partitioned import default_sizes, run_partitioned
 from commscope.bench.pingpong import run_pingpong
-from commscope.models.profile import load_profile
+from commscope.models.machine_model import load_machine_model
 from commscope.output import print_table
 from commscope.predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
-from commscope.profile_fit import fit_runs
+from commscope.machine_fit import fit_runs
 
 
 def _range(r):
@@ -40,7 +40,7 @@ def _range(r):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", help="machine profile JSON (default: fit a short ping-pong)")
+    ap.add_argument("--machine-model", help="machine model JSON (default: fit a short ping-pong)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compute", type=float, default=0.02, help="mean compute, s")
     ap.add_argument("--variabilities", default="0.1,0.25")
@@ -51,14 +51,14 @@ def main(argv=None):
     root = Path(args.runs or tempfile.mkdtemp(prefix="partitioned-study-"))
     quiet = dict(echo=False, progress=False, mpi_spec=args.mpi, runs_root=root)
 
-    if args.profile:
-        profile, source = load_profile(args.profile), args.profile
+    if args.machine_model:
+        machine_model, source = load_machine_model(args.machine_model), args.machine_model
     else:
         pp = run_pingpong(min_size=1, max_size=32 << 20, iters=200, warmup=20, large_iters=20,
                           large_warmup=3, **quiet)
-        profile, source = fit_runs([pp.path]), f"fitted from {pp.path}"
-    print(f"# profile: {source}")
-    for (proto, loc), p in sorted(profile.params.items()):
+        machine_model, source = fit_runs([pp.path]), f"fitted from {pp.path}"
+    print(f"# machine model: {source}")
+    for (proto, loc), p in sorted(machine_model.params.items()):
         print(f"#   {loc:12s} {proto:10s} alpha {p.alpha_s * 1e6:8.3f} us  "
               f"bandwidth {p.Rb_Bps / 1e6:9.1f} MB/s")
     print(f"# sizes: 18*2^j MiB, j=-8..2 ({default_sizes()[0]} .. {default_sizes()[-1]} B); "
@@ -74,7 +74,7 @@ def main(argv=None):
         print(f"compute accuracy (sleep): actual - requested = mean {over.mean():.1f} us, "
               f"median {over.median():.1f} us, p95 {np.percentile(over, 95):.1f} us, "
               f"max {over.max():.1f} us over {len(over)} thread-runs")
-        pred = predict_partitioned(run, profile=profile, replicas=4000)
+        pred = predict_partitioned(run, machine_model=machine_model, replicas=4000)
         table = comparison_table(pred)
         show = table[["size_bytes", "measured_partitioned_Bps", "measured_isend_Bps",
                       "measured_single_Bps", "analytic_partitioned_Bps",

@@ -12,7 +12,7 @@ from commscope.bench.partitioned import run_partitioned
 from commscope.bench.threads import run_threads
 from commscope.cli import main as cli_main
 from commscope.models import partitioned as pm
-from commscope.models.profile import load_profile
+from commscope.models.machine_model import load_machine_model
 from commscope.predict import earlybird as eb
 from commscope.profile import ompt
 
@@ -54,7 +54,7 @@ def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
     assert main["threads"] == 2 and main["bytes_per_iteration"] == 4 << 20
     # sigma 1 ms: the threads' arrivals spread by about a millisecond
     assert 2e-4 < main["spread_s"] < 5e-3
-    link = pm.ProfileLink(load_profile("bluewaters"), d["link"]["locality"])
+    link = pm.MachineModelLink(load_machine_model("bluewaters"), d["link"]["locality"])
     single = pm.model_single_send(link, [4 << 20])["single_elapsed_s"].iloc[0]
     assert main["single_s"] == pytest.approx(single)
     # a partition of 2 MiB takes longer than the spread: at most one message is saved

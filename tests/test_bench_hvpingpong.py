@@ -9,7 +9,7 @@ from commscope.bench.hvpingpong import count_grid, model_table, run_hvpingpong
 from commscope.errors import InputError
 from commscope.models import p2p
 from commscope.models.contention_fit import fit_delta
-from commscope.models.profile import bluewaters_profile
+from commscope.models.machine_model import bluewaters_machine_model
 
 COUNTS = [1, 7, 60]
 SIZES = [8, 2048]
@@ -35,12 +35,12 @@ def test_every_repetition_of_every_cell_is_kept(hvpp_run):
     assert hvpp_run.meta["parameters"]["counts"] == COUNTS
 
 
-def test_model_table_uses_profile_and_fitted_gamma(hvpp_run):
+def test_model_table_uses_machine_model_and_fitted_gamma(hvpp_run):
     s = hvpp_run.table("samples")
-    prof = bluewaters_profile()
-    tab = model_table(s, prof, gamma_s=2e-9)
+    machine_model = bluewaters_machine_model()
+    tab = model_table(s, machine_model, gamma_s=2e-9)
     row = tab[(tab["n_messages"] == 60) & (tab["size_bytes"] == 2048) & (tab["order"] == "reversed")].iloc[0]
-    one = p2p.node_aware_time(prof, 2048, row["locality"])
+    one = p2p.node_aware_time(machine_model, 2048, row["locality"])
     assert row["maxrate_s"] == pytest.approx(60 * one)
     assert row["queue_s"] == pytest.approx(2e-9 * 60 ** 2)       # eq. 3, upper bound
     ordered = tab[(tab["n_messages"] == 60) & (tab["size_bytes"] == 2048) & (tab["order"] == "ordered")].iloc[0]
@@ -99,31 +99,31 @@ def test_bad_options_exit_2_with_a_clear_message(argv, needle, runs_root, capsys
 
 
 def test_fit_delta_recovers_the_papers_delta():
-    prof = bluewaters_profile()
+    machine_model = bluewaters_machine_model()
     rows = []
     rng = np.random.default_rng(3)
     for n in (1, 10, 100, 1000):
         for s in (8, 4096, 65536):
             for order in ("ordered", "reversed"):
-                base = p2p.hvpingpong_time(prof, n, s, "inter-node", order, ppn=16)["total_s"][0]
+                base = p2p.hvpingpong_time(machine_model, n, s, "inter-node", order, ppn=16)["total_s"][0]
                 extra = 1.0e-10 * p2p.contention_link_bytes(2, n * s, 16)[()]   # eqs. 5, 7
                 for _ in range(3):
                     rows.append(dict(n_messages=n, size_bytes=s, order=order,
                                      time_s=(base + extra) * rng.uniform(0.999, 1.001)))
-    fit = fit_delta(pd.DataFrame(rows), prof, hops=2, ppn=16)
+    fit = fit_delta(pd.DataFrame(rows), machine_model, hops=2, ppn=16)
     assert fit.delta_s_per_byte == pytest.approx(1.0e-10, rel=0.02)
     # a given l instead of eq. 7
-    fit2 = fit_delta(pd.DataFrame(rows), prof, ppn=16,
+    fit2 = fit_delta(pd.DataFrame(rows), machine_model, ppn=16,
                      link_bytes=lambda n, s: 2 * 2 ** 3 * n * s * 16)
     assert fit2.delta_s_per_byte == pytest.approx(fit.delta_s_per_byte)
     with pytest.raises(InputError, match="hops and ppn"):
-        fit_delta(pd.DataFrame(rows), prof)
+        fit_delta(pd.DataFrame(rows), machine_model)
 
 
 def test_report_section_renders(hvpp_run, tmp_path):
     from commscope.report.build import build_report
     page = build_report([hvpp_run.path], tmp_path / "r.html",
-                        profile=bluewaters_profile()).read_text()
+                        machine_model=bluewaters_machine_model()).read_text()
     figures = page.count("data:image/png") + page.count('<figure class="fig"')
     assert "HighVolumePingPong" in page and figures == len(SIZES)
     assert "gamma fitted from this run" in page and "cannot show" not in page
@@ -141,28 +141,28 @@ def _write_run(root, kind, params, rows, hosts=("a",), nranks=2):
 def test_fit_command_gets_gamma_and_delta_from_the_right_runs(runs_root, tmp_path, capsys):
     """Plain HVPP runs give gamma, --contention runs delta: neither leaks into the other."""
     from dataclasses import replace
-    prof = replace(bluewaters_profile(), gamma_s=0.0)    # queue search added below
+    machine_model = replace(bluewaters_machine_model(), gamma_s=0.0)    # queue search added below
     rng = np.random.default_rng(5)
     noise = lambda: rng.uniform(0.999, 1.001)           # noqa: E731
     sizes = [2 ** k for k in range(23)]
     pingpong = dict(pairs=1, min_size=1, max_size=sizes[-1], iters=3, warmup=0, large_iters=3,
                     large_warmup=0)
     _write_run(runs_root, "pingpong", pingpong, [
-        dict(size_bytes=s, pair=0, rep=r, time_s=p2p.node_aware_time(prof, s, "inter-node") * noise(),
+        dict(size_bytes=s, pair=0, rep=r, time_s=p2p.node_aware_time(machine_model, s, "inter-node") * noise(),
              locality="inter-node", pairs=1) for s in sizes for r in range(3)])
     gamma, delta, ppn = 2e-9, 1e-10, 16
     plain, cont = [], []
     for n in (1, 10, 100, 1000):
         for s in (8, 4096, 65536):
             for order in ("ordered", "reversed"):
-                base = p2p.hvpingpong_time(prof, n, s, "inter-node", order)["total_s"][0]
+                base = p2p.hvpingpong_time(machine_model, n, s, "inter-node", order)["total_s"][0]
                 search = gamma * (n * n if order == "reversed" else n)
                 on_link = delta * p2p.contention_link_bytes(2, n * s, ppn)[()]
                 for r in range(3):
                     cell = dict(n_messages=n, size_bytes=s, order=order, pair=0, rep=r,
                                 locality="inter-node", pairs=1)
                     plain.append(dict(cell, time_s=(base + search) * noise()))
-                    # no multi-pair ping-pong run, so the fitted profile has no R_N: the
+                    # no multi-pair ping-pong run, so the fitted machine model has no R_N: the
                     # synthetic machine has no injection limit either
                     cont.append(dict(cell, pairs=32, time_s=(base + search + on_link) * noise()))
     _write_run(runs_root, "hvpingpong", {"pairs": 1, "contention": False}, plain)

@@ -12,6 +12,7 @@ import pytest
 
 from commscope import runs, units
 from commscope.cli import build_parser
+from commscope.commands.common_options import DeprecatedOption
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +28,10 @@ SECONDS_OPTIONS = ("--compute", "--sigma", "--timeout", "--interval", "--thresho
 #: Lists of files are space-separated (shell globs); every other list is one argument.
 FILE_METAVARS = {"RUN", "FILE", "CSV", "TABLE"}
 RENAMED = {"--out": "-o/--output", "--work": "--compute", "--mean": "--compute",
-           "--threads-per-rank": "--threads", "--size-list": "--sizes", "--n": "--draws"}
+           "--threads-per-rank": "--threads", "--size-list": "--sizes", "--n": "--draws",
+           "--profile": "--machine-model"}
+#: Old names still accepted for one release (hidden, with a warning): old -> new.
+DEPRECATED = {"--profile": "--machine-model"}
 
 
 def leaf_commands(parser=None, path=()):
@@ -44,11 +48,38 @@ COMMANDS = dict(leaf_commands())
 
 
 def options(parser):
-    return [a for a in parser._actions if not isinstance(a, argparse._HelpAction)]
+    """The options a user is shown: not --help, not the deprecated old names."""
+    return [a for a in parser._actions
+            if not isinstance(a, (argparse._HelpAction, DeprecatedOption))]
+
+
+def deprecated_options(parser):
+    return [a for a in parser._actions if isinstance(a, DeprecatedOption)]
 
 
 def test_commands_are_discovered():
     assert {"bench pingpong", "fit", "report", "model p2p", "stats gev"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_deprecated_names_are_hidden_aliases_of_the_new_ones(command):
+    """An old name (``--profile``) sets what its new name sets, shows in no help, and
+    every command that has the new name still takes the old one this release."""
+    parser = COMMANDS[command]
+    problems = []
+    for action in deprecated_options(parser):
+        old = action.option_strings[0]
+        new = parser._option_string_actions.get(action.new_name)
+        if DEPRECATED.get(old) != action.new_name:
+            problems.append(f"{old}: not in DEPRECATED (docs/conventions.md)")
+        if new is None or new.dest != action.dest:
+            problems.append(f"{old}: its new name {action.new_name} is missing or sets another value")
+        if old in parser.format_help():
+            problems.append(f"{old}: shown in --help")
+    for old, new in DEPRECATED.items():
+        if new in parser._option_string_actions and old not in parser._option_string_actions:
+            problems.append(f"{new}: its old name {old} must still be accepted")
+    assert not problems, f"commscope {command}:\n  " + "\n  ".join(problems)
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -60,7 +91,7 @@ def test_option_names(command):
             if opt.startswith("--"):
                 if not re.fullmatch(r"--[a-z][a-z0-9]*(-[a-z0-9]+)*", opt):
                     problems.append(f"{opt}: long options are lower-case words joined by '-'")
-                if opt in RENAMED:
+                if opt in RENAMED and not isinstance(action, DeprecatedOption):
                     problems.append(f"{opt}: the convention's name is {RENAMED[opt]}")
             elif opt not in SHORT:
                 problems.append(f"{opt}: short option without a fixed meaning (have {sorted(SHORT)})")
@@ -177,17 +208,20 @@ def test_printed_tables_show_bandwidth_in_mb_per_s():
 
 
 def test_the_fit_table_uses_data_units():
-    from commscope.models.profile import bluewaters_profile
-    from commscope.profile_fit import profile_table
-    for column in profile_table(bluewaters_profile())[0]:
+    from commscope.models.machine_model import bluewaters_machine_model
+    from commscope.machine_fit import machine_model_table
+    for column in machine_model_table(bluewaters_machine_model())[0]:
         assert units.column_unit_problem(column, "f") is None or column in (
             "locality", "protocol", "sizes_bytes", "quality"), column
 
 
 def test_the_convention_is_written_down():
     text = (ROOT / "docs" / "conventions.md").read_text()
-    for word in ["_Bps", "_s", "_bytes", "MB/s", "--sizes", "--output", "--compute"]:
+    for word in ["_Bps", "_s", "_bytes", "MB/s", "--sizes", "--output", "--compute",
+                 "--machine-model", "--machine "]:
         assert word in text
+    for old, new in DEPRECATED.items():
+        assert f"`{old}`" in text and "deprecated" in text, old
     for opt, meaning in SHORT.items():
         assert f"`{opt}`" in text and meaning in text, opt
 
@@ -235,15 +269,15 @@ JSON_ARGS = {
     "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
                         "--runs", "{tmp}", "--quiet"],
     "doctor": [],
-    "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/profile.json"],
+    "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/machine-model.json"],
     "model matching": ["{profile}"],
-    "model p2p": ["--profile", "bluewaters", "--sizes", "1:4M", "--locality", "inter-node"],
+    "model p2p": ["--machine-model", "bluewaters", "--sizes", "1:4M", "--locality", "inter-node"],
     "model partitioned": ["--latency", "5e-6", "--bandwidth", "1e10", "--threads", "4",
                           "--compute", "0.1", "--variability", "0.1", "--sizes", "16MB",
                           "--monte-carlo", "--replicas", "500"],
-    "model pattern": ["--profile", "bluewaters", "--messages", "{pattern}", "--hops", "2"],
+    "model pattern": ["--machine-model", "bluewaters", "--messages", "{pattern}", "--hops", "2"],
     "model stencil": ["--points", "27", "--decomp", "2x2x2,4x2x2", "--per-thread"],
-    "predict partitioned": ["{partitioned}", "--profile", "bluewaters", "--replicas", "200"],
+    "predict partitioned": ["{partitioned}", "--machine-model", "bluewaters", "--replicas", "200"],
     "predict variability": ["{bsp}", "--target-ranks", "4,8", "--replicas", "500"],
     "profile": ["-n", "2", "--runs", "{tmp}", "--", "{program}", "4", "200"],
     "stats arrivals": ["{threads}/compute.parquet"],

@@ -45,11 +45,21 @@ def _check_failed_run(run_dir, proc, reason):
 
 @pytest.fixture
 def tiny_tmpfs(tmp_path):
+    yield from _tmpfs(tmp_path, "300k")
+
+
+@pytest.fixture
+def tinier_tmpfs(tmp_path):
+    """Room for a run's meta.json and the node file's start, not for two ranks' blocks."""
+    yield from _tmpfs(tmp_path, "80k")
+
+
+def _tmpfs(tmp_path, size):
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mnt)],
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
                          capture_output=True, text=True)
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
@@ -179,18 +189,18 @@ def test_ompt_write_failure_fails_a_job_that_exits_0(default_mpi, tmp_path, caps
 
 
 @pytest.mark.mpi
-def test_profiler_on_a_full_disk_fails_the_run_naming_the_file(default_mpi, tiny_tmpfs):
-    """The counter library reserves its file and finds the disk full: the profiled program
+def test_profiler_on_a_full_disk_fails_the_run_naming_the_file(default_mpi, tinier_tmpfs):
+    """The counter library reserves its blocks and finds the disk full: the profiled program
     runs on unprofiled, and the run is failed with the file named (exit 2)."""
     from commscope import mpi as mpimod
     proc = subprocess.run([sys.executable, "-m", "commscope", "profile", "-n", "2", "--quiet",
-                           "--runs", str(tiny_tmpfs), "--name", "prof", "--",
+                           "--runs", str(tinier_tmpfs), "--name", "prof", "--",
                            str(mpimod.binary(default_mpi, "threads")), "-n", "4", "-x", "1",
                            "--compute", "sleep"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if "counters." in line]
+    lines = [line for line in proc.stderr.splitlines() if "commscope: error:" in line]
     assert len(lines) == 1 and lines[0].endswith(": No space left on device"), proc.stderr
-    meta = json.loads((tiny_tmpfs / "prof" / "meta.json").read_text())
+    meta = json.loads((tinier_tmpfs / "prof" / "meta.json").read_text())
     assert meta["status"] == "failed" and meta["exit_status"] == 0
-    assert re.fullmatch(rf"no space left on device: {tiny_tmpfs}/prof/raw/counters\.\d\.bin",
-                        meta["failure"])
+    assert re.fullmatch(rf"no space left on device: {tinier_tmpfs}/prof/raw/node\.[\w.-]+\.(bin|json|snap)",
+                        meta["failure"]), meta["failure"]

@@ -108,8 +108,8 @@ def test_fifo_run_table_refused(new_run):
     ["stats", "gev", "{f}"],
     ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4"],
     ["stats", "arrivals", "{f}"],
-    ["model", "pattern", "--profile", "bluewaters", "--messages", "{f}"],
-    ["model", "p2p", "--profile", "{f}", "--size", "8", "--locality", "intra-socket"],
+    ["model", "pattern", "--machine-model", "bluewaters", "--messages", "{f}"],
+    ["model", "p2p", "--machine-model", "{f}", "--size", "8", "--locality", "intra-socket"],
 ])
 def test_fifo_and_device_inputs_refused(tmp_path, argv):
     for name, target in (("in.csv", None), ("dev.csv", "/dev/zero")):

@@ -132,7 +132,7 @@ def test_plot_ignores_planted_links(tmp_path, victim):
                   "size_bytes": [8000, 100], "count": [10, 5]}).to_csv(csv, index=False)
     planted = [f".p.png.{os.getpid()}.tmp"]
     _plant(dest, planted, victim)
-    assert main(["model", "pattern", "--profile", "bluewaters", "--messages", str(csv),
+    assert main(["model", "pattern", "--machine-model", "bluewaters", "--messages", str(csv),
                  "--ppn", "16", "--hops", "2", "--plot", str(dest / "p.png")]) == 0
     assert (dest / "p.png").read_bytes()[:4] == b"\x89PNG"
     _assert_untouched(victim, dest, planted)

@@ -2,7 +2,7 @@
 
 The cases issue 11 reported, one per class: sizes beyond 2^63, outputs whose parent
 is missing or a file, a non-mpicc given as --mpi, messages naming another option or an
-internal temporary file, a directory where a file belongs, a profile without the
+internal temporary file, a directory where a file belongs, a machine model without the
 locality asked for; and commscope's own bsp output read by stats gev/bootstrap.
 """
 
@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from commscope.cli import main
-from commscope.models.profile import bluewaters_profile
+from commscope.models.machine_model import bluewaters_machine_model
 from commscope.paths import write_text_atomic
 
 
@@ -24,9 +24,9 @@ def _run(capsys, argv):
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["model", "p2p", "--profile", "bluewaters", "--sizes", str(2 ** 64),
+    (["model", "p2p", "--machine-model", "bluewaters", "--sizes", str(2 ** 64),
       "--locality", "inter-node"], "--sizes"),
-    (["model", "p2p", "--profile", "bluewaters", "--sizes", "1:16EB",
+    (["model", "p2p", "--machine-model", "bluewaters", "--sizes", "1:16EB",
       "--locality", "inter-node"], "--sizes"),
     (["model", "partitioned", "--latency", "1e-6", "--bandwidth", "1e9", "--threads", "2",
       "--compute", "0.01", "--sigma", "0.001", "--sizes", "1e23"], "--sizes"),
@@ -65,7 +65,7 @@ def test_a_program_that_is_not_an_mpicc_is_refused_before_building(capsys, runs_
 
 
 def test_a_directory_where_a_file_belongs(tmp_path, capsys):
-    status, err = _run(capsys, ["model", "p2p", "--profile", str(tmp_path), "--sizes", "1K",
+    status, err = _run(capsys, ["model", "p2p", "--machine-model", str(tmp_path), "--sizes", "1K",
                                 "--locality", "inter-node"])
     assert status == 2 and "is a directory" in err and "no such file" not in err
     status, err = _run(capsys, ["stats", "gev", str(tmp_path)])
@@ -76,13 +76,13 @@ def test_a_directory_where_a_file_belongs(tmp_path, capsys):
     assert status == 2 and "is a run directory" in err and f"{tmp_path}/maxima.parquet" in err
 
 
-def test_a_profile_without_the_locality_names_the_file_and_what_it_has(tmp_path, capsys):
-    one_node = bluewaters_profile().to_dict()
+def test_a_machine_model_without_the_locality_names_the_file_and_what_it_has(tmp_path, capsys):
+    one_node = bluewaters_machine_model().to_dict()
     one_node["parameters"] = [p for p in one_node["parameters"] if p["locality"] != "inter-node"]
     one_node["breakpoints"].pop("inter-node", None)
     path = tmp_path / "one-node.json"
     path.write_text(json.dumps(one_node))
-    status, err = _run(capsys, ["model", "p2p", "--profile", str(path), "--sizes", "1K",
+    status, err = _run(capsys, ["model", "p2p", "--machine-model", str(path), "--sizes", "1K",
                                 "--locality", "inter-node"])
     assert status == 2 and str(path) in err and "intra-socket" in err
 

@@ -275,7 +275,7 @@ def test_mtmatch_orders_give_the_ob1_lengths_it_measured(capsys, tmp_path, defau
 @pytest.mark.mpi
 def test_whatif_rethreads_the_bsp_halo_with_the_stencil_counts(capsys, traced):
     out = _cli_json(capsys, str(traced["bsp"]), "--threads-send", "16", "--points", "5",
-                    "--profile", "bluewaters", "--trials", "20")
+                    "--machine-model", "bluewaters", "--trials", "20")
     rows = pd.DataFrame(out["whatif"]["rows"])
     c = stencil_counts("5", (4, 4))
     new = rows[rows["threads"] == "16"].set_index(["rank", "engine"])

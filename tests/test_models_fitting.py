@@ -11,10 +11,10 @@ from commscope.errors import InputError
 from commscope.models.fitting import (MAX_MEDIAN_REL_ERROR, MIN_SIZES_PER_SEGMENT,
                                       breakpoint_contradictions, compare_breakpoints,
                                       find_protocol_breakpoints, fit_gamma, fit_maxrate,
-                                      fit_postal, fit_profile, protocol_switches)
+                                      fit_postal, fit_machine_model, protocol_switches)
 from commscope.models.p2p import hvpingpong_time, node_aware_time
-from commscope.models.profile import (bluewaters_profile, load_profile, profile_from_dict,
-                                      save_profile)
+from commscope.models.machine_model import (bluewaters_machine_model, load_machine_model,
+                                            machine_model_from_dict, save_machine_model)
 
 SIZES = 2 ** np.arange(0, 23)          # 1 B .. 4 MiB: times span about four decades
 
@@ -128,43 +128,43 @@ def test_fit_maxrate_without_limit_gives_inf():
     assert math.isinf(fit.R_N_Bps) and fit.limited_pairs == []
 
 
-# ------------------------------------------------------------------ whole profile
+# ------------------------------------------------------------------ whole machine model
 
-def test_fit_profile_recovers_every_locality(tmp_path):
+def test_fit_machine_model_recovers_every_locality(tmp_path):
     df = pingpong(2)
-    prof = fit_profile(df, mpi_eager_limits={"btl_sm_eager_limit": 4096},
+    machine_model = fit_machine_model(df, mpi_eager_limits={"btl_sm_eager_limit": 4096},
                        machine={"host": "synthetic"})
     names = {3: ("short", "eager", "rendezvous"), 2: ("eager", "rendezvous")}
     for loc, (segs, bps, _) in TRUE.items():
         canon = "cross-socket" if loc == "intra-node" else loc
-        bp = prof.breakpoints[canon]
+        bp = machine_model.breakpoints[canon]
         assert tuple(x for x in (bp.short_max_bytes, bp.eager_max_bytes) if x is not None) == bps
         for proto, (alpha, rb) in zip(names[len(segs)], segs):
-            p = prof.params[(proto, canon)]
+            p = machine_model.params[(proto, canon)]
             assert p.alpha_s == pytest.approx(alpha, rel=0.05), (loc, proto)
             if (loc, proto) != ("inter-node", "short"):
                 assert p.Rb_Bps == pytest.approx(rb, rel=0.05), (loc, proto)
             assert p.fit.n_samples > 0 and p.fit.max_rel_error < 0.05
-        # the fitted profile predicts the noiseless times at every size
+        # the fitted machine model predicts the noiseless times at every size
         for s in SIZES:
-            assert node_aware_time(prof, s, canon) == pytest.approx(true_time(loc, s), rel=0.03)
-    assert prof.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(6.6e9, rel=0.03)
-    assert math.isinf(prof.params[("rendezvous", "intra-socket")].R_N_Bps)
-    assert ("short", "cross-socket") not in prof.params      # two regimes: eager + rendezvous
-    assert prof.protocol_of(1, "cross-socket") == "eager"
-    table = compare_breakpoints(prof).set_index("locality")
+            assert node_aware_time(machine_model, s, canon) == pytest.approx(true_time(loc, s), rel=0.03)
+    assert machine_model.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(6.6e9, rel=0.03)
+    assert math.isinf(machine_model.params[("rendezvous", "intra-socket")].R_N_Bps)
+    assert ("short", "cross-socket") not in machine_model.params      # two regimes: eager + rendezvous
+    assert machine_model.protocol_of(1, "cross-socket") == "eager"
+    table = compare_breakpoints(machine_model).set_index("locality")
     assert table.loc["cross-socket", "eager_max_bytes"] == 4096
     assert table.loc["inter-node", "mpi:btl_sm_eager_limit"] == 4096
-    assert prof.gamma_s is None
-    back = load_profile(save_profile(prof, tmp_path / "fit.json"))
-    assert back.to_dict() == prof.to_dict()
+    assert machine_model.gamma_s is None
+    back = load_machine_model(save_machine_model(machine_model, tmp_path / "fit.json"))
+    assert back.to_dict() == machine_model.to_dict()
 
 
-def test_fit_profile_without_pairs_column_and_with_hvpp():
+def test_fit_machine_model_without_pairs_column_and_with_hvpp():
     df = pingpong(3, pairs=(1,)).drop(columns="pairs")
-    prof = fit_profile(df, hvpp=hvpp_samples(4, gamma=6e-9))
-    assert math.isinf(prof.params[("rendezvous", "inter-node")].R_N_Bps)
-    assert prof.gamma_s == pytest.approx(6e-9, rel=0.05)
+    machine_model = fit_machine_model(df, hvpp=hvpp_samples(4, gamma=6e-9))
+    assert math.isinf(machine_model.params[("rendezvous", "inter-node")].R_N_Bps)
+    assert machine_model.gamma_s == pytest.approx(6e-9, rel=0.05)
 
 
 # ------------------------------------------------------------------ queue search
@@ -172,13 +172,13 @@ def test_fit_profile_without_pairs_column_and_with_hvpp():
 def hvpp_samples(seed, gamma, reps=5, noise=0.03, search="upper"):
     """HighVolumePingPong samples from the model with a known gamma, noisy."""
     rng = np.random.default_rng(seed)
-    prof = bluewaters_profile()
-    prof.gamma_s = gamma
+    machine_model = bluewaters_machine_model()
+    machine_model.gamma_s = gamma
     n = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024])[:, None]
     s = np.array([8, 256, 4096])[None, :]
     frames = []
     for order in ("ordered", "reversed"):
-        m = hvpingpong_time(prof, n, s, "intra-socket", order, reversed_search=search)
+        m = hvpingpong_time(machine_model, n, s, "intra-socket", order, reversed_search=search)
         m = m.loc[m.index.repeat(reps)].copy()
         m["time_s"] = m["total_s"] * rng.lognormal(0, noise, len(m))
         frames.append(m[["n_messages", "size_bytes", "order", "time_s"]])
@@ -222,9 +222,9 @@ GOOD = pingpong(0, reps=3, pairs=(1,))
     GOOD.assign(pairs=2),          # no single-pair samples
     GOOD.assign(pairs=0),
 ])
-def test_fit_profile_bad_input(df):
+def test_fit_machine_model_bad_input(df):
     with pytest.raises(InputError):
-        fit_profile(df)
+        fit_machine_model(df)
 
 
 def test_fit_functions_bad_input():
@@ -273,9 +273,9 @@ def test_cache_slope_change_is_not_a_protocol_switch():
     assert search.breakpoints == (2048,)
     assert continuous == (cache_knee,)
     assert search.segments == [(1, 2048), (4096, 4 << 20)]
-    prof = fit_profile(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
-    assert prof.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
-    assert prof.protocol_of(4096, "intra-socket") == "rendezvous"
+    machine_model = fit_machine_model(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
+    assert machine_model.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
+    assert machine_model.protocol_of(4096, "intra-socket") == "rendezvous"
 
 
 # ------------------------------------------------------------------ fit quality
@@ -291,45 +291,45 @@ def _noisy_pingpong(seed=11, max_size=64 << 10, reps=20):
 
 
 def test_noisy_fit_is_flagged_and_every_segment_is_finite_and_wide_enough():
-    prof = fit_profile(_noisy_pingpong(), mpi_eager_limits={"btl_sm_eager_limit": 4096})
-    for (proto, loc), p in prof.params.items():
+    machine_model = fit_machine_model(_noisy_pingpong(), mpi_eager_limits={"btl_sm_eager_limit": 4096})
+    for (proto, loc), p in machine_model.params.items():
         assert p.beta_s_per_byte > 0 and math.isfinite(p.Rb_Bps), proto  # no infinite bandwidth
         assert len(p.fit.rel_error_by_size) >= MIN_SIZES_PER_SEGMENT, proto
         lo, hi = p.fit.ci95["alpha_s"]
         assert lo <= p.alpha_s <= hi or math.isclose(p.alpha_s, lo) or math.isclose(p.alpha_s, hi)
         assert p.fit.ci95["Rb_Bps"][0] <= p.Rb_Bps <= p.fit.ci95["Rb_Bps"][1]
-    flagged = [p for p in prof.params.values() if p.fit.flags]
+    flagged = [p for p in machine_model.params.values() if p.fit.flags]
     assert flagged, "a fit with errors of tens of percent must be flagged"
     assert all(p.fit.median_rel_error > MAX_MEDIAN_REL_ERROR for p in flagged)
-    assert any("fit flagged" in w for w in prof.machine["warnings"])
-    # the flags survive the profile file and show in the printed table
-    again = profile_from_dict(json.loads(json.dumps(prof.to_dict())), "p.json")
-    assert [p.fit.flags for p in again.params.values()] == [p.fit.flags for p in prof.params.values()]
-    from commscope.profile_fit import profile_table
-    assert any(r["quality"].startswith("FLAGGED") for r in profile_table(prof))
+    assert any("fit flagged" in w for w in machine_model.machine["warnings"])
+    # the flags survive the machine-model file and show in the printed table
+    again = machine_model_from_dict(json.loads(json.dumps(machine_model.to_dict())), "p.json")
+    assert [p.fit.flags for p in again.params.values()] == [p.fit.flags for p in machine_model.params.values()]
+    from commscope.machine_fit import machine_model_table
+    assert any(r["quality"].startswith("FLAGGED") for r in machine_model_table(machine_model))
 
 
 def test_clean_fit_is_not_flagged_and_its_intervals_are_tight():
-    prof = fit_profile(pingpong(2, noise=0.01, pairs=(1,)))
-    for p in prof.params.values():
+    machine_model = fit_machine_model(pingpong(2, noise=0.01, pairs=(1,)))
+    for p in machine_model.params.values():
         assert p.fit.flags == []
         lo, hi = p.fit.ci95["alpha_s"]
         assert hi - lo < 0.2 * p.alpha_s + 1e-9
 
 
 def test_gamma_and_r_n_get_bootstrap_intervals():
-    prof = fit_profile(pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9))
-    lo, hi = prof.machine["gamma_ci95_s"]
-    assert lo <= prof.gamma_s <= hi and hi < 2 * prof.gamma_s
-    rn = prof.params[("rendezvous", "inter-node")]
+    machine_model = fit_machine_model(pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9))
+    lo, hi = machine_model.machine["gamma_ci95_s"]
+    assert lo <= machine_model.gamma_s <= hi and hi < 2 * machine_model.gamma_s
+    rn = machine_model.params[("rendezvous", "inter-node")]
     assert rn.R_N_Bps == pytest.approx(6.6e9, rel=0.1)
     assert rn.fit.ci95["R_N_Bps"][0] <= rn.R_N_Bps <= rn.fit.ci95["R_N_Bps"][1]
 
 
 def test_a_breakpoint_no_mpi_t_limit_explains_is_said():
-    prof = bluewaters_profile()
-    prof.mpi_eager_limits = {"btl_sm_eager_limit": 4096}
-    said = breakpoint_contradictions(prof)
+    machine_model = bluewaters_machine_model()
+    machine_model.mpi_eager_limits = {"btl_sm_eager_limit": 4096}
+    said = breakpoint_contradictions(machine_model)
     assert said and all("MPI_T" in s for s in said)   # 499 and 7999 B: no 4096 nearby...
-    prof.mpi_eager_limits = {"a": 512, "b": 8192}
-    assert breakpoint_contradictions(prof) == []       # ...but 512 and 8192 explain them
+    machine_model.mpi_eager_limits = {"a": 512, "b": 8192}
+    assert breakpoint_contradictions(machine_model) == []       # ...but 512 and 8192 explain them

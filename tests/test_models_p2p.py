@@ -1,4 +1,4 @@
-"""Point-to-point models (paper 004) and machine profiles: Table 1 by hand, brute force, bad input."""
+"""Point-to-point models (paper 004) and machine models: Table 1 by hand, brute force, bad input."""
 
 import json
 import math
@@ -14,11 +14,11 @@ from commscope.models.p2p import (contention_link_bytes, contention_time, hvping
                                   maxrate_time, node_aware_breakdown, node_aware_time,
                                   postal_time, predict_pattern, queue_search_time,
                                   queue_search_time_from_elements, validate_messages)
-from commscope.models.profile import (FitQuality, bluewaters_profile,
-                                      load_profile, save_profile)
+from commscope.models.machine_model import (FitQuality, bluewaters_machine_model,
+                                            load_machine_model, save_machine_model)
 
 REFERENCE_CSV = DATA_DIR / "bluewaters_node_aware_maxrate.csv"
-BW = bluewaters_profile()
+BW = bluewaters_machine_model()
 
 
 # ---------------------------------------------------------------- Table 1 by hand
@@ -60,15 +60,15 @@ def test_postal_and_maxrate_forms():
     assert v.shape == (3,) and v[0] == pytest.approx(1e-6)
 
 
-def test_profile_csv_equals_builtin_bluewaters():
-    csv = load_profile(REFERENCE_CSV)
+def test_machine_model_csv_equals_builtin_bluewaters():
+    csv = load_machine_model(REFERENCE_CSV)
     assert set(csv.params) == set(BW.params)  # "intra-node" -> cross-socket, "rend" -> rendezvous
     for key, p in BW.params.items():
         q = csv.params[key]
         assert (q.alpha_s, q.Rb_Bps, q.R_N_Bps) == pytest.approx((p.alpha_s, p.Rb_Bps, p.R_N_Bps), rel=1e-12)
-    assert csv.gamma_s is None and csv.delta_s_per_byte is None  # only the published profile has them
+    assert csv.gamma_s is None and csv.delta_s_per_byte is None  # only the published machine model has them
     assert (BW.gamma_s, BW.delta_s_per_byte) == (8.4e-9, 1.0e-10)
-    custom = load_profile(REFERENCE_CSV, breakpoints={"short_max_bytes": 64, "eager_max_bytes": 4096})
+    custom = load_machine_model(REFERENCE_CSV, breakpoints={"short_max_bytes": 64, "eager_max_bytes": 4096})
     assert custom.protocol_of(65, "inter-node") == "eager"
     assert custom.protocol_of(4097, "intra-socket") == "rendezvous"
 
@@ -118,7 +118,7 @@ def test_hvpingpong_model():
     assert tri["queue_s"].to_numpy() == pytest.approx(8.4e-9 * n * (n + 1) / 2)
     with pytest.raises(InputError):
         hvpingpong_time(BW, n, 1024, "intra-socket", "sideways")
-    no_gamma = load_profile(REFERENCE_CSV)
+    no_gamma = load_machine_model(REFERENCE_CSV)
     with pytest.raises(InputError):
         hvpingpong_time(no_gamma, n, 1024, "intra-socket")
 
@@ -153,7 +153,7 @@ def test_predict_pattern_per_rank_terms():
 
 
 def test_predict_pattern_missing_parameters_leave_notes():
-    r = predict_pattern(load_profile(REFERENCE_CSV), PATTERN.drop(columns="count"))
+    r = predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"))
     assert (r.per_rank["queue_s"] == 0).all() and (r.per_rank["contention_s"] == 0).all()
     assert len(r.notes) == 2
     assert r.per_rank["n_messages"].tolist() == [2, 1, 1]  # count defaults to 1
@@ -184,15 +184,15 @@ def test_bad_model_arguments():
         predict_pattern(BW, PATTERN, hops=-1)
 
 
-# ---------------------------------------------------------------- profile files
+# ---------------------------------------------------------------- machine-model files
 
-def test_profile_round_trip(tmp_path):
-    prof = bluewaters_profile()
-    prof.params[("eager", "inter-node")].fit = FitQuality(40, 0.05, 0.01, {512: 0.01, 4096: -0.05})
-    prof.mpi_eager_limits = {"btl_tcp_eager_limit": 65536}
-    path = save_profile(prof, tmp_path / "p.json")
-    back = load_profile(path)
-    assert back.to_dict() == prof.to_dict()
+def test_machine_model_round_trip(tmp_path):
+    machine_model = bluewaters_machine_model()
+    machine_model.params[("eager", "inter-node")].fit = FitQuality(40, 0.05, 0.01, {512: 0.01, 4096: -0.05})
+    machine_model.mpi_eager_limits = {"btl_tcp_eager_limit": 65536}
+    path = save_machine_model(machine_model, tmp_path / "p.json")
+    back = load_machine_model(path)
+    assert back.to_dict() == machine_model.to_dict()
     assert back.params[("rendezvous", "inter-node")].R_N_Bps == 6.6e9
     assert math.isinf(back.params[("short", "inter-node")].R_N_Bps)
     assert back.params[("eager", "inter-node")].fit.rel_error_by_size == {512: 0.01, 4096: -0.05}
@@ -202,10 +202,10 @@ def test_save_refuses_to_overwrite(tmp_path):
     path = tmp_path / "p.json"
     path.write_text("precious")
     with pytest.raises(InputError):
-        save_profile(BW, path)
+        save_machine_model(BW, path)
     assert path.read_text() == "precious"
-    save_profile(BW, path, overwrite=True)
-    assert load_profile(path).gamma_s == 8.4e-9
+    save_machine_model(BW, path, overwrite=True)
+    assert load_machine_model(path).gamma_s == 8.4e-9
 
 
 def _write(tmp_path, data):
@@ -215,7 +215,7 @@ def _write(tmp_path, data):
 
 
 def _good():
-    return bluewaters_profile().to_dict()
+    return bluewaters_machine_model().to_dict()
 
 
 def _with(mutator):
@@ -238,28 +238,28 @@ def _with(mutator):
     (_with(lambda d: d.update(parameters=[p for p in d["parameters"] if p["protocol"] != "short"])),
      "parameters (short/intra-socket)"),
 ])
-def test_bad_profile_files_name_file_and_field(tmp_path, data, field):
+def test_bad_machine_model_files_name_file_and_field(tmp_path, data, field):
     path = _write(tmp_path, data)
     with pytest.raises(InputError) as exc:
-        load_profile(path)
+        load_machine_model(path)
     assert exc.value.source == str(path)
     assert exc.value.field == field
 
 
-def test_bad_csv_profile_and_missing_file(tmp_path):
+def test_bad_csv_machine_model_and_missing_file(tmp_path):
     bad = tmp_path / "t.csv"
     bad.write_text("protocol,locality,alpha_s,Rb_Bps\nshort,intra-socket,1e-6,1e9\n")
     with pytest.raises(InputError) as exc:
-        load_profile(bad)
+        load_machine_model(bad)
     assert exc.value.field == "RN_Bps"
     with pytest.raises(InputError):
-        load_profile(tmp_path / "nope.json")
+        load_machine_model(tmp_path / "nope.json")
 
 
 # ---------------------------------------------------------------- CLI
 
 def test_cli_p2p_json_matches_library(capsys):
-    assert main(["model", "p2p", "--profile", "bluewaters", "--sizes", "100,1024:4096",
+    assert main(["model", "p2p", "--machine-model", "bluewaters", "--sizes", "100,1024:4096",
                  "--locality", "inter-node", "--ppn", "16", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["size_bytes"] for r in rows] == [100, 1024, 2048, 4096]
@@ -267,8 +267,8 @@ def test_cli_p2p_json_matches_library(capsys):
         list(node_aware_time(BW, np.array([100, 1024, 2048, 4096]), "inter-node", 16)))
 
 
-def test_cli_p2p_with_csv_profile_table(capsys):
-    assert main(["model", "p2p", "--profile", str(REFERENCE_CSV), "--sizes", "65536",
+def test_cli_p2p_with_csv_machine_model_table(capsys):
+    assert main(["model", "p2p", "--machine-model", str(REFERENCE_CSV), "--sizes", "65536",
                  "--locality", "intra-node"]) == 0
     out = capsys.readouterr().out
     assert "rendezvous" in out and "postal" in out
@@ -277,22 +277,22 @@ def test_cli_p2p_with_csv_profile_table(capsys):
 def test_cli_pattern(tmp_path, capsys):
     csv = tmp_path / "m.csv"
     PATTERN.to_csv(csv, index=False)
-    assert main(["model", "pattern", "--profile", "bluewaters", "--messages", str(csv),
+    assert main(["model", "pattern", "--machine-model", "bluewaters", "--messages", str(csv),
                  "--ppn", "16", "--hops", "2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["max_total_s"] == pytest.approx(predict_pattern(BW, PATTERN, ppn=16, hops=2).max_total_s)
-    assert main(["model", "pattern", "--profile", "bluewaters", "--messages", str(csv)]) == 0
+    assert main(["model", "pattern", "--machine-model", "bluewaters", "--messages", str(csv)]) == 0
     captured = capsys.readouterr()
     assert "max_total_s" in captured.out and "contention term omitted" in captured.err
 
 
 @pytest.mark.parametrize("argv", [
-    ["p2p", "--profile", "bluewaters", "--sizes", "12q", "--locality", "inter-node"],
-    ["p2p", "--profile", "bluewaters", "--sizes", "64:8", "--locality", "inter-node"],
-    ["p2p", "--profile", "bluewaters", "--sizes", "8", "--locality", "mars"],
-    ["p2p", "--profile", "bluewaters", "--sizes", "8", "--locality", "inter-node", "--ppn", "0"],
-    ["p2p", "--profile", "/nonexistent/profile.json", "--sizes", "8", "--locality", "inter-node"],
-    ["pattern", "--profile", "bluewaters", "--messages", "/nonexistent.csv"],
+    ["p2p", "--machine-model", "bluewaters", "--sizes", "12q", "--locality", "inter-node"],
+    ["p2p", "--machine-model", "bluewaters", "--sizes", "64:8", "--locality", "inter-node"],
+    ["p2p", "--machine-model", "bluewaters", "--sizes", "8", "--locality", "mars"],
+    ["p2p", "--machine-model", "bluewaters", "--sizes", "8", "--locality", "inter-node", "--ppn", "0"],
+    ["p2p", "--machine-model", "/nonexistent/machine-model.json", "--sizes", "8", "--locality", "inter-node"],
+    ["pattern", "--machine-model", "bluewaters", "--messages", "/nonexistent.csv"],
 ])
 def test_cli_bad_arguments_exit_2(argv, capsys):
     assert main(["model", *argv]) == 2
@@ -303,7 +303,7 @@ def test_cli_pattern_stacked_plot(tmp_path, capsys):
     csv = tmp_path / "m.csv"
     PATTERN.to_csv(csv, index=False)
     png = tmp_path / "stacked.png"
-    argv = ["model", "pattern", "--profile", "bluewaters", "--messages", str(csv), "--ppn", "16",
+    argv = ["model", "pattern", "--machine-model", "bluewaters", "--messages", str(csv), "--ppn", "16",
             "--hops", "2", "--plot", str(png)]
     assert main(argv) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -312,9 +312,9 @@ def test_cli_pattern_stacked_plot(tmp_path, capsys):
     assert png.stat().st_mtime_ns == before
 
 
-def test_every_profile_option_takes_the_bluewaters_keyword(capsys):
-    assert main(["model", "partitioned", "--profile", "bluewaters", "--locality", "inter-node",
+def test_every_machine_model_option_takes_the_bluewaters_keyword(capsys):
+    assert main(["model", "partitioned", "--machine-model", "bluewaters", "--locality", "inter-node",
                  "--threads", "4", "--compute", "0.01", "--variability", "0.1",
                  "--sizes", "1MiB", "--json"]) == 0
     assert "1048576" in capsys.readouterr().out
-    assert load_profile("BlueWaters").gamma_s == BW.gamma_s
+    assert load_machine_model("BlueWaters").gamma_s == BW.gamma_s

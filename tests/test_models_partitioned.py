@@ -100,13 +100,13 @@ def test_link_from_alpha_beta_is_postal():
     assert pm.message_time_s(link, 1e6) == pytest.approx(2e-6 + 1e-4)
 
 
-def test_profile_link_matches_node_aware_model():
+def test_machine_model_link_matches_node_aware_model():
     from commscope.models.p2p import node_aware_time
-    from commscope.models.profile import bluewaters_profile
-    prof = bluewaters_profile()
+    from commscope.models.machine_model import bluewaters_machine_model
+    machine_model = bluewaters_machine_model()
     sizes = np.array([100.0, 4000.0, 1e5, 1e7])
-    link = pm.ProfileLink(prof, "inter-node")
-    assert np.allclose(pm.message_time_s(link, sizes), node_aware_time(prof, sizes, "inter-node"))
+    link = pm.MachineModelLink(machine_model, "inter-node")
+    assert np.allclose(pm.message_time_s(link, sizes), node_aware_time(machine_model, sizes, "inter-node"))
 
 
 # ------------------------------------------------------------------- Monte Carlo
@@ -281,17 +281,17 @@ def test_cli_bad_input_exit_2(capsys, argv, needle):
     assert needle in capsys.readouterr().err
 
 
-def test_cli_profile_link(tmp_path, capsys):
+def test_cli_machine_model_link(tmp_path, capsys):
     from commscope.models.p2p import node_aware_time
-    from commscope.models.profile import bluewaters_profile, save_profile
+    from commscope.models.machine_model import bluewaters_machine_model, save_machine_model
     path = tmp_path / "bw.json"
-    save_profile(bluewaters_profile(), path)
-    rc = main(["model", "partitioned", "--profile", str(path), "--threads", "8",
+    save_machine_model(bluewaters_machine_model(), path)
+    rc = main(["model", "partitioned", "--machine-model", str(path), "--threads", "8",
                "--compute", "0.01", "--sigma", "1e-4", "--sizes", "1MiB", "--json"])
     assert rc == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["single_elapsed_s"] == pytest.approx(
-        node_aware_time(bluewaters_profile(), 2 ** 20, "inter-node"))
+        node_aware_time(bluewaters_machine_model(), 2 ** 20, "inter-node"))
 
 
 def test_cli_huge_replicas_refused_naming_the_limit(capsys):

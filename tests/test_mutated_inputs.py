@@ -1,7 +1,7 @@
-"""Mutated run directories and machine profiles: a clear exit 2 or a sane result, never a traceback.
+"""Mutated run directories and machine models: a clear exit 2 or a sane result, never a traceback.
 
 A session fixture makes real, small runs of every benchmark kind and fits a real
-profile. Hypothesis then changes one field of one meta.json or of the profile (a
+machine model. Hypothesis then changes one field of one meta.json or of the machine model (a
 value of the wrong type, a removed field, a value wrapped in a list) in a copy, runs
 the real CLI commands that read that file and checks: exit 0 with output, or exit 2
 with one message naming the file; no exception escapes ``cli.main``; the input files
@@ -39,7 +39,7 @@ SEEN = {"examples": 0, "exit_0": 0, "exit_2": 0}
 
 @pytest.fixture(scope="session")
 def originals(tmp_path_factory, default_mpi):
-    """One real run of each kind and a fitted profile (seconds each, 2 ranks)."""
+    """One real run of each kind and a fitted machine model (seconds each, 2 ranks)."""
     root = tmp_path_factory.mktemp("originals")
     runs = root / "runs"
     made = {
@@ -56,9 +56,9 @@ def originals(tmp_path_factory, default_mpi):
         "bsp": run_bsp("ftq", ranks=2, intervals=10, warmup=1, mean=1e-3, sd=1e-4, seed=3,
                        runs_root=runs, **QUIET),
     }
-    profile = root / "machine-profile.json"
-    assert _cli(["fit", str(made["pingpong"].path), "-o", str(profile)])[0] == 0
-    return {"runs": {k: r.path for k, r in made.items()}, "profile": profile}
+    machine_model = root / "machine-model.json"
+    assert _cli(["fit", str(made["pingpong"].path), "-o", str(machine_model)])[0] == 0
+    return {"runs": {k: r.path for k, r in made.items()}, "machine_model": machine_model}
 
 
 def _cli(argv):
@@ -103,15 +103,15 @@ def _digest(folder):
 def _commands(target, kind, work, originals):
     """The CLI commands that read the mutated file."""
     runs = originals["runs"]
-    if kind == "profile":
-        return [["model", "p2p", "--profile", str(target), "--sizes", "1K,64K",
+    if kind == "machine_model":
+        return [["model", "p2p", "--machine-model", str(target), "--sizes", "1K,64K",
                  "--locality", "intra-socket"],
-                ["predict", "partitioned", str(runs["partitioned"]), "--profile", str(target),
-                 "--replicas", "50"]]
+                ["predict", "partitioned", str(runs["partitioned"]), "--machine-model",
+                 str(target), "--replicas", "50"]]
     by_kind = {
         "pingpong": [["fit", str(target), "-o", str(work / "p.json")]],
         "hvpingpong": [["fit", str(runs["pingpong"]), str(target), "-o", str(work / "p.json")]],
-        "partitioned": [["predict", "partitioned", str(target), "--profile", "bluewaters",
+        "partitioned": [["predict", "partitioned", str(target), "--machine-model", "bluewaters",
                          "--replicas", "50"]],
         "bsp": [["predict", "variability", str(target), "--target-ranks", "4",
                  "--replicas", "200", "--seed", "1"],
@@ -127,11 +127,11 @@ def _commands(target, kind, work, originals):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_inputs_exit_0_or_2_naming_the_file(originals, tmp_path_factory, data):
-    kind = data.draw(st.sampled_from(["profile", *sorted(originals["runs"])]), label="file")
+    kind = data.draw(st.sampled_from(["machine_model", *sorted(originals["runs"])]), label="file")
     work = tmp_path_factory.mktemp("mutant")
-    if kind == "profile":
-        target = work / "machine-profile.json"
-        shutil.copy(originals["profile"], target)
+    if kind == "machine_model":
+        target = work / "machine-model.json"
+        shutil.copy(originals["machine_model"], target)
         doc_file = target
     else:
         target = work / kind

@@ -14,7 +14,7 @@ from commscope.cli import main
 from commscope.models.partitioned import ConstantLink
 from commscope.predict.partitioned import (comparison_table, peak, predict_partitioned,
                                            range_text, win_ranges)
-from commscope.profile_fit import fit_runs
+from commscope.machine_fit import fit_runs
 from commscope.report.build import build_report
 from commscope.runs import open_run
 from commscope.stats.evt import emma_probability
@@ -32,13 +32,13 @@ def prun(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def profile_path(tmp_path_factory):
+def machine_model_path(tmp_path_factory):
     root = tmp_path_factory.mktemp("pp")
     run = run_pingpong(min_size=1, max_size=4 << 20, iters=50, warmup=5, large_iters=10,
                        large_warmup=2, runs_root=root, **QUIET)
-    from commscope.models.profile import save_profile
-    path = root / "profile.json"
-    save_profile(fit_runs([run.path]), path)
+    from commscope.models.machine_model import save_machine_model
+    path = root / "machine-model.json"
+    save_machine_model(fit_runs([run.path]), path)
     return path
 
 
@@ -76,13 +76,13 @@ def test_model_rows_use_the_runs_parameters(prun):
         assert part["effective_bandwidth_Bps"] == pytest.approx(size / part["elapsed_s"])
 
 
-def test_profile_link_and_locality(prun, profile_path):
-    df = predict_partitioned(prun, profile=profile_path, replicas=200)
-    assert df.attrs["link"] == "profile" and df.attrs["locality"] == "intra-socket"
+def test_machine_model_link_and_locality(prun, machine_model_path):
+    df = predict_partitioned(prun, machine_model=machine_model_path, replicas=200)
+    assert df.attrs["link"] == "machine-model" and df.attrs["locality"] == "intra-socket"
     assert df["elapsed_s"].notna().all() and (df["elapsed_s"] > 0).all()
     from commscope.errors import InputError
     with pytest.raises(InputError, match="inter-node"):
-        predict_partitioned(prun, profile=profile_path, locality="inter-node")
+        predict_partitioned(prun, machine_model=machine_model_path, locality="inter-node")
 
 
 def test_wins_and_peak_from_a_known_table():
@@ -122,22 +122,22 @@ def test_cli_json_with_osu_table(prun, capsys):
     assert out["peak"]["partitioned"]["size_bytes"] in SIZES
 
 
-def test_cli_table_with_profile(prun, profile_path, capsys):
-    assert main(["predict", "partitioned", str(prun.path), "--profile", str(profile_path),
+def test_cli_table_with_machine_model(prun, machine_model_path, capsys):
+    assert main(["predict", "partitioned", str(prun.path), "--machine-model", str(machine_model_path),
                  "--replicas", "200"]) == 0
     text = capsys.readouterr().out
     assert "effective bandwidth" in text and "model, Algorithm 1" in text
     assert "measured partitioned peak" in text
 
 
-def test_cli_bad_inputs_exit_2(prun, profile_path, tmp_path, capsys):
+def test_cli_bad_inputs_exit_2(prun, machine_model_path, tmp_path, capsys):
     run = str(prun.path)
     bad = [
         [run],                                                   # no link
-        [run, "--profile", str(profile_path), "--osu", OSU],     # two links
+        [run, "--machine-model", str(machine_model_path), "--osu", OSU],  # two links
         [run, "--osu", OSU],                                     # two machines, none chosen
         [run, "--osu", OSU, "--machine", "nosuch"],
-        [run, "--profile", str(tmp_path / "missing.json")],
+        [run, "--machine-model", str(tmp_path / "missing.json")],
         [str(tmp_path), "--osu", OSU, "--machine", "quartz"],    # not a run directory
         [run, "--osu", OSU, "--machine", "quartz", "--replicas", "0"],
         [run, "--osu", OSU, "--machine", "quartz", "--t-wait", "-1"],
@@ -160,9 +160,10 @@ def test_refuses_runs_with_corrupted_data(prun, tmp_path):
         predict_partitioned(open_run(copy), link=ConstantLink(1e-6, 1e10))
 
 
-def test_report_section(prun, profile_path, tmp_path):
-    from commscope.models.profile import load_profile
-    out = build_report([prun.path], tmp_path / "with.html", profile=load_profile(profile_path))
+def test_report_section(prun, machine_model_path, tmp_path):
+    from commscope.models.machine_model import load_machine_model
+    out = build_report([prun.path], tmp_path / "with.html",
+                       machine_model=load_machine_model(machine_model_path))
     page = out.read_text()
     assert "Partitioned communication" in page and ('aria-label="partitioned ' in page or 'alt="partitioned ' in page)
     assert "Algorithm 1" in page and "Early-bird send beats the single send" in page

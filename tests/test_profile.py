@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -173,8 +174,9 @@ def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypa
     assert code != 0
     assert "exited with status" in err
     assert run.meta["status"] == "failed"
-    summary = {r["rank"]: r for r in run.meta["profile"]["ranks"]}
-    assert summary[1]["state"].startswith("not finalized")
+    summary = run.table("ranks").set_index("rank")
+    assert summary.loc[1, "state"].startswith("not finalized")
+    assert 1 in run.meta["profile"]["ranks"]["not_finalized"]
     f = run.table("functions")
     recv = f[(f["rank"] == 1) & (f["function"] == "MPI_Recv")]["calls"].sum()
     assert recv == sum(100 + t for t in range(T))  # every blocking receive before the kill
@@ -192,7 +194,9 @@ def test_files_are_private(capsys, runs_root, exact_openmpi):
     assert code == 0, err
     assert stat.S_IMODE(run.raw_dir.stat().st_mode) == 0o700
     raw = list(run.raw_dir.iterdir())
-    assert {p.name.split(".")[0] for p in raw} >= {"counters", "snapshots", "comms"}
+    key = f"node.{socket.gethostname()}"
+    assert {p.name for p in raw} >= {f"{key}.bin", f"{key}.json", f"{key}.snap",
+                                     f"{key}.comms.csv", "summary.json"}
     for p in raw:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
 
@@ -349,11 +353,11 @@ def test_metadata_that_does_not_match_its_data_file(capsys, runs_root, exact_ope
     for name in ("a", "b"):
         assert profile(capsys, runs_root, "--name", name, "--", str(exact_openmpi))[0] == 0
     a, b = runs_root / "a" / "raw", runs_root / "b" / "raw"
-    os.chmod(b / "counters.0.json", 0o600)
-    shutil.copy(a / "counters.0.json", b / "counters.0.json")  # other run's nonce
+    meta = f"node.{socket.gethostname()}.json"
+    shutil.copy(a / meta, b / meta)  # other run's nonce
     with pytest.raises(Exception) as info:
         CounterFile(b, 0)
-    assert "counters.0.bin" in str(info.value) and "different runs" in str(info.value)
+    assert meta.replace(".json", ".bin") in str(info.value) and "different runs" in str(info.value)
     assert main(["top", str(runs_root / "b"), "--once"]) == 2
     assert "nonce" in capsys.readouterr().err
 
@@ -435,4 +439,6 @@ def test_pcontrol_snapshots_match_ob1_queue_lengths(capsys, runs_root, default_m
         pytest.skip("the ob1 queue-length pvars are Open MPI's")
     pv = run.table("pvars")
     q = pv[(pv["rank"] == 0) & (pv["pvar"] == "pml_ob1_posted_recvq_length") & (pv["index"] == 1)]
-    assert q.sort_values("seq")["value"].tolist() == [0, 25, 0, 0]
+    # the table holds changes: the value at each snapshot is the last change up to it
+    at = s0[["seq"]].merge(q[["seq", "value"]], on="seq", how="left")["value"].ffill().fillna(0)
+    assert at.tolist() == [0, 25, 0, 0]

@@ -51,7 +51,7 @@ def profile(capsys, runs_root, which, exe, *args):
                                     if (r / "stderr.txt").exists())
     run = open_run(runs[-1])
     assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
-    assert [r["state"] for r in run.meta["profile"]["ranks"]] == ["finalized"] * 2
+    assert run.table("ranks")["state"].tolist() == ["finalized"] * 2
     return run
 
 
@@ -422,4 +422,4 @@ def test_a_sessions_only_program_is_profiled_to_its_last_session(request, capsys
     exe = compile_program(the_mpi(request, which), "family_sessions", tmp_path)
     run = profile(capsys, runs_root, which, exe)
     check(run, expect_sessions)
-    assert [r["threads"] for r in run.meta["profile"]["ranks"]] == [1, 1]
+    assert run.table("ranks")["threads"].tolist() == [1, 1]

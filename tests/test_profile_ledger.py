@@ -45,7 +45,7 @@ def check_ledger(run):
     for rank in (0, 1):
         got = {k: int(totals[(rank, k)]) for k in expected(rank)}
         assert got == expected(rank), f"rank {rank}"
-        assert run.meta["profile"]["ranks"][rank]["threads"] == T + 1
+        assert run.table("ranks").set_index("rank").loc[rank, "threads"] == T + 1
     # the peer matrix: every message from rank 0 that rank 1 received, and its own 6
     peers = run.table("peers").set_index(["rank", "peer"])
     assert peers.loc[(1, 0), "messages_received"] == T * N + 5 + 1 + 3 == peers.loc[(0, 1), "messages_sent"]

@@ -246,7 +246,7 @@ def test_figures_have_their_own_alt_text_and_no_legend_on_the_data(spied_report)
 def test_the_report_names_one_source_for_its_model_parameters(spied_report):
     page, _ = spied_report
     assert "fitted from the ping-pong runs in this report" in page
-    assert "profile given to the report" not in page  # no --profile was given
+    assert "machine model given to the report" not in page  # no --machine-model was given
 
 
 @pytest.mark.mpi

@@ -7,9 +7,10 @@ import pytest
 
 from commscope.cli import main
 from commscope.errors import InputError
-from commscope.runs import SCHEMA_VERSION, Run, open_run, register_table
+from commscope.kinds import TABLE_COLUMNS
+from commscope.runs import SCHEMA_VERSION, Run, open_run
 
-register_table("unit", "samples", {"size_bytes": "i", "time_s": "f", "locality": "O"})
+TABLE_COLUMNS["unit", "samples"] = {"size_bytes": "i", "time_s": "f", "locality": "O"}
 
 
 def make_run(root, **kw):
@@ -114,10 +115,10 @@ def test_report_and_fit_refuse_to_overwrite(runs_root, tmp_path, capsys):
     existing.write_text("keep me")
     assert main(["report", str(runs_root), "-o", str(existing)]) == 2
     assert existing.read_text() == "keep me"
-    prof = tmp_path / "machine-profile.json"
-    prof.write_text("keep me too")
-    assert main(["fit", str(runs_root), "-o", str(prof)]) == 2
-    assert prof.read_text() == "keep me too"
+    model_file = tmp_path / "machine-model.json"
+    model_file.write_text("keep me too")
+    assert main(["fit", str(runs_root), "-o", str(model_file)]) == 2
+    assert model_file.read_text() == "keep me too"
 
 
 def test_killed_mid_line_drops_only_the_partial_sample(runs_root):

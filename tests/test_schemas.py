@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from commscope.errors import InputError
-from commscope.models.profile import bluewaters_profile, profile_from_dict
+from commscope.models.machine_model import bluewaters_machine_model, machine_model_from_dict
 from commscope.runs import Run, validate_meta
 from commscope.schemas import SCHEMAS, field_path, schema
 
@@ -82,12 +82,12 @@ def test_newer_writers_may_add_fields_and_the_interrupted_status(tmp_path):
     (lambda d: d.update(gamma_s=True), "gamma_s"),
     (lambda d: d.update(parameters={"a": 1}), "parameters"),
 ])
-def test_profile_wrong_types_name_the_field(mutate, where):
-    good = json.loads(json.dumps(bluewaters_profile().to_dict()))
-    profile_from_dict(json.loads(json.dumps(good)), "p.json")
+def test_machine_model_wrong_types_name_the_field(mutate, where):
+    good = json.loads(json.dumps(bluewaters_machine_model().to_dict()))
+    machine_model_from_dict(json.loads(json.dumps(good)), "p.json")
     mutate(good)
     with pytest.raises(InputError) as exc:
-        profile_from_dict(good, "p.json")
+        machine_model_from_dict(good, "p.json")
     assert exc.value.source == "p.json" and exc.value.field == where
 
 

@@ -129,9 +129,9 @@ PINGPONG = "bench pingpong --ranks-per-node 1 -m 1:8K -i 100 -x 10 -I 20 -X 2"
 HVPP = "bench hvpingpong --ranks-per-node 1 --messages 1:50 --sizes 8,4K -i 3 -x 1"
 MPICH_PINGPONG = ("commscope bench pingpong --mpi mpich --ranks-per-node 1 -m 1:64 -i 100 "
                   "--name pingpong-mpich")
-FIT_AND_REPORT = ['fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-profile.json"',
+FIT_AND_REPORT = ['fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-model.json"',
                   'commscope report "$COMMSCOPE_RUNS" -o "$STUDY/report.html" '
-                  '--profile "$STUDY/machine-profile.json"']
+                  '--machine-model "$STUDY/machine-model.json"']
 
 
 def _check_srun_plugins(study):
@@ -154,12 +154,12 @@ def test_generated_study_under_mpi_default_none_with_contention_on_4_nodes(
     contention = open_run(study / "runs" / "hvpp-contention")
     assert {p["node"] for p in contention.meta["placement"]} == {"n1", "n2", "n3", "n4"}
     assert contention.meta["shared_hosts"] == {os.uname().nodename: ["n1", "n2", "n3", "n4"]}
-    profile = json.loads((study / "machine-profile.json").read_text())
-    fit = profile["machine"]["delta_fit"]
+    machine_model = json.loads((study / "machine-model.json").read_text())
+    fit = machine_model["machine"]["delta_fit"]
     assert fit["nodes"] == 4 and fit["ppn"] == 1 and fit["hops"] == 2
     assert "delta (contention per byte on a link) = " in out
     shared = f"Slurm nodes n1, n2, n3, n4 share host {os.uname().nodename}"
-    assert any(shared in w for w in profile["machine"]["warnings"])
+    assert any(shared in w for w in machine_model["machine"]["warnings"])
     report = (study / "report.html").read_text()
     assert f'<p class="warn">{shared}' in report and "delta" in report
     assert "help file" not in out and "Sorry!" not in out  # the wheel's PMIx noise is gone
@@ -172,7 +172,7 @@ def test_generated_study_under_mpi_default_pmix(slurm_env, mpi_default, tmp_path
     out, study = _sbatch_study(tmp_path, slurm_env, 2,
                                [f"commscope {PINGPONG}", MPICH_PINGPONG, *FIT_AND_REPORT])
     _check_srun_plugins(study)
-    assert (study / "report.html").exists() and (study / "machine-profile.json").exists()
+    assert (study / "report.html").exists() and (study / "machine-model.json").exists()
 
 
 @pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])

@@ -42,7 +42,7 @@ def test_parsing_the_command_line_imports_no_heavy_library(argv):
 
 @pytest.mark.parametrize("argv,allowed", [
     (["model", "stencil", "--points", "27", "--decomp", "2x2x2"], {"numpy"}),
-    (["model", "p2p", "--profile", "bluewaters", "--sizes", "1K", "--locality", "inter-node"],
+    (["model", "p2p", "--machine-model", "bluewaters", "--sizes", "1K", "--locality", "inter-node"],
      {"numpy"}),
 ])
 def test_analytic_models_run_without_pandas_scipy_matplotlib(argv, allowed):

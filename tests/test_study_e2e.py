@@ -1,4 +1,4 @@
-"""The main job end to end: real runs of every benchmark -> fit -> profile -> HTML report."""
+"""The main job end to end: real runs of every benchmark -> fit -> machine model -> HTML report."""
 
 import json
 import re
@@ -6,7 +6,7 @@ import re
 import pytest
 
 from commscope.cli import main
-from commscope.models.profile import load_profile
+from commscope.models.machine_model import load_machine_model
 
 pytestmark = pytest.mark.mpi
 
@@ -18,22 +18,22 @@ def study(tmp_path_factory, default_mpi):
     return out
 
 
-def test_study_writes_runs_profile_and_report(study, capsys):
+def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
         "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "multirate", "partitioned",
         "pingpong-1pair", "pingpong-2pairs", "profile-bsp-halo", "threads"]
-    profile = load_profile(study / "machine-profile.json")
-    assert set(profile.localities) <= {"intra-socket", "cross-socket"}   # one node
-    rdv = profile.get("rendezvous", profile.localities[0])
+    machine_model = load_machine_model(study / "machine-model.json")
+    assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}   # one node
+    rdv = machine_model.get("rendezvous", machine_model.localities[0])
     assert rdv.alpha_s >= 0 and 1e8 < rdv.Rb_Bps < 1e12     # shared memory: 0.1 GB/s .. 1 TB/s
     assert rdv.fit.n_samples > 0 and rdv.fit.rel_error_by_size
-    # The eager limits the MPI reported via MPI_T travel into the profile.
-    assert any("eager" in k for k in profile.mpi_eager_limits)
+    # The eager limits the MPI reported via MPI_T travel into the machine model.
+    assert any("eager" in k for k in machine_model.mpi_eager_limits)
     html = (study / "report.html").read_text()
     figures = html.count("<img") + html.count('<figure class="fig"')
     assert figures >= 9                                # every section's figures, inline
     assert html.count("<svg") >= 1                     # line plots as SVG: zoomable, searchable
-    for heading in ("Machine profile", "Point-to-point", "HighVolumePingPong",
+    for heading in ("Machine model", "Point-to-point", "HighVolumePingPong",
                     "Multithreaded message matching", "Partitioned communication",
                     "Thread arrivals", "Runtime variability", "Application profile",
                     "Matching queues of traced programs",
@@ -42,25 +42,25 @@ def test_study_writes_runs_profile_and_report(study, capsys):
     assert "residuals" in html
     # from HighVolumePingPong; the quick study (300 messages at most) on a loaded machine can
     # fit no quadratic term at all, so only its presence and sign are certain
-    assert profile.gamma_s is not None and profile.gamma_s >= 0
+    assert machine_model.gamma_s is not None and machine_model.gamma_s >= 0
     assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
     assert "Load imbalance between ranks" in html    # the profiled harness ran with timers
 
 
 def test_refit_and_report_from_cli(study, tmp_path, capsys):
-    prof = tmp_path / "p.json"
-    assert main(["fit", str(study / "runs"), "-o", str(prof)]) == 0
+    model_file = tmp_path / "p.json"
+    assert main(["fit", str(study / "runs"), "-o", str(model_file)]) == 0
     out = capsys.readouterr().out
     assert re.search(r"(intra|cross)-socket\s+rendezvous", out)
     two_pairs = json.loads((study / "runs" / "pingpong-2pairs" / "meta.json").read_text())
-    fitted = load_profile(prof)
+    fitted = load_machine_model(model_file)
     has_rn = any(p.R_N_Bps != float("inf") for p in fitted.params.values())
     # an R_N fitted from a run with more ranks than cores is flagged, not silently trusted
     # (when the 2-pair run shows no injection limit, R_N stays inf and there is nothing to flag)
     assert ("warning: R_N" in out) == (has_rn and bool(two_pairs["launch"]["oversubscribed"]))
-    assert json.loads(prof.read_text())["schema"] == "commscope.machine-profile"
+    assert json.loads(model_file.read_text())["schema"] == "commscope.machine-model"
     report = tmp_path / "bw.html"
-    assert main(["report", str(study / "runs"), "--profile", "bluewaters", "-o", str(report)]) == 0
+    assert main(["report", str(study / "runs"), "--machine-model", "bluewaters", "-o", str(report)]) == 0
     assert report.exists()
 
 

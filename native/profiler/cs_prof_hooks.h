@@ -67,7 +67,7 @@ static inline int cs_bin(long long bytes)
 static inline void cs_count_bin(uint64_t *s, int func, long long bytes)
 {
     if ((cs_sets & CS_SET_BINS) && cs_function_bin[func] >= 0)
-        s[CS_OFF_BINS + cs_function_bin[func] * CS_NBINS + cs_bin(bytes)]++;
+        cs_bin_row(s, cs_function_bin[func])[cs_bin(bytes)]++;
 }
 
 /* World rank of `rank` in a group (communicator, window), -1 when unknown. */
@@ -83,10 +83,6 @@ static inline int cs_world_of(MPI_Comm comm, int rank)
     return cs_world_in(cs_comm_lookup(comm), rank);
 }
 
-static inline uint64_t *cs_peer_row(uint64_t *s, int array)
-{
-    return s + CS_OFF_PEERS + (size_t)array * (size_t)cs_world_size;
-}
 
 /* Bytes a status reports.  Open MPI and MPICH keep the byte count in the status
  * itself; reading it there saves MPI_Get_count's checks and division on every
@@ -119,8 +115,9 @@ static inline void cs_count_message(uint64_t *s, int func, long long bytes, int 
     if (cs_sets & CS_SET_PEERS) {
         int w = cs_world_of(comm, peer);
         if (w >= 0) {
-            cs_peer_row(s, received ? CS_P_messages_received : CS_P_messages_sent)[w] += (uint64_t)(long long)sign;
-            cs_peer_row(s, received ? CS_P_bytes_received : CS_P_bytes_sent)[w] += (uint64_t)(sign * bytes);
+            uint64_t *p = cs_peer(s, w);
+            p[received ? CS_P_messages_received : CS_P_messages_sent] += (uint64_t)(long long)sign;
+            p[received ? CS_P_bytes_received : CS_P_bytes_sent] += (uint64_t)(sign * bytes);
         }
     }
 }
@@ -374,7 +371,7 @@ static inline void cs_count_rma(uint64_t *s, const cs_group_t *g, int target, in
     if (cs_sets & CS_SET_BYTES) s[counter[kind]] += bytes;
     if (cs_sets & CS_SET_PEERS) {
         int w = cs_world_in(g, target);
-        if (w >= 0) cs_peer_row(s, array[kind])[w] += bytes;
+        if (w >= 0) cs_peer(s, w)[array[kind]] += bytes;
     }
 }
 

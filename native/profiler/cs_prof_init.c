@@ -8,12 +8,13 @@
  *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
  *                           (default: every set but timers and trace)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
- *   COMMSCOPE_SLABS         slabs the counter file starts with (default 8; it grows)
+ *   COMMSCOPE_SLABS         slabs a rank starts with (default 1; more as threads appear)
  *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
  *   COMMSCOPE_COLL_SMALL_BYTES, COMMSCOPE_COLL_SMALL_COMM  collective-bin breakpoints
  *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -25,10 +26,12 @@
 
 #include "cs_prof_init.h"
 #include "cs_prof_snap.h"
+#include "cs_prof_summary.h"
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
 
 static char dir[4096];
+static char node_key[256];
 static double snapshot_s = 0.5;
 static int chosen_sets; /* cs_sets is only published once everything is set up */
 static int npvar_values;
@@ -95,30 +98,29 @@ static const char *set_name(int bit)
     return "calls";
 }
 
-/* counters.<rank>.json, written once after the data file exists (temp + rename);
- * returns 0 or the errno of the failed step. */
-static int write_metadata(int thread_level)
+/* node.<node>.json, written once by the rank that created the node file (temp +
+ * rename): the layout every rank of the node shares; returns 0 or an errno. */
+static int write_metadata(void)
 {
     char path[4200], tmp[4300], host[256] = "", lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int liblen = 0;
     gethostname(host, sizeof host - 1);
     PMPI_Get_library_version(lib, &liblen);
-    snprintf(path, sizeof path, "%s/counters.%d.json", dir, cs_world_rank);
-    snprintf(tmp, sizeof tmp, "%s/.counters.%d.json.tmp", dir, cs_world_rank);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    snprintf(path, sizeof path, "%s/node.%s.json", dir, node_key);
+    snprintf(tmp, sizeof tmp, "%s/.node.%s.json.tmp", dir, node_key);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
     if (!f) return errno ? errno : EIO;
-    fprintf(f, "{\n \"schema\": \"commscope.counters\",\n \"schema_version\": 2,\n");
-    fprintf(f, " \"nonce\": \"%016llx\",\n \"rank\": %d,\n \"world_size\": %d,\n \"host\": ",
-            (unsigned long long)cs_hdr->nonce, cs_world_rank, cs_world_size);
+    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 3,\n \"node\": ");
+    json_string(f, node_key);
+    fprintf(f, ",\n \"host\": ");
     json_string(f, host);
-    fprintf(f, ",\n \"pid\": %d,\n \"mpi_library\": ", (int)getpid());
+    fprintf(f, ",\n \"mpi_library\": ");
     json_string(f, lib);
-    fprintf(f, ",\n \"thread_level\": %d,\n \"data_file\": \"counters.%d.bin\",\n", thread_level,
-            cs_world_rank);
-    fprintf(f, " \"header_bytes\": %d,\n \"slab_words\": %zu,\n \"slab_chunk\": %d,\n",
-            CS_HEADER_BYTES, cs_state_slab_words(), CS_CHUNK_SLABS);
-    fprintf(f, " \"rank_words_at\": %d,\n \"tid_offset\": %d,\n", CS_RANK_WORDS_AT, CS_OFF_TID);
+    fprintf(f, ",\n \"world_size\": %d,\n \"nonce\": \"%016llx\",\n", cs_world_size,
+            (unsigned long long)cs_node_nonce);
+    fprintf(f, " \"node_file\": \"node.%s.bin\",\n \"snapshot_file\": \"node.%s.snap\",\n", node_key, node_key);
+    fprintf(f, " \"comms_file\": \"node.%s.comms.csv\",\n \"files_file\": \"node.%s.files.csv\",\n", node_key, node_key);
 #if defined(__x86_64__)
     fprintf(f, " \"tick_source\": \"rdtsc\",\n");
 #else
@@ -128,6 +130,21 @@ static int write_metadata(int thread_level)
     for (int i = 0, first = 1; i < NSETS; i++)
         if (chosen_sets & SET_NAMES[i].bit) fprintf(f, "%s\"%s\"", first ? "" : ", ", SET_NAMES[i].name), first = 0;
     fprintf(f, "],\n \"snapshot_interval_s\": %g,\n", snapshot_s);
+    fprintf(f, " \"layout\": {\"page\": %d, \"dir_at\": %d, \"max_ranks\": %d, \"rank_block_bytes\": %d, "
+               "\"rank_words_at\": %d, \"files_at\": %d, \"chunks_at\": %d, \"max_chunks\": %d, "
+               "\"big_chunk\": %d,\n  \"slab_words\": %d, \"tid_offset\": %d, \"binmap_offset\": %d, "
+               "\"binrows_offset\": %d, \"binblocks_offset\": %d, \"bin_blocks\": %d, "
+               "\"bin_block_rows\": %d,\n  \"peerseq_offset\": %d, \"peercap_offset\": %d, "
+               "\"peercount_offset\": %d, \"peerat_offset\": %d, \"peers_offset\": %d, "
+               "\"peer_entry_words\": %d},\n",
+            CS_PAGE, CS_DIR_AT, CS_MAX_LOCAL_RANKS, CS_RANK_BLOCK_BYTES, CS_RANK_WORDS_AT, CS_FILES_AT,
+            CS_CHUNKS_AT, (int)CS_MAX_CHUNKS, CS_BIG_CHUNK, (int)CS_SLAB_WORDS, CS_OFF_TID,
+            CS_OFF_BINMAP, CS_OFF_BINROWS, CS_OFF_BINBLOCKS, CS_BIN_BLOCKS, CS_BIN_BLOCK_ROWS,
+            CS_OFF_PEERSEQ, CS_OFF_PEERCAP, CS_OFF_PEERCOUNT, CS_OFF_PEERAT, CS_OFF_PEERS, CS_PEER_ENTRY);
+    fprintf(f, " \"canonical\": {\"words\": %zu, \"total_calls\": %d, \"total_ticks\": %d, \"calls\": %d, "
+               "\"ticks\": %d, \"bytes\": %d, \"coll\": %d, \"bins\": %d, \"peers\": %d, \"pvars\": %zu},\n",
+            cs_canonical_words(), CS_CAN_TOTAL_CALLS, CS_CAN_TOTAL_TICKS, CS_CAN_CALLS, CS_CAN_TICKS,
+            CS_CAN_FBYTES, CS_CAN_COLL, CS_CAN_BINS, CS_CAN_PEERS, cs_canonical_pvars_at());
     fprintf(f, " \"counters\": [\n");
     int idx = 0;
 #define CS_COUNTER(name, kind, scope, set, unit, desc)                                          \
@@ -138,21 +155,20 @@ static int write_metadata(int thread_level)
     json_string(f, desc);                                                                       \
     fprintf(f, "}%s\n", idx < CS_NCOUNTERS ? "," : "");
 #include "counters.def"
-#undef CS_COUNTER
     fprintf(f, " ],\n \"functions\": [\n");
     for (int i = 0; i < CS_NFUNC; i++) {
         fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d, \"bytes_offset\": %d",
                 cs_function_names[i], CS_OFF_CALLS + i, CS_OFF_TICKS + i, CS_OFF_FBYTES + i);
-        if (cs_function_bin[i] >= 0) fprintf(f, ", \"bins_offset\": %d", CS_OFF_BINS + cs_function_bin[i] * CS_NBINS);
+        if (cs_function_bin[i] >= 0) fprintf(f, ", \"bin_row\": %d", cs_function_bin[i]);
         if (cs_function_coll[i] >= 0) fprintf(f, ", \"coll_offset\": %d", CS_OFF_COLL + cs_function_coll[i] * CS_NCOLLBINS);
         fprintf(f, "}%s\n", i + 1 < CS_NFUNC ? "," : "");
     }
-    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rule\": \"bin 0: 0 bytes; bin b >= 1: [2^(b-1), 2^b) bytes; "
-               "the last bin is open\"},\n", CS_NBINS);
+    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rows\": %d, \"rule\": \"bin 0: 0 bytes; bin b >= 1: "
+               "[2^(b-1), 2^b) bytes; the last bin is open\"},\n", CS_NBINS, CS_NSIZED);
     fprintf(f, " \"collective_bins\": {\"small_bytes_max\": %lld, \"small_comm_max\": %d, \"order\": "
                "[\"small_msg_small_comm\", \"small_msg_large_comm\", \"large_msg_small_comm\", "
                "\"large_msg_large_comm\"]},\n", cs_coll_small_bytes, cs_coll_small_comm);
-    fprintf(f, " \"peers\": {\"offset\": %d, \"count\": %d, \"arrays\": [", CS_OFF_PEERS, cs_world_size);
+    fprintf(f, " \"peers\": {\"count\": %d, \"arrays\": [", cs_world_size);
     idx = 0;
 #define CS_PEER_ARRAY(name, set, unit, desc)                                                     \
     fprintf(f, "%s\n  {\"name\": \"%s\", \"set\": \"%s\", \"unit\": \"%s\", \"description\": ",         \
@@ -160,18 +176,14 @@ static int write_metadata(int thread_level)
     json_string(f, desc);                                                                         \
     fputc('}', f);
 #include "counters.def"
-    fprintf(f, "]},\n \"files\": {\"at\": %d, \"rows\": %d, \"list\": \"files.%d.csv\", \"counters\": [",
-            CS_FILES_AT, CS_MAX_FILES, cs_world_rank);
+    fprintf(f, "]},\n \"files\": {\"rows\": %d, \"counters\": [", CS_MAX_FILES);
     idx = 0;
 #define CS_FILE_COUNTER(name, unit, desc)                                                        \
     fprintf(f, "%s\n  {\"name\": \"%s\", \"unit\": \"%s\", \"description\": ", idx++ ? "," : "", #name, unit); \
     json_string(f, desc);                                                                         \
     fputc('}', f);
 #include "counters.def"
-    fprintf(f, "]},\n");
-    fprintf(f, " \"snapshot_file\": \"snapshots.%d.bin\",\n \"snapshot_header_bytes\": 64,\n", cs_world_rank);
-    fprintf(f, " \"snapshot_record_words\": %zu,\n", 3 + cs_state_slab_words() + CS_NCOUNTERS + (size_t)npvar_values);
-    fprintf(f, " \"pvars\": ");
+    fprintf(f, "]},\n \"pvars\": ");
     cs_pvars_describe(f);
     fprintf(f, "\n}\n");
     errno = 0;
@@ -183,6 +195,20 @@ static int write_metadata(int thread_level)
     if (err)
         unlink(tmp);
     return err;
+}
+
+/* The node's name in file names: the Slurm node (several may share a host), else the
+ * host name; letters, digits, '.', '_' and '-' only. */
+static void find_node_key(void)
+{
+    const char *slurm = getenv("SLURMD_NODENAME");
+    char host[256] = "node";
+    if (slurm && *slurm) snprintf(host, sizeof host, "%s", slurm);
+    else gethostname(host, sizeof host - 1);
+    size_t n = 0;
+    for (const char *c = host; *c && n + 1 < sizeof node_key; c++)
+        node_key[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
+    node_key[n] = 0;
 }
 
 /* Rank and world of this process: MPI_COMM_WORLD's, or (a program that only uses
@@ -216,6 +242,8 @@ void cs_profile_start(int thread_level, cs_session_t session)
         fprintf(stderr, CS_PREFIX "cannot tell this process's world rank: not profiling\n");
         return;
     }
+    /* collective: every rank gets here, whatever happens to its files below */
+    if (session == CS_NO_SESSION) cs_summary_init();
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         cs_write_failed(dir, errno, "not profiling");
         return;
@@ -224,34 +252,40 @@ void cs_profile_start(int thread_level, cs_session_t session)
     snapshot_s = env_long("COMMSCOPE_SNAPSHOT_MS", 500, 0) / 1000.0;
     cs_coll_small_bytes = env_long("COMMSCOPE_COLL_SMALL_BYTES", 2048, 0);
     cs_coll_small_comm = (int)env_long("COMMSCOPE_COLL_SMALL_COMM", 16, 1);
-    /* whole 512-byte blocks: a chunk of CS_CHUNK_SLABS slabs is then whole pages */
-    size_t words = (CS_OFF_PEERS + CS_NPEER_ARRAYS * (size_t)cs_world_size + 63) & ~(size_t)63;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/counters.%d.bin", dir, cs_world_rank);
-    int slabs = (int)env_long("COMMSCOPE_SLABS", CS_CHUNK_SLABS, 1);
+    find_node_key();
+    char base[4200], path[4300];
+    snprintf(base, sizeof base, "%s/node.%s", dir, node_key);
+    snprintf(path, sizeof path, "%s.bin", base);
+    int slabs = (int)env_long("COMMSCOPE_SLABS", 1, 1), leader = 0;
     if (cs_reqs_init(env_long("COMMSCOPE_MAX_REQUESTS", 131072, 64)) != 0 ||
-        cs_state_map(path, words, slabs) != 0)
+        cs_state_map(path, slabs, &leader) != 0)
         return;
-    cs_comms_init(dir, session == CS_NO_SESSION);
-    cs_files_init(dir);
+    cs_hdr->thread_level = thread_level;
+    cs_comms_init(base, session == CS_NO_SESSION);
+    cs_files_init(base);
     npvar_values = (sets & CS_SET_PVARS) ? cs_pvars_init(session == CS_NO_SESSION) : 0;
     if (sets & CS_SET_TRACE)
         cs_trace_init(dir, env_long("COMMSCOPE_TRACE_LIMIT", 1L << 30, 4096),
                       (int)env_long("COMMSCOPE_TRACE_BUFFER", 4096, 16));
-    int err = write_metadata(thread_level);
-    if (err) {
-        snprintf(path, sizeof path, "%s/counters.%d.json", dir, cs_world_rank);
-        cs_write_failed(path, err, "this rank's counters cannot be read");
+    if (leader) {
+        int err = write_metadata();
+        if (err) {
+            snprintf(path, sizeof path, "%s.json", base);
+            cs_write_failed(path, err, "this node's counters cannot be read");
+        }
     }
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
-    cs_snap_start(dir, snapshot_s);
+    snprintf(path, sizeof path, "%s.snap", base);
+    cs_snap_start(path, snapshot_s);
 }
 
 void cs_profile_finish(void)
 {
     if (!cs_hdr || cs_hdr->state == CS_STATE_FINALIZED) return;
     cs_snap_stop(); /* takes the last snapshot */
+    cs_summary_reduce(dir);
+    cs_pvars_stop();
     cs_trace_finish();
     cs_comms_finish();
     cs_files_finish();
@@ -300,6 +334,7 @@ void cs_profile_end(void)
 {
     if (cs_hdr && cs_hdr->state == CS_STATE_FINALIZED) return; /* a Fortran wrapper ended it */
     cs_count_call(CS_F_MPI_Finalize);
+    if (!cs_hdr) cs_summary_reduce(dir); /* not profiled: still takes part (collective) */
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
 }

@@ -1,14 +1,18 @@
-/* Snapshots: a helper thread inside each rank copies every counter (summed over
- * the thread slabs), the rank-wide words and the MPI_T performance variables to
- * snapshots.<rank>.bin every interval, without the application's help (it calls
- * no MPI function but MPI_T ones, so it works whatever thread level the program
- * asked for).  Each record is appended with one write(): a killed run keeps every
- * complete record.
+/* Snapshots: a helper thread inside each rank merges its counters (the thread slabs,
+ * their size-bin rows and peer tables, the rank-wide words) and the MPI_T performance
+ * variables into one vector in the canonical layout (cs_prof_snap.h) every interval,
+ * and appends what changed since the last one to the node's snapshot file, without
+ * the application's help (it calls no MPI function but MPI_T ones, so it works
+ * whatever thread level the program asked for).  Each record is appended with one
+ * write(), so records of the node's ranks never interleave and a killed run keeps
+ * every complete record.
  *
- * snapshots.<rank>.bin: 64-byte header {"CSSNAP01", u32 version, u32 0,
- * u64 record_words, u64 nonce, 32 bytes 0}, then records of record_words words:
- * seq, ticks, CLOCK_MONOTONIC ns, slab totals [slab_words], rank words
- * [CS_NCOUNTERS], pvar values as doubles [n].
+ * node.<node>.snap: 64-byte header {"CSSNAP03", u32 version 3, u32 0, u64 canonical
+ * words, 40 bytes 0} written by the rank that creates it, then records:
+ *   u32 0x33525343 ("CSR3"), u32 rank, u64 seq, u64 ticks, u64 CLOCK_MONOTONIC ns,
+ *   u32 n, u32 0, n x u32 canonical index (padded to 8 bytes), n x u64 value
+ * holding the words that changed since the rank's previous record (its first: every
+ * nonzero word).  Pvar values are doubles' bits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cs_prof_snap.h"
@@ -152,6 +158,77 @@ static void pvars_read(double *out)
     }
 }
 
+/* ---- the canonical vector ----------------------------------------------------- */
+
+#define CS_COUNTER(name, kind, scope, set, unit, desc) CS_SCOPE_##scope == CS_SCOPE_RANK,
+static const char RANK_SCOPE[CS_NCOUNTERS] = {
+#include "counters.def"
+};
+
+size_t cs_canonical_words(void)
+{
+    return CS_CAN_PEERS + (size_t)CS_NPEER_ARRAYS * (size_t)cs_world_size + (size_t)npvar_values;
+}
+
+size_t cs_canonical_pvars_at(void) { return CS_CAN_PEERS + (size_t)CS_NPEER_ARRAYS * (size_t)cs_world_size; }
+
+/* Add slab s's peer table to the canonical peer arrays, reading it again if its owner
+ * moved it meanwhile (odd or changed sequence number). */
+static void add_peers(const volatile uint64_t *s, uint64_t *out)
+{
+    size_t W = (size_t)cs_world_size;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        uint64_t seq = __atomic_load_n(&s[CS_OFF_PEERSEQ], __ATOMIC_ACQUIRE);
+        if (seq & 1) continue;
+        uint64_t cap = s[CS_OFF_PEERCAP], at = s[CS_OFF_PEERAT];
+        const volatile uint64_t *t = at ? cs_block_at(at, 0) : s + CS_OFF_PEERS;
+        if (!t) return;
+        uint64_t *tmp = 0;
+        if (cap) tmp = malloc(cap * CS_PEER_ENTRY * 8);
+        if (!tmp) return;
+        for (uint64_t i = 0; i < cap * CS_PEER_ENTRY; i++) tmp[i] = t[i];
+        if (__atomic_load_n(&s[CS_OFF_PEERSEQ], __ATOMIC_ACQUIRE) != seq) {
+            free(tmp);
+            continue;
+        }
+        for (uint64_t i = 0; i < cap; i++) {
+            uint64_t *e = tmp + i * CS_PEER_ENTRY;
+            if (e[0] == 0 || e[0] > W) continue;
+            for (int a = 0; a < CS_NPEER_ARRAYS; a++) out[CS_CAN_PEERS + a * W + (e[0] - 1)] += e[1 + a];
+        }
+        free(tmp);
+        return;
+    }
+}
+
+void cs_rank_totals(uint64_t *out)
+{
+    memset(out, 0, CS_CAN_PEERS * 8 + (size_t)CS_NPEER_ARRAYS * (size_t)cs_world_size * 8);
+    uint32_t n = cs_slabs_visible();
+    for (uint32_t i = 0; i < n; i++) {
+        const volatile uint64_t *s = cs_slab_at(i);
+        for (int c = 0; c < CS_NCOUNTERS; c++) out[c] += s[c];
+        for (int w = 0; w < 3 * CS_NFUNC + CS_NCOLL * CS_NCOLLBINS; w++) out[CS_CAN_CALLS + w] += s[CS_OFF_CALLS + w];
+        const uint16_t *map = (const uint16_t *)(s + CS_OFF_BINMAP);
+        for (int f = 0; f < CS_NSIZED; f++) {
+            unsigned r = __atomic_load_n(&map[f], __ATOMIC_ACQUIRE);
+            if (!r--) continue;
+            uint64_t at = __atomic_load_n(&s[CS_OFF_BINBLOCKS + r / CS_BIN_BLOCK_ROWS], __ATOMIC_ACQUIRE);
+            const volatile uint64_t *block = at ? cs_block_at(at, 0) : 0;
+            if (!block) continue;
+            const volatile uint64_t *row = block + (r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+            for (int b = 0; b < CS_NBINS; b++) out[CS_CAN_BINS + f * CS_NBINS + b] += row[b];
+        }
+        add_peers(s, out);
+    }
+    for (int c = 0; c < CS_NCOUNTERS; c++) /* rank-scope counters live in the rank block */
+        if (RANK_SCOPE[c]) out[c] = __atomic_load_n(&cs_rank_words[c], __ATOMIC_RELAXED);
+    for (int f = 0; f < CS_NFUNC; f++) {
+        out[CS_CAN_TOTAL_CALLS] += out[CS_CAN_CALLS + f];
+        out[CS_CAN_TOTAL_TICKS] += out[CS_CAN_TICKS + f];
+    }
+}
+
 /* ---- the snapshot thread -------------------------------------------------- */
 
 static int snap_fd = -1;
@@ -161,40 +238,41 @@ static int snap_running;
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t snap_wake = PTHREAD_COND_INITIALIZER;
 static double snap_interval;
+static uint64_t *now, *before; /* canonical vectors */
+static uint32_t *changed_at;
 static uint64_t *record;
-static size_t record_words;
+static size_t nwords;
 static int write_failed;
-
-static void sum_slabs(uint64_t *totals)
-{
-    size_t words = cs_hdr->slab_words;
-    uint32_t n = cs_slabs_visible();
-    memset(totals, 0, words * 8);
-    for (uint32_t i = 0; i < n; i++) {
-        const volatile uint64_t *s = cs_slab_at(i);
-        for (size_t w = 0; w < words; w++) totals[w] += s[w];
-    }
-}
 
 static void take_snapshot(void)
 {
-    size_t words = cs_hdr->slab_words;
     cs_hdr->tick1 = cs_ticks();
     cs_hdr->ns1 = cs_now_ns();
-    record[0] = cs_hdr->seq + 1;
-    record[1] = cs_hdr->tick1;
-    record[2] = cs_hdr->ns1;
-    sum_slabs(record + 3);
-    for (int c = 0; c < CS_NCOUNTERS; c++)
-        record[3 + words + c] = __atomic_load_n(&cs_rank_words[c], __ATOMIC_RELAXED);
-    if (npvar_values) pvars_read((double *)(record + 3 + words + CS_NCOUNTERS));
-    if (snap_fd >= 0 && !write_failed && cs_write_all(snap_fd, record, record_words * 8) != 0) {
-        /* a partial record is dropped by readers; stop writing rather than
-         * append records after a hole */
+    uint64_t seq = cs_hdr->seq + 1;
+    cs_rank_totals(now);
+    if (npvar_values) pvars_read((double *)(now + cs_canonical_pvars_at()));
+    uint32_t n = 0;
+    for (size_t w = 0; w < nwords; w++)
+        if (now[w] != before[w]) changed_at[n++] = (uint32_t)w;
+    size_t index_words = (n + 1) / 2; /* n u32 indices, padded to whole words */
+    record[0] = 0x33525343u | ((uint64_t)(uint32_t)cs_world_rank << 32);
+    record[1] = seq;
+    record[2] = cs_hdr->tick1;
+    record[3] = cs_hdr->ns1;
+    record[4] = n;
+    memset(record + 5, 0, index_words * 8);
+    memcpy(record + 5, changed_at, (size_t)n * 4);
+    for (uint32_t k = 0; k < n; k++) record[5 + index_words + k] = now[changed_at[k]];
+    size_t bytes = (5 + index_words + n) * 8;
+    if (snap_fd >= 0 && !write_failed && cs_write_all(snap_fd, record, bytes) != 0) {
+        /* a partial record ends the readers' scan; stop writing rather than leave
+         * records after it */
         write_failed = 1;
         cs_write_failed(snap_path, errno, "snapshots stop here");
     }
-    __atomic_store_n(&cs_hdr->seq, record[0], __ATOMIC_RELEASE);
+    uint64_t *t = before;
+    before = now, now = t;
+    __atomic_store_n(&cs_hdr->seq, seq, __ATOMIC_RELEASE);
 }
 
 static void *snap_main(void *arg)
@@ -225,29 +303,45 @@ void cs_snap_now(void)
     pthread_mutex_unlock(&snap_lock);
 }
 
-int cs_snap_start(const char *dir, double interval_s)
+/* Open the node's snapshot file, writing its header if this rank comes first. */
+static int open_snapshots(const char *path)
 {
-    char *path = snap_path;
-    snprintf(path, sizeof snap_path, "%s/snapshots.%d.bin", dir, cs_world_rank);
-    snap_fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
-    if (snap_fd < 0) {
-        cs_write_failed(path, errno, "no snapshots");
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) return fd < 0 ? -1 : (close(fd), -1);
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (rc == 0 && st.st_size == 0) {
+        uint64_t header[8] = {0};
+        memcpy(header, "CSSNAP03", 8);
+        header[1] = 3; /* version (u32) + 0 */
+        header[2] = nwords;
+        rc = cs_write_all(fd, header, sizeof header);
+    }
+    int err = errno;
+    flock(fd, LOCK_UN);
+    if (rc != 0) {
+        close(fd);
+        errno = err;
         return -1;
     }
-    record_words = 3 + cs_hdr->slab_words + CS_NCOUNTERS + (size_t)npvar_values;
-    record = calloc(record_words, 8);
-    uint64_t header[8] = {0};
-    memcpy(header, "CSSNAP01", 8);
-    header[1] = 1; /* version (u32) + 0 */
-    header[2] = record_words;
-    header[3] = cs_hdr->nonce;
-    if (!record || cs_write_all(snap_fd, header, sizeof header) != 0) {
-        if (record)
-            cs_write_failed(path, errno, "no snapshots");
-        else
-            fprintf(stderr, CS_PREFIX "out of memory for %s: no snapshots\n", path);
-        close(snap_fd);
-        snap_fd = -1;
+    return fd;
+}
+
+int cs_snap_start(const char *path, double interval_s)
+{
+    snprintf(snap_path, sizeof snap_path, "%s", path);
+    nwords = cs_canonical_words();
+    now = calloc(nwords, 8);
+    before = calloc(nwords, 8);
+    changed_at = calloc(nwords, 4);
+    record = calloc(5 + nwords + (nwords + 1) / 2, 8);
+    if (!now || !before || !changed_at || !record) {
+        fprintf(stderr, CS_PREFIX "out of memory for %s: no snapshots\n", path);
+        return -1;
+    }
+    snap_fd = open_snapshots(path);
+    if (snap_fd < 0) {
+        cs_write_failed(path, errno, "no snapshots");
         return -1;
     }
     snap_interval = interval_s;
@@ -275,6 +369,10 @@ void cs_snap_stop(void)
         close(snap_fd);
         snap_fd = -1;
     }
+}
+
+void cs_pvars_stop(void)
+{
     if (session != MPI_T_PVAR_SESSION_NULL) {
         for (int i = 0; i < npvars; i++) MPI_T_pvar_handle_free(session, &pvars[i].handle);
         MPI_T_pvar_session_free(&session);

@@ -1,5 +1,6 @@
-/* libcommscope's state (see cs_prof_state.h): globals, the mapped counter file and
- * the slabs threads claim in it, the clock, type sizes and error reporting. */
+/* libcommscope's state (see cs_prof_state.h): globals, the node file and the blocks
+ * this rank claims in it (rank block, slab chunks, size-bin rows, peer tables), the
+ * clock, type sizes and error reporting. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -19,12 +22,15 @@ int cs_world_size = 0;
 int cs_world_rank = -1;
 MPI_Group cs_world_group = MPI_GROUP_NULL;
 cs_header_t *cs_hdr = 0;
+uint64_t cs_node_nonce = 0;
 uint64_t *cs_rank_words = 0;
 uint64_t *cs_file_words = 0;
 long long cs_coll_small_bytes = 2048;
 int cs_coll_small_comm = 16;
 
 __thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec"))) = 0;
+__thread uint64_t *cs_tl_bin_block[CS_BIN_BLOCKS] __attribute__((tls_model("initial-exec")));
+__thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec"))) = 0;
 static __thread int tl_index __attribute__((tls_model("initial-exec"))) = -1;
 static __thread uint64_t tl_request_seq __attribute__((tls_model("initial-exec"))) = 0;
 __thread MPI_Datatype cs_tl_type __attribute__((tls_model("initial-exec")));
@@ -63,25 +69,112 @@ uint64_t cs_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the counter file and its slabs ----------------------------------------- */
+/* ---- blocks of the node file ------------------------------------------------- */
+
+static int node_fd = -1;
+static char node_path[4200];
+static cs_node_header_t *node;
+
+/* Blocks this process mapped, by file offset (few: rank block, chunks, bin blocks,
+ * peer tables); appended under block_lock, read without it. */
+typedef struct {
+    uint64_t offset;
+    void *p;
+} block_t;
+static block_t *blocks;
+static int nblocks, blocks_cap;
+static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Claim `bytes` (whole pages) of the node file and map them; NULL with errno set.
+ * posix_fallocate reserves the disk blocks first, so a full disk is an error here and
+ * not a SIGBUS when a counter is first touched.  *offset gets the file offset. */
+static void *claim(size_t bytes, uint64_t *offset)
+{
+    uint64_t at = __atomic_fetch_add(&node->next_free, (uint64_t)bytes, __ATOMIC_RELAXED);
+    int err = posix_fallocate(node_fd, (off_t)at, (off_t)bytes);
+    if (err) {
+        errno = err;
+        return 0;
+    }
+    void *p = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, node_fd, (off_t)at);
+    if (p == MAP_FAILED) return 0;
+    pthread_mutex_lock(&block_lock);
+    if (nblocks == blocks_cap) {
+        int cap = blocks_cap ? 2 * blocks_cap : 64;
+        block_t *b = realloc(blocks, sizeof *b * (size_t)cap);
+        if (b) blocks = b, blocks_cap = cap;
+    }
+    if (nblocks < blocks_cap) blocks[nblocks++] = (block_t){at, p};
+    pthread_mutex_unlock(&block_lock);
+    *offset = at;
+    return p;
+}
+
+void *cs_block_at(uint64_t offset, size_t bytes)
+{
+    (void)bytes;
+    pthread_mutex_lock(&block_lock);
+    void *p = 0;
+    for (int i = 0; i < nblocks && !p; i++)
+        if (blocks[i].offset == offset) p = blocks[i].p;
+    pthread_mutex_unlock(&block_lock);
+    return p;
+}
+
+/* Open the node file, creating and laying it out if this rank comes first (under an
+ * exclusive lock, so the node's other ranks wait for a complete header). */
+static int open_node(const char *path, int *leader)
+{
+    snprintf(node_path, sizeof node_path, "%s", path);
+    node_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (node_fd < 0) return -1;
+    if (flock(node_fd, LOCK_EX) != 0) return -1;
+    struct stat st;
+    int err = fstat(node_fd, &st) != 0 ? errno : 0;
+    *leader = !err && st.st_size == 0;
+    if (*leader && !err) err = posix_fallocate(node_fd, 0, CS_FIRST_BLOCK);
+    void *p = err ? MAP_FAILED : mmap(0, CS_FIRST_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, node_fd, 0);
+    if (p != MAP_FAILED && *leader) {
+        cs_node_header_t *h = p;
+        memcpy(h->magic, "CSNODE03", 8);
+        h->version = 3;
+        h->page = CS_PAGE;
+        h->max_ranks = CS_MAX_LOCAL_RANKS;
+        h->dir_at = CS_DIR_AT;
+        h->nonce = ((uint64_t)getpid() << 32) ^ cs_now_ns();
+        __atomic_store_n(&h->next_free, (uint64_t)CS_FIRST_BLOCK, __ATOMIC_RELEASE);
+    }
+    flock(node_fd, LOCK_UN);
+    if (p == MAP_FAILED) {
+        errno = err ? err : errno;
+        return -1;
+    }
+    node = p;
+    cs_node_nonce = node->nonce;
+    if (memcmp(node->magic, "CSNODE03", 8) != 0) {
+        errno = EINVAL; /* not a node file of this version: never write into it */
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- slabs ------------------------------------------------------------------------ */
 
 /* Calls made before set-up land in a scratch slab that nobody reads (no set is on
  * then, so only the fixed part is ever touched).  Threads that get no slab because
  * the file could not grow share `lost_slab`, also unread (lost_threads says so). */
-static uint64_t scratch_slab[CS_OFF_PEERS + 8];
-static uint64_t *lost_slab;
-static size_t slab_words;
-static int map_fd = -1;
-static char map_path[4200];
+static uint64_t scratch_slab[CS_SLAB_WORDS];
+static uint64_t lost_slab[CS_SLAB_WORDS];
+static uint64_t scratch_row[CS_PEER_ENTRY > CS_NBINS ? CS_PEER_ENTRY : CS_NBINS];
 static uint64_t *chunks[CS_MAX_CHUNKS];
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-
-size_t cs_state_slab_words(void) { return slab_words; }
+static uint64_t *chunk_table; /* in the rank block: file offsets of the chunks */
 
 uint64_t *cs_slab_at(uint32_t i)
 {
-    uint64_t *chunk = __atomic_load_n(&chunks[i / CS_CHUNK_SLABS], __ATOMIC_ACQUIRE);
-    return chunk + (size_t)(i % CS_CHUNK_SLABS) * slab_words;
+    uint32_t at, c = cs_chunk_of(i, &at);
+    uint64_t *chunk = __atomic_load_n(&chunks[c], __ATOMIC_ACQUIRE);
+    return chunk + (size_t)at * CS_SLAB_WORDS;
 }
 
 uint32_t cs_slabs_visible(void)
@@ -91,76 +184,74 @@ uint32_t cs_slabs_visible(void)
     return claimed < mapped ? claimed : mapped;
 }
 
-/* Map whole chunks until the file holds `need` slabs; caller holds grow_lock.
- * posix_fallocate reserves the blocks first, so a full disk is an error here and
- * not a SIGBUS when a counter is first touched. */
+/* Claim chunks until the rank holds `need` slabs; caller holds grow_lock. */
 static int grow_to(uint32_t need)
 {
-    size_t chunk_bytes = (size_t)CS_CHUNK_SLABS * slab_words * 8;
     while (cs_hdr->slabs_mapped < need) {
-        uint32_t c = cs_hdr->slabs_mapped / CS_CHUNK_SLABS;
+        uint32_t first, c = cs_chunk_of(cs_hdr->slabs_mapped, &first), n = cs_chunk_slabs(c);
         if (c >= CS_MAX_CHUNKS) {
             errno = ENOSPC;
             return -1;
         }
-        off_t at = CS_HEADER_BYTES + (off_t)c * (off_t)chunk_bytes;
-        int err = posix_fallocate(map_fd, at, (off_t)chunk_bytes);
-        if (err) {
-            errno = err;
-            return -1;
+        uint64_t at;
+        uint64_t *p = claim((size_t)n * CS_SLAB_WORDS * 8, &at);
+        if (!p) return -1;
+        for (uint32_t k = 0; k < n; k++) {
+            uint64_t *s = p + (size_t)k * CS_SLAB_WORDS;
+            s[CS_OFF_PEERCAP] = CS_PEERS_INLINE;
         }
-        void *p = mmap(0, chunk_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, at);
-        if (p == MAP_FAILED)
-            return -1;
-        __atomic_store_n(&chunks[c], (uint64_t *)p, __ATOMIC_RELEASE);
-        __atomic_store_n(&cs_hdr->slabs_mapped, cs_hdr->slabs_mapped + CS_CHUNK_SLABS, __ATOMIC_RELEASE);
+        __atomic_store_n(&chunks[c], p, __ATOMIC_RELEASE);
+        __atomic_store_n(&chunk_table[c], at, __ATOMIC_RELEASE);
+        __atomic_store_n(&cs_hdr->slabs_mapped, cs_hdr->slabs_mapped + n, __ATOMIC_RELEASE);
     }
     return 0;
 }
 
-int cs_state_map(const char *path, size_t words, int slabs)
+int cs_state_map(const char *path, int slabs, int *leader)
 {
-    snprintf(map_path, sizeof map_path, "%s", path);
-    slab_words = words;
-    map_fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (map_fd < 0) {
-        cs_write_failed(path, errno, errno == EEXIST ? "a profile is already there, not overwritten; "
-                                                       "this rank is not profiled"
+    if (open_node(path, leader) != 0) {
+        cs_write_failed(path, errno, errno == EINVAL ? "it is not a commscope node file of this "
+                                                       "version; this rank is not profiled"
                                                      : "this rank is not profiled");
         return -1;
     }
-    lost_slab = calloc(words, 8);
-    int err = lost_slab ? posix_fallocate(map_fd, 0, CS_HEADER_BYTES) : ENOMEM;
-    void *head = err ? MAP_FAILED : mmap(0, CS_HEADER_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
-    if (head == MAP_FAILED) {
-        cs_write_failed(path, err ? err : errno, "this rank is not profiled");
-        close(map_fd);
-        unlink(path);
+    uint32_t slot = __atomic_fetch_add(&node->nranks, 1, __ATOMIC_ACQ_REL);
+    if (slot >= node->max_ranks) {
+        __atomic_add_fetch(&node->lost_ranks, 1, __ATOMIC_RELAXED);
+        fprintf(stderr, CS_PREFIX "rank %d: %s already lists %u ranks: this rank is not profiled\n",
+                cs_world_rank, path, node->max_ranks);
         return -1;
     }
-    cs_header_t *h = head;
-    memcpy(h->magic, "CSCOUNT2", 8);
-    h->version = 2;
-    h->header_bytes = CS_HEADER_BYTES;
-    h->slab_words = words;
-    cs_hdr = h; /* grow_to reads slabs_mapped from it; nobody claims a slab before cs_sets is set */
-    if (grow_to((uint32_t)slabs) != 0) {
+    uint64_t at;
+    cs_header_t *h = claim(CS_RANK_BLOCK_BYTES, &at);
+    if (!h) {
         cs_write_failed(path, errno, "this rank is not profiled");
-        cs_hdr = 0;
-        munmap(head, CS_HEADER_BYTES);
-        close(map_fd);
-        unlink(path);
         return -1;
     }
+    memcpy(h->magic, "CSCOUNT3", 8);
+    h->version = 3;
+    h->block_bytes = CS_RANK_BLOCK_BYTES;
+    h->slab_words = CS_SLAB_WORDS;
     h->nonce = ((uint64_t)getpid() << 32) ^ cs_now_ns() ^ ((uint64_t)cs_world_rank << 48);
     h->rank = cs_world_rank;
     h->world_size = cs_world_size;
     h->pid = (int32_t)getpid();
     h->tick0 = h->tick1 = cs_ticks();
     h->ns0 = h->ns1 = cs_now_ns();
-    cs_rank_words = (uint64_t *)((char *)head + CS_RANK_WORDS_AT);
-    cs_file_words = (uint64_t *)((char *)head + CS_FILES_AT);
+    cs_hdr = h; /* grow_to reads slabs_mapped from it; nobody claims a slab before cs_sets is set */
+    cs_rank_words = (uint64_t *)((char *)h + CS_RANK_WORDS_AT);
+    cs_file_words = (uint64_t *)((char *)h + CS_FILES_AT);
+    chunk_table = (uint64_t *)((char *)h + CS_CHUNKS_AT);
+    if (grow_to((uint32_t)slabs) != 0) {
+        cs_write_failed(path, errno, "this rank is not profiled");
+        cs_hdr = 0;
+        return -1;
+    }
     __atomic_store_n(&h->state, CS_STATE_RUNNING, __ATOMIC_RELEASE);
+    cs_dir_entry_t *dir = (cs_dir_entry_t *)((char *)node + node->dir_at);
+    dir[slot].rank = cs_world_rank;
+    dir[slot].block = at;
+    __atomic_store_n(&dir[slot].ready, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -174,23 +265,87 @@ uint64_t *cs_slab_claim(void)
         pthread_mutex_unlock(&grow_lock);
         if (err) {
             if (__atomic_fetch_add(&cs_hdr->lost_threads, 1, __ATOMIC_RELAXED) == 0)
-                cs_write_failed(map_path, err, "threads from here on are not counted");
+                cs_write_failed(node_path, err, "threads from here on are not counted");
+            lost_slab[CS_OFF_PEERCAP] = CS_PEERS_INLINE;
+            cs_tl_peers = lost_slab + CS_OFF_PEERS;
             return cs_tl_slab = lost_slab;
         }
     }
     uint64_t *s = cs_slab_at(i);
     s[CS_OFF_TID] = (uint64_t)syscall(SYS_gettid);
     tl_index = (int)i;
+    cs_tl_peers = s + CS_OFF_PEERS;
     return cs_tl_slab = s;
+}
+
+/* A new function's size-bin row: the next row of the thread's blocks (a new block of
+ * CS_BIN_BLOCK_ROWS rows when the last is full). */
+uint64_t *cs_bin_row_new(uint64_t *s, int row_of)
+{
+    if (s == scratch_slab || s == lost_slab) return scratch_row;
+    uint64_t r = s[CS_OFF_BINROWS];
+    size_t b = r / CS_BIN_BLOCK_ROWS;
+    if (b >= CS_BIN_BLOCKS) return scratch_row; /* every sized function has a row by then */
+    if (!cs_tl_bin_block[b]) {
+        uint64_t at;
+        uint64_t *p = claim(CS_BIN_BLOCK_BYTES, &at);
+        if (!p) {
+            __atomic_add_fetch(&cs_hdr->lost_blocks, 1, __ATOMIC_RELAXED);
+            return scratch_row;
+        }
+        cs_tl_bin_block[b] = p;
+        __atomic_store_n(&s[CS_OFF_BINBLOCKS + b], at, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&s[CS_OFF_BINROWS], r + 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&((uint16_t *)(s + CS_OFF_BINMAP))[row_of], (uint16_t)(r + 1), __ATOMIC_RELEASE);
+    return cs_tl_bin_block[b] + (r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+}
+
+static uint64_t *peer_slot(uint64_t *t, uint64_t cap, uint64_t key)
+{
+    for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 40 & (cap - 1);; i = (i + 1) & (cap - 1)) {
+        uint64_t *e = t + i * CS_PEER_ENTRY;
+        if (e[0] == key || e[0] == 0) return e;
+    }
+}
+
+/* A new peer in this thread's table; at half full, the table moves to a new block
+ * twice its size (readers see the move through the odd sequence number). */
+uint64_t *cs_peer_new(uint64_t *s, int world)
+{
+    uint64_t key = (uint64_t)world + 1, cap = s[CS_OFF_PEERCAP];
+    uint64_t *t = cs_tl_peers ? cs_tl_peers : s + CS_OFF_PEERS;
+    if (2 * (s[CS_OFF_PEERCOUNT] + 1) > cap) {
+        uint64_t at, *n = s == lost_slab ? 0 : claim(((2 * cap * CS_PEER_ENTRY * 8 + CS_PAGE - 1) / CS_PAGE) * CS_PAGE, &at);
+        if (!n) {
+            if (s != lost_slab) __atomic_add_fetch(&cs_hdr->lost_blocks, 1, __ATOMIC_RELAXED);
+            uint64_t *e = peer_slot(t, cap, key);
+            return e[0] == key ? e + 1 : scratch_row; /* full: new peers are not counted */
+        }
+        __atomic_store_n(&s[CS_OFF_PEERSEQ], s[CS_OFF_PEERSEQ] + 1, __ATOMIC_RELEASE); /* odd */
+        for (uint64_t i = 0; i < cap; i++) {
+            uint64_t *e = t + i * CS_PEER_ENTRY;
+            if (e[0]) memcpy(peer_slot(n, 2 * cap, e[0]), e, CS_PEER_ENTRY * 8);
+        }
+        __atomic_store_n(&s[CS_OFF_PEERAT], at, __ATOMIC_RELEASE);
+        __atomic_store_n(&s[CS_OFF_PEERCAP], 2 * cap, __ATOMIC_RELEASE);
+        __atomic_store_n(&s[CS_OFF_PEERSEQ], s[CS_OFF_PEERSEQ] + 1, __ATOMIC_RELEASE); /* even */
+        t = cs_tl_peers = n;
+        cap *= 2;
+    }
+    uint64_t *e = peer_slot(t, cap, key);
+    if (e[0] != key) {
+        __atomic_store_n(&e[0], key, __ATOMIC_RELEASE);
+        s[CS_OFF_PEERCOUNT]++;
+    }
+    return e + 1;
 }
 
 void cs_state_sync(void)
 {
-    if (!cs_hdr) return;
-    size_t chunk_bytes = (size_t)CS_CHUNK_SLABS * slab_words * 8;
-    msync(cs_hdr, CS_HEADER_BYTES, MS_ASYNC);
-    for (uint32_t c = 0; c < cs_hdr->slabs_mapped / CS_CHUNK_SLABS; c++)
-        msync(chunks[c], chunk_bytes, MS_ASYNC);
+    /* the mapped pages are the page cache: readers (and a killed rank's file) see every
+     * count already; this only asks for the header's write-back to start */
+    if (cs_hdr) msync(cs_hdr, CS_RANK_BLOCK_BYTES, MS_ASYNC);
 }
 
 int cs_thread_index(void) { return tl_index; }

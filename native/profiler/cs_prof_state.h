@@ -1,25 +1,31 @@
-/* libcommscope's state: the counter sets, the mapped counter file and its
- * per-thread slabs, the clock, and error reporting.  Every other profiler file
+/* libcommscope's state: the counter sets, the node file with this rank's block and
+ * its per-thread slabs, the clock, and error reporting.  Every other profiler file
  * uses this one; it uses none of them.
  *
  * Files of the library (native/profiler/):
- *   cs_prof_state.c     this state, the counter file, slabs (grown on demand)
+ *   cs_prof_state.c     this state: the node file, slabs, size-bin rows, peer tables
  *   cs_prof_tables.c    communicators, windows, files, requests: handle lookups
+ *   cs_prof_sizes.c     message sizes of vector and neighbourhood collectives
  *   cs_prof_snap.c      snapshot thread and MPI_T performance variables
+ *   cs_prof_summary.c   the job-wide summary reduced at MPI_Finalize
  *   cs_prof_trace.c     per-thread event-trace buffers
  *   cs_prof_requests.c  request life cycle: start, Wait/Test families, cancel, free
  *   cs_prof_fortran.c   Fortran entry points written by hand (init, Wait/Test)
  *   cs_prof_init.c      MPI_Init/Finalize and sessions: sets everything up, metadata
  *   generated (mpi_functions.py): cs_wrappers.c, cs_fortran_wrappers.c
  *
- * Storage: one mapped file per rank, raw/counters.<rank>.bin
- *   [header: CS_HEADER_BYTES][slab 0][slab 1]...   one slab per thread
- * A slab is an array of uint64 words (layout below).  Each thread writes only its
- * own slab with plain increments (no atomics, no locks); readers sum the slabs.
- * The file starts with CS_CHUNK_SLABS slabs and grows by as many whenever a new
- * thread needs one, so there is no thread limit.  Times are raw ticks (rdtsc on
- * x86-64, else CLOCK_MONOTONIC ns): no division on the hot path; readers convert
- * with the rate from the header's clock pairs.
+ * Storage (docs/profile.md, "Files"): one mapped file per node,
+ * raw/node.<node>.bin, shared by the node's ranks:
+ *   [node header][rank directory][blocks ...]
+ * Each rank claims blocks from it with one atomic add on the header's next_free:
+ * its rank block (header, rank-wide words, per-file counters, chunk table), chunks of
+ * CS_CHUNK_SLABS slabs (one slab per thread that calls MPI, claimed as threads
+ * appear), blocks of size-bin rows and grown peer tables.  A slab is an array of
+ * uint64 words (layout below) that only its thread writes, with plain increments (no
+ * atomics, no locks); readers sum the slabs.  Only what is used takes room: a thread
+ * gets size-bin rows for the functions it calls, and its peer table holds the peers
+ * it talks to.  Times are raw ticks (rdtsc on x86-64, else CLOCK_MONOTONIC ns): no
+ * division on the hot path; readers convert with the rate from the clock pairs.
  */
 #ifndef CS_PROF_STATE_H
 #define CS_PROF_STATE_H
@@ -61,65 +67,131 @@ enum {
     CS_NFILE_COUNTERS
 };
 
-/* Slab layout, in words. */
-#define CS_NBINS 40 /* bin 0: 0 bytes; bin b: [2^(b-1), 2^b) bytes; the last is open */
-#define CS_NCOLLBINS 4
-#define CS_OFF_CALLS CS_NCOUNTERS
-#define CS_OFF_TICKS (CS_OFF_CALLS + CS_NFUNC)
-#define CS_OFF_FBYTES (CS_OFF_TICKS + CS_NFUNC) /* bytes per function (bytes set) */
-#define CS_OFF_BINS (CS_OFF_FBYTES + CS_NFUNC)
-#define CS_OFF_COLL (CS_OFF_BINS + CS_NSIZED * CS_NBINS)
-#define CS_OFF_TID (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS) /* the owner thread's id */
-#define CS_OFF_PEERS (CS_OFF_TID + 1)
-/* then CS_NPEER_ARRAYS arrays of world_size words (counters.def order), rounded up
- * to whole 512-byte blocks so that a chunk of slabs is whole pages */
+#define CS_PAGE 4096
 
-#define CS_HEADER_BYTES 8192
-#define CS_RANK_WORDS_AT 256 /* byte offset of the rank-scope words */
-#define CS_FILES_AT 1024     /* byte offset of the per-file counters */
-#define CS_MAX_FILES 64      /* files beyond share the last row */
-#define CS_CHUNK_SLABS 8
-#define CS_MAX_CHUNKS 16384
+/* ---- the node file -------------------------------------------------------------- */
+#define CS_NODE_HEADER_BYTES CS_PAGE
+#define CS_MAX_LOCAL_RANKS 1024 /* directory entries: ranks per node */
+#define CS_DIR_AT CS_NODE_HEADER_BYTES
+#define CS_FIRST_BLOCK (CS_DIR_AT + CS_MAX_LOCAL_RANKS * 16)
 
 typedef struct {
-    char magic[8]; /* "CSCOUNT2" */
+    char magic[8]; /* "CSNODE03" */
     uint32_t version;
-    uint32_t header_bytes;
+    uint32_t page;
+    uint64_t next_free;  /* bytes handed out so far (atomic; whole pages) */
+    uint32_t nranks;     /* directory entries claimed (atomic) */
+    uint32_t max_ranks;
+    uint64_t dir_at;
+    uint64_t lost_ranks; /* ranks of this node that found the directory full */
+    uint64_t nonce;      /* also in node.<node>.json: pairs the two files */
+} cs_node_header_t;
+
+typedef struct {
+    int32_t rank;
+    uint32_t ready; /* 1 once the rank block is set up (release) */
+    uint64_t block; /* file offset of the rank block */
+} cs_dir_entry_t;
+
+/* ---- a rank block --------------------------------------------------------------- */
+#define CS_RANK_BLOCK_BYTES 8192
+#define CS_RANK_WORDS_AT 256 /* byte offset of the rank-scope words in the rank block */
+#define CS_FILES_AT 1024     /* byte offset of the per-file counters */
+#define CS_MAX_FILES 64      /* files beyond share the last row */
+#define CS_CHUNKS_AT 3072    /* byte offset of the chunk table: file offsets of slab chunks */
+#define CS_MAX_CHUNKS ((CS_RANK_BLOCK_BYTES - CS_CHUNKS_AT) / 8)
+/* Chunk c holds 2^c slabs up to CS_BIG_CHUNK, then CS_BIG_CHUNK each: a rank with one
+ * thread takes one slab, 500 threads take 500..563 (40,000 threads fit). */
+#define CS_BIG_CHUNK 64
+#define CS_BIG_CHUNK_LOG 6
+
+typedef struct {
+    char magic[8]; /* "CSCOUNT3" */
+    uint32_t version;
+    uint32_t block_bytes;
     uint64_t slab_words;
-    uint32_t slabs_mapped; /* slabs the file holds now (it grows by CS_CHUNK_SLABS) */
+    uint32_t slabs_mapped; /* slabs in chunks so far */
     uint32_t nslabs;       /* slabs claimed by threads (a new one may still be all zero) */
-    uint64_t nonce;        /* also in the metadata: pairs the two files */
+    uint64_t nonce;
     int32_t rank, world_size;
     int32_t pid, state; /* CS_STATE_* */
     uint64_t seq;       /* snapshots taken */
     uint64_t tick0, ns0, tick1, ns1; /* clock pairs: ticks and CLOCK_MONOTONIC ns */
     uint32_t lost_threads; /* threads that got no slab (the file could not grow) */
     uint32_t nfiles;       /* MPI-IO files seen (rows of the file counters used) */
+    uint32_t lost_blocks;  /* bin rows or peer tables that could not grow: counts lost */
+    int32_t thread_level;  /* what MPI provides */
 } cs_header_t;
 
 enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
+
+/* ---- a slab, in words --------------------------------------------------------------- */
+#define CS_NBINS 40 /* bin 0: 0 bytes; bin b: [2^(b-1), 2^b) bytes; the last is open */
+#define CS_NCOLLBINS 4
+#define CS_OFF_CALLS CS_NCOUNTERS
+#define CS_OFF_TICKS (CS_OFF_CALLS + CS_NFUNC)
+#define CS_OFF_FBYTES (CS_OFF_TICKS + CS_NFUNC) /* bytes per function (bytes set) */
+#define CS_OFF_COLL (CS_OFF_FBYTES + CS_NFUNC)
+#define CS_OFF_TID (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS) /* the owner thread's id */
+/* size bins: a row of CS_NBINS words per function the thread has binned, in blocks */
+#define CS_OFF_BINMAP (CS_OFF_TID + 1) /* u16 per sized function: its row + 1, 0: none */
+#define CS_BINMAP_WORDS ((CS_NSIZED + 3) / 4)
+#define CS_OFF_BINROWS (CS_OFF_BINMAP + CS_BINMAP_WORDS) /* rows used */
+#define CS_OFF_BINBLOCKS (CS_OFF_BINROWS + 1)            /* file offsets of the row blocks */
+#define CS_BIN_BLOCK_ROWS 12 /* 12 x 40 words in a page */
+#define CS_BIN_BLOCK_BYTES CS_PAGE
+#define CS_BIN_BLOCKS ((CS_NSIZED + CS_BIN_BLOCK_ROWS - 1) / CS_BIN_BLOCK_ROWS) /* room for all */
+/* peers: an open-addressing table of {world rank + 1, CS_NPEER_ARRAYS values} */
+#define CS_OFF_PEERSEQ (CS_OFF_BINBLOCKS + CS_BIN_BLOCKS) /* even: stable; odd: being moved */
+#define CS_OFF_PEERCAP (CS_OFF_PEERSEQ + 1)   /* entries (a power of two) */
+#define CS_OFF_PEERCOUNT (CS_OFF_PEERCAP + 1) /* entries used */
+#define CS_OFF_PEERAT (CS_OFF_PEERCOUNT + 1)  /* file offset of the table; 0: inline below */
+#define CS_OFF_PEERS (CS_OFF_PEERAT + 1)
+#define CS_PEER_ENTRY (1 + CS_NPEER_ARRAYS)
+#define CS_PEERS_INLINE 16
+#define CS_SLAB_USED (CS_OFF_PEERS + CS_PEERS_INLINE * CS_PEER_ENTRY)
+/* slabs are whole pages, so every chunk is */
+#define CS_SLAB_WORDS ((CS_SLAB_USED + 511) & ~511)
+
+/* Chunk of slab i, and the slab's place in it (chunks: see CS_BIG_CHUNK). */
+static inline uint32_t cs_chunk_of(uint32_t i, uint32_t *at)
+{
+    if (i + 1 < 2 * CS_BIG_CHUNK) {
+        uint32_t c = 31 - (uint32_t)__builtin_clz(i + 1);
+        *at = i + 1 - (1u << c);
+        return c;
+    }
+    uint32_t k = i + 1 - 2 * CS_BIG_CHUNK;
+    *at = k % CS_BIG_CHUNK;
+    return CS_BIG_CHUNK_LOG + 1 + k / CS_BIG_CHUNK;
+}
+
+static inline uint32_t cs_chunk_slabs(uint32_t c) { return c <= CS_BIG_CHUNK_LOG ? 1u << c : CS_BIG_CHUNK; }
 
 extern int cs_sets;         /* CS_SET_* bits; 0 until profiling is set up */
 extern int cs_clock_wanted; /* timers or trace on: wrappers read the clock */
 extern int cs_world_size;
 extern int cs_world_rank;
-extern MPI_Group cs_world_group; /* ranks of the peer matrices (MPI_COMM_WORLD's, or a session's world pset) */
+extern MPI_Group cs_world_group; /* ranks of the peer tables (MPI_COMM_WORLD's, or a session's world pset) */
 extern cs_header_t *cs_hdr;
+extern uint64_t cs_node_nonce;
 extern uint64_t *cs_rank_words;
 extern uint64_t *cs_file_words; /* CS_MAX_FILES rows of CS_NFILE_COUNTERS words */
 extern long long cs_coll_small_bytes; /* collective bins: message size <= this is small */
 extern int cs_coll_small_comm;        /* communicator size <= this is small */
 
-/* The counter file: create and map it with `slabs` slabs (0 or -1 with a message). */
-int cs_state_map(const char *path, size_t slab_words, int slabs);
-size_t cs_state_slab_words(void);
+/* The node file: open (or create) it and claim this rank's block; 0 or -1 with a message.
+ * *leader is set to 1 for the rank that created the file (it writes the node's metadata). */
+int cs_state_map(const char *path, int slabs, int *leader);
 uint64_t *cs_slab_claim(void); /* this thread's slab (a scratch slab before set-up) */
-uint64_t *cs_slab_at(uint32_t i);
 uint32_t cs_slabs_visible(void); /* slabs claimed and mapped: what readers may sum */
+uint64_t *cs_slab_at(uint32_t i);
 void cs_state_sync(void);        /* schedule the mapped file's write-back */
 int cs_thread_index(void);       /* index of this thread's slab, -1 before it has one */
 uint64_t cs_next_request_id(void);
 uint64_t cs_now_ns(void);
+/* Memory of the node file at `offset` (a block this process mapped or maps now). */
+void *cs_block_at(uint64_t offset, size_t bytes);
 
 extern __thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec")));
 
@@ -127,6 +199,37 @@ static inline uint64_t *cs_slab(void)
 {
     uint64_t *s = cs_tl_slab;
     return __builtin_expect(s != 0, 1) ? s : cs_slab_claim();
+}
+
+/* ---- size-bin rows and peer entries of this thread's slab ------------------------ */
+extern __thread uint64_t *cs_tl_bin_block[CS_BIN_BLOCKS] __attribute__((tls_model("initial-exec")));
+uint64_t *cs_bin_row_new(uint64_t *s, int row_of); /* slow path: assign a row */
+
+/* The size-bin row of sized function row `row_of` (cs_function_bin) in slab s, or NULL. */
+static inline uint64_t *cs_bin_row(uint64_t *s, int row_of)
+{
+    unsigned r = ((uint16_t *)(s + CS_OFF_BINMAP))[row_of];
+    if (__builtin_expect(r == 0, 0)) return cs_bin_row_new(s, row_of);
+    r -= 1;
+    return cs_tl_bin_block[r / CS_BIN_BLOCK_ROWS] + (size_t)(r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+}
+
+extern __thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec")));
+uint64_t *cs_peer_new(uint64_t *s, int world); /* slow path: insert, growing the table */
+
+/* The CS_NPEER_ARRAYS values of world rank `world` in slab s's peer table, or NULL. */
+static inline uint64_t *cs_peer(uint64_t *s, int world)
+{
+    uint64_t *t = cs_tl_peers;
+    uint64_t mask = s[CS_OFF_PEERCAP] - 1, key = (uint64_t)world + 1;
+    if (__builtin_expect(t != 0, 1)) {
+        for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 40 & mask;; i = (i + 1) & mask) {
+            uint64_t *e = t + i * CS_PEER_ENTRY;
+            if (e[0] == key) return e + 1;
+            if (e[0] == 0) break;
+        }
+    }
+    return cs_peer_new(s, world);
 }
 
 static inline uint64_t cs_ticks(void)

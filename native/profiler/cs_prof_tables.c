@@ -3,8 +3,11 @@
  * groups: communicators and windows -> world ranks (the peer matrices are in world
  *   ranks), plus a communicator's neighbourhood.  Filled when created through a
  *   wrapped call, or on first sight; read without locks, written under a mutex
- *   (creation is rare).  Every communicator is also listed in comms.<rank>.csv.
- * files: an MPI-IO file handle -> an id per path, listed in files.<rank>.csv.
+ *   (creation is rare).  Every communicator is also listed in node.<node>.comms.csv.
+ * files: an MPI-IO file handle -> an id per path, listed in node.<node>.files.csv.
+ *
+ * The two lists are shared by the node's ranks: each line is appended with one
+ * write() (O_APPEND), so lines of different ranks never mix, and says whose it is.
  * requests: what a nonblocking request is (send or receive, size, peer), so that
  *   Wait/Test can attribute its completion.  A request may be completed by another
  *   thread than the one that started it (see the bucket locks below).
@@ -13,6 +16,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +50,74 @@ typedef struct {
 } group_table_t;
 static group_table_t comms = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static group_table_t wins = {.lock = PTHREAD_MUTEX_INITIALIZER};
-static FILE *comms_csv;
-static char comms_path[4200];
+/* ---- the node's lists -------------------------------------------------------------- */
+
+typedef struct {
+    int fd; /* -1: not open (or given up after a failed write) */
+    char path[4200];
+} node_list_t;
+
+/* Open (or create, writing `header`) a list shared by the node's ranks. */
+static void list_open(node_list_t *l, const char *path, const char *header, const char *then)
+{
+    snprintf(l->path, sizeof l->path, "%s", path);
+    l->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    struct stat st;
+    int rc = l->fd >= 0 && flock(l->fd, LOCK_EX) == 0 && fstat(l->fd, &st) == 0 ? 0 : -1;
+    if (rc == 0 && st.st_size == 0) rc = cs_write_all(l->fd, header, strlen(header));
+    int err = errno;
+    if (l->fd >= 0) flock(l->fd, LOCK_UN);
+    if (rc != 0) {
+        cs_write_failed(path, err, then);
+        if (l->fd >= 0) close(l->fd);
+        l->fd = -1;
+    }
+}
+
+/* A growing line of text. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} line_t;
+
+static void say(line_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(line_t *b, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : 0, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) return;
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = (b->cap ? 2 * b->cap : 256) + (size_t)k;
+        char *p = realloc(b->p, cap);
+        if (!p) return;
+        b->p = p, b->cap = cap;
+    }
+}
+
+static void list_line(node_list_t *l, line_t *b, const char *then)
+{
+    if (l->fd >= 0 && b->p && cs_write_all(l->fd, b->p, b->n) != 0) {
+        /* stop rather than leave a list with holes; counting goes on */
+        cs_write_failed(l->path, errno, then);
+        close(l->fd);
+        l->fd = -1;
+    }
+    free(b->p);
+}
+
+static void list_close(node_list_t *l)
+{
+    if (l->fd >= 0) close(l->fd);
+    l->fd = -1;
+}
+
+static node_list_t comms_list = {.fd = -1}, files_list = {.fd = -1};
 
 static group_slot_t *group_find(group_table_t *t, uintptr_t key)
 {
@@ -108,19 +181,21 @@ int cs_comm_id(MPI_Comm comm)
     return g ? g->id : -1;
 }
 
+/* A communicator's world ranks as runs: "0-127" for the world, "3 5 8-11" otherwise. */
 static void list_comm(const cs_group_t *g, const char *created_by, int parent_id, int inter)
 {
-    if (!comms_csv) return;
-    errno = 0;
-    fprintf(comms_csv, "%d,%d,%s,%d,%d,", g->id, g->size, created_by, parent_id, inter);
-    for (int r = 0; r < g->size; r++) fprintf(comms_csv, "%s%d", r ? " " : "", g->world_ranks[r]);
-    fputc('\n', comms_csv);
-    if (fflush(comms_csv) != 0 || ferror(comms_csv)) {
-        /* stop rather than leave a list with holes; counting goes on */
-        cs_write_failed(comms_path, errno ? errno : EIO, "communicators are no longer listed");
-        fclose(comms_csv);
-        comms_csv = 0;
+    if (comms_list.fd < 0) return;
+    line_t b = {0};
+    say(&b, "%d,%d,%d,%s,%d,%d,", cs_world_rank, g->id, g->size, created_by, parent_id, inter);
+    for (int r = 0; r < g->size;) {
+        int end = r;
+        while (end + 1 < g->size && g->world_ranks[end] >= 0 && g->world_ranks[end + 1] == g->world_ranks[end] + 1)
+            end++;
+        say(&b, end > r ? "%s%d-%d" : "%s%d", r ? " " : "", g->world_ranks[r], g->world_ranks[end]);
+        r = end + 1;
     }
+    say(&b, "\n");
+    list_line(&comms_list, &b, "communicators are no longer listed");
 }
 
 /* Caller holds comms.lock. */
@@ -211,13 +286,12 @@ const cs_group_t *cs_comm_topology(MPI_Comm comm)
     return g;
 }
 
-void cs_comms_init(const char *dir, int world_model)
+void cs_comms_init(const char *node_base, int world_model)
 {
-    snprintf(comms_path, sizeof comms_path, "%s/comms.%d.csv", dir, cs_world_rank);
-    int fd = open(comms_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    comms_csv = fd >= 0 ? fdopen(fd, "w") : 0;
-    if (comms_csv) fprintf(comms_csv, "comm_id,size,created_by,parent_id,inter,world_ranks\n");
-    else cs_write_failed(comms_path, errno, "communicators are not listed");
+    char path[4200];
+    snprintf(path, sizeof path, "%s.comms.csv", node_base);
+    list_open(&comms_list, path, "rank,comm_id,size,created_by,parent_id,inter,world_ranks\n",
+              "communicators are not listed");
     pthread_mutex_lock(&comms.lock);
     if (world_model) {
         comm_add(MPI_COMM_WORLD, "MPI_COMM_WORLD", MPI_COMM_NULL);
@@ -231,8 +305,7 @@ void cs_comms_init(const char *dir, int world_model)
 void cs_comms_finish(void)
 {
     pthread_mutex_lock(&comms.lock);
-    if (comms_csv) fclose(comms_csv);
-    comms_csv = 0;
+    list_close(&comms_list);
     pthread_mutex_unlock(&comms.lock);
 }
 
@@ -275,28 +348,25 @@ static struct {
 static char **file_paths; /* id -> path */
 static int nfile_paths, file_paths_cap;
 static pthread_mutex_t files_lock = PTHREAD_MUTEX_INITIALIZER;
-static FILE *files_csv;
-static char files_path[4200];
-static const char *files_dir;
+static char files_path[4200]; /* opened at the first MPI-IO call: most programs make none */
 
-void cs_files_init(const char *dir) { files_dir = dir; }
+void cs_files_init(const char *node_base) { snprintf(files_path, sizeof files_path, "%s.files.csv", node_base); }
 
 void cs_files_finish(void)
 {
     pthread_mutex_lock(&files_lock);
-    if (files_csv) fclose(files_csv);
-    files_csv = 0;
+    list_close(&files_list);
     pthread_mutex_unlock(&files_lock);
 }
 
-static void csv_field(FILE *f, const char *s)
+static void csv_field(line_t *b, const char *s)
 {
-    fputc('"', f);
+    say(b, "\"");
     for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s == '\n' ? ' ' : *s, f);
+        if (*s == '"') say(b, "\"");
+        say(b, "%c", *s == '\n' ? ' ' : *s);
     }
-    fputc('"', f);
+    say(b, "\"");
 }
 
 /* Caller holds files_lock.  The id of `path`, listing a new one in files.<rank>.csv
@@ -313,25 +383,15 @@ static int path_id(const char *path)
     }
     file_paths[nfile_paths] = strdup(path);
     if (!file_paths[nfile_paths]) return CS_MAX_FILES - 1;
-    if (!files_csv && files_dir) {
-        snprintf(files_path, sizeof files_path, "%s/files.%d.csv", files_dir, cs_world_rank);
-        int fd = open(files_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        files_csv = fd >= 0 ? fdopen(fd, "w") : 0;
-        if (files_csv) fprintf(files_csv, "file_id,path\n");
-        else cs_write_failed(files_path, errno, "files are not listed");
-        files_dir = 0; /* one attempt */
+    if (files_path[0]) { /* one attempt */
+        list_open(&files_list, files_path, "rank,file_id,path\n", "files are not listed");
+        files_path[0] = 0;
     }
-    if (files_csv) {
-        errno = 0;
-        fprintf(files_csv, "%d,", nfile_paths);
-        csv_field(files_csv, path);
-        fputc('\n', files_csv);
-        if (fflush(files_csv) != 0 || ferror(files_csv)) {
-            cs_write_failed(files_path, errno ? errno : EIO, "files are no longer listed");
-            fclose(files_csv);
-            files_csv = 0;
-        }
-    }
+    line_t b = {0};
+    say(&b, "%d,%d,", cs_world_rank, nfile_paths);
+    csv_field(&b, path);
+    say(&b, "\n");
+    list_line(&files_list, &b, "files are no longer listed");
     __atomic_store_n(&cs_hdr->nfiles, (uint32_t)(nfile_paths + 1), __ATOMIC_RELEASE);
     return nfile_paths++;
 }

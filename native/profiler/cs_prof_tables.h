@@ -21,7 +21,7 @@ void cs_comm_register(MPI_Comm comm, const char *created_by, MPI_Comm parent);
 void cs_comm_forget(MPI_Comm comm);
 int cs_comm_id(MPI_Comm comm); /* -1 for MPI_COMM_NULL or an unknown communicator */
 const cs_group_t *cs_comm_topology(MPI_Comm comm); /* degrees filled */
-void cs_comms_init(const char *dir, int world_model);
+void cs_comms_init(const char *node_base, int world_model); /* lists in <node_base>.comms.csv */
 void cs_comms_finish(void);
 
 const cs_group_t *cs_win_lookup(MPI_Win win);
@@ -29,7 +29,7 @@ void cs_win_register(MPI_Win win);
 void cs_win_forget(MPI_Win win);
 
 /* ---- MPI-IO files: ids in order of first open of each path ------------------ */
-void cs_files_init(const char *dir);
+void cs_files_init(const char *node_base); /* lists in <node_base>.files.csv */
 void cs_files_finish(void);
 void cs_file_register(MPI_File fh, const char *path);
 void cs_file_forget(MPI_File fh);

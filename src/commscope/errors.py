@@ -1,4 +1,11 @@
-"""Errors that the CLI turns into one clear message and exit status 2."""
+"""Errors that the CLI turns into one clear message and exit status 2, and warnings."""
+
+import sys
+
+
+def warn(message):
+    """One line on stderr, ``commscope: warning: MESSAGE``: the form of every warning."""
+    print(f"commscope: warning: {message}", file=sys.stderr)
 
 
 class InputError(Exception):

@@ -23,12 +23,11 @@ import os
 import platform
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
 from . import __version__
 from .errors import InputError
+from .kinds import POINTS, TABLE_COLUMNS
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -43,44 +42,21 @@ SCHEMA_VERSION = 1
 
 STATUSES = ("running", "complete", "failed", "interrupted")
 
-#: Required columns (name -> pandas dtype kind) of known tables, by run kind.
-#: Benchmarks register their tables with :func:`register_table`.
-TABLE_COLUMNS = {}
-
-
-def register_table(kind, table, columns):
-    """Declare the required columns of ``table`` in runs of ``kind``.
-
-    ``columns`` maps a column name to a dtype kind: "i" integer, "f" float
-    (integers accepted), "O" string.
-    """
-    TABLE_COLUMNS[(kind, table)] = dict(columns)
-
-
-@dataclass
-class Points:
-    """The measurement points a benchmark plans, so a stopped run knows what is complete.
-
-    ``planned(parameters)`` lists ``(key, rows)``: the values of the ``key`` columns
-    of one point, in measuring order, and how many rows of ``table`` it has when done.
-    """
-    table: str
-    key: tuple
-    unit: str                      # plural noun: "sizes", "message counts"
-    planned: Callable
-    #: ``resume_args(parameters, first_key)``: the native program's options that measure
-    #: from the point ``first_key`` on (None: runs of this kind cannot be resumed)
-    resume_args: Optional[Callable] = None
-    #: ``after(run)``: derives the run's extra tables once it is complete (also after a resume)
-    after: Optional[Callable] = None
-
-
-POINTS = {}
-
-
-def register_points(kind, points):
-    """Declare the planned points of runs of ``kind`` (see :class:`Points`)."""
-    POINTS[kind] = points
+#: Required columns of each kind's tables, and the points a benchmark plans: see kinds.py.
+def expand_run_paths(paths):
+    """Run directories named directly, or every run directory below a folder."""
+    out = []
+    for p in map(Path, paths):
+        if (p / "meta.json").exists():
+            out.append(p)
+        elif p.is_dir():
+            found = sorted(q.parent for q in p.glob("*/meta.json"))
+            if not found:
+                raise InputError(p, None, "holds no run directories (no */meta.json)")
+            out.extend(found)
+        else:
+            raise InputError(p, None, "no such run directory")
+    return out
 
 
 def process_start_ticks(pid):
@@ -263,7 +239,6 @@ class Run:
 
     def table(self, table):
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run)."""
-        from . import bench  # noqa: F401  (registers every benchmark's table schemas)
         pq = self.path / f"{table}.parquet"
         if pq.exists():
             require_regular_file(pq)
@@ -326,7 +301,6 @@ class Run:
     def _read_raw(self, table):
         """The raw CSV segments of ``table`` as one frame; declared text columns stay text
         (an empty note read as NaN would be stored as a float column)."""
-        from . import bench  # noqa: F401  (registers every benchmark's table schemas)
         df = _read_segments(self.raw_dir, table)
         for col, kind in (TABLE_COLUMNS.get((self.kind, table)) or {}).items():
             if kind == "O" and col in df.columns:
@@ -335,7 +309,6 @@ class Run:
 
     def progress(self):
         """``(done, planned, unit)`` points, or None when the kind plans none."""
-        from . import bench  # noqa: F401  (registers every benchmark's points)
         points = POINTS.get(self.kind)
         if points is None:
             return None

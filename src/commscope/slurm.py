@@ -23,9 +23,9 @@ DEFAULT_STEPS = [
 CONTENTION_STEP = ("commscope bench hvpingpong --contention --ranks-per-node {ppn} "
                    "--messages 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
 FINAL_STEPS = [
-    'commscope fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-profile.json"',
+    'commscope fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-model.json"',
     'commscope report "$COMMSCOPE_RUNS" -o "$STUDY/report.html" '
-    '--profile "$STUDY/machine-profile.json"',
+    '--machine-model "$STUDY/machine-model.json"',
 ]
 
 
@@ -41,7 +41,7 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
     """Return the text of an sbatch script running ``steps`` (commscope command lines).
 
     Each job writes into its own study directory (``study-<job id>``, or
-    ``$COMMSCOPE_STUDY``): runs, machine profile and report. ``steps`` are
+    ``$COMMSCOPE_STUDY``): runs, machine model and report. ``steps`` are
     commscope command lines, with or without the leading ``commscope``. In them,
     ``{ppn}`` (half the tasks per node) and ``{nodes}`` are substituted; other
     braces are left alone.

@@ -5,7 +5,7 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 1. ping-pong, 1 pair, 1 B .. 4 MiB (postal model per protocol)
 2. ping-pong, 2 concurrent pairs, 16 KiB .. 4 MiB (max-rate injection limit)
 3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
-4. the fit: machine profile with gamma
+4. the fit: machine model with gamma
 5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
 6. multirate: thread pairs sharing one communicator or one each, 1 .. 4 threads
 7. thread arrivals with injected laggards
@@ -18,7 +18,11 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 
 Everything lands in a new study folder (never an existing one)::
 
-    <out>/runs/<run dirs>   <out>/machine-profile.json   <out>/report.html
+    <out>/runs/<run dirs>   <out>/machine-model.json   <out>/report.html
+
+A study folder of an earlier commscope holds ``machine-profile.json`` instead: the same
+file under its old name, which every ``--machine-model`` still reads (with a warning).
+Resuming such a study fits again and writes ``machine-model.json`` beside it.
 """
 
 import datetime as _dt
@@ -37,10 +41,11 @@ from .bench.pingpong import run_pingpong
 from .bench.threads import run_threads
 from .errors import InputError
 from .paths import write_text_atomic
-from .models.profile import save_profile
-from .profile_fit import fit_runs
+from .models.machine_model import DEFAULT_FILE, save_machine_model
+from .machine_fit import fit_runs
 from .report.build import build_report
-from .runs import POINTS, open_run
+from .bench.driver import RESUMABLE
+from .runs import open_run
 
 STEPS = ("pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
          "profile")
@@ -104,8 +109,9 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2,
                 sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
     say("fitting the postal / max-rate / queue-search models")
-    profile = fit_runs([runs])
-    save_profile(profile, out / "machine-profile.json")
+    machine_model = fit_runs([runs])
+    # resumed: fitted again from every run there is, so it replaces the stopped study's
+    save_machine_model(machine_model, out / DEFAULT_FILE, overwrite=resume)
     if "mtmatch" in plan:
         say("multithreaded matching, 27-point stencil, 1 .. 8 threads per process")
         measure(run_mtmatch, configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
@@ -139,7 +145,8 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")
         measure(profile_application, quick, run_name="profile-bsp-halo", **kw)
     say("writing the report")
-    return build_report([runs], out / "report.html", profile=profile, overwrite=resume)
+    return build_report([runs], out / "report.html", machine_model=machine_model,
+                        overwrite=resume)
 
 
 def _measure(fn, *args, **kw):
@@ -174,8 +181,7 @@ def _resuming(out, log):
         if run.status == "running":
             raise InputError(path / "meta.json", "status", "still running: is the study "
                              "already being resumed elsewhere?")
-        points = POINTS.get(run.kind)
-        if points is not None and points.resume_args is not None:
+        if run.kind in RESUMABLE:
             log(f"  {run_name}: {run.state_note()}; resuming")
             return resume_benchmark(path, echo=kw.get("echo", False))
         log(f"  {run_name}: {run.state_note()}; moved to incomplete/, measuring again")

@@ -78,7 +78,7 @@ def parse_count(text):
 
 
 # -- unit suffixes of names (docs/conventions.md) -------------------------------------
-#: Stored data (Parquet columns, meta.json, machine profiles, every --json): SI units.
+#: Stored data (Parquet columns, meta.json, machine models, every --json): SI units.
 DATA_UNITS = {"_s": "seconds", "_bytes": "bytes", "_Bps": "bytes per second",
               "_s_per_byte": "seconds per byte", "_msgs_per_s": "messages per second"}
 #: Display only (printed tables, figures): never in stored data.

@@ -27,23 +27,11 @@ import math
 import os
 
 from ..errors import InputError
-from ..runs import Points, register_points, register_table
 from .driver import run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
 
-
-register_table("bsp", "intervals", {
-    "interval": "i", "rank": "i", "host": "O", "workload_s": "f", "halo_s": "f",
-    "barrier_s": "f", "interval_s": "f"})
-register_table("bsp", "maxima", {
-    "interval": "i", "max_interval_s": "f", "max_workload_s": "f", "argmax_rank": "i"})
-register_table("bsp", "neighbors", {"rank": "i", "direction": "O", "neighbor": "i"})
-# Not a resumable sweep: the intervals of one run form one time series (the maxima and
-# the arrival statistics need it unbroken), so a stopped run only says how far it got.
-register_points("bsp", Points("maxima", ("interval",), "intervals",
-                              lambda params: [((i,), 1) for i in range(params["intervals"])]))
 
 WORKLOADS = ("ftq", "fwq", "dgemm", "spmv")
 DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential", "lognormal")

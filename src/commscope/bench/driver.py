@@ -19,12 +19,13 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .. import launch, mpi as mpimod, srun_mpi
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
-from ..runs import (POINTS, Run, describe_os_error, open_run, process_start_ticks, raw_segments,
+from ..kinds import POINTS
+from ..runs import (Run, describe_os_error, open_run, process_start_ticks, raw_segments,
                     read_csv_table, utc_now)
 from ..topology import node_topology, shared_hosts, shared_hosts_note
 
@@ -161,12 +162,12 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     """
     _check_launch_options(timeout, None)
     run = open_run(path, warn=False)
-    points = POINTS.get(run.kind)
-    if points is None or points.resume_args is None:
+    points, resume = POINTS.get(run.kind), RESUMABLE.get(run.kind)
+    if points is None or resume is None:
         raise InputError(run.path / "meta.json", "kind",
                          f"{run.kind} runs cannot be resumed: they are not a sweep of "
                          "independent points, so a stopped one restarts (run it again); "
-                         f"resumable: {', '.join(k for k, p in POINTS.items() if p.resume_args)}")
+                         f"resumable: {', '.join(sorted(RESUMABLE))}")
     status = run.status
     if status == "complete":
         raise InputError(run.path / "meta.json", "status", "complete: nothing to resume")
@@ -180,7 +181,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     todo = [k for k, _ in planned if k not in done]
     if not todo:  # every point is there; only the final conversion was missed
         run.finish("complete")
-        return _after(points, run)
+        return _after(resume, run)
     first = todo[0]
     # everything that may refuse comes before the run is touched (a refused resume leaves it)
     segment = run.raw_dir / f"resume-{len(run.meta.get('resumed', [])) + 1}"
@@ -189,7 +190,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     mpi = mpimod.select_mpi(mpi_meta["name"] if mpi_meta.get("name") in ("openmpi", "mpich")
                             else mpi_meta.get("mpicc"))
     binary = mpimod.binary(mpi, run.meta.get("program", run.kind))
-    args = [*_run_args(run, points.resume_args(params, first)), "--out", segment]
+    args = [*_run_args(run, resume.args(params, first)), "--out", segment]
     keep_complete_points(run, points, done)
     plan = launch.plan_launch(mpi, old["nranks"], binary, args,
                               hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
@@ -206,13 +207,30 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     for key in ("interrupted", "failure"):
         run.meta.pop(key, None)
     run.save_meta()
-    return _after(points, _execute(run, plan, run.kind, timeout, echo, progress))
+    return _after(resume, _execute(run, plan, run.kind, timeout, echo, progress))
 
 
-def _after(points, run):
-    if points.after is not None:
-        points.after(run)
+def _after(resume, run):
+    if resume.after is not None:
+        resume.after(run)
     return run
+
+
+@dataclass
+class Resume:
+    """How a sweep continues: ``args(parameters, first_key)`` are the native program's
+    options that measure from the point ``first_key`` on; ``after(run)`` derives the run's
+    extra tables once it is complete (also after a resume)."""
+    args: Callable
+    after: Optional[Callable] = None
+
+
+#: The resumable kinds, registered by their drivers.
+RESUMABLE = {}
+
+
+def register_resume(kind, args, after=None):
+    RESUMABLE[kind] = Resume(args, after)
 
 
 def keep_complete_points(run, points, done):

@@ -18,17 +18,14 @@ import os
 
 from ..errors import InputError
 from ..launch import in_slurm_allocation
-from ..runs import Points, register_points, register_table
-from .driver import run_benchmark
+from ..kinds import hvpingpong_counts as planned_counts  # noqa: F401 (re-exported)
+from .driver import register_resume, run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
 
-register_table("hvpingpong", "samples", {
-    "n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i", "rep": "i",
-    "time_s": "f", "locality": "O", "pairs": "i"})
 
 ORDERS = ("ordered", "reversed")
 DEFAULTS = dict(n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,))
@@ -160,17 +157,8 @@ def native_args(params):
     return args + (["--contention"] if params["contention"] else [])
 
 
-def planned_counts(params):
-    """``((n,), rows)`` in measuring order: each count with every size and order."""
-    per_count = (len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
-                 * params["iters"])
-    return [((n,), per_count) for n in params["counts"]]
-
-
-register_points("hvpingpong", Points(
-    "samples", ("n_messages",), "message counts", planned_counts,
-    resume_args=lambda params, first: native_args(
-        dict(params, counts=[n for n in params["counts"] if n >= first[0]]))))
+register_resume("hvpingpong", lambda params, first: native_args(
+    dict(params, counts=[n for n in params["counts"] if n >= first[0]])))
 
 
 # ------------------------------------------------------------------ analysis
@@ -183,16 +171,16 @@ def medians(samples):
         q25_s=g.quantile(0.25), q75_s=g.quantile(0.75), reps=g.size()).reset_index()
 
 
-def model_table(samples, profile=None, gamma_s=None, reversed_search="upper"):
+def model_table(samples, machine_model=None, gamma_s=None, reversed_search="upper"):
     """Measured medians next to the modelled times (Bienz et al. 2018, Figs. 4-5).
 
     Columns added: ``maxrate_s`` (node-aware max-rate model alone: n messages each
-    paying latency and transport, parameters from ``profile``), ``queue_s`` (gamma n
+    paying latency and transport, parameters from ``machine_model``), ``queue_s`` (gamma n
     ordered, gamma n^2 reversed), ``model_s`` = maxrate_s + queue_s, and
     ``ordered_plus_queue_s``: the measured ordered median plus the extra search
-    gamma (n^2 - n), a model of the reversed time that needs no profile.
+    gamma (n^2 - n), a model of the reversed time that needs no machine model.
     ``gamma_s`` defaults to :func:`commscope.models.fitting.fit_gamma` on ``samples``
-    (when both orders were measured), else the profile's gamma.
+    (when both orders were measured), else the machine model's gamma.
     """
     from ..models import p2p
     from ..models.fitting import fit_gamma
@@ -200,8 +188,8 @@ def model_table(samples, profile=None, gamma_s=None, reversed_search="upper"):
     med = medians(samples)
     if gamma_s is None and set(med["order"]) >= set(ORDERS) and med["n_messages"].max() >= 2:
         gamma_s = fit_gamma(samples, search=reversed_search).gamma_s
-    if gamma_s is None and profile is not None:
-        gamma_s = profile.gamma_s
+    if gamma_s is None and machine_model is not None:
+        gamma_s = machine_model.gamma_s
     n = med["n_messages"].to_numpy(float)
     if gamma_s is not None:
         case = np.where(med["order"] == "ordered", n, n * n if reversed_search == "upper"
@@ -215,13 +203,13 @@ def model_table(samples, profile=None, gamma_s=None, reversed_search="upper"):
         med["queue_s"] = np.nan
         med["ordered_plus_queue_s"] = np.nan
     med["maxrate_s"] = np.nan
-    if profile is not None:
+    if machine_model is not None:
         for (loc, ppn), idx in med.groupby(["locality", "pairs"]).groups.items():
             sub = med.loc[idx]
             try:
-                one = p2p.node_aware_time(profile, sub["size_bytes"].to_numpy(float), loc,
+                one = p2p.node_aware_time(machine_model, sub["size_bytes"].to_numpy(float), loc,
                                           ppn=int(ppn) if loc == "inter-node" else 1)
-            except InputError:  # the profile lacks this locality
+            except InputError:  # the machine model lacks this locality
                 continue
             med.loc[idx, "maxrate_s"] = sub["n_messages"].to_numpy(float) * np.asarray(one)
     med["model_s"] = med["maxrate_s"] + med["queue_s"].fillna(0)

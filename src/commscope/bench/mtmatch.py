@@ -42,20 +42,13 @@ from ..errors import InputError
 from ..launch import available_cores
 from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
 from ..models import stencil
-from ..runs import Points, register_points, register_table
-from .driver import RunFile, run_benchmark
+from .driver import RunFile, register_resume, run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
 
-register_table("mtmatch", "trials", {
-    "config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i", "messages": "i",
-    "size_bytes": "i", "drain_time_s": "f"})
-register_table("mtmatch", "order", {
-    "config": "i", "trial": "i", "tag": "i", "post_seq": "i", "send_seq": "i",
-    "recv_thread": "i", "send_thread": "i"})
 
 BUDGETS_S = (1e-3, 100e-3)   # 002 Sec. 4.3: per-timestep budgets of 1 ms to 100 ms
 MAX_THREADS = 1024
@@ -311,10 +304,7 @@ def _postprocess(run):
     run.save_meta()
 
 
-register_points("mtmatch", Points(
-    "trials", ("config",), "configurations",
-    lambda p: [((s["config"],), p["trials"]) for s in p["configs"]],
-    resume_args=lambda p, first: native_args(p, from_config=first[0]), after=_postprocess))
+register_resume("mtmatch", lambda p, first: native_args(p, from_config=first[0]), after=_postprocess)
 
 
 def config_summary(trials):

@@ -17,8 +17,7 @@ with one communicator per thread, paired by repetition, at each thread count.
 
 from ..errors import InputError
 from ..launch import available_cores
-from ..runs import Points, register_points, register_table
-from .driver import run_benchmark
+from .driver import register_resume, run_benchmark
 from ..lazy import lazy
 
 pd = lazy("pandas")
@@ -28,12 +27,6 @@ MODES = ("shared", "per-thread")
 MAX_THREADS = 64
 DEFAULTS = dict(threads=(1, 2, 4), size_bytes=64, window=256, iterations=100, warmup=10, reps=5)
 
-register_table("multirate", "threads", {
-    "mode": "O", "threads": "i", "rep": "i", "thread": "i", "messages": "i", "size_bytes": "i",
-    "time_s": "f"})
-register_table("multirate", "reps", {
-    "mode": "O", "threads": "i", "rep": "i", "messages": "i", "size_bytes": "i", "window": "i",
-    "iterations": "i", "time_s": "f"})  # queue columns too, NaN under MPIs without the pvars
 
 
 def parse_modes(modes):
@@ -96,12 +89,8 @@ def _postprocess(run):
     run.save_meta()
 
 
-register_points("multirate", Points(
-    "reps", ("threads",), "thread counts",
-    lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
-    resume_args=lambda p, first: native_args(dict(p, threads=[t for t in p["threads"]
-                                                                if t >= first[0]])),
-    after=_postprocess))
+register_resume("multirate", lambda p, first: native_args(
+    dict(p, threads=[t for t in p["threads"] if t >= first[0]])), after=_postprocess)
 
 
 def config_summary(reps):

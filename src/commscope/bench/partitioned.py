@@ -45,8 +45,8 @@ import math
 
 from ..errors import InputError
 from ..profile.ompt import bench_collector
-from ..runs import Points, register_points, register_table
-from .driver import run_benchmark
+from ..kinds import partitioned_sizes as planned_sizes
+from .driver import register_resume, run_benchmark
 
 KIND = "partitioned"
 METHODS = ("partitioned", "isend", "single")
@@ -54,16 +54,6 @@ DISTRIBUTIONS = ("normal", "uniform", "exponential", "constant")
 COMPUTE_MODES = ("sleep", "spin", "hybrid")
 MIB = 1 << 20
 
-register_table(KIND, "samples", {
-    "method": "O", "size_bytes": "i", "partitions": "i", "partition_bytes": "i", "run": "i",
-    "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
-    "last_ready_s": "f", "first_ready_s": "f", "bytes_received": "i", "mismatches": "i",
-    "threads": "i", "dist": "O", "compute_s": "f", "sigma_s": "f", "compute_mode": "O",
-    "clock": "O", "clock_uncertainty_s": "f"})
-register_table(KIND, "compute", {
-    "run": "i", "method": "O", "size_bytes": "i", "thread": "i", "requested_s": "f",
-    "actual_s": "f"})
-register_table(KIND, "methods", {"method": "O", "status": "O", "note": "O"})
 
 
 def default_sizes(j_min=-8, j_max=2):
@@ -171,13 +161,6 @@ def native_args(params, from_size=0):
             "--seed", params["seed"], "--from-size", from_size]
 
 
-def planned_sizes(params):
-    """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
-    t = params["threads"]
-    return [((s - s % t,), params["runs_per_size"] * len(params["methods"]))
-            for s in params["sizes_bytes"]]
-
-
 def _resume_args(params, first):
     if params.get("ompt"):  # the thread-timing tool is not re-attached to a resumed segment
         raise InputError("--resume", None, "partitioned runs with --ompt cannot be resumed: "
@@ -185,8 +168,7 @@ def _resume_args(params, first):
     return native_args(params, from_size=[k for k, _ in planned_sizes(params)].index(first))
 
 
-register_points(KIND, Points("samples", ("size_bytes",), "sizes", planned_sizes,
-                             resume_args=_resume_args))
+register_resume(KIND, _resume_args)
 
 
 def method_status(run):

@@ -1,23 +1,8 @@
 """Ping-pong benchmark driver (004 Sec. 2; OSU latency conventions)."""
 
 from ..errors import InputError
-from ..runs import Points, register_points, register_table
-from .driver import run_benchmark
-
-register_table("pingpong", "samples", {
-    "size_bytes": "i", "pair": "i", "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"})
-
-LARGE_MESSAGE = 8192  # bytes; above it the native code uses the large-message counts
-
-
-def planned_sizes(params):
-    """``((size,), rows)`` in measuring order: 0 (if asked), then powers of two."""
-    out, s = [], params["min_size"]
-    while s <= params["max_size"]:
-        large = s > LARGE_MESSAGE
-        out.append(((s,), params["pairs"] * params["large_iters" if large else "iters"]))
-        s = s * 2 if s else 1
-    return out
+from ..kinds import LARGE_MESSAGE, pingpong_sizes as planned_sizes  # noqa: F401 (re-exported)
+from .driver import register_resume, run_benchmark
 
 
 def native_args(params):
@@ -27,9 +12,7 @@ def native_args(params):
             + (["--hugepages"] if params.get("hugepages") else []))
 
 
-register_points("pingpong", Points(
-    "samples", ("size_bytes",), "sizes", planned_sizes,
-    resume_args=lambda params, first: native_args(dict(params, min_size=first[0]))))
+register_resume("pingpong", lambda params, first: native_args(dict(params, min_size=first[0])))
 
 DEFAULTS = dict(min_size=1, max_size=4 << 20, iters=1000, warmup=100,
                 large_iters=100, large_warmup=10)

@@ -19,7 +19,6 @@ accuracy of the compute model (measured - intended).
 from ..errors import InputError
 from ..launch import available_cores
 from ..profile.ompt import bench_collector
-from ..runs import Points, register_points, register_table
 from ..stats import arrivals
 from .driver import run_benchmark
 from ..lazy import lazy
@@ -27,20 +26,6 @@ from ..lazy import lazy
 np = lazy("numpy")
 pd = lazy("pandas")
 
-
-register_table("threads", "compute", {
-    "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",
-    "start_s": "f", "end_s": "f", "compute_time_s": "f"})
-register_table("threads", "injected", {
-    "trial": "i", "rank": "i", "iteration": "i", "thread": "i", "intended_time_s": "f",
-    "laggard": "i"})
-
-# Not a resumable sweep: a trial is one time series, flushed to disk when it ends, so a
-# stopped run only says how many iterations are complete (whole trials).
-register_points("threads", Points(
-    "compute", ("trial", "iteration"), "iterations",
-    lambda p: [((t, i), p["ranks"] * p["threads"]) for t in range(p["trials"])
-               for i in range(p["iterations"])]))
 
 DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential")
 COMPUTE_MODES = ("spin", "sleep")

@@ -9,7 +9,7 @@ from .common_options import add_link_options, add_monte_carlo_options
 EXAMPLES = """\
 examples:
   commscope profile --ompt --threads 4 -n 2 -- ./app
-  commscope advise runs/<profile-run> --profile machine-profile.json
+  commscope advise runs/<profile-run> --machine-model machine-model.json
   commscope advise runs/<profile-run> --size 4MiB --json
 
 For each OpenMP region (from the per-thread OMPT arrivals of the run): arrival spread
@@ -31,7 +31,7 @@ def register(registry):
                     "partitioned-communication model.", epilog=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="a run with per-thread arrivals (profile --ompt, "
                                               "bench threads/partitioned --ompt)")
-    add_link_options(p, "machine profile (commscope fit); default: the published Blue "
+    add_link_options(p, "machine model (commscope fit); default: the published Blue "
                         "Waters parameters", ppn=False)
     p.add_argument("-s", "--size", metavar="SIZE", default=None,
                    help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
@@ -52,8 +52,8 @@ def _run(args):
     if args.replicas < 1:
         raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
     run = open_run(args.run)
-    profile = args.profile if args.profile or args.osu else "bluewaters"
-    link, info = eb.link_for(run, profile=profile, osu=args.osu, machine=args.machine,
+    machine_model = args.machine_model if args.machine_model or args.osu else "bluewaters"
+    link, info = eb.link_for(run, machine_model=machine_model, osu=args.osu, machine=args.machine,
                              locality=args.locality)
     size = parse_size(args.size, "--size") if args.size else None
     table = eb.advise(run, link, message_size=size, threshold_s=args.threshold,

@@ -1,7 +1,8 @@
-"""Options shared by the commands that launch MPI jobs."""
+"""Options shared by several commands: launching MPI jobs, the machine model, the link."""
 
 import argparse
 
+from ..errors import warn
 from ..limits import LIMIT_HELP
 from ..paths import default_runs_root
 
@@ -58,18 +59,50 @@ def launch_kwargs(args):
                 timeout=args.timeout, echo=not args.quiet)
 
 
-def add_link_options(parser, profile_help, ppn=True):
-    """The link of the partitioned model: a machine profile or an OSU table."""
+class DeprecatedOption(argparse.Action):
+    """An option's old name: hidden from --help, still accepted for one release, with one
+    line ``commscope: warning: OLD is deprecated: use NEW`` on stderr (docs/conventions.md)."""
+
+    def __init__(self, option_strings, dest, new_name, **kwargs):
+        self.new_name = new_name
+        self.warned = False
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if not self.warned:  # given twice: still one line
+            self.warned = True
+            warn(f"{self.option_strings[0]} is deprecated: use {self.new_name}")
+        setattr(namespace, self.dest, values)
+
+
+MACHINE_MODEL_METAVAR = "FILE|bluewaters"
+
+
+def add_machine_model_option(parser, help, required=False):
+    """``--machine-model FILE|bluewaters`` (dest ``machine_model``), and its old name
+    ``--profile``, deprecated.  ``parser`` may be an argument group.  Returns the
+    mutually exclusive group the two names share (``required``: one must be given)."""
+    group = parser.add_mutually_exclusive_group(required=required)
+    group.add_argument("--machine-model", metavar=MACHINE_MODEL_METAVAR, default=None, help=help)
+    group.add_argument("--profile", dest="machine_model", metavar=MACHINE_MODEL_METAVAR,
+                       action=DeprecatedOption, new_name="--machine-model")
+    return group
+
+
+def add_link_options(parser, machine_model_help, ppn=True):
+    """The link of the partitioned model: a machine model or an OSU table."""
     link = parser.add_argument_group("link")
-    link.add_argument("--profile", metavar="FILE|bluewaters", help=profile_help)
+    add_machine_model_option(link, machine_model_help)
     link.add_argument("--osu", nargs="+", metavar="TABLE",
                       help="OSU table: reference CSV (with --machine) or osu_latency + osu_bw text")
-    link.add_argument("--machine", metavar="NAME", help="machine columns of a reference CSV")
+    link.add_argument("--machine", metavar="NAME",
+                      help="with --osu: the machine whose columns of a reference CSV to use "
+                           "(e.g. quartz)")
     link.add_argument("--locality", default=None,
-                      help="profile locality (default: where the run's ranks 0 and 1 ran)")
+                      help="machine-model locality (default: where the run's ranks 0 and 1 ran)")
     if ppn:
         link.add_argument("--ppn", type=int, default=1,
-                          help="processes per node sending (profile; default %(default)s)")
+                          help="processes per node sending (machine model; default %(default)s)")
     return link
 
 

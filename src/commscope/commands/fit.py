@@ -2,32 +2,33 @@
 
 from ..errors import InputError
 from ..models.fitting import compare_breakpoints
-from ..models.profile import save_profile
+from ..models.machine_model import DEFAULT_FILE, save_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
-from ..profile_fit import fit_runs, profile_table
+from ..machine_fit import fit_runs, machine_model_table
 
 
 def register(registry):
     p = registry.command(
         "fit", help="fit the postal / max-rate / queue-search models to measured runs",
-        description="Fit a machine profile (Bienz et al. 2018, eqs. 1-3) from ping-pong runs: protocol "
+        description="Fit a machine model (Bienz et al. 2018, eqs. 1-3) from ping-pong runs: protocol "
                     "breakpoints (short / eager / rendezvous) found from the data and compared "
                     "with the eager limits the MPI reports through MPI_T; alpha and beta per "
                     "protocol and locality; R_b and the injection limit R_N from multi-pair runs; "
                     "gamma from HighVolumePingPong runs and delta from --contention ones when "
-                    "given. Writes a documented JSON profile (docs/machine-profile.md) with the "
+                    "given. Writes a documented JSON machine model (docs/machine-model.md) with the "
                     "relative error per size.\n\n"
-                    "example:\n  commscope fit runs/ -o machine-profile.json")
+                    "example:\n  commscope fit runs/ -o machine-model.json")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
-    p.add_argument("-o", "--output", default="machine-profile.json",
-                   help="profile path (default %(default)s); never overwritten unless --overwrite")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing profile")
+    p.add_argument("-o", "--output", default=DEFAULT_FILE,
+                   help="machine-model path (default %(default)s); never overwritten unless "
+                        "--overwrite")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing machine model")
     p.add_argument("--hops", type=float, default=None,
                    help="links each byte crosses in --contention HighVolumePingPong runs, for "
                         "delta (Bienz et al. 2018, eq. 7; default N/2 for N nodes in a line, Fig. 6)")
-    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    p.add_argument("--json", action="store_true", help="print the machine model as JSON")
     p.set_defaults(func=_run)
 
 
@@ -37,27 +38,29 @@ def _run(args):
         raise InputError(out, None, "exists; not overwriting (use --overwrite or another -o)")
     if args.hops is not None and not args.hops > 0:
         raise InputError("--hops", None, f"must be > 0, got {args.hops}")
-    profile = fit_runs(args.runs, hops=args.hops)
-    save_profile(profile, out, overwrite=args.overwrite)
+    machine_model = fit_runs(args.runs, hops=args.hops)
+    save_machine_model(machine_model, out, overwrite=args.overwrite)
     if args.json:
-        dump_json(profile.to_dict())
+        dump_json(machine_model.to_dict())
         return 0
-    print_table(profile_table(profile), title="postal / max-rate fit per locality and protocol")
+    print_table(machine_model_table(machine_model),
+                title="postal / max-rate fit per locality and protocol")
     print()
-    found = compare_breakpoints(profile)[["locality", "short_max_bytes", "eager_max_bytes"]]
+    found = compare_breakpoints(machine_model)[["locality", "short_max_bytes",
+                                                 "eager_max_bytes"]]
     print_table(found, title="protocol breakpoints found in the data (largest size of each)")
-    limits = ", ".join(f"{k}={v}" for k, v in sorted(profile.mpi_eager_limits.items()))
+    limits = ", ".join(f"{k}={v}" for k, v in sorted(machine_model.mpi_eager_limits.items()))
     print(f"MPI_T eager/rendezvous limits reported by the MPI: {limits or 'none'}")
-    for loc, sizes in profile.machine.get("regime_changes_bytes", {}).items():
+    for loc, sizes in machine_model.machine.get("regime_changes_bytes", {}).items():
         print(f"{loc}: slower per byte above {', '.join(map(str, sizes))} bytes without a "
               "protocol change (caches or memory bandwidth): not modelled")
-    if profile.gamma_s is not None:
-        ci = profile.machine.get("gamma_ci95_s")
-        print(f"\ngamma (queue search per element) = {profile.gamma_s:.3e} s"
+    if machine_model.gamma_s is not None:
+        ci = machine_model.machine.get("gamma_ci95_s")
+        print(f"\ngamma (queue search per element) = {machine_model.gamma_s:.3e} s"
               + (f" (95 % bootstrap interval {ci[0]:.3e} .. {ci[1]:.3e} s)" if ci else ""))
-    if profile.delta_s_per_byte is not None:
-        print(f"delta (contention per byte on a link) = {profile.delta_s_per_byte:.3e} s")
-    for warning in profile.machine.get("warnings", []):
+    if machine_model.delta_s_per_byte is not None:
+        print(f"delta (contention per byte on a link) = {machine_model.delta_s_per_byte:.3e} s")
+    for warning in machine_model.machine.get("warnings", []):
         print(f"warning: {warning}")
-    print(f"\nprofile written to {out}")
+    print(f"\nmachine model written to {out}")
     return 0

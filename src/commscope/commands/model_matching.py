@@ -5,11 +5,11 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..matching import engines as eng
-from ..models.profile import load_profile
+from ..models.machine_model import load_machine_model
 from ..output import dump_json, print_table
 from ..paths import write_text_atomic
 from ..runs import open_run
-from .common_options import comma_list
+from .common_options import add_machine_model_option, comma_list
 
 DESCRIPTION = """\
 Replays the event trace of a `commscope profile --trace` run through simulated MPI
@@ -18,15 +18,15 @@ search depth of the posted-receive queue (PRQ, searched by an arriving message) 
 of the unexpected queue (UMQ, searched by a posted receive), entries compared and the
 longest queues. Engines: """ + eng.ENGINE_HELP + """.
 
-Arrival of a message = the sender's send start plus the --profile's modelled time
-(node-aware model; 0 without a profile), or the receive's completion when a sender
+Arrival of a message = the sender's send start plus the time --machine-model gives it
+(node-aware model; 0 without a machine model), or the receive's completion when a sender
 has no trace (--arrivals). Where the run sampled Open MPI's ob1 queue pvars, the
 simulated ob1 lengths are compared with them at every snapshot with no traced call
 within --guard. --trials N replays N random interleavings of the posting threads.
 
 --threads-send T re-threads the traced halo exchange to T threads per rank (Schonbein et al. 2018
 stencil decomposition, --points) and predicts depth and drain time with the
-node-aware model plus the profile's gamma.
+node-aware model plus the machine model's gamma.
 
 A `bench mtmatch` run instead gives, per trial, the simulated ob1 queues at the point
 where the benchmark read the pvars, beside what they read.
@@ -36,7 +36,8 @@ examples:
   commscope model matching runs/20261123T073202Z-profile
   commscope model matching RUN --engine ob1 --trials 200 --json
   commscope model matching RUN --lengths queues.csv     # lengths over time, per rank and engine
-  commscope model matching RUN --threads-send 64 --points 5 --profile bluewaters --engine mpich,ob1,bins
+  commscope model matching RUN --threads-send 64 --points 5 --machine-model bluewaters \\
+      --engine mpich,ob1,bins
 """
 
 
@@ -52,8 +53,8 @@ def register(registry):
     p.add_argument("--arrivals", choices=("auto", "send", "completion"), default="auto",
                    help="message arrival: send start + model, receive completion, or auto "
                         "(send when every sender was traced; default %(default)s)")
-    p.add_argument("--profile", metavar="FILE|bluewaters", default=None,
-                   help="machine profile: message times (and gamma for --threads-send)")
+    add_machine_model_option(p, help="machine model (a file of `commscope fit`, or bluewaters): "
+                                     "message times (and gamma for --threads-send)")
     p.add_argument("-t", "--trials", type=int, default=0,
                    help="random interleavings of the posting threads (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the trials (default 0)")
@@ -86,16 +87,16 @@ def run_matching(args):
         raise InputError("--trials", None, f"must be >= 0, got {args.trials}")
     if args.bins < 1:
         raise InputError("--bins", None, f"must be >= 1, got {args.bins}")
-    if args.threads_send is not None and args.profile is None:
-        raise InputError("--profile", None, "the --threads-send what-if needs a machine profile "
-                                            "(a `commscope fit` JSON or bluewaters)")
+    if args.threads_send is not None and args.machine_model is None:
+        raise InputError("--machine-model", None, "the --threads-send what-if needs a machine "
+                                                  "model (a `commscope fit` JSON or bluewaters)")
     if args.lengths and Path(args.lengths).exists():
         raise InputError(args.lengths, None, "exists; not overwriting it")
-    profile = load_profile(args.profile) if args.profile else None
+    machine_model = load_machine_model(args.machine_model) if args.machine_model else None
     run = open_run(args.run)
     if run.meta.get("kind") == "mtmatch":
         return _mtmatch(run, args)
-    a = analyze(args.run, tuple(args.engine), args.bins, args.arrivals, profile, args.trials,
+    a = analyze(args.run, tuple(args.engine), args.bins, args.arrivals, machine_model, args.trials,
                 args.seed, args.guard, progress=None if args.json else _progress)
     if args.lengths:
         cols = ["rank", "engine", "time_s", "kind", "posted_length", "unexpected_length", "depth"]
@@ -110,7 +111,7 @@ def run_matching(args):
     if args.threads_send is not None:
         for rank, ri in a.inputs.items():
             base = {r["engine"]: r for r in a.summary[a.summary["rank"] == rank].to_dict("records")}
-            counts, rows, notes = predict(traced_halo(ri), args.points, args.threads_send, profile,
+            counts, rows, notes = predict(traced_halo(ri), args.points, args.threads_send, machine_model,
                                           tuple(args.engine), max(args.trials, 100),
                                           args.seed + rank, args.bins, baseline=base)
             whatif_rows += rows

@@ -6,22 +6,23 @@ from ..errors import InputError
 from ..units import SIZE_HELP, parse_size_list
 from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
                           predict_pattern)
-from ..models.profile import LOCALITIES, load_profile
+from ..models.machine_model import LOCALITIES, load_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
+from .common_options import add_machine_model_option
 
 P2P_DESCRIPTION = """\
 Time of one message under the node-aware max-rate model (Bienz, Gropp, Olson 2018):
-protocol from the profile's breakpoints, T = alpha + ppn s / min(R_N, ppn R_b) for
+protocol from the machine model's breakpoints, T = alpha + ppn s / min(R_N, ppn R_b) for
 inter-node messages, the postal model alpha + s / R_b on the node.
 
---profile takes a machine-profile JSON (see docs/machine-profile.md), a CSV in the
-Blue Waters table format, or the word "bluewaters" for the paper's Table 1.
+--machine-model takes a machine-model JSON (`commscope fit`; docs/machine-model.md), a
+CSV in the Blue Waters table format, or the word "bluewaters" for the paper's Table 1.
 --sizes takes comma-separated byte counts and doubling ranges A:B (A, 2A, 4A, ... <= B).
 
 examples:
-  commscope model p2p --profile bluewaters --sizes 1024 --locality inter-node --ppn 16
-  commscope model p2p --profile myprofile.json --sizes 1:4M --locality intra-socket --json
+  commscope model p2p --machine-model bluewaters --sizes 1024 --locality inter-node --ppn 16
+  commscope model p2p --machine-model machine-model.json --sizes 1:4M --locality intra-socket --json
 """
 
 PATTERN_DESCRIPTION = """\
@@ -35,15 +36,17 @@ messages of `size_bytes` that `rank` sends to peers at that locality
 flight at once (n = its total count in the queue term).
 
 examples:
-  commscope model pattern --profile bluewaters --messages spmv_level3.csv --ppn 16 --hops 2
-  commscope model pattern --profile myprofile.json --messages pattern.csv --queue triangular --json
+  commscope model pattern --machine-model bluewaters --messages spmv_level3.csv --ppn 16 --hops 2
+  commscope model pattern --machine-model machine-model.json --messages pattern.csv \\
+      --queue triangular --json
 """
 
 
 def register(registry):
     p = registry.group_command("model", "p2p", help="node-aware max-rate time of single messages",
                                description=P2P_DESCRIPTION)
-    p.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
+    add_machine_model_option(p, required=True, help="machine model: a file of `commscope fit`, "
+                                                    "or bluewaters")
     p.add_argument("--sizes", required=True, metavar="S1,S2,...",
                    help=f"message sizes, comma-separated; A:B for a doubling range ({SIZE_HELP})")
     p.add_argument("--locality", required=True,
@@ -55,7 +58,8 @@ def register(registry):
 
     q = registry.group_command("model", "pattern", help="per-rank cost of a message pattern",
                                description=PATTERN_DESCRIPTION)
-    q.add_argument("--profile", required=True, metavar="FILE|bluewaters", help="machine profile")
+    add_machine_model_option(q, required=True, help="machine model: a file of `commscope fit`, "
+                                                    "or bluewaters")
     q.add_argument("--messages", required=True, metavar="CSV", help="message table")
     q.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
     q.add_argument("--hops", type=float, default=None,
@@ -72,10 +76,11 @@ def register(registry):
 
 
 def run_p2p(args):
-    profile = load_profile(args.profile)
+    machine_model = load_machine_model(args.machine_model)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
-    columns = node_aware_columns(profile, parse_size_list(args.sizes, "--sizes"), args.locality, args.ppn)
+    columns = node_aware_columns(machine_model, parse_size_list(args.sizes, "--sizes"),
+                                 args.locality, args.ppn)
     table = [dict(zip(columns, row)) for row in zip(*columns.values())]  # no pandas: fast start
     if args.json:
         dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table})
@@ -85,12 +90,12 @@ def run_p2p(args):
 
 
 def run_pattern(args):
-    profile = load_profile(args.profile)
+    machine_model = load_machine_model(args.machine_model)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
     if args.plot and prepare_output(args.plot, "--plot").exists():
         raise InputError(args.plot, None, "exists; not overwriting it")
-    result = predict_pattern(profile, load_messages(args.messages), ppn=args.ppn,
+    result = predict_pattern(machine_model, load_messages(args.messages), ppn=args.ppn,
                              hops=args.hops, queue_search=args.queue)
     if args.plot:
         from ..report.pattern_plot import plot_pattern

@@ -7,7 +7,7 @@ from ..models.osu import load_osu
 from ..output import dump_json, print_table
 from ..units import parse_size_list
 from ..lazy import lazy
-from .common_options import add_monte_carlo_options
+from .common_options import add_machine_model_option, add_monte_carlo_options
 
 np = lazy("numpy")
 
@@ -22,7 +22,7 @@ message), Algorithm 1 (analytic, EMMA), and with --monte-carlo a simulation that
 each partition when its thread finishes, one at a time on the link.
 
 The link is an OSU table (--osu: the thesis's reference CSV with --machine, or the text
-output of osu_latency and osu_bw), a machine profile (--profile, --locality), or a
+output of osu_latency and osu_bw), a machine model (--machine-model, --locality), or a
 constant --latency/--bandwidth. Default sizes: the thesis's sweep 18 * 2^j MiB,
 j = -6..8. Sizes accept suffixes K, KiB, M, MiB, G, GiB (2^10..) and KB, MB, GB (10^3..).
 
@@ -42,17 +42,18 @@ def parse_sizes(text):
 
 def build_link(args):
     """The link chosen on the command line (exactly one source)."""
-    chosen = [name for name, on in (("--osu", args.osu), ("--profile", args.profile),
+    chosen = [name for name, on in (("--osu", args.osu), ("--machine-model", args.machine_model),
                                     ("--latency/--bandwidth", args.latency is not None
                                      or args.bandwidth is not None)) if on]
     if len(chosen) != 1:
-        raise InputError("link", None, "give exactly one of --osu, --profile or "
+        raise InputError("link", None, "give exactly one of --osu, --machine-model or "
                          "--latency with --bandwidth")
     if args.osu:
         return load_osu(args.osu, args.machine)
-    if args.profile:
-        from ..models.profile import load_profile
-        return pm.ProfileLink(load_profile(args.profile), args.locality, args.ppn)
+    if args.machine_model:
+        from ..models.machine_model import load_machine_model
+        return pm.MachineModelLink(load_machine_model(args.machine_model), args.locality,
+                                   args.ppn)
     if args.latency is None or args.bandwidth is None:
         raise InputError("--latency/--bandwidth", None, "give both")
     return pm.ConstantLink(args.latency, args.bandwidth)
@@ -116,12 +117,14 @@ def register(registry):
     link = p.add_argument_group("link (choose one)")
     link.add_argument("--osu", nargs="+", metavar="FILE",
                       help="OSU reference CSV, or osu_latency and osu_bw text outputs")
-    link.add_argument("--machine", help="machine column pair in a reference CSV (e.g. lassen)")
-    link.add_argument("--profile", metavar="FILE|bluewaters",
-                      help="machine profile JSON (commscope fit), or bluewaters (Bienz et al. 2018, Table 1)")
+    link.add_argument("--machine", help="with --osu: the machine column pair of a reference CSV "
+                                        "(e.g. lassen)")
+    add_machine_model_option(link, help="machine model JSON (commscope fit), or bluewaters "
+                                        "(Bienz et al. 2018, Table 1)")
     link.add_argument("--locality", default="inter-node",
-                      help="profile locality (default: %(default)s)")
-    link.add_argument("--ppn", type=int, default=1, help="processes per node sending (profile; default %(default)s)")
+                      help="machine-model locality (default: %(default)s)")
+    link.add_argument("--ppn", type=int, default=1,
+                      help="processes per node sending (machine model; default %(default)s)")
     link.add_argument("--latency", type=float, metavar="S", help="constant latency, seconds")
     link.add_argument("--bandwidth", type=float, metavar="B_PER_S",
                       help="constant bandwidth, bytes per second")

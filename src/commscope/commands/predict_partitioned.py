@@ -10,8 +10,8 @@ from ..predict.partitioned import (comparison_table, peak, predict_partitioned, 
 
 EXAMPLES = """\
 examples:
-  commscope fit runs/<pingpong-run> -o machine-profile.json
-  commscope predict partitioned runs/<partitioned-run> --profile machine-profile.json
+  commscope fit runs/<pingpong-run> -o machine-model.json
+  commscope predict partitioned runs/<partitioned-run> --machine-model machine-model.json
   commscope predict partitioned runs/<partitioned-run> \\
       --osu src/commscope/data/osu_intranode_lassen_quartz.csv --machine quartz --json
 
@@ -29,12 +29,12 @@ def register(registry):
     p = registry.group_command(
         "predict", "partitioned",
         help="modeled vs measured partitioned sends (Dominguez-Trujillo 2021, Algorithm 1 on a bench run)",
-        description="Feed a machine profile (fitted from ping-pong runs) or an OSU table and a "
+        description="Feed a machine model (fitted from ping-pong runs) or an OSU table and a "
                     "partitioned run's parameters into the partitioned-communication model and "
                     "compare with what the run measured.", epilog=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="a run directory of `commscope bench partitioned`")
-    add_link_options(p, "machine profile (commscope fit) or bluewaters; alpha/beta per "
-                        "protocol (give one of --profile and --osu)")
+    add_link_options(p, "machine model (commscope fit) or bluewaters; alpha/beta per "
+                        "protocol (give one of --machine-model and --osu)")
     m = p.add_argument_group("model")
     m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
@@ -44,13 +44,15 @@ def register(registry):
 
 
 def _run(args):
-    if (args.profile is None) == (args.osu is None):
-        raise InputError("--profile/--osu", None, "give exactly one of --profile or --osu")
+    if (args.machine_model is None) == (args.osu is None):
+        raise InputError("--machine-model/--osu", None,
+                         "give exactly one of --machine-model or --osu")
     if args.replicas < 1:
         raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be at least 1, got {args.ppn}")
-    df = predict_partitioned(args.run, profile=args.profile, osu=args.osu, machine=args.machine,
+    df = predict_partitioned(args.run, machine_model=args.machine_model, osu=args.osu,
+                             machine=args.machine,
                              locality=args.locality, ppn=args.ppn, t_wait_s=args.t_wait,
                              replicas=args.replicas, seed=args.seed)
     table = comparison_table(df)
@@ -62,7 +64,7 @@ def _run(args):
                    "peak": peaks})
         return 0
     a = df.attrs
-    link = (f"profile {a['source']} ({a['locality']})" if a.get("link") == "profile"
+    link = (f"machine model {a['source']} ({a['locality']})" if a.get("link") == "machine-model"
             else f"OSU {a.get('source')}" + (f" ({a['machine']})" if a.get("machine") else ""))
     print(f"# {a['run']}: {a['threads']} threads, {a['dist']} compute mean {a['compute_s']} s, "
           f"sd {a['sigma_s']:.4g} s; link: {link}")

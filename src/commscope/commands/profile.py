@@ -95,8 +95,8 @@ def _run(args):
         raise InputError("PROGRAM", None, "name the program to profile after --, e.g. "
                                           "commscope profile -n 2 -- ./app")
     from ..profile.run import run_profile
-    from ..profile.summary import rank_row
-    from ..profile.counters import CounterFile, counter_ranks
+    from ..profile.counters import counter_ranks
+    from ..profile.top import open_counter_files, read_rows
     if args.max_threads is not None:
         print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
               "its own (the counter file grows as threads appear)", file=sys.stderr)
@@ -114,10 +114,12 @@ def _run(args):
                                                       f"collected in {run.path}")
     rows = []
     if args.summary or args.json:
-        for r in counter_ranks(run.raw_dir):
-            cf = CounterFile(run.raw_dir, r)
-            rows.append(rank_row(cf.read()))
-            cf.close()
+        files = open_counter_files(run) if counter_ranks(run.raw_dir) else []
+        try:
+            rows = read_rows(files)
+        finally:
+            for f in files:
+                f.close()
     if args.json:
         dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
                    "ranks": rows})
@@ -128,4 +130,10 @@ def _run(args):
     if status:
         print(f"commscope profile: the program exited with status {status}; the counters made "
               f"up to then are in {run.path}", file=sys.stderr)
-    return status
+        return status
+    problems = run.meta["profile"].get("problems", [])
+    if problems:  # the program succeeded, the profile is partial
+        for p in problems:
+            print(f"commscope profile: partial profile: {p}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,7 +1,8 @@
 """commscope report"""
 
-from ..models.profile import load_profile
+from ..models.machine_model import load_machine_model
 from ..report.build import build_report
+from .common_options import add_machine_model_option
 
 
 def register(registry):
@@ -9,20 +10,21 @@ def register(registry):
         "report", help="write one static HTML report for run directories",
         description="One HTML file with the figures inline (opens without a server): "
                     "measured versus modeled times per locality and protocol, residuals, the "
-                    "fitted machine profile, one section per kind of run, and every run's "
+                    "fitted machine model, one section per kind of run, and every run's "
                     "metadata.\n\nexample:\n  commscope report runs/ -o report.html")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
     p.add_argument("-o", "--output", default="report.html", help="HTML path (default %(default)s)")
-    p.add_argument("--profile", default=None,
-                   help="machine profile to model with (default: fitted from the ping-pong runs); "
-                        "'bluewaters' for the published Blue Waters parameters")
+    add_machine_model_option(p, help="machine model to model with (default: fitted from the "
+                                     "ping-pong runs); 'bluewaters' for the published Blue "
+                                     "Waters parameters")
     p.add_argument("--overwrite", action="store_true", help="replace an existing report")
     p.set_defaults(func=_run)
 
 
 def _run(args):
-    profile = load_profile(args.profile) if args.profile else None
-    out = build_report(args.runs, args.output, profile=profile, overwrite=args.overwrite)
+    machine_model = load_machine_model(args.machine_model) if args.machine_model else None
+    out = build_report(args.runs, args.output, machine_model=machine_model,
+                       overwrite=args.overwrite)
     print(out)
     return 0

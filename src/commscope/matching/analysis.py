@@ -27,10 +27,12 @@ class MatchingAnalysis:
     trials: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def locality_from_meta(meta):
+def locality_from_run(run):
     """(src, dst) world ranks -> locality, from the hosts the profile recorded per rank."""
-    ranks = ((meta.get("profile") or {}).get("ranks")) or []
-    host = {r["rank"]: r.get("host") for r in ranks}
+    host = {}
+    if "ranks" in run.tables():
+        ranks = run.table("ranks")
+        host = dict(zip(ranks["rank"].tolist(), ranks["host"].tolist()))
 
     def locality_of(a, b):
         ha, hb = host.get(a), host.get(b)
@@ -40,7 +42,7 @@ def locality_from_meta(meta):
 
 
 def analyze(run_dir, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, arrivals="auto",
-            profile=None, trials=0, seed=0, guard_s=0.01, progress=None):
+            machine_model=None, trials=0, seed=0, guard_s=0.01, progress=None):
     """Replay a profile run's trace; compare ob1 with the pvars; optional thread trials."""
     run = open_run(run_dir)
     if run.meta.get("kind") != "profile":
@@ -49,8 +51,8 @@ def analyze(run_dir, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, ar
     for e in engines:
         eng.engine_code(e)
     trace = read_trace(run.raw_dir)
-    locality_of = locality_from_meta(run.meta)
-    results, summary, inputs = replay(trace, engines, bins, arrivals, profile, locality_of)
+    locality_of = locality_from_run(run)
+    results, summary, inputs = replay(trace, engines, bins, arrivals, machine_model, locality_of)
     cmp_rows = []
     for rank in inputs:
         ob1 = eng.simulate(inputs[rank].events, "ob1", bins, source=f"rank {rank} events")

@@ -1,6 +1,6 @@
 """Simulated ob1 queues beside the lengths Open MPI reports through MPI_T.
 
-`commscope profile` samples every MPI_T pvar into snapshots.<rank>.bin; on Open
+`commscope profile` samples every MPI_T pvar into node.<node>.snap; on Open
 MPI with ob1 these include, per peer of MPI_COMM_WORLD, ``pml_ob1_posted_recvq_length``
 (receives posted for that source, any-source receives not counted) and
 ``pml_ob1_unexpected_msgq_length``. Each snapshot has a CLOCK_MONOTONIC time, the
@@ -17,7 +17,7 @@ was sent), which the replay cannot place exactly.
 from __future__ import annotations
 
 
-from ..profile.counters import load_metadata, read_snapshots
+from ..profile.counters import load_node_meta, node_keys, read_snapshots
 from .replay import per_peer_lengths
 from ..lazy import lazy
 
@@ -33,25 +33,29 @@ def measured(raw_dir, rank, t0_ns):
 
     Empty when the MPI has no such pvars (MPICH) or the run had no snapshots.
     """
-    meta = load_metadata(f"{raw_dir}/counters.{rank}.json")
-    want = {p["name"]: p for p in meta["pvars"] if p["name"] in PVARS.values()}
-    recs, _ = read_snapshots(raw_dir, meta)
-    if not want or not len(recs):
-        return pd.DataFrame(columns=["time_s", "seq", "queue", "peer", "length"])
-    words = meta["snapshot_record_words"]
-    base = 3 + meta["slab_words"] + len(meta["counters"])
-    values = recs[:, base:words].view(np.float64)
-    time_s = (recs[:, 2].astype(np.int64) - t0_ns) / 1e9
-    rows = []
-    for queue, name in PVARS.items():
-        p = want.get(name)
-        if p is None:
+    empty = pd.DataFrame(columns=["time_s", "seq", "queue", "peer", "length"])
+    for key in node_keys(raw_dir):
+        meta = load_node_meta(f"{raw_dir}/node.{key}.json")
+        snaps, _ = read_snapshots(raw_dir, meta)
+        mine = snaps.rank == rank
+        if not mine.any():
             continue
-        for peer in range(p["count"]):
-            rows.append(pd.DataFrame({"time_s": time_s, "seq": recs[:, 0].astype(np.int64),
-                                      "queue": queue, "peer": peer,
-                                      "length": values[:, p["offset"] + peer]}))
-    return pd.concat(rows, ignore_index=True)
+        want = {p["name"]: p for p in meta["pvars"] if p["name"] in PVARS.values()}
+        if not want:
+            return empty
+        at = meta["canonical"]["pvars"]
+        rows = []
+        for queue, name in PVARS.items():
+            p = want.get(name)
+            if p is None:
+                continue
+            values = snaps.values([at + p["offset"] + k for k in range(p["count"])], bits=True)[mine]
+            time_s = (snaps.ns[mine] - t0_ns) / 1e9
+            for peer in range(p["count"]):
+                rows.append(pd.DataFrame({"time_s": time_s, "seq": snaps.seq[mine], "queue": queue,
+                                          "peer": peer, "length": values[:, peer]}))
+        return pd.concat(rows, ignore_index=True) if rows else empty
+    return empty
 
 
 def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):

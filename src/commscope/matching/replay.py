@@ -9,8 +9,8 @@ through :mod:`commscope.matching.engines`:
   tag (the trace keeps the status, not the arguments), so a blocking wildcard
   receive replays as a specific one.
 * arrivals, one of two sources (the result says which, per rank):
-  - ``send``: the sender's SEND/ISEND start plus the machine profile's modelled
-    time of that message (node-aware model, 004; 0 without a profile), when every
+  - ``send``: the sender's SEND/ISEND start plus the machine model's modelled
+    time of that message (node-aware model, 004; 0 without a machine model), when every
     rank that sent to this one was traced;
   - ``completion``: the receive's completion (end of RECV, or a receive-side
     COMPLETE), when a sender's trace is missing. A message then never waits in the
@@ -76,18 +76,18 @@ def _sends(trace):
     return ev[ev["event"].isin(["SEND", "ISEND"])]
 
 
-def _latency(sizes, src, dst, profile, locality_of):
-    if profile is None or not len(sizes):
+def _latency(sizes, src, dst, machine_model, locality_of):
+    if machine_model is None or not len(sizes):
         return np.zeros(len(sizes))
     out = np.empty(len(sizes))
     loc = np.array([locality_of(int(a), int(b)) for a, b in zip(src, dst)], dtype=object)
     for name in set(loc):
         m = loc == name
-        out[m] = node_aware_time(profile, np.asarray(sizes, float)[m], name)
+        out[m] = node_aware_time(machine_model, np.asarray(sizes, float)[m], name)
     return out
 
 
-def rank_events(trace, rank, mode="auto", profile=None, locality_of=None):
+def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
     """The replay input of one receiving rank (see the module docstring)."""
     if mode not in ARRIVAL_MODES:
         raise InputError("--arrivals", None, f"expected one of {', '.join(ARRIVAL_MODES)}, got {mode!r}")
@@ -108,13 +108,14 @@ def rank_events(trace, rank, mode="auto", profile=None, locality_of=None):
         # the sender's rank in the communicator, as the receiver's engine sees it
         src_in_comm = [key[0].index(r) for key, r in zip(s["comm_key"], s["rank"])]
         lat = _latency(s["bytes"].to_numpy(), s["rank"].to_numpy(), np.full(len(s), rank),
-                       profile, locality_of or (lambda a, b: "intra-socket"))
+                       machine_model, locality_of or (lambda a, b: "intra-socket"))
         arrive = pd.DataFrame({"kind": "arrive", "time_s": s["time_begin_s"].to_numpy() + lat,
                                "comm_key": s["comm_key"].to_numpy(), "source": src_in_comm,
                                "tag": s["tag"].to_numpy(), "bytes": s["bytes"].to_numpy(),
                                "thread": s["thread"].to_numpy(), "sender": s["rank"].to_numpy()})
-        latency = ("node-aware model of the machine profile" if profile is not None
-                   else "none (no machine profile: arrival = send start)")
+        latency = ("node-aware model with the machine model's parameters"
+                   if machine_model is not None
+                   else "none (no machine model: arrival = send start)")
     else:
         r = recv_done
         arrive = pd.DataFrame({"kind": "arrive", "time_s": r["time_end_s"].to_numpy(),
@@ -126,7 +127,7 @@ def rank_events(trace, rank, mode="auto", profile=None, locality_of=None):
     ids = _local_comm_ids(trace, rank)
     unknown = ~events["comm_key"].isin(list(ids))
     if unknown.any():
-        raise InputError(f"comms.{rank}.csv", None, "a message was sent to rank "
+        raise InputError(f"rank {rank}'s communicator list", None, "a message was sent to rank "
                          f"{rank} on a communicator it never created ({events['comm_key'][unknown].iloc[0]})")
     events["comm"] = events["comm_key"].map(ids).astype(np.int64)
     events["order"] = np.where(events["kind"] == "post", 0, 1)  # a tie: the post first
@@ -168,14 +169,15 @@ def summarize(result):
 
 
 def replay(trace, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, mode="auto",
-           profile=None, locality_of=None):
+           machine_model=None, locality_of=None):
     """Every receiving rank through every engine: (results, summary, inputs).
 
     ``results``: one row per event per rank and engine (see :func:`run`);
     ``summary``: one row per rank and engine (:func:`summarize`, plus how arrivals were
     timed); ``inputs``: {rank: :class:`RankEvents`}.
     """
-    inputs = {r: rank_events(trace, r, mode, profile, locality_of) for r in receiving_ranks(trace)}
+    inputs = {r: rank_events(trace, r, mode, machine_model, locality_of)
+              for r in receiving_ranks(trace)}
     results, rows = [], []
     for r, ri in inputs.items():
         for e in engines:

@@ -10,7 +10,7 @@ snapshots line up on one node.
 Every problem that would make a replay wrong is one :class:`InputError` naming the
 file and record: a bad header, an unknown event code, a record ending before it
 began or before the previous one (out of order), a communicator id missing from
-comms.<rank>.csv, a peer outside its communicator, a completion whose start is not
+node.<node>.comms.csv, a peer outside its communicator, a completion whose start is not
 in the trace, dropped records (the size limit was reached). A final record cut
 short (the program was killed mid-write) is left out with a warning, as the
 profile's own converter does.
@@ -25,7 +25,7 @@ from pathlib import Path
 
 
 from ..errors import InputError
-from ..profile.counters import CounterFile
+from ..profile.counters import NodeFile, node_keys, read_communicators
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -96,52 +96,40 @@ def read_file(path, rank, thread):
     return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
 
 
-def read_comms(raw_dir, rank):
-    """comms.<rank>.csv with world_ranks as tuples of ints."""
-    path = Path(raw_dir) / f"comms.{rank}.csv"
-    if not path.is_file():
-        raise InputError(path, None, "missing: the trace's communicators cannot be resolved")
-    try:
-        df = pd.read_csv(path, dtype={"world_ranks": str})
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(path, None, f"malformed CSV ({exc})") from None
-    for col in ("comm_id", "size", "created_by", "world_ranks"):
-        if col not in df.columns:
-            raise InputError(path, col, "required column is missing")
-    df = df.dropna(subset=["comm_id", "size", "world_ranks"])  # a half-written last line
-    try:
-        df["world_ranks"] = [tuple(int(x) for x in str(w).split()) for w in df["world_ranks"]]
-    except ValueError:
-        raise InputError(path, "world_ranks", "expected space-separated ranks") from None
-    df["comm_id"] = df["comm_id"].astype(np.int64)
-    df["size"] = df["size"].astype(np.int64)
-    df.insert(0, "rank", rank)
+def read_comms(communicators, raw_dir, rank):
+    """``rank``'s rows of the run's communicator lists, with world_ranks as tuples of ints
+    and a key that names one communicator across ranks."""
+    df = communicators[communicators["rank"] == rank].copy()
+    if df.empty:
+        raise InputError(raw_dir, None, f"no communicator list names rank {rank} "
+                                        "(node.<node>.comms.csv): the trace cannot be resolved")
     # One communicator has a different id on each rank; its members and how many
     # communicators with the same members that rank created before it identify it.
     df["key"] = [(w, k) for w, k in zip(df["world_ranks"], df.groupby("world_ranks").cumcount())]
-    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key"]]
+    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key"]].reset_index(drop=True)
 
 
-def _clock(raw_dir, rank):
-    cf = CounterFile(raw_dir, rank)
-    try:
-        rc = cf.read()
-        h = rc.header
-        tps = rc.ticks_per_s
-        dropped = _dropped(rc)
-    finally:
-        cf.close()
-    if not np.isfinite(tps) or tps <= 0:
-        raise InputError(cf.data_path, "tick1", "no second clock pair: ticks cannot be converted "
-                                                "to time (the rank died before its first snapshot)")
-    return (int(h["tick0"]), int(h["ns0"]), float(tps)), dropped
-
-
-def _dropped(rc):
-    for c in rc.meta["counters"]:
-        if c["name"] == "trace_records_dropped":
-            return int(rc.slabs[:, c["offset"]].sum())
-    return 0
+def _clocks(raw_dir):
+    """{rank: ((tick0, ns0, ticks per second), trace records dropped)} of every rank."""
+    out = {}
+    for key in node_keys(raw_dir):
+        nf = NodeFile(raw_dir, key)
+        try:
+            nc = nf.read()
+        finally:
+            nf.close()
+        dropped_at = [c["offset"] for c in nc.meta["counters"] if c["name"] == "trace_records_dropped"]
+        dropped = np.zeros(len(nc.ranks), np.int64)
+        if dropped_at:
+            np.add.at(dropped, nc.slab_rank, nc.slabs[:, dropped_at[0]].astype(np.int64))
+        for i, r in enumerate(nc.ranks.tolist()):
+            h, tps = nc.headers[i], float(nc.ticks_per_s[i])
+            if not np.isfinite(tps) or tps <= 0:
+                raise InputError(nf.data_path, "tick1", f"rank {r}: no second clock pair: ticks "
+                                                        "cannot be converted to time (the rank died "
+                                                        "before its first snapshot)")
+            out[r] = ((int(h["tick0"]), int(h["ns0"]), tps), int(dropped[i]))
+    return out
 
 
 def _check_records(path, rec, comm_sizes, rank):
@@ -166,7 +154,7 @@ def _check_records(path, rec, comm_sizes, rank):
     if not known.all():
         i = int(np.argmax(~known))
         raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
-                                              f"(not in comms.{rank}.csv)")
+                                              f"(not in rank {rank}'s communicator list)")
     size = pd.Series(comm).map(comm_sizes).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     off = (peer < -1) | (peer >= size) | ((peer < 0) & ~np.isin(ev, (3, 4, 6)))
@@ -217,12 +205,15 @@ def read_trace(raw_dir, check=True):
         raise InputError(raw_dir, None, "no trace.<rank>.<thread>.bin files (run "
                                         "`commscope profile --trace`)")
     frames, comms, clocks = [], [], {}
+    communicators, rank_clocks = read_communicators(raw_dir), _clocks(raw_dir)
     for rank in sorted({r for r, _ in files}):
-        cm = read_comms(raw_dir, rank)
+        cm = read_comms(communicators, raw_dir, rank)
         comms.append(cm)
-        clocks[rank], dropped = _clock(raw_dir, rank)
+        if rank not in rank_clocks:
+            raise InputError(raw_dir, None, f"rank {rank} has trace files but no counters")
+        clocks[rank], dropped = rank_clocks[rank]
         if dropped and check:
-            raise InputError(raw_dir / f"counters.{rank}.bin", "trace_records_dropped",
+            raise InputError(raw_dir, "trace_records_dropped",
                              f"{dropped} trace records of rank {rank} were dropped (size limit "
                              "reached): the trace is incomplete; raise --trace-limit")
         sizes = dict(zip(cm["comm_id"], cm["size"]))

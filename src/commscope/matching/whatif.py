@@ -92,7 +92,7 @@ def _trial_events(plan, sources, rng):
     return is_arrival, src, tag
 
 
-def predict(halo, points, threads, profile, engines=("ob1",), trials=100, seed=0,
+def predict(halo, points, threads, machine_model, engines=("ob1",), trials=100, seed=0,
             bins=eng.DEFAULT_BINS, locality="intra-socket", baseline=None):
     """Depth and drain-time distribution of one rank re-threaded to ``threads``.
 
@@ -106,10 +106,10 @@ def predict(halo, points, threads, profile, engines=("ob1",), trials=100, seed=0
     sources = np.array([neighbour_of[d] for d in plan["direction"]], dtype=np.int64)
     size = int(np.ceil(halo.bytes_per_step / counts.M_t))
     notes = []
-    per_msg = float(node_aware_time(profile, size, locality))
-    gamma = profile.gamma_s
+    per_msg = float(node_aware_time(machine_model, size, locality))
+    gamma = machine_model.gamma_s
     if gamma is None:
-        notes.append("the profile has no gamma_s: the queue-search term is left out")
+        notes.append("the machine model has no gamma_s: the queue-search term is left out")
         gamma = 0.0
     rng = np.random.default_rng(seed)
     rows = []
@@ -143,6 +143,6 @@ def predict(halo, points, threads, profile, engines=("ob1",), trials=100, seed=0
                          "avg_depth": b["prq_avg_depth"], "max_depth": b["prq_max_depth"],
                          "searched_per_step": searched, "searched_p95": None,
                          "drain_s": halo.messages_per_step * float(node_aware_time(
-                             profile, traced_size, locality)) + gamma * searched,
+                             machine_model, traced_size, locality)) + gamma * searched,
                          "drain_p95_s": None, "trials": None})
     return counts, rows, notes

@@ -41,11 +41,11 @@ class DeltaFit:
                 "median_rel_residual": self.median_rel_residual}
 
 
-def fit_delta(samples, profile, *, hops=None, ppn=None, link_bytes=None, gamma_s=None,
+def fit_delta(samples, machine_model, *, hops=None, ppn=None, link_bytes=None, gamma_s=None,
               reversed_search="upper", locality="inter-node", source="samples"):
     """Fit delta (s per byte on a link) from contention-layout HVPP samples.
 
-    ``profile``: a :class:`~commscope.models.profile.MachineProfile` with the
+    ``machine_model``: a :class:`~commscope.models.machine_model.MachineModel` with the
     inter-node parameters (and gamma, unless ``gamma_s`` is given). Give either
     ``link_bytes`` (number, or callable ``f(n_messages, size_bytes) -> bytes``) or
     ``hops`` (average links per byte; 2 in the Fig. 6 layout with 4 nodes) and
@@ -66,16 +66,16 @@ def fit_delta(samples, profile, *, hops=None, ppn=None, link_bytes=None, gamma_s
         raise InputError("ppn", None, f"must be >= 1, got {ppn}")
     if gamma_s is not None:
         from dataclasses import replace
-        profile = replace(profile, gamma_s=float(gamma_s))
-    if profile.gamma_s is None:
-        raise InputError("profile", "gamma_s", "needed for the queue-search part of the model")
+        machine_model = replace(machine_model, gamma_s=float(gamma_s))
+    if machine_model.gamma_s is None:
+        raise InputError("machine model", "gamma_s", "needed for the queue-search part of the model")
     med = df.groupby(["n_messages", "size_bytes", "order"])["time_s"].median().rename("median_s")
     med = med.reset_index()
     model = np.empty(len(med))
     for order, idx in med.groupby("order").groups.items():
         sub = med.loc[idx]
         model[med.index.get_indexer(idx)] = p2p.hvpingpong_time(
-            profile, sub["n_messages"].to_numpy(), sub["size_bytes"].to_numpy(), locality,
+            machine_model, sub["n_messages"].to_numpy(), sub["size_bytes"].to_numpy(), locality,
             order=order, ppn=ppn or 1, reversed_search=reversed_search)["total_s"].to_numpy()
     med["model_s"] = model
     med["excess_s"] = med["median_s"] - med["model_s"]

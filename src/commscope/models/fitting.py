@@ -1,4 +1,4 @@
-"""Fitting machine-profile parameters from ping-pong measurements (paper 004).
+"""Fitting machine-model parameters from ping-pong measurements (paper 004).
 
 Input is tidy: one row per timed repetition, every repetition kept.
 
@@ -20,8 +20,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .profile import (PROTOCOLS, Breakpoints, FitQuality, MachineProfile, ProtocolParams,
-                      canonical_locality, check_profile)
+from .machine_model import (PROTOCOLS, Breakpoints, FitQuality, MachineModel, ProtocolParams,
+                            canonical_locality, check_machine_model)
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -378,7 +378,7 @@ def fit_gamma(df, search="upper", source="samples"):
 #: A protocol segment needs this many distinct sizes (a factor 4 in size on the usual
 #: doubling grid) and a finite bandwidth: a busy machine gave "short <= 8 B" with beta = 0.
 MIN_SIZES_PER_SEGMENT = 3
-#: A fit whose median relative error exceeds this is flagged in the table, the profile
+#: A fit whose median relative error exceeds this is flagged in the table, the machine model
 #: and the report.
 MAX_MEDIAN_REL_ERROR = 0.10
 #: Bootstrap replicas for the confidence intervals (repetitions resampled per size).
@@ -462,18 +462,18 @@ def _usable_segments(single, segments, source):
     return segments
 
 
-def breakpoint_contradictions(profile):
+def breakpoint_contradictions(machine_model):
     """Sentences for found protocol switches that no MPI_T eager limit explains.
 
     A switch found between sizes b (largest of the lower protocol) and the next
     measured size is explained by an MPI_T limit L with b/2 < L <= 4 b (limits may
     count a header, and sizes are measured in powers of two).
     """
-    limits = {k: v for k, v in profile.mpi_eager_limits.items() if v and v > 0}
+    limits = {k: v for k, v in machine_model.mpi_eager_limits.items() if v and v > 0}
     if not limits:
         return []
     out = []
-    for loc, bp in sorted(profile.breakpoints.items()):
+    for loc, bp in sorted(machine_model.breakpoints.items()):
         for name, b in (("short", bp.short_max_bytes), ("eager", bp.eager_max_bytes)):
             if b is None or any(b / 2 < v <= 4 * max(b, 1) for v in limits.values()):
                 continue
@@ -484,10 +484,10 @@ def breakpoint_contradictions(profile):
     return out
 
 
-# ------------------------------------------------------------------ whole profile
+# ------------------------------------------------------------------ whole machine model
 
-def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
-    """Fit a :class:`MachineProfile` from ping-pong samples (and optionally HVPP samples).
+def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
+    """Fit a :class:`MachineModel` from ping-pong samples (and optionally HVPP samples).
 
     Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
     samples; slope changes that are capacity effects such as caches go to
@@ -540,7 +540,7 @@ def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samp
             if math.isfinite(rendezvous.R_N_Bps):
                 rendezvous.fit.ci95.update(bootstrap_ci(sub, r_n, replicas=SLOW_REPLICAS,
                                                         by=["pairs", "size_bytes"]))
-    profile = MachineProfile(
+    machine_model = MachineModel(
         params=params, breakpoints=breakpoints,
         mpi_eager_limits=dict(mpi_eager_limits or {}),
         gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
@@ -548,26 +548,26 @@ def fit_profile(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samp
     )
     if hvpp is not None:
         cells = hvpp.reset_index(drop=True)
-        profile.machine["gamma_ci95_s"] = list(bootstrap_ci(
+        machine_model.machine["gamma_ci95_s"] = list(bootstrap_ci(
             cells, lambda f: {"gamma_s": fit_gamma(f, source="hvpp samples").gamma_s},
             replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
     if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
-        profile.machine["regime_changes_bytes"] = regime_changes
-    warnings = breakpoint_contradictions(profile) + [
+        machine_model.machine["regime_changes_bytes"] = regime_changes
+    warnings = breakpoint_contradictions(machine_model) + [
         f"{loc}, {proto}: fit flagged: {'; '.join(p.fit.flags)}"
         for (proto, loc), p in sorted(params.items()) if p.fit and p.fit.flags]
     if warnings:
-        profile.machine["warnings"] = profile.machine.get("warnings", []) + warnings
-    return check_profile(profile, source)
+        machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
+    return check_machine_model(machine_model, source)
 
 
-def compare_breakpoints(profile):
+def compare_breakpoints(machine_model):
     """Table of found breakpoints per locality next to the MPI's reported eager limits."""
     rows = []
-    for loc in profile.localities:
-        bp = profile.breakpoints.get(loc, Breakpoints())
+    for loc in machine_model.localities:
+        bp = machine_model.breakpoints.get(loc, Breakpoints())
         row = {"locality": loc, "short_max_bytes": bp.short_max_bytes,
                "eager_max_bytes": bp.eager_max_bytes}
-        row.update({f"mpi:{k}": v for k, v in sorted(profile.mpi_eager_limits.items())})
+        row.update({f"mpi:{k}": v for k, v in sorted(machine_model.mpi_eager_limits.items())})
         rows.append(row)
     return pd.DataFrame(rows)

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .profile import PROTOCOLS, canonical_locality
+from .machine_model import PROTOCOLS, canonical_locality
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -51,11 +51,11 @@ def maxrate_time(alpha_s, beta_s_per_byte, size_bytes, ppn=1, R_N_Bps=math.inf):
     return np.asarray(alpha_s) + ppn * s / rate
 
 
-def node_aware_columns(profile, size_bytes, locality, ppn=1):
+def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
     """Node-aware max-rate model (004 Sec. 3) with its terms, one row per size.
 
-    Protocol is chosen from the profile's breakpoints for that locality. Inter-node
-    messages use eq. 2 with the profile's R_N; on-node messages (intra-socket,
+    Protocol is chosen from the machine model's breakpoints for that locality. Inter-node
+    messages use eq. 2 with the machine model's R_N; on-node messages (intra-socket,
     cross-socket) are not injected into the network, so the postal model applies and
     ``ppn`` is ignored, as the paper says.
 
@@ -68,7 +68,7 @@ def node_aware_columns(profile, size_bytes, locality, ppn=1):
         raise InputError("size_bytes", None, "message sizes must be finite and >= 0")
     if ppn < 1:
         raise InputError("ppn", None, f"must be >= 1 (got {ppn})")
-    protos = profile.protocols_of(sizes, locality)
+    protos = machine_model.protocols_of(sizes, locality)
     alpha = np.empty_like(sizes)
     rate = np.empty_like(sizes)
     limited = np.empty(sizes.shape, dtype=object)
@@ -76,7 +76,7 @@ def node_aware_columns(profile, size_bytes, locality, ppn=1):
         m = protos == proto
         if not m.any():
             continue
-        p = profile.get(proto, locality)
+        p = machine_model.get(proto, locality)
         alpha[m] = p.alpha_s
         if locality == "inter-node":
             node_rate = min(p.R_N_Bps, ppn * p.Rb_Bps)
@@ -91,14 +91,14 @@ def node_aware_columns(profile, size_bytes, locality, ppn=1):
             "time_s": alpha + transport}
 
 
-def node_aware_breakdown(profile, size_bytes, locality, ppn=1):
+def node_aware_breakdown(machine_model, size_bytes, locality, ppn=1):
     """The columns of :func:`node_aware_columns` as a DataFrame."""
-    return pd.DataFrame(node_aware_columns(profile, size_bytes, locality, ppn))
+    return pd.DataFrame(node_aware_columns(machine_model, size_bytes, locality, ppn))
 
 
-def node_aware_time(profile, size_bytes, locality, ppn=1):
+def node_aware_time(machine_model, size_bytes, locality, ppn=1):
     """Node-aware max-rate time(s) in seconds; see :func:`node_aware_breakdown`."""
-    t = node_aware_columns(profile, size_bytes, locality, ppn)["time_s"]
+    t = node_aware_columns(machine_model, size_bytes, locality, ppn)["time_s"]
     return t if np.ndim(size_bytes) else float(t[0])
 
 
@@ -143,7 +143,7 @@ def contention_time(delta_s_per_byte, link_bytes):
     return delta_s_per_byte * np.asarray(link_bytes, dtype=float)
 
 
-def hvpingpong_time(profile, n_messages, size_bytes, locality, order="reversed", ppn=1,
+def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reversed", ppn=1,
                     reversed_search="upper"):
     """Modelled one-way time of HighVolumePingPong (004 Algorithm 1).
 
@@ -157,20 +157,20 @@ def hvpingpong_time(profile, n_messages, size_bytes, locality, order="reversed",
 
     ``n_messages`` and ``size_bytes`` broadcast against each other. Returns a DataFrame
     with n_messages, size_bytes, order, protocol, maxrate_s, queue_s, total_s.
-    The profile must have ``gamma_s``.
+    The machine model must have ``gamma_s``.
     """
-    if profile.gamma_s is None:
-        raise InputError("profile", "gamma_s", "needed for the queue-search term but not set")
+    if machine_model.gamma_s is None:
+        raise InputError("machine model", "gamma_s", "needed for the queue-search term but not set")
     if order not in ("ordered", "reversed"):
         raise InputError("order", None, f"expected 'ordered' or 'reversed', got {order!r}")
     n, s = np.broadcast_arrays(np.asarray(n_messages, dtype=float), np.asarray(size_bytes, dtype=float))
     n, s = n.ravel(), s.ravel()
     if np.any(n < 1):
         raise InputError("n_messages", None, "must be >= 1")
-    one = node_aware_breakdown(profile, s, locality, ppn)
+    one = node_aware_breakdown(machine_model, s, locality, ppn)
     maxrate = n * one["time_s"].to_numpy()
     case = "ordered" if order == "ordered" else reversed_search
-    queue = queue_search_time(profile.gamma_s, n, case)
+    queue = queue_search_time(machine_model.gamma_s, n, case)
     return pd.DataFrame({
         "n_messages": n.astype(np.int64), "size_bytes": s.astype(np.int64), "order": order,
         "protocol": one["protocol"].to_numpy(), "maxrate_s": maxrate, "queue_s": queue,
@@ -236,7 +236,7 @@ class PatternPrediction:
                 "max_rank": self.max_rank, "term_max": self.term_max, "notes": self.notes}
 
 
-def predict_pattern(profile, messages, ppn=1, hops=None, queue_search="upper"):
+def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upper"):
     """Model a whole communication phase, rank by rank (the stacked view of 004 Figs. 10-11).
 
     ``messages``: see :func:`validate_messages`. Choices (the paper leaves them open):
@@ -250,7 +250,7 @@ def predict_pattern(profile, messages, ppn=1, hops=None, queue_search="upper"):
     * contention term (eqs. 5, 7): b = mean inter-node bytes sent per rank over all
       ranks of the table (the paper's "average bytes sent from any process"),
       l = 2 h^3 b ppn, charged to every rank that sends inter-node bytes. Needs
-      ``hops`` (average hops per byte) and the profile's delta.
+      ``hops`` (average hops per byte) and the machine model's delta.
 
     A term whose parameter is missing (gamma, delta or hops) is 0 and a note says so.
     The overall time is the maximum over ranks of the per-rank total.
@@ -264,7 +264,7 @@ def predict_pattern(profile, messages, ppn=1, hops=None, queue_search="upper"):
     one = np.empty(len(df))
     for loc, idx in df.groupby("peer_locality").groups.items():
         one[df.index.get_indexer(idx)] = node_aware_breakdown(
-            profile, df.loc[idx, "size_bytes"].to_numpy(), loc, ppn)["time_s"].to_numpy()
+            machine_model, df.loc[idx, "size_bytes"].to_numpy(), loc, ppn)["time_s"].to_numpy()
     df = df.assign(maxrate_s=one * df["count"], bytes=df["size_bytes"] * df["count"])
     df["inter_node_bytes"] = np.where(df["peer_locality"] == "inter-node", df["bytes"], 0)
     g = df.groupby("rank", sort=True)
@@ -272,17 +272,19 @@ def predict_pattern(profile, messages, ppn=1, hops=None, queue_search="upper"):
         "n_messages": g["count"].sum(), "bytes": g["bytes"].sum(),
         "inter_node_bytes": g["inter_node_bytes"].sum(), "maxrate_s": g["maxrate_s"].sum(),
     }).reset_index()
-    if profile.gamma_s is None:
-        notes.append("profile has no gamma_s: queue-search term omitted")
+    if machine_model.gamma_s is None:
+        notes.append("the machine model has no gamma_s: queue-search term omitted")
         per["queue_s"] = 0.0
     else:
-        per["queue_s"] = queue_search_time(profile.gamma_s, per["n_messages"].to_numpy(), queue_search)
-    if profile.delta_s_per_byte is None or hops is None:
-        notes.append("contention term omitted: needs the profile's delta_s_per_byte and hops")
+        per["queue_s"] = queue_search_time(machine_model.gamma_s, per["n_messages"].to_numpy(),
+                                           queue_search)
+    if machine_model.delta_s_per_byte is None or hops is None:
+        notes.append("contention term omitted: needs the machine model's delta_s_per_byte and hops")
         per["contention_s"] = 0.0
     else:
         b_avg = per["inter_node_bytes"].mean()
-        t_c = float(contention_time(profile.delta_s_per_byte, contention_link_bytes(hops, b_avg, ppn)))
+        t_c = float(contention_time(machine_model.delta_s_per_byte,
+                                    contention_link_bytes(hops, b_avg, ppn)))
         per["contention_s"] = np.where(per["inter_node_bytes"] > 0, t_c, 0.0)
     per["total_s"] = per["maxrate_s"] + per["queue_s"] + per["contention_s"]
     i = int(per["total_s"].to_numpy().argmax())

@@ -86,21 +86,21 @@ def link_from_alpha_beta(alpha_s: float, beta_s_per_byte: float) -> ConstantLink
     return ConstantLink(float(alpha_s), 1.0 / float(beta_s_per_byte))
 
 
-class ProfileLink:
-    """A machine profile (:mod:`commscope.models.profile`) seen as a link.
+class MachineModelLink:
+    """A machine model (:mod:`commscope.models.machine_model`) seen as a link.
 
-    Latency is the profile's ``alpha_s`` and bandwidth the per-process rate of the
+    Latency is the machine model's ``alpha_s`` and bandwidth the per-process rate of the
     node-aware max-rate model (004 eq. 2) for the protocol each size falls in, so the
     postal time here equals :func:`commscope.models.p2p.node_aware_time`.
     """
 
-    def __init__(self, profile, locality: str = "inter-node", ppn: int = 1):
-        self.profile, self.locality, self.ppn = profile, locality, ppn
+    def __init__(self, machine_model, locality: str = "inter-node", ppn: int = 1):
+        self.machine_model, self.locality, self.ppn = machine_model, locality, ppn
 
     def _breakdown(self, size_bytes):
-        from .p2p import node_aware_breakdown  # only needed for profile-driven links
+        from .p2p import node_aware_breakdown  # only needed for links from a machine model
         sizes = np.asarray(size_bytes, dtype=float)
-        b = node_aware_breakdown(self.profile, sizes.ravel(), self.locality, self.ppn)
+        b = node_aware_breakdown(self.machine_model, sizes.ravel(), self.locality, self.ppn)
         return b, sizes.shape
 
     def latency_s(self, size_bytes):

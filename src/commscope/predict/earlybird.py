@@ -47,19 +47,19 @@ COLUMNS = ["region", "instances", "threads", "median_arrival_s", "spread_s", "la
            "saving_mc_s", "saving_pct", "worth_changing", "verdict"]
 
 
-def link_for(run, profile="bluewaters", osu=None, machine=None, locality=None, ppn=1):
+def link_for(run, machine_model="bluewaters", osu=None, machine=None, locality=None, ppn=1):
     """The link of the model (see :func:`commscope.predict.partitioned.make_link`);
     locality from where ranks 0 and 1 ran, else intra-socket on a single host."""
     from .partitioned import make_link, run_locality
-    if profile is not None and osu is not None:
-        raise InputError("--profile/--osu", None, "give one of --profile or --osu")
+    if machine_model is not None and osu is not None:
+        raise InputError("--machine-model/--osu", None, "give one of --machine-model or --osu")
     if locality is None and osu is None:
         try:
             locality = run_locality(run)
         except InputError:
             hosts = run.meta.get("hosts") or []
             locality = "intra-socket" if len(set(hosts)) <= 1 else "inter-node"
-    return make_link(profile=None if osu else profile, osu=osu, machine=machine,
+    return make_link(machine_model=None if osu else machine_model, osu=osu, machine=machine,
                      locality=locality, ppn=ppn, run=run)
 
 

@@ -1,7 +1,7 @@
 """Measured partitioned sends against the thesis's model (003 Ch. 4, Figs. 4.3-4.5).
 
 Takes a ``partitioned`` run (``commscope bench partitioned``) and a communication
-"link" (a machine profile fitted from ping-pong runs, an OSU table, or any object with
+"link" (a machine model fitted from ping-pong runs, an OSU table, or any object with
 ``latency_s``/``bandwidth_Bps``), feeds the run's own parameters (threads, mean
 compute time, sigma, distribution, buffer sizes) into
 :mod:`commscope.models.partitioned` and lines the predictions up with what was
@@ -74,28 +74,32 @@ def run_locality(run):
     return "intra-socket"
 
 
-def make_link(*, profile=None, osu=None, machine=None, locality=None, ppn=1, run=None):
-    """The link the model uses: a profile (object or path) or an OSU table (path(s))."""
-    if (profile is None) == (osu is None):
-        raise InputError("link", None, "give exactly one of a machine profile (--profile) "
+def make_link(*, machine_model=None, osu=None, machine=None, locality=None, ppn=1, run=None):
+    """The link the model uses: a machine model (object or path) or an OSU table (path(s)).
+
+    ``machine`` names the machine's columns of an OSU reference CSV (with ``osu`` only).
+    """
+    if (machine_model is None) == (osu is None):
+        raise InputError("link", None, "give exactly one of a machine model (--machine-model) "
                                        "or an OSU table (--osu)")
     if osu is not None:
         from ..models.osu import load_osu
         source = ",".join(map(str, osu)) if isinstance(osu, (list, tuple)) else str(osu)
         return load_osu(osu, machine), {"link": "osu", "source": source, "machine": machine}
-    from ..models.profile import canonical_locality, load_profile
-    if isinstance(profile, (str, Path)):
-        source, profile = str(profile), load_profile(profile)
+    from ..models.machine_model import canonical_locality, load_machine_model
+    if isinstance(machine_model, (str, Path)):
+        source, machine_model = str(machine_model), load_machine_model(machine_model)
     else:
-        source = "profile object"
+        source = "machine model object"
     loc = canonical_locality(locality if locality else run_locality(run), "--locality")
-    if not any(k[1] == loc for k in profile.params):
-        have = sorted({k[1] for k in profile.params})
+    if not any(k[1] == loc for k in machine_model.params):
+        have = sorted({k[1] for k in machine_model.params})
         why = "given with --locality" if locality else "where this run's two ranks ran"
-        raise InputError(source, "locality", f"the profile has no parameters for {loc!r} "
+        raise InputError(source, "locality", f"the machine model has no parameters for {loc!r} "
                          f"({why}); it has {have}: choose one with --locality")
-    return pm.ProfileLink(profile, loc, ppn), {"link": "profile", "source": source,
-                                                "locality": loc, "ppn": ppn}
+    return pm.MachineModelLink(machine_model, loc, ppn), {"link": "machine-model",
+                                                          "source": source,
+                                                          "locality": loc, "ppn": ppn}
 
 
 def _distribution(params):
@@ -123,14 +127,14 @@ def measured_rows(run):
     return out
 
 
-def predict_partitioned(run, *, profile=None, osu=None, machine=None, link=None,
+def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link=None,
                         locality=None, ppn=1, t_wait_s=0.0, replicas=4000, seed=0,
                         measured_times=True):
     """Tidy DataFrame of measured and modeled elapsed time and effective bandwidth.
 
     ``run``: a partitioned run (path or :class:`Run`). The link is ``link`` (any object
-    with ``latency_s`` and ``bandwidth_Bps``), or built from ``profile`` (a
-    :class:`MachineProfile` or a JSON path; locality from where the run's two ranks
+    with ``latency_s`` and ``bandwidth_Bps``), or built from ``machine_model`` (a
+    :class:`MachineModel` or a JSON path; locality from where the run's two ranks
     ran unless ``locality`` is given) or ``osu`` (a reference CSV with ``machine``, or
     osu_latency/osu_bw outputs). ``measured_times`` adds the Monte Carlo that resamples
     the run's recorded compute times. Columns: :data:`COLUMNS`; ``df.attrs`` holds the
@@ -138,7 +142,7 @@ def predict_partitioned(run, *, profile=None, osu=None, machine=None, link=None,
     """
     run = _as_run(run)
     if link is None:
-        link, link_info = make_link(profile=profile, osu=osu, machine=machine,
+        link, link_info = make_link(machine_model=machine_model, osu=osu, machine=machine,
                                     locality=locality, ppn=ppn, run=run)
     else:
         link_info = {"link": type(link).__name__}

@@ -29,7 +29,8 @@ def rank_loads(run):
     f = run.table("functions")
     per_thread = f.groupby(["rank", "thread"])["time_s"].sum()
     mpi_s = per_thread.groupby(level="rank").mean()
-    total = pd.Series({r["rank"]: r["wall_s"] for r in run.meta["profile"]["ranks"]})
+    ranks = run.table("ranks")
+    total = pd.Series(ranks["wall_s"].to_numpy(), index=ranks["rank"].to_numpy())
     df = pd.DataFrame({"total_s": total, "mpi_s": mpi_s}).dropna()
     df["load_s"] = df["total_s"] - df["mpi_s"]
     return df.rename_axis("rank").reset_index()

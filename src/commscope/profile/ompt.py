@@ -39,7 +39,6 @@ from pathlib import Path
 
 
 from ..errors import EnvironmentProblem, InputError
-from ..runs import register_table
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -59,10 +58,6 @@ BARRIER_KINDS = {1: "barrier", 2: "closing", 3: "explicit", 4: "implementation",
                  8: "workshare", 9: "closing"}
 CLOSING = {2, 9}
 
-register_table("profile", "threads", {
-    "trial": "i", "rank": "i", "iteration": "i", "region": "O", "thread": "i",
-    "compute_time_s": "f", "instance": "i", "segment": "i", "barrier": "O",
-    "start_s": "f", "arrival_s": "f", "leave_s": "f", "rank_t0_ns": "i"})
 
 
 # ----------------------------------------------------------------------------- runtime

@@ -72,15 +72,30 @@ class Collector:
     env: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
+    #: what made the profile partial (set by finalize: an unreadable node, missing ranks)
+    partial: list = field(default_factory=list)
+
     def finalize(self, run):  # noqa: D401 - overridden
         """Turn this collector's raw files in ``run`` into tables."""
 
 
 class CounterCollector(Collector):
     def finalize(self, run):
+        """Convert the node files; an unreadable node or ranks without counters make the
+        profile partial (``self.partial``)."""
         from .convert import convert
-        ranks = convert(run)
-        run.meta["profile"]["ranks"] = ranks
+        overview = convert(run)
+        world = int(run.meta["parameters"]["ranks"])
+        present = set(run.table("ranks")["rank"].tolist()) if overview["count"] else set()
+        missing = sorted(set(range(world)) - present)
+        overview.update(missing=missing[:64], missing_count=len(missing))
+        run.meta["profile"]["ranks"] = overview
+        self.partial = list(overview["problems"])
+        if missing and present:  # none at all: the caller says the program never got there
+            shown = ", ".join(map(str, missing[:16])) + (" ..." if len(missing) > 16 else "")
+            self.partial.append(f"{run.raw_dir}: ranks {shown} ({len(missing)} of {world}) left "
+                                "no counters: their node file is missing or unreadable, or they "
+                                "stopped before MPI_Init")
 
 
 def resolve_program(program):
@@ -207,7 +222,7 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     run.meta["launch"] = plan.to_dict()
     run.meta["hosts"] = plan.hosts
     run.meta["topology"] = node_topology()
-    run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": []}
+    run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": {"count": 0}}
     run.save_meta()
     res, extra = None, {}
     try:
@@ -219,13 +234,17 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     finally:
         code = res.returncode if res else None
         write_error = native_write_error(res.stderr) if res else None
-        write_text_atomic(run.path / "stderr.txt", res.stderr if res else "")
         problems = []
-        for c in collectors:
-            try:
-                c.finalize(run)
-            except InputError as exc:  # a raw file the program left unreadable
-                problems.append(str(exc))
+        try:  # a full disk here still ends the run, failed, naming the file
+            write_text_atomic(run.path / "stderr.txt", res.stderr if res else "")
+            for c in collectors:
+                try:
+                    c.finalize(run)
+                    problems += getattr(c, "partial", [])
+                except InputError as exc:  # a raw file the program left unreadable
+                    problems.append(str(exc))
+        except OSError as exc:
+            write_error = write_error or exc
         record_placement(run)
         run.meta["profile"]["problems"] = problems
         if write_error is not None:

@@ -14,29 +14,44 @@ from ..lazy import lazy
 
 from ..errors import InputError
 from ..output import format_table
-from .counters import CounterFile, RankCounters, counter_ranks, read_snapshots
-from .summary import rank_row
+from .counters import NodeFile, node_keys, read_snapshots
+from .summary import rank_row, row as summary_row
 
 np = lazy("numpy")
 
 
 def open_counter_files(run):
-    ranks = counter_ranks(run.raw_dir)
-    if not ranks:
-        raise InputError(run.raw_dir, None, "holds no counter files (counters.<rank>.json): the "
+    """Every rank of the run's node files, as CounterFile-like readers (one per node)."""
+    keys = node_keys(run.raw_dir)
+    if not keys:
+        raise InputError(run.raw_dir, None, "holds no counter files (node.<node>.json): the "
                                             "program has not reached MPI_Init yet, or this is not "
                                             "a profile run")
-    return [CounterFile(run.raw_dir, r) for r in ranks]
+    return [NodeFile(run.raw_dir, k) for k in keys]
+
+
+def read_rows(files):
+    """The summary row of every rank of every node now (each node read at once)."""
+    rows = []
+    for f in files:
+        nc = f.read()
+        rows += [rank_row(nc.rank(i)) for i in range(len(nc.ranks))]
+    return sorted(rows, key=lambda r: r["rank"])
 
 
 def is_live(files):
     """True while some rank's program is running on this host (state running, pid alive)."""
-    host = os.uname().nodename
+    import socket
+    host = socket.gethostname()
     for f in files:
-        h = f.header()
-        if h["state"] == 1 and f.meta.get("host") == host:
+        nc = f.read()
+        if f.meta.get("host") != host:
+            continue
+        for h in nc.headers:
+            if int(h["state"]) != 1:
+                continue
             try:
-                os.kill(h["pid"], 0)
+                os.kill(int(h["pid"]), 0)
                 return True
             except ProcessLookupError:
                 continue
@@ -46,17 +61,17 @@ def is_live(files):
 
 
 def frame(prev, now, dt):
-    """Rows of the view: rates from two readings ``dt`` seconds apart (prev may be None).
+    """Rows of the view: rates from two sets of summary rows ``dt`` seconds apart (prev
+    may be None).
 
     ``dt`` is one interval for every rank (live: the reader's clock) or a list with one
     per rank (replay: each rank snapshots on its own clock)."""
     rows = []
-    for i, c in enumerate(now):
+    for i, row in enumerate(now):
         dt_i = dt[i] if isinstance(dt, (list, tuple)) else dt
-        row = rank_row(c)
         out = dict(rank=row["rank"], threads=row["threads"], calls=row["calls"])
         if prev is not None and dt_i > 0:
-            p = rank_row(prev[i])
+            p = prev[i]
             msgs = (row["messages_sent"] + row["messages_received"]
                     - p["messages_sent"] - p["messages_received"])
             nbytes = (row["bytes_sent"] + row["bytes_received"]
@@ -71,20 +86,24 @@ def frame(prev, now, dt):
 
 
 def snapshot_series(files):
-    """Per rank, the list of RankCounters rebuilt from its snapshot records."""
-    series = []
+    """Per rank, (ns, summary row) at each of its snapshot records."""
+    series = {}
     for f in files:
-        recs, _ = read_snapshots(f.raw_dir, f.meta)
-        words, ncount = f.meta["slab_words"], len(f.meta["counters"])
-        header = dict(f.header())
-        empty_files = np.zeros((0, len(f.meta["files"]["counters"])), np.uint64)  # not in snapshots
-        states = []
-        for rec in recs:
-            h = dict(header, tick1=int(rec[1]), ns1=int(rec[2]))
-            states.append(RankCounters(f.meta, h, rec[3:3 + words][None, :],
-                                       rec[3 + words:3 + words + ncount], empty_files))
-        series.append(states)
-    return series
+        meta = f.meta
+        nc = f.read()
+        threads = dict(zip(nc.ranks.tolist(), np.bincount(nc.slab_rank, minlength=len(nc.ranks)).tolist()))
+        rates = dict(zip(nc.ranks.tolist(), nc.ticks_per_s.tolist()))
+        snaps, _ = read_snapshots(f.raw_dir, meta)
+        can, nfunc, ncount = meta["canonical"], len(meta["functions"]), len(meta["counters"])
+        idx = list(range(ncount)) + list(range(can["calls"], can["calls"] + nfunc)) + \
+            list(range(can["ticks"], can["ticks"] + nfunc))
+        vals = snaps.values(idx)
+        for k, r in enumerate(snaps.rank.tolist()):
+            v = vals[k]
+            series.setdefault(r, []).append((int(snaps.ns[k]), summary_row(
+                meta, r, threads.get(r, 1), v[:ncount], v[ncount:ncount + nfunc],
+                v[ncount + nfunc:], rates.get(r, float("nan")))))
+    return [series[r] for r in sorted(series)]
 
 
 def _print(rows, title, clear):
@@ -101,7 +120,11 @@ def live(run, interval=1.0, once=False, stream_is_tty=None):
     prev, t_prev, rows = None, None, []
     try:
         while True:
-            now = [f.read() for f in files]
+            if prev is not None:  # a node file grows as threads appear: see them too
+                for f in files:
+                    f.close()
+                files = open_counter_files(run)
+            now = read_rows(files)
             t = time.monotonic()
             rows = frame(prev, now, (t - t_prev) if t_prev else 0)
             running = is_live(files)
@@ -140,10 +163,9 @@ def replay(run, speed=0.0, once=False):
     for k in ([n - 1] if once else range(n)):
         now = [at(s, k) for s in series]
         prev = [at(s, k - 1) for s in series] if k else None
-        dts = [(int(a.header["ns1"]) - int(b.header["ns1"])) / 1e9 for a, b in zip(now, prev)] \
-            if prev else 0
-        rows = frame(prev, now, dts)
-        t = (int(now[0].header["ns1"]) - int(series[0][0].header["ns1"])) / 1e9
+        dts = [(a[0] - b[0]) / 1e9 for a, b in zip(now, prev)] if prev else 0
+        rows = frame([p[1] for p in prev] if prev else None, [a[1] for a in now], dts)
+        t = (now[0][0] - series[0][0][0]) / 1e9
         if not once:
             _print(rows, f"snapshot {k + 1}/{n} at {t:.3f} s", False)
             if speed > 0 and prev is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import InputError
 from ..paths import prepare_output, write_text_atomic
-from ..runs import open_run, utc_now
+from ..runs import expand_run_paths, open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
 from .tables import html_table
@@ -23,22 +23,6 @@ def _section_modules():
     return sorted(mods, key=lambda m: getattr(m, "ORDER", 50))
 
 
-def expand_run_paths(paths):
-    """Run directories named directly, or every run directory below a folder."""
-    out = []
-    for p in map(Path, paths):
-        if (p / "meta.json").exists():
-            out.append(p)
-        elif p.is_dir():
-            found = sorted(q.parent for q in p.glob("*/meta.json"))
-            if not found:
-                raise InputError(p, None, "holds no run directories (no */meta.json)")
-            out.extend(found)
-        else:
-            raise InputError(p, None, "no such run directory")
-    return out
-
-
 def host_warnings(runs):
     """One warning per host that held several nodes of some run, naming those runs."""
     by_host = {}
@@ -51,14 +35,18 @@ def host_warnings(runs):
             for host, (nodes, names) in by_host.items()]
 
 
-def build_report(run_paths, out_path, profile=None, overwrite=False):
-    """Write one static HTML report for the given runs; returns its path."""
+def build_report(run_paths, out_path, machine_model=None, overwrite=False):
+    """Write one static HTML report for the given runs; returns its path.
+
+    ``machine_model``: a :class:`~commscope.models.machine_model.MachineModel` or its
+    path; without one, the sections model with one fitted from the ping-pong runs.
+    """
     out_path = prepare_output(out_path)  # checked before the work, not after
     if out_path.exists() and not overwrite:
         raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
                                          "or pass --overwrite)")
     runs = [open_run(p) for p in expand_run_paths(run_paths)]
-    context = {"profile": profile, "all_runs": runs}
+    context = {"machine_model": machine_model, "all_runs": runs}
     rendered = []
     for mod in _section_modules():
         chosen = [r for r in runs if r.kind in mod.KINDS]
@@ -72,6 +60,6 @@ def build_report(run_paths, out_path, profile=None, overwrite=False):
                       autoescape=select_autoescape(["html"]))
     page = env.get_template("report.html").render(
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
-        profile=profile, esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
+        esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
     return write_text_atomic(out_path, page)

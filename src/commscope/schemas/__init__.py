@@ -1,7 +1,7 @@
 """JSON Schemas of commscope's own files, and the one way to check a document against them.
 
 ``run-meta.json`` describes a run directory's ``meta.json`` (with the parameters of
-every benchmark kind), ``machine-profile.json`` a machine profile.  The same files are
+every benchmark kind), ``machine-model.json`` a machine model.  The same files are
 published in docs/schemas/ (tests/test_schemas.py keeps the copies equal).  Every reader
 calls :func:`validate` first, so a wrong type anywhere is one InputError naming the
 file and the field's path instead of a traceback further in.
@@ -13,7 +13,7 @@ from importlib import resources
 
 from ..errors import InputError
 
-SCHEMAS = ("run-meta", "machine-profile")
+SCHEMAS = ("run-meta", "machine-model")
 
 
 @functools.cache

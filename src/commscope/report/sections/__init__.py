@@ -4,7 +4,8 @@ Each module defines ``KINDS`` (the run kinds it renders, e.g. {"pingpong"}),
 ``TITLE`` and ``render(runs, context) -> str``: an HTML fragment (headings,
 tables, figures via ``commscope.report.figures.figure_html``).  ``runs`` are the
 opened :class:`commscope.runs.Run` objects of those kinds; ``context`` is a dict
-that may hold "profile" (a fitted machine profile) and "all_runs".
+that may hold "machine_model" (the machine model given to the report) and "all_runs";
+sections get the machine model they model with from :func:`report_machine_model`.
 """
 
 import html
@@ -25,42 +26,42 @@ def per_run(runs, render_run):
     return "\n".join(out)
 
 
-def machine_profile(context):
-    """``(profile, where)``: the machine profile every section of one report models with,
-    and where its parameters come from ("fitted from ..."); ``(None, why)`` when the
-    report has none.
+def report_machine_model(context):
+    """``(machine_model, where)``: the machine model every section of one report models
+    with, and where its parameters come from ("fitted from ..."); ``(None, why)`` when
+    the report has none.
 
-    The profile given to the report, else one fitted (once) from the report's ping-pong
-    runs, so no two sections model with different parameters or name their source
-    differently.
+    The machine model given to the report, else one fitted (once) from the report's
+    ping-pong runs, so no two sections model with different parameters or name their
+    source differently.
     """
-    if "machine_profile" not in context:
-        context["machine_profile"] = _machine_profile(context)
-    return context["machine_profile"]
+    if "resolved_machine_model" not in context:
+        context["resolved_machine_model"] = _resolve_machine_model(context)
+    return context["resolved_machine_model"]
 
 
-def _machine_profile(context):
-    given = context.get("profile")
+def _resolve_machine_model(context):
+    given = context.get("machine_model")
     if given is not None:
         if not hasattr(given, "params"):
-            from ...models.profile import load_profile
-            given = load_profile(given)
+            from ...models.machine_model import load_machine_model
+            given = load_machine_model(given)
         m = given.machine
         if m.get("source_runs"):
             where = "fitted from " + ", ".join(Path(p).name for p in m["source_runs"])
         else:
             where = "; ".join(str(m[k]) for k in ("host", "source") if m.get(k)) or given.source
-        return given, f"from the machine profile given to the report ({where})"
+        return given, f"from the machine model given to the report ({where})"
     pingpong = [r for r in context.get("all_runs") or [] if r.kind == "pingpong"]
     if not pingpong:
-        return None, "no machine profile was given and no ping-pong run is in this report"
-    from ...profile_fit import fit_runs
+        return None, "no machine model was given and no ping-pong run is in this report"
+    from ...machine_fit import fit_runs
     try:
         return fit_runs([r.path for r in pingpong]), "fitted from the ping-pong runs in this report"
     except InputError as exc:
         pairs = sorted({int(r.meta.get("parameters", {}).get("pairs", 1)) for r in pingpong})
         if 1 not in pairs:
-            return None, ("no machine profile: the postal fit needs single-pair ping-pong data "
+            return None, ("no machine model: the postal fit needs single-pair ping-pong data "
                           f"(--pairs 1), and the ping-pong runs here have "
                           f"{' and '.join(map(str, pairs))} pairs")
-        return None, f"no machine profile could be fitted from the ping-pong runs: {exc}"
+        return None, f"no machine model could be fitted from the ping-pong runs: {exc}"

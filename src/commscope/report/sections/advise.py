@@ -6,7 +6,7 @@ import html
 
 from ...predict import earlybird as eb
 from ..tables import html_table
-from . import machine_profile, per_run
+from . import per_run, report_machine_model
 
 KINDS = {"profile", "threads", "partitioned"}
 TITLE = "Early-bird advisor (OMPT thread arrivals + partitioned model)"
@@ -17,12 +17,12 @@ def render(runs, context):
     with_arrivals = [r for r in runs if "threads" in r.tables()]
     if not with_arrivals:
         return ""
-    profile, where = machine_profile(context)
-    if profile is None:
-        profile, where = "bluewaters", "from the published Blue Waters profile"
+    machine_model, where = report_machine_model(context)
+    if machine_model is None:
+        machine_model, where = "bluewaters", "from the published Blue Waters machine model"
 
     def one(run):
-        link, info = eb.link_for(run, profile=profile)
+        link, info = eb.link_for(run, machine_model=machine_model)
         table = eb.advise(run, link)
         cols = ["region", "instances", "threads", "spread_s", "laggard_share",
                 "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range",

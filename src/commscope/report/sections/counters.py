@@ -16,6 +16,7 @@ from . import per_run
 from ...lazy import lazy
 
 np = lazy("numpy")
+pd = lazy("pandas")
 
 
 KINDS = {"profile"}
@@ -28,8 +29,9 @@ def _function_table(run, functions):
                                             time_s=("time_s", "sum"))
     per = per.sort_values(["time_s", "calls"] if per["time_s"].notna().any() else ["calls"],
                           ascending=False)
-    ranks = max(len(run.meta["profile"]["ranks"]), 1)
-    wall = sum(r["wall_s"] for r in run.meta["profile"]["ranks"])
+    table = run.table("ranks")
+    ranks = max(len(table), 1)
+    wall = float(table["wall_s"].sum())
     per["share_of_run_pct"] = per["time_s"] / wall * 100 if wall > 0 else np.nan
     per["calls_per_rank"] = per["calls"] / ranks
     per = per.reset_index()[["function", "calls", "calls_per_rank", "bytes", "time_s",
@@ -70,21 +72,69 @@ def _size_label(n):
     return str(n)
 
 
-def _matrix(peers, nranks, name):
+#: More cells than this are drawn by groups: nodes when they are few enough, else
+#: equal groups of consecutive ranks ("group", not "block": a rank block is the
+#: rank's part of a node file, docs/glossary.md).
+MAX_CELLS = 256
+
+
+def _groups(run, nranks):
+    """(group of each rank, number of groups, what a group is) for the matrices."""
+    if nranks <= MAX_CELLS:
+        return np.arange(nranks), nranks, "rank"
+    ranks = run.table("ranks") if "ranks" in run.tables() else None
+    if ranks is not None and 1 < ranks["node"].nunique() <= MAX_CELLS:
+        codes = {n: i for i, n in enumerate(sorted(ranks["node"].unique()))}
+        group = np.zeros(nranks, np.int64)
+        group[ranks["rank"].to_numpy()] = ranks["node"].map(codes).to_numpy()
+        return group, len(codes), "node"
+    size = -(-nranks // MAX_CELLS)
+    return np.arange(nranks) // size, -(-nranks // size), f"group of {size} ranks"
+
+
+def _matrix(run, peers, nranks, name):
     if peers is None or peers.empty:
         return ""
-    m = np.zeros((nranks, nranks))
-    for r in peers.itertuples():
-        if r.rank < nranks and r.peer < nranks:
-            m[r.rank, r.peer] = r.bytes_sent
+    group, n, unit = _groups(run, nranks)
+    keep = (peers["rank"] < nranks) & (peers["peer"] < nranks)
+    src = group[peers["rank"].to_numpy()[keep]]
+    dst = group[peers["peer"].to_numpy()[keep]]
+    m = np.zeros((n, n))
+    np.add.at(m, (src, dst), peers["bytes_sent"].to_numpy(dtype=float)[keep])
     fig, axes = new_figure(width=4.6, height=4.0)
     ax = axes[0][0]
-    im = ax.imshow(m, cmap="viridis", origin="upper")
+    im = ax.imshow(m, cmap="viridis", origin="upper", interpolation="nearest")
     fig.colorbar(im, ax=ax, label="bytes sent")
-    ax.set_xlabel("destination rank")
-    ax.set_ylabel("source rank")
-    ax.set_title("point-to-point bytes, rank x rank")
-    return figure_html(fig, f"rank by rank matrix of point-to-point bytes sent, {name}")
+    ax.set_xlabel(f"destination {unit}")
+    ax.set_ylabel(f"source {unit}")
+    ax.set_title(f"point-to-point bytes, {unit} x {unit}" if unit == "rank" or unit == "node"
+                 else "point-to-point bytes, by groups of ranks")
+    note = "" if unit == "rank" else (f"<p>{nranks} ranks: the matrix sums them by {unit}.</p>")
+    return note + figure_html(fig, f"{unit} by {unit} matrix of point-to-point bytes sent, {name}")
+
+
+def _per_rank(run, name):
+    """Bytes sent per rank as a distribution, with the ranks at its ends named."""
+    counters = run.table("counters")
+    per = counters[counters["counter"].isin(["bytes_sent", "messages_sent"])]
+    per = per.pivot_table(index="rank", columns="counter", values="value", aggfunc="sum").fillna(0)
+    if len(per) < 8 or "bytes_sent" not in per:
+        return ""
+    b = per["bytes_sent"]
+    fig, axes = new_figure(width=6.0, height=3.0)
+    ax = axes[0][0]
+    ax.hist(b.to_numpy(), bins=min(50, max(10, len(b) // 20)), color="tab:blue")
+    ax.set_xlabel("bytes sent by a rank (point to point)")
+    ax.set_ylabel("ranks")
+    ax.set_title(f"bytes sent per rank, {len(b)} ranks")
+    med = float(b.median())
+    ends = pd.concat([b.nlargest(3), b.nsmallest(3)])
+    rows = pd.DataFrame({"rank": ends.index.astype(int), "bytes_sent": ends.to_numpy(),
+                         "times_the_median": ends.to_numpy() / med if med > 0 else np.nan,
+                         "messages_sent": per.loc[ends.index, "messages_sent"].to_numpy()
+                         if "messages_sent" in per else np.nan})
+    return (figure_html(fig, f"histogram of bytes sent per rank, {name}")
+            + html_table(rows.drop_duplicates("rank"), caption="the ranks that send most and least"))
 
 
 def _heatmaps(snaps, name):
@@ -96,23 +146,39 @@ def _heatmaps(snaps, name):
     panels = [("bytes", "bytes per interval"), ("messages", "messages per interval")]
     if s["mpi_time_s"].notna().any():
         panels.append(("mpi_time_s", "time in MPI per interval (s, all threads)"))
-    ranks = sorted(s["rank"].unique())
+    for col, _ in panels:  # per interval: the difference to the rank's previous record
+        s[col] = s.groupby("rank")[col].diff()
+    s = s.dropna(subset=[panels[0][0]])
+    s["k"] = s.groupby("rank").cumcount()
+    n = int(s.groupby("rank")["k"].max().min()) + 1 if len(s) else 0
+    if n < 1:
+        return ""
+    s = s[s["k"] < n]
+    ranks = np.sort(s["rank"].unique())
+    t_end = s.groupby("rank")["time_s"].max().min()
     fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2)
     for ax, (col, label) in zip(axes[0], panels):
-        grid = []
-        for r in ranks:
-            sub = s[s["rank"] == r]
-            grid.append(np.diff(sub[col].to_numpy(dtype=float)))
-        n = min(len(g) for g in grid)
-        data = np.array([g[:n] for g in grid])
-        t_end = s.groupby("rank")["time_s"].max().min()
-        im = ax.imshow(data, aspect="auto", cmap="magma", interpolation="nearest",
-                       extent=(0, t_end, len(ranks) - 0.5, -0.5))
-        fig.colorbar(im, ax=ax, label=label)
+        grid = s.pivot(index="rank", columns="k", values=col).to_numpy(dtype=float)
+        if len(ranks) <= 64:
+            im = ax.imshow(grid, aspect="auto", cmap="magma", interpolation="nearest",
+                           extent=(0, t_end, len(ranks) - 0.5, -0.5))
+            fig.colorbar(im, ax=ax, label=label)
+            ax.set_ylabel("rank")
+            ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
+        else:  # too many ranks for a row each: the distribution over ranks per interval
+            t = np.linspace(0, t_end, n)
+            q = np.nanpercentile(grid, [50, 95], axis=0)
+            ax.fill_between(t, q[0], q[1], color="tab:orange", alpha=0.3, label="median to p95")
+            ax.plot(t, q[0], color="tab:orange", label="median")
+            ax.plot(t, np.nanmax(grid, axis=0), color="tab:red", label="max")
+            k = int(np.nanargmax(np.nanmax(grid, axis=0)))
+            top = int(ranks[int(np.nanargmax(grid[:, k]))])
+            ax.annotate(f"rank {top}", (t[k], float(np.nanmax(grid[:, k]))), fontsize=7)
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
         ax.set_xlabel("time since MPI_Init (s)")
-        ax.set_ylabel("rank")
-        ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
-    fig.suptitle("rank x time, from the snapshots")
+    fig.suptitle("rank x time, from the snapshots" if len(ranks) <= 64 else
+                 f"per interval over {len(ranks)} ranks, from the snapshots")
     fig.tight_layout()
     return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}")
 
@@ -141,27 +207,31 @@ def _tables(run):
 def _render_run(run):
     t = _tables(run)
     p, meta = run.meta["parameters"], run.meta
-    nranks = len(meta["profile"]["ranks"])
+    overview = meta["profile"]["ranks"]
+    nranks = int(p["ranks"])  # the world: the matrices' sides
     status = meta.get("exit_status")
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{html.escape(p['program'])} "
             f"{html.escape(' '.join(p['args']))} on {p['ranks']} ranks, "
             f"{html.escape(meta.get('mpi', {}).get('name', '?'))}; counters: "
             f"{html.escape(', '.join(p['counters']))}; exit status {status}.</p>")
     problems = [f"<p class='note'>{html.escape(x)}</p>" for x in meta["profile"].get("problems", [])]
-    lost = {r["rank"]: r["lost_threads"] for r in meta["profile"]["ranks"] if r.get("lost_threads")}
-    if lost:
-        problems.append(f"<p class='note'>The counter file could not grow (disk full?) when more "
-                        f"threads started calling MPI (rank: threads not counted {lost}): those "
-                        "threads' calls are missing from the counts.</p>")
-    unfinished = [r["rank"] for r in meta["profile"]["ranks"] if r["state"] != "finalized"]
-    if unfinished:
-        problems.append(f"<p class='note'>Ranks {unfinished} did not reach MPI_Finalize: their "
-                        "counts stop where the program was killed or crashed.</p>")
+    if overview.get("lost_threads") or overview.get("lost_blocks"):
+        problems.append(f"<p class='note'>The node file could not grow (disk full?): "
+                        f"{overview.get('lost_threads', 0)} threads and "
+                        f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
+                        "from the counts.</p>")
+    if overview.get("not_finalized_count"):
+        shown = overview["not_finalized"]
+        more = overview["not_finalized_count"] - len(shown)
+        problems.append(f"<p class='note'>Ranks {shown}{f' and {more} more' if more > 0 else ''} "
+                        "did not reach MPI_Finalize: their counts stop where the program was "
+                        "killed or crashed.</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     return (head + "".join(problems) + _function_table(run, t["functions"])
             + _size_histogram(t["size_bins"], run.path.name)
-            + _matrix(t["peers"], nranks, run.path.name)
+            + _per_rank(run, run.path.name)
+            + _matrix(run, t["peers"], nranks, run.path.name)
             + _heatmaps(t["snapshots"], run.path.name) + _imbalance(run))
 
 

@@ -2,12 +2,12 @@
 
 Per run and message size, two panels against the message count n: receives posted
 in send order (left) and reversed (right). Measured medians (bars: 25th-75th
-percentile of the repetitions); with a machine profile (``context["profile"]``,
+percentile of the repetitions); with a machine model (``context["machine_model"]``,
 else one fitted from ping-pong runs in the same report) the max-rate model alone
 (n messages, each alpha + s / R_b) and max-rate plus queue search (gamma n ordered,
 gamma n^2 reversed, eq. 3), with gamma fitted from the run's own ordered and
-reversed samples (:func:`commscope.models.fitting.fit_gamma`). Without a profile
-the reversed panel shows the profile-free model: the measured ordered time plus
+reversed samples (:func:`commscope.models.fitting.fit_gamma`). Without a machine model
+the reversed panel shows a model that needs no machine model: the measured ordered time plus
 gamma (n^2 - n).
 """
 
@@ -18,7 +18,7 @@ from ...output import format_value
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from ..gaps import model_gap_note
-from . import machine_profile, per_run
+from . import per_run, report_machine_model
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -53,10 +53,10 @@ def _panel(ax, sub, order, show_models):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _render_run(run, profile, profile_note):
+def _render_run(run, machine_model, model_note):
     p = run.meta["parameters"]
     samples = run.table("samples")
-    tab = model_table(samples, profile)
+    tab = model_table(samples, machine_model)
     gamma = tab.attrs.get("gamma_s")
     sizes = "s = %s / n" % format_value(p["total_bytes"]) if p.get("total_bytes") else \
         "sizes " + ", ".join(map(str, p.get("sizes") or []))
@@ -67,15 +67,15 @@ def _render_run(run, profile, profile_note):
              f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
              + (f"gamma fitted from this run (upper bound, eq. 3): {gamma:.3g} s per element. "
                 if gamma is not None else "")
-             + (f"Model parameters {html.escape(profile_note)}."
-                if profile is not None else f"No max-rate curves: {html.escape(profile_note)} "
+             + (f"Model parameters {html.escape(model_note)}."
+                if machine_model is not None else f"No max-rate curves: {html.escape(model_note)} "
                 "(commscope fit, or single-pair ping-pong runs in the same report).")
              + "</p>"]
     groups = tab.groupby("size_bytes") if not p.get("total_bytes") else [("total", tab)]
     for size, sub in groups:
         fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
         for ax, order in zip(axes[0], ("ordered", "reversed")):
-            _panel(ax, sub, order, profile is not None)
+            _panel(ax, sub, order, machine_model is not None)
         label = f"{size} B messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
         legend_below(fig)
@@ -98,5 +98,5 @@ def _render_run(run, profile, profile_note):
 
 
 def render(runs, context):
-    profile, note = machine_profile(context)
-    return per_run(runs, lambda run: _render_run(run, profile, note))
+    machine_model, note = report_machine_model(context)
+    return per_run(runs, lambda run: _render_run(run, machine_model, note))

@@ -3,8 +3,8 @@
 Per run, two panels against total buffer size: effective bandwidth (size / elapsed,
 eq. 4.3) and the elapsed time from the last thread's completion to the end of the
 transfer. Measured means (bars: 5th-95th percentile of the runs) for the MPI-4
-partitioned send, one Isend per partition and the single-send baseline; with a machine
-profile (``context["profile"]``, else one fitted from ping-pong runs in the same
+partitioned send, one Isend per partition and the single-send baseline; with a
+machine model (``context["machine_model"]``, else one fitted from ping-pong runs in the same
 report) the model lines: Algorithm 1, Monte Carlo with the measured thread times, and
 the single send. Green bands mark the sizes where an early-bird send beat the single
 send in the measurement; triangles along the bottom mark where the model says so.
@@ -18,7 +18,7 @@ from ...predict.partitioned import (comparison_table, measured_rows, predict_par
                                     range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
-from . import machine_profile
+from . import report_machine_model
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -46,7 +46,7 @@ def _spans(ax, sizes, mask, **kw):
         label = None  # one legend entry for all the shaded spans
 
 
-def _render_run(run, profile):
+def _render_run(run, machine_model):
     p = run.meta["parameters"]
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
             f"compute mean {format_value(p['compute_s'])} s, sd {format_value(p['sigma_s'])} s "
@@ -60,9 +60,9 @@ def _render_run(run, profile):
                          f"{html.escape(str(r.get('note', '')))}</p>")
     except InputError:
         pass
-    if profile is not None:
+    if machine_model is not None:
         try:
-            df = predict_partitioned(run, profile=profile, replicas=2000)
+            df = predict_partitioned(run, machine_model=machine_model, replicas=2000)
         except InputError as exc:
             notes.append(f"<p>No model: {html.escape(str(exc))}</p>")
             df = measured_rows(run)
@@ -123,13 +123,13 @@ def _render_run(run, profile):
 
 
 def render(runs, context):
-    profile, where = machine_profile(context)
+    machine_model, where = report_machine_model(context)
     intro = ("<p>Dominguez-Trujillo (2021) Ch. 4: the sender's threads finish at random times; "
              "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
              "data before the slowest thread is done, the single send waits for the join. "
              "Effective bandwidth = buffer size / time from the last thread's completion to "
              "the end of the transfer at the receiver (eq. 4.3); MB/s = 10<sup>6</sup> B/s. ")
-    intro += (f"Model parameters {html.escape(where)}.</p>" if profile is not None else
-              f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --profile to "
+    intro += (f"Model parameters {html.escape(where)}.</p>" if machine_model is not None else
+              f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --machine-model to "
               "overlay the model).</p>")
-    return intro + "".join(_render_run(r, profile) for r in runs)
+    return intro + "".join(_render_run(r, machine_model) for r in runs)

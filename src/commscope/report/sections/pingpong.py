@@ -6,7 +6,7 @@ from ...models.p2p import maxrate_time
 from ..figures import figure_html, legend_below, new_figure
 from ..gaps import model_gap_note
 from ..tables import html_table
-from . import machine_profile
+from . import report_machine_model
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -32,12 +32,12 @@ def _medians(runs):
         g.quantile(0.1).rename("p10_s")).join(g.quantile(0.9).rename("p90_s")).reset_index()
 
 
-def model_times(profile, locality, sizes, ppn):
-    """Node-aware max-rate time per size, with the protocol the profile assigns."""
-    protos = profile.protocols_of(sizes, locality)
+def model_times(machine_model, locality, sizes, ppn):
+    """Node-aware max-rate time per size, with the protocol the machine model assigns."""
+    protos = machine_model.protocols_of(sizes, locality)
     out = np.empty(len(sizes))
     for i, (s, proto) in enumerate(zip(sizes, protos)):
-        p = profile.params.get((proto, locality))
+        p = machine_model.params.get((proto, locality))
         if p is None:
             out[i] = np.nan
             continue
@@ -47,15 +47,15 @@ def model_times(profile, locality, sizes, ppn):
 
 
 def render(runs, context):
-    profile, where = machine_profile(context)
+    machine_model, where = report_machine_model(context)
     med = _medians(runs)
     bars = "Median one-way time per size (bars: 10th-90th percentile of every repetition)"
     view = ("the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
             "osu_bw shows it")
-    if profile is not None:
+    if machine_model is not None:
         intro = (f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
                  f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
-                 "protocol each size falls in by the profile's breakpoints; the middle panels "
+                 "protocol each size falls in by the machine model's breakpoints; the middle panels "
                  f"show the residuals (model - measured) / measured, the right ones {view}.")
     else:
         intro = f"{bars}; {html.escape(where)}, so no model is drawn. The right panels show {view}."
@@ -64,9 +64,9 @@ def render(runs, context):
     for (loc, ppn, over), sub in med.groupby(["locality", "pairs", "oversubscribed"]):
         sizes = sub["size_bytes"].to_numpy()
         times = sub["median_s"].to_numpy()
-        modelled = profile is not None and any(k[1] == loc for k in profile.params)
+        modelled = machine_model is not None and any(k[1] == loc for k in machine_model.params)
         if modelled:
-            model, protos = model_times(profile, loc, sizes, ppn)
+            model, protos = model_times(machine_model, loc, sizes, ppn)
         else:
             model, protos = np.full(len(sizes), np.nan), np.full(len(sizes), "")
         fig, ax = new_figure(ncols=3 if modelled else 2, width=4.6)
@@ -110,6 +110,6 @@ def render(runs, context):
         rows += [dict(locality=loc, pairs=ppn, size_bytes=s, protocol=proto, measured_s=t,
                       bandwidth_Bps=s / t, model_s=mdl, rel_error=(mdl - t) / t)
                  for s, t, mdl, proto in zip(sizes, times, model, protos)]
-    parts.append(html_table(rows, folded="measured" + (" and modelled" if profile else "")
+    parts.append(html_table(rows, folded="measured" + (" and modelled" if machine_model else "")
                             + " times per size"))
     return "\n".join(parts)

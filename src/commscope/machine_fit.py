@@ -1,19 +1,18 @@
-"""``commscope fit``: from run directories to a machine profile.
+"""``commscope fit``: from run directories to a machine model.
 
 Gathers the ping-pong samples (single- and multi-pair) and HighVolumePingPong
 samples of the given runs, takes the eager limits the MPI reported through MPI_T
 control variables (recorded in each run's meta.json), and hands them to
-:func:`commscope.models.fitting.fit_profile`.
+:func:`commscope.models.fitting.fit_machine_model`.
 """
 
 import math
 
 from .errors import InputError
 from .mpi import eager_limits
-from .models.fitting import fit_profile
-from .models.profile import LOCALITIES, PROTOCOLS
-from .report.build import expand_run_paths
-from .runs import open_run
+from .models.fitting import fit_machine_model
+from .models.machine_model import LOCALITIES, PROTOCOLS
+from .runs import expand_run_paths, open_run
 from .topology import node_of, shared_hosts, shared_hosts_note
 from .lazy import lazy
 
@@ -40,7 +39,7 @@ def _is_contention(run):
 
 
 def fit_runs(paths, hops=None):
-    """Fit a :class:`MachineProfile` from run directories (or folders of them).
+    """Fit a :class:`MachineModel` from run directories (or folders of them).
 
     Ping-pong runs give the postal / max-rate parameters, plain HighVolumePingPong
     runs gamma, and contention-layout HighVolumePingPong runs (``--contention``)
@@ -63,15 +62,15 @@ def fit_runs(paths, hops=None):
         "oversubscribed_runs": [str(r.path) for r in pp if _oversubscribed(r)],
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
-    profile = fit_profile(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
+    machine_model = fit_machine_model(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
                           hvpp=hvpp, source="ping-pong samples")
-    warnings = _max_rate_warnings(pp, profile) + _shared_host_warnings(runs)
+    warnings = _max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
-        profile = _with_delta(profile, contention, hops)
+        machine_model = _with_delta(machine_model, contention, hops)
     if warnings:
-        profile.machine["warnings"] = profile.machine.get("warnings", []) + warnings
-    return profile
+        machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
+    return machine_model
 
 
 def _shared_host_warnings(runs):
@@ -83,9 +82,9 @@ def _shared_host_warnings(runs):
     return [shared_hosts_note({h: sorted(n)}) for h, n in shared.items()]
 
 
-def _max_rate_warnings(pp, profile):
+def _max_rate_warnings(pp, machine_model):
     """R_N fitted from multi-pair runs that had more ranks than cores measures time-slicing."""
-    fitted = [loc for (proto, loc), p in profile.params.items()
+    fitted = [loc for (proto, loc), p in machine_model.params.items()
               if proto == "rendezvous" and math.isfinite(p.R_N_Bps)]
     if not fitted:
         return []
@@ -96,12 +95,12 @@ def _max_rate_warnings(pp, profile):
             if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1]
 
 
-def _with_delta(profile, runs, hops):
+def _with_delta(machine_model, runs, hops):
     """Fit delta (004 eq. 5) from contention-layout HVPP runs of one layout."""
     from dataclasses import replace
 
     from .models.contention_fit import fit_delta
-    if profile.gamma_s is None:
+    if machine_model.gamma_s is None:
         raise InputError(runs[0].path, "parameters.contention",
                          "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run")
     layouts = set()
@@ -116,19 +115,19 @@ def _with_delta(profile, runs, hops):
     (nodes, ppn), = layouts
     hops = nodes / 2 if hops is None else hops
     samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
-    fit = fit_delta(samples, profile, hops=hops, ppn=ppn, source="contention hvpp samples")
-    machine = dict(profile.machine, delta_fit=dict(fit.to_dict(), hops=hops, ppn=ppn, nodes=nodes,
+    fit = fit_delta(samples, machine_model, hops=hops, ppn=ppn, source="contention hvpp samples")
+    machine = dict(machine_model.machine, delta_fit=dict(fit.to_dict(), hops=hops, ppn=ppn, nodes=nodes,
                                                    runs=[str(r.path) for r in runs]))
-    return replace(profile, delta_s_per_byte=fit.delta_s_per_byte, machine=machine)
+    return replace(machine_model, delta_s_per_byte=fit.delta_s_per_byte, machine=machine)
 
 
-def profile_table(profile):
+def machine_model_table(machine_model):
     """One row per (locality, protocol): sizes covered, alpha, bandwidth, R_N, fit error."""
     rows = []
     for loc in LOCALITIES:
-        bp = profile.breakpoints.get(loc)
+        bp = machine_model.breakpoints.get(loc)
         for proto in PROTOCOLS:
-            p = profile.params.get((proto, loc))
+            p = machine_model.params.get((proto, loc))
             if p is None:
                 continue
             lo, hi = _size_span(bp, proto)

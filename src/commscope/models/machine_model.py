@@ -1,14 +1,19 @@
-"""Machine profiles: the node-aware point-to-point parameters of one machine.
+"""Machine models: the node-aware point-to-point parameters of one machine.
 
-A profile holds, per (protocol, locality), the postal/max-rate parameters of Bienz,
-Gropp & Olson (EuroMPI'18, paper 004): latency ``alpha_s``, per-byte cost
+A machine model (``commscope fit`` writes one, ``machine-model.json``) holds, per
+(protocol, locality), the postal/max-rate parameters of Bienz, Gropp & Olson
+(EuroMPI'18, paper 004): latency ``alpha_s``, per-byte cost
 ``beta_s_per_byte`` (= 1/R_b) and the node injection limit ``R_N_Bps`` (eq. 2), plus
 the protocol breakpoints, the queue-search cost gamma (eq. 3) and the contention cost
-delta (eq. 5). The on-disk form is JSON, documented in ``docs/machine-profile.md``.
+delta (eq. 5). The on-disk form is JSON, documented in ``docs/machine-model.md``.
 
 Units: seconds and bytes. Note that paper 004 writes beta in seconds per byte while
 paper 003 (eq. 2.12) uses beta for a bandwidth in bytes per second; commscope always
 stores seconds per byte and calls the bandwidth ``Rb_Bps``.
+
+Earlier commscope versions called this a "machine profile" (``machine-profile.json``,
+schema ``commscope.machine-profile``); such files still load, with one warning.
+"profile" now means only the instrumented run of a program (``commscope profile``).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, warn
 from ..paths import require_regular_file, write_text_atomic
 from ..schemas import validate
 from ..lazy import lazy
@@ -26,8 +31,14 @@ from ..lazy import lazy
 np = lazy("numpy")
 
 
-SCHEMA = "commscope.machine-profile"
+SCHEMA = "commscope.machine-model"
 SCHEMA_VERSION = 1
+#: What the same file said before "machine profile" became "machine model" (read, never written).
+LEGACY_SCHEMA = "commscope.machine-profile"
+#: The file ``commscope fit`` writes by default, and the one a study directory holds.
+DEFAULT_FILE = "machine-model.json"
+#: Its name before the rename: a study directory of an earlier commscope holds this one.
+LEGACY_FILE = "machine-profile.json"
 
 LOCALITIES = ("intra-socket", "cross-socket", "inter-node")
 # 004 calls on-node/off-socket messages "intra-node"; accept that and a few spellings.
@@ -138,8 +149,8 @@ class Breakpoints:
 
 
 @dataclass
-class MachineProfile:
-    """All model parameters of one machine; see docs/machine-profile.md."""
+class MachineModel:
+    """All model parameters of one machine; see docs/machine-model.md."""
 
     params: dict = field(default_factory=dict)        # (protocol, locality) -> ProtocolParams
     breakpoints: dict = field(default_factory=dict)   # locality -> Breakpoints
@@ -147,7 +158,7 @@ class MachineProfile:
     gamma_s: float | None = None
     delta_s_per_byte: float | None = None
     machine: dict = field(default_factory=dict)
-    source: str = field(default="profile", compare=False)  # the file, for messages
+    source: str = field(default="machine model", compare=False)  # the file, for messages
 
     @property
     def localities(self):
@@ -177,11 +188,11 @@ class MachineProfile:
         return out
 
     def get(self, protocol, locality):
-        """Parameters for (protocol, locality); InputError if the profile lacks them."""
+        """Parameters for (protocol, locality); InputError if the machine model lacks them."""
         key = (canonical_protocol(protocol), canonical_locality(locality))
         if key not in self.params:
             raise InputError(self.source, f"{key[0]}/{key[1]}",
-                             "no parameters for this protocol and locality; the profile has "
+                             "no parameters for this protocol and locality; the machine model has "
                              + (", ".join(f"{p}/{loc}" for p, loc in sorted(self.params))
                                 or "none"))
         return self.params[key]
@@ -214,19 +225,19 @@ class MachineProfile:
 
 
 def _num_out(v):
-    # JSON has no infinity; the profile format writes the string "inf".
+    # JSON has no infinity; the machine-model format writes the string "inf".
     return "inf" if math.isinf(v) else float(v)
 
 
-def bluewaters_profile():
-    """The published Blue Waters profile: 004 Table 1 with gamma (eq. 4) and delta (eq. 6).
+def bluewaters_machine_model():
+    """The published Blue Waters machine model: 004 Table 1 with gamma (eq. 4) and delta (eq. 6).
 
     The paper does not print its protocol breakpoints; :data:`BLUEWATERS_BREAKPOINTS`
     (short < 500 B, eager < 8000 B) are the cut-offs of the authors' model scripts.
     """
     params = {key: ProtocolParams(alpha_s=a, beta_s_per_byte=1.0 / rb, R_N_Bps=rn)
               for key, (a, rb, rn) in BLUEWATERS_TABLE1.items()}
-    return MachineProfile(
+    return MachineModel(
         params=params,
         breakpoints={loc: Breakpoints(**BLUEWATERS_BREAKPOINTS) for loc in LOCALITIES},
         gamma_s=BLUEWATERS_GAMMA_S,
@@ -271,18 +282,28 @@ def _require(d, key, source, prefix=""):
     return d[key]
 
 
-def profile_from_dict(data, source="profile"):
-    """Validate and build a :class:`MachineProfile` from its JSON form."""
+def machine_model_from_dict(data, source="machine model"):
+    """Validate and build a :class:`MachineModel` from its JSON form.
+
+    The form an earlier commscope wrote (``"schema": "commscope.machine-profile"``, the
+    same fields) is read too, with one warning on stderr.
+    """
     if not isinstance(data, dict):
-        raise InputError(source, None, "a machine profile must be a JSON object")
+        raise InputError(source, None, "a machine model must be a JSON object")
     schema = _require(data, "schema", source)
+    if schema == LEGACY_SCHEMA:
+        warn(f"{source}: a machine profile of an earlier commscope (schema {LEGACY_SCHEMA!r}) "
+             f"is deprecated: read as a machine model; `commscope fit` writes {SCHEMA!r} "
+             f"({DEFAULT_FILE})")
+        data = dict(data, schema=SCHEMA)
+        schema = SCHEMA
     if schema != SCHEMA:
         raise InputError(source, "schema", f"expected {SCHEMA!r}, got {schema!r}")
     version = _require(data, "schema_version", source)
     if version != SCHEMA_VERSION:
         raise InputError(source, "schema_version",
                          f"unsupported schema_version {version!r} (this commscope reads {SCHEMA_VERSION})")
-    validate(data, "machine-profile", source)  # types of every field (docs/schemas/)
+    validate(data, "machine-model", source)  # types of every field (docs/schemas/)
     rows = data["parameters"]
     params = {}
     for i, row in enumerate(rows):
@@ -324,7 +345,7 @@ def profile_from_dict(data, source="profile"):
     limits = data.get("mpi_eager_limits") or {}
     if not isinstance(limits, dict):
         raise InputError(source, "mpi_eager_limits", "must be an object name -> bytes")
-    profile = MachineProfile(
+    machine_model = MachineModel(
         params=params,
         breakpoints=breakpoints,
         mpi_eager_limits={str(k): _size(v, source, f"mpi_eager_limits.{k}") for k, v in limits.items()},
@@ -333,14 +354,14 @@ def profile_from_dict(data, source="profile"):
                                  allow_none=True),
         machine=dict(data.get("machine") or {}),
     )
-    check_profile(profile, source)
-    return profile
+    check_machine_model(machine_model, source)
+    return machine_model
 
 
-def check_profile(profile, source="profile"):
+def check_machine_model(machine_model, source="machine model"):
     """Consistency: every protocol the breakpoints can select has parameters."""
-    for loc in profile.localities:
-        bp = profile.breakpoints.setdefault(loc, Breakpoints())
+    for loc in machine_model.localities:
+        bp = machine_model.breakpoints.setdefault(loc, Breakpoints())
         if (bp.short_max_bytes is not None and bp.eager_max_bytes is not None
                 and bp.short_max_bytes >= bp.eager_max_bytes):
             raise InputError(source, f"breakpoints.{loc}",
@@ -351,10 +372,10 @@ def check_profile(profile, source="profile"):
         if bp.short_max_bytes is not None:
             needed.append("short")
         for proto in needed:
-            if (proto, loc) not in profile.params:
+            if (proto, loc) not in machine_model.params:
                 raise InputError(source, f"parameters ({proto}/{loc})",
                                  "missing: the breakpoints select this protocol at this locality")
-    return profile
+    return machine_model
 
 
 def _load_csv(path, breakpoints):
@@ -384,28 +405,29 @@ def _load_csv(path, breakpoints):
         )
     bps = breakpoints if breakpoints is not None else BLUEWATERS_BREAKPOINTS
     locs = {loc for _, loc in params}
-    profile = MachineProfile(
+    machine_model = MachineModel(
         params=params,
         breakpoints={loc: Breakpoints(bps.get("short_max_bytes"), bps.get("eager_max_bytes"))
                      for loc in locs},
         machine={"source": str(path)},
         source=str(path),
     )
-    return check_profile(profile, path)
+    return check_machine_model(machine_model, path)
 
 
-def load_profile(path, breakpoints=None):
-    """Read a machine profile: commscope JSON, or a CSV in the Blue Waters table format.
+def load_machine_model(path, breakpoints=None):
+    """Read a machine model: commscope JSON, or a CSV in the Blue Waters table format.
 
     The CSV form (columns protocol, locality, alpha_s, Rb_Bps, RN_Bps, as in
     reference/bluewaters_node_aware_maxrate.csv) carries no breakpoints: pass
     ``breakpoints={"short_max_bytes": ..., "eager_max_bytes": ...}`` or get
     :data:`BLUEWATERS_BREAKPOINTS`. gamma/delta stay unset for a CSV; use
-    :func:`bluewaters_profile` for the published profile with them; the word
-    ``"bluewaters"`` in place of a path returns it, so every ``--profile`` takes it.
+    :func:`bluewaters_machine_model` for the published model with them; the word
+    ``"bluewaters"`` in place of a path returns it, so every ``--machine-model`` takes it.
+    A ``machine-profile.json`` of an earlier commscope loads too (one warning).
     """
     if str(path).strip().lower() == "bluewaters":
-        return bluewaters_profile()
+        return bluewaters_machine_model()
     path = require_regular_file(path)
     try:
         text = path.read_text()
@@ -417,15 +439,15 @@ def load_profile(path, breakpoints=None):
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, None, f"not valid JSON (truncated?): {exc}") from None
-    profile = profile_from_dict(data, source=path)
-    profile.source = str(path)
-    return profile
+    machine_model = machine_model_from_dict(data, source=path)
+    machine_model.source = str(path)
+    return machine_model
 
 
-def save_profile(profile, path, overwrite=False):
-    """Write ``profile`` as JSON; refuses to replace an existing file unless ``overwrite``."""
+def save_machine_model(machine_model, path, overwrite=False):
+    """Write ``machine_model`` as JSON; refuses to replace an existing file unless ``overwrite``."""
     path = Path(path)
     if path.exists() and not overwrite:
         raise InputError(path, None, "file exists; refusing to overwrite (pass overwrite=True)")
-    check_profile(profile, path)
-    return write_text_atomic(path, json.dumps(profile.to_dict(), indent=2) + "\n")
+    check_machine_model(machine_model, path)
+    return write_text_atomic(path, json.dumps(machine_model.to_dict(), indent=2) + "\n")

@@ -1,0 +1,12 @@
+/* The job-wide summary (cs_prof_summary.c): at MPI_Finalize every rank's totals are
+ * reduced to rank 0, which writes summary.json: the headline without converting
+ * anything. */
+#ifndef CS_PROF_SUMMARY_H
+#define CS_PROF_SUMMARY_H
+
+#include "cs_prof_state.h"
+
+void cs_summary_init(void);              /* at set-up: a communicator of our own */
+void cs_summary_reduce(const char *dir); /* at MPI_Finalize, before the MPI's */
+
+#endif

@@ -1,0 +1,118 @@
+"""What each kind of run directory holds: its tables' required columns, and the points a
+benchmark plans so that a stopped run knows which are complete.
+
+Data about run directories, read by :mod:`commscope.runs` (which depends on this module
+and nothing that writes runs): the benchmark drivers (commscope.bench) and the profile
+converter write these tables, and name them here once.
+
+Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "O" text.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+TABLE_COLUMNS = {
+    ("bsp", "intervals"): {"interval": "i", "rank": "i", "host": "O", "workload_s": "f",
+                           "halo_s": "f", "barrier_s": "f", "interval_s": "f"},
+    ("bsp", "maxima"): {"interval": "i", "max_interval_s": "f", "max_workload_s": "f",
+                        "argmax_rank": "i"},
+    ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
+    ("hvpingpong", "samples"): {"n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i",
+                                "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"},
+    ("mtmatch", "trials"): {"config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i",
+                            "messages": "i", "size_bytes": "i", "drain_time_s": "f"},
+    ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",
+                           "send_seq": "i", "recv_thread": "i", "send_thread": "i"},
+    ("multirate", "threads"): {"mode": "O", "threads": "i", "rep": "i", "thread": "i",
+                               "messages": "i", "size_bytes": "i", "time_s": "f"},
+    # queue columns too, NaN under MPIs without the pvars
+    ("multirate", "reps"): {"mode": "O", "threads": "i", "rep": "i", "messages": "i",
+                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f"},
+    ("partitioned", "samples"): {
+        "method": "O", "size_bytes": "i", "partitions": "i", "partition_bytes": "i", "run": "i",
+        "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
+        "last_ready_s": "f", "first_ready_s": "f", "bytes_received": "i", "mismatches": "i",
+        "threads": "i", "dist": "O", "compute_s": "f", "sigma_s": "f", "compute_mode": "O",
+        "clock": "O", "clock_uncertainty_s": "f"},
+    ("partitioned", "compute"): {"run": "i", "method": "O", "size_bytes": "i", "thread": "i",
+                                 "requested_s": "f", "actual_s": "f"},
+    ("partitioned", "methods"): {"method": "O", "status": "O", "note": "O"},
+    ("pingpong", "samples"): {"size_bytes": "i", "pair": "i", "rep": "i", "time_s": "f",
+                              "locality": "O", "pairs": "i"},
+    ("threads", "compute"): {"trial": "i", "rank": "i", "iteration": "i", "region": "O",
+                             "thread": "i", "start_s": "f", "end_s": "f", "compute_time_s": "f"},
+    ("threads", "injected"): {"trial": "i", "rank": "i", "iteration": "i", "thread": "i",
+                              "intended_time_s": "f", "laggard": "i"},
+    ("profile", "threads"): {"trial": "i", "rank": "i", "iteration": "i", "region": "O",
+                             "thread": "i", "compute_time_s": "f", "instance": "i", "segment": "i",
+                             "barrier": "O", "start_s": "f", "arrival_s": "f", "leave_s": "f",
+                             "rank_t0_ns": "i"},
+    ("profile", "ranks"): {"rank": "i", "threads": "i"},
+    ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "value": "f"},
+    # time_s and mpi_time_s are NaN without the timers set, so they are not required numbers
+    ("profile", "functions"): {"rank": "i", "thread": "i", "function": "O", "calls": "i"},
+    ("profile", "peers"): {"rank": "i", "peer": "i", "messages_sent": "i", "bytes_sent": "i",
+                           "messages_received": "i", "bytes_received": "i"},
+    ("profile", "size_bins"): {"rank": "i", "function": "O", "bin": "i", "min_bytes": "i",
+                               "max_bytes": "f", "count": "i"},
+    ("profile", "snapshots"): {"rank": "i", "seq": "i", "time_s": "f", "calls": "i"},
+}
+
+
+@dataclass
+class Points:
+    """The measurement points a benchmark plans, so a stopped run knows what is complete.
+
+    ``planned(parameters)`` lists ``(key, rows)``: the values of the ``key`` columns
+    of one point, in measuring order, and how many rows of ``table`` it has when done.
+    """
+    table: str
+    key: tuple
+    unit: str                      # plural noun: "sizes", "message counts"
+    planned: Callable
+
+
+LARGE_MESSAGE = 8192  # bytes; above it cs_pingpong uses the large-message counts
+
+
+def pingpong_sizes(params):
+    """``((size,), rows)`` in measuring order: 0 (if asked), then powers of two."""
+    out, s = [], params["min_size"]
+    while s <= params["max_size"]:
+        large = s > LARGE_MESSAGE
+        out.append(((s,), params["pairs"] * params["large_iters" if large else "iters"]))
+        s = s * 2 if s else 1
+    return out
+
+
+def hvpingpong_counts(params):
+    """``((n,), rows)`` in measuring order: each count with every size and order."""
+    per_count = (len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
+                 * params["iters"])
+    return [((n,), per_count) for n in params["counts"]]
+
+
+def partitioned_sizes(params):
+    """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
+    t = params["threads"]
+    return [((s - s % t,), params["runs_per_size"] * len(params["methods"]))
+            for s in params["sizes_bytes"]]
+
+
+POINTS = {
+    "pingpong": Points("samples", ("size_bytes",), "sizes", pingpong_sizes),
+    "hvpingpong": Points("samples", ("n_messages",), "message counts", hvpingpong_counts),
+    "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
+    "mtmatch": Points("trials", ("config",), "configurations",
+                      lambda p: [((s["config"],), p["trials"]) for s in p["configs"]]),
+    "multirate": Points("reps", ("threads",), "thread counts",
+                        lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]]),
+    # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
+    # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a
+    # stopped run only says how far it got
+    "bsp": Points("maxima", ("interval",), "intervals",
+                  lambda p: [((i,), 1) for i in range(p["intervals"])]),
+    "threads": Points("compute", ("trial", "iteration"), "iterations",
+                      lambda p: [((t, i), p["ranks"] * p["threads"]) for t in range(p["trials"])
+                                 for i in range(p["iterations"])]),
+}
