@@ -423,3 +423,32 @@ def test_a_sessions_only_program_is_profiled_to_its_last_session(request, capsys
     run = profile(capsys, runs_root, which, exe)
     check(run, expect_sessions)
     assert run.table("ranks")["threads"].tolist() == [1, 1]
+
+
+# ---- requests that end in an error: tests/programs/family_errors.c ---------------------
+
+def expect_errors(rank):
+    if rank == 0:
+        calls = {"MPI_Send": 3, "MPI_Recv": 20}
+        counters = dict(messages_sent=3, bytes_sent=3 * 8 * INT, messages_received=20,
+                        bytes_received=20 * INT)
+        peers = {(0, 1): dict(messages_sent=3, bytes_sent=3 * 8 * INT, messages_received=20,
+                              bytes_received=20 * INT)}
+    else:
+        # the 3 truncated receives: completed requests, not messages
+        calls = {"MPI_Irecv": 3, "MPI_Isend": 20, "MPI_Wait": 23}
+        counters = dict(messages_sent=20, bytes_sent=20 * INT, requests_started=23,
+                        requests_completed=23, outstanding_requests_hwm=1, posted_receives_hwm=1)
+        peers = {(1, 0): dict(messages_sent=20, bytes_sent=20 * INT)}
+    calls.update({"MPI_Init": 1, "MPI_Finalize": 1, "MPI_Comm_dup": 1, "MPI_Comm_free": 1,
+                  "MPI_Barrier": 1})
+    return dict(calls=calls, counters=counters, peers=peers)
+
+
+@pytest.mark.parametrize("which", MPIS)
+def test_requests_ended_in_error_leave_no_entry_behind(request, capsys, runs_root, tmp_path, which):
+    """A receive MPI ends with MPI_ERR_TRUNCATE is completed in the ledger, and its
+    table entry goes: MPICH gives its handle to the next requests (sends), which an
+    entry left behind would count as receives of garbage (seen under mpi4py's suite)."""
+    exe = compile_program(the_mpi(request, which), "family_errors", tmp_path)
+    check(profile(capsys, runs_root, which, exe), expect_errors)

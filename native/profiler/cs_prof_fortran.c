@@ -107,6 +107,14 @@ static int fsave(cs_saved_t *sv, int n, const MPI_Fint *freqs)
     return ok;
 }
 
+/* cs_settle for Fortran handles. */
+static void fsettle(cs_saved_t *sv, const MPI_Fint *now)
+{
+    MPI_Fint null = PMPI_Request_c2f(MPI_REQUEST_NULL);
+    for (int i = 0; i < sv->n; i++)
+        if (now[i] == null) cs_ended_saved(sv, i);
+}
+
 static void fcomplete(cs_saved_t *sv, int i, const MPI_Fint *fstatus, uint64_t t0)
 {
     MPI_Status st;
@@ -170,7 +178,7 @@ static void f_wait(wait_fn *real, MPI_Fint *request, MPI_Fint *status, MPI_Fint 
     real(request, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(CS_F_MPI_Wait);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS) fcomplete(&sv, 0, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) fsettle(&sv, request), cs_release(&sv);
     CS_FORTRAN_LEAVE(CS_F_MPI_Wait, mine_);
 }
 
@@ -185,7 +193,7 @@ static void f_test(test_fn *real, MPI_Fint *request, MPI_Fint *flag, MPI_Fint *s
     real(request, flag, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(CS_F_MPI_Test);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag) fcomplete(&sv, 0, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) fsettle(&sv, request), cs_release(&sv);
     CS_FORTRAN_LEAVE(CS_F_MPI_Test, mine_);
 }
 
@@ -205,7 +213,7 @@ static void f_waitany(waitany_fn *real, testany_fn *treal, MPI_Fint *count, MPI_
     int mine_ = CS_FORTRAN_MINE(F);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag)
         fcomplete(&sv, completed_index(before, requests, *count, *index), status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) fsettle(&sv, requests), cs_release(&sv);
     if (before != stack) free(before);
     CS_FORTRAN_LEAVE(F, mine_);
 }
@@ -228,7 +236,7 @@ static void f_waitall(waitall_fn *real, testall_fn *treal, MPI_Fint *count, MPI_
         for (int i = 0; i < *count; i++)
             if (*ierr_ == MPI_SUCCESS || statuses[i * FSTATUS + 2] != MPI_ERR_PENDING) /* MPI_ERROR */
                 fcomplete(&sv, i, statuses + i * FSTATUS, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) fsettle(&sv, requests), cs_release(&sv);
     free(heap);
     CS_FORTRAN_LEAVE(F, mine_);
 }
@@ -249,7 +257,7 @@ static void f_waitsome(waitsome_fn *real, int F, MPI_Fint *incount, MPI_Fint *re
         *outcount >= 0 && *outcount <= *incount)
         for (int i = 0; i < *outcount; i++)
             fcomplete(&sv, completed_index(before, requests, *incount, indices[i]), statuses + i * FSTATUS, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) fsettle(&sv, requests), cs_release(&sv);
     if (before != stack) free(before);
     free(heap);
     CS_FORTRAN_LEAVE(F, mine_);

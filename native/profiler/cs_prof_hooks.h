@@ -8,6 +8,8 @@
 #ifndef CS_PROF_HOOKS_H
 #define CS_PROF_HOOKS_H
 
+#include <string.h>
+
 #include "cs_prof_state.h"
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
@@ -22,9 +24,16 @@
     if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += cs_ticks() - t0_
 
 /* Receives need the status for source and size even when the program ignores it. */
+/* Our own status when the program passed MPI_STATUS_IGNORE; it says "no message"
+ * (MPI_PROC_NULL, 0 bytes) where MPI leaves it unwritten, so nothing is counted
+ * from stack garbage. */
 #define CS_STATUS(st)                                         \
     MPI_Status cs_status_;                                    \
-    if ((st) == MPI_STATUS_IGNORE) (st) = &cs_status_
+    if ((st) == MPI_STATUS_IGNORE) {                          \
+        memset(&cs_status_, 0, sizeof cs_status_);            \
+        cs_status_.MPI_SOURCE = MPI_PROC_NULL;                \
+        (st) = &cs_status_;                                   \
+    }
 
 /* MPI_IN_PLACE collectives use the receive side's count and type. */
 static inline long long cs_bytes_inplace(const void *sendbuf, long long sendcount, MPI_Datatype sendtype,
@@ -78,7 +87,7 @@ static inline int cs_world_in(const cs_group_t *g, int rank)
 
 static inline int cs_world_of(MPI_Comm comm, int rank)
 {
-    if (comm == MPI_COMM_WORLD) return rank;
+    if (comm == MPI_COMM_WORLD) return rank >= 0 && rank < cs_world_size ? rank : -1;
     if (comm == MPI_COMM_NULL || rank < 0) return -1;
     return cs_world_in(cs_comm_lookup(comm), rank);
 }

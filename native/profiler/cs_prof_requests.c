@@ -144,6 +144,19 @@ void cs_complete_saved(cs_saved_t *sv, int i, MPI_Status *status, uint64_t t0)
     complete(sv->reqs[i], &sv->entries[i], status, t0);
 }
 
+void cs_ended_saved(cs_saved_t *sv, int i)
+{
+    if (i < 0 || i >= sv->n || sv->found[i] != 1 || sv->entries[i].persistent) return;
+    sv->found[i] = 2;
+    cs_ledger_ended(cs_slab(), sv->entries[i].kind, CS_C_requests_completed);
+}
+
+void cs_settle(cs_saved_t *sv, const MPI_Request *now)
+{
+    for (int i = 0; i < sv->n; i++)
+        if (sv->found[i] == 1 && now[i] == MPI_REQUEST_NULL) cs_ended_saved(sv, i);
+}
+
 /* A status array for calls given MPI_STATUSES_IGNORE (the statuses say what was
  * received and whether it was cancelled). */
 typedef struct {
@@ -172,7 +185,7 @@ CS_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     int ok = cs_save(&sv, 1, request);
     int rc = PMPI_Wait(request, status);
     if (ok && rc == MPI_SUCCESS) cs_complete_saved(&sv, 0, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) cs_settle(&sv, request), cs_release(&sv);
     CS_LEAVE(CS_F_MPI_Wait);
     return rc;
 }
@@ -185,7 +198,7 @@ CS_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     int ok = cs_save(&sv, 1, request);
     int rc = PMPI_Test(request, flag, status);
     if (ok && rc == MPI_SUCCESS && *flag) cs_complete_saved(&sv, 0, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) cs_settle(&sv, request), cs_release(&sv);
     CS_LEAVE(CS_F_MPI_Test);
     return rc;
 }
@@ -198,7 +211,7 @@ CS_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index
     int ok = cs_save(&sv, count, array_of_requests);
     int rc = PMPI_Waitany(count, array_of_requests, index, status);
     if (ok && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) cs_complete_saved(&sv, *index, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) cs_settle(&sv, array_of_requests), cs_release(&sv);
     CS_LEAVE(CS_F_MPI_Waitany);
     return rc;
 }
@@ -212,7 +225,7 @@ CS_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index
     int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
     if (ok && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         cs_complete_saved(&sv, *index, status, t0_);
-    if (ok) cs_release(&sv);
+    if (ok) cs_settle(&sv, array_of_requests), cs_release(&sv);
     CS_LEAVE(CS_F_MPI_Testany);
     return rc;
 }
@@ -229,7 +242,7 @@ CS_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     if (ok && st != MPI_STATUSES_IGNORE && (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS))
         for (int i = 0; i < count; i++)
             if (rc == MPI_SUCCESS || st[i].MPI_ERROR != MPI_ERR_PENDING) cs_complete_saved(&sv, i, &st[i], t0_);
-    if (ok) cs_release(&sv), statuses_release(&own);
+    if (ok) cs_settle(&sv, array_of_requests), cs_release(&sv), statuses_release(&own);
     CS_LEAVE(CS_F_MPI_Waitall);
     return rc;
 }
@@ -244,7 +257,7 @@ CS_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
     int rc = PMPI_Testall(count, array_of_requests, flag, st);
     if (ok && st != MPI_STATUSES_IGNORE && rc == MPI_SUCCESS && *flag)
         for (int i = 0; i < count; i++) cs_complete_saved(&sv, i, &st[i], t0_);
-    if (ok) cs_release(&sv), statuses_release(&own);
+    if (ok) cs_settle(&sv, array_of_requests), cs_release(&sv), statuses_release(&own);
     CS_LEAVE(CS_F_MPI_Testall);
     return rc;
 }
@@ -260,7 +273,7 @@ static int some(int which, int incount, MPI_Request reqs[], int *outcount, int i
                                         : PMPI_Testsome(incount, reqs, outcount, indices, st);
     if (ok && st != MPI_STATUSES_IGNORE && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < *outcount; i++) cs_complete_saved(&sv, indices[i], &st[i], t0);
-    if (ok) cs_release(&sv), statuses_release(&own);
+    if (ok) cs_settle(&sv, reqs), cs_release(&sv), statuses_release(&own);
     return rc;
 }
 

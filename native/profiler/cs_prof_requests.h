@@ -26,6 +26,14 @@ int cs_save(cs_saved_t *sv, int n, const MPI_Request *reqs);
 void cs_release(cs_saved_t *sv);
 /* Request i of the saved ones completed with `status` (never MPI_STATUS_IGNORE). */
 void cs_complete_saved(cs_saved_t *sv, int i, MPI_Status *status, uint64_t t0);
+/* Request i of the saved ones ended without a status to count from: the call
+ * failed and MPI ended it anyway (a truncated receive under MPI_ERRORS_RETURN
+ * sets the handle to MPI_REQUEST_NULL).  Counted completed, not as a message;
+ * its entry is dropped, so a later request with the same handle is not taken
+ * for it. */
+void cs_ended_saved(cs_saved_t *sv, int i);
+/* cs_ended_saved for every saved request whose handle is now MPI_REQUEST_NULL. */
+void cs_settle(cs_saved_t *sv, const MPI_Request *now);
 /* MPI_Request_free of a request whose entry was copied into *e. */
 void cs_freed(MPI_Request req, const cs_req_t *e);
 

@@ -363,7 +363,11 @@ class NodeFile:
 
     def close(self):
         self._u64 = None
-        self._map.close()
+        try:
+            self._map.close()
+        except BufferError:  # an error's traceback still holds a view: the GC unmaps it
+            pass
+        self._map = None
 
 
 def counter_ranks(raw_dir):
