@@ -58,8 +58,10 @@ def register(registry):
                    help="deprecated and ignored (default: none): every thread gets counters "
                         "of its own; kept for one release so that old scripts still run")
     p.add_argument("--summary", action="store_true",
-                   help="print a per-rank summary after the run (like an MPI_Finalize dump)")
-    p.add_argument("--json", action="store_true", help="print the run and summary as JSON")
+                   help="print a summary after the run (like an MPI_Finalize dump): a row per "
+                        "rank up to 32 ranks, else the job's totals, means and extremes with "
+                        "the ranks that hold them (raw/summary.json, reduced in the job)")
+    p.add_argument("--json", action="store_true", help="print the run, a row per rank and the job summary as JSON")
     p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
     add_launch_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
@@ -97,6 +99,7 @@ def _run(args):
     from ..profile.run import run_profile
     from ..profile.counters import counter_ranks
     from ..profile.top import open_counter_files, read_rows
+    from ..profile.summary import PER_RANK_ROWS, job_rows, read_job_summary
     if args.max_threads is not None:
         print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
               "its own (the counter file grows as threads appear)", file=sys.stderr)
@@ -112,8 +115,10 @@ def _run(args):
         if reason:
             raise InputError(command[0], "--ompt", f"{reason}; the MPI counters were "
                                                       f"collected in {run.path}")
+    job = read_job_summary(run.raw_dir) if args.summary or args.json else None
+    per_rank = args.json or (args.summary and not (job and job["ranks"] > PER_RANK_ROWS))
     rows = []
-    if args.summary or args.json:
+    if per_rank:
         files = open_counter_files(run) if counter_ranks(run.raw_dir) else []
         try:
             rows = read_rows(files)
@@ -122,9 +127,13 @@ def _run(args):
                 f.close()
     if args.json:
         dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
-                   "ranks": rows})
+                   "ranks": rows, "job": job})
     else:
-        if args.summary:
+        if args.summary and not per_rank:
+            print(format_table(job_rows(job), title=f"commscope profile: job summary, "
+                                                    f"{job['ranks_profiled']} of {job['ranks']} "
+                                                    "ranks (each rank: commscope report RUN)"))
+        elif args.summary:
             print(format_table(rows, title="commscope profile: per-rank summary"))
         print(run.path)
     if status:

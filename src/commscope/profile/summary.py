@@ -43,3 +43,56 @@ def rank_row(c, top=3):
     """:func:`row` of RankCounters ``c``."""
     counters, calls, ticks = canonical_head(c)
     return row(c.meta, c.rank, c.slabs.shape[0], counters, calls, ticks, c.ticks_per_s, top)
+
+
+# ---- the job-wide summary reduced inside the job (raw/summary.json) ---------------
+
+#: Beyond this many ranks `profile --summary` prints the job-wide summary, not a row per rank.
+PER_RANK_ROWS = 32
+STATS = ("total", "mean", "min", "min_rank", "max", "max_rank")
+
+
+def read_job_summary(raw_dir):
+    """raw/summary.json, checked; None when the job wrote none (it ended before
+    MPI_Finalize, or a rank was gone and the reduction's deadline passed)."""
+    import json
+    from pathlib import Path
+    from ..errors import InputError
+    path = Path(raw_dir) / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(path, None, f"not readable JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != "commscope.summary":
+        raise InputError(path, "schema", "is not commscope.summary")
+    for part in ("counters", "functions"):
+        if not isinstance(doc.get(part), dict):
+            raise InputError(path, part, "missing or not an object")
+    for name, stats in doc["counters"].items():
+        _check_stats(path, f"counters.{name}", stats)
+    for name, per in doc["functions"].items():
+        for what in ("calls", "bytes", "time_s"):
+            _check_stats(path, f"functions.{name}.{what}", (per or {}).get(what))
+    return doc
+
+
+def _check_stats(path, field, stats):
+    import math
+    from ..errors import InputError
+    if not isinstance(stats, dict) or any(not isinstance(stats.get(k), (int, float))
+                                          or isinstance(stats.get(k), bool)
+                                          or not math.isfinite(stats[k]) for k in STATS):
+        raise InputError(path, field, f"needs finite numbers {', '.join(STATS)}")
+
+
+def job_rows(doc, top=10):
+    """Rows of the job summary: every nonzero counter, then the ``top`` functions by calls."""
+    rows = [dict(name=name, total=s["total"], mean=s["mean"], min=s["min"], min_rank=s["min_rank"],
+                 max=s["max"], max_rank=s["max_rank"])
+            for name, s in doc["counters"].items() if s["total"]]
+    busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
+    rows += [dict(name=f"{name} calls", **{k: per["calls"][k] for k in STATS})
+             for name, per in busiest if per["calls"]["total"]]
+    return rows
