@@ -1,3 +1,15 @@
-"""commscope: measure, instrument and model MPI communication in multithreaded codes."""
+"""commscope: measure, instrument and model MPI communication in multithreaded codes.
+
+Four parts, data flowing one way (docs/architecture.md):
+
+* measure: :mod:`commscope.bench` (drivers of the C benchmarks in native/bench);
+* instrument: :mod:`commscope.profile` (the PMPI counter library in native/profiler,
+  OMPT thread timings, the event trace);
+* model and predict: :mod:`commscope.models`, :mod:`commscope.stats`,
+  :mod:`commscope.matching`, :mod:`commscope.predict`, :mod:`commscope.machine_fit`;
+* look: :mod:`commscope.report` and the CLI (:mod:`commscope.cli`, :mod:`commscope.commands`).
+
+Every part reads and writes run directories (:mod:`commscope.runs`).
+"""
 
 __version__ = "0.1.0"
