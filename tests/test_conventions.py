@@ -5,9 +5,13 @@ others, so it cannot drift from the conventions unnoticed.
 """
 
 import argparse
+import io
+import json
 import re
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from commscope import runs, units
@@ -374,3 +378,16 @@ def test_every_stored_column_carries_its_unit(json_inputs):
                 if problem:
                     problems.append(f"{run.kind}/{table}.{col} ({df[col].dtype}): {problem}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), None,
+                                   np.float64("nan"), pd.NA])
+def test_undefined_values_read_as_a_dash_and_json_null(value):
+    """No nan or inf is shown to a person; a script reads null (issue 25)."""
+    from commscope.output import dump_json, format_table, format_value
+    assert format_value(value) == "-"
+    table = format_table([{"a": value, "b": 1.5}])
+    assert table.split("\n")[1].split() == ["-", "1.5"]
+    buf = io.StringIO()
+    dump_json({"a": value, "b": [value]}, buf)
+    assert json.loads(buf.getvalue()) == {"a": None, "b": [None]}

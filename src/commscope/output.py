@@ -22,28 +22,32 @@ def _jsonable(obj):
     if type(obj).__name__ == "NAType":  # pandas' missing value of a nullable integer column
         return None
     if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+        return None  # undefined or unbounded: a script reads null, never a fake number
     if hasattr(obj, "to_dict") and callable(obj.to_dict):
         return _jsonable(obj.to_dict())
     return obj
 
 
 def dump_json(obj, stream=None):
-    """Write ``obj`` as JSON (numpy scalars/arrays and NaN/inf made portable)."""
+    """Write ``obj`` as JSON (numpy scalars/arrays made plain; NaN and inf as null)."""
     stream = stream or sys.stdout
     json.dump(_jsonable(obj), stream, indent=2, sort_keys=False)
     stream.write("\n")
 
 
+#: What a person reads for a value that is missing or undefined (NaN, inf, None).
+MISSING = "-"
+
+
 def format_value(v):
     if isinstance(v, tuple):  # an interval (low, high)
         return "..".join(format_value(x) for x in v)
+    if v is None or type(v).__name__ == "NAType":
+        return MISSING
     if isinstance(v, (float, np.floating)):
         v = float(v)
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
+        if not math.isfinite(v):
+            return MISSING
         return f"{v:.5g}"  # five significant digits whatever the scale (1e-7 s .. 1e10 B/s)
     return str(v)
 

@@ -9,10 +9,9 @@ wider than the page scrolls (the stylesheet), it never overflows.
 
 import html
 
-from ..output import format_value
+from ..output import MISSING, format_value
 from ..units import display_column
 
-MISSING = "-"
 
 
 def is_missing(value):
