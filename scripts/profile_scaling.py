@@ -63,9 +63,13 @@ def measured(m, exe, n, rounds, tmp):
         prof.append(dt)
         run = Path(out.stdout.strip().splitlines()[-1])
     size, files = dir_usage(run)
+    job_s = json.loads((run / "meta.json").read_text()).get("wall_s")  # the MPI job alone
     convert_s = reconvert(run)
     report_s, report_bytes = report(run, Path(tmp) / f"report-{n}.html")
+    # where the time goes: the job under the library (launch, run, in-job reduction) and
+    # the rest of `commscope profile` (its start-up, conversion to Parquet)
     return dict(ranks=n, plain_s=min(plain), profile_s=min(prof), ratio=min(prof) / min(plain),
+                job_s=job_s, outside_job_s=prof[-1] - job_s if job_s else None,
                 bytes_per_rank=size / n, files=files, files_per_rank=files / n,
                 convert_s=convert_s, report_s=report_s, report_bytes=report_bytes), run
 
