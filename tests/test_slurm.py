@@ -264,3 +264,32 @@ def test_scancel_ends_every_rank_and_marks_the_run_interrupted(slurm_env, tmp_pa
     # comes first on a loaded machine, meta.json still says "running" and readers see
     # that its writer is gone: either way the run reads as interrupted
     assert run.status == "interrupted", json.dumps(run.meta)[:2000]
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_profile_on_four_nodes_leaves_one_file_set_per_node(slurm_env, tmp_path, mpi_name,
+                                                            default_mpi, mpich_mpi):
+    """8 ranks on the 4 Slurm nodes (srun): the files grow with nodes, not ranks; each
+    node's set is keyed by its Slurm name, and every rank's counters are there."""
+    from test_profile import compile_program
+    exe = compile_program(default_mpi if mpi_name == "openmpi" else mpich_mpi,
+                          "alltoall_small", tmp_path)
+    # -O: the testbed nodes have 1 CPU each
+    proc = _run(["salloc", "--immediate=60", "-O", "-N", "4", "-n", "8", COMMSCOPE, "profile", "--mpi", mpi_name,
+                 "--launcher", "srun", "-n", "8", "--runs", "runs", "--quiet", "--summary",
+                 "--", str(exe)], slurm_env, tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    run = _single_run(tmp_path / "runs")
+    raw = sorted(p.name for p in (run.path / "raw").iterdir())
+    for node in ("n1", "n2", "n3", "n4"):
+        assert {f"node.{node}.bin", f"node.{node}.json", f"node.{node}.snap",
+                f"node.{node}.comms.csv"} <= set(raw), raw
+    assert not [f for f in raw if f.startswith("node.") and f.split(".")[1] not in
+                ("n1", "n2", "n3", "n4")], raw
+    assert "summary.json" in raw
+    ranks = run.table("ranks")
+    assert sorted(ranks["rank"]) == list(range(8)) and set(ranks["state"]) == {"finalized"}
+    assert ranks.groupby("node")["rank"].count().to_dict() == {n: 2 for n in ("n1", "n2", "n3", "n4")}
+    # alltoall_small: 20 MPI_Alltoall and 10 MPI_Barrier on every rank
+    calls = run.table("functions").groupby("function")["calls"].sum()
+    assert calls["MPI_Alltoall"] == 8 * 20 and calls["MPI_Barrier"] == 8 * 10
