@@ -47,8 +47,7 @@ def main():
             times["libiomp5 + tool"].append(once(probe, a.regions, a.threads, {
                 "LD_PRELOAD": str(rt), "OMP_TOOL_LIBRARIES": str(tool),
                 "COMMSCOPE_PROFILE_DIR": tmp}))
-            events = sum((f.stat().st_size - ompt.HEADER_BYTES) // ompt.EVENT.itemsize
-                         for f in Path(tmp).glob("ompt.*.bin"))
+            events = sum(len(ompt.read_events(f)) for f in Path(tmp).glob("ompt.*.bin"))
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
     print(f"# {a.regions} regions x {a.threads} threads, median of {a.repeats} runs "

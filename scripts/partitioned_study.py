@@ -34,8 +34,13 @@ from commscope.predict.partitioned import comparison_table, peak, predict_partit
 from commscope.machine_fit import fit_runs
 
 
-def _range(r):
-    return f"{r[0] / 2**20:.3g} .. {r[1] / 2**20:.3g} MiB" if r else "nowhere"
+def _range(runs):
+    """The runs of consecutive sizes of :func:`win_ranges` in MiB ('nowhere' if none)."""
+    if not runs:
+        return "nowhere"
+    mib = lambda b: f"{b / 2**20:.3g}"
+    return ", ".join(f"{mib(lo)} MiB" if lo == hi else f"{mib(lo)} .. {mib(hi)} MiB"
+                     for lo, hi in runs)
 
 
 def main(argv=None):
