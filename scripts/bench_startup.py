@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Start-up time of the commscope CLI: median wall time of a few light commands.
 
-    .venv/bin/python scripts/bench_startup.py [--repeat 7] [--compare REV]
+    .venv/bin/python scripts/bench_startup.py [--repeat 7] [--compare REV] [--quick]
 
 Each command runs as a fresh process (what a user waits for).  With --compare REV the
 same commands also run from a checkout of REV (``git worktree``, removed afterwards),
 so the figures before and after a change come from one run on one machine.  The target
-(issue 11): under 0.3 s for --help, --version, model stencil and model p2p.
+(issue 11): under 0.3 s for --help, --version, model stencil and model p2p.  --quick
+(what `make bench QUICK=1` runs): each command once, this tree only.
 """
 
 import argparse
@@ -56,7 +57,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=7, help="runs per command (default %(default)s)")
     ap.add_argument("--compare", metavar="REV", default=None,
                     help="also time this git revision (e.g. main~5)")
+    ap.add_argument("--quick", action="store_true", help="each command once, no --compare")
     args = ap.parse_args()
+    if args.quick:
+        args.repeat, args.compare = 1, None
     trees = {"this tree": ROOT / "src"}
     tmp = None
     if args.compare:

@@ -7,17 +7,27 @@ plus on GCC's libgomp for reference, and prints the median time per region of ea
 the difference: what the tool adds per region instance (and per event it records).
 
     .venv/bin/python scripts/ompt_overhead.py [--regions 20000] [--repeats 7] [--threads 2]
+        [--quick]
+
+--quick (what `make bench QUICK=1` runs): 2,000 regions, 1 repeat.  Without the OMPT
+runtime (the intel-openmp wheel's libiomp5.so) or the tool (built only where omp-tools.h
+is found) it prints "skipped: <reason>" and exits 3.
 """
 
 import argparse
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 from commscope import mpi as mpimod
+from commscope.errors import EnvironmentProblem
 from commscope.profile import ompt
+
+#: Exit status when the OMPT runtime or tool is missing (scripts/bench.py: skipped).
+SKIPPED = 3
 
 
 def once(probe, regions, threads, env):
@@ -31,11 +41,22 @@ def main():
     ap.add_argument("--regions", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="2000 regions, 1 repeat")
     a = ap.parse_args()
+    if a.quick:
+        a.regions, a.repeats = 2000, 1
+    rt = ompt.runtime_library()
+    if rt is None:
+        print("skipped: no libiomp5.so in this environment (the intel-openmp wheel; "
+              "scripts/setup.sh installs it)", file=sys.stderr)
+        return SKIPPED
     m = mpimod.select_mpi(None)
     probe = mpimod.binary(m, "ompt_probe")
-    tool = ompt.tool_library(m)
-    rt = ompt.runtime_library()
+    try:
+        tool = ompt.tool_library(m)
+    except EnvironmentProblem as exc:
+        print(f"skipped: {exc}", file=sys.stderr)
+        return SKIPPED
     times = {"libgomp": [], "libiomp5": [], "libiomp5 + tool": []}
     events = None
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +82,8 @@ def main():
         print(f"tool overhead ({label:6s}) {extra / 1e3:8.2f} us/region instance "
               f"({per_region:.0f} events per instance, {extra / per_region:.0f} ns per event "
               f"recorded; threads record in parallel)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
