@@ -3,16 +3,15 @@
 
     .venv/bin/python scripts/bench.py [--quick] [--out DIR] [--timeout S] [SCRIPT ...]
 
-Runs the scripts of SCRIPTS below one after the other (never two MPI jobs at once),
-each as its own process with this interpreter, with ``--quick`` (and QUICK_EXTRA) under
---quick.  A
-script's stdout (its table) goes to OUT/<script>.txt and its stderr to OUT/<script>.log;
-OUT is build/bench/ for the quick pass (`make bench QUICK=1`) and build/bench/full/ for
-the full pass (`make bench`), whose outputs are the figures the docs cite.  Prints one
-line per script (status and wall time) and the total; a script that exits 3 with a line
-"skipped: <reason>" on stderr lacks something it needs (LAMMPS, PyPI, the OpenMP
-runtime, ...) and is reported as skipped.  Exits 1 naming the scripts that failed, after
-running all the others; 0 when none failed.
+Runs the scripts of SCRIPTS below one after the other (never two MPI jobs at once), each
+as its own process with this interpreter, with ``--quick`` (and QUICK_EXTRA) under
+--quick.  A script's stdout (its table) goes to OUT/<script>.txt and its stderr to
+OUT/<script>.log; OUT is build/bench/ for the quick pass (`make bench QUICK=1`) and
+build/bench/full/ for the full pass (`make bench`), whose outputs are the figures the
+docs cite.  Prints one line per script (status and wall time) and the total; a script
+that exits 3 with a line "skipped: <reason>" on stderr lacks something it needs (LAMMPS,
+PyPI, the OpenMP runtime, ...) and is reported as skipped.  Exits 1 naming the scripts
+that failed, after running all the others; 0 when none failed.
 """
 
 import argparse
