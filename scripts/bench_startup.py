@@ -62,7 +62,7 @@ def main():
     if args.quick:
         args.repeat, args.compare = 1, None
     trees = {"this tree": ROOT / "src"}
-    tmp = None
+    tmp, failed = None, []
     if args.compare:
         tmp = tempfile.mkdtemp(prefix="commscope-startup-")
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.compare],
@@ -72,9 +72,11 @@ def main():
         print(f"{'command':<60}" + "".join(f"{name:>14}" for name in trees))
         for variants in COMMANDS:
             cells = []
-            for src in trees.values():
+            for name, src in trees.items():
                 t = median_time(src, variants, args.repeat)
                 cells.append(f"{t:>12.3f} s" if t is not None else f"{'failed':>14}")
+                if t is None and name == "this tree":
+                    failed.append(" ".join(variants[0]))
             print(f"{'commscope ' + ' '.join(variants[0]):<60}" + "".join(cells))
     finally:
         if tmp:
@@ -82,7 +84,11 @@ def main():
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(f"median of {args.repeat} fresh processes each; target < 0.3 s for --help, --version "
           "and the model commands")
+    if failed:
+        print(f"bench_startup: failed in this tree: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

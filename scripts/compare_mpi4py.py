@@ -66,6 +66,8 @@ def main():
              "mpi4py/commscope": theirs[s] / ours[False][s],
              "mpi4py/commscope_hugepages": theirs[s] / ours[True][s]}
             for s in ours[False].index if s in theirs]
+    if not rows:
+        sys.exit("compare_mpi4py: no size in both outputs (did mpi4py.bench's format change?)")
     print(f"# {library}")
     print_table(rows, title="mean one-way time per size, same MPI, same run")
 
