@@ -1,5 +1,5 @@
 # commscope: the two commands of the README, and their parts.
-.PHONY: setup study test clean
+.PHONY: setup study test bench clean
 
 setup:
 	@scripts/setup.sh
@@ -12,6 +12,13 @@ study: setup
 # 4-node Slurm testbed too (scripts/test.sh).
 test: setup
 	@scripts/test.sh
+
+# Set up, then run every benchmark and figure script in scripts/ (scripts/bench.py):
+# `make bench` the full pass, the figures the docs cite, into build/bench/full/<script>.txt;
+# `make bench QUICK=1` each script's --quick mode (a few minutes), into build/bench/.
+# SCRIPTS="a b" runs only those.
+bench: setup
+	.venv/bin/python scripts/bench.py $(if $(filter-out 0,$(QUICK)),--quick) $(SCRIPTS)
 
 clean:
 	rm -rf build .pytest_cache

@@ -12,18 +12,38 @@ savings (p25..p75 of paired differences over runs) is shown.
     .venv/bin/python scripts/advise_check.py [--machine-model machine-model.json]
         [--sizes 256K,1M,4M,16M] [--runs 30] [--compute 0.005] [--sigma 1e-3]
 
-Without --machine-model a ping-pong run is made and fitted first (about 40 s).
+Without --machine-model a ping-pong run is made and fitted first (about 40 s).  --quick
+(what `make bench QUICK=1` runs): 256K and 1M, 3 runs per size, a short ping-pong fit.
+Without the OMPT runtime or tool it prints "skipped: <reason>" and exits 3.
 """
 
 import argparse
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from commscope.bench.partitioned import run_partitioned
+from commscope.errors import EnvironmentProblem
 from commscope.predict import earlybird as eb
 from commscope.units import parse_size
+
+#: Exit status when OMPT thread timing cannot run here (scripts/bench.py: skipped).
+SKIPPED = 3
+
+
+def ompt_missing(mpi_spec=None):
+    """Why `bench partitioned --ompt` cannot run here, or None."""
+    from commscope import mpi as mpimod
+    from commscope.profile import ompt
+    if ompt.runtime_library() is None:
+        return "no libiomp5.so in this environment (the intel-openmp wheel; scripts/setup.sh)"
+    try:
+        ompt.tool_library(mpimod.select_mpi(mpi_spec))
+    except EnvironmentProblem as exc:
+        return str(exc)
+    return None
 
 
 def main():
@@ -34,14 +54,22 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compute", type=float, default=0.005)
     ap.add_argument("--sigma", type=float, default=1e-3)
+    ap.add_argument("--quick", action="store_true", help="256K,1M, 3 runs, short ping-pong fit")
     a = ap.parse_args()
+    if a.quick:
+        a.sizes, a.runs = "256K,1M", 3
+    why = ompt_missing()
+    if why:
+        print(f"skipped: {why}", file=sys.stderr)
+        return SKIPPED
     root = Path(tempfile.mkdtemp(prefix="advise-check-"))
     machine_model = a.machine_model
     if machine_model is None:
         from commscope.bench.pingpong import run_pingpong
         from commscope.models.machine_model import save_machine_model
         from commscope.machine_fit import fit_runs
-        pp = run_pingpong(runs_root=root, echo=False, progress=False)
+        short = dict(max_size=4 << 20, iters=100, warmup=10, large_iters=10, large_warmup=1)
+        pp = run_pingpong(runs_root=root, echo=False, progress=False, **(short if a.quick else {}))
         machine_model = root / "machine-model.json"
         save_machine_model(fit_runs([pp.path]), machine_model)
     sizes = [parse_size(s) for s in a.sizes.split(",")]
@@ -72,7 +100,8 @@ def main():
               f"{row['partitioned_mc_s'] * 1e6:12.1f} {row['saving_mc_s'] * 1e6:12.1f}")
     print(f"# advisor region: {row['region']}, {row['instances']} instances, arrival spread "
           f"{row['spread_s'] * 1e6:.0f} us; verdict at the largest size: {row['verdict']}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

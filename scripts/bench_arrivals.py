@@ -8,7 +8,10 @@
    "thesis MiB/s" is the thesis's (wrong-way) conversion, MB/s x 1.048576; commscope's
    correct MiB/s (bytes/s / 2^20) is printed next to it.
 
-usage: .venv/bin/python scripts/bench_arrivals.py [--repeat N]
+usage: .venv/bin/python scripts/bench_arrivals.py [--repeat N] [--quick]
+
+--quick (what `make bench QUICK=1` runs): the analysis of 1 trial (76,800 samples) once,
+and the paper table with 200 Monte Carlo replicas.
 """
 
 import argparse
@@ -27,19 +30,20 @@ OSU = str(DATA_DIR / "osu_internode_lassen_quartz.csv")
 MIB = pm.MIB
 
 
-def synthetic_arrivals(seed=0):
+def synthetic_arrivals(seed=0, trials=10):
     """Paper-sized data: normal threads, with 5% of process-iterations given a laggard."""
     rng = np.random.default_rng(seed)
-    idx = np.indices((10, 8, 200, 48)).reshape(4, -1)
+    idx = np.indices((trials, 8, 200, 48)).reshape(4, -1)
     t = rng.normal(0.025, 2e-4, idx.shape[1])
-    lag = rng.random(16000) < 0.05
-    t.reshape(16000, 48)[lag, rng.integers(0, 48, lag.sum())] += 3e-3
+    n = trials * 8 * 200
+    lag = rng.random(n) < 0.05
+    t.reshape(n, 48)[lag, rng.integers(0, 48, lag.sum())] += 3e-3
     return pd.DataFrame({"trial": idx[0], "rank": idx[1], "iteration": idx[2],
                          "thread": idx[3], "compute_time_s": t})
 
 
-def bench_arrivals(repeat):
-    df = synthetic_arrivals()
+def bench_arrivals(repeat, trials=10):
+    df = synthetic_arrivals(trials=trials)
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -61,7 +65,7 @@ def _region(t, col="model_bandwidth_Bps"):
     return f"{better.min():g}-{better.max():g}" if len(better) else "none"
 
 
-def paper_table():
+def paper_table(replicas=2000, mc_replicas=20000):
     rows = []
     link = pm.ConstantLink(5e-6, 10_000e6)
     s = pm.model_single_send(link, [16e6]).iloc[0]
@@ -91,7 +95,7 @@ def paper_table():
     ]
     for machine, threads, var, pk_size, pk_bw, region in figs:
         t = pm.compare_partitioned(load_osu(OSU, machine), threads, sizes, 0.1,
-                                   variability=var, monte_carlo=True, replicas=2000, seed=1)
+                                   variability=var, monte_carlo=True, replicas=replicas, seed=1)
         i = t["model_bandwidth_Bps"].idxmax()
         j = t["mc_bandwidth_Bps"].idxmax()
         tag = f"{machine} {threads}thr {var:.0%}"
@@ -113,16 +117,23 @@ def paper_table():
                 title="partitioned model: paper vs commscope (T_wait = 0, OSU clamped outside table)")
     t0 = time.perf_counter()
     pm.simulate_partitioned(load_osu(OSU, "lassen"), 20, sizes, pm.thread_time_distribution(0.1, 1e-3),
-                            replicas=20000, seed=0)
-    print(f"\nmonte_carlo_s (20 threads, 15 sizes, 20000 replicas): {time.perf_counter() - t0:.3f}")
+                            replicas=mc_replicas, seed=0)
+    print(f"\nmonte_carlo_s (20 threads, 15 sizes, {mc_replicas} replicas): "
+          f"{time.perf_counter() - t0:.3f}")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true",
+                    help="1 trial analysed once; 200 (2000) Monte Carlo replicas")
     args = ap.parse_args()
-    bench_arrivals(args.repeat)
-    paper_table()
+    if args.quick:
+        bench_arrivals(1, trials=1)
+        paper_table(replicas=200, mc_replicas=2000)
+    else:
+        bench_arrivals(args.repeat)
+        paper_table()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Start-up time of the commscope CLI: median wall time of a few light commands.
 
-    .venv/bin/python scripts/bench_startup.py [--repeat 7] [--compare REV]
+    .venv/bin/python scripts/bench_startup.py [--repeat 7] [--compare REV] [--quick]
 
 Each command runs as a fresh process (what a user waits for).  With --compare REV the
 same commands also run from a checkout of REV (``git worktree``, removed afterwards),
 so the figures before and after a change come from one run on one machine.  The target
-(issue 11): under 0.3 s for --help, --version, model stencil and model p2p.
+(issue 11): under 0.3 s for --help, --version, model stencil and model p2p.  --quick
+(what `make bench QUICK=1` runs): each command once, this tree only.
 """
 
 import argparse
@@ -56,9 +57,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=7, help="runs per command (default %(default)s)")
     ap.add_argument("--compare", metavar="REV", default=None,
                     help="also time this git revision (e.g. main~5)")
+    ap.add_argument("--quick", action="store_true", help="each command once, no --compare")
     args = ap.parse_args()
+    if args.quick:
+        args.repeat, args.compare = 1, None
     trees = {"this tree": ROOT / "src"}
-    tmp = None
+    tmp, failed = None, []
     if args.compare:
         tmp = tempfile.mkdtemp(prefix="commscope-startup-")
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.compare],
@@ -68,9 +72,11 @@ def main():
         print(f"{'command':<60}" + "".join(f"{name:>14}" for name in trees))
         for variants in COMMANDS:
             cells = []
-            for src in trees.values():
+            for name, src in trees.items():
                 t = median_time(src, variants, args.repeat)
                 cells.append(f"{t:>12.3f} s" if t is not None else f"{'failed':>14}")
+                if t is None and name == "this tree":
+                    failed.append(" ".join(variants[0]))
             print(f"{'commscope ' + ' '.join(variants[0]):<60}" + "".join(cells))
     finally:
         if tmp:
@@ -78,7 +84,11 @@ def main():
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(f"median of {args.repeat} fresh processes each; target < 0.3 s for --help, --version "
           "and the model commands")
+    if failed:
+        print(f"bench_startup: failed in this tree: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,7 +9,9 @@ sizes mpi4py's Python overhead per call shows.  A third column repeats commscope
 run with transparent huge pages (numpy asks for them for arrays of 4 MiB and more,
 which matters for multi-MiB copies when the kernel's THP mode is "madvise").
 
-    .venv/bin/python scripts/compare_mpi4py.py [--mpi mpich] [--max 4M] [--iters 1000]
+    .venv/bin/python scripts/compare_mpi4py.py [--mpi mpich] [--max 4M] [--iters 1000] [--quick]
+
+--quick (what `make bench QUICK=1` runs): 1 B .. 64 KiB, 50 iterations (5 large).
 """
 
 import argparse
@@ -43,7 +45,10 @@ def main():
     ap.add_argument("--max", default="4M")
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--large-iters", type=int, default=100)
+    ap.add_argument("--quick", action="store_true", help="up to 64K, 50 iterations, 5 large")
     a = ap.parse_args()
+    if a.quick:
+        a.max, a.iters, a.large_iters = "64K", 50, 5
     max_size = parse_size(a.max)
     m = mpi.select_mpi(a.mpi)
     ours = {}
@@ -61,6 +66,8 @@ def main():
              "mpi4py/commscope": theirs[s] / ours[False][s],
              "mpi4py/commscope_hugepages": theirs[s] / ours[True][s]}
             for s in ours[False].index if s in theirs]
+    if not rows:
+        sys.exit("compare_mpi4py: no size in both outputs (did mpi4py.bench's format change?)")
     print(f"# {library}")
     print_table(rows, title="mean one-way time per size, same MPI, same run")
 

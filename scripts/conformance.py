@@ -88,7 +88,8 @@ QUICK_EXCLUDE = (
     "test_cco_*.TestCCO*Dup.*",
 )
 
-#: Exit status when the suite cannot be had (a test skips on it).
+#: Exit status when the suite cannot be had (a test skips on it; scripts/bench.py says
+#: skipped).
 UNAVAILABLE = 3
 
 #: Outcome differences the table lists (--json has every one).
@@ -646,7 +647,7 @@ def main(argv=None):
     try:
         testdir = fetch_suite()
     except SuiteUnavailable as exc:
-        print(f"conformance: cannot get mpi4py's test suite: {exc}", file=sys.stderr)
+        print(f"skipped: cannot get mpi4py's test suite: {exc}", file=sys.stderr)
         return UNAVAILABLE
     if a.modules:
         modules = [m.strip().removesuffix(".py") for m in a.modules.split(",") if m.strip()]

@@ -1,6 +1,8 @@
 """Throughput of the matching simulator: queue entries compared per second, per engine.
 
-Run: .venv/bin/python scripts/matchsim_throughput.py [--messages 20000] [--repeat 3]
+Run: .venv/bin/python scripts/matchsim_throughput.py [--messages 20000] [--repeat 3] [--quick]
+
+--quick (what `make bench QUICK=1` runs): 2,000 messages, each stream replayed once.
 
 Two streams per engine, each replayed --repeat times (best time kept):
 * "reversed": one source, n receives posted in random tag order, then the n messages
@@ -49,7 +51,10 @@ def main():
     ap.add_argument("--messages", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bins", type=int, default=engines.DEFAULT_BINS)
+    ap.add_argument("--quick", action="store_true", help="2000 messages, 1 repeat")
     args = ap.parse_args()
+    if args.quick:
+        args.messages, args.repeat = 2000, 1
     engines.load()  # build once, outside the timing
     rng = np.random.default_rng(0)
     streams = {"reversed": reversed_stream(args.messages, rng), "mixed": mixed_stream(args.messages, rng)}

@@ -10,6 +10,7 @@ accuracy alone.
 
     .venv/bin/python scripts/measure_arrivals.py                 # defaults below
     .venv/bin/python scripts/measure_arrivals.py --threads 4 --iterations 200
+    .venv/bin/python scripts/measure_arrivals.py --quick         # 20 iterations per run
 """
 
 import argparse
@@ -58,7 +59,10 @@ def main(argv=None):
     ap.add_argument("--compute", choices=("spin", "sleep", "both"), default="both")
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--runs", default=None, help="run directory root (default: a temp dir)")
+    ap.add_argument("--quick", action="store_true", help="20 iterations per run")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.iterations = 20
     root = a.runs or tempfile.mkdtemp(prefix="measure_arrivals-")
     common = dict(ranks=a.ranks, threads=a.threads, iterations=a.iterations, trials=a.trials,
                   work=a.work, sd=a.sd, seed=a.seed, mpi_spec=a.mpi, runs_root=root)

@@ -11,8 +11,9 @@ prints the reversed-order one-way time at the largest n measured against modelle
 * without a machine model: measured ordered time + gamma (n^2 - n).
 
 Usage: .venv/bin/python scripts/measure_gamma.py [--mpi mpich] [--nmax 10000]
-       [--iters 5] [--runs DIR] [--machine-model machine-model.json]
-Prints numbers only; nothing is asserted (the machine is shared and noisy).
+       [--iters 5] [--runs DIR] [--machine-model machine-model.json] [--quick]
+Prints numbers only; nothing is asserted (the machine is shared and noisy).  --quick
+(what `make bench QUICK=1` runs): n = 1 .. 100, 1 iteration, a 200-iteration ping-pong.
 """
 
 import argparse
@@ -32,7 +33,11 @@ def main():
     ap.add_argument("--size", type=int, default=8)
     ap.add_argument("--runs", default=None, help="keep the run directories here")
     ap.add_argument("--machine-model", default=None, help="machine model for alpha and beta")
+    ap.add_argument("--quick", action="store_true",
+                    help="n up to 100, 1 iteration; ping-pong of 200 iterations")
     a = ap.parse_args()
+    if a.quick:
+        a.nmax, a.iters = 100, 1
     root = a.runs or tempfile.mkdtemp(prefix="measure-gamma-")
     kw = dict(mpi_spec=a.mpi, runs_root=root, echo=False)
 
@@ -54,7 +59,8 @@ def main():
         p = machine_model.get(machine_model.protocol_of(a.size, "intra-socket"), "intra-socket")
         alpha, beta, src = p.alpha_s, p.beta_s_per_byte, a.machine_model
     else:
-        pp = run_pingpong(min_size=1, max_size=1024, iters=2000, warmup=200, **kw)
+        iters = 200 if a.quick else 2000
+        pp = run_pingpong(min_size=1, max_size=1024, iters=iters, warmup=iters // 10, **kw)
         s = pp.table("samples")
         fit = fit_postal(s["size_bytes"], s["time_s"])
         alpha, beta, src = fit.alpha_s, fit.beta_s_per_byte, f"ping-pong run {pp.path}"

