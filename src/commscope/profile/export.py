@@ -567,6 +567,15 @@ def _size(path):
     return path.stat().st_size if path.exists() else 0
 
 
+def _replaceable(path, fmt):
+    """Whether --force may replace ``path``: a file, or an OTF2 archive's directory of
+    per-location files (never, say, a run directory that happens to share its name)."""
+    if path.is_symlink() or not path.is_dir():
+        return True
+    return fmt == "otf2" and all(p.is_file() and p.suffix in (".evt", ".def", ".snap")
+                                 for p in path.iterdir())
+
+
 def export_run(run, fmt, output=None, force=False):
     """Export ``run`` (an open profile run) as ``fmt``; returns what was written:
     path, format, events, calls, messages, unmatched, snapshots, ranks, threads, bytes,
@@ -587,6 +596,11 @@ def export_run(run, fmt, output=None, force=False):
     existing = [p for p in parts if p.exists() or p.is_symlink()]
     if existing and not force:
         raise InputError(existing[0], None, "exists; not overwriting it (use --force)")
+    for p in existing:
+        if not _replaceable(p, fmt):
+            raise InputError(p, None, "exists and is not an earlier export (a directory other "
+                                      "than an OTF2 archive's event files); not replacing it, "
+                                      "even with --force: choose another -o")
     if fmt == "otf2":
         _otf2()  # say what is missing before reading anything
     c = Contents(run)
