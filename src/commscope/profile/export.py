@@ -82,21 +82,26 @@ def call_names(events):
     if len(ev) > 1:
         new[1:] = (rank[1:] != rank[:-1]) | (thread[1:] != thread[:-1]) | (tb[1:] != tb[:-1])
     call = np.cumsum(new) - 1
-    kinds = pd.DataFrame({k: (ev["event"].to_numpy() == k) for k in _KIND_ORDER})
-    has = kinds.groupby(call).any()
-    combo = has.apply(lambda row: tuple(k for k in _KIND_ORDER if row[k]), axis=1) \
-        if len(has) else pd.Series([], dtype=object)
-    names = {c: _COMBINED.get(c, "+".join(KIND_NAMES[k] for k in c)) for c in set(combo)}
-    name_of_call = combo.map(names).to_numpy(dtype=object)
-    return call, name_of_call
+    if not len(ev):
+        return call, np.zeros(0, dtype=object)
+    bit = np.zeros(len(ev), np.int64)
+    event = ev["event"].to_numpy()
+    for i, k in enumerate(_KIND_ORDER):
+        bit[event == k] = 1 << i
+    mask = np.bitwise_or.reduceat(bit, np.flatnonzero(new))  # calls are runs of records
+    names = {}
+    for m in np.unique(mask).tolist():
+        combo = tuple(k for i, k in enumerate(_KIND_ORDER) if m >> i & 1)
+        names[m] = _COMBINED.get(combo, "+".join(KIND_NAMES[k] for k in combo))
+    return call, np.array([names[m] for m in mask.tolist()], dtype=object)
 
 
-def calls_table(trace):
+def calls_table(trace, named=None, ns=None):
     """One row per traced call: call, rank, thread, name, time_begin_s, time_end_s,
     t_begin_ns, t_end_ns (the node's CLOCK_MONOTONIC), records."""
     ev = trace.events
-    call, names = call_names(ev)
-    ns_b, ns_e = _record_ns(trace)
+    call, names = named if named is not None else call_names(ev)
+    ns_b, ns_e = ns if ns is not None else _record_ns(trace)
     df = pd.DataFrame({"call": call, "rank": ev["rank"].to_numpy(), "thread": ev["thread"].to_numpy(),
                        "time_begin_s": ev["time_begin_s"].to_numpy(),
                        "time_end_s": ev["time_end_s"].to_numpy(), "t_begin_ns": ns_b, "t_end_ns": ns_e})
@@ -212,10 +217,11 @@ class Contents:
         snap_ns = snapshot_times(run, self.snapshots)
         if self.trace is not None:
             self.t0_ns = int(self.trace.t0_ns)
-            self.calls = calls_table(self.trace)
-            self.messages = match_messages(self.trace)
+            named = call_names(self.trace.events)
             self.records_ns = _record_ns(self.trace)
-            self.call_of_record = self.trace.events.assign(_c=call_names(self.trace.events)[0])["_c"]
+            self.calls = calls_table(self.trace, named, self.records_ns)
+            self.messages = match_messages(self.trace)
+            self.call_of_record = pd.Series(named[0], index=self.trace.events.index)
         else:
             self.calls = self.messages = None
             self.t0_ns = int(snap_ns.min()) if snap_ns is not None and len(snap_ns) else 0
