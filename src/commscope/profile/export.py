@@ -205,12 +205,13 @@ class Contents:
         require_profile(run)
         self.run = run
         tables = set(run.tables())
-        for need in ("ranks", "snapshots"):
-            if need not in tables:
-                raise InputError(run.path / f"{need}.parquet", None,
-                                 "missing: the profile was not converted (is it still running?)")
+        if "ranks" not in tables:
+            raise InputError(run.path / "ranks.parquet", None,
+                             "missing: the profile was not converted (is it still running?)")
         self.ranks = run.table("ranks").sort_values("rank").reset_index(drop=True)
-        self.snapshots = run.table("snapshots").sort_values(["rank", "seq"]).reset_index(drop=True)
+        self.snapshots = (run.table("snapshots") if "snapshots" in tables else
+                          pd.DataFrame({"rank": [], "seq": [], "time_s": []})
+                          ).sort_values(["rank", "seq"]).reset_index(drop=True)
         self.functions = run.table("functions") if "functions" in tables else None
         self.communicators = run.table("communicators") if "communicators" in tables else None
         self.trace = load_trace(run)
