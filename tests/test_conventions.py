@@ -273,6 +273,7 @@ JSON_ARGS = {
     "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
                         "--runs", "{tmp}", "--quiet"],
     "doctor": [],
+    "export": ["{profile}", "--format", "perfetto", "-o", "{tmp}/trace.json"],
     "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/machine-model.json"],
     "model matching": ["{profile}"],
     "model p2p": ["--machine-model", "bluewaters", "--sizes", "1:4M", "--locality", "inter-node"],

@@ -1,0 +1,72 @@
+"""How big `commscope export` output gets, per traced call, for docs/export.md.
+
+Profiles two test programs with --trace (exact_threads: 2 ranks x THREADS threads of
+blocking, nonblocking and persistent point-to-point calls; ring_imbalance: a ring of
+MPI_Sendrecv on RANKS ranks), exports each to Perfetto JSON and OTF2, and prints per
+run: traced calls, trace records, messages, bytes of the raw trace, of the JSON and of
+the OTF2 archive, bytes per call, and the export time.
+
+    python scripts/export_sizes.py [--threads 8] [--ranks 4] [--iterations 2000]
+"""
+
+import argparse
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from commscope import mpi
+from commscope.profile.export import export_run
+from commscope.profile.run import run_profile
+from commscope.runs import open_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def measure(run_path, name):
+    run = open_run(run_path)
+    raw = sum(p.stat().st_size for p in run.raw_dir.glob("trace.*.bin"))
+    row = {"run": name}
+    for fmt in ("perfetto", "otf2"):
+        t = time.perf_counter()
+        out = export_run(run, fmt, force=True)
+        row[f"{fmt}_s"] = time.perf_counter() - t
+        row[f"{fmt}_bytes"] = out["bytes"]
+    row.update(ranks=out["ranks"], calls=out["calls"], records=out["trace_records"],
+               messages=out["messages"], snapshots=out["snapshots"], raw_trace_bytes=raw)
+    for fmt in ("perfetto", "otf2"):
+        row[f"{fmt}_bytes_per_call"] = row[f"{fmt}_bytes"] / max(out["calls"], 1)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=8, help="threads of exact_threads (default 8)")
+    ap.add_argument("--ranks", type=int, default=4, help="ranks of the ring (default 4)")
+    ap.add_argument("--iterations", type=int, default=2000, help="ring iterations (default 2000)")
+    args = ap.parse_args()
+    m = mpi.select_mpi()
+    mpi.build(m)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        exes = {}
+        for name in ("exact_threads", "ring_imbalance"):
+            exes[name] = tmp / name
+            subprocess.run([m.mpicc, "-O2", "-pthread", str(ROOT / "tests/programs" / f"{name}.c"),
+                            "-o", str(exes[name])], check=True)
+        kw = dict(runs_root=tmp / "runs", echo=False, trace=True, timeout=600)
+        rows = []
+        run, _ = run_profile(exes["exact_threads"], [str(args.threads)], nranks=2, **kw)
+        rows.append(measure(run.path, f"exact_threads 2x{args.threads}"))
+        run, _ = run_profile(exes["ring_imbalance"], [str(args.iterations), "0"], nranks=args.ranks, **kw)
+        rows.append(measure(run.path, f"ring {args.ranks} ranks x {args.iterations}"))
+    for r in rows:
+        print(f"{r['run']}: {r['calls']} calls ({r['records']} records, {r['messages']} messages, "
+              f"{r['snapshots']} snapshots) of {r['ranks']} ranks; raw trace {r['raw_trace_bytes']} B; "
+              f"Perfetto JSON {r['perfetto_bytes']} B = {r['perfetto_bytes_per_call']:.0f} B/call "
+              f"in {r['perfetto_s']:.2f} s; OTF2 {r['otf2_bytes']} B = "
+              f"{r['otf2_bytes_per_call']:.0f} B/call in {r['otf2_s']:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

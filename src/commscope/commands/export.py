@@ -1,0 +1,63 @@
+"""``commscope export``: a profile run as a Perfetto (Chrome trace-event JSON) or OTF2 trace."""
+
+EXAMPLES = """\
+Perfetto: Chrome trace-event JSON, opened by ui.perfetto.dev ("Open trace file") and
+chrome://tracing: a process per rank, a track per thread, a slice per traced call with
+its peer, tag, communicator and bytes, an arrow per message from the send to the call
+that completed its receive, and the snapshots (messages, bytes, calls, time in MPI) as
+counter tracks.  OTF2: an archive for Vampir and other OTF2 readers, written with the
+OTF2 library (the otf2 package): a location group per rank, a location per thread,
+Enter/Leave per call, MpiSend/MpiRecv, MpiIsend/MpiIsendComplete,
+MpiIrecvRequest/MpiIrecv, the communicators, the snapshots as metrics (ns timer).
+Without an event trace (a profile made without --trace) only the snapshots and the
+per-function totals are exported.  See docs/export.md.
+
+examples:
+  commscope profile --trace -n 4 -- ./halo
+  commscope export runs/<time>-profile --format perfetto       # RUN/export/trace.json
+  commscope export runs/<time>-profile --format otf2           # RUN/export/traces.otf2
+  commscope export RUN --format perfetto -o halo.json --force --json
+"""
+
+
+def register(registry):
+    p = registry.command(
+        "export", help="export a profile run as a Perfetto (trace-event JSON) or OTF2 trace",
+        description="Writes a profile run's traced calls, messages and counter snapshots in "
+                    "a format trace viewers open: Perfetto's UI and chrome://tracing (JSON), "
+                    "or Vampir and other OTF2 tools.", epilog=EXAMPLES)
+    p.add_argument("run", metavar="RUN", help="a profile run directory (commscope profile)")
+    p.add_argument("--format", required=True, choices=("perfetto", "otf2"),
+                   help="perfetto: Chrome trace-event JSON; otf2: an OTF2 archive")
+    p.add_argument("-o", "--output", metavar="PATH", default=None,
+                   help="the file to write (default: RUN/export/trace.json for perfetto, "
+                        "RUN/export/traces.otf2 for otf2, whose traces.def and traces/ sit "
+                        "next to it)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing output (default: refuse, exit status 2)")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written (path, events, ranks, threads, bytes) as JSON")
+    p.set_defaults(func=_run)
+
+
+def _run(args):
+    from ..errors import warn
+    from ..output import dump_json
+    from ..profile.export import export_run, no_trace_note, require_profile
+    from ..runs import open_run
+    run = open_run(args.run)
+    require_profile(run)
+    out = export_run(run, args.format, output=args.output, force=args.force)
+    if not out["trace"]:
+        warn(no_trace_note(run))
+    if args.json:
+        dump_json(out)
+        return 0
+    what = (f"{out['calls']} calls, {out['messages']} messages, " if out["trace"] else "") + \
+        f"{out['snapshots']} snapshots"
+    print(f"wrote {out['path']}: {out['events']} events ({what}) of {out['ranks']} ranks, "
+          f"{out['threads']} threads; {out['bytes']} bytes")
+    if out["unmatched_messages"]:
+        warn(f"{out['unmatched_messages']} sends or receives have no partner in the trace "
+             "(no arrow drawn for them)")
+    return 0
