@@ -23,10 +23,9 @@
 #define CS_LEAVE(F)                                           \
     if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += cs_ticks() - t0_
 
-/* Receives need the status for source and size even when the program ignores it. */
-/* Our own status when the program passed MPI_STATUS_IGNORE; it says "no message"
- * (MPI_PROC_NULL, 0 bytes) where MPI leaves it unwritten, so nothing is counted
- * from stack garbage. */
+/* Receives need the status for source and size even when the program ignores it:
+ * our own then, saying "no message" (MPI_PROC_NULL, 0 bytes) where MPI leaves it
+ * unwritten, so nothing is counted from stack garbage. */
 #define CS_STATUS(st)                                         \
     MPI_Status cs_status_;                                    \
     if ((st) == MPI_STATUS_IGNORE) {                          \
