@@ -49,6 +49,7 @@ SCRIPTS = {
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),
     "validate_lammps": (True, "shorter LAMMPS inputs (skips without Debian's lmp)"),
     "conformance": (True, "2 mpi4py test modules, Open MPI (skips without PyPI)"),
+    "export_sizes": (True, "2 threads, a ring of 2 ranks x 100 iterations, both formats"),
 }
 
 #: Arguments the quick pass adds after --quick: conformance's own --quick (14 modules,

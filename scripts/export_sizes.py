@@ -6,7 +6,7 @@ MPI_Sendrecv on RANKS ranks), exports each to Perfetto JSON and OTF2, and prints
 run: traced calls, trace records, messages, bytes of the raw trace, of the JSON and of
 the OTF2 archive, bytes per call, and the export time.
 
-    python scripts/export_sizes.py [--threads 8] [--ranks 4] [--iterations 2000]
+    python scripts/export_sizes.py [--threads 8] [--ranks 4] [--iterations 2000] [--quick]
 """
 
 import argparse
@@ -44,7 +44,11 @@ def main():
     ap.add_argument("--threads", type=int, default=8, help="threads of exact_threads (default 8)")
     ap.add_argument("--ranks", type=int, default=4, help="ranks of the ring (default 4)")
     ap.add_argument("--iterations", type=int, default=2000, help="ring iterations (default 2000)")
+    ap.add_argument("--quick", action="store_true",
+                    help="2 threads, a ring of 2 ranks x 100 iterations (make bench QUICK=1)")
     args = ap.parse_args()
+    if args.quick:
+        args.threads, args.ranks, args.iterations = 2, 2, 100
     m = mpi.select_mpi()
     mpi.build(m)
     with tempfile.TemporaryDirectory() as tmp:

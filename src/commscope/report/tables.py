@@ -8,6 +8,7 @@ wider than the page scrolls (the stylesheet), it never overflows.
 """
 
 import html
+import math
 
 from ..output import MISSING, format_value
 from ..units import display_column
@@ -15,8 +16,11 @@ from ..units import display_column
 
 
 def is_missing(value):
-    """None, NaN (float, numpy, pandas NA), blank text or the text ``-``."""
+    """None, NaN or inf (float, numpy, pandas NA), blank text or the text ``-``: what
+    :func:`commscope.output.format_value` prints as ``-``."""
     if value is None or (isinstance(value, str) and value.strip() in ("", MISSING)):
+        return True
+    if isinstance(value, float) and math.isinf(value):  # numpy floats are floats too
         return True
     try:
         return bool(value != value)  # NaN is the one value unequal to itself
