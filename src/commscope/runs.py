@@ -418,6 +418,27 @@ def validate_meta(meta, source):
 _WARNED = set()  # one warning per run and state, however often a command opens it
 
 
+#: Names that are files in a run directory (a directory under such a name is refused).
+FILE_SUFFIXES = (".json", ".parquet", ".csv", ".bin", ".snap", ".txt")
+
+
+def refuse_special_files(path):
+    """Every file of a run directory and of its raw/ is a regular file, checked by
+    name with stat, never by opening: a named pipe would block a reader forever and a
+    device stream forever. One InputError names the first that is not."""
+    for folder in (Path(path), Path(path) / "raw"):
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            raise InputError(folder, None, f"cannot be listed: {exc.strerror}") from None
+        for name in names:
+            entry = folder / name
+            if name.endswith(FILE_SUFFIXES) or not entry.is_dir():
+                require_regular_file(entry)
+
+
 def open_run(path, warn=True):
     """Open and validate a run directory; say on stderr when it is not complete."""
     path = Path(path)
@@ -434,6 +455,7 @@ def open_run(path, warn=True):
     except UnicodeDecodeError:
         raise InputError(meta_path, None, "not a text file") from None
     validate_meta(meta, meta_path)
+    refuse_special_files(path)
     run = Run(path, meta)
     note = run.state_note()
     if note and warn and (path.resolve(), note) not in _WARNED:
