@@ -38,6 +38,7 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 EXAMPLES = int(os.environ.get("COMMSCOPE_MUTANTS", "20"))
 LIMIT_S = 30  # a command that takes longer on a damaged run hangs
 OUTCOMES = {}  # (command, exit status) -> cases
+NAMED = {}  # does the one error line name the damaged file (or another it was read with)?
 
 
 @pytest.fixture(scope="session")
@@ -164,6 +165,8 @@ def test_damaged_profile_runs_exit_0_or_2_naming_the_file(profiled, tmp_path_fac
         if status == 2:
             lines = [ln for ln in err.splitlines() if ln.startswith("commscope: error")]
             assert len(lines) == 1, f"{case}: {err[-2000:]}"
+            named = target.name in lines[0]
+            NAMED[named] = NAMED.get(named, 0) + 1
         key = (" ".join(argv[:2]) if argv[0] != "top" else " ".join(argv[:3:2]), status)
         OUTCOMES[key] = OUTCOMES.get(key, 0) + 1
         assert _digest(run) == before, f"{case}: the input changed"
@@ -174,3 +177,5 @@ def test_zz_report_how_many_cases_ran():
     print("\nmutated profile runs, cases per command and exit status:")
     for (command, status), n in sorted(OUTCOMES.items()):
         print(f"  {command:18s} exit {status}: {n}")
+    print(f"  errors naming the damaged file itself: {NAMED.get(True, 0)} of "
+          f"{sum(NAMED.values())}")
