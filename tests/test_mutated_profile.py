@@ -81,12 +81,13 @@ def _cli(argv):
 
 
 def _commands(run, work):
-    return [["top", str(run), "--once", "--json"],
-            ["top", str(run), "--replay", "--speed", "0", "--json"],
-            ["stats", "imbalance", str(run), "--json"],
-            ["model", "matching", str(run), "--json"],
-            ["report", str(run), "-o", str(work / "report.html")],
-            ["export", str(run), "--format", "perfetto", "-o", str(work / "trace.json")]]
+    """(label, argv) of every command that reads a profile run."""
+    return [("top --once", ["top", str(run), "--once", "--json"]),
+            ("top --replay", ["top", str(run), "--replay", "--speed", "0", "--json"]),
+            ("stats imbalance", ["stats", "imbalance", str(run), "--json"]),
+            ("model matching", ["model", "matching", str(run), "--json"]),
+            ("report", ["report", str(run), "-o", str(work / "report.html")]),
+            ("export", ["export", str(run), "--format", "perfetto", "-o", str(work / "trace.json")])]
 
 
 def _damage(data, path):
@@ -153,13 +154,12 @@ def test_damaged_profile_runs_exit_0_or_2_naming_the_file(profiled, tmp_path_fac
     target = run / data.draw(st.sampled_from(files), label="file")
     what = _damage(data, target)
     before = _digest(run)
-    for argv in _commands(run, work):
-        out_dir = work / "out"
+    for label, argv in _commands(run, work):
         try:
             status, out, err = _cli(argv)
         except Hang:
-            pytest.fail(f"{' '.join(argv[:2])} hangs on {target.relative_to(run)}: {what}")
-        case = f"{' '.join(argv[:2])} on {target.relative_to(run)} ({what})"
+            pytest.fail(f"{label} hangs on {target.relative_to(run)}: {what}")
+        case = f"{label} on {target.relative_to(run)} ({what})"
         assert status in (0, 2), f"{case}: exit {status}\n{err[-2000:]}"
         assert "Traceback" not in err, f"{case}:\n{err[-2000:]}"
         if status == 2:
@@ -167,10 +167,12 @@ def test_damaged_profile_runs_exit_0_or_2_naming_the_file(profiled, tmp_path_fac
             assert len(lines) == 1, f"{case}: {err[-2000:]}"
             named = target.name in lines[0]
             NAMED[named] = NAMED.get(named, 0) + 1
-        key = (" ".join(argv[:2]) if argv[0] != "top" else " ".join(argv[:3:2]), status)
-        OUTCOMES[key] = OUTCOMES.get(key, 0) + 1
+        OUTCOMES[(label, status)] = OUTCOMES.get((label, status), 0) + 1
         assert _digest(run) == before, f"{case}: the input changed"
-        assert not out_dir.exists()
+        # outputs only where asked, and none left half-written by a command that failed
+        assert {p.name for p in work.iterdir()} <= {run.name, "report.html", "trace.json"}
+        if status == 2 and argv[-2] == "-o":
+            assert not Path(argv[-1]).exists(), f"{case}: a failed command left {argv[-1]}"
 
 
 def test_zz_report_how_many_cases_ran():

@@ -141,9 +141,15 @@ def test_snapshots_end_at_the_totals_and_pvars_are_sampled(capsys, runs_root, ex
         assert (s["messages_sent"].diff().dropna() >= 0).all()  # cumulative
         total = counters[(counters["rank"] == rank) & (counters["counter"] == "messages_sent")]["value"].sum()
         assert s["messages_sent"].iloc[-1] == total
-    pvars = run.table("pvars")
+    # the pvars sampled are listed in the node files' metadata; the pvars table holds a row
+    # only where a value changed from 0, so a run whose snapshots all met empty queues
+    # (a fast one) has none: its presence is not asserted
+    sampled = {p["name"] for f in run.raw_dir.glob("node.*.json")
+               for p in json.loads(f.read_text())["pvars"]}
     if "openmpi" in run.meta["mpi"]["flavor"]:
-        assert {"pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length"} <= set(pvars["pvar"])
+        assert {"pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length"} <= sampled
+    if "pvars" in run.tables():
+        assert set(run.table("pvars")["pvar"]) <= sampled
 
 
 def test_counter_sets_select_what_is_counted(capsys, runs_root, exact_openmpi):

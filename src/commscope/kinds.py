@@ -5,7 +5,8 @@ Data about run directories, read by :mod:`commscope.runs` (which depends on this
 and nothing that writes runs): the benchmark drivers (commscope.bench) and the profile
 converter write these tables, and name them here once.
 
-Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "O" text.
+Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
+number that may be missing (NaN), "O" text.
 """
 
 from dataclasses import dataclass
@@ -47,15 +48,32 @@ TABLE_COLUMNS = {
                              "thread": "i", "compute_time_s": "f", "instance": "i", "segment": "i",
                              "barrier": "O", "start_s": "f", "arrival_s": "f", "leave_s": "f",
                              "rank_t0_ns": "i"},
-    ("profile", "ranks"): {"rank": "i", "threads": "i"},
-    ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "value": "f"},
-    # time_s and mpi_time_s are NaN without the timers set, so they are not required numbers
-    ("profile", "functions"): {"rank": "i", "thread": "i", "function": "O", "calls": "i"},
+    # every column of the profile converter's tables (docs/profile.md), so readers after
+    # open_run never index one they were not promised; "n": a number that may be NaN
+    ("profile", "ranks"): {"rank": "i", "node": "O", "host": "O", "pid": "i", "state": "O",
+                           "threads": "i", "lost_threads": "i", "lost_blocks": "i",
+                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n"},
+    ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "kind": "O",
+                              "unit": "O", "value": "f"},
+    # time_s is NaN without the timers
+    ("profile", "functions"): {"rank": "i", "thread": "i", "function": "O", "calls": "i",
+                               "bytes": "f", "time_s": "n"},
     ("profile", "peers"): {"rank": "i", "peer": "i", "messages_sent": "i", "bytes_sent": "i",
-                           "messages_received": "i", "bytes_received": "i"},
+                           "messages_received": "i", "bytes_received": "i", "rma_bytes_put": "i",
+                           "rma_bytes_got": "i", "rma_bytes_accumulated": "i"},
+    ("profile", "files"): {"rank": "i", "file_id": "i", "path": "O", "reads": "i",
+                           "bytes_read": "i", "writes": "i", "bytes_written": "i"},
     ("profile", "size_bins"): {"rank": "i", "function": "O", "bin": "i", "min_bytes": "i",
                                "max_bytes": "f", "count": "i"},
-    ("profile", "snapshots"): {"rank": "i", "seq": "i", "time_s": "f", "calls": "i"},
+    ("profile", "collective_bins"): {"rank": "i", "function": "O", "message_size": "O",
+                                     "communicator_size": "O", "count": "i"},
+    ("profile", "snapshots"): {"rank": "i", "seq": "i", "time_s": "f", "calls": "i",
+                               "mpi_time_s": "n"},
+    ("profile", "pvars"): {"rank": "i", "seq": "i", "time_s": "f", "pvar": "O", "index": "i",
+                           "value": "n"},
+    ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
+                                   "created_by": "O", "parent_id": "i", "inter": "i",
+                                   "world_ranks": "O"},
 }
 
 

@@ -392,9 +392,9 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "f": "iuf", "O": "OSUT"}.get(kind, dkind)
+        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT"}.get(kind, dkind)
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
-            raise InputError(source, col, f"expected {'integer' if kind == 'i' else 'number' if kind == 'f' else 'text'} values, "
+            raise InputError(source, col, f"expected {'integer' if kind == 'i' else 'text' if kind == 'O' else 'number'} values, "
                                           f"found dtype {df[col].dtype}")
         if kind in "if" and len(df) and df[col].isna().any():
             raise InputError(source, col, "has missing or non-numeric values")
