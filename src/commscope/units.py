@@ -196,7 +196,7 @@ def format_seconds(seconds, digits=3):
 
 # -- what a person reads in the HTML report (docs/conventions.md) ----------------------
 #: Units a value is written in by the suffix of its name, longest suffix first.
-_HUMAN_SUFFIXES = ("_s_per_byte", "_msgs_per_s", "_bytes", "_Bps", "_s")
+_HUMAN_SUFFIXES = ("_s_per_byte", "_msgs_per_s", "_bytes", "_Bps", "_pct", "_s")
 _SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
 
 
@@ -251,12 +251,14 @@ def human_value(name, value, digits=3):
 
     By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` as ``4 KiB``,
     ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
-    ``_s_per_byte`` as ``0.4 ns/B``; every other number plain (:func:`format_number`);
+    ``_s_per_byte`` as ``0.4 ns/B``, ``_pct`` as ``12 %``; every other number plain (:func:`format_number`);
     text as it is. A tuple is an interval, written ``low .. high``. The stored data, the
     printed tables and ``--json`` keep their SI numbers: this is for people only.
     """
     suffix = next((s for s in _HUMAN_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
     label = name[:-len(suffix)] if suffix else name
+    if name == "bytes":  # a bare "bytes" column: a size, its name kept
+        suffix = "_bytes"
     if isinstance(value, tuple):
         return label, " .. ".join(human_value(name, v, digits)[1] for v in value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -276,4 +278,6 @@ def human_value(name, value, digits=3):
         return label, format_rate(value, "B/s", digits)
     if suffix == "_msgs_per_s":
         return label, format_rate(value, "msgs/s", digits)
+    if suffix == "_pct":
+        return label, f"{format_number(float(f'{value:.{digits}g}'), digits)} %"
     return label, format_number(value, digits)
