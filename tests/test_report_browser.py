@@ -76,3 +76,13 @@ def test_the_report_of_real_runs_reads_well_at_1024_and_1366_px(report, tmp_path
         assert not check.problems(found), (width, check.problems(found))
     shots = sorted(p.stem for p in (tmp_path / "shots").glob("*.png"))
     assert {"pingpong", "hvpingpong", "counters", "matching", "threads"} <= set(shots), shots
+
+
+def test_queue_lengths_binned_keep_every_peak():
+    """Dense queue-length plots draw each bin's maximum: no peak falls between pixels."""
+    import numpy as np
+
+    from commscope.report.sections.matching import binned_max
+    t = [0.0, 1.0, 1.5, 3.0, 7.0, 8.0]
+    y = [1, 2, 0, 5, 0, 9]
+    assert binned_max(t, y, np.array([0, 2, 4, 6, 8.0])).tolist() == [2, 5, 5, 9]

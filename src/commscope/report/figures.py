@@ -74,21 +74,29 @@ def _binary_locator(most=7):
 
 
 def human_axes(fig):
-    """Tick labels in human units on every axis labelled "... (s)" or "... (bytes)"."""
+    """Tick labels in human units on every axis labelled "... (s)" or "... (bytes)"
+    (colour bars included); other linear axes get plain numbers (``1,500,000``), never
+    an offset or ``1e6`` above the axis."""
+    from matplotlib import ticker
+
     for ax in fig.axes:
         for axis, label, set_label in ((ax.xaxis, ax.get_xlabel(), ax.set_xlabel),
                                        (ax.yaxis, ax.get_ylabel(), ax.set_ylabel)):
             unit = next((u for u in AXIS_UNITS if label.endswith(u)), None)
             if unit is None:
+                if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
+                    axis.set_major_formatter(_human_formatter(
+                        axis.get_major_formatter(), lambda v: format_number(v, 6)))
                 continue
             write = AXIS_UNITS[unit]
             if unit == " (bytes)" and axis.get_scale() == "log":
-                from matplotlib import ticker
                 axis.set_major_locator(_binary_locator())
                 axis.set_minor_locator(ticker.NullLocator())
                 axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: format_bytes(x)))
                 set_label(label[:-len(unit)])
                 continue
+            if axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
+                axis.set_major_locator(ticker.MaxNLocator(nbins=5))  # "100 ms" is wide
             axis.set_major_formatter(_human_formatter(axis.get_major_formatter(), write))
             axis.set_minor_formatter(_human_formatter(axis.get_minor_formatter(), write))
             set_label(label[:-len(unit)])

@@ -58,7 +58,10 @@ def html_table(rows, columns=None, caption=None, folded=None):
         cls = ' class="l"' if c in text else ""
         if title and title != content:
             cls += f' title="{html.escape(title)}"'
-        return f"<{tag}{cls}>{html.escape(content)}</{tag}>"
+        body = html.escape(content)
+        if tag == "th":  # a long name may break after its underscores: narrower tables
+            body = body.replace("_", "_<wbr>")
+        return f"<{tag}{cls}>{body}</{tag}>"
 
     out = ["<table>"]
     if caption:
