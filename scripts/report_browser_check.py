@@ -224,6 +224,17 @@ class Chromium:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def small_png(data):
+    """The screenshot in 256 colours (a report page has few): a third of the bytes."""
+    import io
+
+    from PIL import Image  # matplotlib's dependency: always there with commscope
+    image = Image.open(io.BytesIO(data)).convert("RGB").quantize(256, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
 def find_chromium(given=None):
     """The Chromium binary to use, or None."""
     for name in ([given] if given else []) + ["chromium", "chromium-browser", "google-chrome",
@@ -262,7 +273,7 @@ def check(report, widths=(1024, 1366), chromium=None, screenshots=None, timeout=
                 # a little margin around the section, the heading included
                 clip = {"x": 0, "y": max(0, s["y"] - 8), "width": width,
                         "height": min(s["height"] + 16, 12000)}
-                (out / f"{s['id']}.png").write_bytes(browser.screenshot(clip))
+                (out / f"{s['id']}.png").write_bytes(small_png(browser.screenshot(clip)))
     finally:
         browser.close()
     return results

@@ -37,7 +37,8 @@ needs_chromium = pytest.mark.skipif(
     ("rate_msgs_per_s", 1.23e6, "1.23 M msgs/s"), ("beta_s_per_byte", 1.2e-10, "0.12 ns/B"),
     ("share_pct", 12.04, "12 %"), ("rel_error", -0.0168, "-0.0168"), ("value", 1.2e-5, "0.000012"),
     ("value", 123456789.0, "123,456,789"), ("value", 2.5e20, "2.5×10²⁰"), ("rank", 3, "3"),
-    ("ci_s", (1e-6, 2e-6), "1 us .. 2 us"), ("protocol", "eager", "eager")])
+    ("ci_s", (1e-6, 2e-6), "1 us .. 2 us"), ("protocol", "eager", "eager"),
+    ("oversubscribed", True, "yes")])
 def test_report_numbers_are_written_in_human_units(name, value, text):
     assert human_value(name, value)[1] == text
     assert "e-" not in human_value(name, value)[1] and "e+" not in human_value(name, value)[1]

@@ -171,7 +171,7 @@ def test_oversubscribed_multirate_points_are_marked_and_drawn_or_labelled(spied_
         pytest.skip("this machine has cores for every thread count: nothing oversubscribed")
     alt = next(a for a in drawn if a.startswith("message rate") and a.endswith(", multirate"))
     fig = drawn[alt]
-    ax = next(a for a in fig.axes if a.get_ylabel().startswith("messages/s"))
+    ax = next(a for a in fig.axes if a.get_ylabel().startswith("rate per thread"))
     lo, hi = ax.get_ylim()
     texts = [t.get_text() for t in ax.texts]
     for y, over in zip(summ["rate_per_thread_msgs_per_s"], summ["oversubscribed"]):

@@ -218,7 +218,7 @@ def format_number(value, digits=3):
         return text
     mantissa, exponent = text.split("e")
     power = int(exponent)
-    if -7 <= power < 0:  # written out: 0.0000123
+    if -5 <= power < 0:  # written out: 0.0000123
         return f"{value:.{digits - 1 - power}f}".rstrip("0").rstrip(".")
     if 0 < power < 15:  # 1.23e+06 is 1,230,000 at three digits
         return f"{float(text):,.0f}"
@@ -261,7 +261,9 @@ def human_value(name, value, digits=3):
         suffix = "_bytes"
     if isinstance(value, tuple):
         return label, " .. ".join(human_value(name, v, digits)[1] for v in value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too
+        return label, "yes" if value else "no"
+    if not isinstance(value, (int, float)):
         if hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0 and value.dtype.kind in "iuf":
             value = value.item()
         else:

@@ -22,15 +22,24 @@ LOCALITY_COLORS = {"intra-socket": "tab:blue", "cross-socket": "tab:orange",
                    "inter-node": "tab:green"}
 
 
-def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, **kw):
+def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, wspace=0.3, **kw):
+    """A figure of ``ncols`` x ``nrows`` panels, each ``width`` x ``height`` inches.
+
+    Panels side by side are ``wspace`` of a panel apart (matplotlib: 0.2): a y label
+    beside tick labels such as ``100 us`` does not touch the panel to its left. None:
+    matplotlib's (a figure laid out by tight_layout).
+    """
+    if ncols > 1 and wspace is not None:
+        kw["gridspec_kw"] = {"wspace": wspace, **kw.get("gridspec_kw", {})}
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kw)
 
 
 #: An axis labelled with one of these units gets tick labels in human units, and the
 #: unit leaves its label: "time (s)" ticks ``10 us``, ``1 ms``; "size (bytes)" ``4 KiB``;
-#: "bandwidth (MB/s)" ``1 GB/s``.
+#: "bandwidth (MB/s)" ``1 GB/s``; "rate (msgs/s)" ``1.2 M msgs/s``.
 AXIS_UNITS = {" (s)": format_seconds, " (bytes)": format_bytes,
-              " (MB/s)": lambda v: format_rate(v * 1e6, "B/s")}
+              " (MB/s)": lambda v: format_rate(v * 1e6, "B/s"),
+              " (msgs/s)": lambda v: format_rate(v, "msgs/s")}
 
 
 def _human_formatter(default, write):

@@ -161,7 +161,7 @@ def _heatmaps(snaps, name):
     s = s[s["k"] < n]
     ranks = np.sort(s["rank"].unique())
     t_end = s.groupby("rank")["time_s"].max().min()
-    fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2)
+    fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2, wspace=None)
     for ax, (col, label) in zip(axes[0], panels):
         grid = s.pivot(index="rank", columns="k", values=col).to_numpy(dtype=float)
         if len(ranks) <= 64:

@@ -76,7 +76,7 @@ def _render_run(run, machine_model, model_note):
         fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
         for ax, order in zip(axes[0], ("ordered", "reversed")):
             _panel(ax, sub, order, machine_model is not None)
-        label = f"{size} B messages" if size != "total" else sizes
+        label = f"{format_bytes(size)} messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
         legend_below(fig)
         parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}, "

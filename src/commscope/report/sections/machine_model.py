@@ -3,7 +3,7 @@
 import html
 
 from ...models.fitting import compare_breakpoints
-from ...units import format_seconds
+from ...units import format_bytes, format_seconds
 from ..tables import html_table
 from . import report_machine_model
 
@@ -33,7 +33,7 @@ def render(runs, context):
                f"{html.escape(limits) or 'none'}.</p>")
     for loc, sizes in machine_model.machine.get("regime_changes_bytes", {}).items():
         out.append(f"<p>{html.escape(loc)}: slower per byte above "
-                   f"{', '.join(map(str, sizes))} bytes without a protocol change (caches or "
+                   f"{', '.join(map(format_bytes, sizes))} without a protocol change (caches or "
                    f"memory bandwidth); the postal model of that protocol averages over it.</p>")
     if machine_model.gamma_s is not None:
         out.append(f"<p>Queue search gamma = {format_seconds(machine_model.gamma_s)} per element.</p>")

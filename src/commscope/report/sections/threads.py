@@ -124,8 +124,8 @@ def render_run(run, threshold_s=THRESHOLD_S):
     parts = [f"<h3>{html.escape(name)}</h3>",
              f'<p class="note">{p.get("ranks")} rank(s) x {p.get("threads")} thread(s), '
              f'{p.get("trials")} trial(s) x {p.get("iterations")} iteration(s); work '
-             f'{html.escape(str(p.get("dist")))} mean {p.get("work_s")} s sd {p.get("sd_s")} s, '
-             f'laggards p={p.get("laggard_prob")} extra {p.get("laggard_extra_s")} s, '
+             f'{html.escape(str(p.get("dist")))} mean {format_seconds(p.get("work_s"))} sd {format_seconds(p.get("sd_s"))}, '
+             f'laggards p={p.get("laggard_prob")} extra {format_seconds(p.get("laggard_extra_s"))}, '
              f'compute={html.escape(str(p.get("compute")))}, seed {run.meta.get("seeds", {}).get("threads")}'
              + (f'; <b>oversubscribed</b> ({over.get("threads_per_node")} threads on '
                 f'{over.get("cores")} cores)' if over.get("oversubscribed") else "") + ".</p>",

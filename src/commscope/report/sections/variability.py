@@ -79,7 +79,7 @@ def _figure(pred, meas, label):
         ax.set_xlabel("ranks")
         ax.set_title(kind, fontsize=10)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("runtime (sum of interval maxima) [s]")
+    axes[0][0].set_ylabel("runtime, sum of interval maxima (s)")
     legend_below(fig)
     fig.suptitle(label, fontsize=10, y=1.03)
     return figure_html(fig, f"predicted vs measured runtime, {label}")
