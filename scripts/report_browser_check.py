@@ -9,8 +9,8 @@ Opens the report at each width (default 1024 and 1366 px) and checks:
 - no number a person reads is in raw e-notation (``1.2e-06``), outside <pre>/<code>
   (figure text included: tick labels, offsets, values written on a plot).
 
-Prints a table of the findings per width and exits 1 on any problem (2 when Chromium
-cannot be found or started). With ``--screenshots DIR`` writes one PNG per report
+Prints a table of the findings per width and exits 1 on any problem, 2 when it cannot
+check (no report; Chromium not found: "skipped: ..." on stderr, or failing). With ``--screenshots DIR`` writes one PNG per report
 section at the widest width (``DIR/<section id>.png``).
 
     .venv/bin/python scripts/report_browser_check.py report.html [--widths 1024,1366]
@@ -190,7 +190,9 @@ class Chromium:
         self.send("Page.enable")
         self.resize(width, height)
         self.events.clear()
-        self.send("Page.navigate", {"url": url})
+        sent = self.send("Page.navigate", {"url": url})
+        if sent.get("errorText"):  # else Chromium's own error page would be checked
+            raise RuntimeError(f"cannot open {url}: {sent['errorText']}")
         self.wait_event("Page.loadEventFired")
 
     def resize(self, width, height):
@@ -224,6 +226,10 @@ class Chromium:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
+class NoBrowser(Exception):
+    """No Chromium here: the check cannot run (a skip, not a failure)."""
+
+
 def small_png(data):
     """The screenshot in 256 colours (a report page has few): a third of the bytes."""
     import io
@@ -236,9 +242,9 @@ def small_png(data):
 
 
 def find_chromium(given=None):
-    """The Chromium binary to use, or None."""
-    for name in ([given] if given else []) + ["chromium", "chromium-browser", "google-chrome",
-                                              "google-chrome-stable"]:
+    """The Chromium binary to use (``given``, else the first on PATH), or None."""
+    for name in [given] if given else ["chromium", "chromium-browser", "google-chrome",
+                                       "google-chrome-stable"]:
         path = shutil.which(name) if name else None
         if path:
             return path
@@ -250,7 +256,9 @@ def check(report, widths=(1024, 1366), chromium=None, screenshots=None, timeout=
     one PNG per section at the widest width is written there."""
     binary = find_chromium(chromium)
     if binary is None:
-        raise FileNotFoundError("no chromium found (Debian: apt-get install chromium)")
+        raise NoBrowser("no chromium found (Debian: apt-get install chromium)")
+    if not Path(report).is_file():
+        raise FileNotFoundError(f"{report}: no such report")
     url = Path(report).resolve().as_uri()
     browser = Chromium(binary, timeout)
     results = {}
@@ -351,8 +359,11 @@ def main(argv=None):
         args.report = build_report(args.build)
     try:
         results = check(args.report, widths, args.chromium, args.screenshots)
-    except (FileNotFoundError, RuntimeError, TimeoutError, OSError) as exc:
+    except NoBrowser as exc:
         print(f"skipped: {exc}", file=sys.stderr)
+        return 2
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        print(f"report_browser_check: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
         json.dump({str(w): f for w, f in results.items()}, sys.stdout, indent=2)

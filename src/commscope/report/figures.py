@@ -62,6 +62,26 @@ def _human_formatter(default, write):
     return Human()
 
 
+def _log_formatter(default):
+    """Log-axis ticks as plain numbers (``4``, ``0.5``, ``2,000``) where that is short,
+    ``10^k`` (matplotlib's) beyond: never ``4×10^0``."""
+    from matplotlib import ticker
+
+    class Plain(ticker.Formatter):
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            default.set_axis(axis)
+
+        def set_locs(self, locs):
+            default.set_locs(locs)
+
+        def __call__(self, x, pos=None):
+            text = default(x, pos)
+            return format_number(x) if text and 1e-3 <= abs(x) < 1e5 else text
+
+    return Plain()
+
+
 def _binary_locator(most=7):
     """Ticks at powers of two, every 2nd, 4th, ... so at most ``most`` are labelled:
     sizes read ``1 B``, ``16 B``, ``256 B``, ``4 KiB``, not ``9.77 KiB``."""
@@ -96,6 +116,10 @@ def human_axes(fig):
                 if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
                     axis.set_major_formatter(_human_formatter(
                         axis.get_major_formatter(), lambda v: format_number(v, 6)))
+                elif isinstance(axis.get_major_formatter(), ticker.LogFormatter):
+                    for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                                     (axis.get_minor_formatter, axis.set_minor_formatter)):
+                        put(_log_formatter(get()))
                 continue
             write = AXIS_UNITS[unit]
             if unit == " (bytes)" and axis.get_scale() == "log":

@@ -13,7 +13,7 @@ send in the measurement; triangles along the bottom mark where the model says so
 import html
 
 from ...errors import InputError
-from ...units import format_seconds
+from ...units import format_bytes, format_seconds
 from ...predict.partitioned import (comparison_table, measured_rows, predict_partitioned,
                                     range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
@@ -111,9 +111,9 @@ def _render_run(run, machine_model):
     label = early[: -len("_beats_single")]
 
     wins = (f"<p>Early-bird send beats the single send (lower mean elapsed time): measured "
-            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label))}"
-            + (f"; Algorithm 1 {range_text(ranges.get('analytic'))}; Monte Carlo "
-               f"{range_text(ranges.get('mc'))}"
+            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label), format_bytes)}"
+            + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
+               f"{range_text(ranges.get('mc'), format_bytes)}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
     return head + "".join(notes) + figure_html(
         fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
