@@ -19,7 +19,7 @@ section at the widest width (``DIR/<section id>.png``).
 
 ``--build DIR`` first makes small real runs in DIR/runs (2 ranks: ping-pong, HighVolume
 ping-pong, a traced profile of tests/programs/ring_imbalance.c, threads, multirate, an
-FTQ bulk-synchronous run; about 30 s) and their report DIR/report.html, then checks it:
+FTQ bulk-synchronous run, partitioned sends, multithreaded matching; about 30 s) and their report DIR/report.html, then checks it:
 how docs/screenshots/ were made, and what tests/test_report_browser.py runs.
 
 Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``):
@@ -308,6 +308,9 @@ def build_report(workdir):
         "multirate": ["multirate", "--threads", "1,2", "--window", "32", "-i", "10", "-x", "1",
                       "--reps", "3"],
         "bsp": ["bsp", "-w", "ftq", "-n", "2", "-k", "20", "--compute", "0.002", "--seed", "1"],
+        "partitioned": ["partitioned", "--threads", "2", "--compute", "0.004", "--variability",
+                        "0.4", "--sizes", "64K,1M", "--runs-per-size", "3", "--seed", "5"],
+        "mtmatch": ["mtmatch", "--points", "9", "--decomp", "2x2", "-t", "3", "-x", "1"],
     }
     for name, argv in benches.items():
         if not (runs / name).exists():
