@@ -73,10 +73,11 @@ def report(tmp_path_factory, default_mpi):
 def test_the_report_of_real_runs_reads_well_at_1024_and_1366_px(report, tmp_path):
     results = check.check(report, widths=(1024, 1366), screenshots=tmp_path / "shots")
     for width, found in results.items():
-        assert found["figures"] >= 8, (width, found["figures"])
+        assert found["figures"] >= 10, (width, found["figures"])
         assert not check.problems(found), (width, check.problems(found))
     shots = sorted(p.stem for p in (tmp_path / "shots").glob("*.png"))
-    assert {"pingpong", "hvpingpong", "counters", "matching", "threads"} <= set(shots), shots
+    assert {"pingpong", "hvpingpong", "counters", "matching", "threads", "multirate",
+            "variability", "partitioned", "mtmatch"} <= set(shots), shots
 
 
 def test_queue_lengths_binned_keep_every_peak():
