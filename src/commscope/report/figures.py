@@ -102,6 +102,25 @@ def _binary_locator(most=7):
     return Binary()
 
 
+def _kib_locator():
+    """Linear ticks at round numbers of the binary unit the range is in: 0, 5 KiB,
+    10 KiB, not 0, 2.44 KiB, 4.88 KiB."""
+    from matplotlib import ticker
+
+    class Kib(ticker.Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, vmin, vmax):
+            top = max(abs(vmin), abs(vmax))
+            scale = next((s for s in (1 << 40, 1 << 30, 1 << 20, 1 << 10) if top >= s), 1)
+            inner = ticker.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10])
+            return [v * scale for v in inner.tick_values(vmin / scale, vmax / scale)]
+
+    return Kib()
+
+
 def human_axes(fig):
     """Tick labels in human units on every axis labelled "... (s)" or "... (bytes)"
     (colour bars included); other linear axes get plain numbers (``1,500,000``), never
@@ -128,7 +147,9 @@ def human_axes(fig):
                 axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: format_bytes(x)))
                 set_label(label[:-len(unit)])
                 continue
-            if axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
+            if unit == " (bytes)" and axis.get_scale() == "linear":
+                axis.set_major_locator(_kib_locator())
+            elif axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
                 axis.set_major_locator(ticker.MaxNLocator(nbins=5))  # "100 ms" is wide
             axis.set_major_formatter(_human_formatter(axis.get_major_formatter(), write))
             axis.set_minor_formatter(_human_formatter(axis.get_minor_formatter(), write))
