@@ -42,6 +42,10 @@ AXIS_UNITS = {" (s)": format_seconds, " (bytes)": format_bytes,
               " (msgs/s)": lambda v: format_rate(v, "msgs/s")}
 
 
+#: An axis whose label ends with one of these words counts whole things: no tick at 2.5.
+WHOLE_LABELS = ("iteration", "iterations", "rank", "ranks", "threads", "node", "interval")
+
+
 def _human_formatter(default, write):
     """A tick formatter that labels the ticks ``default`` labels, written by ``write``:
     matplotlib still chooses which ticks (log minor ticks only on a short range); no
@@ -124,7 +128,7 @@ def _kib_locator():
 def human_axes(fig):
     """Tick labels in human units on every axis labelled "... (s)" or "... (bytes)"
     (colour bars included); other linear axes get plain numbers (``1,500,000``), never
-    an offset or ``1e6`` above the axis."""
+    an offset or ``1e6`` above the axis; axes of whole things (WHOLE_LABELS) whole ticks."""
     from matplotlib import ticker
 
     for ax in fig.axes:
@@ -132,6 +136,9 @@ def human_axes(fig):
                                        (ax.yaxis, ax.get_ylabel(), ax.set_ylabel)):
             unit = next((u for u in AXIS_UNITS if label.endswith(u)), None)
             if unit is None:
+                if (label.split(" ")[-1] in WHOLE_LABELS
+                        and isinstance(axis.get_major_locator(), ticker.AutoLocator)):
+                    axis.set_major_locator(ticker.MaxNLocator(integer=True))
                 if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
                     axis.set_major_formatter(_human_formatter(
                         axis.get_major_formatter(), lambda v: format_number(v, 6)))

@@ -31,6 +31,17 @@ CLASS_COLORS = {"normal": "tab:blue", "non-normal": "tab:orange", "laggard": "ta
 FEW_THREADS = 8
 
 
+def _human_rows(table):
+    """Rows whose metric is in seconds ("... (s)") written as times (``2.5 ms``)."""
+    rows = table.to_dict("records")
+    for row in rows:
+        if row["metric"].endswith(" (s)"):
+            row["metric"] = row["metric"][:-len(" (s)")]
+            row["expected"], row["measured"] = (format_seconds(row["expected"]),
+                                                format_seconds(row["measured"]))
+    return rows
+
+
 def _percentile_figure(compute, name):
     pct = arrivals.iteration_percentiles(compute, (0, 25, 50, 75, 100))
     fig, axes = new_figure(width=7.0, height=3.6)
@@ -146,7 +157,7 @@ def render_run(run, threshold_s=THRESHOLD_S):
              html_table(_normality_rows(rep), ["level", "groups", "dagostino reject",
                                                "shapiro reject", "anderson reject"]),
              "<h4>Recovered vs injected</h4>",
-             html_table(recovery_table(rec), ["metric", "expected", "measured"]),
+             html_table(_human_rows(recovery_table(rec)), ["metric", "expected", "measured"]),
              f'<p class="note">Expected = the same metric on the intended (injected) times. '
              'Compute model accuracy, measured - intended: mean '
              f'{format_seconds(rec["error_mean_s"])}, median '
