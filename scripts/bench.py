@@ -56,8 +56,9 @@ SCRIPTS = {
 #: both MPIs: 5 minutes here) is what tests/test_conformance.py runs.
 QUICK_EXTRA = {"conformance": ["--mpi", "openmpi", "--modules", "test_request,test_p2p_buf_part"]}
 
-#: scripts/*.py that are not benchmarks: this driver.
-NOT_BENCHMARKS = {"bench"}
+#: scripts/*.py that are not benchmarks: this driver; the report's check in a browser
+#: (tests/test_report_browser.py runs it).
+NOT_BENCHMARKS = {"bench", "report_browser_check"}
 
 
 def skip_reason(log):

@@ -25,17 +25,22 @@ if [ ! -x .mpi/mpich/bin/mpicc ]; then
 fi
 # As root with apt (CI, a fresh VM): Debian's Open MPI 4.1 and MPICH 4.0 with gfortran,
 # so the Fortran bindings (mpif.h, use mpi, use mpi_f08) are profiled and tested under
-# both.  Without root this is skipped; those tests then skip and say why.
-debs="gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich"
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "${COMMSCOPE_APT:-1}" != 0 ]; then
-    missing=""
-    for p in $debs; do
+# both; and Debian's chromium, in which tests/test_report_browser.py opens a report
+# (headless).  Without root this is skipped; those tests then skip and say why.
+apt_install() {  # apt_install "what skips without them" PACKAGE...
+    local skips=$1 missing="" p
+    shift
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
     done
     if [ -n "$missing" ]; then
         echo "setup: installing Debian's$missing (apt)" >&2
-        apt-get update -q >/dev/null || true
+        [ -n "${apt_updated:-}" ] || { apt-get update -q >/dev/null || true; apt_updated=1; }
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null \
-            || echo "setup: apt-get could not install$missing; the Fortran tests will skip" >&2
+            || echo "setup: apt-get could not install$missing; $skips will skip" >&2
     fi
+}
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "${COMMSCOPE_APT:-1}" != 0 ]; then
+    apt_install "the Fortran tests" gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich
+    apt_install "the report's browser test" chromium
 fi

@@ -28,7 +28,7 @@ import pytest
 from commscope.bench.multirate import config_summary
 from commscope.cli import main
 from commscope.predict.variability import measured_summary
-from commscope.report.figures import OFF_SCALE_LABEL, hold_scale, new_figure
+from commscope.report.figures import OFF_SCALE_LABEL, hold_scale, new_figure, value_text
 from commscope.report.tables import html_table
 from commscope.runs import open_run
 
@@ -171,13 +171,13 @@ def test_oversubscribed_multirate_points_are_marked_and_drawn_or_labelled(spied_
         pytest.skip("this machine has cores for every thread count: nothing oversubscribed")
     alt = next(a for a in drawn if a.startswith("message rate") and a.endswith(", multirate"))
     fig = drawn[alt]
-    ax = next(a for a in fig.axes if a.get_ylabel().startswith("messages/s"))
+    ax = next(a for a in fig.axes if a.get_ylabel().startswith("rate per thread"))
     lo, hi = ax.get_ylim()
     texts = [t.get_text() for t in ax.texts]
     for y, over in zip(summ["rate_per_thread_msgs_per_s"], summ["oversubscribed"]):
         # a trusted point is always on the axis; an oversubscribed one unless it would
         # stretch it, and then its value is written at the edge
-        assert lo <= y <= hi or (over and f"{y:.3g} msgs/s" in texts), (y, over, lo, hi)
+        assert lo <= y <= hi or (over and value_text(y, "msgs/s") in texts), (y, over, lo, hi)
     open_markers = [line for line in ax.get_lines()
                     if line.get_marker() == "o" and line.get_markerfacecolor() == "white"]
     assert open_markers, "oversubscribed points are drawn with open markers"
@@ -195,7 +195,7 @@ def test_variability_oversubscribed_runs_are_drawn_or_labelled(spied_report, rep
         lo, hi = ax.get_ylim()
         texts = [t.get_text() for t in ax.texts]
         for y, over in zip(meas["runtime_s"], meas["oversubscribed"]):
-            assert lo <= y <= hi or (over and f"{y:.3g} s" in texts), (y, over, lo, hi)
+            assert lo <= y <= hi or (over and value_text(y, "s") in texts), (y, over, lo, hi)
 
 
 def test_hold_scale_clips_only_oversubscribed_outliers_both_ways():
@@ -225,7 +225,7 @@ def test_hold_scale_clips_only_oversubscribed_outliers_both_ways():
     f.set_yscale("log")
     rates = [(1, 1e6, False, "k"), (2, 2e6, False, "k"), (3, 5e5, True, "r"), (4, 1e3, True, "r")]
     assert hold_scale(f, rates, unit="msgs/s") == [(4, 1e3)]
-    assert f.get_ylim()[0] <= 5e5 and [t.get_text() for t in f.texts] == ["1e+03 msgs/s"]
+    assert f.get_ylim()[0] <= 5e5 and [t.get_text() for t in f.texts] == ["1 k msgs/s"]
     # a point that was not oversubscribed is never clipped, however far
     assert hold_scale(c, [(x, y, False, col) for x, y, _, col in pts]) == []
     assert c.get_ylim()[0] <= -40 and c.get_ylim()[1] >= 50
@@ -260,5 +260,5 @@ def test_a_lone_multi_pair_pingpong_run_gets_a_report(report_runs, tmp_path, cap
     assert "2 pair(s)" in alt and "bandwidth view, per pair" in "".join(svg.itertext())
     parser = _Tables()
     parser.feed(page)
-    head = next(t[0] for t in parser.tables if t and "measured_s" in t[0])
-    assert "bandwidth_MBps" in head and "model_s" not in head
+    head = next(t[0] for t in parser.tables if t and "measured" in t[0])
+    assert "bandwidth" in head and "model" not in head

@@ -192,3 +192,94 @@ def format_seconds(seconds, digits=3):
         if abs(rounded) >= scale or unit == "ns":
             value = rounded / scale
             return f"{value:.0f} s" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
+
+
+# -- what a person reads in the HTML report (docs/conventions.md) ----------------------
+#: Units a value is written in by the suffix of its name, longest suffix first.
+_HUMAN_SUFFIXES = ("_s_per_byte", "_msgs_per_s", "_bytes", "_Bps", "_pct", "_s")
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def format_number(value, digits=3):
+    """A plain number for people: ``12.3``, ``0.0042``, ``123,456``, never ``1.2e-06``.
+
+    Whole numbers up to 10^15 are written whole (thousands grouped from 10^5); other
+    numbers with ``digits`` significant digits; a number too small or too large for that
+    as ``1.2×10⁻⁹`` (a person reads it, e-notation is for code).
+    """
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    value = float(value)
+    if value == int(value) and abs(value) < 1e15:
+        whole = int(value)
+        return f"{whole:,}" if abs(whole) >= 100_000 else str(whole)
+    text = f"{value:.{digits}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    power = int(exponent)
+    if -5 <= power < 0:  # written out: 0.0000123
+        return f"{value:.{digits - 1 - power}f}".rstrip("0").rstrip(".")
+    if 0 < power < 15:  # 1.23e+06 is 1,230,000 at three digits
+        return f"{float(text):,.0f}"
+    return f"{mantissa}\u00d710{str(power).translate(_SUPERSCRIPT)}"
+
+
+def format_bytes(value, digits=3):
+    """A size for people: ``512 B``, ``4 KiB``, ``1.5 MiB`` (binary, as message sizes are)."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= scale:
+            return f"{format_number(float(f'{value / scale:.{digits}g}'), digits)} {unit}"
+    return f"{format_number(value, digits)} B"
+
+
+def format_rate(value, unit, digits=3):
+    """A rate for people with an SI prefix: ``3.4 GB/s``, ``812 MB/s``, ``1.2 M msgs/s``."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            sep = "" if unit[0] == "B" else " "  # GB/s, but M msgs/s
+            return f"{format_number(float(f'{value / scale:.{digits}g}'), digits)} {prefix}{sep}{unit}"
+    return f"{format_number(value, digits)} {unit}"
+
+
+def human_value(name, value, digits=3):
+    """``(name without its unit suffix, text)``: how the HTML report writes a value.
+
+    By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` as ``4 KiB``,
+    ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
+    ``_s_per_byte`` as ``0.4 ns/B``, ``_pct`` as ``12 %``; every other number plain (:func:`format_number`);
+    text as it is. A tuple is an interval, written ``low .. high``. The stored data, the
+    printed tables and ``--json`` keep their SI numbers: this is for people only.
+    """
+    suffix = next((s for s in _HUMAN_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
+    label = name[:-len(suffix)] if suffix else name
+    if name == "bytes":  # a bare "bytes" column: a size, its name kept
+        suffix = "_bytes"
+    if isinstance(value, tuple):
+        return label, " .. ".join(human_value(name, v, digits)[1] for v in value)
+    if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too
+        return label, "yes" if value else "no"
+    if not isinstance(value, (int, float)):
+        if hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0 and value.dtype.kind in "iuf":
+            value = value.item()
+        else:
+            return label, str(value)
+    if not math.isfinite(value):
+        return label, "-"
+    if suffix == "_s":
+        return label, format_seconds(value, digits)
+    if suffix == "_s_per_byte":
+        return label, f"{format_seconds(value, digits)}/B"
+    if suffix == "_bytes":
+        return label, format_bytes(value, digits)
+    if suffix == "_Bps":
+        return label, format_rate(value, "B/s", digits)
+    if suffix == "_msgs_per_s":
+        return label, format_rate(value, "msgs/s", digits)
+    if suffix == "_pct":
+        return label, f"{format_number(float(f'{value:.{digits}g}'), digits)} %"
+    return label, format_number(value, digits)

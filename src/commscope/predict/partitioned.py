@@ -259,11 +259,14 @@ def win_ranges(table):
     return out
 
 
-def range_text(runs):
-    """'100 .. 200 B, 400 B' for the runs of :func:`win_ranges`; 'nowhere' when empty."""
+def range_text(runs, write=None):
+    """'100 .. 200 B, 400 B' for the runs of :func:`win_ranges`; 'nowhere' when empty.
+
+    ``write(size)``: how a size is written with its unit (the report: ``64 KiB``)."""
     if not runs:
         return "nowhere"
-    return ", ".join(f"{lo} B" if lo == hi else f"{lo} .. {hi} B" for lo, hi in runs)
+    write = write or (lambda b: f"{b} B")
+    return ", ".join(write(lo) if lo == hi else f"{write(lo)} .. {write(hi)}" for lo, hi in runs)
 
 
 def peak(table, measured_method="partitioned"):

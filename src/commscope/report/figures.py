@@ -6,6 +6,7 @@ import io
 import os
 
 from ..lazy import lazy
+from ..units import format_bytes, format_number, format_rate, format_seconds
 
 np = lazy("numpy")
 plt = lazy("matplotlib.pyplot")  # importing matplotlib costs a second: only when drawing
@@ -21,12 +22,153 @@ LOCALITY_COLORS = {"intra-socket": "tab:blue", "cross-socket": "tab:orange",
                    "inter-node": "tab:green"}
 
 
-def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, **kw):
+def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, wspace=0.3, **kw):
+    """A figure of ``ncols`` x ``nrows`` panels, each ``width`` x ``height`` inches.
+
+    Panels side by side are ``wspace`` of a panel apart (matplotlib: 0.2): a y label
+    beside tick labels such as ``100 us`` does not touch the panel to its left. None:
+    matplotlib's (a figure laid out by tight_layout).
+    """
+    if ncols > 1 and wspace is not None:
+        kw["gridspec_kw"] = {"wspace": wspace, **kw.get("gridspec_kw", {})}
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kw)
 
 
+#: An axis labelled with one of these units gets tick labels in human units, and the
+#: unit leaves its label: "time (s)" ticks ``10 us``, ``1 ms``; "size (bytes)" ``4 KiB``;
+#: "bandwidth (MB/s)" ``1 GB/s``; "rate (msgs/s)" ``1.2 M msgs/s``.
+AXIS_UNITS = {" (s)": format_seconds, " (bytes)": format_bytes,
+              " (MB/s)": lambda v: format_rate(v * 1e6, "B/s"),
+              " (msgs/s)": lambda v: format_rate(v, "msgs/s")}
+
+
+#: An axis whose label ends with one of these words counts whole things: no tick at 2.5.
+WHOLE_LABELS = ("iteration", "iterations", "rank", "ranks", "threads", "node", "interval")
+
+
+def _human_formatter(default, write):
+    """A tick formatter that labels the ticks ``default`` labels, written by ``write``:
+    matplotlib still chooses which ticks (log minor ticks only on a short range); no
+    offset or ``1e-6`` is ever drawn."""
+    from matplotlib import ticker
+
+    class Human(ticker.Formatter):
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            default.set_axis(axis)
+
+        def set_locs(self, locs):
+            default.set_locs(locs)
+
+        def __call__(self, x, pos=None):
+            return write(x) if default(x, pos) else ""
+
+    return Human()
+
+
+def _log_formatter(default):
+    """Log-axis ticks as plain numbers (``4``, ``0.5``, ``2,000``) where that is short,
+    ``10^k`` (matplotlib's) beyond: never ``4×10^0``."""
+    from matplotlib import ticker
+
+    class Plain(ticker.Formatter):
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            default.set_axis(axis)
+
+        def set_locs(self, locs):
+            default.set_locs(locs)
+
+        def __call__(self, x, pos=None):
+            text = default(x, pos)
+            return format_number(x) if text and 1e-3 <= abs(x) < 1e5 else text
+
+    return Plain()
+
+
+def _binary_locator(most=7):
+    """Ticks at powers of two, every 2nd, 4th, ... so at most ``most`` are labelled:
+    sizes read ``1 B``, ``16 B``, ``256 B``, ``4 KiB``, not ``9.77 KiB``."""
+    from matplotlib import ticker
+
+    class Binary(ticker.Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, vmin, vmax):
+            vmin = max(vmin, 1e-3)
+            a, b = int(np.floor(np.log2(vmin))), int(np.ceil(np.log2(max(vmax, vmin))))
+            step = next(s for s in (1, 2, 4, 8, 10, 16, 20, 32) if (b - a) // s + 1 <= most
+                        or s == 32)
+            return [2.0 ** e for e in range(a - a % step, b + 1, step)]
+
+    return Binary()
+
+
+def _kib_locator():
+    """Linear ticks at round numbers of the binary unit the range is in: 0, 5 KiB,
+    10 KiB, not 0, 2.44 KiB, 4.88 KiB."""
+    from matplotlib import ticker
+
+    class Kib(ticker.Locator):
+        def __call__(self):
+            lo, hi = sorted(self.axis.get_view_interval())
+            return self.tick_values(lo, hi)
+
+        def tick_values(self, vmin, vmax):
+            top = max(abs(vmin), abs(vmax))
+            scale = next((s for s in (1 << 40, 1 << 30, 1 << 20, 1 << 10) if top >= s), 1)
+            inner = ticker.MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10])
+            return [v * scale for v in inner.tick_values(vmin / scale, vmax / scale)]
+
+    return Kib()
+
+
+def human_axes(fig):
+    """Tick labels in human units on every axis labelled "... (s)" or "... (bytes)"
+    (colour bars included); other linear axes get plain numbers (``1,500,000``), never
+    an offset or ``1e6`` above the axis; axes of whole things (WHOLE_LABELS) whole ticks."""
+    from matplotlib import ticker
+
+    for ax in fig.axes:
+        for axis, label, set_label in ((ax.xaxis, ax.get_xlabel(), ax.set_xlabel),
+                                       (ax.yaxis, ax.get_ylabel(), ax.set_ylabel)):
+            unit = next((u for u in AXIS_UNITS if label.endswith(u)), None)
+            if unit is None:
+                if (label.split(" ")[-1] in WHOLE_LABELS
+                        and isinstance(axis.get_major_locator(), ticker.AutoLocator)):
+                    axis.set_major_locator(ticker.MaxNLocator(integer=True))
+                if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
+                    axis.set_major_formatter(_human_formatter(
+                        axis.get_major_formatter(), lambda v: format_number(v, 6)))
+                elif isinstance(axis.get_major_formatter(), ticker.LogFormatter):
+                    for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                                     (axis.get_minor_formatter, axis.set_minor_formatter)):
+                        put(_log_formatter(get()))
+                continue
+            write = AXIS_UNITS[unit]
+            if unit == " (bytes)" and axis.get_scale() == "log":
+                axis.set_major_locator(_binary_locator())
+                axis.set_minor_locator(ticker.NullLocator())
+                axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: format_bytes(x)))
+                set_label(label[:-len(unit)])
+                continue
+            if unit == " (bytes)" and axis.get_scale() == "linear":
+                axis.set_major_locator(_kib_locator())
+            elif axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
+                axis.set_major_locator(ticker.MaxNLocator(nbins=5))  # "100 ms" is wide
+            axis.set_major_formatter(_human_formatter(axis.get_major_formatter(), write))
+            axis.set_minor_formatter(_human_formatter(axis.get_minor_formatter(), write))
+            set_label(label[:-len(unit)])
+
+
 def figure_html(fig, alt, dpi=110):
-    """Close ``fig``; inline SVG (text kept as text) unless much larger than the PNG."""
+    """Close ``fig``; inline SVG (text kept as text) unless much larger than the PNG.
+
+    Axes in seconds or bytes get tick labels in human units first (:func:`human_axes`).
+    """
+    human_axes(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=dpi, bbox_inches="tight")
     data = base64.b64encode(png.getvalue()).decode("ascii")
@@ -80,6 +222,15 @@ def _far(y, rest, log):
     return 1 if y > top + reach else -1 if y < bottom - reach else 0
 
 
+def value_text(value, unit=""):
+    """A value written on a figure for people: ``12.3 ms``, ``1.2 M msgs/s``, ``4,000 entries``."""
+    if unit == "s":
+        return format_seconds(value)
+    if unit.endswith("/s"):
+        return format_rate(value, unit)
+    return f"{format_number(value)} {unit}".strip()
+
+
 def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     """Y limits of ``ax`` that no oversubscribed outlier stretches.
 
@@ -87,7 +238,7 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     as what the figure studies. It is shown (open marker) when it lies among the others;
     one that lies more than STRETCH times beyond every other value would squash them all
     into a line, so it is drawn at the edge it passes instead, as an open triangle with
-    its value written. ``points``: (x, y, oversubscribed, color) of every measured point;
+    its value written (:func:`value_text`). ``points``: (x, y, oversubscribed, color) of every measured point;
     ``keep``: y values that stay in view (error bars, model curves, thresholds); ``unit``
     follows each value written. Returns the (x, y) drawn at an edge.
     """
@@ -131,7 +282,7 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
         ax.plot([x], [1.0 if top else 0.0], "^" if top else "v", transform=edge, clip_on=False,
                 color=color, mfc="white", ms=8, zorder=5, label=OFF_SCALE_LABEL)
         along = ax.transAxes.inverted().transform(edge.transform((x, 0)))[0]
-        ax.annotate(f"{y:.3g} {unit}".strip(), (x, 1.0 if top else 0.0), xycoords=edge,
+        ax.annotate(value_text(y, unit), (x, 1.0 if top else 0.0), xycoords=edge,
                     textcoords="offset points", xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
                     ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
                     va="top" if top else "bottom", fontsize=7, color=color)

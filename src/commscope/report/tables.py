@@ -1,7 +1,9 @@
 """The report's one table renderer: every table of every section goes through it.
 
-Values are printed as in every commscope table (:func:`commscope.output.format_value`,
-bandwidth in MB/s, docs/conventions.md); a missing value (None, NaN, empty text, ``-``)
+Values are written for people (:func:`commscope.units.human_value`, docs/conventions.md):
+by the unit suffix of the column, ``1.2 us``, ``4 KiB``, ``3.4 GB/s``, other numbers with
+three significant digits, never e-notation; the header is the column's name without its
+unit suffix, the stored name its tooltip. A missing value (None, NaN, empty text, ``-``)
 is printed as ``-``, and a column missing in every row is left out: an empty column
 says nothing and only widens the table. Text columns are left-aligned; a table
 wider than the page scrolls (the stylesheet), it never overflows.
@@ -10,17 +12,18 @@ wider than the page scrolls (the stylesheet), it never overflows.
 import html
 import math
 
-from ..output import MISSING, format_value
-from ..units import display_column
-
+from ..output import MISSING
+from ..units import human_value
 
 
 def is_missing(value):
-    """None, NaN or inf (float, numpy, pandas NA), blank text or the text ``-``: what
-    :func:`commscope.output.format_value` prints as ``-``."""
+    """None, NaN or infinity (float, numpy, pandas NA), blank text or the text ``-``.
+
+    Infinity (an unbounded rate) is printed ``-`` like every undefined number, so a
+    column of nothing else is left out too."""
     if value is None or (isinstance(value, str) and value.strip() in ("", MISSING)):
         return True
-    if isinstance(value, float) and math.isinf(value):  # numpy floats are floats too
+    if isinstance(value, float) and math.isinf(value):
         return True
     try:
         return bool(value != value)  # NaN is the one value unequal to itself
@@ -50,20 +53,24 @@ def html_table(rows, columns=None, caption=None, folded=None):
         return f'<p class="note">{html.escape(caption or "table")}: no values.</p>'
     text = {c for c in columns if all(isinstance(v, str) for v in present[c])}
 
-    def cell(tag, c, content):
+    def cell(tag, c, content, title=None):
         cls = ' class="l"' if c in text else ""
-        return f"<{tag}{cls}>{html.escape(content)}</{tag}>"
+        if title and title != content:
+            cls += f' title="{html.escape(title)}"'
+        body = html.escape(content)
+        if tag == "th":  # a long name may break after its underscores: narrower tables
+            body = body.replace("_", "_<wbr>")
+        return f"<{tag}{cls}>{body}</{tag}>"
 
     out = ["<table>"]
     if caption:
         out.append(f"<caption>{html.escape(caption)}</caption>")
-    out.append("<tr>" + "".join(cell("th", c, display_column(str(c), None)[0]) for c in columns)
-               + "</tr>")
+    out.append("<tr>" + "".join(cell("th", c, human_value(str(c), None)[0], str(c))
+                                for c in columns) + "</tr>")
     for r in rows:
         out.append("<tr>" + "".join(
-            cell("td", c, MISSING if is_missing(r.get(c))
-                 else format_value(display_column(str(c), r.get(c))[1])) for c in columns)
-            + "</tr>")
+            cell("td", c, MISSING if is_missing(r.get(c)) else human_value(str(c), r.get(c))[1])
+            for c in columns) + "</tr>")
     out.append("</table>")
     table = "".join(out)
     if folded:

@@ -74,8 +74,9 @@ def _size_label(n):
 
 #: More cells than this are drawn by groups: nodes when they are few enough, else
 #: equal groups of consecutive ranks ("group", not "block": a rank block is the
-#: rank's part of a node file, docs/glossary.md).
-MAX_CELLS = 256
+#: rank's part of a node file, docs/glossary.md). 64: a cell is about 5 px of a figure
+#: read at 1024 px; 256 were about 1 px, and the image scaled down dropped rows.
+MAX_CELLS = 64
 
 
 def _groups(run, nranks):
@@ -104,7 +105,10 @@ def _matrix(run, peers, nranks, name):
     fig, axes = new_figure(width=4.6, height=4.0)
     ax = axes[0][0]
     im = ax.imshow(m, cmap="viridis", origin="upper", interpolation="nearest")
-    fig.colorbar(im, ax=ax, label="bytes sent")
+    fig.colorbar(im, ax=ax, label="sent (bytes)")
+    from matplotlib.ticker import MaxNLocator
+    for axis in (ax.xaxis, ax.yaxis):  # ranks, nodes, groups: whole numbers
+        axis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"destination {unit}")
     ax.set_ylabel(f"source {unit}")
     ax.set_title(f"point-to-point bytes, {unit} x {unit}" if unit == "rank" or unit == "node"
@@ -143,9 +147,10 @@ def _heatmaps(snaps, name):
     s = snaps.sort_values(["rank", "seq"]).copy()
     s["bytes"] = s["bytes_sent"] + s["bytes_received"]
     s["messages"] = s["messages_sent"] + s["messages_received"]
-    panels = [("bytes", "bytes per interval"), ("messages", "messages per interval")]
+    panels = [("bytes", "bytes per interval (bytes)"),
+              ("messages", "messages per interval")]
     if s["mpi_time_s"].notna().any():
-        panels.append(("mpi_time_s", "time in MPI per interval (s, all threads)"))
+        panels.append(("mpi_time_s", "time in MPI per interval, all threads (s)"))
     for col, _ in panels:  # per interval: the difference to the rank's previous record
         s[col] = s.groupby("rank")[col].diff()
     s = s.dropna(subset=[panels[0][0]])
@@ -156,7 +161,7 @@ def _heatmaps(snaps, name):
     s = s[s["k"] < n]
     ranks = np.sort(s["rank"].unique())
     t_end = s.groupby("rank")["time_s"].max().min()
-    fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2)
+    fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2, wspace=None)
     for ax, (col, label) in zip(axes[0], panels):
         grid = s.pivot(index="rank", columns="k", values=col).to_numpy(dtype=float)
         if len(ranks) <= 64:
@@ -164,7 +169,8 @@ def _heatmaps(snaps, name):
                            extent=(0, t_end, len(ranks) - 0.5, -0.5))
             fig.colorbar(im, ax=ax, label=label)
             ax.set_ylabel("rank")
-            ax.set_yticks(range(len(ranks)), [str(r) for r in ranks])
+            step = -(-len(ranks) // 16)  # at most 16 rank labels: readable at 1024 px
+            ax.set_yticks(range(0, len(ranks), step), [str(r) for r in ranks[::step]])
         else:  # too many ranks for a row each: the distribution over ranks per interval
             t = np.linspace(0, t_end, n)
             q = np.nanpercentile(grid, [50, 95], axis=0)

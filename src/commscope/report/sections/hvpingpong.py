@@ -14,7 +14,7 @@ gamma (n^2 - n).
 import html
 
 from ...bench.hvpingpong import model_table
-from ...output import format_value
+from ...units import format_bytes, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from ..gaps import model_gap_note
@@ -58,14 +58,14 @@ def _render_run(run, machine_model, model_note):
     samples = run.table("samples")
     tab = model_table(samples, machine_model)
     gamma = tab.attrs.get("gamma_s")
-    sizes = "s = %s / n" % format_value(p["total_bytes"]) if p.get("total_bytes") else \
-        "sizes " + ", ".join(map(str, p.get("sizes") or []))
+    sizes = "s = %s / n" % format_bytes(p["total_bytes"]) if p.get("total_bytes") else \
+        "sizes " + ", ".join(map(format_bytes, p.get("sizes") or []))
     parts = [f"<h3>{html.escape(run.path.name)}</h3>",
              f"<p>{p['pairs']} pair(s), {html.escape(p.get('layout', ''))}; "
-             f"{html.escape(sizes)} bytes; {p.get('iters', '?')} repetitions per cell after "
+             f"{html.escape(sizes)}; {p.get('iters', '?')} repetitions per cell after "
              f"{p.get('warmup', '?')} "
              f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
-             + (f"gamma fitted from this run (upper bound, eq. 3): {gamma:.3g} s per element. "
+             + (f"gamma fitted from this run (upper bound, eq. 3): {format_seconds(gamma)} per element. "
                 if gamma is not None else "")
              + (f"Model parameters {html.escape(model_note)}."
                 if machine_model is not None else f"No max-rate curves: {html.escape(model_note)} "
@@ -76,7 +76,7 @@ def _render_run(run, machine_model, model_note):
         fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
         for ax, order in zip(axes[0], ("ordered", "reversed")):
             _panel(ax, sub, order, machine_model is not None)
-        label = f"{size} B messages" if size != "total" else sizes
+        label = f"{format_bytes(size)} messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
         legend_below(fig)
         parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}, "
@@ -93,7 +93,7 @@ def _render_run(run, machine_model, model_note):
     top = tab[tab["n_messages"] == tab["n_messages"].max()]
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
-    parts.append(html_table(top[cols], caption="largest n: measured vs modelled (s)"))
+    parts.append(html_table(top[cols], caption="largest n: measured vs modelled"))
     return "\n".join(parts)
 
 

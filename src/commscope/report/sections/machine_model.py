@@ -3,7 +3,7 @@
 import html
 
 from ...models.fitting import compare_breakpoints
-from ...output import format_value
+from ...units import format_bytes, format_seconds
 from ..tables import html_table
 from . import report_machine_model
 
@@ -23,7 +23,7 @@ def render(runs, context):
            html_table(machine_model_table(machine_model))]
     if machine_model.machine.get("gamma_ci95_s"):
         lo, hi = machine_model.machine["gamma_ci95_s"]
-        out.append(f"<p>gamma 95 % bootstrap interval: {format_value(lo)} .. {format_value(hi)} s.</p>")
+        out.append(f"<p>gamma 95 % bootstrap interval: {format_seconds(lo)} .. {format_seconds(hi)}.</p>")
     bp = compare_breakpoints(machine_model)[["locality", "short_max_bytes", "eager_max_bytes"]]
     out.append("<p>Protocol breakpoints found in the data (largest size of each protocol): "
                + "; ".join(f"{r.locality}: short &le; {r.short_max_bytes}, eager &le; {r.eager_max_bytes}"
@@ -33,12 +33,12 @@ def render(runs, context):
                f"{html.escape(limits) or 'none'}.</p>")
     for loc, sizes in machine_model.machine.get("regime_changes_bytes", {}).items():
         out.append(f"<p>{html.escape(loc)}: slower per byte above "
-                   f"{', '.join(map(str, sizes))} bytes without a protocol change (caches or "
+                   f"{', '.join(map(format_bytes, sizes))} without a protocol change (caches or "
                    f"memory bandwidth); the postal model of that protocol averages over it.</p>")
     if machine_model.gamma_s is not None:
-        out.append(f"<p>Queue search gamma = {machine_model.gamma_s:.3e} s per element.</p>")
+        out.append(f"<p>Queue search gamma = {format_seconds(machine_model.gamma_s)} per element.</p>")
     if machine_model.delta_s_per_byte is not None:
-        out.append(f"<p>Contention delta = {machine_model.delta_s_per_byte:.3e} s per byte on "
+        out.append(f"<p>Contention delta = {format_seconds(machine_model.delta_s_per_byte)} per byte on "
                    "a link.</p>")
     for warning in machine_model.machine.get("warnings", []):
         out.append(f"<p class='note'>{html.escape(warning)}</p>")

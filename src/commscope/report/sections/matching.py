@@ -28,26 +28,74 @@ TRIALS = 50
 ENGINE_COLORS = {"mpich": "tab:blue", "ob1": "tab:orange", "bins": "tab:green"}
 
 
+#: More events than this per rank and the lengths are drawn as the maximum per time bin
+#: (a step line with thousands of steps is a solid block at 1024 px); more ranks than
+#: LINES_MAX and the ranks are summarised (median and max over ranks per bin).
+EVENTS_MAX = 400
+BINS = 200
+LINES_MAX = 8
+
+
+def binned_max(t, y, edges):
+    """The maximum of a step function (value ``y[i]`` from ``t[i]`` on) over each bin."""
+    t, y = np.asarray(t, float), np.asarray(y, float)
+    order = np.argsort(t, kind="stable")
+    t, y = t[order], y[order]
+    start = np.searchsorted(t, edges[:-1], side="right") - 1  # the value a bin starts with
+    out = np.where(start >= 0, y[np.clip(start, 0, None)], 0.0)
+    inside = np.minimum(np.searchsorted(edges, t, side="right") - 1, len(out) - 1)
+    ok = (inside >= 0) & (t <= edges[-1])
+    np.maximum.at(out, inside[ok], y[ok])
+    return out
+
+
 def _lengths_figure(a, name):
     ranks = sorted(a.inputs)
     fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
     ob1 = a.results[a.results["engine"] == "ob1"]
+    per_rank = ob1.groupby("rank").size()
+    dense = bool(len(per_rank)) and int(per_rank.max()) > EVENTS_MAX
+    many = len(ranks) > LINES_MAX
+    t = ob1["time_s"]
+    edges = np.linspace(float(t.min()), float(t.max()), BINS + 1) if len(t) else np.zeros(2)
     for ax, col, queue in ((axes[0][0], "posted_length", "posted"),
                            (axes[0][1], "unexpected_length", "unexpected")):
+        binned = []
         for i, r in enumerate(ranks):
             sub = ob1[ob1["rank"] == r]
             color = f"C{i % 10}"
-            ax.step(sub["time_s"], sub[col], where="post", color=color, lw=1, label=f"rank {r}")
+            if many or dense:
+                binned.append(binned_max(sub["time_s"], sub[col], edges))
+                if not many:
+                    ax.stairs(binned[-1], edges, color=color, lw=1, label=f"rank {r}")
+            else:
+                ax.step(sub["time_s"], sub[col], where="post", color=color, lw=1,
+                        label=f"rank {r}")
+            if many:
+                continue
             m = measured(a.run.raw_dir, r, a.trace.t0_ns)
             m = m[m["queue"] == queue].groupby("time_s")["length"].sum()
             if len(m):
                 ax.plot(m.index, m.to_numpy(), ".", color=color, ms=4)
+        if many and binned:
+            grid = np.vstack(binned)
+            ax.stairs(np.median(grid, axis=0), edges, color="tab:blue", lw=1,
+                      label="median over ranks")
+            ax.stairs(grid.max(axis=0), edges, color="tab:red", lw=1, label="max over ranks")
+            top = np.unravel_index(int(np.argmax(grid)), grid.shape)
+            ax.annotate(f"rank {ranks[top[0]]}", (edges[top[1]], float(grid.max())), fontsize=7)
         ax.set_xlabel("time (s)")
         ax.set_ylabel(f"{queue} queue length")
+        ax.yaxis.get_major_locator().set_params(integer=True)  # lengths are whole
         ax.grid(True, alpha=0.3)
     legend_below(fig)
-    fig.suptitle("queue lengths over time (lines: ob1 replay, all communicators; "
-                 "dots: ob1 pvars on MPI_COMM_WORLD, specific-source receives)", fontsize=9)
+    what = (f"{len(ranks)} ranks: median and max over ranks of each rank's longest queue "
+            f"per 1/{BINS} of the run" if many else
+            f"lines: ob1 replay, the longest per 1/{BINS} of the run" if dense else
+            "lines: ob1 replay")
+    fig.suptitle(f"queue lengths over time ({what}, all communicators"
+                 + ("" if many else "; dots: ob1 pvars on MPI_COMM_WORLD, specific-source "
+                    "receives") + ")", fontsize=9)
     return figure_html(fig, f"queue lengths over time per rank, {name}")
 
 

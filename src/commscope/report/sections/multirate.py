@@ -14,6 +14,7 @@ import html
 
 
 from ...bench.multirate import MODES, config_summary, mode_ratio
+from ...units import format_bytes
 from ..figures import figure_html, hold_scale, legend_below, new_figure
 from ..tables import html_table
 from . import per_run
@@ -70,7 +71,7 @@ def _render_run(run):
     if not queue_points:
         ax_q.text(0.5, 0.5, "this MPI exposes no queue-length pvars", ha="center",
                   transform=ax_q.transAxes)
-    ax_r.set_ylabel("messages/s per thread (median)")
+    ax_r.set_ylabel("rate per thread, median (msgs/s)")
     ax_q.set_ylabel("largest unexpected queue (ob1 pvar)")
     for ax in (ax_r, ax_q):
         ax.set_xlabel("threads per rank")
@@ -83,7 +84,7 @@ def _render_run(run):
               if np.isfinite(reps["unexpected_msgq_max"]).any()
               else "this MPI exposes no queue-length pvars")
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['reps']} repetitions per configuration, "
-            f"window {p['window']} x {p['size_bytes']} B, {p['iterations']} timed windows after "
+            f"window {p['window']} x {format_bytes(p['size_bytes'])}, {p['iterations']} timed windows after "
             f"{p['warmup']} warm-up, {html.escape(run.meta.get('mpi', {}).get('name', '?'))}; "
             f"{queues}. Out-of-sequence messages (Eberius 2020's explanation) are counted only "
             "by an Open MPI built with SPCs; standard MPI_T does not expose them.</p>")

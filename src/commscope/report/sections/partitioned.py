@@ -13,7 +13,7 @@ send in the measurement; triangles along the bottom mark where the model says so
 import html
 
 from ...errors import InputError
-from ...output import format_value
+from ...units import format_bytes, format_seconds
 from ...predict.partitioned import (comparison_table, measured_rows, predict_partitioned,
                                     range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
@@ -49,7 +49,7 @@ def _spans(ax, sizes, mask, **kw):
 def _render_run(run, machine_model):
     p = run.meta["parameters"]
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
-            f"compute mean {format_value(p['compute_s'])} s, sd {format_value(p['sigma_s'])} s "
+            f"compute mean {format_seconds(p['compute_s'])}, sd {format_seconds(p['sigma_s'])} "
             f"({html.escape(str(p.get('compute_mode', 'sleep')))}), "
             f"{p['runs_per_size']} runs per size.</p>")
     notes = []
@@ -111,15 +111,15 @@ def _render_run(run, machine_model):
     label = early[: -len("_beats_single")]
 
     wins = (f"<p>Early-bird send beats the single send (lower mean elapsed time): measured "
-            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label))}"
-            + (f"; Algorithm 1 {range_text(ranges.get('analytic'))}; Monte Carlo "
-               f"{range_text(ranges.get('mc'))}"
+            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label), format_bytes)}"
+            + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
+               f"{range_text(ranges.get('mc'), format_bytes)}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
     return head + "".join(notes) + figure_html(
         fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
              "size, early-bird sends vs a single send") + wins + html_table(
         table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
-        folded="elapsed time per size, measured and modeled (s)")
+        folded="elapsed time per size, measured and modeled")
 
 
 def render(runs, context):

@@ -31,6 +31,17 @@ CLASS_COLORS = {"normal": "tab:blue", "non-normal": "tab:orange", "laggard": "ta
 FEW_THREADS = 8
 
 
+def _human_rows(table):
+    """Rows whose metric is in seconds ("... (s)") written as times (``2.5 ms``)."""
+    rows = table.to_dict("records")
+    for row in rows:
+        if row["metric"].endswith(" (s)"):
+            row["metric"] = row["metric"][:-len(" (s)")]
+            row["expected"], row["measured"] = (format_seconds(row["expected"]),
+                                                format_seconds(row["measured"]))
+    return rows
+
+
 def _percentile_figure(compute, name):
     pct = arrivals.iteration_percentiles(compute, (0, 25, 50, 75, 100))
     fig, axes = new_figure(width=7.0, height=3.6)
@@ -124,8 +135,8 @@ def render_run(run, threshold_s=THRESHOLD_S):
     parts = [f"<h3>{html.escape(name)}</h3>",
              f'<p class="note">{p.get("ranks")} rank(s) x {p.get("threads")} thread(s), '
              f'{p.get("trials")} trial(s) x {p.get("iterations")} iteration(s); work '
-             f'{html.escape(str(p.get("dist")))} mean {p.get("work_s")} s sd {p.get("sd_s")} s, '
-             f'laggards p={p.get("laggard_prob")} extra {p.get("laggard_extra_s")} s, '
+             f'{html.escape(str(p.get("dist")))} mean {format_seconds(p.get("work_s"))} sd {format_seconds(p.get("sd_s"))}, '
+             f'laggards p={p.get("laggard_prob")} extra {format_seconds(p.get("laggard_extra_s"))}, '
              f'compute={html.escape(str(p.get("compute")))}, seed {run.meta.get("seeds", {}).get("threads")}'
              + (f'; <b>oversubscribed</b> ({over.get("threads_per_node")} threads on '
                 f'{over.get("cores")} cores)' if over.get("oversubscribed") else "") + ".</p>",
@@ -146,7 +157,7 @@ def render_run(run, threshold_s=THRESHOLD_S):
              html_table(_normality_rows(rep), ["level", "groups", "dagostino reject",
                                                "shapiro reject", "anderson reject"]),
              "<h4>Recovered vs injected</h4>",
-             html_table(recovery_table(rec), ["metric", "expected", "measured"]),
+             html_table(_human_rows(recovery_table(rec)), ["metric", "expected", "measured"]),
              f'<p class="note">Expected = the same metric on the intended (injected) times. '
              'Compute model accuracy, measured - intended: mean '
              f'{format_seconds(rec["error_mean_s"])}, median '

@@ -9,7 +9,7 @@ Sec. 3.3.4: barrier time next to workload time.
 
 import html
 
-from ...output import format_value
+from ...units import format_bytes, format_seconds
 from ...predict.variability import KINDS as BOOTSTRAP_KINDS
 from ...predict.variability import (experiment_key, measured_summary,
                                     predict_variability, run_ranks)
@@ -32,11 +32,11 @@ def _label(key):
     d = dict(key)
     parts = [str(d.get("workload"))]
     if d.get("workload") in ("ftq", "fwq"):
-        parts.append(f"{d.get('dist')}(mean {format_value(d.get('mean'))}, "
-                     f"sd {format_value(d.get('sd'))})")
+        parts.append(f"{d.get('dist')}(mean {format_seconds(d.get('mean'))}, "
+                     f"sd {format_seconds(d.get('sd'))})")
     else:
         parts.append(f"{d.get('dim')} x {d.get('dim')}, reps {d.get('reps')}")
-    parts.append(f"halo {d.get('halo_bytes')} B")
+    parts.append(f"halo {format_bytes(d.get('halo_bytes'))}")
     return ", ".join(parts)
 
 
@@ -79,7 +79,7 @@ def _figure(pred, meas, label):
         ax.set_xlabel("ranks")
         ax.set_title(kind, fontsize=10)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("runtime (sum of interval maxima) [s]")
+    axes[0][0].set_ylabel("runtime, sum of interval maxima (s)")
     legend_below(fig)
     fig.suptitle(label, fontsize=10, y=1.03)
     return figure_html(fig, f"predicted vs measured runtime, {label}")
