@@ -67,8 +67,10 @@ TABLE_COLUMNS = {
                                "max_bytes": "f", "count": "i"},
     ("profile", "collective_bins"): {"rank": "i", "function": "O", "message_size": "O",
                                      "communicator_size": "O", "count": "i"},
+    # and a column per counter of the node files; these four every profile has
     ("profile", "snapshots"): {"rank": "i", "seq": "i", "time_s": "f", "calls": "i",
-                               "mpi_time_s": "n"},
+                               "mpi_time_s": "n", "messages_sent": "i", "bytes_sent": "i",
+                               "messages_received": "i", "bytes_received": "i"},
     ("profile", "pvars"): {"rank": "i", "seq": "i", "time_s": "f", "pvar": "O", "index": "i",
                            "value": "n"},
     ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
