@@ -47,9 +47,9 @@ WHOLE_LABELS = ("iteration", "iterations", "rank", "ranks", "threads", "node", "
 
 
 def _human_formatter(default, write):
-    """A tick formatter that labels the ticks ``default`` labels, written by ``write``:
-    matplotlib still chooses which ticks (log minor ticks only on a short range); no
-    offset or ``1e-6`` is ever drawn."""
+    """A tick formatter that labels the ticks ``default`` labels, with ``write(x,
+    default's text)``: matplotlib still chooses which ticks (log minor ticks only on a
+    short range); no offset or ``1e-6`` is ever drawn."""
     from matplotlib import ticker
 
     class Human(ticker.Formatter):
@@ -61,7 +61,8 @@ def _human_formatter(default, write):
             default.set_locs(locs)
 
         def __call__(self, x, pos=None):
-            return write(x) if default(x, pos) else ""
+            text = default(x, pos)
+            return write(x, text) if text else ""
 
     return Human()
 
@@ -69,21 +70,8 @@ def _human_formatter(default, write):
 def _log_formatter(default):
     """Log-axis ticks as plain numbers (``4``, ``0.5``, ``2,000``) where that is short,
     ``10^k`` (matplotlib's) beyond: never ``4×10^0``."""
-    from matplotlib import ticker
-
-    class Plain(ticker.Formatter):
-        def set_axis(self, axis):
-            super().set_axis(axis)
-            default.set_axis(axis)
-
-        def set_locs(self, locs):
-            default.set_locs(locs)
-
-        def __call__(self, x, pos=None):
-            text = default(x, pos)
-            return format_number(x) if text and 1e-3 <= abs(x) < 1e5 else text
-
-    return Plain()
+    return _human_formatter(default, lambda x, text: format_number(x) if 1e-3 <= abs(x) < 1e5
+                            else text)
 
 
 def _binary_locator(most=7):
@@ -141,7 +129,7 @@ def human_axes(fig):
                     axis.set_major_locator(ticker.MaxNLocator(integer=True))
                 if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
                     axis.set_major_formatter(_human_formatter(
-                        axis.get_major_formatter(), lambda v: format_number(v, 6)))
+                        axis.get_major_formatter(), lambda v, _: format_number(v, 6)))
                 elif isinstance(axis.get_major_formatter(), ticker.LogFormatter):
                     for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
                                      (axis.get_minor_formatter, axis.set_minor_formatter)):
@@ -158,8 +146,9 @@ def human_axes(fig):
                 axis.set_major_locator(_kib_locator())
             elif axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
                 axis.set_major_locator(ticker.MaxNLocator(nbins=5))  # "100 ms" is wide
-            axis.set_major_formatter(_human_formatter(axis.get_major_formatter(), write))
-            axis.set_minor_formatter(_human_formatter(axis.get_minor_formatter(), write))
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                put(_human_formatter(get(), lambda v, _, write=write: write(v)))
             set_label(label[:-len(unit)])
 
 
