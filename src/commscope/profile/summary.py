@@ -2,9 +2,14 @@
 
 Works from live counters (a rank's slabs read from the mapped node file) or from a
 snapshot record, so the same numbers appear while the program runs, in a replay and
-after it ended.
+after it ended; and the job-wide summary the ranks reduce at MPI_Finalize.
 """
 
+import json
+import math
+from pathlib import Path
+
+from ..errors import InputError
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -55,9 +60,6 @@ STATS = ("total", "mean", "min", "min_rank", "max", "max_rank")
 def read_job_summary(raw_dir):
     """raw/summary.json, checked; None when the job wrote none (it ended before
     MPI_Finalize, or a rank was gone and the reduction's deadline passed)."""
-    import json
-    from pathlib import Path
-    from ..errors import InputError
     path = Path(raw_dir) / "summary.json"
     if not path.is_file():
         return None
@@ -79,8 +81,6 @@ def read_job_summary(raw_dir):
 
 
 def _check_stats(path, field, stats):
-    import math
-    from ..errors import InputError
     if not isinstance(stats, dict) or any(not isinstance(stats.get(k), (int, float))
                                           or isinstance(stats.get(k), bool)
                                           or not math.isfinite(stats[k]) for k in STATS):
