@@ -13,6 +13,14 @@
  * constant total (--total-bytes B: s = B / n).  Both orders run for each
  * (n, s), interleaved, so they see the same machine state.
  *
+ * --queues adds one untimed repetition per (n, s, order) in which every rank
+ * reads Open MPI's ob1 queue-length pvars (MPI_T) around its receive phase:
+ * the unexpected queue before it posts its n receives, and the posted and
+ * unexpected queues right after (before its Waitall).  They say which queue the
+ * search walked: messages that arrived first are searched by the receives in
+ * the unexpected queue; receives posted first are searched by the arrivals in
+ * the posted queue.  Written to queues.csv (NaN where the MPI has no such pvar).
+ *
  * Pairs: by default rank i < P/2 pairs with rank i + P/2 (several pairs run
  * concurrently, like cs_pingpong).  --contention pairs whole nodes instead:
  * with N nodes (N even, >= 4) the j-th rank of node i (i < N/2) pairs with the
@@ -35,7 +43,7 @@ static void usage(void)
             "usage: cs_hvpingpong [-n MIN:MAX] [--per-decade K] [--counts N1,N2,...]\n"
             "                     [--sizes S1,S2,... | --total-bytes B]\n"
             "                     [--order ordered,reversed] [-i ITERS] [-x WARMUP]\n"
-            "                     [--contention] [--out DIR]\n"
+            "                     [--contention] [--queues] [--out DIR]\n"
             "  -n MIN:MAX        message counts on a log grid (default 1:10000)\n"
             "  --per-decade K    grid points per decade for -n (default 4)\n"
             "  --counts LIST     explicit message counts instead of -n\n"
@@ -43,6 +51,8 @@ static void usage(void)
             "  --total-bytes B   instead: constant total B bytes, s = B / n\n"
             "  --order LIST      ordered, reversed or both (default ordered,reversed)\n"
             "  -i, -x            timed and warm-up repetitions per (n, s, order)\n"
+            "  --queues          one more, untimed repetition per cell reading the ob1\n"
+            "                    queue-length pvars around each receive phase (queues.csv)\n"
             "  --contention      node i sends to node i + N/2 (multi-node only, Bienz et al. 2018, Fig. 6)\n"
             "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
 }
@@ -71,20 +81,52 @@ static int log_grid(long long lo, long long hi, int per_decade, long long *out, 
     return n;
 }
 
+/* An ob1 queue-length pvar bound to MPI_COMM_WORLD (Open MPI only); ok = 0 elsewhere. */
+typedef struct {
+    int ok, allocated, count, tsize;
+    MPI_T_pvar_handle handle;
+} qpvar_t;
+
+static void qpvar_open(qpvar_t *q, MPI_T_pvar_session s, const char *want)
+{
+    MPI_Datatype dt;
+    int continuous;
+    MPI_Comm world = MPI_COMM_WORLD;
+    memset(q, 0, sizeof *q);
+    int i = cs_pvar_index(want, MPI_T_BIND_MPI_COMM, &dt, &continuous);
+    if (i < 0 || MPI_T_pvar_handle_alloc(s, i, &world, &q->handle, &q->count) != MPI_SUCCESS)
+        return;
+    q->allocated = 1;
+    if (!continuous && MPI_T_pvar_start(s, q->handle) != MPI_SUCCESS)
+        return;
+    MPI_Type_size(dt, &q->tsize);
+    q->ok = q->tsize == 4 || q->tsize == 8;
+}
+
+/* Entry `peer` (queue length for messages from that rank), NaN when unavailable. */
+static double qpvar_read(qpvar_t *q, MPI_T_pvar_session s, int peer, void *buf)
+{
+    if (!q->ok || peer >= q->count || MPI_T_pvar_read(s, q->handle, buf) != MPI_SUCCESS)
+        return NAN;
+    return q->tsize == 4 ? (double)((unsigned *)buf)[peer] : (double)((unsigned long long *)buf)[peer];
+}
+
 int main(int argc, char **argv)
 {
     long long nmin = 1, nmax = 10000, counts[MAX_LIST], sizes[MAX_LIST], total = -1;
     int ncounts = 0, nsizes = 0, per_decade = 4, iters = 10, warmup = 2, contention = 0;
+    int queues = 0;
     int do_order[2] = {1, 1}; /* ordered, reversed */
     const char *out = NULL, *counts_arg = NULL;
     int rank, size, provided;
-    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT };
+    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT, O_QUEUES };
     static struct option longopts[] = {{"counts", required_argument, 0, O_COUNTS},
                                        {"sizes", required_argument, 0, O_SIZES},
                                        {"total-bytes", required_argument, 0, O_TOTAL},
                                        {"order", required_argument, 0, O_ORDER},
                                        {"per-decade", required_argument, 0, O_DECADE},
                                        {"contention", no_argument, 0, O_CONT},
+                                       {"queues", no_argument, 0, O_QUEUES},
                                        {"out", required_argument, 0, 'o'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -117,6 +159,7 @@ int main(int argc, char **argv)
             break;
         case O_DECADE: per_decade = atoi(optarg); break;
         case O_CONT: contention = 1; break;
+        case O_QUEUES: queues = 1; break;
         case 'i': iters = atoi(optarg); break;
         case 'x': warmup = atoi(optarg); break;
         case 'o': out = optarg; break;
@@ -220,12 +263,31 @@ int main(int argc, char **argv)
         if (initiator[r])
             inits[ninit++] = r;
 
-    FILE *samples = NULL;
+    /* Queue lengths (--queues): every rank reads its own ob1 pvars; rank 0 writes them. */
+    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
+    qpvar_t q_posted = {0}, q_unexp = {0};
+    unsigned long long qbuf[64];
+    double qs[3] = {NAN, NAN, NAN}, *qall = rank == 0 ? malloc(sizeof(double) * 3 * size) : NULL;
+    int tprov;
+    if (queues && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS &&
+        MPI_T_pvar_session_create(&session) == MPI_SUCCESS) {
+        qpvar_open(&q_posted, session, "pml_ob1_posted_recvq_length");
+        qpvar_open(&q_unexp, session, "pml_ob1_unexpected_msgq_length");
+        if (q_posted.count > 64 || q_unexp.count > 64) /* one entry per peer: keep qbuf small */
+            q_posted.ok = q_unexp.ok = 0;
+    }
+
+    FILE *samples = NULL, *qfile = NULL;
     if (rank == 0) {
         if (out) {
             cs_write_placement(out, places, size);
             samples = cs_open_table(out, "samples.csv",
                                     "n_messages,size_bytes,order,pair,rep,time_s,locality,pairs");
+            if (queues)
+                qfile = cs_open_table(out, "queues.csv",
+                                      "n_messages,size_bytes,order,rank,initiator,"
+                                      "unexpected_before_post,posted_after_post,"
+                                      "unexpected_after_post");
         }
         printf("# commscope HighVolumePingPong (Bienz et al. 2018, Algorithm 1), %d pair(s)%s, "
                "one-way time = round trip / 2\n", pairs, contention ? ", contention layout" : "");
@@ -256,11 +318,15 @@ int main(int argc, char **argv)
                     recv_tags[i] = o == 0 ? i : n - 1 - i; /* reversed: recv_tags_i = send_tags_{n-i-1} */
                 }
                 MPI_Barrier(MPI_COMM_WORLD);
-                for (int r = -warmup; r < iters; r++) {
+                /* r == iters: the untimed repetition that reads the queue pvars (--queues) */
+                for (int r = -warmup; r < iters + queues; r++) {
                     double t0 = MPI_Wtime();
+                    int sample = r == iters;
                     for (int phase = 0; phase < 2; phase++) {
                         /* initiator: send then receive; its peer the other way round */
                         int sending = (phase == 0) == (initiator[rank] != 0);
+                        if (sample && !sending)
+                            qs[0] = qpvar_read(&q_unexp, session, peer[rank], qbuf);
                         for (int i = 0; i < n; i++) {
                             if (sending)
                                 MPI_Isend(sbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
@@ -269,10 +335,21 @@ int main(int argc, char **argv)
                                 MPI_Irecv(rbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
                                           recv_tags[i], MPI_COMM_WORLD, &reqs[i]);
                         }
+                        if (sample && !sending) {
+                            qs[1] = qpvar_read(&q_posted, session, peer[rank], qbuf);
+                            qs[2] = qpvar_read(&q_unexp, session, peer[rank], qbuf);
+                        }
                         MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
                     }
-                    if (r >= 0)
+                    if (r >= 0 && r < iters)
                         times[r] = (MPI_Wtime() - t0) / 2.0;
+                }
+                if (queues) {
+                    MPI_Gather(qs, 3, MPI_DOUBLE, qall, 3, MPI_DOUBLE, 0, ctl);
+                    if (qfile)
+                        for (int q = 0; q < size; q++)
+                            cs_row(qfile, "%d,%lld,%s,%d,%d,%.0f,%.0f,%.0f\n", n, s, order_name[o],
+                                   q, initiator[q], qall[3 * q], qall[3 * q + 1], qall[3 * q + 2]);
                 }
                 /* Initiators hold the samples; gather them on rank 0. */
                 if (rank == 0) {
@@ -307,6 +384,17 @@ int main(int argc, char **argv)
     }
     if (samples)
         cs_close_table(samples);
+    if (qfile)
+        cs_close_table(qfile);
+    if (session != MPI_T_PVAR_SESSION_NULL) {
+        if (q_posted.allocated)
+            MPI_T_pvar_handle_free(session, &q_posted.handle);
+        if (q_unexp.allocated)
+            MPI_T_pvar_handle_free(session, &q_unexp.handle);
+        MPI_T_pvar_session_free(&session);
+        MPI_T_finalize();
+    }
+    free(qall);
     free(sbuf);
     free(rbuf);
     free(reqs);

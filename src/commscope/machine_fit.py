@@ -53,6 +53,9 @@ def fit_runs(paths, hops=None):
     samples = pd.concat([r.table("samples") for r in pp], ignore_index=True)
     hv = [r for r in runs if r.kind in HVPP_KINDS and not _is_contention(r)]
     hvpp = pd.concat([r.table("samples") for r in hv], ignore_index=True) if hv else None
+    hv_mpi = _one_mpi(hv + pp, "the queue-search fit") if hv else None
+    queues = [r.table("queues") for r in hv if "queues" in r.tables()]
+    queues = pd.concat(queues, ignore_index=True) if queues else None
     first = pp[0].meta
     machine = {
         "hosts": sorted({h for r in pp for h in r.meta.get("hosts", [])}),
@@ -63,7 +66,8 @@ def fit_runs(paths, hops=None):
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
     machine_model = fit_machine_model(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
-                          hvpp=hvpp, source="ping-pong samples")
+                          hvpp=hvpp, source="ping-pong samples", hvpp_queues=queues,
+                          hvpp_mpi=hv_mpi)
     warnings = _max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
@@ -71,6 +75,23 @@ def fit_runs(paths, hops=None):
     if warnings:
         machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
     return machine_model
+
+
+def _one_mpi(runs, what):
+    """The MPI (name) all ``runs`` used; InputError naming two runs that differ.
+
+    A machine model is one MPI's: the queue search differs between MPIs by an order of
+    magnitude, so runs of two MPIs are fitted separately.
+    """
+    names = {}
+    for run in runs:
+        names.setdefault(run.meta.get("mpi", {}).get("name"), run)
+    if len(names) > 1:
+        (a, ra), (b, rb) = list(names.items())[:2]
+        raise InputError(rb.path, "mpi.name",
+                         f"{what}: runs of two MPIs ({ra.path} used {a}, this one {b}); a machine "
+                         "model belongs to one MPI: fit each MPI's runs separately")
+    return next(iter(names), None)
 
 
 def _shared_host_warnings(runs):
@@ -158,3 +179,33 @@ def _size_span(bp, proto):
         return str((short_max or 0) + 1 if short_max else 0), str(eager_max)
     lo = eager_max if eager_max is not None else short_max
     return (str(lo + 1) if lo is not None else "0"), "max"
+
+
+def queue_search_table(machine_model):
+    """One row per order: the queue-search form chosen, its parameters, every form's BIC."""
+    from .models.queue_search import FORMS, PARAMS
+
+    qs = machine_model.queue_search
+    if qs is None:
+        return []
+    rows = []
+    for order in qs.orders:
+        o = qs.order_dict(order)
+        row = {"mpi": qs.mpi or "-", "order": order, "form": o["form"],
+               "parameters": ", ".join(f"{k}={o['params'][k]:.3g}" for k in PARAMS[o["form"]]),
+               "breakpoint_n": o.get("breakpoint_n") or "-"}
+        row.update({f"bic:{f}": o["scores"].get(f, {}).get("bic", "-") for f in FORMS})
+        chosen = o["scores"].get(o["form"], {})
+        row["max_rel_err"] = chosen.get("max_rel_error", "-")
+        row["quality"] = ("FLAGGED: " + "; ".join(o["flags"])) if o.get("flags") else "ok"
+        rows.append(row)
+    return rows
+
+
+def queue_search_residuals(machine_model):
+    """Rows (order, n_messages, measured_s, model_s, ratio) of the fitted queue-search form."""
+    qs = machine_model.queue_search
+    if qs is None:
+        return []
+    return [dict(order=order, form=qs.order_dict(order)["form"], **r)
+            for order in qs.orders for r in qs.order_dict(order)["residuals"]]

@@ -87,7 +87,7 @@ def check_contention_layout(hosts=None, ranks_per_node=None):
 
 def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, sizes=(8,),
                    total_bytes=None, orders=ORDERS, iters=10, warmup=2, contention=False,
-                   **launch_kw):
+                   queues=False, **launch_kw):
     """Run HighVolumePingPong and return the finished :class:`~commscope.runs.Run`.
 
     Message counts: ``counts`` (a list) or the log grid ``n_min..n_max`` with
@@ -97,7 +97,11 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     interleaved). ``pairs`` concurrent pairs (rank i <-> i + P/2), or with
     ``contention=True`` the multi-node layout of Bienz et al. 2018, Fig. 6 (node i <-> node i + N/2,
     ``ranks_per_node`` ranks on each of the ``hosts`` or Slurm nodes); on one node
-    that raises InputError explaining why it cannot run. ``launch_kw`` go to
+    that raises InputError explaining why it cannot run. ``queues=True`` adds one untimed
+    repetition per cell that reads Open MPI's ob1 queue-length pvars around each receive
+    phase (table ``queues``: unexpected messages before the receives are posted, posted
+    receives and unexpected messages right after; NaN under an MPI without them), to
+    show which queue the search walked. ``launch_kw`` go to
     :func:`~commscope.bench.driver.run_benchmark`.
     """
     orders = tuple(dict.fromkeys(str(o).strip().lower() for o in orders))
@@ -142,6 +146,7 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
         nranks = 2 * pairs
     params = dict(pairs=nranks // 2, counts=counts, sizes=sizes, total_bytes=total_bytes,
                   orders=list(orders), iters=iters, warmup=warmup, contention=bool(contention),
+                  queues=bool(queues),
                   layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
                           else "rank i <-> rank i + P/2"))
     return run_benchmark("hvpingpong", "hvpingpong", native_args(params), nranks=nranks,
@@ -154,7 +159,8 @@ def native_args(params):
             "-i", params["iters"], "-x", params["warmup"]]
     args += (["--total-bytes", params["total_bytes"]] if params["total_bytes"] is not None
              else ["--sizes", ",".join(map(str, params["sizes"]))])
-    return args + (["--contention"] if params["contention"] else [])
+    return (args + (["--contention"] if params["contention"] else [])
+            + (["--queues"] if params.get("queues") else []))
 
 
 register_resume("hvpingpong", lambda params, first: native_args(

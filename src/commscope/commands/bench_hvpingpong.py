@@ -16,7 +16,9 @@ examples:
 
 Every repetition's one-way time (half the round trip) is kept in
 <run>/samples.parquet (n_messages, size_bytes, order, pair, rep, time_s, locality,
-pairs). Fit gamma with commscope.models.fitting.fit_gamma or scripts/measure_gamma.py.
+pairs). --queues adds <run>/queues.parquet: the ob1 queue lengths each rank saw
+around its receive phase. `commscope fit` fits the queue-search model from it
+(scripts/measure_gamma.py prints the residuals per depth).
 --contention needs 4 or more nodes (an even number): on one node it stops with an
 explanation.
 """
@@ -52,6 +54,9 @@ def register(registry):
     p.add_argument("--contention", action="store_true",
                    help="multi-node layout of Bienz et al. 2018, Fig. 6: node i sends to node i + N/2 "
                         "(needs --hosts or a Slurm allocation with >= 4 nodes)")
+    p.add_argument("--queues", action="store_true",
+                   help="one more, untimed repetition per cell reading Open MPI's ob1 queue-length "
+                        "pvars around each receive phase (table queues; NaN under other MPIs)")
     add_resume_option(p, "message count")
     add_launch_options(p)
     p.set_defaults(func=_run)
@@ -82,6 +87,6 @@ def _run(args):
     run = run_hvpingpong(pairs=args.pairs, n_min=n_min, n_max=n_max, per_decade=args.per_decade,
                          counts=counts, sizes=sizes, total_bytes=total, orders=orders,
                          iters=args.iterations, warmup=args.warmup, contention=args.contention,
-                         **launch_kwargs(args))
+                         queues=args.queues, **launch_kwargs(args))
     print(run.path)
     return 0

@@ -5,7 +5,7 @@ from ..models.fitting import compare_breakpoints
 from ..models.machine_model import DEFAULT_FILE, save_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
-from ..machine_fit import fit_runs, machine_model_table
+from ..machine_fit import fit_runs, machine_model_table, queue_search_table
 
 
 def register(registry):
@@ -58,6 +58,12 @@ def _run(args):
         ci = machine_model.machine.get("gamma_ci95_s")
         print(f"\ngamma (queue search per element) = {machine_model.gamma_s:.3e} s"
               + (f" (95 % bootstrap interval {ci[0]:.3e} .. {ci[1]:.3e} s)" if ci else ""))
+    if machine_model.queue_search is not None:
+        qs = machine_model.queue_search
+        print()
+        print_table(queue_search_table(machine_model),
+                    title=f"queue-search model per order ({qs.mpi or 'MPI unknown'}, "
+                          f"{qs.size_bytes} B messages): form chosen by BIC, times in seconds")
     if machine_model.delta_s_per_byte is not None:
         print(f"delta (contention per byte on a link) = {machine_model.delta_s_per_byte:.3e} s")
     for warning in machine_model.machine.get("warnings", []):

@@ -373,6 +373,47 @@ def fit_gamma(df, search="upper", source="samples"):
     return GammaFit(gamma, search, int(keep.sum()), float(np.median(rel)))
 
 
+def fit_queue_search(df, queues=None, mpi=None, source="samples"):
+    """HighVolumePingPong time per order with the form chosen by fit quality (queue_search.py).
+
+    ``df``: HVPP samples (as :func:`fit_gamma`). Each order's median one-way time per
+    message count is fitted with every form of :mod:`commscope.models.queue_search` and
+    the lowest BIC kept, with every candidate's scores and the residual per depth.
+    With several sizes the smallest is used (the search dominates there). ``queues``:
+    the run's ``queues`` table (ob1 queue lengths around each receive phase, from
+    ``bench hvpingpong --queues``), kept per depth and order as evidence of which queue
+    was walked. ``mpi`` names the MPI the runs used: the fit belongs to it.
+    """
+    from .queue_search import ORDERS, QueueSearchModel, select_form
+
+    df = _frame(df, ("n_messages", "size_bytes", "order", "time_s"), source)
+    df["order"] = df["order"].astype(str).str.lower()
+    bad = set(df["order"]) - set(ORDERS)
+    if bad:
+        raise InputError(source, "order", f"values must be 'ordered' or 'reversed', got {sorted(bad)}")
+    size = int(df["size_bytes"].min())
+    df = df[df["size_bytes"] == size]
+    fits = {}
+    for order, sub in df.groupby("order", sort=True):
+        med = sub.groupby("n_messages")["time_s"].median()
+        fits[order] = select_form(med.index.to_numpy(float), med.to_numpy(float), order)
+    locality = None
+    if "locality" in df.columns and df["locality"].nunique() == 1:
+        locality = canonical_locality(df["locality"].iloc[0], source, "locality")
+    rows = []
+    if queues is not None and len(queues):
+        q = pd.DataFrame(queues)
+        q = q[q["size_bytes"] == size] if "size_bytes" in q else q
+        cols = ["unexpected_before_post", "posted_after_post", "unexpected_after_post"]
+        if all(c in q for c in cols) and q[cols].notna().any().any():
+            g = q.groupby(["n_messages", "order", "initiator"])[cols].median().reset_index()
+            rows = [{k: (None if isinstance(v, float) and math.isnan(v) else
+                         (int(v) if k != "order" else str(v))) for k, v in r.items()}
+                    for r in g.to_dict("records")]
+    return QueueSearchModel(orders=fits, size_bytes=size, locality=locality, mpi=mpi,
+                            queues=rows, source=str(source))
+
+
 # ------------------------------------------------------------------ fit quality
 
 #: A protocol segment needs this many distinct sizes (a factor 4 in size on the usual
@@ -486,7 +527,8 @@ def breakpoint_contradictions(machine_model):
 
 # ------------------------------------------------------------------ whole machine model
 
-def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples"):
+def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples",
+                      hvpp_queues=None, hvpp_mpi=None):
     """Fit a :class:`MachineModel` from ping-pong samples (and optionally HVPP samples).
 
     Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
@@ -501,7 +543,9 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
 
     ``mpi_eager_limits`` (MPI_T cvar name -> bytes, e.g. from the MPI library) is
     stored next to the found breakpoints; see :func:`compare_breakpoints`. ``hvpp``,
-    HighVolumePingPong samples, sets gamma via :func:`fit_gamma` (upper bound).
+    HighVolumePingPong samples, sets gamma via :func:`fit_gamma` (upper bound) and the
+    queue-search model via :func:`fit_queue_search` (``hvpp_queues``: their queue-length
+    table, ``hvpp_mpi``: the MPI they ran with).
     """
     df = _frame(df, ("size_bytes", "time_s", "locality"), source)
     if "pairs" not in df.columns:
@@ -545,6 +589,8 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
         mpi_eager_limits=dict(mpi_eager_limits or {}),
         gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
+        queue_search=(fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source="hvpp samples")
+                      if hvpp is not None else None),
     )
     if hvpp is not None:
         cells = hvpp.reset_index(drop=True)
@@ -553,7 +599,9 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
             replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
     if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
         machine_model.machine["regime_changes_bytes"] = regime_changes
+    qs_flags = machine_model.queue_search.flags() if machine_model.queue_search else {}
     warnings = breakpoint_contradictions(machine_model) + [
+        f"queue search, {order}: fit flagged: {'; '.join(f)}" for order, f in qs_flags.items() if f] + [
         f"{loc}, {proto}: fit flagged: {'; '.join(p.fit.flags)}"
         for (proto, loc), p in sorted(params.items()) if p.fit and p.fit.flags]
     if warnings:

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import InputError, warn
 from ..paths import require_regular_file, write_text_atomic
 from ..schemas import validate
+from .queue_search import queue_search_model_from_dict
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -158,6 +159,8 @@ class MachineModel:
     gamma_s: float | None = None
     delta_s_per_byte: float | None = None
     machine: dict = field(default_factory=dict)
+    # HighVolumePingPong time per order, form chosen by fit quality (models/queue_search.py)
+    queue_search: object | None = None
     source: str = field(default="machine model", compare=False)  # the file, for messages
 
     @property
@@ -221,6 +224,8 @@ class MachineModel:
             "mpi_eager_limits": {k: int(v) for k, v in self.mpi_eager_limits.items()},
             "gamma_s": self.gamma_s,
             "delta_s_per_byte": self.delta_s_per_byte,
+            **({"queue_search": self.queue_search.to_dict()} if self.queue_search is not None
+               else {}),
         }
 
 
@@ -353,6 +358,8 @@ def machine_model_from_dict(data, source="machine model"):
         delta_s_per_byte=_number(data.get("delta_s_per_byte"), source, "delta_s_per_byte",
                                  allow_none=True),
         machine=dict(data.get("machine") or {}),
+        queue_search=(queue_search_model_from_dict(data["queue_search"], source)
+                      if data.get("queue_search") is not None else None),
     )
     check_machine_model(machine_model, source)
     return machine_model

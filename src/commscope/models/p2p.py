@@ -9,7 +9,8 @@ Pure functions, vectorised over numpy arrays where natural:
 * :func:`queue_search_time`      eq. 3   gamma n^2 (upper bound), n(n+1)/2, or n
 * :func:`contention_link_bytes`  eq. 7   l = 2 h^3 b ppn
 * :func:`contention_time`        eq. 5   T_c = delta l
-* :func:`hvpingpong_time`        Algorithm 1 (HighVolumePingPong) modelled times
+* :func:`hvpingpong_time`        Algorithm 1 (HighVolumePingPong) modelled times, 004's
+                                         form or the one fitted per MPI (queue_search.py)
 * :func:`predict_pattern`        per-rank stacked terms of Figs. 10-11
 
 beta is seconds per byte (as in 004); R_b = 1/beta is in bytes per second.
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from .machine_model import PROTOCOLS, canonical_locality
+from .queue_search import MEASURE_COMMAND
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -143,38 +145,71 @@ def contention_time(delta_s_per_byte, link_bytes):
     return delta_s_per_byte * np.asarray(link_bytes, dtype=float)
 
 
+HVPP_MODELS = ("auto", "fitted", "004")
+
+
+def _missing_queue_term(machine_model, field_name, what):
+    return InputError(getattr(machine_model, "source", "machine model"), field_name,
+                      f"{what} is not in this machine model, and this prediction needs it: "
+                      f"measure it with `{MEASURE_COMMAND}`")
+
+
 def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reversed", ppn=1,
-                    reversed_search="upper"):
+                    reversed_search="upper", model="auto"):
     """Modelled one-way time of HighVolumePingPong (004 Algorithm 1).
 
     One direction of the exchange (half the round trip, as ping-pong times are
-    reported): ``n`` messages of ``s`` bytes, each paying its own latency and
-    transport under the node-aware max-rate model, plus the queue search:
+    reported), ``n`` messages of ``s`` bytes. Two models (``model``):
 
-    * ``order="ordered"`` (send_tags == recv_tags): gamma n;
-    * ``order="reversed"``: gamma n^2 (``reversed_search="upper"``, eq. 3) or
-      gamma n(n+1)/2 (``"triangular"``).
+    * ``"004"``: each message pays its own latency and transport under the node-aware
+      max-rate model, plus the queue search gamma n (``order="ordered"``) or
+      gamma n^2 (``"reversed"``, ``reversed_search="upper"``, eq. 3) or gamma n(n+1)/2
+      (``"triangular"``). Needs the machine model's ``gamma_s``.
+    * ``"fitted"``: the form :mod:`commscope.models.queue_search` chose for this order
+      from HighVolumePingPong runs of the machine model's MPI (``queue_search``): its
+      per-message part (the max-rate column) and its search part; for a size other
+      than the fitted one, each message's node-aware time difference is added.
+      Needs the machine model's ``queue_search``.
+    * ``"auto"`` (default): ``"fitted"`` when the machine model has it for this
+      locality, else ``"004"``.
 
+    A missing term raises InputError naming it and the benchmark that measures it.
     ``n_messages`` and ``size_bytes`` broadcast against each other. Returns a DataFrame
-    with n_messages, size_bytes, order, protocol, maxrate_s, queue_s, total_s.
-    The machine model must have ``gamma_s``.
+    with n_messages, size_bytes, order, protocol, maxrate_s, queue_s, total_s, model
+    (the form used: "004" or the fitted form's name).
     """
-    if machine_model.gamma_s is None:
-        raise InputError("machine model", "gamma_s", "needed for the queue-search term but not set")
     if order not in ("ordered", "reversed"):
         raise InputError("order", None, f"expected 'ordered' or 'reversed', got {order!r}")
+    if model not in HVPP_MODELS:
+        raise InputError("model", None, f"expected one of {HVPP_MODELS}, got {model!r}")
     n, s = np.broadcast_arrays(np.asarray(n_messages, dtype=float), np.asarray(size_bytes, dtype=float))
     n, s = n.ravel(), s.ravel()
     if np.any(n < 1):
         raise InputError("n_messages", None, "must be >= 1")
+    qs = getattr(machine_model, "queue_search", None)
+    locality = canonical_locality(locality)
+    if model == "auto":
+        model = "fitted" if qs is not None and qs.locality in (None, locality) else "004"
+    if model == "fitted" and qs is None:
+        raise _missing_queue_term(machine_model, "queue_search",
+                                  "the fitted queue-search model (queue_search)")
+    if model == "004" and machine_model.gamma_s is None:
+        raise _missing_queue_term(machine_model, "gamma_s", "the queue-search cost gamma (gamma_s)")
     one = node_aware_breakdown(machine_model, s, locality, ppn)
-    maxrate = n * one["time_s"].to_numpy()
-    case = "ordered" if order == "ordered" else reversed_search
-    queue = queue_search_time(machine_model.gamma_s, n, case)
+    if model == "fitted":
+        base, queue = qs.terms(n, order)
+        if np.any(s != qs.size_bytes):  # each message's transport differs from the fitted size's
+            ref = node_aware_breakdown(machine_model, np.full_like(s, qs.size_bytes), locality, ppn)
+            base = base + n * (one["time_s"].to_numpy() - ref["time_s"].to_numpy())
+        maxrate, used = base, qs.order_dict(order)["form"]
+    else:
+        maxrate = n * one["time_s"].to_numpy()
+        case = "ordered" if order == "ordered" else reversed_search
+        queue, used = queue_search_time(machine_model.gamma_s, n, case), "004"
     return pd.DataFrame({
         "n_messages": n.astype(np.int64), "size_bytes": s.astype(np.int64), "order": order,
         "protocol": one["protocol"].to_numpy(), "maxrate_s": maxrate, "queue_s": queue,
-        "total_s": maxrate + queue,
+        "total_s": maxrate + queue, "model": used,
     })
 
 
@@ -273,7 +308,8 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
         "inter_node_bytes": g["inter_node_bytes"].sum(), "maxrate_s": g["maxrate_s"].sum(),
     }).reset_index()
     if machine_model.gamma_s is None:
-        notes.append("the machine model has no gamma_s: queue-search term omitted")
+        notes.append("the machine model has no gamma_s: queue-search term omitted (measure it "
+                     f"with `{MEASURE_COMMAND}`)")
         per["queue_s"] = 0.0
     else:
         per["queue_s"] = queue_search_time(machine_model.gamma_s, per["n_messages"].to_numpy(),

@@ -8,7 +8,9 @@ else one fitted from ping-pong runs in the same report) the max-rate model alone
 gamma n^2 reversed, eq. 3), with gamma fitted from the run's own ordered and
 reversed samples (:func:`commscope.models.fitting.fit_gamma`). Without a machine model
 the reversed panel shows a model that needs no machine model: the measured ordered time plus
-gamma (n^2 - n).
+gamma (n^2 - n). Below, per run (so per MPI), the form fitted by fit quality
+(models/queue_search.py): every candidate's scores and the residuals per depth next to
+the 004 model's, and the ob1 queue lengths when the run read them (--queues).
 """
 
 import html
@@ -53,6 +55,62 @@ def _panel(ax, sub, order, show_models):
     ax.grid(True, which="both", alpha=0.3)
 
 
+def _fitted_form(run, samples, tab):
+    """The queue-search form chosen for this run's MPI, its scores and residuals per depth.
+
+    Fitted from the run itself (models/queue_search.py): each order's median time per
+    message count, the form with the lowest BIC. Beside each residual, the ratio the
+    004 model (max-rate + gamma, the curves above) reaches at that depth.
+    """
+    from ...models.fitting import fit_queue_search
+    from ...models.queue_search import PARAMS
+
+    if "queues" in run.tables():
+        queues = run.table("queues")
+    else:
+        queues = None
+    mpi = run.meta.get("mpi", {}).get("name") or "?"
+    qs = fit_queue_search(samples, queues, mpi, source=str(run.path))
+    old = tab[tab["size_bytes"] == qs.size_bytes].set_index(["n_messages", "order"])["model_s"]
+    parts = [f"<h4>Queue-search model fitted per MPI: {html.escape(mpi)}, "
+             f"{html.escape(format_bytes(qs.size_bytes))} messages</h4>"]
+    forms, resid = [], []
+    for order in ("ordered", "reversed"):
+        if order not in qs.orders:
+            continue
+        o = qs.order_dict(order)
+        params = ", ".join(f"{k} = {format_seconds(o['params'][k])}" for k in PARAMS[o["form"]])
+        if o.get("breakpoint_n"):
+            params += f", breakpoint D = {o['breakpoint_n']:.0f} messages"
+        for form, sc in o["scores"].items():
+            forms.append({"order": order, "form": form + (" (chosen)" if form == o["form"] else ""),
+                          "parameters": params if form == o["form"] else "-",
+                          "k": sc["k"], "BIC": sc["bic"], "AIC": sc["aic"],
+                          "cv_rel_error": sc["cv_rel_error"], "max_rel_error": sc["max_rel_error"]})
+        for r in o["residuals"]:
+            m004 = old.get((r["n_messages"], order), np.nan)
+            resid.append({"order": order, "n_messages": r["n_messages"],
+                          "measured_s": r["measured_s"], "model_s": r["model_s"],
+                          "ratio": r["ratio"], "model_004_s": m004,
+                          "ratio_004": r["measured_s"] / m004 if m004 and m004 > 0 else np.nan})
+        for flag in o.get("flags", []):
+            parts.append(f"<p class='note'>{order}: {html.escape(flag)}</p>")
+    parts.append("<p>Forms (models/queue_search.py): per-message a + m n; linear a + m n + "
+                 "gamma n(n+1)/2 (004 eq. 3); piecewise: gamma1 per entry walked while the "
+                 "queue is at most D deep, gamma2 beyond (a queue larger than the cache); knee: "
+                 "the per-message cost steps up at D. Chosen by BIC on log(model/measured); "
+                 "cv_rel_error is the median error at a depth left out of the fit.</p>")
+    parts.append(html_table(forms, caption=f"candidate forms, {mpi}"))
+    parts.append(html_table(resid, caption=f"residuals per depth, {mpi}: ratio = measured / "
+                                           "model (chosen form); ratio_004 = measured / 004 model",
+                            folded=f"residuals per depth ({mpi}, {len(resid)} rows)"))
+    if qs.queues:
+        parts.append(html_table(qs.queues, caption="ob1 queue lengths (MPI_T pvars) around each "
+                                "receive phase, median over the sampled repetition: which queue "
+                                "the search walked", folded="queue lengths per depth (ob1 pvars)"))
+    return "\n".join(parts)
+
+
 def _render_run(run, machine_model, model_note):
     p = run.meta["parameters"]
     samples = run.table("samples")
@@ -94,6 +152,8 @@ def _render_run(run, machine_model, model_note):
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
     parts.append(html_table(top[cols], caption="largest n: measured vs modelled"))
+    if set(samples["order"]) >= {"ordered", "reversed"} or samples["n_messages"].nunique() > 1:
+        parts.append(_fitted_form(run, samples, tab))
     return "\n".join(parts)
 
 
