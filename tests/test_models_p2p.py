@@ -153,7 +153,11 @@ def test_predict_pattern_per_rank_terms():
 
 
 def test_predict_pattern_missing_parameters_leave_notes():
-    r = predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"))
+    # a queue term the machine model cannot give stops the prediction, naming term and benchmark
+    with pytest.raises(InputError, match=r"gamma_s.*commscope bench hvpingpong"):
+        predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"))
+    r = predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"),
+                        queue_search="none")
     assert (r.per_rank["queue_s"] == 0).all() and (r.per_rank["contention_s"] == 0).all()
     assert len(r.notes) == 2
     assert r.per_rank["n_messages"].tolist() == [2, 1, 1]  # count defaults to 1

@@ -64,10 +64,12 @@ def register(registry):
     q.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
     q.add_argument("--hops", type=float, default=None,
                    help="average network hops per byte, h of eq. 7 (contention omitted if not given)")
-    q.add_argument("--queue", choices=QUEUE_SEARCH_CASES, default="upper",
+    q.add_argument("--queue", choices=QUEUE_SEARCH_CASES + ("none",), default="upper",
                    help="queue search (default %(default)s): upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, "
-                        "ordered = gamma n. `commscope fit` fits gamma in the upper form, so "
-                        "triangular with a fitted gamma gives about half the measured search")
+                        "ordered = gamma n, none = leave the term out. `commscope fit` fits gamma in the upper form, so "
+                        "triangular with a fitted gamma gives about half the measured search. A machine "
+                        "model without gamma stops with exit 2 (naming the benchmark that measures it) "
+                        "unless --queue none")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
     q.add_argument("--plot", metavar="PNG", default=None,
                    help="also write the stacked view per rank (Bienz et al. 2018, Figs. 10-11) to this PNG; an "

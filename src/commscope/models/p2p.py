@@ -281,16 +281,21 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
       processes per node share the injection limit of inter-node messages).
     * queue term: all of a rank's messages are in flight at once, so
       n = sum of ``count`` over the rank's rows, and the cost is
-      :func:`queue_search_time` (gamma n^2 by default, eq. 3).
+      :func:`queue_search_time` (gamma n^2 by default, eq. 3). A machine model without
+      gamma raises InputError naming it and the benchmark that measures it, unless
+      ``queue_search="none"`` leaves the term out on purpose.
     * contention term (eqs. 5, 7): b = mean inter-node bytes sent per rank over all
       ranks of the table (the paper's "average bytes sent from any process"),
       l = 2 h^3 b ppn, charged to every rank that sends inter-node bytes. Needs
       ``hops`` (average hops per byte) and the machine model's delta.
 
-    A term whose parameter is missing (gamma, delta or hops) is 0 and a note says so.
+    A contention term whose parameter is missing (delta or hops) is 0 and a note says so.
     The overall time is the maximum over ranks of the per-rank total.
     """
     df = validate_messages(messages)
+    if queue_search not in QUEUE_SEARCH_CASES + ("none",):
+        raise InputError("queue search", "case",
+                         f"expected one of {QUEUE_SEARCH_CASES + ('none',)}, got {queue_search!r}")
     if ppn < 1:
         raise InputError("ppn", None, f"must be >= 1 (got {ppn})")
     if hops is not None and (not np.isfinite(hops) or hops < 0):
@@ -307,10 +312,11 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
         "n_messages": g["count"].sum(), "bytes": g["bytes"].sum(),
         "inter_node_bytes": g["inter_node_bytes"].sum(), "maxrate_s": g["maxrate_s"].sum(),
     }).reset_index()
-    if machine_model.gamma_s is None:
-        notes.append("the machine model has no gamma_s: queue-search term omitted (measure it "
-                     f"with `{MEASURE_COMMAND}`)")
+    if queue_search == "none":
+        notes.append("queue-search term left out (queue_search='none')")
         per["queue_s"] = 0.0
+    elif machine_model.gamma_s is None:
+        raise _missing_queue_term(machine_model, "gamma_s", "the queue-search cost gamma (gamma_s)")
     else:
         per["queue_s"] = queue_search_time(machine_model.gamma_s, per["n_messages"].to_numpy(),
                                            queue_search)

@@ -23,8 +23,10 @@ entries a reversed exchange of x messages walks; (x)+ = max(x, 0)):
 
 Every fit minimises the relative error (rows scaled by 1/T, non-negative
 parameters); D is searched on the measured depths and the geometric midpoints
-between them. The form is chosen by BIC on the log ratios model/measured; AIC and
-the leave-one-depth-out relative error are recorded beside it for every candidate.
+between them. The form is chosen by BIC on the log ratios model/measured: the one
+with the fewest parameters whose BIC is within :data:`BIC_MARGIN` of the lowest (a
+searched breakpoint overfits noise otherwise); AIC and the leave-one-depth-out
+relative error are recorded beside it for every candidate.
 Pure numbers in, numbers out: reading runs and the machine-model file are elsewhere.
 """
 
@@ -51,6 +53,9 @@ PARAMS = {
     "two-regime": ("a1_s", "m1_s", "gamma1_s", "a2_s", "m2_s", "gamma2_s"),
 }
 BREAKPOINT_FORMS = ("piecewise", "knee", "two-regime")
+#: A form with more parameters is chosen only if its BIC is lower than every simpler
+#: form's by more than this ("very strong" evidence, Kass & Raftery 1995).
+BIC_MARGIN = 10.0
 #: A fit needs this many depths per order to say anything about the shape; fewer is flagged.
 MIN_DEPTHS = 5
 #: The accuracy target of issue 26: the chosen form within this at every measured depth.
@@ -194,12 +199,13 @@ class OrderFit:
         return {"form": self.chosen.form, "params": self.chosen.params,
                 "breakpoint_n": self.chosen.breakpoint_n,
                 "scores": {f: c.scores() for f, c in self.candidates.items()},
-                "selected_by": "bic",
+                "selected_by": f"fewest parameters within {BIC_MARGIN:g} of the lowest BIC",
                 "residuals": self.residuals, "flags": list(self.flags)}
 
 
 def select_form(n, t, order="reversed", forms=FORMS):
-    """Fit every form in ``forms`` to (depth, median time) pairs and keep the lowest BIC.
+    """Fit every form in ``forms`` to (depth, median time) pairs; keep the simplest of
+    those within :data:`BIC_MARGIN` of the lowest BIC.
 
     Forms with as many parameters as depths (nothing left to judge them by) are not
     candidates; a fit on fewer than :data:`MIN_DEPTHS` depths or missing the accuracy
@@ -216,7 +222,11 @@ def select_form(n, t, order="reversed", forms=FORMS):
             cands[form] = fit
     if not cands:  # one depth: a constant per message is all it can say
         cands["per-message"] = fit_form("per-message", n, t)
-    chosen = min(cands.values(), key=lambda c: (c.bic, c.k))
+    best = min(c.bic for c in cands.values())
+    # parsimony: a searched breakpoint buys more than its one parameter's penalty on
+    # noise, so a form with more parameters must beat every simpler one by BIC_MARGIN
+    chosen = min((c for c in cands.values() if c.bic <= best + BIC_MARGIN),
+                 key=lambda c: (c.k, c.bic))
     model = chosen.predict(n)
     residuals = [{"n_messages": int(a), "measured_s": float(b), "model_s": float(c),
                   "ratio": float(b / c) if c > 0 else None}
