@@ -1,86 +1,122 @@
 #!/usr/bin/env python
-"""Measure the queue-search cost gamma on this machine (004 Sec. 4.1, eqs. 3-4).
+"""Measure the queue search per MPI and print how well each model holds at every depth.
 
-Runs HighVolumePingPong with receives ordered and reversed (8-byte messages,
-n = 1 .. 10,000 on a log grid), fits gamma with ``fit_gamma`` (upper bound eq. 3:
-reversed - ordered = gamma (n^2 - n); also the triangular n(n-1)/2 form), then
-prints the reversed-order one-way time at the largest n measured against modelled:
+Runs HighVolumePingPong (004 Sec. 4.1) with receives ordered and reversed, 8-byte
+messages, n = 1 .. 10,000 on a log grid, with --queues (Open MPI's ob1 queue-length
+pvars around each receive phase), under each MPI of --mpis, the MPIs alternating
+round by round so they see the same machine; then per MPI, on the rounds pooled:
 
-* max-rate + queue search: n (alpha + beta s) + gamma n^2, alpha and beta from
-  ``--machine-model`` (intra-socket) or else from a short ping-pong run fitted here;
-* without a machine model: measured ordered time + gamma (n^2 - n).
+* before: 004's model, n (alpha + beta s) + gamma n^2 reversed / gamma n ordered,
+  alpha and beta from a short ping-pong run of that MPI (or --machine-model), gamma
+  from ``fit_gamma``;
+* after: the form ``fit_queue_search`` chose by fit quality (models/queue_search.py),
+  every candidate's BIC, AIC and leave-one-depth-out error;
+* residuals per depth and order: measured median, both models, measured / model; the
+  spread of the per-round medians (max / min: how reproducible the measurement is
+  here); the queue lengths ob1 reported.
 
-Usage: .venv/bin/python scripts/measure_gamma.py [--mpi mpich] [--nmax 10000]
-       [--iters 5] [--runs DIR] [--machine-model machine-model.json] [--quick]
-Prints numbers only; nothing is asserted (the machine is shared and noisy).  --quick
-(what `make bench QUICK=1` runs): n = 1 .. 100, 1 iteration, a 200-iteration ping-pong.
+Usage: .venv/bin/python scripts/measure_gamma.py [--mpis openmpi,mpich] [--nmax 10000]
+       [--per-decade 4] [--iters 7] [--rounds 2] [--runs DIR] [--machine-model FILE] [--quick]
+Prints numbers only; nothing is asserted (the machine is shared and noisy). --quick
+(what `make bench QUICK=1` runs): n = 1 .. 100, 1 iteration, 1 round, a 200-iteration ping-pong.
 """
 
 import argparse
 import tempfile
 
-from commscope.bench.hvpingpong import medians, run_hvpingpong
+import numpy as np
+import pandas as pd
+
+from commscope.bench.hvpingpong import run_hvpingpong
 from commscope.bench.pingpong import run_pingpong
-from commscope.models.fitting import fit_gamma, fit_postal
+from commscope.models.fitting import fit_gamma, fit_postal, fit_queue_search
+from commscope.models.queue_search import MAX_REL_ERROR, PARAMS
+
+
+def _alpha_beta(mpi, a, kw):
+    if a.machine_model:
+        from commscope.models.machine_model import load_machine_model
+        mm = load_machine_model(a.machine_model)
+        p = mm.get(mm.protocol_of(a.size, "intra-socket"), "intra-socket")
+        return p.alpha_s, p.beta_s_per_byte, a.machine_model
+    iters = 200 if a.quick else 2000
+    pp = run_pingpong(min_size=1, max_size=1024, iters=iters, warmup=iters // 10, mpi_spec=mpi, **kw)
+    s = pp.table("samples")
+    fit = fit_postal(s["size_bytes"], s["time_s"])
+    return fit.alpha_s, fit.beta_s_per_byte, f"ping-pong run {pp.path}"
+
+
+def _report(mpi, runs, alpha, beta, src, size):
+    samples = pd.concat([r.table("samples").assign(round=i) for i, r in enumerate(runs)],
+                        ignore_index=True)
+    queues = [r.table("queues") for r in runs if "queues" in r.tables()]
+    queues = pd.concat(queues, ignore_index=True) if queues else None
+    qs = fit_queue_search(samples, queues, mpi)
+    g = fit_gamma(samples)
+    print(f"\n===== {mpi}: {', '.join(str(r.path) for r in runs)}")
+    print(f"004 model: alpha = {alpha:.3e} s, beta = {beta:.3e} s/B (from {src}); "
+          f"gamma (upper bound, eq. 3) = {g.gamma_s:.3e} s per entry")
+    spread = (samples.groupby(["n_messages", "order", "round"])["time_s"].median()
+              .groupby(["n_messages", "order"]).agg(lambda v: v.max() / v.min()))
+    rows = []
+    for order in ("ordered", "reversed"):
+        o = qs.order_dict(order)
+        print(f"\n{order}: chosen form {o['form']} ({o['selected_by']}): "
+              + ", ".join(f"{k} = {o['params'][k]:.3e}" for k in PARAMS[o["form"]])
+              + (f", breakpoint D = {o['breakpoint_n']:.0f}" if o.get("breakpoint_n") else ""))
+        print(pd.DataFrame(o["scores"]).T.to_string())
+        for flag in o["flags"]:
+            print(f"  FLAGGED: {flag}")
+        for r in o["residuals"]:
+            n = r["n_messages"]
+            old = n * (alpha + beta * size) + g.gamma_s * (n * n if order == "reversed" else n)
+            rows.append({"mpi": mpi, "n": n, "order": order, "measured_s": r["measured_s"],
+                         "model_004_s": old, "ratio_004": r["measured_s"] / old,
+                         "model_s": r["model_s"], "ratio": r["ratio"],
+                         "round_spread": spread.get((n, order), np.nan)})
+    tab = pd.DataFrame(rows)
+    with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
+        print(f"\nresiduals per depth ({mpi}; ratio = measured / model; round_spread = max / min "
+              "of the per-round medians)")
+        print(tab.to_string(index=False))
+    within = (tab["ratio"].sub(1).abs() <= MAX_REL_ERROR)
+    print(f"\nwithin {MAX_REL_ERROR:.0%}: chosen form {within.sum()} of {len(tab)} depths x orders; "
+          f"004 model {(tab['ratio_004'].sub(1).abs() <= MAX_REL_ERROR).sum()} of {len(tab)}")
+    if qs.queues:
+        q = pd.DataFrame(qs.queues)
+        print("\nob1 queue lengths around each receive phase (medians; initiator 1 = the timed rank)")
+        print(q.to_string(index=False))
+    return tab
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--mpi", default=None)
+    ap.add_argument("--mpis", default="openmpi,mpich")
+    ap.add_argument("--mpi", default=None, help="one MPI only (same as --mpis NAME)")
     ap.add_argument("--nmax", type=int, default=10000)
-    ap.add_argument("--per-decade", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--per-decade", type=int, default=4)
+    ap.add_argument("--iters", type=int, default=7)
+    ap.add_argument("--rounds", type=int, default=2, help="runs per MPI, MPIs alternating")
     ap.add_argument("--size", type=int, default=8)
     ap.add_argument("--runs", default=None, help="keep the run directories here")
     ap.add_argument("--machine-model", default=None, help="machine model for alpha and beta")
     ap.add_argument("--quick", action="store_true",
-                    help="n up to 100, 1 iteration; ping-pong of 200 iterations")
+                    help="n up to 100, 1 iteration, 1 round; ping-pong of 200 iterations")
     a = ap.parse_args()
     if a.quick:
-        a.nmax, a.iters = 100, 1
+        a.nmax, a.iters, a.rounds = 100, 1, 1
+    mpis = [a.mpi] if a.mpi else [m for m in a.mpis.split(",") if m]
     root = a.runs or tempfile.mkdtemp(prefix="measure-gamma-")
-    kw = dict(mpi_spec=a.mpi, runs_root=root, echo=False)
-
-    run = run_hvpingpong(n_min=1, n_max=a.nmax, per_decade=a.per_decade, sizes=[a.size],
-                         iters=a.iters, warmup=1, **kw)
-    samples = run.table("samples")
-    g_up = fit_gamma(samples, search="upper")
-    g_tri = fit_gamma(samples, search="triangular")
-    print(f"HighVolumePingPong run: {run.path} ({run.meta['mpi']['name']}, "
-          f"{samples['locality'].iloc[0]})")
-    print(f"gamma (upper bound, eq. 3: gamma n^2)      = {g_up.gamma_s:.3e} s per element "
-          f"(median rel. residual {g_up.median_rel_residual:.2f} over {g_up.n_cells} cells)")
-    print(f"gamma (triangular, gamma n(n+1)/2)         = {g_tri.gamma_s:.3e} s per element")
-    print("Blue Waters, 004 eq. 4                     = 8.4e-09 s per element")
-
-    if a.machine_model:
-        from commscope.models.machine_model import load_machine_model
-        machine_model = load_machine_model(a.machine_model)
-        p = machine_model.get(machine_model.protocol_of(a.size, "intra-socket"), "intra-socket")
-        alpha, beta, src = p.alpha_s, p.beta_s_per_byte, a.machine_model
-    else:
-        iters = 200 if a.quick else 2000
-        pp = run_pingpong(min_size=1, max_size=1024, iters=iters, warmup=iters // 10, **kw)
-        s = pp.table("samples")
-        fit = fit_postal(s["size_bytes"], s["time_s"])
-        alpha, beta, src = fit.alpha_s, fit.beta_s_per_byte, f"ping-pong run {pp.path}"
-    print(f"postal alpha = {alpha:.3e} s, beta = {beta:.3e} s/B (from {src})")
-
-    med = medians(samples).set_index(["n_messages", "order"])["median_s"]
-    print(f"\n{'n':>7} {'ordered_s':>11} {'reversed_s':>11} {'model_rev_s':>12} "
-          f"{'ord+gamma_s':>12} {'maxrate_s':>11}")
-    for n in sorted(samples["n_messages"].unique()):
-        o, r = med[(n, "ordered")], med[(n, "reversed")]
-        maxrate = n * (alpha + beta * a.size)
-        model = maxrate + g_up.gamma_s * n * n
-        print(f"{n:7d} {o:11.4e} {r:11.4e} {model:12.4e} "
-              f"{o + g_up.gamma_s * (n * n - n):12.4e} {maxrate:11.4e}")
-    n = int(samples["n_messages"].max())
-    r, o = med[(n, "reversed")], med[(n, "ordered")]
-    print(f"\nreversed order at n = {n}: measured {r * 1e3:.2f} ms, modelled (max-rate + gamma n^2) "
-          f"{(n * (alpha + beta * a.size) + g_up.gamma_s * n * n) * 1e3:.2f} ms, "
-          f"measured ordered + gamma (n^2 - n) {(o + g_up.gamma_s * (n * n - n)) * 1e3:.2f} ms; "
-          f"reversed - ordered = {(r - o) * 1e3:.2f} ms")
+    kw = dict(runs_root=root, echo=False, progress=False)
+    runs = {m: [] for m in mpis}
+    for _ in range(a.rounds):
+        for m in mpis:  # alternating: both MPIs see the same load
+            runs[m].append(run_hvpingpong(n_min=1, n_max=a.nmax, per_decade=a.per_decade,
+                                          sizes=[a.size], iters=a.iters, warmup=1, queues=True,
+                                          mpi_spec=m, **kw))
+    for m in mpis:
+        alpha, beta, src = _alpha_beta(m, a, kw)
+        _report(m, runs[m], alpha, beta, src, a.size)
 
 
 if __name__ == "__main__":

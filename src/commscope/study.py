@@ -106,8 +106,11 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
                  **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2), **kw)
     if "hvpingpong" in plan:
         say("HighVolumePingPong, ordered and reversed receives")
-        measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2,
-                sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
+        # 3 depths per decade: enough for the queue-search fit to choose a form with a
+        # breakpoint (2 depths each side); --queues: the ob1 queue lengths beside it
+        measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=3,
+                sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, queues=True,
+                run_name="hvpingpong", **kw)
     say("fitting the postal / max-rate / queue-search models")
     machine_model = fit_runs([runs])
     # resumed: fitted again from every run there is, so it replaces the stopped study's
