@@ -95,10 +95,12 @@ def _fitted_form(run, samples, tab):
                           "ratio_004": r["measured_s"] / m004 if m004 and m004 > 0 else np.nan})
         for flag in o.get("flags", []):
             parts.append(f"<p class='note'>{order}: {html.escape(flag)}</p>")
-    parts.append("<p>Forms (models/queue_search.py): per-message a + m n; linear a + m n + "
-                 "gamma n(n+1)/2 (004 eq. 3); piecewise: gamma1 per entry walked while the "
-                 "queue is at most D deep, gamma2 beyond (a queue larger than the cache); knee: "
-                 "the per-message cost steps up at D. Chosen by BIC on log(model/measured); "
+    parts.append("<p>Forms (models/queue_search.py, docs/machine-model.md): per-message "
+                 "a + m n; linear a + m n + gamma n(n+1)/2 (004 eq. 3); piecewise: gamma1 per "
+                 "entry walked while the queue is at most D deep, gamma2 beyond (a queue larger "
+                 "than the cache); knee: linear plus m2 per message beyond D (the transport's "
+                 "buffers full); two-regime: separate linear forms below and above D. Chosen: "
+                 "the fewest parameters within 10 of the lowest BIC (on log(model/measured)); "
                  "cv_rel_error is the median error at a depth left out of the fit.</p>")
     parts.append(html_table(forms, caption=f"candidate forms, {mpi}"))
     parts.append(html_table(resid, caption=f"residuals per depth, {mpi}: ratio = measured / "
