@@ -336,7 +336,7 @@ static inline void cs_on_neighbor_coll(int func, long long sent, long long recei
  * are evaluated only when the trace is on. */
 #define CS_TRACE_COLL(F, root, sent, received, comm, t0)                                   \
     if (cs_sets & CS_SET_TRACE)                                                              \
-    cs_trace_coll(CS_EV_COLL, F, t0, 0, (sent), (received), cs_coll_root(root), cs_comm_id(comm))
+    cs_trace_coll(CS_EV_COLL, F, F, t0, 0, (sent), (received), cs_coll_root(root), cs_comm_id(comm))
 
 /* A nonblocking collective: its request is remembered with what its completion records. */
 static inline void cs_on_icoll(int func, MPI_Request req, int root, long long sent, long long received,
@@ -358,7 +358,7 @@ static inline void cs_on_icoll(int func, MPI_Request req, int root, long long se
         return;
     }
     cs_ledger_started(s, CS_REQ_COLL);
-    cs_trace_coll(CS_EV_ICOLL, func, t0, e.id, sent, received, e.peer, cs_comm_id(comm));
+    cs_trace_coll(CS_EV_ICOLL, func, func, t0, e.id, sent, received, e.peer, cs_comm_id(comm));
 }
 #define CS_ICOLL(F, req, root, sent, received, comm, t0)                                  \
     if (cs_sets & CS_SET_TRACE) cs_on_icoll(F, req, root, (sent), (received), comm, t0);   \

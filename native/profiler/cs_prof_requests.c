@@ -31,7 +31,7 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     else if (e.kind == CS_REQ_COLL) cs_on_coll(e.func, e.bytes, e.comm);
     else if (e.kind == CS_REQ_NCOLL) cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
     if (e.traced && (e.kind == CS_REQ_COLL || e.kind == CS_REQ_NCOLL))
-        cs_trace_coll(CS_EV_ICOLL, func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));
+        cs_trace_coll(CS_EV_ICOLL, func, e.func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));
     else if (e.traced)
         cs_trace(e.kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, func, t0, e.id, e.bytes, e.peer,
                  e.tag, cs_comm_id(e.comm), 0);
@@ -94,7 +94,7 @@ static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *stat
         cs_count_bin(s, e->func, n);
     }
     if (e->traced && (e->kind == CS_REQ_COLL || e->kind == CS_REQ_NCOLL)) {
-        cs_trace_coll(CS_EV_COLL_DONE, func, t0, e->id, e->coll_sent, e->bytes2, e->peer,
+        cs_trace_coll(CS_EV_COLL_DONE, func, e->func, t0, e->id, e->coll_sent, e->bytes2, e->peer,
                       cs_comm_id(e->comm));
     } else if (e->traced) {
         int recv = cs_posts_receive(e->kind) && !cancelled;

@@ -28,7 +28,7 @@
 
 /* Point-to-point records: request id (0: none), bytes, peer and tag as the call saw
  * them.  Collective records (COLL, ICOLL, COLL_DONE): peer is the root (CS_ROOT_*),
- * tag -1; COLL: bytes sent, and its bytes received in `request` (a blocking
+ * tag the collective's function id (MPI_Allreduce_init's for a persistent one); COLL: bytes sent, and its bytes received in `request` (a blocking
  * collective has no request); ICOLL: request id and bytes sent; COLL_DONE: request
  * id and bytes received.  func: the function table's id (node.<key>.json
  * "functions"), 0xffff unknown. */
@@ -169,13 +169,13 @@ void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long byte
     if (b->n == buffer_records) flush(b);
 }
 
-void cs_trace_coll(int event, int func, uint64_t t0, uint64_t request, long long sent,
+void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
                    long long received, int root, int comm_id)
 {
     if (event == CS_EV_COLL)
-        cs_trace(event, func, t0, (uint64_t)received, sent, root, -1, comm_id, 0);
+        cs_trace(event, func, t0, (uint64_t)received, sent, root, coll, comm_id, 0);
     else
-        cs_trace(event, func, t0, request, event == CS_EV_ICOLL ? sent : received, root, -1, comm_id, 0);
+        cs_trace(event, func, t0, request, event == CS_EV_ICOLL ? sent : received, root, coll, comm_id, 0);
 }
 
 int cs_coll_root(int root)

@@ -17,8 +17,10 @@ void cs_trace_init(const char *dir, long long limit_bytes, int buffer_records);
  * comm_id: the communicator's id (cs_comm_id), -1 when none */
 void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
               int comm_id, int flags);
-/* One collective: COLL (request 0) or ICOLL / COLL_DONE of request id `request`. */
-void cs_trace_coll(int event, int func, uint64_t t0, uint64_t request, long long sent,
+/* One collective: COLL (request 0) or ICOLL / COLL_DONE of request id `request`;
+ * coll: the collective's own function id (func is MPI_Start's or MPI_Wait's for the
+ * start and completion of a persistent one). */
+void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
                    long long received, int root, int comm_id);
 void cs_trace_finish(void);
 
