@@ -119,7 +119,8 @@ def test_cli_json_with_osu_table(prun, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["parameters"]["machine"] == "quartz" and out["parameters"]["threads"] == 2
     assert len(out["comparison"]) == len(SIZES)
-    assert set(out["beats_single"]) == {"measured_partitioned", "measured_isend", "analytic", "mc"}
+    assert set(out["beats_single"]) == {"measured_partitioned", "measured_isend", "analytic", "mc",
+                                        "model"}
     assert out["peak"]["partitioned"]["size_bytes"] in SIZES
 
 
