@@ -75,9 +75,13 @@ def fit_runs(paths, hops=None):
         machine_model = _with_delta(machine_model, contention, hops)
     calib = [r for r in runs if r.kind in PARTITIONED_KINDS and _is_calibration(r)]
     if calib:
-        machine_model.partitioned = _partitioned_terms(calib)
-        warnings += [f"partitioned {name}: {flag}" for name, t in
-                     machine_model.partitioned.terms.items() for flag in t.flags]
+        try:
+            machine_model.partitioned = _partitioned_terms(calib)
+            warnings += [f"partitioned {name}: {flag}" for name, t in
+                         machine_model.partitioned.terms.items() for flag in t.flags]
+        except InputError as exc:  # e.g. an MPI without MPI_Psend_init: the rest still fits
+            warnings.append(f"no partitioned terms: {exc}")
+            calib = []
     # which runs each term came from (a prediction refuses to be checked against them)
     machine_model.machine["term_sources"] = {
         "postal/max-rate": [_run_id(r) for r in pp],
