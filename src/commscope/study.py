@@ -5,7 +5,9 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 1. ping-pong, 1 pair, 1 B .. 4 MiB (postal model per protocol)
 2. ping-pong, 2 concurrent pairs, 16 KiB .. 4 MiB (max-rate injection limit)
 3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
-4. the fit: machine model with gamma
+4. the partitioned calibration (threads finishing at staggered times: the partitioned
+   model's per-partition and single-send times, MPI_Pready cost, progress), then the
+   fit: machine model with gamma and the partitioned terms
 5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
 6. multirate: thread pairs sharing one communicator or one each, 1 .. 4 threads
 7. thread arrivals with injected laggards
@@ -91,7 +93,7 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
     measure = _resuming(out, log) if resume else _measure
     plan = [s for s in ("pingpong", *steps) if s in STEPS]
     plan = list(dict.fromkeys(plan))
-    total = len(plan) + 2
+    total = len(plan) + 2 + ("partitioned" in plan)
     step = iter(range(1, total + 1))
 
     def say(msg):
@@ -111,7 +113,14 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=3,
                 sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, queues=True,
                 run_name="hvpingpong", **kw)
-    say("fitting the postal / max-rate / queue-search models")
+    part_kw = dict(threads=2, compute_s=0.02, sizes=_scale(quick, None, [1 << 16, 1 << 20]),
+                   runs_per_size=_scale(quick, 5, 2))
+    if "partitioned" in plan:
+        say("partitioned calibration: staggered threads, the partitioned model's terms")
+        # its own run, before the fit: the machine model never comes from the run it predicts
+        measure(run_partitioned, calibrate=True, run_name="partitioned-calibration",
+                **dict(part_kw, runs_per_size=_scale(quick, 3, 2)), **kw)
+    say("fitting the postal / max-rate / queue-search / partitioned models")
     machine_model = fit_runs([runs])
     # resumed: fitted again from every run there is, so it replaces the stopped study's
     save_machine_model(machine_model, out / DEFAULT_FILE, overwrite=resume)
@@ -133,9 +142,7 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
                 seed=1, compute="sleep", run_name="threads", **kw)
     if "partitioned" in plan:
         say("partitioned communication vs single send, 2 threads")
-        measure(run_partitioned, threads=2, compute_s=0.02, variability=0.25,
-                sizes=_scale(quick, None, [1 << 16, 1 << 20]),
-                runs_per_size=_scale(quick, 5, 2), run_name="partitioned", **kw)
+        measure(run_partitioned, variability=0.25, run_name="partitioned", **part_kw, **kw)
     if "bsp" in plan:
         say("bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)")
         for ranks in _scale(quick, (1, 2, 4), (1, 2)):

@@ -27,6 +27,7 @@ from ..errors import InputError, warn
 from ..paths import require_regular_file, write_text_atomic
 from ..schemas import validate
 from .queue_search import queue_search_model_from_dict
+from .partitioned_terms import terms_from_dict
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -161,6 +162,8 @@ class MachineModel:
     machine: dict = field(default_factory=dict)
     # HighVolumePingPong time per order, form chosen by fit quality (models/queue_search.py)
     queue_search: object | None = None
+    # partitioned-model terms measured by `bench partitioned --calibrate` (partitioned_terms.py)
+    partitioned: object = None
     source: str = field(default="machine model", compare=False)  # the file, for messages
 
     @property
@@ -226,6 +229,7 @@ class MachineModel:
             "delta_s_per_byte": self.delta_s_per_byte,
             **({"queue_search": self.queue_search.to_dict()} if self.queue_search is not None
                else {}),
+            **({"partitioned": self.partitioned.to_dict()} if self.partitioned is not None else {}),
         }
 
 
@@ -360,6 +364,7 @@ def machine_model_from_dict(data, source="machine model"):
         machine=dict(data.get("machine") or {}),
         queue_search=(queue_search_model_from_dict(data["queue_search"], source)
                       if data.get("queue_search") is not None else None),
+        partitioned=terms_from_dict(data.get("partitioned"), source),  # absent in older files
     )
     check_machine_model(machine_model, source)
     return machine_model
