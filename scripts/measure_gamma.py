@@ -17,6 +17,7 @@ round by round so they see the same machine; then per MPI, on the rounds pooled:
 
 Usage: .venv/bin/python scripts/measure_gamma.py [--mpis openmpi,mpich] [--nmax 10000]
        [--per-decade 4] [--iters 7] [--rounds 2] [--runs DIR] [--machine-model FILE] [--quick]
+       [--from DIR]   (fit the runs of an earlier --runs DIR again, measuring nothing)
 Prints numbers only; nothing is asserted (the machine is shared and noisy). --quick
 (what `make bench QUICK=1` runs): n = 1 .. 100, 1 iteration, 1 round, a 200-iteration ping-pong.
 """
@@ -33,7 +34,11 @@ from commscope.models.fitting import fit_gamma, fit_postal, fit_queue_search
 from commscope.models.queue_search import MAX_REL_ERROR, PARAMS
 
 
-def _alpha_beta(mpi, a, kw):
+def _alpha_beta(mpi, a, kw, done=()):
+    if done:  # --from: the ping-pong run measured with the HighVolumePingPong runs
+        s = done[-1].table("samples")
+        fit = fit_postal(s["size_bytes"], s["time_s"])
+        return fit.alpha_s, fit.beta_s_per_byte, f"ping-pong run {done[-1].path}"
     if a.machine_model:
         from commscope.models.machine_model import load_machine_model
         mm = load_machine_model(a.machine_model)
@@ -79,9 +84,11 @@ def _report(mpi, runs, alpha, beta, src, size):
         print(f"\nresiduals per depth ({mpi}; ratio = measured / model; round_spread = max / min "
               "of the per-round medians)")
         print(tab.to_string(index=False))
-    within = (tab["ratio"].sub(1).abs() <= MAX_REL_ERROR)
-    print(f"\nwithin {MAX_REL_ERROR:.0%}: chosen form {within.sum()} of {len(tab)} depths x orders; "
-          f"004 model {(tab['ratio_004'].sub(1).abs() <= MAX_REL_ERROR).sum()} of {len(tab)}")
+    # relative error as everywhere in commscope: |model - measured| / measured
+    within = (1 / tab["ratio"] - 1).abs() <= MAX_REL_ERROR
+    within_004 = (1 / tab["ratio_004"] - 1).abs() <= MAX_REL_ERROR
+    print(f"\nwithin {MAX_REL_ERROR:.0%} (|model - measured| / measured): chosen form "
+          f"{within.sum()} of {len(tab)} depths x orders; 004 model {within_004.sum()} of {len(tab)}")
     if qs.queues:
         q = pd.DataFrame(qs.queues)
         print("\nob1 queue lengths around each receive phase (medians; initiator 1 = the timed rank)")
@@ -102,21 +109,31 @@ def main():
     ap.add_argument("--machine-model", default=None, help="machine model for alpha and beta")
     ap.add_argument("--quick", action="store_true",
                     help="n up to 100, 1 iteration, 1 round; ping-pong of 200 iterations")
+    ap.add_argument("--from", dest="from_dir", default=None,
+                    help="fit the runs a previous --runs DIR holds instead of measuring")
     a = ap.parse_args()
     if a.quick:
         a.nmax, a.iters, a.rounds = 100, 1, 1
     mpis = [a.mpi] if a.mpi else [m for m in a.mpis.split(",") if m]
     root = a.runs or tempfile.mkdtemp(prefix="measure-gamma-")
     kw = dict(runs_root=root, echo=False, progress=False)
-    runs = {m: [] for m in mpis}
-    for _ in range(a.rounds):
-        for m in mpis:  # alternating: both MPIs see the same load
-            runs[m].append(run_hvpingpong(n_min=1, n_max=a.nmax, per_decade=a.per_decade,
-                                          sizes=[a.size], iters=a.iters, warmup=1, queues=True,
-                                          mpi_spec=m, **kw))
+    runs, pingpong = {m: [] for m in mpis}, {m: [] for m in mpis}
+    if a.from_dir:
+        from commscope.runs import expand_run_paths, open_run
+        for run in map(open_run, expand_run_paths([a.from_dir])):
+            name = run.meta.get("mpi", {}).get("name")
+            if name in runs:
+                {"hvpingpong": runs, "pingpong": pingpong}.get(run.kind, {}).get(name, []).append(run)
+    else:
+        for _ in range(a.rounds):
+            for m in mpis:  # alternating: both MPIs see the same load
+                runs[m].append(run_hvpingpong(n_min=1, n_max=a.nmax, per_decade=a.per_decade,
+                                              sizes=[a.size], iters=a.iters, warmup=1,
+                                              queues=True, mpi_spec=m, **kw))
     for m in mpis:
-        alpha, beta, src = _alpha_beta(m, a, kw)
-        _report(m, runs[m], alpha, beta, src, a.size)
+        if runs[m]:
+            alpha, beta, src = _alpha_beta(m, a, kw, pingpong[m])
+            _report(m, runs[m], alpha, beta, src, a.size)
 
 
 if __name__ == "__main__":

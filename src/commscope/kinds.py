@@ -20,6 +20,10 @@ TABLE_COLUMNS = {
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
     ("hvpingpong", "samples"): {"n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i",
                                 "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"},
+    # --queues: ob1 queue lengths around each rank's receive phase (NaN without the pvars)
+    ("hvpingpong", "queues"): {"n_messages": "i", "size_bytes": "i", "order": "O", "rank": "i",
+                               "initiator": "i", "unexpected_before_post": "n",
+                               "posted_after_post": "n", "unexpected_after_post": "n"},
     ("mtmatch", "trials"): {"config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i",
                             "messages": "i", "size_bytes": "i", "drain_time_s": "f"},
     ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",

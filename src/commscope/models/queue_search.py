@@ -24,9 +24,9 @@ entries a reversed exchange of x messages walks; (x)+ = max(x, 0)):
 Every fit minimises the relative error (rows scaled by 1/T, non-negative
 parameters); D is searched on the measured depths and the geometric midpoints
 between them. The form is chosen by BIC on the log ratios model/measured: the one
-with the fewest parameters whose BIC is within :data:`BIC_MARGIN` of the lowest (a
-searched breakpoint overfits noise otherwise); AIC and the leave-one-depth-out
-relative error are recorded beside it for every candidate.
+with the fewest parameters whose BIC is within :data:`BIC_MARGIN` of the lowest, a
+searched breakpoint counting as two parameters (it overfits noise otherwise); AIC and
+the leave-one-depth-out relative error are recorded beside it for every candidate.
 Pure numbers in, numbers out: reading runs and the machine-model file are elsewhere.
 """
 
@@ -54,14 +54,21 @@ PARAMS = {
 }
 BREAKPOINT_FORMS = ("piecewise", "knee", "two-regime")
 #: A form with more parameters is chosen only if its BIC is lower than every simpler
-#: form's by more than this ("very strong" evidence, Kass & Raftery 1995).
-BIC_MARGIN = 10.0
+#: form's by more than this ("strong" evidence, Kass & Raftery 1995).
+BIC_MARGIN = 6.0
 #: A fit needs this many depths per order to say anything about the shape; fewer is flagged.
 MIN_DEPTHS = 5
 #: The accuracy target of issue 26: the chosen form within this at every measured depth.
 MAX_REL_ERROR = 0.30
 #: What measures the term: named by every error about a missing queue-search model.
 MEASURE_COMMAND = "commscope bench hvpingpong --queues, then commscope fit"
+
+
+def n_params(form):
+    """Parameters a form is charged for in AIC/BIC: a breakpoint searched over the
+    depths counts twice (a change point fits noise better than one parameter does;
+    with it charged once, a form with a breakpoint beat the true linear one on noise)."""
+    return len(PARAMS[form]) + (2 if form in BREAKPOINT_FORMS else 0)
 
 
 def _tri(x):
@@ -96,7 +103,7 @@ class FormFit:
     form: str
     params: dict
     breakpoint_n: float | None
-    k: int                      # free parameters, the breakpoint counted
+    k: int                      # parameters charged (n_params: a breakpoint counts twice)
     rss_log: float              # sum of squared log(model / measured)
     aic: float
     bic: float
@@ -166,7 +173,7 @@ def fit_form(form, n, t):
     model = basis(form, n, d) @ p
     logr = np.log(np.maximum(model, 1e-300) / t)
     m = n.size
-    k = len(PARAMS[form]) + (1 if form in BREAKPOINT_FORMS else 0)
+    k = n_params(form)
     rss = float(np.sum(logr ** 2))
     var = max(rss / m, 1e-12)  # a perfect fit would give -inf: floor at a 1e-6 ratio error
     aic = m * math.log(var) + 2 * k
@@ -216,15 +223,14 @@ def select_form(n, t, order="reversed", forms=FORMS):
         raise InputError("hvpp samples", "n_messages", f"no {order} samples")
     cands = {}
     for form in forms:
-        k = len(PARAMS[form]) + (1 if form in BREAKPOINT_FORMS else 0)
-        fit = fit_form(form, n, t) if n.size > k else None
+        fit = fit_form(form, n, t) if n.size > len(PARAMS[form]) + (form in BREAKPOINT_FORMS) \
+            else None
         if fit is not None:
             cands[form] = fit
     if not cands:  # one depth: a constant per message is all it can say
         cands["per-message"] = fit_form("per-message", n, t)
     best = min(c.bic for c in cands.values())
-    # parsimony: a searched breakpoint buys more than its one parameter's penalty on
-    # noise, so a form with more parameters must beat every simpler one by BIC_MARGIN
+    # parsimony: a form with more parameters must beat every simpler one by BIC_MARGIN
     chosen = min((c for c in cands.values() if c.bic <= best + BIC_MARGIN),
                  key=lambda c: (c.k, c.bic))
     model = chosen.predict(n)

@@ -100,7 +100,8 @@ def _fitted_form(run, samples, tab):
                  "entry walked while the queue is at most D deep, gamma2 beyond (a queue larger "
                  "than the cache); knee: linear plus m2 per message beyond D (the transport's "
                  "buffers full); two-regime: separate linear forms below and above D. Chosen: "
-                 "the fewest parameters within 10 of the lowest BIC (on log(model/measured)); "
+                 "the fewest parameters within 6 of the lowest BIC (on log(model/measured)), a "
+                 "breakpoint counting as two; "
                  "cv_rel_error is the median error at a depth left out of the fit.</p>")
     parts.append(html_table(forms, caption=f"candidate forms, {mpi}"))
     parts.append(html_table(resid, caption=f"residuals per depth, {mpi}: ratio = measured / "
