@@ -39,7 +39,7 @@ SCRIPTS = {
     "ompt_overhead": (False, "2,000 regions, 1 repeat (skips without the OMPT runtime)"),
     "compare_mpi4py": (True, "1 B .. 64 KiB, 50 iterations, plain and huge pages, mpi4py"),
     "profile_overhead": (True, "Open MPI, 1 round of the 4 configurations, 1 B .. 64 KiB"),
-    "measure_gamma": (True, "HighVolumePingPong n = 1 .. 100, 1 iteration; short ping-pong"),
+    "measure_gamma": (True, "HighVolumePingPong n = 1 .. 100, 1 iteration, both wheels; short ping-pong"),
     "measure_arrivals": (True, "4 cs_threads jobs of 20 iterations (spin, sleep)"),
     "measure_stop": (True, "Open MPI only, one kill per signal"),
     "multirate_profile": (True, "2 threads, 1 repetition, both modes, profiled"),
