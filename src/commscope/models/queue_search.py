@@ -244,7 +244,7 @@ def select_form(n, t, order="reversed", forms=FORMS):
     worst = max(residuals, key=lambda r: abs(r["measured_s"] / r["model_s"] - 1)
                 if r["model_s"] > 0 else math.inf)
     if chosen.max_rel_error > MAX_REL_ERROR:
-        flags.append(f"model off by {chosen.max_rel_error:.0%} at n = {worst['n_messages']} "
+        flags.append(f"model off by {chosen.max_rel_error:.1%} at n = {worst['n_messages']} "
                      f"(> {MAX_REL_ERROR:.0%})")
     return OrderFit(order, chosen, cands, residuals, flags)
 

@@ -55,7 +55,7 @@ def _panel(ax, sub, order, show_models):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _fitted_form(run, samples, tab):
+def _fitted_form(run, samples, tab, machine_model=None):
     """The queue-search form chosen for this run's MPI, its scores and residuals per depth.
 
     Fitted from the run itself (models/queue_search.py): each order's median time per
@@ -74,6 +74,11 @@ def _fitted_form(run, samples, tab):
     old = tab[tab["size_bytes"] == qs.size_bytes].set_index(["n_messages", "order"])["model_s"]
     parts = [f"<h4>Queue-search model fitted per MPI: {html.escape(mpi)}, "
              f"{html.escape(format_bytes(qs.size_bytes))} messages</h4>"]
+    other = (machine_model.machine.get("mpi_name") if machine_model is not None else None)
+    if other and other != mpi:  # 004's alpha and beta of another MPI say nothing about this one
+        old = old * np.nan
+        parts.append(f"<p class='note'>No 004 column: the report's machine model was fitted "
+                     f"under {html.escape(other)}, this run ran under {html.escape(mpi)}.</p>")
     forms, resid = [], []
     for order in ("ordered", "reversed"):
         if order not in qs.orders:
@@ -156,7 +161,7 @@ def _render_run(run, machine_model, model_note):
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
     parts.append(html_table(top[cols], caption="largest n: measured vs modelled"))
     if set(samples["order"]) >= {"ordered", "reversed"} or samples["n_messages"].nunique() > 1:
-        parts.append(_fitted_form(run, samples, tab))
+        parts.append(_fitted_form(run, samples, tab, machine_model))
     return "\n".join(parts)
 
 
