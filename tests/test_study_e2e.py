@@ -44,6 +44,11 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     # from HighVolumePingPong; the quick study (300 messages at most) on a loaded machine can
     # fit no quadratic term at all, so only its presence and sign are certain
     assert machine_model.gamma_s is not None and machine_model.gamma_s >= 0
+    # the queue-search form chosen for the study's MPI, shown in the HighVolumePingPong section
+    qs = machine_model.queue_search
+    assert qs is not None and qs.mpi == machine_model.machine["mpi_name"]
+    assert set(qs.orders) == {"ordered", "reversed"}
+    assert "Queue-search model fitted per MPI" in html
     assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
     assert "Load imbalance between ranks" in html    # the profiled harness ran with timers
 

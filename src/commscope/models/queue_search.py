@@ -241,8 +241,8 @@ def select_form(n, t, order="reversed", forms=FORMS):
     if n.size < MIN_DEPTHS:
         flags.append(f"fitted on {n.size} depth{'s' if n.size != 1 else ''} (< {MIN_DEPTHS}): "
                      "too few to choose a form; measure more message counts")
-    worst = max(residuals, key=lambda r: abs(r["measured_s"] / r["model_s"] - 1)
-                if r["model_s"] > 0 else math.inf)
+    # relative error as everywhere in commscope: |model - measured| / measured
+    worst = max(residuals, key=lambda r: abs(r["model_s"] / r["measured_s"] - 1))
     if chosen.max_rel_error > MAX_REL_ERROR:
         flags.append(f"model off by {chosen.max_rel_error:.1%} at n = {worst['n_messages']} "
                      f"(> {MAX_REL_ERROR:.0%})")
