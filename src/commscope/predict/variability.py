@@ -250,6 +250,7 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     cal_runs = [cal, *_collect_repeats(repeats, cal, base)]
     series = _calibration_series(cal_runs, base, int(rpn))
 
+    preempted = _preemption_note(cal_runs)
     measured = _collect_compare(compare, cal)
     if target_ranks is None or len(target_ranks) == 0:
         target_ranks = sorted({run_ranks(r) for r in measured})
@@ -270,6 +271,8 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
         block = target_run.pooled_block_length([s for g in groups for s in g])
         kind_notes = _assumption_notes(kind_name, groups, interval, block, len(cal_runs),
                                        method)
+        if preempted:
+            kind_notes.append(preempted)
         for stat in statistics:
             intervals = m if stat == "runtime_s" else None
             results, note, run_sd = None, "", math.nan
@@ -297,6 +300,9 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                 notes = [note] if note else []
                 over = _oversubscription_note(cal, target, runs_here)
                 notes += ([over] if over else []) + kind_notes
+                if run_sd > RUN_SD_NOTE:
+                    notes.append(f"calibration runs differ run to run by {run_sd:.0%} "
+                                 "(log sd of their level): included in the interval")
                 row = {
                     "workload": params.get("workload"), "halo_bytes": params.get("halo_bytes"),
                     "kind": kind_name,
@@ -416,15 +422,39 @@ def _oversubscription_note(cal, target, runs_here):
     topo = cal.meta.get("topology") or {}
     cores = topo.get("usable_cpus") or topo.get("cores")
     one_host = len(cal.meta.get("hosts") or [None]) == 1
-    why = ("; the calibration has no time-slicing in it, so the prediction does not model "
-           "what dominates the target")
+    why = (": ranks time-slice there, and the calibration (one rank per core) has none "
+           "of that in it, so the prediction does not hold")
     if over:
-        return (f"target oversubscribed: {len(over)} measured run(s) at {target} ranks had "
-                "more ranks than cores" + why)
+        return (f"target oversubscribed ({len(over)} measured run(s) at {target} ranks had "
+                "more ranks than cores)" + why)
     if one_host and isinstance(cores, int) and target > cores:
-        return (f"target oversubscribed on this machine: {target} ranks > {cores} cores"
-                + why)
+        return f"target oversubscribed on this machine ({target} ranks > {cores} cores)" + why
     return ""
+
+
+#: FTQ spins taking this much longer than requested: the ranks were preempted.
+PREEMPTED_RATIO = 1.2
+#: A run-to-run spread of the level (log sd) above this is worth saying.
+RUN_SD_NOTE = 0.05
+
+
+def _preemption_note(runs):
+    """FTQ asks for a known spin time: a calibration whose spins took much longer was
+    preempted by other load, which the prediction then carries as if it were noise."""
+    ratios = []
+    for run in runs:
+        iv = run.table("intervals")
+        if run.meta["parameters"].get("workload") != "ftq" or "requested_s" not in iv:
+            return ""
+        req = float(iv["requested_s"].median())
+        if req > 0:
+            ratios.append(float(iv["workload_s"].median()) / req)
+    worst = max(ratios, default=1.0)
+    if worst <= PREEMPTED_RATIO:
+        return ""
+    return (f"calibration preempted (FTQ spins took {worst:.1f}x their requested time): "
+            "the machine had other load, which changes from run to run and with the "
+            "number of busy cores")
 
 
 def _assumption_notes(kind, groups, interval, block, n_runs, method):
@@ -480,6 +510,17 @@ def _measured_values(runs, stat, m):
             rescaled = True
         vals.append(mx.sum() * m / mx.size)
     return np.asarray(vals), rescaled
+
+
+def note_refs(column):
+    """Each row's notes (the ``note`` column, "; "-separated) as "1,3", and the distinct
+    notes they number, for a table with footnotes (the CLI and the report)."""
+    order, refs = [], []
+    for cell in column:
+        parts = [n for n in (cell or "").split("; ") if n]
+        order += [n for n in parts if n not in order]
+        refs.append(",".join(str(order.index(n) + 1) for n in parts))
+    return refs, order
 
 
 def verdict_summary(df):
