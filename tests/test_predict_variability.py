@@ -241,7 +241,7 @@ def test_rejected_assumptions_are_named():
     notes = _assumption_notes("intranode", [[ar]], "thesis", 1, 1, "pwm")
     auto = [n for n in notes if "autocorrelated" in n]
     assert len(auto) == 1 and "too narrow" in auto[0]
-    assert 0.6 < float(auto[0].split("lag-1 r = ")[1].split()[0]) < 0.8
+    assert 0.6 < float(auto[0].split("lag-1 r = ")[1].split(",")[0]) < 0.8
     bimodal = np.r_[rng.normal(1.0, 0.01, 200), rng.normal(2.0, 0.01, 200)]
     notes = _assumption_notes("intranode", [[bimodal[rng.permutation(400)]]], "run", 1, 3,
                               "pwm")
