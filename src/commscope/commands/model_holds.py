@@ -36,7 +36,7 @@ def register(registry):
     p = registry.group_command("model", "holds", help="do the models hold on this machine? "
                                                       "a verdict per model",
                                description=DESCRIPTION)
-    p.add_argument("runs", nargs="+", metavar="STUDY_OR_RUNS",
+    p.add_argument("runs", nargs="+", metavar="RUN",
                    help="a study folder, run directories, or folders holding them")
     add_machine_model_option(p, help="machine model: a file of `commscope fit`, or bluewaters "
                                      "(default: the study's, else fitted from the ping-pong runs)")
