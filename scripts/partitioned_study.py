@@ -11,6 +11,14 @@ Runs ``commscope bench partitioned`` at two variability levels (the thesis's 10 
 * the buffer-size range where the early-bird send beat the single send, measured
   and modeled (Algorithm 1 and Monte Carlo).
 
+Then (issue 26) the calibrated model: a calibration run (`bench partitioned --calibrate`,
+same threads and compute) measured right before each variability level's run, fitted
+with the ping-pong into the machine model (never from the run predicted), and per size
+the measured time, the model's, their ratio and both verdicts, for the thesis's model
+fed the ping-pong link ("postal", before) and the calibrated one (after), with the
+targets: median measured/model within 25 % over sizes >= 256 KiB, each within 50 %,
+every verdict the same as the measurement's.
+
 Numbers are machine- and load-dependent: this script prints them, tests do not
 assert them.
 
@@ -28,12 +36,15 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from commscope.bench.partitioned import default_sizes, run_partitioned
 from commscope.bench.pingpong import run_pingpong
 from commscope.models.machine_model import load_machine_model
 from commscope.output import print_table
-from commscope.predict.partitioned import comparison_table, peak, predict_partitioned, win_ranges
+from commscope.predict.partitioned import (accuracy, comparison_table, peak, predict_partitioned,
+                                           win_ranges)
+from commscope.units import format_bytes
 from commscope.machine_fit import fit_runs
 
 
@@ -44,6 +55,27 @@ def _range(runs):
     mib = lambda b: f"{b / 2**20:.3g}"
     return ", ".join(f"{mib(lo)} MiB" if lo == hi else f"{mib(lo)} .. {mib(hi)} MiB"
                      for lo, hi in runs)
+
+
+def _held(table, title):
+    """size, measured, model, ratio, verdict; then the issue's targets."""
+    meas = table["measured_method"].iloc[0]
+    show = pd.DataFrame({
+        "size": [format_bytes(s) for s in table["size_bytes"]],
+        "measured_s": table[f"measured_{meas}_s"], "model_s": table["model_partitioned_s"],
+        "ratio": table["ratio_partitioned"],
+        "single_measured_s": table["measured_single_s"],
+        "single_model_s": table["model_single_s"], "single_ratio": table["ratio_single"],
+        "verdict_measured": table[f"measured_{meas}_beats_single"].map(
+            {True: "early-bird", False: "single"}),
+        "verdict_model": table["model_beats_single"].map({True: "early-bird", False: "single"})})
+    print_table(show, title=title)
+    acc = accuracy(table)
+    print(f"sizes >= 256 KiB: median ratio {acc['median_ratio']:.3g} "
+          f"({'within' if acc['median_within_25pct'] else 'NOT within'} 25 %), farthest "
+          f"{acc['worst_ratio']:.3g} ({'each' if acc['each_within_50pct'] else 'NOT each'} "
+          f"within 50 %); verdicts differ at: "
+          f"{', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}")
 
 
 def main(argv=None):
@@ -67,6 +99,7 @@ def main(argv=None):
 
     if args.machine_model:
         machine_model, source = load_machine_model(args.machine_model), args.machine_model
+        pp = None
     else:
         pp = run_pingpong(min_size=1, max_size=(1 if args.quick else 32) << 20,
                           iters=50 if args.quick else 200, warmup=5 if args.quick else 20,
@@ -81,8 +114,12 @@ def main(argv=None):
           f"{args.threads} threads, compute {args.compute} s, {args.runs_per_size} runs/size")
 
     for v in (float(x) for x in args.variabilities.split(",")):
+        cal = run_partitioned(threads=args.threads, compute_s=args.compute, calibrate=True,
+                              sizes=sizes, runs_per_size=args.runs_per_size, **quiet)
         run = run_partitioned(threads=args.threads, compute_s=args.compute, variability=v,
                               sizes=sizes, runs_per_size=args.runs_per_size, **quiet)
+        calibrated = (fit_runs([pp.path, cal.path]) if pp is not None
+                      else machine_model if machine_model.partitioned is not None else None)
         sigma = run.meta["parameters"]["sigma_s"]
         print(f"\n## variability {v:g}: sigma = {sigma * 1e6:.1f} us   ({run.path})")
         comp = run.table("compute")
@@ -90,8 +127,17 @@ def main(argv=None):
         print(f"compute accuracy (sleep): actual - requested = mean {over.mean():.1f} us, "
               f"median {over.median():.1f} us, p95 {np.percentile(over, 95):.1f} us, "
               f"max {over.max():.1f} us over {len(over)} thread-runs")
-        pred = predict_partitioned(run, machine_model=machine_model, replicas=4000)
+        pred = predict_partitioned(run, machine_model=machine_model, replicas=4000,
+                                   model="postal")
         table = comparison_table(pred)
+        _held(table, "before: Algorithm 1 fed the ping-pong link (postal)")
+        if calibrated is not None:
+            print(f"# calibration {cal.path}: " + ", ".join(
+                f"{k} {t.value:.3g}" for k, t in calibrated.partitioned.terms.items()
+                if t.value is not None))
+            _held(comparison_table(predict_partitioned(run, machine_model=calibrated,
+                                                       replicas=4000)),
+                  "after: Algorithm 1 fed the calibrated terms")
         show = table[["size_bytes", "measured_partitioned_Bps", "measured_isend_Bps",
                       "measured_single_Bps", "analytic_partitioned_Bps",
                       "mc_measured_partitioned_Bps", "analytic_single_Bps"]].copy()

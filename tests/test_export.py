@@ -1,7 +1,9 @@
 """`commscope export` (Perfetto JSON, OTF2) and `commscope.open`, on real traced programs.
 
 Expectations come from the programs' descriptions: tests/programs/exact_threads.c (2
-ranks, 2 threads) and tests/programs/export_mix.c (one of every kind of traced call).
+ranks, 2 threads), tests/programs/export_mix.c (one of every kind of traced
+point-to-point call) and tests/programs/export_coll.c (2 ranks x 2 threads of
+point-to-point calls and blocking, nonblocking and persistent collectives).
 """
 
 import collections
@@ -32,14 +34,17 @@ def _compile(mpi, name, out_dir):
 
 @pytest.fixture(scope="module")
 def runs(default_mpi, tmp_path_factory):
-    """Three small real profiles: exact_threads traced and not, export_mix traced."""
+    """Four small real profiles: exact_threads traced and not, export_mix and export_coll
+    traced."""
     root = tmp_path_factory.mktemp("export")
     threads = _compile(default_mpi, "exact_threads", root)
     mix = _compile(default_mpi, "export_mix", root)
+    coll = _compile(default_mpi, "export_coll", root)
     kw = dict(runs_root=root / "runs", echo=False, timeout=120)
     out = {}
     for name, program, args, trace in (("threads", threads, [str(T)], True),
                                        ("mix", mix, [], True),
+                                       ("coll", coll, [], True),
                                        ("untraced", threads, [str(T)], False)):
         run, status = run_profile(program, args, counters="all", trace=trace, run_name=name, **kw)
         assert status == 0
@@ -57,8 +62,8 @@ def export(capsys, *argv):
 
 def threads_calls_per_rank():
     """exact_threads, thread t: 100+t blocking, 10+t Irecv, 10+t Isend, 1 Waitall,
-    5 x (2 Start + 2 Wait); collectives are not traced."""
-    return sum(100 + t + 2 * (10 + t) + 1 + 20 for t in range(T))
+    5 x (2 Start + 2 Wait), 3 Allreduce and 1 Barrier."""
+    return sum(100 + t + 2 * (10 + t) + 1 + 20 + 4 for t in range(T))
 
 
 def threads_messages():
@@ -66,7 +71,7 @@ def threads_messages():
     return sum((100 + t) + 2 * (10 + t) + 2 * 5 for t in range(T))
 
 
-MIX_CALLS = 23 + 24
+MIX_CALLS = 24 + 25  # with the MPI_Barrier of each rank
 MIX_MESSAGES = 14
 
 
@@ -79,16 +84,28 @@ REQUIRED = {"X": {"name", "ph", "ts", "dur", "pid", "tid"},
             "M": {"name", "ph", "pid", "args"}}
 
 
+METADATA_NAMES = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
+
+
 def check_trace_event_schema(doc):
     """The Chrome trace-event JSON object format, as Perfetto and chrome://tracing read it.
     Returns the events by phase."""
     assert isinstance(doc, dict) and isinstance(doc["traceEvents"], list)
     assert doc.get("displayTimeUnit") in (None, "ms", "ns")
     by = collections.defaultdict(list)
+    json_value = (str, int, float, list, dict, type(None))
     for e in doc["traceEvents"]:
         assert e["ph"] in REQUIRED, e
         missing = REQUIRED[e["ph"]] - set(e)
         assert not missing, (e, missing)
+        assert isinstance(e["name"], str) and e["name"], e
+        assert isinstance(e.get("cat", ""), str), e
+        assert isinstance(e.get("args", {}), dict), e
+        assert all(isinstance(v, json_value) for v in e.get("args", {}).values()), e
+        if e["ph"] == "M":
+            assert e["name"] in METADATA_NAMES, e
+        if e["ph"] in ("s", "f"):
+            assert isinstance(e["id"], int) and not isinstance(e["id"], bool), e
         for k in ("pid", "tid"):
             if k in e:
                 assert isinstance(e[k], int) and not isinstance(e[k], bool), e
@@ -100,6 +117,12 @@ def check_trace_event_schema(doc):
         assert isinstance(e.get("args", {}), dict)
     for e in by["C"]:
         assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values()), e
+    # a counter track (process, name) is a time series: its samples in time order
+    last_ts = {}
+    for e in by["C"]:
+        key = (e["pid"], e["name"])
+        assert e["ts"] >= last_ts.get(key, 0), e
+        last_ts[key] = e["ts"]
     for e in by["f"]:
         assert e["bp"] == "e"
     # every flow start has exactly one finish with the same id (and name, category)
@@ -156,11 +179,11 @@ def test_perfetto_json_has_a_slice_per_call_and_an_arrow_per_message(runs, capsy
     assert {(e["pid"], e["tid"]) for e in by["X"]} <= set(threads)
     assert threads[(0, 1)] == "thread 1"
 
-    sends = [e for e in by["X"] if e["name"] == "MPI send"]
+    sends = [e for e in by["X"] if e["name"] == "MPI_Send"]
     assert len(sends) == sum(100 + t for t in range(T))
     assert {e["args"]["bytes"] for e in sends} == {8 * (t + 1) for t in range(T)}
     assert all(e["args"]["peer"] == 1 and e["args"]["comm"] == "MPI_COMM_WORLD" for e in sends)
-    waitall = [e for e in by["X"] if e["name"] == "MPI wait/test" and e["args"].get("records")]
+    waitall = [e for e in by["X"] if e["name"] == "MPI_Waitall"]
     assert sorted(e["args"]["records"] for e in waitall) == sorted([2 * (10 + t) for t in range(T)] * 2)
     # snapshots as counter tracks: messages, bytes, calls and (counters all) time in MPI
     assert {e["name"] for e in by["C"]} == {"messages", "bytes", "calls", "mpi_time_s"}
@@ -181,13 +204,15 @@ def test_every_kind_of_call_and_message_is_exported(runs, capsys):
     assert len(by["X"]) == MIX_CALLS
     assert len(by["s"]) == MIX_MESSAGES and json.loads(out)["unmatched_messages"] == 0
     count = collections.Counter((e["pid"], e["name"]) for e in by["X"])
-    assert count[(0, "MPI sendrecv")] == count[(1, "MPI sendrecv")] == 1
-    assert count[(1, "MPI probe")] == 1
-    assert count[(0, "MPI wait/test")] == count[(1, "MPI wait/test")] == 8 + 1
-    dup = [e for e in by["X"] if e["name"] == "MPI send" and e["args"]["comm"] != "MPI_COMM_WORLD"]
+    assert count[(0, "MPI_Sendrecv")] == count[(1, "MPI_Sendrecv")] == 1
+    assert count[(1, "MPI_Probe")] == 1
+    assert count[(0, "MPI_Waitany")] == count[(1, "MPI_Waitany")] == 8
+    assert count[(0, "MPI_Wait")] == count[(1, "MPI_Wait")] == 1
+    assert count[(0, "MPI_Barrier")] == count[(1, "MPI_Barrier")] == 1
+    dup = [e for e in by["X"] if e["name"] == "MPI_Send" and e["args"]["comm"] != "MPI_COMM_WORLD"]
     assert len(dup) == 3 and len({e["args"]["comm"] for e in dup}) == 1
     # the cancelled receive is no message: its completion has no arrow
-    wait = [e for e in by["X"] if e["name"] == "MPI wait/test" and e["args"]["tag"] == 99]
+    wait = [e for e in by["X"] if e["name"] == "MPI_Wait" and e["args"]["tag"] == 99]
     assert len(wait) == 2
 
 
@@ -228,6 +253,7 @@ def test_otf2_archive_reads_back_with_every_event(runs, capsys):
     assert ev["MpiIsend"] == records["ISEND"] == 8
     assert ev["MpiIrecvRequest"] == records["IRECV"] == 10
     assert ev["MpiIrecv"] == 8 and ev["MpiIsendComplete"] == 8 and ev["MpiRequestCancelled"] == 2
+    assert ev["MpiCollectiveBegin"] == ev["MpiCollectiveEnd"] == records["COLL"] == 2
     assert ev["Metric"] == summary["snapshots"] > 0
     assert {"MPI_COMM_WORLD", "MPI_COMM_SELF"} <= set(comms) and len(comms) == 4  # + the dup
     # every location's events in time order, Enter and Leave nested
@@ -333,3 +359,183 @@ def test_open_returns_the_tables(runs):
     q = commscope.open(runs["untraced"])
     assert q.trace is None and q.calls() is None and q.messages() is None
     assert len(q.functions) and "rank" in q.snapshots
+
+
+# ---- function names and collectives (export_coll) -----------------------------------------
+
+CT = 2  # threads per rank of export_coll
+COLL_BYTES = {  # collective -> {rank: (root, bytes sent, bytes received)}, from the program
+    "MPI_Bcast": {0: (0, 100, 0), 1: (0, 0, 100)},
+    "MPI_Reduce": {0: (1, 32, 0), 1: (1, 32, 32)},
+    "MPI_Allreduce": {0: (-1, 8, 8), 1: (-1, 8, 8)},
+    "MPI_Gather": {0: (0, 8, 16), 1: (0, 8, 0)},
+    "MPI_Barrier": {0: (-1, 0, 0), 1: (-1, 0, 0)},
+    "MPI_Iallreduce": {0: (-1, 16, 16), 1: (-1, 16, 16)},
+    "MPI_Ibcast": {0: (1, 0, 32), 1: (1, 32, 0)},
+    "MPI_Allreduce_init": {0: (-1, 8, 8), 1: (-1, 8, 8)},
+}
+
+
+def coll_records(rank):
+    """export_coll: one worker thread's trace records by (event, function)."""
+    rec = {("IRECV", "MPI_Irecv"): 2, ("ISEND", "MPI_Isend"): 2, ("COMPLETE", "MPI_Waitall"): 4,
+           ("ICOLL", "MPI_Iallreduce"): 1, ("ICOLL", "MPI_Ibcast"): 1, ("ICOLL", "MPI_Start"): 2,
+           ("COLL_DONE", "MPI_Wait"): 4}
+    rec[("SEND", "MPI_Send") if rank == 0 else ("RECV", "MPI_Recv")] = 3
+    for f in ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Barrier"):
+        rec[("COLL", f)] = 1
+    return rec
+
+
+COLL_CALLS = 21  # per thread and rank: records, with the Waitall's 4 as one call
+
+
+def coll_otf2_events(rank):
+    """export_coll: the OTF2 events one rank's threads must hold, from the program."""
+    return {"Enter": CT * COLL_CALLS, "Leave": CT * COLL_CALLS,
+            "MpiSend": CT * 3 * (rank == 0), "MpiRecv": CT * 3 * (rank == 1),
+            "MpiIsend": CT * 2, "MpiIrecvRequest": CT * 2, "MpiIrecv": CT * 2,
+            "MpiIsendComplete": CT * 2, "MpiCollectiveBegin": CT * 5, "MpiCollectiveEnd": CT * 5,
+            "NonBlockingCollectiveRequest": CT * 4, "NonBlockingCollectiveComplete": CT * 4}
+
+
+def check_coll_trace(run):
+    """The trace of export_coll names every record's function and holds every collective
+    with its root and bytes; returns the trace's events."""
+    ev = read_trace(Path(run) / "raw").events
+    workers = ev[ev["thread"] > 0]
+    assert len(workers) == len(ev)  # the main thread makes no traced call
+    for (rank, thread), d in ev.groupby(["rank", "thread"]):
+        got = collections.Counter(zip(d["event"], d["function"]))
+        assert got == coll_records(rank), (rank, thread, got)
+    coll = ev[ev["event"].isin(["COLL", "ICOLL", "COLL_DONE"])]
+    for row in coll.itertuples():
+        root, sent, received = COLL_BYTES[row.collective][row.rank]
+        assert (row.peer, row.bytes, row.bytes_received) == (root, sent, received), row
+        assert (row.request == 0) == (row.event == "COLL"), row
+        assert row.comm_key[0] == (0, 1)  # the thread's duplicate of MPI_COMM_WORLD
+    # a persistent collective starts twice under one request id, named by its init
+    starts = coll[(coll["function"] == "MPI_Start")]
+    assert set(starts["collective"]) == {"MPI_Allreduce_init"}
+    assert starts.groupby(["rank", "thread"])["request"].nunique().eq(1).all()
+    return ev
+
+
+def check_coll_otf2(anchor, ev, snapshots):
+    """Read the archive back with the OTF2 reader: per rank and event kind, the counts
+    the program implies and the trace holds; collective events inside their call."""
+    otf2 = pytest.importorskip("otf2")
+    per_rank = collections.defaultdict(collections.Counter)
+    with otf2.reader.open(str(anchor)) as trace:
+        assert sorted(g.name for g in trace.definitions.location_groups) == ["rank 0", "rank 1"]
+        threads = collections.Counter(l.group.name for l in trace.definitions.locations
+                                      if str(l.type).endswith("CPU_THREAD"))
+        assert threads == {"rank 0": CT + 1, "rank 1": CT + 1}  # + the main thread
+        open_region = {}
+        for location, event in trace.events:
+            kind = type(event).__name__
+            rank = int(location.group.name.split()[1])
+            per_rank[rank][kind] += 1
+            key = (rank, location.name)
+            if kind == "Enter":
+                assert key not in open_region
+                open_region[key] = event.region.name
+            elif kind == "Leave":
+                assert open_region.pop(key) == event.region.name
+            elif kind in ("MpiCollectiveBegin", "MpiCollectiveEnd"):
+                assert open_region[key] in COLL_BYTES, (key, kind)
+            if kind == "MpiCollectiveEnd":
+                root, sent, received = COLL_BYTES[open_region[key]][rank]
+                assert str(event.collective_op).split(".")[-1] == open_region[key][4:].upper()
+                assert (event.root if root >= 0 else -1, event.size_sent, event.size_received) == \
+                    (root, sent, received)
+            if kind == "NonBlockingCollectiveComplete":
+                assert open_region[key] == "MPI_Wait"
+                assert str(event.collective_op).split(".")[-1] in ("ALLREDUCE", "BCAST")
+        assert not open_region
+    for rank in (0, 1):
+        mine = ev[ev["rank"] == rank]
+        n = collections.Counter(mine["event"])
+        recv_done = int(((mine["event"] == "COMPLETE") & (mine["flags"] & 1 == 1)).sum())
+        from_trace = {"MpiSend": n["SEND"], "MpiRecv": n["RECV"], "MpiIsend": n["ISEND"],
+                      "MpiIrecvRequest": n["IRECV"], "MpiIrecv": recv_done,
+                      "MpiIsendComplete": n["COMPLETE"] - recv_done,
+                      "MpiCollectiveBegin": n["COLL"], "MpiCollectiveEnd": n["COLL"],
+                      "NonBlockingCollectiveRequest": n["ICOLL"],
+                      "NonBlockingCollectiveComplete": n["COLL_DONE"]}
+        expected = coll_otf2_events(rank)
+        got = per_rank[rank]
+        for kind, count in expected.items():
+            assert got[kind] == count, (rank, kind, got[kind], count)
+            if kind in from_trace:
+                assert got[kind] == from_trace[kind], (rank, kind)
+        assert got["Metric"] == int((snapshots["rank"] == rank).sum()) > 0
+        # nothing else: every event is accounted for
+        assert set(got) <= set(expected) | {"Metric"}, got
+    return per_rank
+
+
+def test_export_names_functions_and_writes_collectives_openmpi(runs, capsys):
+    run = runs["coll"]
+    ev = check_coll_trace(run)
+    code, out, err = export(capsys, run, "--format", "perfetto", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    by = check_trace_event_schema(json.loads((run / "export" / "trace.json").read_text()))
+    assert len(by["X"]) == summary["calls"] == 2 * CT * COLL_CALLS
+    assert len(by["s"]) == summary["messages"] == CT * (3 + 2 * 2)  # blocking + both ranks' Isends
+    names = collections.Counter((e["pid"], e["name"]) for e in by["X"])
+    for rank in (0, 1):
+        assert names[(rank, "MPI_Waitall")] == CT and names[(rank, "MPI_Wait")] == 4 * CT
+        assert names[(rank, "MPI_Start")] == 2 * CT and names[(rank, "MPI_Ibcast")] == CT
+    for e in by["X"]:
+        if e["name"] in COLL_BYTES:
+            root, sent, received = COLL_BYTES[e["name"]][e["pid"]]
+            a = e["args"]
+            assert (a["root"], a["bytes_sent"], a["bytes_received"]) == (root, sent, received), e
+            assert a["collective"] == e["name"] and a["comm"].startswith("comm ")
+    waits = [e for e in by["X"] if e["name"] == "MPI_Wait"]
+    assert {e["args"]["collective"] for e in waits} == {"MPI_Iallreduce", "MPI_Ibcast", "MPI_Allreduce_init"}
+
+    code, out, err = export(capsys, run, "--format", "otf2", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    per_rank = check_coll_otf2(run / "export" / "traces.otf2", ev, commscope.open(run).snapshots)
+    assert sum(sum(c.values()) for c in per_rank.values()) == summary["events"]
+
+
+def test_export_of_collectives_mpich(mpich_mpi, tmp_path, capsys):
+    exe = _compile(mpich_mpi, "export_coll", tmp_path)
+    run, status = run_profile(exe, [], counters="all", trace=True, run_name="coll", mpi_spec="mpich",
+                              runs_root=tmp_path / "runs", echo=False, timeout=120)
+    assert status == 0
+    ev = check_coll_trace(run.path)
+    code, out, err = export(capsys, run.path, "--format", "otf2", "--json")
+    assert code == 0, err
+    check_coll_otf2(run.path / "export" / "traces.otf2", ev, commscope.open(run.path).snapshots)
+
+
+def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
+    """A trace written before function ids (version 1: u16 event and flags) still exports,
+    its calls named by what they did."""
+    import numpy as np
+    from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V1
+    old = tmp_path / "old"
+    shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))
+    for f in (old / "raw").glob("trace.*.bin"):
+        data = f.read_bytes()
+        rec = np.frombuffer(data, RECORD, offset=HEADER_BYTES)
+        rec = rec[~np.isin(rec["event"], (7, 8, 9))]  # version 1 had no collectives
+        v1 = np.zeros(len(rec), RECORD_V1)
+        for name in RECORD_V1.names:
+            v1[name] = rec[name]
+        head = bytearray(data[:HEADER_BYTES])
+        head[8:12] = (1).to_bytes(4, "little")
+        f.write_bytes(bytes(head) + v1.tobytes())
+    assert read_trace(old / "raw").events["function"].isna().all()
+    code, out, err = export(capsys, old, "--format", "perfetto", "--json")
+    assert code == 0, err
+    by = check_trace_event_schema(json.loads((old / "export" / "trace.json").read_text()))
+    count = collections.Counter(e["name"] for e in by["X"])
+    assert len(by["X"]) == MIX_CALLS - 2 and count["MPI sendrecv"] == 2 and count["MPI probe"] == 1
+    assert count["MPI wait/test"] == 2 * (8 + 1)

@@ -329,7 +329,10 @@ def test_bad_traces_name_the_file_and_record(capsys, traced, tmp_path):
     _edit_record(t0, 5, t_end=1, t_begin=0)
     _expect_error(capsys, run, "trace.0.0.bin", "record 5", "out of order: ends before record 4")
 
-    t0.write_bytes(good[:64] + good[64 + 48:])   # the first IRECV is missing: its completion is not
+    from commscope.matching.trace import RECORD
+    first = int(np.flatnonzero(np.frombuffer(good, RECORD, offset=64)["event"] == 4)[0])
+    cut = 64 + 48 * first
+    t0.write_bytes(good[:cut] + good[cut + 48:])   # the first IRECV is missing: its completion is not
     _expect_error(capsys, run, "trace.0.0.bin", "whose start is not in rank 0's trace")
 
     t0.write_bytes(good[:40])

@@ -77,12 +77,13 @@ def test_model_rows_use_the_runs_parameters(prun):
 
 
 def test_machine_model_link_and_locality(prun, machine_model_path):
-    df = predict_partitioned(prun, machine_model=machine_model_path, replicas=200)
+    df = predict_partitioned(prun, machine_model=machine_model_path, replicas=200, model="postal")
     assert df.attrs["link"] == "machine-model" and df.attrs["locality"] == "intra-socket"
     assert df["elapsed_s"].notna().all() and (df["elapsed_s"] > 0).all()
     from commscope.errors import InputError
     with pytest.raises(InputError, match="inter-node"):
-        predict_partitioned(prun, machine_model=machine_model_path, locality="inter-node")
+        predict_partitioned(prun, machine_model=machine_model_path, locality="inter-node",
+                            model="postal")
 
 
 def test_wins_and_peak_from_a_known_table():
@@ -118,13 +119,14 @@ def test_cli_json_with_osu_table(prun, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["parameters"]["machine"] == "quartz" and out["parameters"]["threads"] == 2
     assert len(out["comparison"]) == len(SIZES)
-    assert set(out["beats_single"]) == {"measured_partitioned", "measured_isend", "analytic", "mc"}
+    assert set(out["beats_single"]) == {"measured_partitioned", "measured_isend", "analytic", "mc",
+                                        "model"}
     assert out["peak"]["partitioned"]["size_bytes"] in SIZES
 
 
 def test_cli_table_with_machine_model(prun, machine_model_path, capsys):
     assert main(["predict", "partitioned", str(prun.path), "--machine-model", str(machine_model_path),
-                 "--replicas", "200"]) == 0
+                 "--model", "postal", "--replicas", "200"]) == 0
     text = capsys.readouterr().out
     assert "effective bandwidth" in text and "model, Algorithm 1" in text
     assert "measured partitioned peak" in text

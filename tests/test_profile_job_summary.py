@@ -48,6 +48,16 @@ def test_job_summary_rows_list_nonzero_counters_and_busiest_functions(tmp_path):
     assert [r["name"] for r in summary.job_rows(doc)] == ["messages_sent", "MPI_Send calls"]
 
 
+def test_job_summary_has_no_total_of_a_watermark(tmp_path):
+    hwm = {"total": 9, "mean": 4.5, "min": 4, "min_rank": 1, "max": 5, "max_rank": 0}
+    doc = summary.read_job_summary(_write(tmp_path, dict(
+        GOOD, counters=dict(GOOD["counters"], outstanding_requests_hwm=hwm))))
+    rows = {r["name"]: r for r in summary.job_rows(doc)}
+    assert rows["outstanding_requests_hwm"]["total"] is None
+    assert rows["outstanding_requests_hwm"]["max"] == 5
+    assert rows["messages_sent"]["total"] == 3
+
+
 def test_no_summary_file_is_none(tmp_path):
     assert summary.read_job_summary(tmp_path) is None
 

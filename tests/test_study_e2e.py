@@ -21,8 +21,8 @@ def study(tmp_path_factory, default_mpi):
 def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
         "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "multirate", "partitioned",
-        "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs", "profile-bsp-halo",
-        "threads"]
+        "partitioned-calibration", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
+        "profile-bsp-halo", "threads"]
     machine_model = load_machine_model(study / "machine-model.json")
     assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}   # one node
     rdv = machine_model.get("rendezvous", machine_model.localities[0])

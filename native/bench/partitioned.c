@@ -37,6 +37,13 @@
  * on the run, so misplaced, stale or missing partitions show up; the receiver
  * counts mismatched bytes, the sender records them and aborts when any.
  *
+ * Per partition (compute.csv): call_s, how long the thread's MPI_Pready (or
+ * MPI_Isend) call took, and arrived_s, when the receiver saw that partition
+ * complete (it polls MPI_Parrived or MPI_Testsome where it would spin in
+ * MPI_Wait; the single send's partitions all arrive with the whole buffer),
+ * on the sender's clock relative to the threads' common start: a partition
+ * that arrived before the slowest thread was ready was an early bird.
+ *
  * Tables: samples.csv (one row per method, size and run), compute.csv (one row
  * per thread of each recorded run), methods.csv (which methods ran or why
  * not), placement.csv.
@@ -57,8 +64,8 @@
 
 enum { M_PART, M_ISEND, M_SINGLE, M_COUNT };
 static const char *const METHOD_NAME[M_COUNT] = {"partitioned", "isend", "single"};
-enum { D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_CONSTANT };
-static const char *const DIST_NAME[] = {"normal", "uniform", "exponential", "constant"};
+enum { D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_CONSTANT, D_STAGGER, D_COUNT };
+static const char *const DIST_NAME[] = {"normal", "uniform", "exponential", "constant", "stagger"};
 enum { C_SLEEP, C_SPIN, C_HYBRID };
 static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
 
@@ -86,7 +93,9 @@ static void usage(void)
             "  -c, --compute S        mean compute time per thread, seconds (default 0.01)\n"
             "  -v, --variability V    thesis convention: sigma = compute * V^2 (default 0.1)\n"
             "  -s, --sigma S          standard deviation in seconds (overrides -v)\n"
-            "  -d, --dist NAME        normal (default), uniform, exponential, constant\n"
+            "  -d, --dist NAME        normal (default), uniform, exponential, constant, stagger\n"
+            "                         (stagger: thread t of T finishes at mean + sigma*(2t/(T-1) - 1),\n"
+            "                         no draw: the calibration of the early-bird overlap)\n"
             "  -z, --sizes LIST       buffer sizes, comma-separated, suffixes K/M/G\n"
             "                         (default 18*2^j MiB, j = -8..2: 72 KiB .. 72 MiB)\n"
             "  -r, --runs N           recorded runs per size and method (default 5)\n"
@@ -231,7 +240,7 @@ int main(int argc, char **argv)
         case 'c': compute = cs_parse_double("--compute", optarg); break;
         case 'v': variability = cs_parse_double("--variability", optarg); break;
         case 's': sigma = cs_parse_double("--sigma", optarg); break;
-        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, DIST_NAME, 4); break;
+        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, DIST_NAME, D_COUNT); break;
         case 'z': nsizes = cs_parse_size_list("--sizes", optarg, 1, sizes, MAX_SIZES); break;
         case 'r': runs = (int)cs_parse_long("--runs", optarg, 1); break;
         case 'F': first_size = (int)cs_parse_long("--from-size", optarg, 0); break;
@@ -367,6 +376,8 @@ int main(int argc, char **argv)
     double *req_s = malloc(sizeof(double) * threads), *ready = malloc(sizeof(double) * threads);
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * threads);
     MPI_Status *stats = malloc(sizeof(MPI_Status) * threads);
+    double *call = calloc(threads, sizeof(double)), *arrived = calloc(threads, sizeof(double));
+    int *idx = malloc(sizeof(int) * threads);
 
     FILE *samples = NULL, *ctab = NULL;
     if (rank == 0) {
@@ -382,7 +393,8 @@ int main(int argc, char **argv)
                                     "effective_bandwidth_Bps,sender_elapsed_s,last_ready_s,"
                                     "first_ready_s,bytes_received,mismatches,threads,dist,compute_s,"
                                     "sigma_s,compute_mode,clock,clock_uncertainty_s");
-            ctab = cs_open_table(out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s");
+            ctab = cs_open_table(out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s,"
+                                                     "call_s,arrived_s");
         }
         printf("# commscope partitioned (Dominguez-Trujillo 2021, Algorithm 2): %d threads/partitions, %s compute "
                "mean %.6g s sd %.6g s (%s), %d runs, %d warm-up\n",
@@ -428,7 +440,9 @@ int main(int argc, char **argv)
                 uint64_t salt = (uint64_t)(r + warmup + 1) * 0xD6E8FEB86659FD93ull ^ (uint64_t)m << 56;
                 if (rank == 0) {
                     for (int t = 0; t < threads; t++)
-                        req_s[t] = draw(dist, compute, sigma, &st);
+                        req_s[t] = dist == D_STAGGER
+                                       ? compute + (threads > 1 ? sigma * (2.0 * t / (threads - 1) - 1.0) : 0)
+                                       : draw(dist, compute, sigma, &st);
                 } else {
                     memset(buf, 0, size);
                     if (m == M_PART)
@@ -445,12 +459,41 @@ int main(int argc, char **argv)
 
                 if (rank == 1) {
                     int nreq = m == M_ISEND ? threads : 1;
-                    if (m == M_PART)
+                    /* When did each partition arrive?  Poll it (MPI_Parrived, MPI_Testsome)
+                     * as MPI_Wait would spin anyway: the early-bird overlap is whether a
+                     * partition arrives before the slowest thread is ready. */
+                    if (m == M_PART) {
+#ifdef COMMSCOPE_HAVE_PARTITIONED
+                        for (int t = 0; t < threads; t++)
+                            arrived[t] = -1;
+                        for (int left = threads; left > 0;)
+                            for (int t = 0; t < threads; t++) {
+                                int flag = 0;
+                                if (arrived[t] >= 0)
+                                    continue;
+                                CHECK(MPI_Parrived(preq, t, &flag));
+                                if (flag)
+                                    arrived[t] = cs_clock(), left--;
+                            }
+#endif
                         CHECK(MPI_Wait(&preq, &stats[0]));
-                    else
+                    } else if (m == M_ISEND) {
+                        for (int left = threads; left > 0;) {
+                            int outcount = 0;
+                            CHECK(MPI_Testsome(threads, reqs, &outcount, idx, stats + (threads - left)));
+                            double now = cs_clock();
+                            for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++)
+                                arrived[idx[k]] = now;
+                            left -= outcount == MPI_UNDEFINED ? left : outcount;
+                        }
+                    } else {
                         CHECK(MPI_Waitall(nreq, reqs, stats));
+                    }
                     result_t res;
                     res.t_done = cs_clock();
+                    if (m == M_SINGLE)
+                        for (int t = 0; t < threads; t++)
+                            arrived[t] = res.t_done;
                     res.mismatches = (double)count_mismatches(buf, size, salt);
                     res.bytes = 0;
                     if (m == M_PART) {
@@ -463,6 +506,7 @@ int main(int argc, char **argv)
                         }
                     }
                     CHECK(MPI_Send(&res, 3, MPI_DOUBLE, 0, TAG_RESULT, comm));
+                    CHECK(MPI_Send(arrived, threads, MPI_DOUBLE, 0, TAG_RESULT, comm));
                     continue;
                 }
 
@@ -489,6 +533,7 @@ int main(int argc, char **argv)
 #endif
                         if (m == M_ISEND)
                             CHECK(MPI_Isend(buf + t * part, (int)part, MPI_BYTE, 1, t, comm, &reqs[t]));
+                        call[t] = cs_clock() - ready[t]; /* the Pready (or Isend) call itself */
                     }
                 }
                 if (got_threads != threads)
@@ -509,6 +554,7 @@ int main(int argc, char **argv)
                 double t_f = cs_clock();
                 result_t res;
                 CHECK(MPI_Recv(&res, 3, MPI_DOUBLE, 1, TAG_RESULT, comm, MPI_STATUS_IGNORE));
+                CHECK(MPI_Recv(arrived, threads, MPI_DOUBLE, 1, TAG_RESULT, comm, MPI_STATUS_IGNORE));
                 if (r < 0)
                     continue;
                 double elapsed = (res.t_done - offset) - t_last;
@@ -522,8 +568,9 @@ int main(int argc, char **argv)
                            t_last - t0, t_first - t0, res.bytes, res.mismatches, threads,
                            DIST_NAME[dist], compute, sigma, MODE_NAME[mode], clock_kind, uncertainty);
                     for (int t = 0; t < threads; t++)
-                        cs_row(ctab, "%d,%s,%lld,%d,%.9e,%.9e\n", r, METHOD_NAME[m], size, t,
-                               req_s[t], ready[t] - t0);
+                        cs_row(ctab, "%d,%s,%lld,%d,%.9e,%.9e,%.9e,%.9e\n", r, METHOD_NAME[m], size, t,
+                               req_s[t], ready[t] - t0, m == M_SINGLE ? NAN : call[t],
+                               arrived[t] < 0 ? NAN : arrived[t] - offset - t0);
                 }
                 if (res.mismatches > 0 || res.bytes != (double)size) {
                     fprintf(stderr, "commscope native: %s, %lld bytes, run %d: receiver found "
@@ -550,7 +597,7 @@ int main(int argc, char **argv)
     }
     if (samples)
         cs_close_table(samples), cs_close_table(ctab);
-    free(buf), free(req_s), free(ready), free(reqs), free(stats);
+    free(buf), free(req_s), free(ready), free(reqs), free(stats), free(call), free(arrived), free(idx);
     MPI_Comm_free(&comm);
     MPI_Finalize();
     return 0;

@@ -96,13 +96,13 @@ MPI_Request *cs_fortran_requests(const MPI_Fint *reqs, int n)
 }
 
 /* The C handles of n Fortran requests, saved with their table entries. */
-static int fsave(cs_saved_t *sv, int n, const MPI_Fint *freqs)
+static int fsave(cs_saved_t *sv, int func, int n, const MPI_Fint *freqs)
 {
     MPI_Request on_stack[CS_ON_STACK];
     MPI_Request *reqs = n <= CS_ON_STACK ? on_stack : malloc(sizeof *reqs * (size_t)(n > 0 ? n : 1));
     if (!reqs) return 0;
     for (int i = 0; i < n; i++) reqs[i] = PMPI_Request_f2c(freqs[i]);
-    int ok = cs_save(sv, n, reqs);
+    int ok = cs_save(sv, func, n, reqs);
     if (reqs != on_stack) free(reqs);
     return ok;
 }
@@ -174,7 +174,7 @@ static void f_wait(wait_fn *real, MPI_Fint *request, MPI_Fint *status, MPI_Fint 
     MPI_Fint own[CS_FSTATUS_WORDS];
     if (cs_fortran_status_ignored(status)) status = own;
     cs_saved_t sv;
-    int ok = fsave(&sv, 1, request);
+    int ok = fsave(&sv, CS_F_MPI_Wait, 1, request);
     real(request, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(CS_F_MPI_Wait);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS) fcomplete(&sv, 0, status, t0_);
@@ -189,7 +189,7 @@ static void f_test(test_fn *real, MPI_Fint *request, MPI_Fint *flag, MPI_Fint *s
     MPI_Fint own[CS_FSTATUS_WORDS];
     if (cs_fortran_status_ignored(status)) status = own;
     cs_saved_t sv;
-    int ok = fsave(&sv, 1, request);
+    int ok = fsave(&sv, CS_F_MPI_Test, 1, request);
     real(request, flag, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(CS_F_MPI_Test);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag) fcomplete(&sv, 0, status, t0_);
@@ -207,7 +207,7 @@ static void f_waitany(waitany_fn *real, testany_fn *treal, MPI_Fint *count, MPI_
     if (cs_fortran_status_ignored(status)) status = own;
     cs_saved_t sv;
     MPI_Fint stack[CS_ON_STACK], *before = copy_handles(requests, *count, stack);
-    int ok = before && fsave(&sv, *count, requests);
+    int ok = before && fsave(&sv, F, *count, requests);
     if (real) real(count, requests, index, status, ierr_), flag = &yes;
     else treal(count, requests, index, flag, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
@@ -227,7 +227,7 @@ static void f_waitall(waitall_fn *real, testall_fn *treal, MPI_Fint *count, MPI_
     MPI_Fint own[CS_ON_STACK * CS_FSTATUS_WORDS], *heap, yes = 1;
     statuses = fstatuses(statuses, *count, own, &heap);
     cs_saved_t sv;
-    int ok = fsave(&sv, *count, requests);
+    int ok = fsave(&sv, F, *count, requests);
     if (real) real(count, requests, statuses, ierr_), flag = &yes;
     else treal(count, requests, flag, statuses, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
@@ -250,7 +250,7 @@ static void f_waitsome(waitsome_fn *real, int F, MPI_Fint *incount, MPI_Fint *re
     statuses = fstatuses(statuses, *incount, own, &heap);
     cs_saved_t sv;
     MPI_Fint stack[CS_ON_STACK], *before = copy_handles(requests, *incount, stack);
-    int ok = before && fsave(&sv, *incount, requests);
+    int ok = before && fsave(&sv, F, *incount, requests);
     real(incount, requests, outcount, indices, statuses, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
     if (ok && mine_ && !cs_fortran_statuses_ignored(statuses) && *ierr_ == MPI_SUCCESS &&

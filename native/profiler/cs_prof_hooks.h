@@ -220,7 +220,7 @@ static inline void cs_on_send(int func, long long count, MPI_Datatype type, int 
     uint64_t *s = cs_slab();
     long long bytes = cs_bytes(count, type);
     cs_count_sent(s, func, bytes, dest, comm);
-    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_SEND, t0, 0, bytes, dest, tag, cs_comm_id(comm), 0);
+    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_SEND, func, t0, 0, bytes, dest, tag, cs_comm_id(comm), 0);
 }
 
 static inline void cs_on_isend(int func, long long count, MPI_Datatype type, int dest, int tag,
@@ -231,7 +231,7 @@ static inline void cs_on_isend(int func, long long count, MPI_Datatype type, int
     long long bytes = cs_bytes(count, type);
     cs_count_sent(s, func, bytes, dest, comm);
     uint64_t id = cs_track(s, req, CS_REQ_SEND, func, bytes, dest, tag, comm, 0);
-    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_ISEND, t0, id, bytes, dest, tag, cs_comm_id(comm), 0);
+    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_ISEND, func, t0, id, bytes, dest, tag, cs_comm_id(comm), 0);
 }
 
 static inline void cs_on_recv(int func, int source, int tag, MPI_Comm comm, MPI_Status *st,
@@ -242,7 +242,7 @@ static inline void cs_on_recv(int func, int source, int tag, MPI_Comm comm, MPI_
     cs_count_wildcards(s, source, tag);
     cs_count_received(s, func, comm, st);
     if (cs_sets & CS_SET_TRACE)
-        cs_trace(CS_EV_RECV, t0, 0, cs_status_bytes(st), st->MPI_SOURCE, st->MPI_TAG, cs_comm_id(comm), 1);
+        cs_trace(CS_EV_RECV, func, t0, 0, cs_status_bytes(st), st->MPI_SOURCE, st->MPI_TAG, cs_comm_id(comm), 1);
 }
 
 static inline void cs_on_irecv(int func, long long count, MPI_Datatype type, int source, int tag,
@@ -253,7 +253,7 @@ static inline void cs_on_irecv(int func, long long count, MPI_Datatype type, int
     long long bytes = cs_bytes(count, type);
     cs_count_wildcards(s, source, tag);
     uint64_t id = cs_track(s, req, CS_REQ_RECV, func, bytes, source, tag, comm, 0);
-    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_IRECV, t0, id, bytes, source, tag, cs_comm_id(comm), 0);
+    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_IRECV, func, t0, id, bytes, source, tag, cs_comm_id(comm), 0);
 }
 
 /* MPI_Isendrecv: the send is counted now, the receive when the request completes. */
@@ -268,9 +268,9 @@ static inline void cs_on_isendrecv(int func, long long sendcount, MPI_Datatype s
     uint64_t id = cs_track(s, req, source == MPI_PROC_NULL ? CS_REQ_SEND : CS_REQ_SENDRECV, func,
                            bytes, source, recvtag, comm, 0);
     if ((cs_sets & CS_SET_TRACE) && source != MPI_PROC_NULL)
-        cs_trace(CS_EV_IRECV, t0, id, bytes, source, recvtag, cs_comm_id(comm), 0);
+        cs_trace(CS_EV_IRECV, func, t0, id, bytes, source, recvtag, cs_comm_id(comm), 0);
     else if (cs_sets & CS_SET_TRACE)
-        cs_trace(CS_EV_ISEND, t0, id, 0, MPI_PROC_NULL, sendtag, cs_comm_id(comm), 0);
+        cs_trace(CS_EV_ISEND, func, t0, id, 0, MPI_PROC_NULL, sendtag, cs_comm_id(comm), 0);
 }
 
 static inline void cs_on_persistent_init(int func, int kind, long long bytes, int peer, int tag,
@@ -284,8 +284,7 @@ void cs_on_cancel(MPI_Request req);
 
 static inline void cs_on_probe(int func, int source, int tag, MPI_Comm comm, uint64_t t0)
 {
-    (void)func;
-    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_PROBE, t0, 0, 0, source, tag, cs_comm_id(comm), 0);
+    if (cs_sets & CS_SET_TRACE) cs_trace(CS_EV_PROBE, func, t0, 0, 0, source, tag, cs_comm_id(comm), 0);
 }
 
 /* A matched probe takes the message off the queue: that is where it is received
@@ -298,7 +297,7 @@ static inline void cs_on_mprobe(int func, int source, int tag, MPI_Comm comm, MP
     cs_count_wildcards(s, source, tag);
     cs_count_received(s, func, comm, st);
     if (cs_sets & CS_SET_TRACE)
-        cs_trace(CS_EV_RECV, t0, 0, cs_status_bytes(st), st->MPI_SOURCE, st->MPI_TAG, cs_comm_id(comm), 1);
+        cs_trace(CS_EV_RECV, func, t0, 0, cs_status_bytes(st), st->MPI_SOURCE, st->MPI_TAG, cs_comm_id(comm), 1);
 }
 
 static inline void cs_on_request_started(MPI_Request req, int kind)
@@ -333,9 +332,43 @@ static inline void cs_on_neighbor_coll(int func, long long sent, long long recei
     cs_count_bin(s, func, sent);
 }
 
-/* A persistent (neighbourhood) collective moves its bytes at every MPI_Start. */
+/* Collectives in the event trace.  The byte expressions (mpi_functions.py COLL_TRACE)
+ * are evaluated only when the trace is on. */
+#define CS_TRACE_COLL(F, root, sent, received, comm, t0)                                   \
+    if (cs_sets & CS_SET_TRACE)                                                              \
+    cs_trace_coll(CS_EV_COLL, F, F, t0, 0, (sent), (received), cs_coll_root(root), cs_comm_id(comm))
+
+/* A nonblocking collective: its request is remembered with what its completion records. */
+static inline void cs_on_icoll(int func, MPI_Request req, int root, long long sent, long long received,
+                               MPI_Comm comm, uint64_t t0)
+{
+    uint64_t *s = cs_slab();
+    if (!cs_tracking_requests() || req == MPI_REQUEST_NULL) return;
+    cs_req_t e = {0};
+    e.id = cs_next_request_id();
+    e.kind = CS_REQ_COLL;
+    e.func = (short)func;
+    e.coll_sent = sent;
+    e.bytes2 = received;
+    e.peer = cs_coll_root(root);
+    e.comm = comm;
+    e.traced = 1;
+    if (cs_req_put(req, &e) != 0) {
+        s[CS_C_requests_untracked]++;
+        return;
+    }
+    cs_ledger_started(s, CS_REQ_COLL);
+    cs_trace_coll(CS_EV_ICOLL, func, func, t0, e.id, sent, received, e.peer, cs_comm_id(comm));
+}
+#define CS_ICOLL(F, req, root, sent, received, comm, t0)                                  \
+    if (cs_sets & CS_SET_TRACE) cs_on_icoll(F, req, root, (sent), (received), comm, t0);   \
+    else cs_on_request_started(req, CS_REQ_COLL)
+
+/* A persistent (neighbourhood) collective moves its bytes at every MPI_Start.  Traced
+ * (`traced`): what each start and completion records (root, tsent, trecv) too. */
 static inline void cs_on_persistent_coll_init(int func, long long bytes, long long received,
-                                              MPI_Comm comm, MPI_Request req)
+                                              MPI_Comm comm, MPI_Request req, int traced, int root,
+                                              long long tsent, long long trecv)
 {
     int neighbor = cs_function_names[func][4] == 'N'; /* MPI_Neighbor_* */
     uint64_t *s = cs_slab();
@@ -345,11 +378,20 @@ static inline void cs_on_persistent_coll_init(int func, long long bytes, long lo
     e.kind = neighbor ? CS_REQ_NCOLL : CS_REQ_COLL;
     e.func = (short)func;
     e.bytes = bytes;
-    e.bytes2 = received;
+    e.bytes2 = neighbor ? received : traced ? trecv : 0;
     e.comm = comm;
     e.persistent = 1;
+    if (traced) {
+        e.traced = 1;
+        e.peer = cs_coll_root(root);
+        e.coll_sent = tsent;
+    }
     if (cs_req_put(req, &e) != 0) s[CS_C_requests_untracked]++;
 }
+#define CS_PCOLL_INIT(F, bytes, received, root, tsent, trecv, comm, req)                  \
+    if (cs_sets & CS_SET_TRACE)                                                              \
+        cs_on_persistent_coll_init(F, bytes, received, comm, req, 1, root, (tsent), (trecv)); \
+    else cs_on_persistent_coll_init(F, bytes, received, comm, req, 0, -1, 0, 0)
 
 static inline void cs_on_comm_created(int func, MPI_Comm parent, MPI_Comm newcomm)
 {

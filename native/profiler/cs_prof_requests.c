@@ -23,7 +23,6 @@
 
 void cs_on_start(int func, MPI_Request req, uint64_t t0)
 {
-    (void)func;
     cs_req_t e;
     if (!cs_tracking_requests() || !cs_req_get(req, &e, 1)) return;
     uint64_t *s = cs_slab();
@@ -31,9 +30,11 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     if (e.kind == CS_REQ_SEND) cs_count_sent(s, e.func, e.bytes, e.peer, e.comm);
     else if (e.kind == CS_REQ_COLL) cs_on_coll(e.func, e.bytes, e.comm);
     else if (e.kind == CS_REQ_NCOLL) cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
-    if (e.traced)
-        cs_trace(e.kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, t0, e.id, e.bytes, e.peer, e.tag,
-                 cs_comm_id(e.comm), 0);
+    if (e.traced && (e.kind == CS_REQ_COLL || e.kind == CS_REQ_NCOLL))
+        cs_trace_coll(CS_EV_ICOLL, func, e.func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));
+    else if (e.traced)
+        cs_trace(e.kind == CS_REQ_SEND ? CS_EV_ISEND : CS_EV_IRECV, func, t0, e.id, e.bytes, e.peer,
+                 e.tag, cs_comm_id(e.comm), 0);
 }
 
 void cs_on_cancel(MPI_Request req)
@@ -67,7 +68,7 @@ static int sendrecv_status_usable(const cs_req_t *e, const MPI_Status *status, M
 }
 
 /* `e` was taken out of the table; a persistent request's entry goes back, inactive. */
-static void complete(MPI_Request before, cs_req_t *e, MPI_Status *status, uint64_t t0)
+static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *status, uint64_t t0)
 {
     if (e->persistent) {
         int was_active = e->active;
@@ -92,9 +93,12 @@ static void complete(MPI_Request before, cs_req_t *e, MPI_Status *status, uint64
         cs_count_io(s, e->func, e->peer, CS_IO_READ, n);
         cs_count_bin(s, e->func, n);
     }
-    if (e->traced) {
+    if (e->traced && (e->kind == CS_REQ_COLL || e->kind == CS_REQ_NCOLL)) {
+        cs_trace_coll(CS_EV_COLL_DONE, func, e->func, t0, e->id, e->coll_sent, e->bytes2, e->peer,
+                      cs_comm_id(e->comm));
+    } else if (e->traced) {
         int recv = cs_posts_receive(e->kind) && !cancelled;
-        cs_trace(CS_EV_COMPLETE, t0, e->id, recv ? cs_status_bytes(status) : e->bytes,
+        cs_trace(CS_EV_COMPLETE, func, t0, e->id, recv ? cs_status_bytes(status) : e->bytes,
                  recv ? status->MPI_SOURCE : e->peer, recv ? status->MPI_TAG : e->tag,
                  cs_comm_id(e->comm), recv);
     }
@@ -116,9 +120,10 @@ void cs_release(cs_saved_t *sv)
     if (sv->found != sv->s_found) free(sv->found);
 }
 
-int cs_save(cs_saved_t *sv, int n, const MPI_Request *reqs)
+int cs_save(cs_saved_t *sv, int func, int n, const MPI_Request *reqs)
 {
     memset(sv, 0, offsetof(cs_saved_t, s_reqs));
+    sv->func = func;
     if (!cs_tracking_requests() || n <= 0) return 0;
     int small = n <= CS_ON_STACK;
     sv->n = n;
@@ -141,7 +146,7 @@ void cs_complete_saved(cs_saved_t *sv, int i, MPI_Status *status, uint64_t t0)
 {
     if (i < 0 || i >= sv->n || sv->found[i] != 1) return;
     sv->found[i] = 2;
-    complete(sv->reqs[i], &sv->entries[i], status, t0);
+    complete(sv->func, sv->reqs[i], &sv->entries[i], status, t0);
 }
 
 void cs_ended_saved(cs_saved_t *sv, int i)
@@ -182,7 +187,7 @@ CS_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
     CS_ENTER(CS_F_MPI_Wait);
     CS_STATUS(status);
     cs_saved_t sv;
-    int ok = cs_save(&sv, 1, request);
+    int ok = cs_save(&sv, CS_F_MPI_Wait, 1, request);
     int rc = PMPI_Wait(request, status);
     if (ok && rc == MPI_SUCCESS) cs_complete_saved(&sv, 0, status, t0_);
     if (ok) cs_settle(&sv, request), cs_release(&sv);
@@ -195,7 +200,7 @@ CS_EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     CS_ENTER(CS_F_MPI_Test);
     CS_STATUS(status);
     cs_saved_t sv;
-    int ok = cs_save(&sv, 1, request);
+    int ok = cs_save(&sv, CS_F_MPI_Test, 1, request);
     int rc = PMPI_Test(request, flag, status);
     if (ok && rc == MPI_SUCCESS && *flag) cs_complete_saved(&sv, 0, status, t0_);
     if (ok) cs_settle(&sv, request), cs_release(&sv);
@@ -208,7 +213,7 @@ CS_EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index
     CS_ENTER(CS_F_MPI_Waitany);
     CS_STATUS(status);
     cs_saved_t sv;
-    int ok = cs_save(&sv, count, array_of_requests);
+    int ok = cs_save(&sv, CS_F_MPI_Waitany, count, array_of_requests);
     int rc = PMPI_Waitany(count, array_of_requests, index, status);
     if (ok && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) cs_complete_saved(&sv, *index, status, t0_);
     if (ok) cs_settle(&sv, array_of_requests), cs_release(&sv);
@@ -221,7 +226,7 @@ CS_EXPORT int MPI_Testany(int count, MPI_Request array_of_requests[], int *index
     CS_ENTER(CS_F_MPI_Testany);
     CS_STATUS(status);
     cs_saved_t sv;
-    int ok = cs_save(&sv, count, array_of_requests);
+    int ok = cs_save(&sv, CS_F_MPI_Testany, count, array_of_requests);
     int rc = PMPI_Testany(count, array_of_requests, index, flag, status);
     if (ok && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         cs_complete_saved(&sv, *index, status, t0_);
@@ -235,7 +240,7 @@ CS_EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status
     CS_ENTER(CS_F_MPI_Waitall);
     cs_saved_t sv;
     statuses_t own;
-    int ok = cs_save(&sv, count, array_of_requests);
+    int ok = cs_save(&sv, CS_F_MPI_Waitall, count, array_of_requests);
     MPI_Status *st = ok ? statuses(&own, count, array_of_statuses) : array_of_statuses;
     int rc = PMPI_Waitall(count, array_of_requests, st);
     /* MPI_ERR_IN_STATUS: each status's MPI_ERROR says which did not complete (pending) */
@@ -252,7 +257,7 @@ CS_EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
     CS_ENTER(CS_F_MPI_Testall);
     cs_saved_t sv;
     statuses_t own;
-    int ok = cs_save(&sv, count, array_of_requests);
+    int ok = cs_save(&sv, CS_F_MPI_Testall, count, array_of_requests);
     MPI_Status *st = ok ? statuses(&own, count, array_of_statuses) : array_of_statuses;
     int rc = PMPI_Testall(count, array_of_requests, flag, st);
     if (ok && st != MPI_STATUSES_IGNORE && rc == MPI_SUCCESS && *flag)
@@ -267,7 +272,7 @@ static int some(int which, int incount, MPI_Request reqs[], int *outcount, int i
 {
     cs_saved_t sv;
     statuses_t own;
-    int ok = cs_save(&sv, incount, reqs);
+    int ok = cs_save(&sv, which, incount, reqs);
     MPI_Status *st = ok ? statuses(&own, incount, statuses_given) : statuses_given;
     int rc = which == CS_F_MPI_Waitsome ? PMPI_Waitsome(incount, reqs, outcount, indices, st)
                                         : PMPI_Testsome(incount, reqs, outcount, indices, st);

@@ -11,6 +11,7 @@
  * the table before the PMPI call while the handles are still live. */
 typedef struct {
     int n;
+    int func;    /* the Wait/Test function (its completions' trace records say so) */
     MPI_Request *reqs;
     cs_req_t *entries;
     char *found; /* 1: taken; 2: completed */
@@ -21,7 +22,7 @@ typedef struct {
 
 /* Take the entries of reqs[0..n); 0 when tracking is off or memory ran out (nothing
  * is attributed then). */
-int cs_save(cs_saved_t *sv, int n, const MPI_Request *reqs);
+int cs_save(cs_saved_t *sv, int func, int n, const MPI_Request *reqs);
 /* Put back the entries of the requests that did not complete, free the arrays. */
 void cs_release(cs_saved_t *sv);
 /* Request i of the saved ones completed with `status` (never MPI_STATUS_IGNORE). */

@@ -47,7 +47,9 @@ typedef struct {
     uint64_t id;     /* commscope request id: starting thread's slab + 1 << 40 | its sequence */
     uint64_t order;  /* rank-wide start order: entries of one handle are taken oldest first */
     long long bytes; /* sends: message size; receives: posted size; persistent collectives: bytes */
-    long long bytes2; /* persistent neighbourhood collectives: bytes received */
+    long long bytes2; /* persistent neighbourhood collectives: bytes received; traced
+                       * collectives: bytes received (the trace's count) */
+    long long coll_sent; /* traced collectives: bytes sent (the trace's count); root in peer */
     MPI_Comm comm;
     int peer;        /* rank in comm (send: dest; receive: source as posted); file reads: file id */
     int tag;

@@ -1,4 +1,4 @@
-/* Event trace of point-to-point calls (`commscope profile --trace`).
+/* Event trace of point-to-point calls and collectives (`commscope profile --trace`).
  *
  * Each thread fills its own buffer of fixed-size records and appends it to
  * trace.<rank>.<thread>.bin with one write() when full and at MPI_Finalize, so a
@@ -8,9 +8,11 @@
  * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
  * dropped and a message says so once.
  *
- * File: 64-byte header {"CSTRACE1", u32 version 1, u32 record size 48, i32 rank,
+ * File: 64-byte header {"CSTRACE1", u32 version 2, u32 record size 48, i32 rank,
  * i32 thread, f64 ticks per second (0: see counters.<rank>.json), u64 tick0,
- * 24 bytes 0} then records (see cs_trace_rec_t).
+ * 24 bytes 0} then records (see cs_trace_rec_t).  Version 1 had u16 event and flags
+ * and no function id; version 2 keeps the 48 bytes with u8 event and flags and the
+ * function id in the other two bytes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,13 +23,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
 
+/* Point-to-point records: request id (0: none), bytes, peer and tag as the call saw
+ * them.  Collective records (COLL, ICOLL, COLL_DONE): peer is the root (CS_ROOT_*),
+ * tag the collective's function id (MPI_Allreduce_init's for a persistent one); COLL: bytes sent, and its bytes received in `request` (a blocking
+ * collective has no request); ICOLL: request id and bytes sent; COLL_DONE: request
+ * id and bytes received.  func: the function table's id (node.<key>.json
+ * "functions"), 0xffff unknown. */
 typedef struct {
     uint64_t t_begin, t_end, request;
     int64_t bytes;
     int32_t peer, tag, comm;
-    uint16_t event, flags;
+    uint8_t event, flags;
+    uint16_t func;
 } cs_trace_rec_t;
 _Static_assert(sizeof(cs_trace_rec_t) == 48, "trace record layout");
 
@@ -68,7 +78,7 @@ static int append(trace_buf_t *b, const void *data, size_t n)
     int rc = 0;
     if (!b->started) {
         unsigned char h[64] = {0};
-        uint32_t version = 1, size = sizeof(cs_trace_rec_t);
+        uint32_t version = 2, size = sizeof(cs_trace_rec_t);
         int32_t rank = cs_world_rank, thread = b->thread;
         double tps = 0;
         memcpy(h, "CSTRACE1", 8);
@@ -140,7 +150,7 @@ static trace_buf_t *my_buffer(void)
     return tl_buf = b;
 }
 
-void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
+void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
               int comm_id, int flags)
 {
     trace_buf_t *b = my_buffer();
@@ -153,9 +163,46 @@ void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int pee
     r->peer = peer == MPI_ANY_SOURCE ? -1 : peer;
     r->tag = tag == MPI_ANY_TAG ? -1 : tag;
     r->comm = comm_id;
-    r->event = (uint16_t)event;
-    r->flags = (uint16_t)flags;
+    r->event = (uint8_t)event;
+    r->flags = (uint8_t)flags;
+    r->func = func >= 0 && func < CS_NFUNC ? (uint16_t)func : 0xffff;
     if (b->n == buffer_records) flush(b);
+}
+
+void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
+                   long long received, int root, int comm_id)
+{
+    if (event == CS_EV_COLL)
+        cs_trace(event, func, t0, (uint64_t)received, sent, root, coll, comm_id, 0);
+    else
+        cs_trace(event, func, t0, request, event == CS_EV_ICOLL ? sent : received, root, coll, comm_id, 0);
+}
+
+int cs_coll_root(int root)
+{
+    return root == CS_NO_ROOT ? CS_ROOT_NONE : root == MPI_ROOT ? CS_ROOT_MPI_ROOT
+         : root == MPI_PROC_NULL ? CS_ROOT_PROC_NULL : root;
+}
+
+int cs_coll_is_root(MPI_Comm comm, int root)
+{
+    if (root == MPI_ROOT) return 1; /* intercommunicator: the root's side says MPI_ROOT */
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    return !inter && root >= 0 && root == cs_coll_rank(comm);
+}
+
+int cs_coll_size(MPI_Comm comm)
+{
+    const cs_group_t *g = comm == MPI_COMM_WORLD ? 0 : cs_comm_lookup(comm);
+    return g ? g->size : cs_world_size;
+}
+
+int cs_coll_rank(MPI_Comm comm)
+{
+    int r = -1;
+    PMPI_Comm_rank(comm, &r);
+    return r;
 }
 
 void cs_trace_finish(void)

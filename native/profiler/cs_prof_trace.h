@@ -1,14 +1,37 @@
-/* Event trace of point-to-point calls (cs_prof_trace.c, `commscope profile --trace`). */
+/* Event trace of point-to-point calls and collectives (cs_prof_trace.c,
+ * `commscope profile --trace`). */
 #ifndef CS_PROF_TRACE_H
 #define CS_PROF_TRACE_H
 
 #include "cs_prof_state.h"
 
-enum { CS_EV_SEND = 1, CS_EV_ISEND, CS_EV_RECV, CS_EV_IRECV, CS_EV_COMPLETE, CS_EV_PROBE };
+/* COLL: a blocking collective; ICOLL: a nonblocking or persistent collective started
+ * (MPI_Ibcast, MPI_Start of an MPI_Bcast_init request); COLL_DONE: its completion. */
+enum { CS_EV_SEND = 1, CS_EV_ISEND, CS_EV_RECV, CS_EV_IRECV, CS_EV_COMPLETE, CS_EV_PROBE,
+       CS_EV_COLL, CS_EV_ICOLL, CS_EV_COLL_DONE };
+/* A collective's root in a trace record: its rank in comm, or one of these.  CS_NO_ROOT
+ * is what the wrappers of collectives without a root pass (MPICH's MPI_PROC_NULL is -1). */
+enum { CS_ROOT_NONE = -1, CS_ROOT_MPI_ROOT = -2, CS_ROOT_PROC_NULL = -3 };
+#define CS_NO_ROOT (-2147483647 - 1)
+
 void cs_trace_init(const char *dir, long long limit_bytes, int buffer_records);
-/* comm_id: the communicator's id (cs_comm_id), -1 when none */
-void cs_trace(int event, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
+/* func: the CS_F_* id of the MPI function the record comes from (-1: unknown);
+ * comm_id: the communicator's id (cs_comm_id), -1 when none */
+void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
               int comm_id, int flags);
+/* One collective: COLL (request 0) or ICOLL / COLL_DONE of request id `request`;
+ * coll: the collective's own function id (func is MPI_Start's or MPI_Wait's for the
+ * start and completion of a persistent one). */
+void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
+                   long long received, int root, int comm_id);
 void cs_trace_finish(void);
+
+/* What a collective's bytes depend on, for the trace only (not on the hot path of an
+ * untraced run): the root argument as recorded, whether this rank is the root, the
+ * size of the group peers are named in, this rank's rank in comm. */
+int cs_coll_root(int root);
+int cs_coll_is_root(MPI_Comm comm, int root);
+int cs_coll_size(MPI_Comm comm);
+int cs_coll_rank(MPI_Comm comm);
 
 #endif

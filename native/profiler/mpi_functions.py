@@ -259,12 +259,13 @@ HOOKS = {
     "imrecv": ("", "cs_on_request_started(*request, CS_REQ_MRECV);"),
     "cancel": ("", "cs_on_cancel(*request);"),
     "grequest": ("", "cs_on_request_started(*request, CS_REQ_GENERALIZED);"),
-    "coll": ("", "cs_on_coll(F, BYTES, comm);"),
-    "icoll": ("", "cs_on_coll(F, BYTES, comm); cs_on_request_started(*request, CS_REQ_COLL);"),
-    "pcoll_init": ("", "cs_on_persistent_coll_init(F, BYTES, 0, comm, *request);"),
-    "ncoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED);"),
-    "incoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED); cs_on_request_started(*request, CS_REQ_COLL);"),
-    "pncoll_init": ("", "cs_on_persistent_coll_init(F, SENT, RECEIVED, comm, *request);"),
+    "coll": ("", "cs_on_coll(F, BYTES, comm); CS_TRACE_COLL(F, ROOT, TSENT, TRECV, comm, t0_);"),
+    "icoll": ("", "cs_on_coll(F, BYTES, comm); CS_ICOLL(F, *request, ROOT, TSENT, TRECV, comm, t0_);"),
+    "pcoll_init": ("", "CS_PCOLL_INIT(F, BYTES, 0, ROOT, TSENT, TRECV, comm, *request);"),
+    "ncoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED); CS_TRACE_COLL(F, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
+    "incoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED); "
+                   "CS_ICOLL(F, *request, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
+    "pncoll_init": ("", "CS_PCOLL_INIT(F, SENT, RECEIVED, CS_NO_ROOT, SENT, RECEIVED, comm, *request);"),
     "comm_new": ("", "cs_on_comm_created(F, comm, *newcomm);"),
     "comm_group": ("", "cs_on_comm_created(F, MPI_COMM_NULL, *newcomm);"),
     "comm_idup": ("", "cs_on_request_started(*request, CS_REQ_COMM);"),
@@ -291,6 +292,45 @@ HOOKS = {
     "io_write_begin": ("", "cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype));"),
     "calls": ("", ""),
 }
+# What the event trace records of a collective (--trace; docs/profile.md): its root
+# (-1: none) and the bytes this rank sent and received, from its own buffers: a root
+# sends what its send buffer holds for all ranks, every rank receives what lands in
+# its receive buffer.  In place: the receive side's count stands for the send side.
+# CS_NO_ROOT: a collective without a root.
+# By the blocking function's name; its nonblocking, persistent and _c forms share it.
+# R: this rank is the root; N: the size of the group peers are named in.
+_R = "cs_coll_is_root(comm, root)"
+_N = "(long long)cs_coll_size(comm)"
+_SUM = "cs_vbytes(MPI_IN_PLACE, {c}, {t}, {c}, {t}, comm)"  # sum of a count array
+_OWN = "(recvbuf == MPI_IN_PLACE ? 0 : cs_bytes(recvcount, recvtype))"
+COLL_TRACE = {
+    "MPI_Barrier": ("CS_NO_ROOT", "0", "0"),
+    "MPI_Bcast": ("root", f"({_R} ? cs_bytes(count, datatype) : 0)", f"({_R} ? 0 : cs_bytes(count, datatype))"),
+    "MPI_Reduce": ("root", "cs_bytes(count, datatype)", f"({_R} ? cs_bytes(count, datatype) : 0)"),
+    "MPI_Allreduce": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
+    "MPI_Gather": ("root", "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+                   f"({_R} ? {_N} * cs_bytes(recvcount, recvtype) : 0)"),
+    "MPI_Gatherv": ("root", "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
+                    f"({_R} ? {_SUM.format(c='recvcounts', t='recvtype')} : 0)"),
+    "MPI_Scatter": ("root", f"({_R} ? {_N} * cs_bytes(sendcount, sendtype) : 0)", _OWN),
+    "MPI_Scatterv": ("root", f"({_R} ? {_SUM.format(c='sendcounts', t='sendtype')} : 0)", _OWN),
+    "MPI_Allgather": ("CS_NO_ROOT", "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+                      f"{_N} * cs_bytes(recvcount, recvtype)"),
+    "MPI_Allgatherv": ("CS_NO_ROOT", "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
+                       _SUM.format(c="recvcounts", t="recvtype")),
+    "MPI_Alltoall": ("CS_NO_ROOT", f"{_N} * cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+                     f"{_N} * cs_bytes(recvcount, recvtype)"),
+    "MPI_Alltoallv": ("CS_NO_ROOT", "cs_vbytes(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm)",
+                      _SUM.format(c="recvcounts", t="recvtype")),
+    "MPI_Alltoallw": ("CS_NO_ROOT", "cs_wbytes(sendbuf, sendcounts, sendtypes, recvcounts, recvtypes, comm)",
+                      "cs_wbytes(MPI_IN_PLACE, recvcounts, recvtypes, recvcounts, recvtypes, comm)"),
+    "MPI_Reduce_scatter": ("CS_NO_ROOT", _SUM.format(c="recvcounts", t="datatype"),
+                           "cs_bytes(recvcounts[cs_coll_rank(comm)], datatype)"),
+    "MPI_Reduce_scatter_block": ("CS_NO_ROOT", f"{_N} * cs_bytes(recvcount, datatype)", "cs_bytes(recvcount, datatype)"),
+    "MPI_Scan": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
+    "MPI_Exscan": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
+}
+
 # Categories whose calls move data: they get a row of power-of-two size bins.
 SIZED = {"send", "isend", "recv", "irecv", "sendrecv", "sendrecv_replace", "isendrecv",
          "isendrecv_replace", "psend_init", "precv_init", "part_send_init", "part_recv_init",
@@ -331,7 +371,7 @@ def parse():
         if category in DERIVED:
             entries += _derive(name, params, category)
         for cat, fname, fparams in entries:
-            funcs.append(dict(name=fname, category=cat, params=fparams, extra=extra))
+            funcs.append(dict(name=fname, category=cat, params=fparams, extra=extra, base=name))
     return funcs
 
 
@@ -453,6 +493,8 @@ def _post(f):
     pre, post = HOOKS[f["category"]]
     extra = f["extra"]
     sent, _, received = extra.partition(";")
+    root, tsent, trecv = COLL_TRACE.get(f.get("base"), ("CS_NO_ROOT", "0", "0"))
+    post = re.sub(r"\bROOT\b", root, post).replace("TSENT", tsent).replace("TRECV", trecv)
     post = (post.replace("BYTES", extra or "0").replace("SENT", sent.strip())
             .replace("RECEIVED", received.strip()).replace("CS_RMA_KIND", f"CS_RMA_{extra}")
             .replace("CS_OP_OF", "op" if "Fetch" in f["name"] else "MPI_REPLACE")

@@ -21,6 +21,7 @@ pd = lazy("pandas")
 
 PINGPONG_KINDS = {"pingpong"}
 HVPP_KINDS = {"hvpingpong"}
+PARTITIONED_KINDS = {"partitioned"}
 
 
 def _eager_limits(runs):
@@ -42,8 +43,11 @@ def fit_runs(paths, hops=None):
     """Fit a :class:`MachineModel` from run directories (or folders of them).
 
     Ping-pong runs give the postal / max-rate parameters, plain HighVolumePingPong
-    runs gamma, and contention-layout HighVolumePingPong runs (``--contention``)
-    delta, with ``hops`` links per byte (default N/2 for N nodes in a line, 004 Fig. 6).
+    runs gamma, contention-layout HighVolumePingPong runs (``--contention``)
+    delta, with ``hops`` links per byte (default N/2 for N nodes in a line, 004 Fig. 6),
+    and partitioned calibration runs (``bench partitioned --calibrate``) the partitioned
+    model's terms. Other partitioned runs are ignored: a machine model is never fitted
+    from the runs it predicts. ``machine.term_sources`` says which runs each term came from.
     """
     runs = [open_run(p) for p in expand_run_paths(paths)]
     pp = [r for r in runs if r.kind in PINGPONG_KINDS]
@@ -58,7 +62,8 @@ def fit_runs(paths, hops=None):
         "hosts": sorted({h for r in pp for h in r.meta.get("hosts", [])}),
         "mpi_library": (first.get("mpi", {}).get("library_version") or "").strip().splitlines()[:1],
         "mpi_name": first.get("mpi", {}).get("name"),
-        "source_runs": [str(r.path) for r in runs if r.kind in PINGPONG_KINDS | HVPP_KINDS],
+        "source_runs": [str(r.path) for r in runs if r.kind in PINGPONG_KINDS | HVPP_KINDS
+                        or (r.kind in PARTITIONED_KINDS and _is_calibration(r))],
         "oversubscribed_runs": [str(r.path) for r in pp if _oversubscribed(r)],
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
@@ -68,9 +73,54 @@ def fit_runs(paths, hops=None):
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
         machine_model = _with_delta(machine_model, contention, hops)
+    calib = [r for r in runs if r.kind in PARTITIONED_KINDS and _is_calibration(r)]
+    if calib:
+        try:
+            machine_model.partitioned = _partitioned_terms(calib)
+            warnings += [f"partitioned {name}: {flag}" for name, t in
+                         machine_model.partitioned.terms.items() for flag in t.flags]
+        except InputError as exc:  # e.g. an MPI without MPI_Psend_init: the rest still fits
+            warnings.append(f"no partitioned terms: {exc}")
+            calib = []
+    # which runs each term came from (a prediction refuses to be checked against them)
+    machine_model.machine["term_sources"] = {
+        "postal/max-rate": [_run_id(r) for r in pp],
+        **({"gamma": [_run_id(r) for r in hv]} if hv else {}),
+        **({"delta": [_run_id(r) for r in contention]} if contention else {}),
+        **({"partitioned": [_run_id(r) for r in calib]} if calib else {}),
+    }
     if warnings:
         machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
     return machine_model
+
+
+def _is_calibration(run):
+    return bool(run.meta.get("parameters", {}).get("calibration"))
+
+
+def _run_id(run):
+    """How a machine model names a source run: its path, and its kind and start time
+    (which stay the same when the run directory is copied or moved)."""
+    return {"path": str(run.path), "kind": run.kind, "start_time": run.meta.get("start_time")}
+
+
+def _partitioned_terms(runs):
+    """The partitioned model's terms (models/partitioned_terms.py) from calibration runs
+    of one configuration (threads, compute, compute mode)."""
+    from .models.partitioned_terms import fit_terms
+    conds = {(int(p["threads"]), float(p["compute_s"]), p.get("compute_mode", "sleep"))
+             for p in (r.meta["parameters"] for r in runs)}
+    if len(conds) > 1:
+        raise InputError(", ".join(str(r.path) for r in runs), "parameters",
+                         f"partitioned calibration runs of different configurations "
+                         f"(threads, compute_s, compute_mode) {sorted(conds)}: fit them separately")
+    (threads, compute_s, mode), = conds
+    samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
+    compute = pd.concat([r.table("compute") for r in runs], ignore_index=True)
+    conditions = dict(threads=threads, compute_s=compute_s, compute_mode=mode,
+                      mpi_name=runs[0].meta.get("mpi", {}).get("name"))
+    return fit_terms(samples, compute, conditions, [_run_id(r) for r in runs],
+                     source=", ".join(str(r.path) for r in runs))
 
 
 def _shared_host_warnings(runs):

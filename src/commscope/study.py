@@ -5,9 +5,11 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 1. ping-pong, 1 pair, 1 B .. 4 MiB (postal model per protocol)
 2. ping-pong, 2 concurrent pairs, 16 KiB .. 4 MiB (max-rate injection limit)
 3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
-4. the fit: machine model with gamma, from those three runs only; then a held-out
-   single-pair ping-pong (a quarter of the repetitions), the fit never sees it: the
-   report's "Do the models hold here?" judges the postal model on it
+4. the partitioned calibration (threads finishing at staggered times: the partitioned
+   model's per-partition and single-send times, MPI_Pready cost, progress), then the
+   fit: machine model with gamma and the partitioned terms, from those runs only; then a
+   held-out single-pair ping-pong (a quarter of the repetitions) the fit never sees:
+   the report's "Do the models hold here?" judges the postal model on it
 5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
 6. multirate: thread pairs sharing one communicator or one each, 1 .. 4 threads
 7. thread arrivals with injected laggards
@@ -95,7 +97,7 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
     measure = _resuming(out, log) if resume else _measure
     plan = [s for s in ("pingpong", *steps) if s in STEPS]
     plan = list(dict.fromkeys(plan))
-    total = len(plan) + 2
+    total = len(plan) + 2 + ("partitioned" in plan)
     step = iter(range(1, total + 1))
 
     def say(msg):
@@ -112,9 +114,17 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         say("HighVolumePingPong, ordered and reversed receives")
         measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=2,
                 sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, run_name="hvpingpong", **kw)
-    say("fitting the postal / max-rate / queue-search models; a held-out ping-pong to test them")
-    fitted = [runs / n for n in ("pingpong-1pair", f"pingpong-{pairs}pairs", "hvpingpong")
-              if (runs / n / "meta.json").exists()]
+    part_kw = dict(threads=2, compute_s=0.02, sizes=_scale(quick, None, [1 << 16, 1 << 20]),
+                   runs_per_size=_scale(quick, 5, 2))
+    if "partitioned" in plan:
+        say("partitioned calibration: staggered threads, the partitioned model's terms")
+        # its own run, before the fit: the machine model never comes from the run it predicts
+        measure(run_partitioned, calibrate=True, run_name="partitioned-calibration",
+                **dict(part_kw, runs_per_size=_scale(quick, 3, 2)), **kw)
+    say("fitting the postal / max-rate / queue-search / partitioned models; a held-out "
+        "ping-pong to test them")
+    fitted = [runs / n for n in ("pingpong-1pair", f"pingpong-{pairs}pairs", "hvpingpong",
+                                 "partitioned-calibration") if (runs / n / "meta.json").exists()]
     machine_model = fit_runs(fitted)
     # A second single-pair ping-pong the fit never sees: "Do the models hold here?" in
     # the report judges the postal model on it, a prediction rather than a fit residual.
@@ -140,9 +150,7 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
                 seed=1, compute="sleep", run_name="threads", **kw)
     if "partitioned" in plan:
         say("partitioned communication vs single send, 2 threads")
-        measure(run_partitioned, threads=2, compute_s=0.02, variability=0.25,
-                sizes=_scale(quick, None, [1 << 16, 1 << 20]),
-                runs_per_size=_scale(quick, 5, 2), run_name="partitioned", **kw)
+        measure(run_partitioned, variability=0.25, run_name="partitioned", **part_kw, **kw)
     if "bsp" in plan:
         say("bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)")
         for ranks in _scale(quick, (1, 2, 4), (1, 2)):

@@ -31,7 +31,13 @@ Thread compute times: mean ``compute_s``; standard deviation ``sigma_s``, or fro
 (Algorithm 1/2: "10 % runtime standard deviation" of 100 ms is 1 ms). Distributions:
 normal, uniform (width sqrt(12) sigma), exponential (shifted so the mean is
 ``compute_s``; sd = sigma) and constant; the same shapes as
-:func:`commscope.models.partitioned.thread_time_distribution`. Negative draws are
+:func:`commscope.models.partitioned.thread_time_distribution`. ``stagger`` draws
+nothing: thread t of T finishes at ``compute + sigma (2t/(T-1) - 1)`` (the calibration).
+
+Per partition, the ``compute`` table also holds ``call_s`` (the ``MPI_Pready`` or
+``MPI_Isend`` call's duration) and ``arrived_s`` (when the receiver saw the partition
+complete, on the same clock as ``actual_s``): a partition that arrived before the
+slowest thread was ready went out early (runs of an earlier commscope lack both). Negative draws are
 clipped to 0. Draws are seeded (``seed``, recorded in meta.json).
 
 Tables: ``samples`` (one row per method, size and run), ``compute`` (requested and
@@ -50,7 +56,7 @@ from .driver import register_resume, run_benchmark
 
 KIND = "partitioned"
 METHODS = ("partitioned", "isend", "single")
-DISTRIBUTIONS = ("normal", "uniform", "exponential", "constant")
+DISTRIBUTIONS = ("normal", "uniform", "exponential", "constant", "stagger")
 COMPUTE_MODES = ("sleep", "spin", "hybrid")
 MIB = 1 << 20
 
@@ -121,7 +127,7 @@ def _as_int(size):
 
 def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, dist="normal",
                     sizes=None, runs_per_size=5, warmup=1, methods=METHODS,
-                    compute_mode="sleep", seed=1, ompt=False, **launch_kw):
+                    compute_mode="sleep", seed=1, ompt=False, calibrate=False, **launch_kw):
     """Run the partitioned benchmark (2 ranks) and return the finished :class:`Run`.
 
     ``sizes``: buffer sizes in bytes (default :func:`default_sizes`); each is rounded
@@ -131,10 +137,23 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
     also times the sender's threads through the OMPT tool (table ``threads``), the
     input of ``commscope advise``.
 
+    ``calibrate=True`` measures the partitioned model's terms instead
+    (:mod:`commscope.models.partitioned_terms`; ``commscope fit`` reads them): the
+    threads finish at fixed staggered times (``dist="stagger"``, ``sigma_s`` defaulting
+    to ``compute_s / 2``, so the first thread leads the last by ``compute_s``), the
+    partitioned and single sends, ``parameters.calibration = true`` in meta.json.
+
     Raises :class:`InputError` on nonsense parameters (before anything runs) and
     :class:`EnvironmentProblem` when the job fails, including when the receiver found
     wrong or missing bytes (the rows stay in the run's ``samples`` table).
     """
+    if calibrate:
+        if dist not in ("normal", "stagger") or variability is not None:
+            raise InputError("--calibrate", None, "a calibration staggers the threads itself: "
+                                                  "give --sigma (the half-spread) or nothing, no "
+                                                  "--dist or --variability")
+        dist, methods = "stagger", [m for m in ("partitioned", "single") if m in methods]
+        sigma_s = compute_s / 2 if sigma_s is None else sigma_s
     if variability is None and sigma_s is None:
         variability = 0.1
     sizes = default_sizes() if sizes is None else [_as_int(s) for s in sizes]
@@ -145,7 +164,8 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
                   sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (Dominguez-Trujillo 2021, Alg. 1)"
                   if sigma_s is None else "given directly", dist=dist, sizes_bytes=list(sizes),
                   runs_per_size=runs_per_size, warmup=warmup, methods=methods,
-                  compute_mode=compute_mode, ompt=bool(ompt), seed=seed)
+                  compute_mode=compute_mode, ompt=bool(ompt), seed=seed,
+                  calibration=bool(calibrate))
     return run_benchmark(KIND, "partitioned", native_args(params), nranks=2, threads=threads,
                          parameters=params, seeds={"thread_times": seed},
                          collectors=[bench_collector] if ompt else (), **launch_kw)

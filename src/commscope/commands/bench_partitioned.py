@@ -12,6 +12,7 @@ examples:
       --sizes 288K,1152K,4608K --runs-per-size 5
   commscope bench partitioned --threads 4 --sigma 0.002 --dist uniform --methods isend,single
   commscope bench partitioned --mpi mpich --compute-mode hybrid
+  commscope bench partitioned --calibrate --compute 0.02    # the model's terms, for `fit`
 
 Thread compute times have mean --compute seconds and standard deviation --sigma, or
 --variability V in the thesis's convention sigma = compute * V**2 ("10 %" of 100 ms is
@@ -68,6 +69,10 @@ def register(registry):
                    help="unrecorded warm-up runs per size and method (default %(default)s)")
     s.add_argument("--methods", default=",".join(METHODS),
                    help="comma-separated subset of %(default)s")
+    p.add_argument("--calibrate", action="store_true",
+                   help="measure the partitioned model's terms (per-partition time, single-send "
+                        "time, MPI_Pready cost, progress) for `commscope fit`: threads finish at "
+                        "fixed staggered times (--sigma: half the spread, default compute/2)")
     p.add_argument("--ompt", action="store_true",
                    help="also time the sender's threads through OMPT (table threads, the "
                         "input of `commscope advise`)")
@@ -84,6 +89,7 @@ def _run(args):
         sigma_s=args.sigma, dist=args.dist, sizes=_sizes(args.sizes),
         runs_per_size=args.runs_per_size, warmup=args.warmup,
         methods=[m.strip() for m in args.methods.split(",") if m.strip()],
-        compute_mode=args.compute_mode, seed=args.seed, ompt=args.ompt, **launch_kwargs(args))
+        compute_mode=args.compute_mode, seed=args.seed, ompt=args.ompt,
+        calibrate=args.calibrate, **launch_kwargs(args))
     print(run.path)
     return 0

@@ -5,8 +5,16 @@ import math
 from ..errors import InputError
 from .common_options import add_link_options, add_monte_carlo_options
 from ..output import dump_json, format_value, print_table
-from ..predict.partitioned import (comparison_table, peak, predict_partitioned, range_text,
-                                   win_ranges)
+from ..predict.partitioned import (accuracy, comparison_table, peak, predict_partitioned,
+                                   range_text, win_ranges)
+
+
+def _term_text(name, t):
+    """A term for one line: a value, or its calibrated size range."""
+    if t.get("by_size"):
+        sizes = sorted(int(k) for k in t["by_size"])
+        return f"{len(sizes)} sizes {sizes[0]}..{sizes[-1]} B"
+    return format_value(t.get("value"))
 
 EXAMPLES = """\
 examples:
@@ -36,6 +44,11 @@ def register(registry):
     add_link_options(p, "machine model (commscope fit) or bluewaters; alpha/beta per "
                         "protocol (give one of --machine-model and --osu)")
     m = p.add_argument_group("model")
+    m.add_argument("--model", choices=("calibrated", "postal"), default=None,
+                   help="calibrated (default with --machine-model): Algorithm 1 fed the terms "
+                        "`bench partitioned --calibrate` measured (commscope fit puts them in the "
+                        "machine model); postal: fed the ping-pong link, as the thesis (the only "
+                        "one with --osu)")
     m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
     add_monte_carlo_options(m)
@@ -54,14 +67,14 @@ def _run(args):
     df = predict_partitioned(args.run, machine_model=args.machine_model, osu=args.osu,
                              machine=args.machine,
                              locality=args.locality, ppn=args.ppn, t_wait_s=args.t_wait,
-                             replicas=args.replicas, seed=args.seed)
+                             replicas=args.replicas, seed=args.seed, model=args.model)
     table = comparison_table(df)
     ranges = win_ranges(table)
     peaks = {m: peak(table, m) for m in ("partitioned", "isend")}
     if args.json:
         dump_json({"parameters": dict(df.attrs), "rows": df.to_dict("records"),
                    "comparison": table.to_dict("records"), "beats_single": ranges,
-                   "peak": peaks})
+                   "peak": peaks, "accuracy": accuracy(table)})
         return 0
     a = df.attrs
     link = (f"machine model {a['source']} ({a['locality']})" if a.get("link") == "machine-model"
@@ -70,6 +83,22 @@ def _run(args):
           f"sd {a['sigma_s']:.4g} s; link: {link}")
     for method, note in a.get("skipped", {}).items():
         print(f"# method {method} was skipped in this run: {note}")
+    if a.get("model") == "calibrated":
+        print("# model: Algorithm 1 fed the calibrated terms ("
+              + ", ".join(f"{k} {_term_text(k, t)}" for k, t in a["terms"].items()) + ")")
+        for note in a.get("notes", []):
+            print(f"# note: {note}")
+    print_table(table,
+                ["size_bytes", f"measured_{table['measured_method'].iloc[0]}_s",
+                 "model_partitioned_s", "ratio_partitioned", "measured_single_s",
+                 "model_single_s", "ratio_single", f"measured_{table['measured_method'].iloc[0]}"
+                 "_beats_single", "model_beats_single", "verdict_agrees"],
+                title=f"measured vs model ({a.get('model')}), elapsed time (s)")
+    acc = accuracy(table)
+    print(f"sizes >= {acc['min_size_bytes']} B: median measured/model "
+          f"{format_value(acc['median_ratio'])}, farthest {format_value(acc['worst_ratio'])}; "
+          f"verdict differs at: {', '.join(map(str, acc['verdicts_differ_at'])) or 'no size'}")
+    print()
     cols = ["size_bytes", "measured_partitioned_s", "measured_isend_s", "measured_single_s",
             "analytic_partitioned_s", "mc_partitioned_s", "mc_measured_partitioned_s",
             "analytic_single_s"]

@@ -1,8 +1,11 @@
 """Reader of `commscope profile --trace` event traces (raw/trace.<rank>.<thread>.bin).
 
-Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 1, u32 record
+Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 2, u32 record
 size 48, i32 rank, i32 thread, f64 ticks per second, u64 tick0, 24 bytes 0}, then
-48-byte records in the order the thread's calls returned. Timestamps are ticks; the
+48-byte records in the order the thread's calls returned. Version 2 records name the
+MPI function (an id into the node file's function list) and hold collectives too;
+version 1 traces (no function id, u16 event and flags) are still read, their
+``function`` column empty. Timestamps are ticks; the
 rank's counters.<rank>.bin holds two (ticks, CLOCK_MONOTONIC ns) pairs, from which
 every tick becomes nanoseconds on the clock the snapshots use, so ranks and
 snapshots line up on one node.
@@ -35,12 +38,20 @@ pd = lazy("pandas")
 MAGIC = b"CSTRACE1"
 HEADER_BYTES = 64
 RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
-                   ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "<u2"),
-                   ("flags", "<u2")])
-assert RECORD.itemsize == 48
-EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE"}
-STARTS = (2, 4)          # events that start a request (ISEND, IRECV, and MPI_Start of either)
-COMPLETE = 5
+                   ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "u1"),
+                   ("flags", "u1"), ("func", "<u2")])
+RECORD_V1 = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
+                      ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "<u2"),
+                      ("flags", "<u2")])
+assert RECORD.itemsize == RECORD_V1.itemsize == 48
+VERSION = 2
+NO_FUNCTION = 0xFFFF     # func of a record whose function is unknown (and of version 1)
+EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE",
+          7: "COLL", 8: "ICOLL", 9: "COLL_DONE"}
+STARTS = (2, 4, 8)       # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
+COMPLETES = (5, 9)       # COMPLETE, COLL_DONE
+COLLECTIVE = (7, 8, 9)   # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
+                         # collective's function id
 RECV_SIDE = 1            # flags bit 0: a receive-side completion
 _NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
 
@@ -82,7 +93,7 @@ def read_file(path, rank, thread):
         raise InputError(path, "magic", f"not a commscope trace (expected {MAGIC.decode()})")
     version, size, h_rank, h_thread = np.frombuffer(data, "<u4", count=2, offset=8).tolist() + \
         np.frombuffer(data, "<i4", count=2, offset=16).tolist()
-    if version != 1:
+    if version not in (1, VERSION):
         raise InputError(path, "version", f"unknown trace version {version}")
     if size != RECORD.itemsize:
         raise InputError(path, "record_size", f"{size}, expected {RECORD.itemsize}")
@@ -93,7 +104,15 @@ def read_file(path, rank, thread):
     n, cut = divmod(body, RECORD.itemsize)
     if cut:
         warnings.warn(f"{path}: last record cut short ({cut} bytes) and left out", stacklevel=2)
-    return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
+    if version == VERSION:
+        return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
+    old = np.frombuffer(data, RECORD_V1, count=n, offset=HEADER_BYTES)
+    rec = np.zeros(n, RECORD)
+    for name in RECORD_V1.names:
+        rec[name] = old[name]  # an event or flags value past 255 stays an unknown code
+    rec["event"][old["event"] > 255] = 0
+    rec["func"] = NO_FUNCTION
+    return rec
 
 
 def read_comms(communicators, raw_dir, rank):
@@ -110,7 +129,8 @@ def read_comms(communicators, raw_dir, rank):
 
 
 def _clocks(raw_dir):
-    """{rank: ((tick0, ns0, ticks per second), trace records dropped)} of every rank."""
+    """{rank: ((tick0, ns0, ticks per second), trace records dropped, function names)} of
+    every rank (the names: the node file's function list, indexed by the trace's ids)."""
     out = {}
     for key in node_keys(raw_dir):
         nf = NodeFile(raw_dir, key)
@@ -128,7 +148,8 @@ def _clocks(raw_dir):
                 raise InputError(nf.data_path, "tick1", f"rank {r}: no second clock pair: ticks "
                                                         "cannot be converted to time (the rank died "
                                                         "before its first snapshot)")
-            out[r] = ((int(h["tick0"]), int(h["ns0"]), tps), int(dropped[i]))
+            out[r] = ((int(h["tick0"]), int(h["ns0"]), tps), int(dropped[i]),
+                      [f["name"] for f in nc.meta["functions"]])
     return out
 
 
@@ -157,11 +178,13 @@ def _check_records(path, rec, comm_sizes, rank):
                                               f"(not in rank {rank}'s communicator list)")
     size = pd.Series(comm).map(comm_sizes).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
-    off = (peer < -1) | (peer >= size) | ((peer < 0) & ~np.isin(ev, (3, 4, 6)))
+    coll = np.isin(ev, COLLECTIVE)  # peer: the root
+    off = ((peer < -1) & ~coll) | (peer < -3) | (peer >= size) | \
+        ((peer < 0) & ~np.isin(ev, (3, 4, 6, *COLLECTIVE)))
     if off.any():
         i = int(np.argmax(off))
-        raise InputError(path, f"record {i}", f"peer {int(peer[i])} outside its communicator "
-                                              f"(size {int(size[i])})")
+        raise InputError(path, f"record {i}", f"{'root' if coll[i] else 'peer'} {int(peer[i])} "
+                                              f"outside its communicator (size {int(size[i])})")
 
 
 def _check_requests(df, raw_dir, rank):
@@ -171,7 +194,7 @@ def _check_requests(df, raw_dir, rank):
     must never fall below the completions so far.
     """
     req = df[df["request"] != 0].sort_values(["t_end", "thread", "record"], kind="stable")
-    step = np.where(req["event"].isin(STARTS), 1, np.where(req["event"] == COMPLETE, -1, 0))
+    step = np.where(req["event"].isin(STARTS), 1, np.where(req["event"].isin(COMPLETES), -1, 0))
     open_now = pd.Series(step, index=req.index).groupby(req["request"].to_numpy()).cumsum()
     bad = open_now.to_numpy() < 0
     if bad.any():
@@ -191,13 +214,41 @@ def _peer_world(comm, peer, members):
     return out
 
 
+def _collectives(d):
+    """The collective records' fields by name: ``bytes`` sent and ``bytes_received`` on
+    every collective row (a blocking one holds the latter in its request field, a
+    nonblocking one splits them between its start and its completion), ``request`` the
+    request id (0: blocking).  Point-to-point rows: bytes_received 0."""
+    ev = d["event"].to_numpy()
+    received = np.zeros(len(d), np.int64)
+    blocking = ev == 7
+    received[blocking] = d["request"].to_numpy()[blocking].astype(np.int64)
+    d.loc[blocking, "request"] = 0
+    nb = d[np.isin(ev, (8, 9))].sort_values(["t_end", "thread", "record"], kind="stable")
+    if len(nb):
+        start = nb["event"] == 8
+        keys = [nb["request"].to_numpy()]
+        sent = nb["bytes"].where(start).groupby(keys).ffill()       # a start before its completion
+        got = nb["bytes"].where(~start).groupby(keys).bfill()       # a completion after its start
+        d.loc[nb.index, "bytes"] = sent.fillna(0).astype(np.int64).to_numpy()
+        received[d.index.get_indexer(nb.index)] = got.fillna(0).astype(np.int64).to_numpy()
+    d["bytes_received"] = received
+
+
 def read_trace(raw_dir, check=True):
     """Read every trace file of a run's raw directory into one :class:`Trace`.
 
     ``events`` columns: rank, thread, file, record, event (name), t_begin, t_end (ticks),
     time_begin_s, time_end_s (seconds since the earliest rank's first tick), request,
     bytes, peer, tag, comm (the rank's id), comm_key, comm_size, peer_world (world rank
-    of the peer, -1 for any source), flags.
+    of the peer, -1 for any source), flags, func (the function id), function (its name;
+    None in a version 1 trace), bytes_received, collective.
+
+    Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world
+    rank), bytes what this rank sent, bytes_received what it received, request the
+    request id of a nonblocking or persistent one (0: blocking), tag and collective the
+    collective's function id and name (``MPI_Allreduce_init`` for the start of a
+    persistent one in ``MPI_Start``).  Other rows: collective None.
     """
     raw_dir = Path(raw_dir)
     files = trace_files(raw_dir)
@@ -211,7 +262,7 @@ def read_trace(raw_dir, check=True):
         comms.append(cm)
         if rank not in rank_clocks:
             raise InputError(raw_dir, None, f"rank {rank} has trace files but no counters")
-        clocks[rank], dropped = rank_clocks[rank]
+        clocks[rank], dropped, names = rank_clocks[rank]
         if dropped and check:
             raise InputError(raw_dir, "trace_records_dropped",
                              f"{dropped} trace records of rank {rank} were dropped (size limit "
@@ -235,6 +286,14 @@ def read_trace(raw_dir, check=True):
         if not rank_frames:
             continue
         d = pd.concat(rank_frames, ignore_index=True)
+        _collectives(d)
+        known = d["func"].to_numpy() < len(names)
+        table = np.asarray(names + [None], dtype=object)
+        d["function"] = table[np.where(known, d["func"].to_numpy(), len(names))]
+        coll = d["event"].isin(COLLECTIVE).to_numpy()
+        tag = d["tag"].to_numpy().astype(np.int64)
+        ok = coll & (tag >= 0) & (tag < len(names))
+        d["collective"] = table[np.where(ok, tag, len(names))]
         d["comm_key"] = d["comm"].map(keys)
         d["comm_size"] = d["comm"].map(sizes).fillna(0).astype(np.int64)
         d["peer_world"] = _peer_world(d["comm"].to_numpy(), d["peer"].to_numpy().astype(np.int64),

@@ -26,6 +26,7 @@ from pathlib import Path
 from ..errors import InputError, warn
 from ..paths import require_regular_file, write_text_atomic
 from ..schemas import validate
+from .partitioned_terms import terms_from_dict
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -158,6 +159,8 @@ class MachineModel:
     gamma_s: float | None = None
     delta_s_per_byte: float | None = None
     machine: dict = field(default_factory=dict)
+    # partitioned-model terms measured by `bench partitioned --calibrate` (partitioned_terms.py)
+    partitioned: object = None
     source: str = field(default="machine model", compare=False)  # the file, for messages
 
     @property
@@ -222,6 +225,7 @@ class MachineModel:
             "mpi_eager_limits": {k: int(v) for k, v in self.mpi_eager_limits.items()},
             "gamma_s": self.gamma_s,
             "delta_s_per_byte": self.delta_s_per_byte,
+            **({"partitioned": self.partitioned.to_dict()} if self.partitioned is not None else {}),
         }
 
 
@@ -354,6 +358,7 @@ def machine_model_from_dict(data, source="machine model"):
         delta_s_per_byte=_number(data.get("delta_s_per_byte"), source, "delta_s_per_byte",
                                  allow_none=True),
         machine=dict(data.get("machine") or {}),
+        partitioned=terms_from_dict(data.get("partitioned"), source),  # absent in older files
     )
     check_machine_model(machine_model, source)
     return machine_model

@@ -46,7 +46,11 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-SOURCES = ("measured", "analytic", "monte-carlo", "monte-carlo-measured")
+SOURCES = ("measured", "calibrated", "analytic", "monte-carlo", "monte-carlo-measured")
+#: ``model``: "calibrated" (Algorithm 1 fed the terms measured by `bench partitioned
+#: --calibrate`, the default with a machine model) or "postal" (Algorithm 1 fed the
+#: ping-pong link, as the thesis; the only one for OSU tables and link objects).
+MODELS = ("calibrated", "postal")
 COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
            "elapsed_p95_s", "effective_bandwidth_Bps", "messages_overlapped"]
 
@@ -127,9 +131,93 @@ def measured_rows(run):
     return out
 
 
+def _same_run(run, ident):
+    """Is the run directory ``run`` the source run ``ident`` ({path, kind, start_time} or a path)?"""
+    if isinstance(ident, dict):
+        if ident.get("start_time") and ident.get("kind") == run.kind \
+                and ident["start_time"] == run.meta.get("start_time"):
+            return True
+        ident = ident.get("path")
+    try:
+        return ident is not None and Path(ident).resolve() == Path(run.path).resolve()
+    except OSError:
+        return False
+
+
+def check_provenance(run, machine_model, source="machine model"):
+    """InputError when ``run`` is among the runs the machine model was fitted from.
+
+    A model checked against the measurement it was fitted from proves nothing; the
+    machine model says where each term came from (``machine.term_sources``, and
+    ``source_runs`` of files written before it).
+    """
+    machine = getattr(machine_model, "machine", None) or {}
+    idents = [(term, i) for term, ids in (machine.get("term_sources") or {}).items() for i in ids]
+    idents += [("(source_runs)", i) for i in machine.get("source_runs") or []]
+    terms = getattr(machine_model, "partitioned", None)
+    if terms is not None:
+        idents += [("partitioned", i) for i in terms.source_runs]
+    for term, ident in idents:
+        if _same_run(run, ident):
+            raise InputError(source, "machine.term_sources",
+                             f"the {term} term was fitted from {run.path}, the run being "
+                             "predicted: a prediction must not be checked against the data it "
+                             "came from; predict another run, or fit without this one")
+
+
+class _TermLink:
+    """A link whose message time is a measured term (no separate bandwidth)."""
+
+    def __init__(self, term):
+        self.term = term
+
+    def latency_s(self, size_bytes):
+        return self.term.at(size_bytes)
+
+    def bandwidth_Bps(self, size_bytes):
+        return np.full(np.shape(size_bytes), np.inf)
+
+
+def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
+    """Algorithm 1 fed the calibrated terms: rows for source ``calibrated``.
+
+    Partition message time ``partition_s(size/N)``; the expected spread of the thread
+    finish times (EMMA, as Algorithm 1) times ``progress`` is the time early partitions
+    may use; the single send is ``single_s(size)``.
+    """
+    t_part = terms.term("partition_s", source)
+    t_single = terms.term("single_s", source)
+    phi = float(terms.term("progress", source).value)
+    ana = pm.model_partitioned(_TermLink(t_part), threads, sizes, 1.0, dist=dist)
+    t_p = ana["message_s"].to_numpy(float)
+    m = np.minimum(phi * ana["overlap_s"].to_numpy(float) / t_p, threads - 1)
+    elapsed = t_p * (threads - m)
+    single = t_single.at(sizes)
+    inside = t_part.covers(sizes / threads) & t_single.covers(sizes)
+    part = pd.DataFrame({"size_bytes": sizes, "method": "partitioned", "source": "calibrated",
+                         "elapsed_s": elapsed, "effective_bandwidth_Bps": sizes / elapsed,
+                         "messages_overlapped": m, "calibrated_range": inside})
+    sing = pd.DataFrame({"size_bytes": sizes, "method": "single", "source": "calibrated",
+                         "elapsed_s": single, "effective_bandwidth_Bps": sizes / single,
+                         "calibrated_range": inside})
+    return [part, sing]
+
+
+def _calibration_notes(terms, params, threads):
+    """Where the calibration's conditions differ from the predicted run's."""
+    c, notes = terms.conditions, []
+    for key, want in (("threads", threads), ("compute_s", float(params["compute_s"])),
+                      ("compute_mode", params.get("compute_mode", "sleep"))):
+        if key in c and c[key] != want:
+            notes.append(f"calibrated with {key} = {c[key]}, this run has {want}")
+    for name, t in terms.terms.items():
+        notes += [f"{name}: {f}" for f in t.flags]
+    return notes
+
+
 def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link=None,
                         locality=None, ppn=1, t_wait_s=0.0, replicas=4000, seed=0,
-                        measured_times=True):
+                        measured_times=True, model=None):
     """Tidy DataFrame of measured and modeled elapsed time and effective bandwidth.
 
     ``run``: a partitioned run (path or :class:`Run`). The link is ``link`` (any object
@@ -141,11 +229,33 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     parameters and link description.
     """
     run = _as_run(run)
+    if model is not None and model not in MODELS:
+        raise InputError("--model", None, f"unknown model {model!r}; one of {', '.join(MODELS)}")
+    mm = None
     if link is None:
-        link, link_info = make_link(machine_model=machine_model, osu=osu, machine=machine,
+        if machine_model is not None:
+            from ..models.machine_model import load_machine_model
+            mm = (load_machine_model(machine_model) if isinstance(machine_model, (str, Path))
+                  else machine_model)
+            check_provenance(run, mm, getattr(mm, "source", "machine model"))
+        link, link_info = make_link(machine_model=mm, osu=osu, machine=machine,
                                     locality=locality, ppn=ppn, run=run)
+        if isinstance(machine_model, (str, Path)):
+            link_info["source"] = str(machine_model)
     else:
         link_info = {"link": type(link).__name__}
+    if model is None:
+        model = "calibrated" if mm is not None else "postal"
+    if model == "calibrated" and mm is None:
+        raise InputError("--model", None, "the calibrated model needs a machine model with "
+                         "partitioned terms (--machine-model); an OSU table or link feeds "
+                         "only --model postal")
+    terms = None
+    if model == "calibrated":
+        terms = getattr(mm, "partitioned", None)
+        if terms is None:
+            from ..models.partitioned_terms import raise_missing
+            raise_missing(getattr(mm, "source", "machine model"), "partition_s")
     if not (np.isfinite(t_wait_s) and t_wait_s >= 0):
         raise InputError("--t-wait", None, f"must be a number >= 0, got {t_wait_s}")
     params = run.meta["parameters"]
@@ -155,6 +265,9 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     dist = _distribution(params)
 
     frames = [measured]
+    if terms is not None:
+        frames += calibrated_rows(terms, threads, sizes, dist,
+                                  getattr(mm, "source", "machine model"))
     single = pm.model_single_send(link, sizes)
     frames.append(pd.DataFrame({
         "size_bytes": sizes, "method": "single", "source": "analytic",
@@ -183,7 +296,7 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     out = pd.concat(frames, ignore_index=True)
     out["size_bytes"] = out["size_bytes"].astype(np.int64)
     out["runs"] = out["runs"].astype("Int64")  # a count, missing for the analytic model
-    out = out.reindex(columns=COLUMNS)
+    out = out.reindex(columns=COLUMNS + (["calibrated_range"] if terms is not None else []))
     order = {s: i for i, s in enumerate(SOURCES)}
     out = out.sort_values(["size_bytes", "source", "method"],
                           key=lambda c: c.map(order) if c.name == "source" else c,
@@ -192,7 +305,11 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
         run=str(run.path), threads=threads, compute_s=params["compute_s"],
         sigma_s=params["sigma_s"], dist=params["dist"], t_wait_s=t_wait_s, replicas=replicas,
         seed=seed, skipped={m: note for m, (st, note) in method_status(run).items()
-                            if st == "skipped"}, **link_info)
+                            if st == "skipped"}, model=model, **link_info)
+    if terms is not None:
+        out.attrs["terms"] = {k: t.to_dict() for k, t in terms.terms.items()}
+        out.attrs["calibration"] = dict(terms.conditions, source_runs=terms.source_runs)
+        out.attrs["notes"] = _calibration_notes(terms, params, threads)
     return out
 
 
@@ -235,8 +352,42 @@ def comparison_table(pred):
         if not np.isfinite(mc):
             mc = row["mc_partitioned_s"]
         row["mc_beats_single"] = bool(mc < row["analytic_single_s"]) if np.isfinite(mc) else None
+        # the model the prediction stands by: calibrated where there is one, else Algorithm 1
+        cal_p = get("elapsed_s", "calibrated", "partitioned")
+        cal_s = get("elapsed_s", "calibrated", "single")
+        row["calibrated_partitioned_s"], row["calibrated_single_s"] = cal_p, cal_s
+        calibrated = np.isfinite(cal_p)
+        row["model"] = "calibrated" if calibrated else "postal"
+        row["model_partitioned_s"] = cal_p if calibrated else row["analytic_partitioned_s"]
+        row["model_single_s"] = cal_s if calibrated else row["analytic_single_s"]
+        meas_m = "partitioned" if np.isfinite(row["measured_partitioned_s"]) else "isend"
+        row["measured_method"] = meas_m
+        meas = row[f"measured_{meas_m}_s"]
+        row["ratio_partitioned"] = meas / row["model_partitioned_s"]
+        row["ratio_single"] = single / row["model_single_s"]
+        row["model_beats_single"] = bool(row["model_partitioned_s"] < row["model_single_s"])
+        won = row[f"measured_{meas_m}_beats_single"]
+        row["verdict_agrees"] = None if won is None else bool(won == row["model_beats_single"])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def accuracy(table, min_size=256 * 1024):
+    """How well the model held: median and worst measured/model ratio of the early-bird
+    send over sizes >= ``min_size``, and the sizes whose verdict (early-bird vs single)
+    differs from the measurement's. Targets of issue 26: median within 25 %, each size
+    within 50 %, every verdict the same."""
+    big = table[table["size_bytes"] >= min_size]
+    r = big["ratio_partitioned"].to_numpy(float)
+    r = r[np.isfinite(r)]
+    wrong = [int(s) for s, v in zip(table["size_bytes"], table["verdict_agrees"]) if v is False]
+    worst = float(r[np.argmax(np.abs(r - 1))]) if len(r) else np.nan
+    return {"min_size_bytes": min_size, "sizes": int(len(r)),
+            "median_ratio": float(np.median(r)) if len(r) else np.nan,
+            "worst_ratio": worst,
+            "median_within_25pct": bool(len(r) and abs(np.median(r) - 1) <= 0.25),
+            "each_within_50pct": bool(len(r) and np.all(np.abs(r - 1) <= 0.5)),
+            "verdicts_differ_at": wrong}
 
 
 def win_ranges(table):

@@ -38,10 +38,34 @@ pd = lazy("pandas")
 FORMATS = ("perfetto", "otf2")
 DEFAULT_NAMES = {"perfetto": "trace.json", "otf2": "traces.otf2"}
 
-#: What a call did, by the kinds of its trace records (docs/export.md).
+#: What a call did, by the kinds of its trace records: the names of calls whose records
+#: do not name their MPI function (version 1 traces; docs/export.md).
 KIND_NAMES = {"SEND": "send", "ISEND": "isend", "RECV": "recv", "IRECV": "irecv",
-              "COMPLETE": "wait/test", "PROBE": "probe"}
-_KIND_ORDER = ("SEND", "ISEND", "RECV", "IRECV", "PROBE", "COMPLETE")
+              "COMPLETE": "wait/test", "PROBE": "probe", "COLL": "collective",
+              "ICOLL": "icollective", "COLL_DONE": "wait/test"}
+_KIND_ORDER = ("SEND", "ISEND", "RECV", "IRECV", "PROBE", "COMPLETE", "COLL", "ICOLL", "COLL_DONE")
+COLLECTIVE_EVENTS = ("COLL", "ICOLL", "COLL_DONE")
+
+#: OTF2 collective operation of each collective's stem (MPI_Ibcast, MPI_Bcast_init and
+#: MPI_Bcast_c are all "bcast"); neighbourhood collectives by their global pattern.
+COLLECTIVE_OPS = {s: s.upper() for s in (
+    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
+    "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw", "reduce_scatter",
+    "reduce_scatter_block", "scan", "exscan")}
+
+
+def collective_stem(function):
+    """``MPI_Ineighbor_alltoallv_c`` -> ``alltoallv``; None for a non-collective."""
+    if not isinstance(function, str) or not function.startswith("MPI_"):
+        return None
+    stem = function[4:].lower()
+    for suffix in ("_c", "_init"):
+        stem = stem[:-len(suffix)] if stem.endswith(suffix) else stem
+    if stem not in COLLECTIVE_OPS and stem.startswith("i") and stem[1:] in set(COLLECTIVE_OPS) | {
+            "neighbor_" + k for k in COLLECTIVE_OPS}:
+        stem = stem[1:]
+    stem = stem[len("neighbor_"):] if stem.startswith("neighbor_") else stem
+    return stem if stem in COLLECTIVE_OPS else None
 _COMBINED = {("SEND", "RECV"): "sendrecv", ("SEND", "IRECV"): "isendrecv"}
 
 #: Snapshot columns exported as counters: track name -> {series name: column}.
@@ -78,9 +102,11 @@ def call_names(events):
     """
     ev = events
     rank, thread, tb = (ev[c].to_numpy() for c in ("rank", "thread", "t_begin"))
+    func = ev["func"].to_numpy() if "func" in ev else np.zeros(len(ev), np.int64)
     new = np.ones(len(ev), bool)
     if len(ev) > 1:
-        new[1:] = (rank[1:] != rank[:-1]) | (thread[1:] != thread[:-1]) | (tb[1:] != tb[:-1])
+        new[1:] = (rank[1:] != rank[:-1]) | (thread[1:] != thread[:-1]) | (tb[1:] != tb[:-1]) | \
+            (func[1:] != func[:-1])
     call = np.cumsum(new) - 1
     if not len(ev):
         return call, np.zeros(0, dtype=object)
@@ -92,8 +118,13 @@ def call_names(events):
     names = {}
     for m in np.unique(mask).tolist():
         combo = tuple(k for i, k in enumerate(_KIND_ORDER) if m >> i & 1)
-        names[m] = _COMBINED.get(combo, "+".join(KIND_NAMES[k] for k in combo))
-    return call, np.array([names[m] for m in mask.tolist()], dtype=object)
+        names[m] = "MPI " + _COMBINED.get(combo, "+".join(KIND_NAMES[k] for k in combo))
+    out = np.array([names[m] for m in mask.tolist()], dtype=object)
+    if "function" in ev:  # version 2 traces name the function (one per call)
+        fn = ev["function"].to_numpy()[np.flatnonzero(new)]
+        known = np.array([isinstance(f, str) for f in fn], bool)
+        out[known] = fn[known]
+    return call, out
 
 
 def calls_table(trace, named=None, ns=None):
@@ -328,24 +359,22 @@ def _json_calls(c, t0):
     for i, (s, r) in enumerate(zip(m["send"].to_numpy(), m["recv"].to_numpy())):
         flow_out.setdefault(int(call_of[s]), []).append(i)
         flow_in.setdefault(int(call_of[r]), []).append(i)
-    cols = {k: ev[k].to_numpy() for k in ("peer_world", "tag", "bytes", "comm", "rank", "event",
-                                          "request")}
+    cols = {k: ev[k].to_numpy() for k in ("peer_world", "peer", "tag", "bytes", "comm", "rank",
+                                          "event", "request", "bytes_received", "collective")}
     starts = np.r_[0, np.flatnonzero(np.diff(call_of)) + 1]
     ends = np.r_[starts[1:], len(call_of)]
     for row, (lo, hi) in zip(c.calls.itertuples(index=False), zip(starts, ends)):
         begin = _us(row.t_begin_ns, t0)
         end = _us(row.t_end_ns, t0)
         pid, tid = int(row.rank), int(row.thread)
-        idx = range(lo, hi)
-        vals = {"peer": [int(cols["peer_world"][i]) for i in idx],
-                "tag": [int(cols["tag"][i]) for i in idx],
-                "comm": [c.comm_name(cols["rank"][i], cols["comm"][i]) for i in idx],
-                "bytes": [int(cols["bytes"][i]) for i in idx]}
+        recs = [_record_args(c, cols, i) for i in range(lo, hi)]
         if hi - lo == 1:
-            args = {k: v[0] for k, v in vals.items()}
+            args = recs[0]
         else:
-            args = {"records": int(hi - lo), **vals, "events": [str(cols["event"][i]) for i in idx]}
-        yield {"name": f"MPI {row.name}", "cat": "mpi", "ph": "X", "ts": begin,
+            keys = list(dict.fromkeys(k for r in recs for k in r))
+            args = {"records": int(hi - lo), **{k: [r.get(k) for r in recs] for k in keys},
+                    "events": [str(cols["event"][i]) for i in range(lo, hi)]}
+        yield {"name": row.name, "cat": "mpi", "ph": "X", "ts": begin,
                "dur": round(max(end - begin, 0.0), 3), "pid": pid, "tid": tid, "args": args}
         mid = round((begin + end) / 2, 3)  # strictly inside the slice the flow binds to
         for i in flow_out.get(int(row.call), ()):
@@ -353,6 +382,20 @@ def _json_calls(c, t0):
         for i in flow_in.get(int(row.call), ()):
             yield {"name": "message", "cat": "mpi", "ph": "f", "bp": "e", "id": i, "ts": mid,
                    "pid": pid, "tid": tid}
+
+
+def _record_args(c, cols, i):
+    """A trace record's args: peer (world rank), tag, comm and bytes of a point-to-point
+    record; collective (its function), comm, root (rank in comm; -1 none), root_world,
+    bytes_sent, bytes_received and request (0: blocking) of a collective one."""
+    comm = c.comm_name(cols["rank"][i], cols["comm"][i])
+    if cols["event"][i] in COLLECTIVE_EVENTS:
+        root = int(cols["peer"][i])
+        return {"collective": cols["collective"][i], "comm": comm, "root": root if root >= 0 else -1,
+                "root_world": int(cols["peer_world"][i]), "bytes_sent": int(cols["bytes"][i]),
+                "bytes_received": int(cols["bytes_received"][i]), "request": int(cols["request"][i])}
+    return {"peer": int(cols["peer_world"][i]), "tag": int(cols["tag"][i]), "comm": comm,
+            "bytes": int(cols["bytes"][i])}
 
 
 def _json_counters(c, t0):
@@ -472,7 +515,11 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
     call_of = c.call_of_record.to_numpy()
     start_kind, _ = _start_of_completions(ev)
     start_kind = start_kind.to_numpy()
-    cols = {k: ev[k].to_numpy() for k in ("event", "peer", "tag", "bytes", "comm", "request", "flags", "rank")}
+    cols = {k: ev[k].to_numpy() for k in ("event", "peer", "tag", "bytes", "comm", "request", "flags",
+                                          "rank", "bytes_received")}
+    fn = ev["collective"].to_numpy() if "collective" in ev else np.full(len(ev), None, dtype=object)
+    from otf2.enums import CollectiveOp
+    from otf2.events import NonBlockingCollectiveComplete, NonBlockingCollectiveRequest
     n = 0
     starts = np.r_[0, np.flatnonzero(np.diff(call_of)) + 1] if len(call_of) else np.zeros(0, int)
     ends = np.r_[starts[1:], len(call_of)]
@@ -482,9 +529,9 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
         if (r, t) not in writers:
             writers[(r, t)] = w.event_writer_from_location(locs[(r, t)])
         wr = writers[(r, t)]
-        name = f"MPI {row.name}"
+        name = row.name
         if name not in regions:
-            regions[name] = d.region(name, paradigm=Paradigm.MPI, region_role=RegionRole.POINT2POINT)
+            regions[name] = d.region(name, paradigm=Paradigm.MPI, region_role=_region_role(name, RegionRole))
         region = regions[name]
         wr.enter(int(row.t_begin_ns), region)
         n += 1
@@ -510,13 +557,45 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
                     inner.append((te, "mpi_request_cancelled", (req,)))
                 else:
                     inner.append((te, "mpi_isend_complete", (req,)))
+            elif kind in COLLECTIVE_EVENTS and comm is not None and collective_stem(fn[i]):
+                op = getattr(CollectiveOp, COLLECTIVE_OPS[collective_stem(fn[i])])
+                root = peer if peer >= 0 else UNDEFINED_UINT32
+                sent, got = size, int(cols["bytes_received"][i])
+                if kind == "COLL":  # blocking: the operation inside the call
+                    inner.append((tb, "mpi_collective_begin", ()))
+                    inner.append((te, "mpi_collective_end", (op, comm, root, sent, got)))
+                elif kind == "ICOLL":
+                    inner.append((tb, NonBlockingCollectiveRequest, (req,)))
+                else:
+                    inner.append((te, NonBlockingCollectiveComplete, (op, comm, root, sent, got, req)))
         end = int(row.t_end_ns)
         for time, method, args in sorted(inner, key=lambda x: x[0]):
-            getattr(wr, method)(min(max(time, int(row.t_begin_ns)), end), *args)
+            time = min(max(time, int(row.t_begin_ns)), end)
+            if isinstance(method, str):
+                getattr(wr, method)(time, *args)
+            else:  # an event the writer has no method for: written as an event object
+                wr(method(time, *args))
             n += 1
         wr.leave(end, region)
         n += 1
     return n
+
+
+UNDEFINED_UINT32 = 0xFFFFFFFF  # OTF2_UNDEFINED_UINT32: no root
+
+
+def _region_role(name, RegionRole):
+    """OTF2 region role of an MPI function (Score-P's choice), by its name."""
+    stem = collective_stem(name)
+    if stem is None or name.endswith("_init") or name.startswith("MPI_I"):
+        return RegionRole.POINT2POINT if stem is None else RegionRole.COLL_OTHER
+    if stem == "barrier":
+        return RegionRole.BARRIER
+    if stem in ("bcast", "scatter", "scatterv"):
+        return RegionRole.COLL_ONE2ALL
+    if stem in ("reduce", "gather", "gatherv"):
+        return RegionRole.COLL_ALL2ONE
+    return RegionRole.COLL_ALL2ALL
 
 
 def _otf2_metrics(c, w, d, metric_locs, MetricMode, MetricOccurrence, MetricType, RecorderKind, Type):

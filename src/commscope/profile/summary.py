@@ -88,9 +88,14 @@ def _check_stats(path, field, stats):
 
 
 def job_rows(doc, top=10):
-    """Rows of the job summary: every nonzero counter, then the ``top`` functions by calls."""
-    rows = [dict(name=name, total=s["total"], mean=s["mean"], min=s["min"], min_rank=s["min_rank"],
-                 max=s["max"], max_rank=s["max_rank"])
+    """Rows of the job summary: every nonzero counter, then the ``top`` functions by calls.
+
+    A watermark's sum over ranks means nothing (its max does), so its total is None.
+    """
+    from .catalog import counter_catalog
+    watermarks = {c["name"] for c in counter_catalog() if c["kind"] == "watermark"}
+    rows = [dict(name=name, total=None if name in watermarks else s["total"], mean=s["mean"],
+                 min=s["min"], min_rank=s["min_rank"], max=s["max"], max_rank=s["max_rank"])
             for name, s in doc["counters"].items() if s["total"]]
     busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
     rows += [dict(name=f"{name} calls", **{k: per["calls"][k] for k in STATS})

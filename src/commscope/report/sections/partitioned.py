@@ -14,8 +14,8 @@ import html
 
 from ...errors import InputError
 from ...units import format_bytes, format_seconds
-from ...predict.partitioned import (comparison_table, measured_rows, predict_partitioned,
-                                    range_text, win_ranges)
+from ...predict.partitioned import (accuracy, comparison_table, measured_rows,
+                                    predict_partitioned, range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from . import report_machine_model
@@ -29,7 +29,9 @@ TITLE = "Partitioned communication: early-bird sends vs a single send"
 ORDER = 30
 STYLE = {"partitioned": ("tab:blue", "o"), "isend": ("tab:orange", "s"),
          "single": ("tab:gray", "^")}
-MODEL_STYLE = {("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 1"),
+MODEL_STYLE = {("calibrated", "partitioned"): ("tab:red", "-", "model: calibrated terms"),
+               ("calibrated", "single"): ("tab:red", ":", "model: calibrated single send"),
+               ("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 1"),
                ("monte-carlo-measured", "partitioned"): ("tab:purple", "--",
                                                          "model: Monte Carlo, measured times"),
                ("analytic", "single"): ("tab:gray", ":", "model: single send")}
@@ -46,6 +48,55 @@ def _spans(ax, sizes, mask, **kw):
         label = None  # one legend entry for all the shaded spans
 
 
+def _term_cell(t):
+    if t.get("by_size"):
+        sizes = sorted(int(k) for k in t["by_size"])
+        return (f"{len(sizes)} sizes, {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}: "
+                + ", ".join(f"{format_bytes(k)} {format_seconds(t['by_size'][str(k)])}"
+                            for k in sizes))
+    return "-" if t.get("value") is None else f"{t['value']:.3g}"
+
+
+def _held_html(df, table):
+    """The model's terms, then size, measured, model, ratio and verdict per size."""
+    a = df.attrs
+    out = []
+    if a.get("model") == "calibrated":
+        rows = [{"term": k, "value": (format_seconds(t["value"]) if k == "pready_s" else
+                                      _term_cell(t)),
+                 "samples": t.get("n_samples"), "quality": ("FLAGGED: " + "; ".join(t["flags"]))
+                 if t.get("flags") else "ok"} for k, t in a.get("terms", {}).items()]
+        cal = a.get("calibration", {})
+        runs = ", ".join(str(r.get("path", r)) for r in cal.get("source_runs", []))
+        out.append(html_table(rows, ["term", "value", "samples", "quality"],
+                              caption=f"calibrated terms (from {runs}; {cal.get('threads')} "
+                                      f"threads, compute {cal.get('compute_s')} s)"))
+        out += [f'<p class="note">{html.escape(n)}</p>' for n in a.get("notes", [])]
+    meas = table["measured_method"].iloc[0]
+    rows = [{"size": format_bytes(int(r["size_bytes"])),
+             f"measured {meas}": format_seconds(r[f"measured_{meas}_s"]),
+             "model": format_seconds(r["model_partitioned_s"]),
+             "ratio": r["ratio_partitioned"],
+             "measured single": format_seconds(r["measured_single_s"]),
+             "model single": format_seconds(r["model_single_s"]),
+             "ratio single": r["ratio_single"],
+             "verdict (measured / model)": "{} / {}".format(
+                 _verdict(r[f"measured_{meas}_beats_single"]), _verdict(r["model_beats_single"]))
+             + ("" if r["verdict_agrees"] in (True, None) else " DIFFERS")}
+            for _, r in table.iterrows()]
+    acc = accuracy(table)
+    out.append(html_table(rows, caption=f"measured vs model ({a.get('model')}), elapsed time "
+                                        "from the last thread ready to the transfer's end"))
+    out.append(f"<p>Sizes &ge; {format_bytes(acc['min_size_bytes'])}: median measured/model "
+               f"{acc['median_ratio']:.2f}, farthest {acc['worst_ratio']:.2f}; verdict differs "
+               f"at {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}.</p>")
+    return "".join(out)
+
+
+def _verdict(wins):
+    return "-" if wins is None else "early-bird wins" if wins else "single wins"
+
+
 def _render_run(run, machine_model):
     p = run.meta["parameters"]
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
@@ -60,12 +111,27 @@ def _render_run(run, machine_model):
                          f"{html.escape(str(r.get('note', '')))}</p>")
     except InputError:
         pass
-    if machine_model is not None:
+    calibration = bool(p.get("calibration"))
+    if calibration:
+        notes.append("<p>A calibration run (threads finishing at staggered times): it measures "
+                     "the calibrated model's terms (<code>commscope fit</code>), so it is not "
+                     "predicted.</p>")
+        df = measured_rows(run)
+    elif machine_model is not None:
         try:
             df = predict_partitioned(run, machine_model=machine_model, replicas=2000)
         except InputError as exc:
-            notes.append(f"<p>No model: {html.escape(str(exc))}</p>")
-            df = measured_rows(run)
+            # said, not silent: the calibrated model cannot be had (a missing term, or a
+            # machine model fitted from this very run); the thesis's model may still be
+            notes.append(f"<p>No calibrated model: {html.escape(str(exc))}</p>")
+            try:
+                df = predict_partitioned(run, machine_model=machine_model, replicas=2000,
+                                         model="postal")
+                notes.append("<p>Shown instead: Algorithm 1 fed the ping-pong postal link "
+                             "(the thesis's model, uncalibrated).</p>")
+            except InputError as exc2:
+                notes.append(f"<p>No model: {html.escape(str(exc2))}</p>")
+                df = measured_rows(run)
     else:
         df = measured_rows(run)
     meas = df[df["source"] == "measured"]
@@ -90,6 +156,7 @@ def _render_run(run, machine_model):
         el_ax.plot(x, sub["elapsed_s"], ls, color=color, lw=1.4, label=label)
         bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 1e6, ls, color=color, lw=1.4, label=label)
     table = comparison_table(df)
+    held = "" if calibration or machine_model is None else _held_html(df, table)
     sizes = table["size_bytes"].to_numpy(float)
     early = "measured_partitioned_beats_single"
     if table[early].isna().all():
@@ -115,7 +182,7 @@ def _render_run(run, machine_model):
             + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
                f"{range_text(ranges.get('mc'), format_bytes)}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
-    return head + "".join(notes) + figure_html(
+    return head + "".join(notes) + held + figure_html(
         fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
              "size, early-bird sends vs a single send") + wins + html_table(
         table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],

@@ -1,0 +1,131 @@
+"""The partitioned model's terms (issue 26 part 1): a real 2-rank calibration run, its fit
+into the machine model, the calibrated prediction, provenance and missing-term refusals."""
+
+import json
+
+import pytest
+
+from commscope.bench.partitioned import run_partitioned
+from commscope.bench.pingpong import run_pingpong
+from commscope.cli import main
+from commscope.errors import InputError
+from commscope.machine_fit import fit_runs
+from commscope.models.machine_model import load_machine_model, save_machine_model
+from commscope.models.partitioned_terms import BENCHMARK, fit_terms
+from commscope.predict.partitioned import accuracy, comparison_table, predict_partitioned
+
+pytestmark = pytest.mark.mpi
+
+QUIET = dict(echo=False, progress=False, timeout=180)
+SIZES = [65536, 262144, 1048576]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    pp = run_pingpong(min_size=1, max_size=1 << 20, iters=30, warmup=3, large_iters=5,
+                      large_warmup=1, runs_root=root, **QUIET)
+    cal = run_partitioned(threads=2, compute_s=0.004, sizes=SIZES, runs_per_size=3,
+                          calibrate=True, runs_root=root, run_name="cal", **QUIET)
+    target = run_partitioned(threads=2, compute_s=0.004, variability=0.4, sizes=SIZES,
+                             runs_per_size=3, seed=3, runs_root=root, run_name="target", **QUIET)
+    path = root / "machine-model.json"
+    save_machine_model(fit_runs([pp.path, cal.path, target.path]), path)
+    return dict(pp=pp, cal=cal, target=target, model=path, root=root)
+
+
+def test_calibration_records_each_partitions_pready_and_arrival(runs):
+    cal = runs["cal"]
+    assert cal.meta["parameters"]["calibration"] is True
+    assert cal.meta["parameters"]["dist"] == "stagger"
+    comp = cal.table("compute")
+    part = comp[comp["method"] == "partitioned"]
+    assert (part["call_s"] > 0).all() and (part["arrived_s"] > 0).all()
+    # stagger: thread 0 at compute - sigma, thread 1 at compute + sigma (sigma = compute / 2)
+    req = part.groupby("thread")["requested_s"].first()
+    assert req[0] == pytest.approx(0.002) and req[1] == pytest.approx(0.006)
+    # a partition cannot arrive before its thread made it ready
+    assert (part["arrived_s"] >= part["actual_s"]).all()
+
+
+def test_terms_fitted_into_the_machine_model_with_their_source_runs(runs):
+    mm = load_machine_model(runs["model"])
+    terms = mm.partitioned
+    assert set(terms.terms) == {"partition_s", "single_s", "pready_s", "progress"}
+    assert sorted(terms.terms["single_s"].by_size) == SIZES
+    assert sorted(terms.terms["partition_s"].by_size) == [s // 2 for s in SIZES]
+    assert all(v > 0 for v in terms.terms["partition_s"].by_size.values())
+    assert 0 < terms.terms["pready_s"].value < 0.004
+    assert 0 <= terms.terms["progress"].value <= 1
+    assert terms.terms["single_s"].flags == [] and terms.terms["partition_s"].flags == []
+    assert terms.conditions["threads"] == 2 and terms.conditions["compute_s"] == 0.004
+    sources = mm.machine["term_sources"]
+    assert [s["path"] for s in sources["partitioned"]] == [str(runs["cal"].path)]
+    assert [s["path"] for s in sources["postal/max-rate"]] == [str(runs["pp"].path)]
+    # the ordinary partitioned run was given to fit too, and used for nothing
+    assert not any(str(runs["target"].path) == s["path"] for ids in sources.values() for s in ids)
+
+
+def test_too_few_sizes_are_flagged(runs):
+    cal = runs["cal"]
+    samples, comp = cal.table("samples"), cal.table("compute")
+    keep = [SIZES[0], SIZES[-1]]
+    terms = fit_terms(samples[samples["size_bytes"].isin(keep)],
+                      comp[comp["size_bytes"].isin(keep)], {}, [])
+    assert any("too few points" in f for f in terms.terms["single_s"].flags)
+    assert any("too few points" in f for f in terms.terms["partition_s"].flags)
+
+
+def test_calibrated_prediction_has_ratio_and_verdict(runs):
+    pred = predict_partitioned(runs["target"], machine_model=runs["model"], replicas=200)
+    assert pred.attrs["model"] == "calibrated"
+    cal = pred[pred["source"] == "calibrated"]
+    assert set(cal["method"]) == {"partitioned", "single"} and (cal["elapsed_s"] > 0).all()
+    table = comparison_table(pred)
+    assert (table["model"] == "calibrated").all()
+    for col in ("ratio_partitioned", "ratio_single"):
+        assert (table[col] > 0).all()
+    assert table["verdict_agrees"].isin([True, False]).all()
+    acc = accuracy(table)
+    assert acc["sizes"] == 2  # 256 KiB and 1 MiB
+
+
+def test_refuses_to_predict_a_run_the_model_was_fitted_from(runs, tmp_path, capsys):
+    with pytest.raises(InputError, match="must not be checked against the data"):
+        predict_partitioned(runs["cal"], machine_model=runs["model"])
+    # the same when the machine model names the run among any term's sources
+    data = json.loads(runs["model"].read_text())
+    data["machine"]["term_sources"]["gamma"] = [{"path": "elsewhere", "kind": "partitioned",
+                                                 "start_time": runs["target"].meta["start_time"]}]
+    bad = tmp_path / "mm.json"
+    bad.write_text(json.dumps(data))
+    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
+                 str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "gamma term was fitted from" in err and str(runs["target"].path) in err
+
+
+@pytest.mark.parametrize("drop", ["all", "progress"])
+def test_missing_term_names_it_and_its_benchmark(runs, tmp_path, capsys, drop):
+    data = json.loads(runs["model"].read_text())
+    if drop == "all":
+        del data["partitioned"]   # a machine model fitted from ping-pong alone
+    else:
+        del data["partitioned"]["terms"]["progress"]
+    path = tmp_path / "mm.json"
+    path.write_text(json.dumps(data))
+    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
+                 str(path), "--replicas", "100"]) == 2
+    err = capsys.readouterr().err
+    assert BENCHMARK in err and str(path) in err
+    assert ("'progress'" if drop == "progress" else "'partition_s'") in err
+    # the thesis's model, asked for by name, needs no calibration
+    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
+                 str(path), "--model", "postal", "--replicas", "100"]) == 0
+
+
+def test_machine_model_round_trip_keeps_the_terms(runs, tmp_path):
+    mm = load_machine_model(runs["model"])
+    again = tmp_path / "again.json"
+    save_machine_model(mm, again)
+    assert load_machine_model(again).partitioned.to_dict() == mm.partitioned.to_dict()
