@@ -561,8 +561,9 @@ def check_partitioned(runs, mm):
                 disagree.append((r["size_bytes"], bool(said)))
         model = pred.attrs.get("model")
         if model and not any(n.startswith("model:") for n in c.notes):
-            c.notes.append(f"model: {model}" + (f" (terms from {', '.join(Path(str(x.get('path', x) if isinstance(x, dict) else x)).name for x in pred.attrs['calibration'].get('source_runs', []))})"
-                                                 if pred.attrs.get("calibration") else ""))
+            src = (pred.attrs.get("calibration") or {}).get("source_runs") or []
+            names = [Path(str(x.get("path") if isinstance(x, dict) else x)).name for x in src]
+            c.notes.append(f"model: {model}" + (f", terms from {', '.join(names)}" if names else ""))
     if disagree:
         c.extra_fail = ("partitioned vs single send: the model says "
                         + ", ".join(f"{'faster' if s else 'slower'} at {format_bytes(b)}"
@@ -614,8 +615,10 @@ def check_variability(runs):
                     f"[{format_seconds(row['ci_low_s'])}, {format_seconds(row['ci_high_s'])}]")
     out = []
     for kind, c in checks.items():
+        judged = sum(p.excluded is None for p in c.points)
+        if judged and not missed[kind]:
+            c.notes.insert(0, f"all {judged} intervals hold the measured median")
         if missed[kind]:
-            judged = sum(p.excluded is None for p in c.points)
             c.extra_fail = (f"{len(missed[kind])} of {judged} intervals miss the measured "
                             f"median ({missed[kind][0]})")
         if c.points or c.notes:
