@@ -44,6 +44,7 @@ SCRIPTS = {
     "measure_stop": (True, "Open MPI only, one kill per signal"),
     "multirate_profile": (True, "2 threads, 1 repetition, both modes, profiled"),
     "variability_study": (True, "ftq at 1 and 2 ranks, 20 intervals, 500 replicas"),
+    "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),
     "advise_check": (True, "256 KiB and 1 MiB, 3 runs (skips without the OMPT runtime)"),
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),

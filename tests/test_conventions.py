@@ -277,6 +277,7 @@ JSON_ARGS = {
     "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/machine-model.json"],
     "model matching": ["{profile}"],
     "model p2p": ["--machine-model", "bluewaters", "--sizes", "1:4M", "--locality", "inter-node"],
+    "model holds": ["{pingpong}", "{hvpingpong}", "{mtmatch}", "{bsp}"],
     "model partitioned": ["--latency", "5e-6", "--bandwidth", "1e10", "--threads", "4",
                           "--compute", "0.1", "--variability", "0.1", "--sizes", "16MB",
                           "--monte-carlo", "--replicas", "500"],

@@ -12,7 +12,7 @@ from commscope.cli import main
 from commscope.errors import InputError
 from commscope.models.p2p import (contention_link_bytes, contention_time, hvpingpong_time,
                                   maxrate_time, node_aware_breakdown, node_aware_time,
-                                  postal_time, predict_pattern, queue_search_time,
+                                  MissingTerm, postal_time, predict_pattern, queue_search_time,
                                   queue_search_time_from_elements, validate_messages)
 from commscope.models.machine_model import (FitQuality, bluewaters_machine_model,
                                             load_machine_model, save_machine_model)
@@ -152,15 +152,49 @@ def test_predict_pattern_per_rank_terms():
     assert r.notes == []
 
 
-def test_predict_pattern_missing_parameters_leave_notes():
-    # a queue term the machine model cannot give stops the prediction, naming term and benchmark
-    with pytest.raises(InputError, match=r"gamma_s.*commscope bench hvpingpong"):
-        predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"))
-    r = predict_pattern(load_machine_model(REFERENCE_CSV), PATTERN.drop(columns="count"),
-                        queue_search="none")
+def test_predict_pattern_missing_terms_name_their_benchmark():
+    """A term the machine model lacks is an error naming it and the benchmark that measures
+    it, never a silent 0 (issue 26); a term left out on purpose leaves a note."""
+    csv = load_machine_model(REFERENCE_CSV)  # no gamma, no delta
+    with pytest.raises(MissingTerm) as exc:
+        predict_pattern(csv, PATTERN.drop(columns="count"))
+    assert exc.value.field == "gamma_s" and "commscope bench hvpingpong" in str(exc.value)
+    r = predict_pattern(csv, PATTERN.drop(columns="count"), queue_search=None)
     assert (r.per_rank["queue_s"] == 0).all() and (r.per_rank["contention_s"] == 0).all()
-    assert len(r.notes) == 2
+    assert len(r.notes) == 2 and "--queue none" in r.notes[0] and "--hops" in r.notes[1]
     assert r.per_rank["n_messages"].tolist() == [2, 1, 1]  # count defaults to 1
+    with pytest.raises(MissingTerm) as exc:
+        predict_pattern(csv, PATTERN, queue_search=None, hops=2)
+    assert exc.value.field == "delta_s_per_byte" and "--contention" in str(exc.value)
+    # no inter-node bytes: delta is not needed, hops or not
+    on_node = PATTERN[PATTERN["peer_locality"] != "inter-node"]
+    assert predict_pattern(csv, on_node, queue_search=None, hops=2).term_max["contention_s"] == 0
+
+
+def test_missing_parameters_and_gamma_name_their_benchmark():
+    intra = bluewaters_machine_model()
+    intra.params = {k: v for k, v in intra.params.items() if k[1] == "intra-socket"}
+    intra.breakpoints = {"intra-socket": intra.breakpoints["intra-socket"]}
+    with pytest.raises(MissingTerm) as exc:
+        node_aware_time(intra, 1024, "inter-node")
+    assert "inter-node" in exc.value.field and "commscope bench pingpong" in str(exc.value)
+    with pytest.raises(MissingTerm) as exc:
+        hvpingpong_time(load_machine_model(REFERENCE_CSV), [1, 10], 8, "intra-socket")
+    assert exc.value.field == "gamma_s" and "commscope bench hvpingpong" in str(exc.value)
+
+
+def test_cli_missing_term_exits_2_naming_term_and_benchmark(tmp_path, capsys):
+    csv = tmp_path / "m.csv"
+    PATTERN.to_csv(csv, index=False)
+    argv = ["model", "pattern", "--machine-model", str(REFERENCE_CSV), "--messages", str(csv)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "gamma_s" in err and "commscope bench hvpingpong" in err
+    assert main([*argv, "--queue", "none"]) == 0
+    assert "queue-search term left out" in capsys.readouterr().err
+    assert main([*argv, "--queue", "none", "--hops", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "delta_s_per_byte" in err and "commscope bench hvpingpong --contention" in err
 
 
 @pytest.mark.parametrize("bad", [

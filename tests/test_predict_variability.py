@@ -146,3 +146,105 @@ def test_a_bsp_run_made_before_the_dim_rename_is_the_same_experiment(new_run):
     old = new_run("bsp", workload="dgemm", size=256, reps=1)  # --size, as it was called
     new = new_run("bsp", workload="dgemm", dim=256, reps=1)
     assert experiment_key(old) == experiment_key(new) and dict(experiment_key(new))["dim"] == 256
+
+
+# --- issue 26 part 3: target-run intervals, repeats, notes ------------------------------
+
+@pytest.fixture(scope="module")
+def more_runs(tmp_path_factory, default_mpi, bsp_runs):
+    """A repeat of the 1-rank FTQ run and a 4-rank run (oversubscribed on 2 cores)."""
+    root = tmp_path_factory.mktemp("more")
+    common = dict(intervals=60, mean=1e-3, sd=2e-4, runs_root=root, **QUIET)
+    again = run_bsp("ftq", ranks=1, seed=7, run_name="ftq-1b", **common)
+    four = run_bsp("ftq", ranks=4, seed=8, run_name="ftq-4", **common)
+    return again, four
+
+
+def _cores(run):
+    return run.meta["topology"]["usable_cpus"]
+
+
+def test_oversubscribed_target_carries_a_note(bsp_runs, more_runs, capsys, tmp_path):
+    _, one, two, _ = bsp_runs
+    _, four = more_runs
+    cores = _cores(one)
+    if cores >= 4:
+        pytest.skip(f"{cores} cores: 4 ranks are not oversubscribed here")
+    assert four.meta["launch"]["oversubscribed"]
+    df = predict_variability(one, [2, 4, 2 * cores + 1], compare=[two, four], replicas=300,
+                             seed=1)
+    for row in df.to_dict("records"):
+        over = row["target_ranks"] > cores
+        assert row["oversubscribed"] == over
+        assert ("target oversubscribed" in row["note"]) == over, row
+    at4 = df[df["target_ranks"] == 4]["note"]
+    assert at4.str.contains("1 measured run").all() and at4.str.contains("time-slice").all()
+    beyond = df[df["target_ranks"] == 2 * cores + 1]["note"]
+    assert beyond.str.contains(f"on this machine .{2 * cores + 1} ranks > {cores} cores").all()
+    # the table numbers the notes, --json carries them whole
+    assert cli.main(["predict", "variability", str(one.path), "--compare", str(four.path),
+                     "--replicas", "300", "--seed", "1", "--kind", "nonparametric"]) == 0
+    text = capsys.readouterr().out
+    ref = next(ln for ln in text.splitlines() if "target oversubscribed" in ln)
+    assert ref.startswith("# [") and "notes" in text
+    assert cli.main(["predict", "variability", str(one.path), "--compare", str(four.path),
+                     "--replicas", "300", "--seed", "1", "--json"]) == 0
+    preds = json.loads(capsys.readouterr().out)["predictions"]
+    assert all("target oversubscribed" in p["note"] and p["oversubscribed"] for p in preds)
+    # and the report says so under the table
+    page = build_report([one.path, four.path], tmp_path / "r.html").read_text()
+    assert "target oversubscribed" in page
+
+
+def test_repeats_join_the_calibration(bsp_runs, more_runs, capsys):
+    root, one, two, other = bsp_runs
+    again, four = more_runs
+    alone = predict_variability(one, [2], compare=[two], replicas=500, seed=2)
+    assert alone["note"].str.contains("one calibration run").all()
+    both = predict_variability(one, [2], compare=[two], repeats=[again], replicas=500, seed=2)
+    assert both.attrs["repeats"] == [str(again.path)]
+    assert not both["note"].str.contains("one calibration run").any()
+    assert (both["interval"] == "run").all() and (both["run_sd"] >= 0).all()
+    assert (both["block"] >= 1).all()
+    # a repeat must be the same experiment at the same scale
+    for bad, field in ((other, "parameters.workload"), (two, "parameters.ranks")):
+        rc = cli.main(["predict", "variability", str(one.path), "--target-ranks", "2",
+                       "--repeats", str(bad.path)])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{bad.path.name}/meta.json: {field}" in err
+
+
+def test_thesis_intervals_are_the_bootstrap_as_printed(bsp_runs):
+    from commscope.stats import bootstrap
+    _, one, two, _ = bsp_runs
+    df = predict_variability(one, [2], compare=[two], replicas=800, seed=9, interval="thesis",
+                             kind="nonparametric", statistics=("interval_max_s",))
+    ref = bootstrap.bootstrap_nonparametric(one.table("maxima")["max_interval_s"], 1, 2.0,
+                                            replicas=800, seed=9)
+    assert df["median_s"].iloc[0] == ref.median_s and df["ci_low_s"].iloc[0] == ref.ci_low_s
+    # the run interval is for the run's median maximum: far narrower than one interval's
+    run = predict_variability(one, [2], compare=[two], replicas=800, seed=9,
+                              kind="nonparametric", statistics=("interval_max_s",))
+    width = lambda d: d["ci_high_s"].iloc[0] - d["ci_low_s"].iloc[0]  # noqa: E731
+    assert width(run) < width(df) / 2
+
+
+def test_rejected_assumptions_are_named():
+    from commscope.predict.variability import _assumption_notes
+    rng = np.random.default_rng(0)
+    e = rng.standard_normal(400)
+    ar = np.empty(400)
+    ar[0] = e[0]
+    for t in range(1, 400):
+        ar[t] = 0.7 * ar[t - 1] + e[t]
+    ar = 1.0 + 0.01 * ar
+    notes = _assumption_notes("intranode", [[ar]], "thesis", 1, 1, "pwm")
+    auto = [n for n in notes if "autocorrelated" in n]
+    assert len(auto) == 1 and "too narrow" in auto[0]
+    assert 0.6 < float(auto[0].split("lag-1 r = ")[1].split(",")[0]) < 0.8
+    bimodal = np.r_[rng.normal(1.0, 0.01, 200), rng.normal(2.0, 0.01, 200)]
+    notes = _assumption_notes("intranode", [[bimodal[rng.permutation(400)]]], "run", 1, 3,
+                              "pwm")
+    assert notes and "GEV fit rejected" in notes[0]
+    notes = _assumption_notes("nonparametric", [[1.0 + rng.random(20)]], "run", 1, 1, "pwm")
+    assert "only 20 calibration intervals" in notes[0] and "one calibration run" in notes[-1]

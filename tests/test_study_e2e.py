@@ -21,8 +21,8 @@ def study(tmp_path_factory, default_mpi):
 def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
         "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "multirate", "partitioned",
-        "partitioned-calibration",
-        "pingpong-1pair", "pingpong-2pairs", "profile-bsp-halo", "threads"]
+        "partitioned-calibration", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
+        "profile-bsp-halo", "threads"]
     machine_model = load_machine_model(study / "machine-model.json")
     assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}   # one node
     rdv = machine_model.get("rendezvous", machine_model.localities[0])
@@ -34,7 +34,7 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     figures = html.count("<img") + html.count('<figure class="fig"')
     assert figures >= 9                                # every section's figures, inline
     assert html.count("<svg") >= 1                     # line plots as SVG: zoomable, searchable
-    for heading in ("Machine model", "Point-to-point", "HighVolumePingPong",
+    for heading in ("Do the models hold here?", "Machine model", "Point-to-point", "HighVolumePingPong",
                     "Multithreaded message matching", "Partitioned communication",
                     "Thread arrivals", "Runtime variability", "Application profile",
                     "Matching queues of traced programs",
@@ -51,6 +51,25 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert "Queue-search model fitted per MPI" in html
     assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
     assert "Load imbalance between ranks" in html    # the profiled harness ran with timers
+
+
+def test_models_hold_on_the_study(study, capsys):
+    """The fit never saw the held-out ping-pong: the postal rows are predictions of it."""
+    assert "pingpong-1pair-heldout" not in json.dumps(
+        load_machine_model(study / "machine-model.json").machine)
+    html = (study / "report.html").read_text()
+    assert html.index("<h2>Do the models hold here?") < html.index("<h2>Machine model")
+    assert main(["model", "holds", str(study), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["machine_model"].startswith(str(study / "machine-model.json"))
+    rows = {r["model"]: r for r in out["rows"]}
+    postal = [r for m, r in rows.items() if m.startswith("postal (")]
+    assert postal and all(r["runs"] == ["pingpong-1pair-heldout"] and "in-sample" not in r["reason"]
+                          for r in postal)
+    assert "oversubscribed, 4 ranks on 2 cores" in rows["max-rate"]["reason"]
+    assert rows["stencil counts"]["verdict"] == "holds"
+    assert {"queue search, ordered", "queue search, reversed", "partitioned", "contention",
+            "node-aware", "variability (nonparametric)"} <= set(rows)
 
 
 def test_refit_and_report_from_cli(study, tmp_path, capsys):

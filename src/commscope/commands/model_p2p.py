@@ -63,13 +63,13 @@ def register(registry):
     q.add_argument("--messages", required=True, metavar="CSV", help="message table")
     q.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
     q.add_argument("--hops", type=float, default=None,
-                   help="average network hops per byte, h of eq. 7 (contention omitted if not given)")
-    q.add_argument("--queue", choices=QUEUE_SEARCH_CASES + ("none",), default="upper",
+                   help="average network hops per byte, h of eq. 7 (contention omitted if not "
+                        "given; given, the machine model must have delta_s_per_byte)")
+    q.add_argument("--queue", choices=(*QUEUE_SEARCH_CASES, "none"), default="upper",
                    help="queue search (default %(default)s): upper = gamma n^2 (eq. 3), triangular = gamma n(n+1)/2, "
                         "ordered = gamma n, none = leave the term out. `commscope fit` fits gamma in the upper form, so "
-                        "triangular with a fitted gamma gives about half the measured search. A machine "
-                        "model without gamma stops with exit 2 (naming the benchmark that measures it) "
-                        "unless --queue none")
+                        "triangular with a fitted gamma gives about half the measured search. A "
+                        "machine model without gamma_s is an error unless --queue none")
     q.add_argument("--json", action="store_true", help="print JSON instead of tables")
     q.add_argument("--plot", metavar="PNG", default=None,
                    help="also write the stacked view per rank (Bienz et al. 2018, Figs. 10-11) to this PNG; an "
@@ -98,7 +98,8 @@ def run_pattern(args):
     if args.plot and prepare_output(args.plot, "--plot").exists():
         raise InputError(args.plot, None, "exists; not overwriting it")
     result = predict_pattern(machine_model, load_messages(args.messages), ppn=args.ppn,
-                             hops=args.hops, queue_search=args.queue)
+                             hops=args.hops,
+                             queue_search=None if args.queue == "none" else args.queue)
     if args.plot:
         from ..report.pattern_plot import plot_pattern
         plot_pattern(result, args.plot)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..bench.mtmatch import balanced_decomposition, build_plan
 from ..errors import InputError
 from ..models import stencil
-from ..models.p2p import node_aware_time
+from ..models.p2p import node_aware_time, require_term
 from . import engines as eng
 from .replay import random_interleave, summarize
 from ..lazy import lazy
@@ -107,10 +107,8 @@ def predict(halo, points, threads, machine_model, engines=("ob1",), trials=100, 
     size = int(np.ceil(halo.bytes_per_step / counts.M_t))
     notes = []
     per_msg = float(node_aware_time(machine_model, size, locality))
-    gamma = machine_model.gamma_s
-    if gamma is None:
-        notes.append("the machine model has no gamma_s: the queue-search term is left out")
-        gamma = 0.0
+    # the drain time's search term: no silent 0 when the machine model lacks gamma
+    gamma = require_term(machine_model, "gamma_s", "the what-if's queue-search time")
     rng = np.random.default_rng(seed)
     rows = []
     for engine in engines:

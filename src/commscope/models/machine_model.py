@@ -200,7 +200,8 @@ class MachineModel:
             raise InputError(self.source, f"{key[0]}/{key[1]}",
                              "no parameters for this protocol and locality; the machine model has "
                              + (", ".join(f"{p}/{loc}" for p, loc in sorted(self.params))
-                                or "none"))
+                                or "none") + "; measured by `commscope bench pingpong` with its "
+                             "two ranks at that locality, then `commscope fit`")
         return self.params[key]
 
     def to_dict(self):

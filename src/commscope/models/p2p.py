@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from .machine_model import PROTOCOLS, canonical_locality
-from .queue_search import MEASURE_COMMAND
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -31,6 +30,52 @@ pd = lazy("pandas")
 
 
 QUEUE_SEARCH_CASES = ("upper", "triangular", "ordered")
+
+#: Which benchmark measures each term a prediction may need (``commscope fit`` fits them
+#: from its runs). A prediction that needs a term the machine model lacks raises
+#: :class:`MissingTerm` naming both, instead of using a default (issue 26).
+TERM_BENCHMARKS = {
+    "gamma_s": "`commscope bench hvpingpong` (receives in send order and reversed), "
+               "then `commscope fit`",
+    "delta_s_per_byte": "`commscope bench hvpingpong --contention` on 2 or more nodes, "
+                        "then `commscope fit`",
+    "R_N_Bps": "`commscope bench pingpong --pairs 2` (or more) across nodes, then "
+               "`commscope fit`",
+    "parameters": "`commscope bench pingpong` with its two ranks at that locality, then "
+                  "`commscope fit`",
+    "queue_search": "`commscope bench hvpingpong` (receives in send order and reversed; "
+                    "--queues adds the queue lengths), then `commscope fit` (one MPI's runs)",
+}
+
+
+class MissingTerm(InputError):
+    """A machine model lacks a term a prediction needs: names the term and the benchmark
+    that measures it (CLI: exit status 2)."""
+
+    def __init__(self, source, term, needed_for, benchmark_term=None):
+        self.term = term
+        self.benchmark = TERM_BENCHMARKS[benchmark_term or term]
+        super().__init__(source, term, f"not in the machine model, needed for {needed_for}; "
+                                       f"measured by {self.benchmark}")
+
+
+def require_term(machine_model, term, needed_for):
+    """The machine model's ``gamma_s`` or ``delta_s_per_byte``; :class:`MissingTerm` if unset."""
+    value = getattr(machine_model, term)
+    if value is None:
+        raise MissingTerm(getattr(machine_model, "source", "machine model"), term, needed_for)
+    return value
+
+
+def require_params(machine_model, protocol, locality):
+    """The (protocol, locality) parameters; :class:`MissingTerm` naming the benchmark if absent."""
+    key = (protocol, canonical_locality(locality))
+    if key not in machine_model.params:
+        have = ", ".join(f"{p}/{loc}" for p, loc in sorted(machine_model.params)) or "none"
+        raise MissingTerm(getattr(machine_model, "source", "machine model"),
+                          f"parameters {key[0]}/{key[1]}",
+                          f"{key[1]} messages (the machine model has {have})", "parameters")
+    return machine_model.params[key]
 
 
 def postal_time(alpha_s, beta_s_per_byte, size_bytes):
@@ -78,7 +123,7 @@ def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
         m = protos == proto
         if not m.any():
             continue
-        p = machine_model.get(proto, locality)
+        p = require_params(machine_model, proto, locality)
         alpha[m] = p.alpha_s
         if locality == "inter-node":
             node_rate = min(p.R_N_Bps, ppn * p.Rb_Bps)
@@ -148,12 +193,6 @@ def contention_time(delta_s_per_byte, link_bytes):
 HVPP_MODELS = ("auto", "fitted", "004")
 
 
-def _missing_queue_term(machine_model, field_name, what):
-    return InputError(getattr(machine_model, "source", "machine model"), field_name,
-                      f"{what} is not in this machine model, and this prediction needs it: "
-                      f"measure it with `{MEASURE_COMMAND}`")
-
-
 def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reversed", ppn=1,
                     reversed_search="upper", model="auto"):
     """Modelled one-way time of HighVolumePingPong (004 Algorithm 1).
@@ -173,7 +212,7 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     * ``"auto"`` (default): ``"fitted"`` when the machine model has it for this
       locality, else ``"004"``.
 
-    A missing term raises InputError naming it and the benchmark that measures it.
+    A missing term raises :class:`MissingTerm` naming it and the benchmark that measures it.
     ``n_messages`` and ``size_bytes`` broadcast against each other. Returns a DataFrame
     with n_messages, size_bytes, order, protocol, maxrate_s, queue_s, total_s, model
     (the form used: "004" or the fitted form's name).
@@ -191,10 +230,10 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     if model == "auto":
         model = "fitted" if qs is not None and qs.locality in (None, locality) else "004"
     if model == "fitted" and qs is None:
-        raise _missing_queue_term(machine_model, "queue_search",
-                                  "the fitted queue-search model (queue_search)")
-    if model == "004" and machine_model.gamma_s is None:
-        raise _missing_queue_term(machine_model, "gamma_s", "the queue-search cost gamma (gamma_s)")
+        raise MissingTerm(getattr(machine_model, "source", "machine model"), "queue_search",
+                          "the queue-search model fitted per MPI (HighVolumePingPong)")
+    gamma = (require_term(machine_model, "gamma_s", "the queue-search term of HighVolumePingPong")
+             if model == "004" else None)
     one = node_aware_breakdown(machine_model, s, locality, ppn)
     if model == "fitted":
         base, queue = qs.terms(n, order)
@@ -205,7 +244,7 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     else:
         maxrate = n * one["time_s"].to_numpy()
         case = "ordered" if order == "ordered" else reversed_search
-        queue, used = queue_search_time(machine_model.gamma_s, n, case), "004"
+        queue, used = queue_search_time(gamma, n, case), "004"
     return pd.DataFrame({
         "n_messages": n.astype(np.int64), "size_bytes": s.astype(np.int64), "order": order,
         "protocol": one["protocol"].to_numpy(), "maxrate_s": maxrate, "queue_s": queue,
@@ -281,21 +320,19 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
       processes per node share the injection limit of inter-node messages).
     * queue term: all of a rank's messages are in flight at once, so
       n = sum of ``count`` over the rank's rows, and the cost is
-      :func:`queue_search_time` (gamma n^2 by default, eq. 3). A machine model without
-      gamma raises InputError naming it and the benchmark that measures it, unless
-      ``queue_search="none"`` leaves the term out on purpose.
+      :func:`queue_search_time` (gamma n^2 by default, eq. 3).
     * contention term (eqs. 5, 7): b = mean inter-node bytes sent per rank over all
       ranks of the table (the paper's "average bytes sent from any process"),
       l = 2 h^3 b ppn, charged to every rank that sends inter-node bytes. Needs
       ``hops`` (average hops per byte) and the machine model's delta.
 
-    A contention term whose parameter is missing (delta or hops) is 0 and a note says so.
-    The overall time is the maximum over ranks of the per-rank total.
+    A term the machine model lacks is an error naming the term and the benchmark that
+    measures it (:class:`MissingTerm`), never a silent 0: gamma for the queue term
+    (``queue_search=None`` leaves that term out, with a note), delta when ``hops`` is given
+    and the pattern sends inter-node bytes. Without ``hops`` the contention term is left
+    out, with a note. The overall time is the maximum over ranks of the per-rank total.
     """
     df = validate_messages(messages)
-    if queue_search not in QUEUE_SEARCH_CASES + ("none",):
-        raise InputError("queue search", "case",
-                         f"expected one of {QUEUE_SEARCH_CASES + ('none',)}, got {queue_search!r}")
     if ppn < 1:
         raise InputError("ppn", None, f"must be >= 1 (got {ppn})")
     if hops is not None and (not np.isfinite(hops) or hops < 0):
@@ -312,21 +349,21 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
         "n_messages": g["count"].sum(), "bytes": g["bytes"].sum(),
         "inter_node_bytes": g["inter_node_bytes"].sum(), "maxrate_s": g["maxrate_s"].sum(),
     }).reset_index()
-    if queue_search == "none":
-        notes.append("queue-search term left out (queue_search='none')")
+    if queue_search is None:
+        notes.append("queue-search term left out, as asked (--queue none)")
         per["queue_s"] = 0.0
-    elif machine_model.gamma_s is None:
-        raise _missing_queue_term(machine_model, "gamma_s", "the queue-search cost gamma (gamma_s)")
     else:
-        per["queue_s"] = queue_search_time(machine_model.gamma_s, per["n_messages"].to_numpy(),
-                                           queue_search)
-    if machine_model.delta_s_per_byte is None or hops is None:
-        notes.append("contention term omitted: needs the machine model's delta_s_per_byte and hops")
+        gamma = require_term(machine_model, "gamma_s", "the queue-search term (--queue none "
+                                                       "leaves it out)")
+        per["queue_s"] = queue_search_time(gamma, per["n_messages"].to_numpy(), queue_search)
+    if hops is None or not (per["inter_node_bytes"] > 0).any():
+        notes.append("contention term omitted: no --hops given" if hops is None else
+                     "contention term 0: no inter-node bytes")
         per["contention_s"] = 0.0
     else:
+        delta = require_term(machine_model, "delta_s_per_byte", "the contention term (eq. 5)")
         b_avg = per["inter_node_bytes"].mean()
-        t_c = float(contention_time(machine_model.delta_s_per_byte,
-                                    contention_link_bytes(hops, b_avg, ppn)))
+        t_c = float(contention_time(delta, contention_link_bytes(hops, b_avg, ppn)))
         per["contention_s"] = np.where(per["inter_node_bytes"] > 0, t_c, 0.0)
     per["total_s"] = per["maxrate_s"] + per["queue_s"] + per["contention_s"]
     i = int(per["total_s"].to_numpy().argmax())

@@ -24,9 +24,23 @@ unless ``ranks_per_node`` regroups them.  Statistics:
   interval count.  The measured value is the median over runs of each run's
   runtime; a run with a different interval count is rescaled to ``m`` (noted).
 
-Interpretation (as in the bootstrap module): non-parametric replicas are maxima
-themselves, so their interval is a prediction interval; parametric replicas are EMMA
-(expected-maximum) projections, so theirs is a confidence interval for the mean.
+Intervals (``interval``):
+
+* ``"run"`` (default): an interval for the statistic of *one target run*, the thing the
+  measured value is (see :mod:`commscope.stats.target_run`): block bootstrap of the
+  calibration (its intervals are autocorrelated), the target's own intervals drawn from
+  the predicted max-of-k law with the calibration's dependence, and a run-to-run factor
+  estimated from ``repeats`` (more calibration runs at the base scale).  For
+  ``interval_max_s`` the replicas are the target run's *median* interval maximum.
+* ``"thesis"``: the thesis bootstraps as printed (:mod:`commscope.stats.bootstrap`):
+  non-parametric replicas are single interval maxima (a prediction interval for one
+  interval), parametric ones EMMA projections (a confidence interval for the expected
+  maximum), intervals independent.  On this machine they hold the measured medians far
+  less often than their level says (docs/validation.md, "Variability intervals").
+
+Every row's ``note`` says which assumptions the data reject or the target breaks: an
+oversubscribed target, autocorrelated interval times, a GEV fit rejected by a
+Kolmogorov-Smirnov test, too few intervals, a single calibration run.
 """
 
 from __future__ import annotations
@@ -37,7 +51,7 @@ from pathlib import Path
 from ..bench.bsp import EXPERIMENT_KEYS, interval_matrix
 from ..errors import InputError
 from ..runs import Run, open_run
-from ..stats import bootstrap
+from ..stats import bootstrap, target_run
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -46,12 +60,15 @@ pd = lazy("pandas")
 
 KINDS = ("nonparametric", "internode", "intranode")
 STATISTICS = ("interval_max_s", "runtime_s")
+INTERVALS = ("run", "thesis")
+#: Fewer calibration intervals than this: tails (and a GEV fit) are poorly determined.
+MIN_INTERVALS = 50
 
 COLUMNS = ["workload", "halo_bytes", "kind", "method", "statistic", "base_ranks",
            "target_ranks", "k", "intervals", "median_s", "ci_low_s", "ci_high_s",
            "confidence", "replicas", "seed", "measured_runs", "measured_median_s",
            "measured_mean_s", "measured_low_s", "measured_high_s", "inside", "median_error",
-           "oversubscribed", "note"]
+           "oversubscribed", "note", "interval", "block", "run_sd"]
 
 
 # --- runs -----------------------------------------------------------------------------
@@ -176,7 +193,8 @@ def _kinds(kind):
 
 def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=10_000,
                         seed=None, confidence=0.95, compare=(), method="pwm",
-                        ranks_per_node=None, statistics=STATISTICS):
+                        ranks_per_node=None, statistics=STATISTICS, repeats=(),
+                        interval="run"):
     """Predict interval maxima and runtimes at ``target_ranks`` from a bsp run.
 
     ``calibration``: a bsp run (path or :class:`~commscope.runs.Run`) at the base
@@ -186,7 +204,10 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     same experiment (workload and its parameters, halo size) give the measured
     values.  ``ranks_per_node`` regroups the calibration's ranks into nodes of that
     size (default: by recorded host).  ``seed`` makes the prediction reproducible
-    (drawn and reported when None).
+    (drawn and reported when None).  ``repeats``: more runs of the same experiment at
+    the base scale; they join the calibration and give the run-to-run component.
+    ``interval``: "run" (an interval for one target run's statistic) or "thesis" (the
+    thesis bootstraps as printed); see the module doc.
 
     Returns a tidy DataFrame, one row per (kind, statistic, target), with columns
     :data:`COLUMNS`: predicted median and ``ci_low_s``/``ci_high_s`` at
@@ -199,6 +220,9 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     """
     cal = _as_run(calibration)
     kinds = _kinds(kind)
+    if interval not in INTERVALS:
+        raise InputError("--interval", None, f"expected one of {', '.join(INTERVALS)}, "
+                                             f"got {interval!r}")
     for s in statistics:
         if s not in STATISTICS:
             raise InputError("statistic", None, f"expected one of {STATISTICS}, got {s!r}")
@@ -223,6 +247,10 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
         raise InputError("--ranks-per-node", None,
                          f"{rpn!r} does not divide the calibration's {base} ranks")
 
+    cal_runs = [cal, *_collect_repeats(repeats, cal, base)]
+    series = _calibration_series(cal_runs, base, int(rpn))
+
+    preempted = _preemption_note(cal_runs)
     measured = _collect_compare(compare, cal)
     if target_ranks is None or len(target_ranks) == 0:
         target_ranks = sorted({run_ranks(r) for r in measured})
@@ -239,13 +267,28 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     tail = (1 - confidence) / 2
     rows = []
     for kind_name in kinds:
+        groups, per_rank = series[kind_name]
+        block = target_run.pooled_block_length([s for g in groups for s in g])
+        kind_notes = _assumption_notes(kind_name, groups, interval, block, len(cal_runs),
+                                       method)
+        if preempted:
+            kind_notes.append(preempted)
         for stat in statistics:
             intervals = m if stat == "runtime_s" else None
-            results, note = None, ""
+            results, note, run_sd = None, "", math.nan
             try:
-                results = _bootstrap(kind_name, maxima, times, base, rpn, targets,
-                                     replicas=int(replicas), confidence=float(confidence),
-                                     seed=int(seed), intervals=intervals, method=method)
+                if interval == "thesis":
+                    results = _bootstrap(kind_name, maxima, times, base, rpn, targets,
+                                         replicas=int(replicas), confidence=float(confidence),
+                                         seed=int(seed), intervals=intervals, method=method)
+                else:
+                    run_sd = target_run.run_effect_sd(
+                        series["nonparametric"][0][0], _RUN_STAT[stat], block,
+                        np.random.default_rng(int(seed)))
+                    results = _bootstrap_run(kind_name, groups, per_rank, base, targets, m,
+                                             stat, block, run_sd, replicas=int(replicas),
+                                             confidence=float(confidence), seed=int(seed),
+                                             method=method)
             except InputError as exc:
                 if len(kinds) == 1:
                     raise
@@ -254,6 +297,12 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                 res = results[i] if results else None
                 runs_here = by_scale.get(target, [])
                 values, rescaled = _measured_values(runs_here, stat, m)
+                notes = [note] if note else []
+                over = _oversubscription_note(cal, target, runs_here)
+                notes += ([over] if over else []) + kind_notes
+                if run_sd > RUN_SD_NOTE:
+                    notes.append(f"calibration runs differ run to run by {run_sd:.0%} "
+                                 "(log sd of their level): included in the interval")
                 row = {
                     "workload": params.get("workload"), "halo_bytes": params.get("halo_bytes"),
                     "kind": kind_name,
@@ -269,8 +318,10 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                     "measured_median_s": math.nan, "measured_mean_s": math.nan,
                     "measured_low_s": math.nan,
                     "measured_high_s": math.nan, "inside": None, "median_error": math.nan,
-                    "oversubscribed": any(map(is_oversubscribed, runs_here)) if runs_here else None,
-                    "note": note,
+                    "oversubscribed": bool(over) if (runs_here or over) else None,
+                    "note": "",
+                    "interval": interval, "block": block if interval == "run" else 1,
+                    "run_sd": run_sd,
                 }
                 if values.size:
                     med = float(np.median(values))
@@ -282,14 +333,153 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                         row["inside"] = bool(res.ci_low_s <= med <= res.ci_high_s)
                         row["median_error"] = res.median_s / med - 1 if med > 0 else math.nan
                     if rescaled:
-                        row["note"] = (row["note"] + "; " if row["note"] else "") + \
-                            f"measured runtimes rescaled to {m} intervals"
+                        notes.append(f"measured runtimes rescaled to {m} intervals")
+                row["note"] = "; ".join(notes)
                 rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS).astype({"intervals": "Int64"})  # None: per interval
     df.attrs.update(calibration=str(cal.path), base_ranks=base, ranks_per_node=int(rpn),
                     intervals=m, seed=int(seed),
-                    compared=[str(r.path) for r in measured])
+                    compared=[str(r.path) for r in measured],
+                    repeats=[str(r.path) for r in cal_runs[1:]], interval=interval)
     return df
+
+
+# --- the target-run intervals (interval="run") ----------------------------------------
+
+#: The base-scale statistic whose run-to-run spread gives the run effect.
+_RUN_STAT = {"interval_max_s": "median", "runtime_s": "sum"}
+
+
+def _collect_repeats(repeats, cal, base):
+    """More calibration runs: the same experiment at the same scale (else InputError)."""
+    key, out, seen = experiment_key(cal), [], {cal.path.resolve()}
+    for entry in repeats or ():
+        run = _as_run(entry)
+        if run.path.resolve() in seen:
+            continue
+        theirs = dict(experiment_key(run))
+        diff = [k for k, v in key if theirs.get(k) != v]
+        if diff:
+            raise InputError(run.path / "meta.json", f"parameters.{diff[0]}",
+                             f"{theirs.get(diff[0])!r} differs from the calibration run's "
+                             f"{dict(key)[diff[0]]!r}: not a repeat of the same experiment")
+        if run_ranks(run) != base:
+            raise InputError(run.path / "meta.json", "parameters.ranks",
+                             f"{run_ranks(run)} ranks: a repeat must have the calibration's "
+                             f"{base}")
+        seen.add(run.path.resolve())
+        out.append(run)
+    return out
+
+
+def _calibration_series(runs, base, rpn):
+    """Per kind: (groups, n_per_unit).  A group is a list of 1-D interval series (one per
+    run and node or rank slot) pooled into one fit; the thesis's groups (nodes for
+    internode, rank slots for intranode, one for non-parametric)."""
+    maxima = [run_maxima(r) for r in runs]
+    mats = []
+    for r in runs:
+        t, _ = interval_matrix(r)
+        if t.shape[1] != base:
+            raise InputError(r.path / "intervals", "rank",
+                             f"has {t.shape[1]} ranks but the run says {base}")
+        mats.append(t.reshape(t.shape[0], base // rpn, rpn))
+    nodes = base // rpn
+    inter = [[t.max(axis=2)[:, j] for t in mats] for j in range(nodes)]
+    intra = [[t[:, j, s] for t in mats for j in range(nodes)] for s in range(rpn)]
+    return {"nonparametric": ([maxima], base), "internode": (inter, rpn),
+            "intranode": (intra, 1)}
+
+
+def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_sd, *,
+                   replicas, confidence, seed, method):
+    """One pooled result per target: replicas split over the groups, as the thesis does."""
+    out = []
+    per_group = math.ceil(replicas / len(groups))
+    for i, target in enumerate(targets):
+        n = target / base if kind == "nonparametric" else target / per_rank
+        samples, failed = [], 0
+        for g, group in enumerate(groups):
+            res = target_run.predict_statistic(
+                kind != "nonparametric", group, n, statistic=_RUN_STAT[stat], intervals=m,
+                block=block, replicas=per_group, confidence=confidence,
+                seed=(seed + i) * 1009 + g, run_sd=run_sd, method=method)
+            samples.append(res.samples)
+            failed += res.failed_replicas
+        pooled = np.concatenate(samples)
+        med, lo, hi = bootstrap._summarise(pooled, confidence)
+        out.append(bootstrap.BootstrapResult(
+            kind, base, target, target / base, stat, med, lo, hi, confidence, pooled.size,
+            seed + i, None if kind == "nonparametric" else method, pooled, failed))
+    return out
+
+
+# --- notes: assumptions the target breaks or the data reject --------------------------
+
+def _oversubscription_note(cal, target, runs_here):
+    """Why the target is oversubscribed, or "" (measured runs, else this machine's cores)."""
+    over = [r for r in runs_here if is_oversubscribed(r)]
+    topo = cal.meta.get("topology") or {}
+    cores = topo.get("usable_cpus") or topo.get("cores")
+    one_host = len(cal.meta.get("hosts") or [None]) == 1
+    why = (": ranks time-slice there, and the calibration (one rank per core) has none "
+           "of that in it, so the prediction does not hold")
+    if over:
+        return (f"target oversubscribed ({len(over)} measured run(s) at {target} ranks had "
+                "more ranks than cores)" + why)
+    if one_host and isinstance(cores, int) and target > cores:
+        return f"target oversubscribed on this machine ({target} ranks > {cores} cores)" + why
+    return ""
+
+
+#: FTQ spins taking this much longer than requested: the ranks were preempted.
+PREEMPTED_RATIO = 1.2
+#: A run-to-run spread of the level (log sd) above this is worth saying.
+RUN_SD_NOTE = 0.05
+
+
+def _preemption_note(runs):
+    """FTQ asks for a known spin time: a calibration whose spins took much longer was
+    preempted by other load, which the prediction then carries as if it were noise."""
+    ratios = []
+    for run in runs:
+        iv = run.table("intervals")
+        if run.meta["parameters"].get("workload") != "ftq" or "requested_s" not in iv:
+            return ""
+        req = float(iv["requested_s"].median())
+        if req > 0:
+            ratios.append(float(iv["workload_s"].median()) / req)
+    worst = max(ratios, default=1.0)
+    if worst <= PREEMPTED_RATIO:
+        return ""
+    return (f"calibration preempted (FTQ spins took {worst:.1f}x their requested time): "
+            "the machine had other load, which changes from run to run and with the "
+            "number of busy cores")
+
+
+def _assumption_notes(kind, groups, interval, block, n_runs, method):
+    notes = []
+    all_series = [s for g in groups for s in g]
+    total = min(sum(s.size for s in g) for g in groups)
+    if total < MIN_INTERVALS:
+        notes.append(f"only {total} calibration intervals (< {MIN_INTERVALS}): the tails "
+                     "(and a GEV fit) are poorly determined")
+    r1, bound = max((target_run.lag1(s) for s in all_series), key=lambda rb: abs(rb[0]))
+    if abs(r1) > bound:
+        head = f"interval times autocorrelated (lag-1 r = {r1:.2f}, beyond +-{bound:.2f})"
+        notes.append(head + (": the thesis bootstrap assumes independent intervals, so its "
+                             "interval is too narrow" if interval == "thesis" else
+                             f": resampled in blocks of {block} intervals"))
+    if kind != "nonparametric":
+        tests = [target_run.gev_fit_rejected(np.concatenate(g), method) for g in groups]
+        bad = [p for rejected, p in tests if rejected]
+        if bad:
+            notes.append(f"GEV fit rejected by a Kolmogorov-Smirnov test (p = {min(bad):.2g} "
+                         "< 0.05): the parametric tail is not the data's")
+    if interval == "run" and n_runs < 2:
+        notes.append("one calibration run: run-to-run variation is not represented "
+                     "(give repeats, more runs at the base scale)")
+    return notes
 
 
 def _bootstrap(kind, maxima, times, base, rpn, targets, *, replicas, confidence, seed,
@@ -320,6 +510,17 @@ def _measured_values(runs, stat, m):
             rescaled = True
         vals.append(mx.sum() * m / mx.size)
     return np.asarray(vals), rescaled
+
+
+def note_refs(column):
+    """Each row's notes (the ``note`` column, "; "-separated) as "1,3", and the distinct
+    notes they number, for a table with footnotes (the CLI and the report)."""
+    order, refs = [], []
+    for cell in column:
+        parts = [n for n in (cell or "").split("; ") if n]
+        order += [n for n in parts if n not in order]
+        refs.append(",".join(str(order.index(n) + 1) for n in parts))
+    return refs, order
 
 
 def verdict_summary(df):

@@ -11,7 +11,7 @@ import html
 
 from ...units import format_bytes, format_seconds
 from ...predict.variability import KINDS as BOOTSTRAP_KINDS
-from ...predict.variability import (experiment_key, measured_summary,
+from ...predict.variability import (experiment_key, measured_summary, note_refs,
                                     predict_variability, run_ranks)
 from ..figures import figure_html, hold_scale, legend_below, new_figure
 from ..tables import html_table
@@ -85,6 +85,13 @@ def _figure(pred, meas, label):
     return figure_html(fig, f"predicted vs measured runtime, {label}")
 
 
+def _repeats_text(repeats):
+    if not repeats:
+        return "; one run: run-to-run spread not represented"
+    return f", with {len(repeats)} repeat(s) for the run-to-run spread"
+
+
+
 def render(runs, context):
     parts = []
     summary = measured_summary(runs)
@@ -113,15 +120,24 @@ def render(runs, context):
         cal = base_runs[0]
         try:
             pred = predict_variability(cal, scales, kind="all", replicas=REPLICAS, seed=SEED,
-                                       compare=[r for r in members if r is not cal])
+                                       compare=[r for r in members if run_ranks(r) != scales[0]],
+                                       repeats=base_runs[1:])
         except Exception as exc:  # a report must not die on one unfit experiment
             parts.append(f"<p>No prediction: {html.escape(str(exc))}</p>")
             continue
         parts.append(f"<p>Calibrated on <code>{html.escape(cal.path.name)}</code> "
-                     f"({scales[0]} rank(s), {pred.attrs['intervals']} intervals); "
-                     f"{REPLICAS} replicas, seed {SEED}.</p>")
+                     f"({scales[0]} rank(s), {pred.attrs['intervals']} intervals"
+                     f"{_repeats_text(base_runs[1:])}); {REPLICAS} replicas, seed {SEED}. "
+                     "Each interval is for one target run's median interval maximum or "
+                     "runtime (autocorrelated intervals resampled in blocks, run-to-run "
+                     "spread from repeated calibration runs).</p>")
         parts.append(_figure(pred, meas, label))
+        refs, notes = note_refs(pred["note"])
+        table = pred.assign(notes=[r or "-" for r in refs])
         cols = ["kind", "statistic", "target_ranks", "median_s", "ci_low_s", "ci_high_s",
-                "measured_runs", "measured_median_s", "inside", "median_error", "note"]
-        parts.append(html_table(pred, cols))
+                "measured_runs", "measured_median_s", "inside", "median_error", "notes"]
+        parts.append(html_table(table, cols))
+        if notes:
+            parts.append("<ol class=\"notes\">" + "".join(
+                f"<li>{html.escape(n)}</li>" for n in notes) + "</ol>")
     return "\n".join(parts)
