@@ -158,7 +158,8 @@ def test_in_sample_comparisons_say_so(runs):
 
 
 def test_missing_term_is_not_tested_naming_term_and_benchmark(runs):
-    no_gamma = replace(runs["mm"], gamma_s=None)
+    # neither queue-search term: 004's gamma nor the form fitted per MPI (queue_search)
+    no_gamma = replace(runs["mm"], gamma_s=None, queue_search=None)
     rows = _rows(holds_table([runs["hvpp"]], no_gamma))
     q = rows["queue search, ordered"]
     assert q["verdict"] == NOT_TESTED
