@@ -63,7 +63,8 @@ def _run(args):
         print()
         print_table(queue_search_table(machine_model),
                     title=f"queue-search model per order ({qs.mpi or 'MPI unknown'}, "
-                          f"{qs.size_bytes} B messages): form chosen by BIC, times in seconds")
+                          f"{qs.size_bytes} B messages): form chosen by fit quality (BIC), "
+                          "times in seconds")
     if machine_model.delta_s_per_byte is not None:
         print(f"delta (contention per byte on a link) = {machine_model.delta_s_per_byte:.3e} s")
     for warning in machine_model.machine.get("warnings", []):

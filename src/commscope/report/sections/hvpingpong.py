@@ -16,6 +16,9 @@ the 004 model's, and the ob1 queue lengths when the run read them (--queues).
 import html
 
 from ...bench.hvpingpong import model_table
+from ...errors import InputError
+from ...models.fitting import fit_queue_search
+from ...models.queue_search import PARAMS
 from ...units import format_bytes, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
@@ -31,7 +34,7 @@ TITLE = "HighVolumePingPong: queue search (Bienz et al. 2018, Sec. 4.1)"
 ORDER = 25
 
 
-def _panel(ax, sub, order, show_models):
+def _panel(ax, sub, order, show_models, qs=None):
     m = sub[sub["order"] == order].sort_values("n_messages")
     if m.empty:
         ax.set_visible(False)
@@ -44,6 +47,10 @@ def _panel(ax, sub, order, show_models):
         ax.plot(n, m["maxrate_s"], "-", color="tab:blue", label="max-rate model")
         if m["queue_s"].notna().any():
             ax.plot(n, m["model_s"], "--", color="tab:red", label="max-rate + queue search")
+    if qs is not None and order in qs.orders and (m["size_bytes"] == qs.size_bytes).all():
+        grid = np.unique(np.geomspace(n.min(), n.max(), 200).round())
+        ax.plot(grid, qs.time(grid, order), "-.", color="tab:purple",
+                label="form fitted per MPI (queue_search.py)")
     if order == "reversed" and m["ordered_plus_queue_s"].notna().any():
         ax.plot(n, m["ordered_plus_queue_s"], ":", color="tab:green",
                 label="measured ordered + gamma (n^2 - n)")
@@ -55,22 +62,26 @@ def _panel(ax, sub, order, show_models):
     ax.grid(True, which="both", alpha=0.3)
 
 
-def _fitted_form(run, samples, tab, machine_model=None):
+def _fit_run(run, samples):
+    """The queue-search model of this run (its own MPI), or None when it cannot be fitted."""
+    if not (set(samples["order"]) >= {"ordered", "reversed"} or samples["n_messages"].nunique() > 1):
+        return None
+    queues = run.table("queues") if "queues" in run.tables() else None
+    try:
+        return fit_queue_search(samples, queues, run.meta.get("mpi", {}).get("name") or "?",
+                                source=str(run.path))
+    except InputError:
+        return None
+
+
+def _fitted_form(run, qs, tab, machine_model=None):
     """The queue-search form chosen for this run's MPI, its scores and residuals per depth.
 
     Fitted from the run itself (models/queue_search.py): each order's median time per
     message count, the form with the lowest BIC. Beside each residual, the ratio the
     004 model (max-rate + gamma, the curves above) reaches at that depth.
     """
-    from ...models.fitting import fit_queue_search
-    from ...models.queue_search import PARAMS
-
-    if "queues" in run.tables():
-        queues = run.table("queues")
-    else:
-        queues = None
-    mpi = run.meta.get("mpi", {}).get("name") or "?"
-    qs = fit_queue_search(samples, queues, mpi, source=str(run.path))
+    mpi = qs.mpi
     old = tab[tab["size_bytes"] == qs.size_bytes].set_index(["n_messages", "order"])["model_s"]
     parts = [f"<h4>Queue-search model fitted per MPI: {html.escape(mpi)}, "
              f"{html.escape(format_bytes(qs.size_bytes))} messages</h4>"]
@@ -123,6 +134,7 @@ def _render_run(run, machine_model, model_note):
     p = run.meta["parameters"]
     samples = run.table("samples")
     tab = model_table(samples, machine_model)
+    qs = _fit_run(run, samples)
     gamma = tab.attrs.get("gamma_s")
     sizes = "s = %s / n" % format_bytes(p["total_bytes"]) if p.get("total_bytes") else \
         "sizes " + ", ".join(map(format_bytes, p.get("sizes") or []))
@@ -141,7 +153,7 @@ def _render_run(run, machine_model, model_note):
     for size, sub in groups:
         fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
         for ax, order in zip(axes[0], ("ordered", "reversed")):
-            _panel(ax, sub, order, machine_model is not None)
+            _panel(ax, sub, order, machine_model is not None, qs)
         label = f"{format_bytes(size)} messages" if size != "total" else sizes
         fig.suptitle(f"HighVolumePingPong, {label}")
         legend_below(fig)
@@ -160,8 +172,8 @@ def _render_run(run, machine_model, model_note):
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
     parts.append(html_table(top[cols], caption="largest n: measured vs modelled"))
-    if set(samples["order"]) >= {"ordered", "reversed"} or samples["n_messages"].nunique() > 1:
-        parts.append(_fitted_form(run, samples, tab, machine_model))
+    if qs is not None:
+        parts.append(_fitted_form(run, qs, tab, machine_model))
     return "\n".join(parts)
 
 
