@@ -68,7 +68,7 @@ def _report(mpi, runs, alpha, beta, src, size):
         o = qs.order_dict(order)
         print(f"\n{order}: chosen form {o['form']} ({o['selected_by']}): "
               + ", ".join(f"{k} = {o['params'][k]:.3e}" for k in PARAMS[o["form"]])
-              + (f", breakpoint D = {o['breakpoint_n']:.0f}" if o.get("breakpoint_n") else ""))
+              + (f", breakpoint D = {o['breakpoint_messages']:.0f}" if o.get("breakpoint_messages") else ""))
         print(pd.DataFrame(o["scores"]).T.to_string())
         for flag in o["flags"]:
             print(f"  FLAGGED: {flag}")

@@ -45,7 +45,7 @@ def test_the_known_form_is_chosen_and_fits_every_depth(form, d):
     if d is not None:
         # the breakpoint lies between the measured depths around the true one
         below, above = DEPTHS[DEPTHS <= d].max(), DEPTHS[DEPTHS > d].min()
-        assert below <= fit.chosen.breakpoint_n <= above
+        assert below <= fit.chosen.breakpoint_messages <= above
     assert fit.flags == []
     assert all(abs(r["ratio"] - 1) < 0.05 for r in fit.residuals)
     # every candidate is scored; none simpler comes within the margin of the chosen one
@@ -112,8 +112,8 @@ def test_machine_model_keeps_the_choice_and_predicts_with_it(tmp_path):
     o = p2p.hvpingpong_time(back, DEPTHS, 8, "intra-socket", "ordered")
     assert (o["queue_s"] == 0).all()
     # 004's form on request, with the gamma fitted beside it
-    old = p2p.hvpingpong_time(back, DEPTHS, 8, "intra-socket", "reversed", model="004")
-    assert (old["model"] == "004").all()
+    old = p2p.hvpingpong_time(back, DEPTHS, 8, "intra-socket", "reversed", model="paper")
+    assert (old["model"] == "paper").all()
     assert old["queue_s"].to_numpy() == pytest.approx(back.gamma_s * DEPTHS ** 2)
     # another size: each message's transport difference is added to the fitted time
     big = p2p.hvpingpong_time(back, [100], 4096, "intra-socket", "ordered")["total_s"][0]
@@ -124,7 +124,7 @@ def test_machine_model_keeps_the_choice_and_predicts_with_it(tmp_path):
 @pytest.mark.parametrize("edit, field", [
     (lambda q: q["orders"]["reversed"].update(form="cubic"), "queue_search.orders.reversed.form"),
     (lambda q: q["orders"]["reversed"]["params"].update(gamma1_s=-1), "gamma1_s"),
-    (lambda q: q["orders"]["reversed"].update(breakpoint_n=None), "breakpoint_n"),
+    (lambda q: q["orders"]["reversed"].update(breakpoint_messages=None), "breakpoint_messages"),
     (lambda q: q.update(size_bytes="8"), "queue_search.size_bytes"),
 ])
 def test_a_broken_queue_search_field_names_itself(edit, field):
@@ -136,7 +136,7 @@ def test_a_broken_queue_search_field_names_itself(edit, field):
 
 def test_a_missing_queue_term_names_it_and_the_benchmark(tmp_path, capsys):
     mm = fit_machine_model(_pingpong())        # no HighVolumePingPong run: neither term
-    for model, field in (("auto", "gamma_s"), ("004", "gamma_s"), ("fitted", "queue_search")):
+    for model, field in (("auto", "gamma_s"), ("paper", "gamma_s"), ("fitted", "queue_search")):
         with pytest.raises(InputError) as exc:
             p2p.hvpingpong_time(mm, [10], 8, "intra-socket", "reversed", model=model)
         assert exc.value.field == field and "commscope bench hvpingpong" in str(exc.value)
@@ -152,7 +152,7 @@ def test_a_missing_queue_term_names_it_and_the_benchmark(tmp_path, capsys):
 
 def test_bluewaters_keeps_004s_form():
     t = p2p.hvpingpong_time(bluewaters_machine_model(), [10, 100], 8, "intra-socket")
-    assert (t["model"] == "004").all()
+    assert (t["model"] == "paper").all()
 
 
 # ---------------------------------------------------------------- real runs, both wheels

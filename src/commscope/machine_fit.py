@@ -243,7 +243,7 @@ def queue_search_table(machine_model):
         o = qs.order_dict(order)
         row = {"mpi": qs.mpi or "-", "order": order, "form": o["form"],
                "parameters": ", ".join(f"{k}={o['params'][k]:.3g}" for k in PARAMS[o["form"]]),
-               "breakpoint_n": o.get("breakpoint_n") or "-"}
+               "breakpoint_messages": o.get("breakpoint_messages") or "-"}
         row.update({f"bic:{f}": o["scores"].get(f, {}).get("bic", "-") for f in FORMS})
         chosen = o["scores"].get(o["form"], {})
         row["max_rel_err"] = chosen.get("max_rel_error", "-")

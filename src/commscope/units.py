@@ -90,7 +90,7 @@ DISPLAY_UNITS = {"_MBps": "MB/s = 10^6 bytes per second", "_us": "microseconds",
 #: depths and lengths, ob1's recvq/msgq lengths, messages, operations).
 DIMENSIONLESS = ("value", "rel", "ratio", "over", "k", "fraction", "share", "pct", "efficiency",
                  "confidence", "shape", "variability", "depth", "length", "recvq", "msgq",
-                 "messages", "ops")
+                 "messages", "ops", "aic", "bic")  # aic, bic: information criteria
 _TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
 _RATE_WORDS = ("bandwidth", "rate", "throughput")
 _RATE_PROBLEM = "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"

@@ -77,7 +77,7 @@ def fit_delta(samples, machine_model, *, hops=None, ppn=None, link_bytes=None, g
         model[med.index.get_indexer(idx)] = p2p.hvpingpong_time(
             machine_model, sub["n_messages"].to_numpy(), sub["size_bytes"].to_numpy(), locality,
             order=order, ppn=ppn or 1, reversed_search=reversed_search,
-            model="004")["total_s"].to_numpy()
+            model="paper")["total_s"].to_numpy()
     med["model_s"] = model
     med["excess_s"] = med["median_s"] - med["model_s"]
     n = med["n_messages"].to_numpy(float)

@@ -190,7 +190,7 @@ def contention_time(delta_s_per_byte, link_bytes):
     return delta_s_per_byte * np.asarray(link_bytes, dtype=float)
 
 
-HVPP_MODELS = ("auto", "fitted", "004")
+HVPP_MODELS = ("auto", "fitted", "paper")
 
 
 def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reversed", ppn=1,
@@ -200,8 +200,8 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     One direction of the exchange (half the round trip, as ping-pong times are
     reported), ``n`` messages of ``s`` bytes. Two models (``model``):
 
-    * ``"004"``: each message pays its own latency and transport under the node-aware
-      max-rate model, plus the queue search gamma n (``order="ordered"``) or
+    * ``"paper"`` (Bienz et al. 2018): each message pays its own latency and transport
+      under the node-aware max-rate model, plus the queue search gamma n (``order="ordered"``) or
       gamma n^2 (``"reversed"``, ``reversed_search="upper"``, eq. 3) or gamma n(n+1)/2
       (``"triangular"``). Needs the machine model's ``gamma_s``.
     * ``"fitted"``: the form :mod:`commscope.models.queue_search` chose for this order
@@ -210,12 +210,12 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
       than the fitted one, each message's node-aware time difference is added.
       Needs the machine model's ``queue_search``.
     * ``"auto"`` (default): ``"fitted"`` when the machine model has it for this
-      locality, else ``"004"``.
+      locality, else ``"paper"``.
 
     A missing term raises :class:`MissingTerm` naming it and the benchmark that measures it.
     ``n_messages`` and ``size_bytes`` broadcast against each other. Returns a DataFrame
     with n_messages, size_bytes, order, protocol, maxrate_s, queue_s, total_s, model
-    (the form used: "004" or the fitted form's name).
+    (the form used: "paper" or the fitted form's name).
     """
     if order not in ("ordered", "reversed"):
         raise InputError("order", None, f"expected 'ordered' or 'reversed', got {order!r}")
@@ -228,12 +228,12 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     qs = getattr(machine_model, "queue_search", None)
     locality = canonical_locality(locality)
     if model == "auto":
-        model = "fitted" if qs is not None and qs.locality in (None, locality) else "004"
+        model = "fitted" if qs is not None and qs.locality in (None, locality) else "paper"
     if model == "fitted" and qs is None:
         raise MissingTerm(getattr(machine_model, "source", "machine model"), "queue_search",
                           "the queue-search model fitted per MPI (HighVolumePingPong)")
     gamma = (require_term(machine_model, "gamma_s", "the queue-search term of HighVolumePingPong")
-             if model == "004" else None)
+             if model == "paper" else None)
     one = node_aware_breakdown(machine_model, s, locality, ppn)
     if model == "fitted":
         base, queue = qs.terms(n, order)
@@ -244,7 +244,7 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     else:
         maxrate = n * one["time_s"].to_numpy()
         case = "ordered" if order == "ordered" else reversed_search
-        queue, used = queue_search_time(gamma, n, case), "004"
+        queue, used = queue_search_time(gamma, n, case), "paper"
     return pd.DataFrame({
         "n_messages": n.astype(np.int64), "size_bytes": s.astype(np.int64), "order": order,
         "protocol": one["protocol"].to_numpy(), "maxrate_s": maxrate, "queue_s": queue,

@@ -44,7 +44,7 @@ optimize = lazy("scipy.optimize")
 
 ORDERS = ("ordered", "reversed")
 FORMS = ("per-message", "linear", "piecewise", "knee", "two-regime")
-#: Parameter names of each form (the breakpoint D is ``breakpoint_n``, not a parameter here).
+#: Parameter names of each form (the breakpoint D is ``breakpoint_messages``, not a parameter here).
 PARAMS = {
     "per-message": ("a_s", "m_s"),
     "linear": ("a_s", "m_s", "gamma_s"),
@@ -76,21 +76,21 @@ def _tri(x):
     return x * (x + 1) / 2
 
 
-def basis(form, n, breakpoint_n=None):
+def basis(form, n, breakpoint_messages=None):
     """Design matrix (one column per parameter of ``form``) at depths ``n``."""
     n = np.asarray(n, dtype=float)
     cols = [np.ones_like(n), n]
     if form == "two-regime":
-        low = (n <= float(breakpoint_n)).astype(float)
+        low = (n <= float(breakpoint_messages)).astype(float)
         one = [np.ones_like(n), n, _tri(n)]
         return np.column_stack([c * low for c in one] + [c * (1 - low) for c in one])
     if form == "linear":
         cols.append(_tri(n))
     elif form == "piecewise":
-        d = float(breakpoint_n)
+        d = float(breakpoint_messages)
         cols += [_tri(np.minimum(n, d)), np.maximum(_tri(n) - _tri(d), 0.0)]
     elif form == "knee":
-        cols += [np.maximum(n - float(breakpoint_n), 0.0), _tri(n)]
+        cols += [np.maximum(n - float(breakpoint_messages), 0.0), _tri(n)]
     elif form != "per-message":
         raise InputError("queue search", "form", f"expected one of {FORMS}, got {form!r}")
     return np.column_stack(cols)
@@ -102,7 +102,7 @@ class FormFit:
 
     form: str
     params: dict
-    breakpoint_n: float | None
+    breakpoint_messages: float | None
     k: int                      # parameters charged (n_params: a breakpoint counts twice)
     rss_log: float              # sum of squared log(model / measured)
     aic: float
@@ -112,12 +112,12 @@ class FormFit:
 
     def predict(self, n):
         p = np.array([self.params[name] for name in PARAMS[self.form]])
-        return basis(self.form, n, self.breakpoint_n) @ p
+        return basis(self.form, n, self.breakpoint_messages) @ p
 
     def scores(self):
         return {"k": self.k, "aic": _round(self.aic), "bic": _round(self.bic),
                 "cv_rel_error": _round(self.cv_rel_error), "max_rel_error": _round(self.max_rel_error),
-                "breakpoint_n": self.breakpoint_n}
+                "breakpoint_messages": self.breakpoint_messages}
 
 
 def _round(v):
@@ -204,7 +204,7 @@ class OrderFit:
 
     def to_dict(self):
         return {"form": self.chosen.form, "params": self.chosen.params,
-                "breakpoint_n": self.chosen.breakpoint_n,
+                "breakpoint_messages": self.chosen.breakpoint_messages,
                 "scores": {f: c.scores() for f, c in self.candidates.items()},
                 "selected_by": f"fewest parameters within {BIC_MARGIN:g} of the lowest BIC",
                 "residuals": self.residuals, "flags": list(self.flags)}
@@ -270,7 +270,7 @@ class QueueSearchModel:
     def terms(self, n, order):
         """(per-message part a + m n [+ knee], search/growth part) of the fitted time at depths n."""
         o = self.order_dict(order)
-        form, p, d = o["form"], o["params"], o.get("breakpoint_n")
+        form, p, d = o["form"], o["params"], o.get("breakpoint_messages")
         n = np.asarray(n, dtype=float)
         cols = basis(form, n, d)
         coef = np.array([p[name] for name in PARAMS[form]])
@@ -313,9 +313,9 @@ def queue_search_model_from_dict(data, source="machine model"):
             v = params.get(name) if isinstance(params, dict) else None
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise InputError(source, f"{at}.params.{name}", f"expected a number >= 0, got {v!r}")
-        d = o.get("breakpoint_n")
+        d = o.get("breakpoint_messages")
         if o["form"] in BREAKPOINT_FORMS and (not isinstance(d, (int, float)) or not d > 0):
-            raise InputError(source, f"{at}.breakpoint_n", f"expected a depth > 0, got {d!r}")
+            raise InputError(source, f"{at}.breakpoint_messages", f"expected a depth > 0, got {d!r}")
     size = data.get("size_bytes")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(source, f"{pre}.size_bytes", f"expected whole bytes >= 0, got {size!r}")

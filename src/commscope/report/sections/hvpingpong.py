@@ -96,8 +96,8 @@ def _fitted_form(run, qs, tab, machine_model=None):
             continue
         o = qs.order_dict(order)
         params = ", ".join(f"{k} = {format_seconds(o['params'][k])}" for k in PARAMS[o["form"]])
-        if o.get("breakpoint_n"):
-            params += f", breakpoint D = {o['breakpoint_n']:.0f} messages"
+        if o.get("breakpoint_messages"):
+            params += f", breakpoint D = {o['breakpoint_messages']:.0f} messages"
         for form, sc in o["scores"].items():
             forms.append({"order": order, "form": form + (" (chosen)" if form == o["form"] else ""),
                           "parameters": params if form == o["form"] else "-",
