@@ -1,12 +1,12 @@
 #!/usr/bin/env python
 """Measure the queue search per MPI and print how well each model holds at every depth.
 
-Runs HighVolumePingPong (004 Sec. 4.1) with receives ordered and reversed, 8-byte
+Runs HighVolumePingPong (Bienz et al. 2018, Sec. 4.1) with receives ordered and reversed, 8-byte
 messages, n = 1 .. 10,000 on a log grid, with --queues (Open MPI's ob1 queue-length
 pvars around each receive phase), under each MPI of --mpis, the MPIs alternating
 round by round so they see the same machine; then per MPI, on the rounds pooled:
 
-* before: 004's model, n (alpha + beta s) + gamma n^2 reversed / gamma n ordered,
+* before: the paper's model, n (alpha + beta s) + gamma n^2 reversed / gamma n ordered,
   alpha and beta from a short ping-pong run of that MPI (or --machine-model), gamma
   from ``fit_gamma``;
 * after: the form ``fit_queue_search`` chose by fit quality (models/queue_search.py),
@@ -59,7 +59,7 @@ def _report(mpi, runs, alpha, beta, src, size):
     qs = fit_queue_search(samples, queues, mpi)
     g = fit_gamma(samples)
     print(f"\n===== {mpi}: {', '.join(str(r.path) for r in runs)}")
-    print(f"004 model: alpha = {alpha:.3e} s, beta = {beta:.3e} s/B (from {src}); "
+    print(f"the paper's model: alpha = {alpha:.3e} s, beta = {beta:.3e} s/B (from {src}); "
           f"gamma (upper bound, eq. 3) = {g.gamma_s:.3e} s per entry")
     spread = (samples.groupby(["n_messages", "order", "round"])["time_s"].median()
               .groupby(["n_messages", "order"]).agg(lambda v: v.max() / v.min()))
@@ -76,7 +76,7 @@ def _report(mpi, runs, alpha, beta, src, size):
             n = r["n_messages"]
             old = n * (alpha + beta * size) + g.gamma_s * (n * n if order == "reversed" else n)
             rows.append({"mpi": mpi, "n": n, "order": order, "measured_s": r["measured_s"],
-                         "model_004_s": old, "ratio_004": r["measured_s"] / old,
+                         "model_paper_s": old, "ratio_paper": r["measured_s"] / old,
                          "model_s": r["model_s"], "ratio": r["ratio"],
                          "round_spread": spread.get((n, order), np.nan)})
     tab = pd.DataFrame(rows)
@@ -86,9 +86,9 @@ def _report(mpi, runs, alpha, beta, src, size):
         print(tab.to_string(index=False))
     # relative error as everywhere in commscope: |model - measured| / measured
     within = (1 / tab["ratio"] - 1).abs() <= MAX_REL_ERROR
-    within_004 = (1 / tab["ratio_004"] - 1).abs() <= MAX_REL_ERROR
+    within_paper = (1 / tab["ratio_paper"] - 1).abs() <= MAX_REL_ERROR
     print(f"\nwithin {MAX_REL_ERROR:.0%} (|model - measured| / measured): chosen form "
-          f"{within.sum()} of {len(tab)} depths x orders; 004 model {within_004.sum()} of {len(tab)}")
+          f"{within.sum()} of {len(tab)} depths x orders; the paper's model {within_paper.sum()} of {len(tab)}")
     if qs.queues:
         q = pd.DataFrame(qs.queues)
         print("\nob1 queue lengths around each receive phase (medians; initiator 1 = the timed rank)")

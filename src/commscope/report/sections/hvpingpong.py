@@ -10,7 +10,7 @@ reversed samples (:func:`commscope.models.fitting.fit_gamma`). Without a machine
 the reversed panel shows a model that needs no machine model: the measured ordered time plus
 gamma (n^2 - n). Below, per run (so per MPI), the form fitted by fit quality
 (models/queue_search.py): every candidate's scores and the residuals per depth next to
-the 004 model's, and the ob1 queue lengths when the run read them (--queues).
+the paper's model (Bienz et al. 2018), and the ob1 queue lengths when the run read them (--queues).
 """
 
 import html
@@ -79,16 +79,16 @@ def _fitted_form(run, qs, tab, machine_model=None):
 
     Fitted from the run itself (models/queue_search.py): each order's median time per
     message count, the form with the lowest BIC. Beside each residual, the ratio the
-    004 model (max-rate + gamma, the curves above) reaches at that depth.
+    paper's model (max-rate + gamma, the curves above) reaches at that depth.
     """
     mpi = qs.mpi
     old = tab[tab["size_bytes"] == qs.size_bytes].set_index(["n_messages", "order"])["model_s"]
     parts = [f"<h4>Queue-search model fitted per MPI: {html.escape(mpi)}, "
              f"{html.escape(format_bytes(qs.size_bytes))} messages</h4>"]
     other = (machine_model.machine.get("mpi_name") if machine_model is not None else None)
-    if other and other != mpi:  # 004's alpha and beta of another MPI say nothing about this one
+    if other and other != mpi:  # the paper's alpha and beta of another MPI say nothing about this one
         old = old * np.nan
-        parts.append(f"<p class='note'>No 004 column: the report's machine model was fitted "
+        parts.append(f"<p class='note'>No column for the paper's model: the report's machine model was fitted "
                      f"under {html.escape(other)}, this run ran under {html.escape(mpi)}.</p>")
     forms, resid = [], []
     for order in ("ordered", "reversed"):
@@ -104,15 +104,15 @@ def _fitted_form(run, qs, tab, machine_model=None):
                           "k": sc["k"], "BIC": sc["bic"], "AIC": sc["aic"],
                           "cv_rel_error": sc["cv_rel_error"], "max_rel_error": sc["max_rel_error"]})
         for r in o["residuals"]:
-            m004 = old.get((r["n_messages"], order), np.nan)
+            m_paper = old.get((r["n_messages"], order), np.nan)
             resid.append({"order": order, "n_messages": r["n_messages"],
                           "measured_s": r["measured_s"], "model_s": r["model_s"],
-                          "ratio": r["ratio"], "model_004_s": m004,
-                          "ratio_004": r["measured_s"] / m004 if m004 and m004 > 0 else np.nan})
+                          "ratio": r["ratio"], "model_paper_s": m_paper,
+                          "ratio_paper": r["measured_s"] / m_paper if m_paper and m_paper > 0 else np.nan})
         for flag in o.get("flags", []):
             parts.append(f"<p class='note'>{order}: {html.escape(flag)}</p>")
     parts.append("<p>Forms (models/queue_search.py, docs/machine-model.md): per-message "
-                 "a + m n; linear a + m n + gamma n(n+1)/2 (004 eq. 3); piecewise: gamma1 per "
+                 "a + m n; linear a + m n + gamma n(n+1)/2 (Bienz et al. 2018, eq. 3); piecewise: gamma1 per "
                  "entry walked while the queue is at most D deep, gamma2 beyond (a queue larger "
                  "than the cache); knee: linear plus m2 per message beyond D (the transport's "
                  "buffers full); two-regime: separate linear forms below and above D. Chosen: "
@@ -121,7 +121,7 @@ def _fitted_form(run, qs, tab, machine_model=None):
                  "cv_rel_error is the median error at a depth left out of the fit.</p>")
     parts.append(html_table(forms, caption=f"candidate forms, {mpi}"))
     parts.append(html_table(resid, caption=f"residuals per depth, {mpi}: ratio = measured / "
-                                           "model (chosen form); ratio_004 = measured / 004 model",
+                                           "model (chosen form); ratio_paper = measured / the paper's model",
                             folded=f"residuals per depth ({mpi}, {len(resid)} rows)"))
     if qs.queues:
         parts.append(html_table(qs.queues, caption="ob1 queue lengths (MPI_T pvars) around each "
