@@ -18,6 +18,8 @@ round by round so they see the same machine; then per MPI, on the rounds pooled:
 Usage: .venv/bin/python scripts/measure_gamma.py [--mpis openmpi,mpich] [--nmax 10000]
        [--per-decade 4] [--iters 7] [--rounds 2] [--runs DIR] [--machine-model FILE] [--quick]
        [--from DIR]   (fit the runs of an earlier --runs DIR again, measuring nothing)
+       [--compare-env OMPI_MCA_btl_sm_free_list_max=65536]   (what the ordered case waits for:
+                      runs without and with the setting, alternating; n from nmax/100)
 Prints numbers only; nothing is asserted (the machine is shared and noisy). --quick
 (what `make bench QUICK=1` runs): n = 1 .. 100, 1 iteration, 1 round, a 200-iteration ping-pong.
 """
@@ -96,6 +98,31 @@ def _report(mpi, runs, alpha, beta, src, size):
     return tab
 
 
+def _compare_env(setting, a, kw):
+    """Alternate runs without and with one environment setting (e.g. an Open MPI MCA
+    parameter) and print the ratio of the medians per depth and order."""
+    import os
+    key, _, value = setting.partition("=")
+    med = {}
+    for rnd in range(a.rounds):
+        for label in ("default", setting):
+            if label == setting:
+                os.environ[key] = value
+            else:
+                os.environ.pop(key, None)
+            run = run_hvpingpong(n_min=max(1, a.nmax // 100), n_max=a.nmax, per_decade=a.per_decade,
+                                 sizes=[a.size], iters=a.iters, warmup=1, mpi_spec=a.mpi or "openmpi",
+                                 **kw)
+            s = run.table("samples")
+            med.setdefault(label, []).append(s.groupby(["n_messages", "order"])["time_s"].median())
+    os.environ.pop(key, None)
+    tab = pd.DataFrame({f"{label} r{i}": m for label, ms in med.items() for i, m in enumerate(ms)})
+    tab[f"with / without (sum of rounds)"] = (sum(med[setting]) / sum(med["default"]))
+    with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
+        print(f"median one-way time (s) without and with {setting}, rounds alternating")
+        print(tab.to_string())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mpis", default="openmpi,mpich")
@@ -111,12 +138,17 @@ def main():
                     help="n up to 100, 1 iteration, 1 round; ping-pong of 200 iterations")
     ap.add_argument("--from", dest="from_dir", default=None,
                     help="fit the runs a previous --runs DIR holds instead of measuring")
+    ap.add_argument("--compare-env", metavar="KEY=VALUE", default=None,
+                    help="instead: alternate runs without and with this environment setting "
+                         "(e.g. OMPI_MCA_btl_sm_free_list_max=65536) and print the ratios")
     a = ap.parse_args()
     if a.quick:
         a.nmax, a.iters, a.rounds = 100, 1, 1
     mpis = [a.mpi] if a.mpi else [m for m in a.mpis.split(",") if m]
     root = a.runs or tempfile.mkdtemp(prefix="measure-gamma-")
     kw = dict(runs_root=root, echo=False, progress=False)
+    if a.compare_env:
+        return _compare_env(a.compare_env, a, kw)
     runs, pingpong = {m: [] for m in mpis}, {m: [] for m in mpis}
     if a.from_dir:
         from commscope.runs import expand_run_paths, open_run
