@@ -3,18 +3,22 @@
 
 commscope's OSU-style ping-pong (2 ranks, intra-node, 1 B to 4 MiB) runs without the
 library, with the default counters, with all counters (per-call timers too) and with
-the default counters plus the event trace (`--trace`),
+the default counters plus the event trace (`--trace`), and with the default counters
+plus call sites (`--callsites`, the return address of every call),
 alternating A B C A B C ... in this one invocation so that drifts of a shared machine
 hit every configuration alike.  Per size and run: the mean one-way latency of the repetitions
 below the 95th percentile; then per configuration the median over rounds, and the median over rounds of the per-round ratio to the run without
-the library.  Targets (issue 22): default <= 1.02 at 8 B, all <= 1.08 at 8 B.
+the library.  Targets (issue 22): default <= 1.02 at 8 B, all <= 1.08 at 8 B; call sites
+(issue 24) at most 5 % over the default counters at 8 B (callsites_over_default, the
+median of the per-round ratio of the two, which alternate).
 
     .venv/bin/python scripts/profile_overhead.py [--mpi openmpi,mpich] [--rounds 7] [--json FILE]
-        [--quick]
+        [--quick] [--callsites]
 
 One table per MPI of --mpi (default both wheels, as docs/profile.md shows them).  --quick
 (what `make bench QUICK=1` runs): Open MPI, 1 round, 1 B .. 64 KiB, 100 iterations (10
-large); its ratios are noise, the point is that every configuration runs.
+large); its ratios are noise, the point is that every configuration runs.  --callsites
+runs only none, default and callsites (the call-site figures of docs/profile.md).
 """
 
 import argparse
@@ -31,13 +35,17 @@ from commscope.runs import read_csv_table
 
 CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
            "all": "bytes,peers,bins,requests,pvars,timers",
-           "trace": "bytes,peers,bins,requests,pvars,trace"}
-TARGETS = {("default", 8): 1.02, ("all", 8): 1.08}  # issue 22
+           "trace": "bytes,peers,bins,requests,pvars,trace",
+           "callsites": "bytes,peers,bins,requests,pvars+sites"}  # +sites: COMMSCOPE_CALLSITES=1
+TARGETS = {("default", 8): 1.02, ("all", 8): 1.08, ("callsites_over_default", 8): 1.05}
 
 
 def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
+    sites = counters is not None and counters.endswith("+sites")
+    counters = counters[:-len("+sites")] if sites else counters
     env = [] if counters is None else [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}",
-                                       f"COMMSCOPE_PROFILE_DIR={out}/profile"]
+                                       f"COMMSCOPE_PROFILE_DIR={out}/profile",
+                                       *(["COMMSCOPE_CALLSITES=1"] if sites else [])]
     args = [*env, str(program), "-m", f"1:{max_size}", "-i", str(iters), "-x", str(iters // 10),
             "-I", str(large_iters), "-X", str(max(1, large_iters // 10)), "--out", str(out)]
     plan = launch.plan_launch(m, 2, shutil.which("env"), args)
@@ -50,16 +58,17 @@ def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
 
 
-def overhead(mpi_spec, rounds, iters, large_iters, max_size):
+def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFIGS)):
     """Rows of the overhead table of one MPI: per size, each configuration's median and its
     median ratio to the run without the library; prints the table and the targets."""
     m = mpimod.select_mpi(mpi_spec)
     program = mpimod.binary(m, "pingpong")
     lib = mpimod.build(m, target="commscope") / "libcommscope.so"
-    medians = {c: [] for c in CONFIGS}
+    medians = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
-            for c, counters in CONFIGS.items():
+            for c in configs:
+                counters = CONFIGS[c]
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
                 medians[c].append(one_run(m, program, lib, counters, out, iters, large_iters,
@@ -69,16 +78,21 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size):
     for size in medians["none"][0].index:
         row = {"size_bytes": int(size),
                "none_s": statistics.median(s[size] for s in medians["none"])}
-        for c in ("default", "all", "trace"):
+        for c in configs[1:]:
             row[f"{c}_s"] = statistics.median(s[size] for s in medians[c])
             row[f"{c}_ratio"] = statistics.median(
                 x[size] / n[size] for x, n in zip(medians[c], medians["none"]))
+        if "callsites" in configs:  # the cost of call sites on top of the default counters
+            row["callsites_over_default_ratio"] = statistics.median(
+                x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
         rows.append(row)
     print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
                                    f"median of {rounds} alternating rounds"))
     for (c, size), target in TARGETS.items():
-        got = next(r[f"{c}_ratio"] for r in rows if r["size_bytes"] == size)
-        print(f"{c} counters at {size} B: ratio {got:.3f} (target <= {target})")
+        got = next((r.get(f"{c}_ratio") for r in rows if r["size_bytes"] == size), None)
+        if got is None:
+            continue
+        print(f"{c.replace('_', ' ')} at {size} B: ratio {got:.3f} (target <= {target})")
     big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 4096]
     if big:
         print(f"default counters from 4 KiB: worst ratio {max(big):.3f} (target <= 1.01)")
@@ -97,6 +111,8 @@ def main():
                     help="also write the tables as JSON here (a list: mpi and rows per MPI)")
     ap.add_argument("--quick", action="store_true",
                     help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large")
+    ap.add_argument("--callsites", action="store_true",
+                    help="only none, default and callsites (default counters + --callsites)")
     a = ap.parse_args()
     if a.quick:
         a.mpi, a.rounds, a.max, a.iters, a.large_iters = "openmpi", 1, "64K", 100, 10
@@ -104,7 +120,8 @@ def main():
     for i, spec in enumerate(x for x in a.mpi.split(",") if x):
         if i:
             print()
-        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max)
+        configs = ("none", "default", "callsites") if a.callsites else tuple(CONFIGS)
+        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs)
         tables.append({"mpi": name, "rows": rows})
     if a.json:
         Path(a.json).write_text(json.dumps(tables, indent=1))

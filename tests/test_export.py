@@ -349,7 +349,7 @@ def test_open_returns_the_tables(runs):
     assert p.meta["kind"] == "profile"
     for name in ("functions", "peers", "counters", "snapshots", "communicators", "ranks"):
         assert len(getattr(p, name)) > 0, name
-    assert p.callsites is None and p.threads is None  # no call sites; no --ompt
+    assert p.callsites is None and p.threads is None  # no --callsites; no --ompt
     f = p.functions
     assert f[(f["rank"] == 0) & (f["function"] == "MPI_Send")]["calls"].sum() == sum(100 + t for t in range(T))
     assert len(p.trace) == len(read_trace(runs["threads"] / "raw").events)

@@ -287,7 +287,10 @@ static void f_init(init_fn *real, init_thread_fn *treal, MPI_Fint *required, MPI
     int level = MPI_THREAD_SINGLE, F = real ? CS_F_MPI_Init : CS_F_MPI_Init_thread;
     PMPI_Query_thread(&level);
     cs_profile_start(level, CS_NO_SESSION);
-    if (cs_slab()[CS_OFF_CALLS + F] == 0) cs_count_call(F); /* unless the C wrapper did */
+    if (cs_slab()[CS_OFF_CALLS + F] == 0) { /* unless the C wrapper did */
+        cs_count_call(F);
+        CS_SITE_CALL(F);
+    }
 }
 
 static void f_finalize(init_fn *real, MPI_Fint *ierr)
@@ -309,7 +312,7 @@ static void f_pcontrol(pcontrol_fn *real, MPI_Fint *level)
 #ifdef CS_FORTRAN_F77
 #define F77(lower, upper, params, call)                                                           \
     extern void p##lower##_ params __attribute__((weak));                                          \
-    CS_EXPORT void lower##_ params { call; }                                                       \
+    CS_EXPORT void lower##_ params { CS_SITE_BEGIN; call; CS_SITE_END; }                                                       \
     CS_EXPORT void lower##__ params __attribute__((alias(#lower "_")));                           \
     CS_EXPORT void lower params __attribute__((alias(#lower "_")));                               \
     CS_EXPORT void upper params __attribute__((alias(#lower "_")));
@@ -319,7 +322,7 @@ static void f_pcontrol(pcontrol_fn *real, MPI_Fint *level)
 #ifdef CS_FORTRAN_F08
 #define F08(lower, params, call)                                                                  \
     extern void p##lower##_f08_ params __attribute__((weak));                                      \
-    CS_EXPORT void lower##_f08_ params { call; }
+    CS_EXPORT void lower##_f08_ params { CS_SITE_BEGIN; call; CS_SITE_END; }
 #else
 #define F08(lower, params, call)
 #endif

@@ -28,16 +28,26 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER count arrays ar
 #define CS_FSTATUS_WORDS 16
 
 #define CS_FORTRAN_ENTER(F)                                    \
+    CS_SITE_BEGIN;                                             \
     uint64_t *s_ = cs_slab();                                  \
     uint64_t calls0_ = s_[CS_OFF_CALLS + (F)];                 \
     uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;           \
-    (void)t0_
+    uint64_t b0_ = s_[cs_site_word(F)];                        \
+    (void)t0_, (void)b0_
 
 /* 1 (and counted) when no C wrapper counted this call during the PMPI call. */
 #define CS_FORTRAN_MINE(F) (s_[CS_OFF_CALLS + (F)] == calls0_ ? (s_[CS_OFF_CALLS + (F)]++, 1) : 0)
 
-#define CS_FORTRAN_LEAVE(F, mine)                              \
-    if ((mine) && (cs_sets & CS_SET_TIMERS)) s_[CS_OFF_TICKS + (F)] += cs_ticks() - t0_
+/* The call site is the Fortran caller's (CS_SITE_BEGIN saved it); a C wrapper that
+ * counted the call instead recorded that same site. */
+#define CS_FORTRAN_LEAVE(F, mine)                                                    \
+    do {                                                                             \
+        uint64_t dt_ = 0;                                                            \
+        if ((mine) && (cs_sets & CS_SET_TIMERS)) s_[CS_OFF_TICKS + (F)] += dt_ = cs_ticks() - t0_; \
+        if ((mine) && (cs_sets & CS_SET_CALLSITES))                                  \
+            cs_site_note((F), cs_tl_site, s_[cs_site_word(F)] - b0_, dt_);           \
+        CS_SITE_END;                                                                 \
+    } while (0)
 
 int cs_fortran_status_ignored(const MPI_Fint *status);
 int cs_fortran_statuses_ignored(const MPI_Fint *statuses);

@@ -10,18 +10,38 @@
 
 #include <string.h>
 
+#include "cs_prof_sites.h"
 #include "cs_prof_state.h"
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
+
+/* The bytes a call site is credited with: what the call added to its function's
+ * bytes, or for the Wait/Test families (whose completions count a receive under the
+ * function that posted it) the bytes of the receives they completed. */
+static inline int cs_site_word(int f)
+{
+    return f == CS_F_MPI_Wait || f == CS_F_MPI_Waitall || f == CS_F_MPI_Waitany || f == CS_F_MPI_Waitsome ||
+                   f == CS_F_MPI_Test || f == CS_F_MPI_Testall || f == CS_F_MPI_Testany || f == CS_F_MPI_Testsome
+               ? CS_C_bytes_received
+               : CS_OFF_FBYTES + f;
+}
 
 #define CS_ENTER(F)                                           \
     uint64_t *s_ = cs_slab();                                 \
     s_[CS_OFF_CALLS + (F)]++;                                 \
     uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;          \
-    (void)t0_
+    uint64_t b0_ = s_[cs_site_word(F)];                       \
+    (void)t0_, (void)b0_
 
-#define CS_LEAVE(F)                                           \
-    if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += cs_ticks() - t0_
+/* Time, and with --callsites the call site: the bytes this call added to its
+ * function's count, from the wrapper's own return address (cs_prof_sites.h). */
+#define CS_LEAVE(F)                                                                  \
+    do {                                                                             \
+        uint64_t dt_ = 0;                                                            \
+        if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += dt_ = cs_ticks() - t0_; \
+        if (cs_sets & CS_SET_CALLSITES)                                              \
+            cs_site_note((F), __builtin_return_address(0), s_[cs_site_word(F)] - b0_, dt_); \
+    } while (0)
 
 /* Receives need the status for source and size even when the program ignores it:
  * our own then, saying "no message" (MPI_PROC_NULL, 0 bytes) where MPI leaves it

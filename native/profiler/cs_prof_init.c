@@ -12,6 +12,8 @@
  *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
  *   COMMSCOPE_COLL_SMALL_BYTES, COMMSCOPE_COLL_SMALL_COMM  collective-bin breakpoints
  *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
+ *   COMMSCOPE_CALLSITES     call sites: callers recorded per call (0 = off; 1 = the
+ *                           immediate caller; N > 1 unwinds N frames), cs_prof_sites.h
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -274,6 +276,11 @@ void cs_profile_start(int thread_level, cs_session_t session)
             cs_write_failed(path, err, "this node's counters cannot be read");
         }
     }
+    long depth = env_long("COMMSCOPE_CALLSITES", 0, 0);
+    if (depth > 0) {
+        cs_sites_init((int)depth);
+        sets |= CS_SET_CALLSITES;
+    }
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
     snprintf(path, sizeof path, "%s.snap", base);
@@ -287,6 +294,11 @@ void cs_profile_finish(void)
     cs_summary_reduce(dir);
     cs_pvars_stop();
     cs_trace_finish();
+    if (cs_sets & CS_SET_CALLSITES) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/callsites.%s.jsonl", dir, node_key);
+        cs_sites_write(path, cs_world_rank);
+    }
     cs_comms_finish();
     cs_files_finish();
     cs_hdr->tick1 = cs_ticks();
@@ -307,6 +319,7 @@ CS_EXPORT int MPI_Init(int *argc, char ***argv)
         PMPI_Query_thread(&level);
         cs_profile_start(level, CS_NO_SESSION);
         cs_count_call(CS_F_MPI_Init);
+        CS_SITE_CALL(CS_F_MPI_Init);
     }
     return rc;
 }
@@ -317,6 +330,7 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
     if (rc == MPI_SUCCESS) {
         cs_profile_start(*provided, CS_NO_SESSION);
         cs_count_call(CS_F_MPI_Init_thread);
+        CS_SITE_CALL(CS_F_MPI_Init_thread);
     }
     return rc;
 }
@@ -326,6 +340,7 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 CS_EXPORT int MPI_Pcontrol(const int level, ...)
 {
     cs_count_call(CS_F_MPI_Pcontrol);
+    CS_SITE_CALL(CS_F_MPI_Pcontrol);
     if (level == 2 && cs_hdr) cs_snap_now();
     return MPI_SUCCESS;
 }
@@ -334,6 +349,7 @@ void cs_profile_end(void)
 {
     if (cs_hdr && cs_hdr->state == CS_STATE_FINALIZED) return; /* a Fortran wrapper ended it */
     cs_count_call(CS_F_MPI_Finalize);
+    CS_SITE_CALL(CS_F_MPI_Finalize); /* the caller MPI_Finalize or f_finalize saved */
     if (!cs_hdr) cs_summary_reduce(dir); /* not profiled: still takes part (collective) */
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
@@ -341,7 +357,9 @@ void cs_profile_end(void)
 
 CS_EXPORT int MPI_Finalize(void)
 {
+    CS_SITE_BEGIN;
     cs_profile_end();
+    CS_SITE_END;
     return PMPI_Finalize();
 }
 

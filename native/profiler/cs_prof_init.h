@@ -3,7 +3,15 @@
 #ifndef CS_PROF_INIT_H
 #define CS_PROF_INIT_H
 
+#include "cs_prof_sites.h"
 #include "cs_prof_state.h"
+
+/* The call site of a hand-written entry point without bytes or time (Init, Finalize,
+ * Pcontrol): its own return address, or the one an outer entry point saved. */
+#define CS_SITE_CALL(F)                                                               \
+    do {                                                                              \
+        if (cs_sets & CS_SET_CALLSITES) cs_site_note((F), __builtin_return_address(0), 0, 0); \
+    } while (0)
 
 #ifdef CS_HAVE_MPI_Session_init
 typedef MPI_Session cs_session_t;

@@ -46,6 +46,7 @@ enum {
     CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function */
     CS_SET_TRACE = 1 << 5,    /* event trace of point-to-point calls */
     CS_SET_PVARS = 1 << 6,    /* MPI_T performance variables in the snapshots */
+    CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
 };
 
 enum { CS_KIND_REGULAR, CS_KIND_TIMER, CS_KIND_WATERMARK, CS_KIND_SENTINEL };

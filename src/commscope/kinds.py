@@ -77,6 +77,12 @@ TABLE_COLUMNS = {
                                "messages_received": "i", "bytes_received": "i"},
     ("profile", "pvars"): {"rank": "i", "seq": "i", "time_s": "f", "pvar": "O", "index": "i",
                            "value": "n"},
+    # --callsites (profile/callsites.py): file/line/caller missing with the reason when
+    # an address cannot be resolved; bytes and time_s NaN without their sets
+    ("profile", "callsites"): {"rank": "i", "function": "O", "file": "O", "line": "n",
+                               "caller": "O", "object": "O", "offset": "i", "depth": "i",
+                               "stack": "O", "calls": "i", "bytes": "n", "time_s": "n",
+                               "reason": "O"},
     ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
                                    "created_by": "O", "parent_id": "i", "inter": "i",
                                    "world_ranks": "O"},

@@ -12,6 +12,7 @@ examples:
   commscope profile --counters all -- ./my_app         # also per-function timers (costlier)
   commscope profile --counters bytes,peers -- ./my_app # only some sets
   commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
+  commscope profile --callsites -- ./app               # + file:line of every MPI call (build with -g)
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
   commscope profile --ompt --threads 4 -- ./hybrid   # + per-thread OMPT timing
   commscope profile --list-counters                    # what is counted
@@ -49,6 +50,13 @@ def register(registry):
                    help="also record every point-to-point call (post, start, completion)")
     p.add_argument("--trace-limit", default="1G", metavar="SIZE",
                    help="trace bytes per rank before records are dropped (default %(default)s)")
+    p.add_argument("--callsites", action="store_true",
+                   help="also record where each MPI call was made (file, line, function; "
+                        "function+offset without -g), resolved after the run into "
+                        "callsites.parquet")
+    p.add_argument("--callsite-depth", type=int, default=None, metavar="N",
+                   help="callers recorded per call with --callsites: 1 the immediate caller "
+                        "(default), N > 1 unwinds N frames (costlier; implies --callsites)")
     p.add_argument("--ompt", action="store_true",
                    help="also time every thread of every OpenMP region through OMPT, no "
                         "source change (GCC programs run on libiomp5; see commscope doctor "
@@ -108,6 +116,8 @@ def _run(args):
                               threads=args.threads, counters=args.counters,
                               snapshot_every=args.snapshot_every, trace=args.trace,
                               trace_limit=parse_size(args.trace_limit, "--trace-limit"),
+                              callsites=(1 if args.callsite_depth is None else args.callsite_depth) if args.callsites or
+                              args.callsite_depth is not None else None,
                               collectors=collectors, **launch_kwargs(args))
     if args.ompt:
         from ..profile.ompt import failure_reason

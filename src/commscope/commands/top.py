@@ -5,6 +5,7 @@ examples:
   commscope top runs/20261123T071404Z-profile             # live while the program runs
   commscope top RUN --replay --speed 4                    # replay the snapshots, 4x faster
   commscope top RUN --once --json                         # one frame for scripts
+  commscope top RUN --callsites                           # top call sites (profile --callsites)
 
 Columns: msgs_per_s and MB_per_s count messages and bytes sent plus received
 (MB = 10^6 bytes); mpi_time_pct is the share of the interval the rank's threads spent
@@ -29,6 +30,11 @@ def register(registry):
                    help="replay speed-up (0: as fast as possible; default %(default)s)")
     p.add_argument("--once", action="store_true", help="print one frame (the latest) and exit")
     p.add_argument("--json", action="store_true", help="print the frame as JSON (implies --once)")
+    p.add_argument("--callsites", action="store_true",
+                   help="print the run's top call sites (file:line, caller) summed over ranks: "
+                        "by time with timers (--counters all), else by calls, then bytes")
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="call sites shown with --callsites (default %(default)s)")
     p.set_defaults(func=_run)
 
 
@@ -42,10 +48,37 @@ def _run(args):
     run = open_run(args.run)
     if run.kind != "profile":
         raise InputError(run.path, "kind", f"is a {run.kind!r} run; top reads profile runs")
+    if args.callsites:
+        return _callsites(run, args)
     once = args.once or args.json
     rows = replay(run, args.speed, once) if args.replay else live(run, args.interval, once)
     if args.json:
         dump_json(rows)
     elif once:
         print(format_table(rows, title=f"commscope top {run.path}"))
+    return 0
+
+
+def _callsites(run, args):
+    """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
+    import os
+    from ..errors import InputError
+    from ..output import dump_json, format_table
+    from ..profile.callsites import top_callsites
+    if args.limit < 1:
+        raise InputError("--limit", None, f"must be at least 1, got {args.limit}")
+    if "callsites" not in run.tables():
+        raise InputError(run.path, "callsites.parquet", "no call sites in this run: profile it "
+                                                        "with `commscope profile --callsites`")
+    top = top_callsites(run.table("callsites"), args.limit)
+    if args.json:
+        dump_json(top.to_dict("records"))
+        return 0
+    rows = [{"function": r["function"],
+             "site": f"{os.path.basename(r['file'])}:{int(r['line'])}" if r["file"] else None,
+             "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"], "bytes": r["bytes"],
+             "time_s": r["time_s"], **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
+             "reason": r["reason"] or None} for r in top.to_dict("records")]
+    by = "time" if top["time_s"].notna().any() else "calls"
+    print(format_table(rows, title=f"commscope top {run.path}: top call sites by {by}"))
     return 0

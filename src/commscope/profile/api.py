@@ -13,7 +13,8 @@ and its metadata::
 
 Each table is read the first time it is used and kept.  A table the run does not have
 is None: ``trace`` without ``--trace``, ``threads`` without ``--ompt``, ``files``
-without MPI-IO, and ``callsites`` always (commscope records no call sites).  The
+without MPI-IO, ``callsites`` without ``--callsites`` (one row per rank, MPI function
+and call site: file, line, caller, calls, bytes, time_s; docs/profile.md).  The
 columns are those of docs/profile.md; ``trace``'s are those of
 :func:`commscope.matching.trace.read_trace`.
 """
@@ -26,14 +27,11 @@ from ..runs import open_run
 
 #: The Parquet tables of a profile run (docs/profile.md), each an attribute.
 TABLES = ("functions", "peers", "counters", "snapshots", "communicators", "ranks", "size_bins",
-          "collective_bins", "pvars", "files", "threads")
+          "collective_bins", "pvars", "files", "threads", "callsites")
 
 
 class Profile:
     """An open profile run: its tables as DataFrame attributes (None when absent), ``meta``."""
-
-    #: commscope records no call sites (the wrappers do not unwind the stack).
-    callsites = None
 
     def __init__(self, run):
         from .export import require_profile

@@ -166,6 +166,35 @@ def check_same_mpi(program, library, mpi):
                                         "the mpicc of the MPI the program was built with")
 
 
+class CallsiteCollector(Collector):
+    """--callsites: the counter library records return addresses (COMMSCOPE_CALLSITES);
+    after the run they are resolved to file:line (profile/callsites.py)."""
+
+    def __init__(self, depth):
+        super().__init__("callsites", env={"COMMSCOPE_CALLSITES": str(depth)},
+                         notes=[f"call sites: {depth} frame{'s' if depth > 1 else ''} per call"
+                                + (" (unwound with backtrace())" if depth > 1 else "")])
+
+    def finalize(self, run):
+        from .callsites import callsites_table
+        ranks = run.table("ranks") if (run.path / "ranks.parquet").exists() else None
+        sets = tuple(run.meta["parameters"].get("counters") or ())
+        df = callsites_table(run.raw_dir, ranks, sets)
+        if df is not None:
+            run.write_table("callsites", df)
+            unknown = int((df["caller"] == "unknown").sum())
+            run.meta["profile"]["callsites"] = {"rows": int(len(df)), "unknown_rows": unknown}
+
+
+def callsite_collector(depth):
+    """The collector of --callsites with ``depth`` frames per call (None: off)."""
+    if depth is None:
+        return None
+    if not isinstance(depth, int) or not 1 <= depth <= 16:
+        raise InputError("--callsite-depth", None, f"must be a whole number from 1 to 16, got {depth}")
+    return CallsiteCollector(depth)
+
+
 def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
     env = {"COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
            "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000)))}
@@ -178,11 +207,12 @@ def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
 
 def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 snapshot_every="0.5s", trace=False, trace_limit=None,
-                collectors=(),
+                callsites=None, collectors=(),
                 mpi_spec=None, runs_root=None, run_name=None, hosts=None, ranks_per_node=None,
                 timeout=None, echo=True, launcher="auto"):
     """Profile ``program args`` on ``nranks`` ranks; returns ``(run, exit_status)``.
 
+    ``callsites``: frames recorded per call (1: the immediate caller), None: off.
     ``exit_status`` is the program's (128 + signal when killed); the run
     directory holds every count made up to the end either way.  A write that a
     preloaded library reports as failed (``cannot write PATH: ...``, e.g. a full disk)
@@ -190,6 +220,7 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     """
     sets = parse_counter_sets(counters)
     snapshot_s = parse_interval(snapshot_every)
+    sites = callsite_collector(callsites)
     if timeout is not None and not timeout > 0:
         raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
     path = resolve_program(str(program))
@@ -200,9 +231,10 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     check_same_mpi(path, lib, mpi)
     info = mpi_info(mpi)
     collectors = [counter_collector(lib, sets, snapshot_s, trace, trace_limit),
-                  *collectors]
+                  *([sites] if sites else []), *collectors]
     params = dict(program=str(path), args=list(map(str, args)), ranks=nranks, threads=threads,
-                  counters=list(sets), snapshot_every_s=snapshot_s, trace=trace)
+                  counters=list(sets), snapshot_every_s=snapshot_s, trace=trace,
+                  callsite_depth=callsites)
     run = Run.create(runs_root or default_runs_root(), "profile", params, name=run_name)
     os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
     env = {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve())}

@@ -204,6 +204,33 @@ def _imbalance(run):
     return text + html_table(loads, caption="load per rank")
 
 
+def _callsites(run):
+    """Top call sites by time (with timers) and by bytes, summed over ranks
+    (profile --callsites); nothing when the run has none."""
+    if "callsites" not in run.tables():
+        return ""
+    from ...profile.callsites import top_callsites
+    sites = run.table("callsites")
+
+    def rows(top):
+        return [{"function": r["function"],
+                 "site": f"{r['file'].rsplit('/', 1)[-1]}:{int(r['line'])}" if r["file"] else None,
+                 "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"],
+                 "bytes": r["bytes"], "time_s": r["time_s"], "stack": r["stack"],
+                 "reason": r["reason"]} for r in top.to_dict("records")]
+    parts = []
+    if sites["time_s"].notna().any():
+        parts.append(html_table(rows(top_callsites(sites, 10, by="time_s")), caption="by time"))
+    else:
+        parts.append(html_table(rows(top_callsites(sites, 10, by="calls")), caption="by calls"))
+    if sites["bytes"].fillna(0).gt(0).any():
+        parts.append(html_table(rows(top_callsites(sites, 10, by="bytes")), caption="by bytes"))
+    return ("<h4>Top call sites by time and by bytes</h4><p>Where the program made its MPI "
+            "calls (file:line and the enclosing function, from the return address of each "
+            "call), summed over ranks and threads; a site that could not be resolved says "
+            "why.</p>" + "".join(parts))
+
+
 def _tables(run):
     names = set(run.tables())
     return {t: (run.table(t) if t in names else None)
@@ -234,7 +261,7 @@ def _render_run(run):
                         "killed or crashed.</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
-    return (head + "".join(problems) + _function_table(run, t["functions"])
+    return (head + "".join(problems) + _function_table(run, t["functions"]) + _callsites(run)
             + _size_histogram(t["size_bins"], run.path.name)
             + _per_rank(run, run.path.name)
             + _matrix(run, t["peers"], nranks, run.path.name)

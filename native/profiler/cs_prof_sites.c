@@ -1,0 +1,352 @@
+/* Call sites: the slow path of cs_prof_sites.h (tables, unwinding) and the record
+ * each rank appends at MPI_Finalize.
+ *
+ * raw/callsites.<node>.jsonl holds one line per rank, appended with a single
+ * O_APPEND write (so the ranks of a node share one file and never interleave):
+ *   {"rank": R, "pid": P, "depth": N, "lost": L,
+ *    "sites": [["MPI_Send", calls, bytes, ticks, addr, caller addr, ...], ...],
+ *    "objects": [{"path": ..., "base": ..., "build_id": "hex" or null, "size": ...,
+ *                 "mtime_ns": ..., "segments": [[lo, hi], ...]}, ...]}
+ * Addresses are absolute; an object's load bias ("base") turns them into the ELF's
+ * own addresses, and its GNU build id, read from the PT_NOTE in memory, tells the
+ * resolver whether the file on disk is still the one that ran.  Only objects that
+ * hold a recorded address are listed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cs_prof_sites.h"
+#include "cs_prof_state.h"
+
+int cs_site_depth, cs_site_width = CS_SITE_UP, cs_site_npass;
+uintptr_t cs_site_pass[8][2];
+__thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
+__thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
+
+static cs_sites_t *all_tables; /* pushed atomically by each thread's first call */
+static uintptr_t own_lo, own_hi; /* this library's text: frames to skip when unwinding */
+
+/* The MPI's Fortran libraries: a C wrapper called from them was called by a Fortran
+ * program (MPICH's mpif.h layer calls MPI_*), whose line is one frame further up. */
+static int is_fortran_layer(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    static const char *const names[] = {"libmpichfort", "libmpifort", "libmpichf90", "libfmpich",
+                                        "libmpi_mpifh", "libmpi_usempi", "libmpi_usempif08"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strncmp(base, names[i], strlen(names[i]))) return 1;
+    return 0;
+}
+
+static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size, (void)data;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+        uintptr_t a = info->dlpi_addr + p->p_vaddr;
+        if (a < lo) lo = a;
+        if (a + p->p_memsz > hi) hi = a + p->p_memsz;
+    }
+    if (!hi) return 0;
+    uintptr_t me = (uintptr_t)&find_ranges;
+    if (me >= lo && me < hi) own_lo = lo, own_hi = hi;
+    else if (info->dlpi_name && is_fortran_layer(info->dlpi_name) && cs_site_npass < 8) {
+        cs_site_pass[cs_site_npass][0] = lo;
+        cs_site_pass[cs_site_npass][1] = hi;
+        cs_site_npass++;
+    }
+    return 0;
+}
+
+void cs_sites_init(int depth)
+{
+    cs_site_depth = depth < 1 ? 1 : depth > 16 ? 16 : depth;
+    cs_site_width = CS_SITE_UP + cs_site_depth - 1;
+    dl_iterate_phdr(find_ranges, 0);
+    if (cs_site_depth > 1 || cs_site_npass) { /* load the unwinder now, not inside a call */
+        void *warm[4];
+        backtrace(warm, 4);
+    }
+}
+
+static int in_own(uintptr_t a) { return a >= own_lo && a < own_hi; }
+
+/* The program's frames from this call up, cs_site_depth of them at most, into out
+ * (zeros past the end).  They start at `ra` when the unwinder sees it (the caller the
+ * hot path saw); else, or when ra is in the MPI's Fortran layer, at the first frame
+ * that is neither ours nor that layer's. */
+static void unwind(uintptr_t ra, uintptr_t *out)
+{
+    void *frames[64];
+    int got = backtrace(frames, 64), i0 = -1;
+    if (!cs_site_passthrough(ra))
+        for (int i = 0; i < got && i0 < 0; i++)
+            if ((uintptr_t)frames[i] == ra) i0 = i;
+    if (i0 < 0)
+        for (int i = 0; i < got && i0 < 0; i++)
+            if (!in_own((uintptr_t)frames[i]) && !cs_site_passthrough((uintptr_t)frames[i])) i0 = i;
+    if (i0 < 0) { /* no unwind information: the immediate caller only */
+        out[0] = ra;
+        return;
+    }
+    int k = 0;
+    if (!cs_site_passthrough(ra) && (uintptr_t)frames[i0] != ra) out[k++] = ra;
+    for (int i = i0; i < got && k < cs_site_depth; i++) out[k++] = (uintptr_t)frames[i];
+}
+
+static cs_sites_t *table_new(void)
+{
+    cs_sites_t *t = calloc(1, sizeof *t);
+    if (!t) return 0;
+    t->mask = 255;
+    t->e = calloc(t->mask + 1, sizeof(uint64_t) * (size_t)cs_site_width);
+    if (!t->e) {
+        free(t);
+        return 0;
+    }
+    cs_sites_t *head = __atomic_load_n(&all_tables, __ATOMIC_RELAXED);
+    do t->next = head;
+    while (!__atomic_compare_exchange_n(&all_tables, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    return t;
+}
+
+static uint64_t hash(const uintptr_t *key, int func)
+{
+    uint64_t h = key[0] + (uint64_t)func;
+    for (int i = 1; i < cs_site_depth; i++) h = h * 31 + key[i];
+    return (h * 0x9E3779B97F4A7C15ull) >> 32;
+}
+
+static uint64_t *slot(cs_sites_t *t, const uintptr_t *key, int func)
+{
+    for (uint64_t i = hash(key, func) & t->mask;; i = (i + 1) & t->mask) {
+        uint64_t *e = t->e + i * (uint64_t)cs_site_width;
+        if (e[CS_SITE_RA] == 0) return e;
+        if (e[CS_SITE_RA] == key[0] && e[CS_SITE_FUNC] == (uint64_t)func &&
+            (cs_site_depth == 1 || !memcmp(e + CS_SITE_UP, key + 1, sizeof(uint64_t) * (size_t)(cs_site_depth - 1))))
+            return e;
+    }
+}
+
+static int grow(cs_sites_t *t)
+{
+    uint64_t cap = (t->mask + 1) * 2, w = (uint64_t)cs_site_width;
+    uint64_t *old = t->e, old_cap = t->mask + 1;
+    uint64_t *e = calloc(cap, sizeof(uint64_t) * w);
+    if (!e) return -1;
+    t->e = e;
+    t->mask = cap - 1;
+    for (uint64_t i = 0; i < old_cap; i++) {
+        uint64_t *o = old + i * w;
+        if (!o[CS_SITE_RA]) continue;
+        uintptr_t key[16];
+        key[0] = o[CS_SITE_RA];
+        for (int k = 1; k < cs_site_depth; k++) key[k] = o[CS_SITE_UP + k - 1];
+        memcpy(slot(t, key, (int)o[CS_SITE_FUNC]), o, sizeof(uint64_t) * w);
+    }
+    free(old);
+    return 0;
+}
+
+void cs_site_slow(int func, uintptr_t ra, uint64_t bytes, uint64_t ticks)
+{
+    cs_sites_t *t = cs_tl_sites;
+    if (!t && !(t = cs_tl_sites = table_new())) return;
+    uintptr_t key[16] = {ra};
+    if (cs_site_depth > 1 || cs_site_passthrough(ra)) unwind(ra, key);
+    uint64_t *e = slot(t, key, func);
+    if (!e[CS_SITE_RA]) {
+        if ((t->used + 1) * 2 > t->mask + 1) {
+            if (grow(t) != 0) {
+                t->lost++;
+                return;
+            }
+            e = slot(t, key, func);
+        }
+        e[CS_SITE_RA] = key[0];
+        e[CS_SITE_FUNC] = (uint64_t)func;
+        for (int i = 1; i < cs_site_depth; i++) e[CS_SITE_UP + i - 1] = key[i];
+        t->used++;
+    }
+    e[CS_SITE_CALLS]++;
+    e[CS_SITE_BYTES] += bytes;
+    e[CS_SITE_TICKS] += ticks;
+}
+
+/* ---- the record written at the end ----------------------------------------- */
+
+typedef struct {
+    FILE *f;
+    uintptr_t *addrs; /* every recorded address, sorted */
+    size_t naddrs;
+    int first;
+} objects_ctx;
+
+static int has_address(const objects_ctx *c, uintptr_t lo, uintptr_t hi)
+{
+    size_t a = 0, b = c->naddrs; /* first address >= lo */
+    while (a < b) {
+        size_t m = (a + b) / 2;
+        if (c->addrs[m] < lo) a = m + 1;
+        else b = m;
+    }
+    return a < c->naddrs && c->addrs[a] < hi;
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* The GNU build id from the object's PT_NOTE segments, as mapped in memory. */
+static void build_id(struct dl_phdr_info *info, FILE *f)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE) continue;
+        const char *at = (const char *)(info->dlpi_addr + p->p_vaddr), *end = at + p->p_memsz;
+        while (at + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)at;
+            const char *name = at + sizeof *n, *desc = name + ((n->n_namesz + 3) & ~3u);
+            if (desc + n->n_descsz > end) break;
+            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+                fputc('"', f);
+                for (unsigned k = 0; k < n->n_descsz; k++) fprintf(f, "%02x", (unsigned char)desc[k]);
+                fputc('"', f);
+                return;
+            }
+            at = desc + ((n->n_descsz + 3) & ~3u);
+        }
+    }
+    fputs("null", f);
+}
+
+static int write_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    objects_ctx *c = data;
+    int any = 0;
+    for (int i = 0; i < info->dlpi_phnum && !any; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+        any = p->p_type == PT_LOAD && (p->p_flags & PF_X) && has_address(c, lo, lo + p->p_memsz);
+    }
+    if (!any) return 0;
+    char path[4096] = "";
+    if (info->dlpi_name && info->dlpi_name[0]) snprintf(path, sizeof path, "%s", info->dlpi_name);
+    else { /* the main program */
+        ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+        path[n > 0 ? n : 0] = 0;
+    }
+    struct stat st;
+    int have = path[0] && stat(path, &st) == 0;
+    fprintf(c->f, "%s{\"path\": ", c->first ? "" : ", ");
+    c->first = 0;
+    json_str(c->f, path);
+    fprintf(c->f, ", \"base\": %llu, \"build_id\": ", (unsigned long long)info->dlpi_addr);
+    build_id(info, c->f);
+    if (have)
+        fprintf(c->f, ", \"size\": %lld, \"mtime_ns\": %lld", (long long)st.st_size,
+                (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec);
+    fprintf(c->f, ", \"segments\": [");
+    for (int i = 0, first = 1; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+        uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+        fprintf(c->f, "%s[%llu, %llu]", first ? "" : ", ", (unsigned long long)lo,
+                (unsigned long long)(lo + p->p_memsz));
+        first = 0;
+    }
+    fprintf(c->f, "]}");
+    return 0;
+}
+
+static int cmp_addr(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void cs_sites_write(const char *path, int rank)
+{
+    if (!cs_site_depth) return;
+    char *buf = 0;
+    size_t len = 0, naddrs = 0, cap = 0;
+    uint64_t lost = 0;
+    uintptr_t *addrs = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) goto fail;
+    fprintf(f, "{\"rank\": %d, \"pid\": %d, \"depth\": %d, \"sites\": [", rank, (int)getpid(), cs_site_depth);
+    int first = 1;
+    for (cs_sites_t *t = __atomic_load_n(&all_tables, __ATOMIC_ACQUIRE); t; t = t->next) {
+        lost += t->lost;
+        for (uint64_t i = 0; i <= t->mask; i++) {
+            const uint64_t *e = t->e + i * (uint64_t)cs_site_width;
+            if (!e[CS_SITE_RA]) continue;
+            fprintf(f, "%s[\"%s\", %llu, %llu, %llu, %llu", first ? "" : ", ",
+                    cs_function_names[e[CS_SITE_FUNC]], (unsigned long long)e[CS_SITE_CALLS],
+                    (unsigned long long)e[CS_SITE_BYTES], (unsigned long long)e[CS_SITE_TICKS],
+                    (unsigned long long)e[CS_SITE_RA]);
+            first = 0;
+            for (int k = 1; k < cs_site_depth && e[CS_SITE_UP + k - 1]; k++)
+                fprintf(f, ", %llu", (unsigned long long)e[CS_SITE_UP + k - 1]);
+            fputc(']', f);
+            for (int k = 0; k < cs_site_depth; k++) {
+                uint64_t a = k ? e[CS_SITE_UP + k - 1] : e[CS_SITE_RA];
+                if (!a) continue;
+                if (naddrs == cap) {
+                    uintptr_t *more = realloc(addrs, sizeof *addrs * (cap = cap ? 2 * cap : 256));
+                    if (!more) goto fail;
+                    addrs = more;
+                }
+                addrs[naddrs++] = a - 1; /* the call instruction: a return address may end a text segment */
+            }
+        }
+    }
+    if (addrs) qsort(addrs, naddrs, sizeof *addrs, cmp_addr);
+    fprintf(f, "], \"lost\": %llu, \"objects\": [", (unsigned long long)lost);
+    objects_ctx c = {f, addrs, naddrs, 1};
+    dl_iterate_phdr(write_object, &c);
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0) {
+        f = 0;
+        goto fail;
+    }
+    f = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0 || cs_write_all(fd, buf, len) != 0) { /* one write: ranks never interleave */
+        int err = errno;
+        if (fd >= 0) close(fd);
+        cs_write_failed(path, err, "this rank's call sites are lost");
+    } else if (close(fd) != 0) {
+        cs_write_failed(path, errno, "this rank's call sites are lost");
+    }
+    free(buf);
+    free(addrs);
+    return;
+fail:
+    if (f) fclose(f);
+    free(buf);
+    free(addrs);
+    cs_write_failed(path, ENOMEM, "this rank's call sites are lost");
+}
