@@ -4,8 +4,8 @@
 Repeats pairs of bulk-synchronous runs (one at 1 rank, one at 2 ranks, alternating
 which goes first) per workload, predicts each pair's 2-rank statistics from 1-rank
 runs with ``commscope predict variability`` and counts how often each interval holds
-the measured value, for the thesis's intervals (``--interval thesis``: what commscope
-computed before) and the target-run intervals (``--interval run``, the default).  Pair
+the measured value, for the thesis's intervals (``--ci-method thesis``: what commscope
+computed before) and the target-run intervals (``--ci-method run``, the default).  Pair
 ``i`` is calibrated on the 1-rank runs ``i, i+1, i+2`` (mod the number of pairs): three
 repeats give the between-run component, and none of them is the target.  Numbers depend
 on the machine and its load; nothing here is asserted (tests/test_predict_variability.py

@@ -19,7 +19,7 @@ median interval maximum (interval_max_s) and runtime (runtime_s, the sum of the
 calibration run's number of interval maxima), with autocorrelated intervals resampled
 in blocks and the run-to-run spread of --repeats added.  With runs of the same
 experiment at a target scale, the measured value and whether it lies inside.
---interval thesis gives the thesis's intervals instead (Dominguez-Trujillo 2021, Sec.
+--ci-method thesis gives the thesis's intervals instead (Dominguez-Trujillo 2021, Sec.
 3.2.2: one interval's maximum, or EMMA's expected maximum, intervals independent).
 Notes [n] say which assumptions the target breaks or the data reject.
 """
@@ -54,7 +54,7 @@ def register(registry):
     p.add_argument("--repeats", nargs="+", default=(), metavar="RUN",
                    help="more runs of the same experiment at the calibration's scale: they "
                         "join the calibration and give the run-to-run spread")
-    p.add_argument("--interval", choices=INTERVALS, default="run",
+    p.add_argument("--ci-method", dest="interval", choices=INTERVALS, default="run",
                    help="run: an interval for one target run's statistic (default); "
                         "thesis: the thesis's bootstrap intervals as printed")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")

@@ -68,7 +68,7 @@ COLUMNS = ["workload", "halo_bytes", "kind", "method", "statistic", "base_ranks"
            "target_ranks", "k", "intervals", "median_s", "ci_low_s", "ci_high_s",
            "confidence", "replicas", "seed", "measured_runs", "measured_median_s",
            "measured_mean_s", "measured_low_s", "measured_high_s", "inside", "median_error",
-           "oversubscribed", "note", "interval", "block", "run_sd"]
+           "oversubscribed", "note", "interval", "block", "run_sd_rel"]
 
 
 # --- runs -----------------------------------------------------------------------------
@@ -221,7 +221,7 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     cal = _as_run(calibration)
     kinds = _kinds(kind)
     if interval not in INTERVALS:
-        raise InputError("--interval", None, f"expected one of {', '.join(INTERVALS)}, "
+        raise InputError("--ci-method", None, f"expected one of {', '.join(INTERVALS)}, "
                                              f"got {interval!r}")
     for s in statistics:
         if s not in STATISTICS:
@@ -321,7 +321,7 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                     "oversubscribed": bool(over) if (runs_here or over) else None,
                     "note": "",
                     "interval": interval, "block": block if interval == "run" else 1,
-                    "run_sd": run_sd,
+                    "run_sd_rel": run_sd,
                 }
                 if values.size:
                     med = float(np.median(values))
