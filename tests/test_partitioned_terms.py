@@ -93,9 +93,10 @@ def test_calibrated_prediction_has_ratio_and_verdict(runs):
 def test_refuses_to_predict_a_run_the_model_was_fitted_from(runs, tmp_path, capsys):
     with pytest.raises(InputError, match="must not be checked against the data"):
         predict_partitioned(runs["cal"], machine_model=runs["model"])
-    # the same when the machine model names the run among any term's sources
+    # the same when the machine model names the run (moved since) among any term's sources
     data = json.loads(runs["model"].read_text())
-    data["machine"]["term_sources"]["gamma"] = [{"path": "elsewhere", "kind": "partitioned",
+    data["machine"]["term_sources"]["gamma"] = [{"path": f"/elsewhere/{runs['target'].path.name}",
+                                                 "kind": "partitioned",
                                                  "start_time": runs["target"].meta["start_time"]}]
     bad = tmp_path / "mm.json"
     bad.write_text(json.dumps(data))
@@ -129,3 +130,18 @@ def test_machine_model_round_trip_keeps_the_terms(runs, tmp_path):
     again = tmp_path / "again.json"
     save_machine_model(mm, again)
     assert load_machine_model(again).partitioned.to_dict() == mm.partitioned.to_dict()
+
+
+def test_a_run_started_in_the_same_second_is_not_a_source_run(runs):
+    """Start times have one-second steps: the calibration and the predicted run of a
+    script often share one, and must still be told apart."""
+    from types import SimpleNamespace
+    from commscope.models.machine_model import terms_fitted_from
+    cal, target = runs["cal"], runs["target"]
+    same_second = {"path": str(cal.path), "kind": target.kind,
+                   "start_time": target.meta["start_time"]}
+    mm = SimpleNamespace(machine={"term_sources": {"partitioned": [same_second]}})
+    assert terms_fitted_from(target, mm) == []
+    moved = dict(same_second, path=f"/elsewhere/{target.path.name}")
+    mm = SimpleNamespace(machine={"term_sources": {"partitioned": [moved]}})
+    assert terms_fitted_from(target, mm) == ["partitioned"]

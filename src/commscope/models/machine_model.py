@@ -464,3 +464,36 @@ def save_machine_model(machine_model, path, overwrite=False):
         raise InputError(path, None, "file exists; refusing to overwrite (pass overwrite=True)")
     check_machine_model(machine_model, path)
     return write_text_atomic(path, json.dumps(machine_model.to_dict(), indent=2) + "\n")
+
+
+def _same_run(run, ident):
+    """Is the run directory ``run`` the source run ``ident`` ({path, kind, start_time} or a path)?
+
+    A copied or moved run keeps its kind, start time and directory name; the start time
+    alone is not enough (it has one-second steps, and a script starts runs faster).
+    """
+    if isinstance(ident, dict):
+        if ident.get("start_time") and ident.get("kind") == run.kind \
+                and ident["start_time"] == run.meta.get("start_time") \
+                and Path(ident.get("path") or "").name == Path(run.path).name:
+            return True
+        ident = ident.get("path")
+    try:
+        return ident is not None and Path(ident).resolve() == Path(run.path).resolve()
+    except OSError:
+        return False
+
+
+def terms_fitted_from(run, machine_model):
+    """The terms of ``machine_model`` fitted from the run directory ``run`` (none: []).
+
+    ``machine.term_sources`` says where each term came from; ``source_runs`` stands in
+    for files written before it.
+    """
+    machine = getattr(machine_model, "machine", None) or {}
+    idents = [(term, i) for term, ids in (machine.get("term_sources") or {}).items() for i in ids]
+    idents += [("(source_runs)", i) for i in machine.get("source_runs") or []]
+    terms = getattr(machine_model, "partitioned", None)
+    if terms is not None:
+        idents += [("partitioned", i) for i in terms.source_runs]
+    return list(dict.fromkeys(term for term, ident in idents if _same_run(run, ident)))

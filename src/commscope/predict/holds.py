@@ -46,6 +46,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..models import p2p
+from ..models.machine_model import terms_fitted_from
 from ..models.stencil import stencil_counts
 from ..runs import Run, expand_run_paths, open_run
 from ..units import format_bytes, format_number, format_seconds
@@ -233,31 +234,9 @@ def oversubscription(run):
     return f"{run.path.name}: oversubscribed, {who} on {cores} cores"
 
 
-def _machine_paths(value):
-    """Every string in the machine model's metadata (its source runs, under any key)."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _machine_paths(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _machine_paths(v)
-
-
 def fitted_from(run, machine_model):
     """True when the machine model names ``run`` among the runs it was fitted from."""
-    here = run.path.resolve()
-    for text in _machine_paths(machine_model.machine):
-        p = Path(text)
-        if p.name != run.path.name:
-            continue
-        try:
-            if p.resolve() == here or (not p.is_absolute() and p.parent.name == here.parent.name):
-                return True
-        except OSError:
-            continue
-    return False
+    return bool(terms_fitted_from(run, machine_model))
 
 
 def _sleeping_threads_fit(run):

@@ -38,6 +38,7 @@ from pathlib import Path
 from ..bench.partitioned import KIND, method_status
 from ..errors import InputError
 from ..models import partitioned as pm
+from ..models.machine_model import terms_fitted_from
 from ..runs import Run, open_run
 from ..topology import node_of
 from ..lazy import lazy
@@ -131,19 +132,6 @@ def measured_rows(run):
     return out
 
 
-def _same_run(run, ident):
-    """Is the run directory ``run`` the source run ``ident`` ({path, kind, start_time} or a path)?"""
-    if isinstance(ident, dict):
-        if ident.get("start_time") and ident.get("kind") == run.kind \
-                and ident["start_time"] == run.meta.get("start_time"):
-            return True
-        ident = ident.get("path")
-    try:
-        return ident is not None and Path(ident).resolve() == Path(run.path).resolve()
-    except OSError:
-        return False
-
-
 def check_provenance(run, machine_model, source="machine model"):
     """InputError when ``run`` is among the runs the machine model was fitted from.
 
@@ -151,18 +139,12 @@ def check_provenance(run, machine_model, source="machine model"):
     machine model says where each term came from (``machine.term_sources``, and
     ``source_runs`` of files written before it).
     """
-    machine = getattr(machine_model, "machine", None) or {}
-    idents = [(term, i) for term, ids in (machine.get("term_sources") or {}).items() for i in ids]
-    idents += [("(source_runs)", i) for i in machine.get("source_runs") or []]
-    terms = getattr(machine_model, "partitioned", None)
-    if terms is not None:
-        idents += [("partitioned", i) for i in terms.source_runs]
-    for term, ident in idents:
-        if _same_run(run, ident):
-            raise InputError(source, "machine.term_sources",
-                             f"the {term} term was fitted from {run.path}, the run being "
-                             "predicted: a prediction must not be checked against the data it "
-                             "came from; predict another run, or fit without this one")
+    fitted = terms_fitted_from(run, machine_model)
+    if fitted:
+        raise InputError(source, "machine.term_sources",
+                         f"the {fitted[0]} term was fitted from {run.path}, the run being "
+                         "predicted: a prediction must not be checked against the data it "
+                         "came from; predict another run, or fit without this one")
 
 
 class _TermLink:
