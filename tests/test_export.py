@@ -539,3 +539,106 @@ def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
     count = collections.Counter(e["name"] for e in by["X"])
     assert len(by["X"]) == MIX_CALLS - 2 and count["MPI sendrecv"] == 2 and count["MPI probe"] == 1
     assert count["MPI wait/test"] == 2 * (8 + 1)
+
+
+# ---- OpenMP regions from OMPT (profile --ompt) ------------------------------------------
+
+OMP_ITERS, OMP_WARMUP, OMP_THREADS = 4, 2, 2  # native/bench/threads.c: a region per step
+
+
+def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
+    """A real 2-rank `profile --ompt --trace` of the threads benchmark (each step: one
+    parallel region, then MPI_Barrier on the master thread): per rank, a location per
+    OpenMP thread with an Enter and a Leave per segment and per barrier wait, on the MPI
+    trace's clock, and the same slices in the Perfetto file."""
+    from commscope import mpi as mpimod
+    from commscope.profile import ompt
+    import pandas as pd
+    if ompt.runtime_library() is None:
+        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    pytest.importorskip("otf2")
+    runs_dir = tmp_path / "runs"
+    assert main(["profile", "--counters", "all", "--ompt", "--trace", "--threads", str(OMP_THREADS),
+                 "-n", "2", "--runs", str(runs_dir), "--quiet", "--",
+                 str(mpimod.binary(default_mpi, "threads")), "-n", str(OMP_ITERS), "--warmup",
+                 str(OMP_WARMUP), "--compute", "sleep", "--work", "1e-3"]) == 0
+    run = next(runs_dir.iterdir())
+    capsys.readouterr()
+    table = pd.read_parquet(run / "threads.parquet")
+    steps = OMP_ITERS + OMP_WARMUP
+    code, out, err = export(capsys, run, "--format", "otf2", "--json")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["openmp_threads"] == 2 * OMP_THREADS
+    assert summary["openmp_slices"] == 2 * len(table)
+    _, locations, _, _, ev, per_location = read_otf2(run / "export" / "traces.otf2")
+    assert sum(ev.values()) == summary["events"]
+    omp_slices = {}
+    for r in (0, 1):
+        rows = table[table["rank"] == r]
+        # the program's logic: every thread ends each step's region at its closing barrier
+        assert (rows["barrier"] == "closing").sum() == steps * OMP_THREADS
+        names = {n for g, n, t in locations if g == f"rank {r}" and n.startswith("OpenMP")}
+        assert names == {f"OpenMP thread {k}" for k in range(OMP_THREADS)}
+        assert all(t.endswith("CPU_THREAD") for g, n, t in locations if n.startswith("OpenMP"))
+        for k in range(OMP_THREADS):
+            events = per_location[(f"rank {r}", f"OpenMP thread {k}")]
+            mine = rows[rows["thread"] == k]
+            # one Enter and one Leave per segment plus one of each per barrier wait
+            assert len(events) == 2 * len(mine) + 2 * len(mine)
+            kinds = [type(e).__name__ for e in events]
+            assert kinds == ["Enter", "Leave"] * (2 * len(mine))
+            times = [e.time for e in events]
+            assert times == sorted(times)
+            regions = [e.region for e in events[::2]]
+            assert all(str(g.paradigm).endswith("OPENMP") for g in regions)
+            roles = collections.Counter(str(g.region_role).split(".")[-1] for g in regions)
+            assert roles["PARALLEL"] == len(mine)
+            assert roles["IMPLICIT_BARRIER"] + roles["BARRIER"] == len(mine)
+            # segments (start -> arrival) then waits (arrival -> leave), as in the table
+            t0 = int(mine["rank_t0_ns"].iloc[0])
+            seg = events[0::4], events[1::4]
+            got = sorted((a.time, b.time) for a, b in zip(*seg))
+            want = sorted((t0 + round(s * 1e9), t0 + round(a * 1e9))
+                          for s, a in zip(mine["start_s"], mine["arrival_s"]))
+            assert got == want
+            closing = [(e.region.name, b.time) for e, b in zip(events[2::4], events[3::4])
+                       if e.region.name.startswith("closing barrier")]
+            assert len(closing) == steps
+            omp_slices[(r, k)] = [(e.region.name, e.time, b.time) for e, b in zip(events[::2], events[1::2])]
+        # the same clock as the MPI trace: on OpenMP thread 0 (the master, which calls
+        # MPI) each step's region ends before the step's MPI_Barrier, which ends before
+        # the next region begins
+        mpi = per_location[(f"rank {r}", "thread 0")]
+        enters = [e.time for e in mpi if type(e).__name__ == "Enter" and e.region.name == "MPI_Barrier"]
+        leaves = [e.time for e in mpi if type(e).__name__ == "Leave" and e.region.name == "MPI_Barrier"]
+        barriers = list(zip(enters, leaves))
+        assert len(enters) == len(leaves)
+        assert len(barriers) == steps
+        master = rows[rows["thread"] == 0]
+        t0 = int(master["rank_t0_ns"].iloc[0])
+        spans = master.groupby("instance").agg(b=("start_s", "min"), e=("leave_s", "max"))
+        region_spans = [(t0 + round(b * 1e9), t0 + round(e * 1e9))
+                        for b, e in spans.sort_values("b").itertuples(index=False)]
+        assert len(region_spans) == steps
+        for k, (b, e) in enumerate(barriers):
+            assert region_spans[k][1] <= b
+            if k + 1 < steps:
+                assert e <= region_spans[k + 1][0]
+    # Perfetto: the same slices, on tracks named OpenMP thread k in the rank's process
+    code, out, err = export(capsys, run, "--format", "perfetto", "--json")
+    assert code == 0, err
+    doc = json.loads((run / "export" / "trace.json").read_text())
+    by = check_trace_event_schema(doc)
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in by["M"] if e["name"] == "thread_name"}
+    for (r, k), slices in omp_slices.items():
+        tid = [t for (p, t), n in tracks.items() if p == r and n == f"OpenMP thread {k}"]
+        assert len(tid) == 1
+        mine = sorted((e for e in by["X"] if (e["pid"], e["tid"]) == (r, tid[0])),
+                      key=lambda e: e["ts"])
+        assert all(e["cat"] == "openmp" for e in mine)
+        assert [e["name"] for e in mine] == [s[0] for s in slices]
+        base_us, base_ns = mine[0]["ts"], slices[0][1]
+        for e, (_, b, end) in zip(mine, slices):
+            assert abs((e["ts"] - base_us) * 1000 - (b - base_ns)) <= 2
+            assert abs(e["dur"] * 1000 - (end - b)) <= 2

@@ -54,7 +54,9 @@ def _run(args):
         dump_json(out)
         return 0
     what = (f"{out['calls']} calls, {out['messages']} messages, " if out["trace"] else "") + \
-        f"{out['snapshots']} snapshots"
+        f"{out['snapshots']} snapshots" + \
+        (f", {out['openmp_slices']} OpenMP slices on {out['openmp_threads']} OpenMP threads"
+         if out["openmp_slices"] else "")
     print(f"wrote {out['path']}: {out['events']} events ({what}) of {out['ranks']} ranks, "
           f"{out['threads']} threads; {out['bytes']} bytes")
     if out["unmatched_messages"]:

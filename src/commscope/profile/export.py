@@ -13,11 +13,17 @@
   communicator, tag) in order (MPI's non-overtaking rule), sends in the order they
   started, receives in the order they were posted (:func:`match_messages`);
 * the snapshots (messages, bytes, calls and time in MPI over time, per rank);
-* the per-function totals (``functions`` table) and the communicators.
+* the per-function totals (``functions`` table) and the communicators;
+* with OMPT data (``profile --ompt``, the ``threads`` table): per rank, one location
+  (OTF2) or track (Perfetto) per OpenMP thread, with each segment (start -> arrival at
+  the next barrier) as an OpenMP region and the barrier wait (arrival -> leave) as a
+  barrier region (:func:`openmp_slices`).  OpenMP threads are numbered by OpenMP, not
+  by the threads that call MPI, so they are kept apart from the MPI threads.
 
 Times: the trace's ticks become CLOCK_MONOTONIC nanoseconds of the rank's node
 (:class:`~commscope.matching.trace.Trace`), and the snapshots are placed on the same
-clock from their raw records, so calls and counters line up.
+clock from their raw records, so calls and counters line up.  The OMPT table's times
+are seconds after its ``rank_t0_ns`` on that same clock (CLOCK_MONOTONIC).
 """
 
 from __future__ import annotations
@@ -229,6 +235,46 @@ def snapshot_times(run, snapshots):
     return None if got.isna().any() else got.to_numpy(np.int64)
 
 
+#: OMPT table columns the export needs (commscope.profile.ompt's module docstring).
+OMPT_COLUMNS = ("rank", "thread", "region", "instance", "segment", "barrier", "start_s",
+                "arrival_s", "leave_s", "rank_t0_ns")
+#: Perfetto thread ids of OpenMP threads: this plus the OpenMP thread number, apart
+#: from the ids of the MPI-calling threads (0, 1, ...).
+OPENMP_TID_BASE = 100000
+
+
+def openmp_slices(threads, path="threads.parquet"):
+    """The OMPT ``threads`` table as slices, one row each: rank, omp_thread, name,
+    kind ("segment" or "barrier"), barrier (kind of barrier the segment ends at:
+    closing, explicit, workshare, ...), region (the segment's region), instance,
+    segment, begin_ns, end_ns (CLOCK_MONOTONIC), sorted per (rank, omp_thread) by time.
+
+    A segment row of the table becomes two slices: the segment (start -> arrival),
+    named by its region, and the barrier wait (arrival -> leave), named
+    ``<barrier> barrier @ <region>``."""
+    missing = [c for c in OMPT_COLUMNS if c not in threads.columns]
+    if missing:
+        raise InputError(path, missing[0], "missing from the OMPT table (commscope profile --ompt)")
+    t = threads.reset_index(drop=True)
+    t0 = t["rank_t0_ns"].to_numpy(np.int64)
+    ns = {c: t0 + np.rint(t[c].to_numpy(np.float64) * 1e9).astype(np.int64)
+          for c in ("start_s", "arrival_s", "leave_s")}
+    region = t["region"].astype(str).to_numpy()
+    barrier = t["barrier"].astype(str).to_numpy()
+    common = {"rank": t["rank"].to_numpy(np.int64), "omp_thread": t["thread"].to_numpy(np.int64),
+              "barrier": barrier, "region": region, "instance": t["instance"].to_numpy(np.int64),
+              "segment": t["segment"].to_numpy(np.int64)}
+    seg = pd.DataFrame({**common, "name": region, "kind": "segment",
+                        "begin_ns": ns["start_s"], "end_ns": ns["arrival_s"]})
+    bar = pd.DataFrame({**common, "name": [f"{b} barrier @ {r}" for b, r in zip(barrier, region)],
+                        "kind": "barrier", "begin_ns": ns["arrival_s"], "end_ns": ns["leave_s"]})
+    out = pd.concat([seg, bar], ignore_index=True)
+    out["order"] = np.where(out["kind"] == "segment", 0, 1)  # a segment before its wait
+    out = out.sort_values(["rank", "omp_thread", "begin_ns", "instance", "segment", "order"],
+                          kind="stable").drop(columns="order").reset_index(drop=True)
+    return out
+
+
 class Contents:
     """Everything an exporter writes, read and checked once."""
 
@@ -261,6 +307,9 @@ class Contents:
             self.snapshot_ns = snap_ns
         else:  # per rank from its first snapshot
             self.snapshot_ns = self.t0_ns + np.rint(self.snapshots["time_s"].to_numpy() * 1e9).astype(np.int64)
+        self.openmp = openmp_slices(run.table("threads")) if "threads" in tables else None
+        if self.openmp is not None and not len(self.openmp):
+            self.openmp = None
         self.threads = self._threads()
         self.comms = self._comms()
 
@@ -344,6 +393,8 @@ def _json_events(c):
     for r, t in c.threads:
         yield {"name": "thread_name", "ph": "M", "pid": r, "tid": t, "args": {"name": f"thread {t}"}}
         yield {"name": "thread_sort_index", "ph": "M", "pid": r, "tid": t, "args": {"sort_index": t}}
+    if c.openmp is not None:
+        yield from _json_openmp(c, t0)
     if c.trace is not None:
         yield from _json_calls(c, t0)
     yield from _json_counters(c, t0)
@@ -382,6 +433,25 @@ def _json_calls(c, t0):
         for i in flow_in.get(int(row.call), ()):
             yield {"name": "message", "cat": "mpi", "ph": "f", "bp": "e", "id": i, "ts": mid,
                    "pid": pid, "tid": tid}
+
+
+def _json_openmp(c, t0):
+    """A track per OpenMP thread in its rank's process (after the MPI threads), with a
+    slice per segment and per barrier wait."""
+    o = c.openmp
+    for r, k in sorted(set(zip(o["rank"].tolist(), o["omp_thread"].tolist()))):
+        tid = OPENMP_TID_BASE + k
+        yield {"name": "thread_name", "ph": "M", "pid": r, "tid": tid,
+               "args": {"name": f"OpenMP thread {k}"}}
+        yield {"name": "thread_sort_index", "ph": "M", "pid": r, "tid": tid,
+               "args": {"sort_index": tid}}
+    for row in o.itertuples(index=False):
+        begin, end = _us(row.begin_ns, t0), _us(row.end_ns, t0)
+        yield {"name": row.name, "cat": "openmp", "ph": "X", "ts": begin,
+               "dur": round(max(end - begin, 0.0), 3), "pid": int(row.rank),
+               "tid": OPENMP_TID_BASE + int(row.omp_thread),
+               "args": {"region": row.region, "instance": int(row.instance),
+                        "segment": int(row.segment), "barrier": row.barrier, "kind": row.kind}}
 
 
 def _record_args(c, cols, i):
@@ -504,6 +574,8 @@ def write_otf2(c, anchor):
         regions = {}
         if c.trace is not None:
             n += _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm)
+        if c.openmp is not None:
+            n += _otf2_openmp(c, w, d, groups, RegionRole, Paradigm, LocationType)
         n += _otf2_metrics(c, w, d, metric_locs, MetricMode, MetricOccurrence, MetricType,
                            RecorderKind, Type)
     return n
@@ -578,6 +650,27 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
             n += 1
         wr.leave(end, region)
         n += 1
+    return n
+
+
+def _otf2_openmp(c, w, d, groups, RegionRole, Paradigm, LocationType):
+    """A CPU_THREAD location "OpenMP thread k" per OpenMP thread in its rank's group;
+    Enter/Leave of a PARALLEL region per segment and of a barrier region per wait."""
+    o = c.openmp
+    regions, n = {}, 0
+    for (r, k), rows in o.groupby(["rank", "omp_thread"], sort=True):
+        if int(r) not in groups:  # a rank with OMPT data only
+            groups[int(r)] = d.location_group(f"rank {int(r)}")
+        loc = d.location(f"OpenMP thread {k}", type=LocationType.CPU_THREAD, group=groups[int(r)])
+        wr = w.event_writer_from_location(loc)
+        for row in rows.itertuples(index=False):
+            if row.name not in regions:
+                role = RegionRole.PARALLEL if row.kind == "segment" else (
+                    RegionRole.BARRIER if row.barrier == "explicit" else RegionRole.IMPLICIT_BARRIER)
+                regions[row.name] = d.region(row.name, paradigm=Paradigm.OPENMP, region_role=role)
+            wr.enter(int(row.begin_ns), regions[row.name])
+            wr.leave(int(row.end_ns), regions[row.name])
+            n += 2
     return n
 
 
@@ -707,6 +800,9 @@ def export_run(run, fmt, output=None, force=False):
             "unmatched_messages": unmatched,
             "snapshots": int(len(c.snapshots)),
             "ranks": int(len(c.ranks)), "threads": len(c.threads),
+            "openmp_threads": 0 if c.openmp is None else
+            int(len(c.openmp.drop_duplicates(["rank", "omp_thread"]))),
+            "openmp_slices": 0 if c.openmp is None else int(len(c.openmp)),
             "bytes": int(sum(_size(p) for p in parts))}
 
 
