@@ -386,6 +386,8 @@ def _us(ns, t0):
 def _json_events(c):
     """Every trace event, as dicts, in the order written."""
     t0 = c.t0_ns
+    if c.openmp is not None and c.t0_ns:  # a region before the first call or snapshot
+        t0 = min(t0, int(c.openmp["begin_ns"].min()))
     for r in c.ranks["rank"].astype(int):
         yield {"name": "process_name", "ph": "M", "pid": r, "tid": 0,
                "args": {"name": f"rank {r} ({c.host(r)})"}}
