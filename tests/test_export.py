@@ -605,7 +605,8 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
             closing = [(e.region.name, b.time) for e, b in zip(events[2::4], events[3::4])
                        if e.region.name.startswith("closing barrier")]
             assert len(closing) == steps
-            omp_slices[(r, k)] = [(e.region.name, e.time, b.time) for e, b in zip(events[::2], events[1::2])]
+            omp_slices[(r, k)] = [(e.region.name, e.time, b.time)
+                                  for e, b in zip(events[::2], events[1::2])]
         # the same clock as the MPI trace: on OpenMP thread 0 (the master, which calls
         # MPI) each step's region ends before the step's MPI_Barrier, which ends before
         # the next region begins
