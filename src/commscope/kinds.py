@@ -6,7 +6,7 @@ and nothing that writes runs): the benchmark drivers (commscope.bench) and the p
 converter write these tables, and name them here once.
 
 Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
-number that may be missing (NaN), "O" text.
+number that may be missing (NaN), "O" text, "b" true/false.
 """
 
 from dataclasses import dataclass
@@ -26,9 +26,11 @@ TABLE_COLUMNS = {
                            "send_seq": "i", "recv_thread": "i", "send_thread": "i"},
     ("multirate", "threads"): {"mode": "O", "threads": "i", "rep": "i", "thread": "i",
                                "messages": "i", "size_bytes": "i", "time_s": "f"},
-    # queue columns too, NaN under MPIs without the pvars
+    # queue columns NaN under MPIs without the pvars
     ("multirate", "reps"): {"mode": "O", "threads": "i", "rep": "i", "messages": "i",
-                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f"},
+                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f",
+                            "posted_recvq_mean": "n", "posted_recvq_max": "n",
+                            "unexpected_msgq_mean": "n", "unexpected_msgq_max": "n"},
     ("partitioned", "samples"): {
         "method": "O", "size_bytes": "i", "partitions": "i", "partition_bytes": "i", "run": "i",
         "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
@@ -76,6 +78,14 @@ TABLE_COLUMNS = {
     ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
                                    "created_by": "O", "parent_id": "i", "inter": "i",
                                    "world_ranks": "O"},
+}
+
+#: Columns a benchmark derives once its job has ended (bench/multirate.py): readers of
+#: the run need them, the step that adds them reads the table without them.
+DERIVED_COLUMNS = {
+    ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
+                            "oversubscribed": "b"},
+    ("multirate", "threads"): {"rate_msgs_per_s": "f"},
 }
 
 
