@@ -17,7 +17,7 @@ crash / hang / invariant breaches: nan or inf shown, no output, input changed, o
 overwritten), and the crash and hang signatures with an example each.  --spot K runs K
 cases again through the real entry point (`python -m commscope`, a new process each) and
 checks they end the same way.  Exits 1 when any case crashed, hung or broke an
-invariant.  --quick: 150 cases.  A report costs seconds (figures), every other command
+invariant.  --quick: 60 cases.  A report costs seconds (figures), every other command
 tenths: --report-every K keeps the long pass's time in bounds.
 """
 
@@ -29,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +88,7 @@ def spot_check(records, originals, scratch, limit, k):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=10_000, help="cases to run (default 10000)")
-    ap.add_argument("--quick", action="store_true", help="150 cases, 3 spot checks")
+    ap.add_argument("--quick", action="store_true", help="60 cases, 2 spot checks")
     ap.add_argument("--seed", type=int, default=1, help="seed of the mutants (default 1)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     ap.add_argument("--limit", type=float, default=60.0,
@@ -105,7 +106,7 @@ def main(argv=None):
     ap.add_argument("--cases-out", default=None, help="write every case as JSON lines here")
     a = ap.parse_args(argv)
     if a.quick:
-        a.cases, a.spot = min(a.cases, 150), min(a.spot, 3)
+        a.cases, a.spot = min(a.cases, 60), min(a.spot, 2)
     if a.cases < 1 or a.jobs < 1 or a.report_every < 1 or not a.limit > 0:
         ap.error("--cases, --jobs, --report-every and --limit must be positive")
 
@@ -136,11 +137,14 @@ def main(argv=None):
                     worker(i, a.jobs, a.cases, a.seed, originals, scratch, a.limit, sink,
                            a.report_every, until)
                     status = 0
+                except BaseException:
+                    traceback.print_exc()
                 finally:
                     os._exit(status)
             pids.append(pid)
-        for pid in pids:
-            os.waitpid(pid, 0)
+        lost = [i for i, pid in enumerate(pids) if os.waitpid(pid, 0)[1] != 0]
+        if lost:
+            print(f"workers {lost} stopped early (see the traceback above)", file=sys.stderr)
         records = []
         for sink in sinks:
             for line in sink.read_text().splitlines():
@@ -153,7 +157,7 @@ def main(argv=None):
         changed = [k for k, p in originals.items() if fuzzkit.digest(p) != kept[k]]
         same, differ, notes = spot_check(records, originals, scratch, a.limit, a.spot)
         bad = report(records, elapsed, t1 - t0, a, changed, (same, differ, notes))
-        return 1 if bad or changed or differ else 0
+        return 1 if bad or changed or differ or lost else 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

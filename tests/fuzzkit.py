@@ -685,7 +685,7 @@ def check(mutant, label, argv, output, result, before):
                           else f"exit {status}: {err.strip().splitlines()[-1:] or ''}")
         case.detail = err[-3000:]
         return case
-    if digest(mutant.target) != before:
+    if digest(mutant.target.parent) != before:
         case.outcome, case.detail = "input changed", f"{label} changed {mutant.target}"
         return case
     for path, content in mutant.planted.items():
@@ -746,7 +746,7 @@ def run_mutant(mutant, runner=run_forked, limit_s=30.0):
     """Every command on one mutant: a list of :class:`Case`."""
     cases = []
     out_dir = mutant.target.parent.parent / "out"
-    before = digest(mutant.target)
+    before = digest(mutant.target.parent)  # the parent: a deleted file counts too
     for label, argv, output in mutant.commands:
         for path, content in mutant.planted.items():
             path.write_bytes(content)

@@ -80,6 +80,10 @@ TABLE_COLUMNS = {
                                    "world_ranks": "O"},
 }
 
+#: Columns that identify a row: a table with two rows of one key is damaged (the
+#: per-rank arithmetic of profile/imbalance.py aligns on it).
+TABLE_KEYS = {("profile", "ranks"): ("rank",)}
+
 #: Columns a benchmark derives once its job has ended (bench/multirate.py): readers of
 #: the run need them, the step that adds them reads the table without them.
 DERIVED_COLUMNS = {

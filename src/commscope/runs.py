@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
-from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS
+from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -257,6 +257,11 @@ class Run:
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         if derived:
             _check_columns(df, DERIVED_COLUMNS.get((self.kind, table)), source)
+        key = TABLE_KEYS.get((self.kind, table))
+        if key and df.duplicated(list(key)).any():
+            first = df[df.duplicated(list(key))].iloc[0]
+            raise InputError(source, ",".join(key), "two rows for "
+                             + ", ".join(f"{k} {first[k]}" for k in key))
         points = POINTS.get(self.kind)
         if self.status != "complete" and points and points.table == table:
             done = self._planned_or_none(lambda: {k for k, _ in self.complete_points(df)})
