@@ -262,7 +262,11 @@ class Contents:
             keyed = self.trace.comms
         elif table is not None and len(table):
             c = table.copy()
-            c["world_ranks"] = [expand_ranks(w) for w in c["world_ranks"]]
+            try:  # text in the table: "0-3 7", as the raw comms file has it
+                c["world_ranks"] = [expand_ranks(w) for w in c["world_ranks"]]
+            except ValueError:
+                raise InputError(self.run.path / "communicators.parquet", "world_ranks",
+                                 "expected ranks and runs of ranks (0-3 7)") from None
             c["size"] = c["members"]
             keyed = pd.concat([read_comms(c, self.run.path / "communicators.parquet", r)
                                for r in sorted(set(c["rank"].astype(int)))], ignore_index=True)
