@@ -451,7 +451,8 @@ def draw_mutant(d, originals, work):
                 argv[argv.index(opt) + 1] = value
             else:
                 argv += [opt, value]
-            return Mutant(kind, target, f"{opt} {value!r}", (opt,), [(label, argv, output)])
+            names = (opt, value) if len(value) > 1 else (opt,)  # "--column abc" or "abc"
+            return Mutant(kind, target, f"{opt} {value!r}", names, [(label, argv, output)])
     if how == "output":
         with_output = [c for c in cmds if c[2] is not None]
         if with_output:
