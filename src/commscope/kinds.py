@@ -20,8 +20,10 @@ TABLE_COLUMNS = {
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
     ("hvpingpong", "samples"): {"n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i",
                                 "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"},
+    # ob1 queue lengths NaN under MPIs without the pvars
     ("mtmatch", "trials"): {"config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i",
-                            "messages": "i", "size_bytes": "i", "drain_time_s": "f"},
+                            "messages": "i", "size_bytes": "i", "drain_time_s": "f",
+                            "ob1_posted_recvq_length": "n", "ob1_unexpected_msgq_length": "n"},
     ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",
                            "send_seq": "i", "recv_thread": "i", "send_thread": "i"},
     ("multirate", "threads"): {"mode": "O", "threads": "i", "rep": "i", "thread": "i",
@@ -84,9 +86,12 @@ TABLE_COLUMNS = {
 #: per-rank arithmetic of profile/imbalance.py aligns on it).
 TABLE_KEYS = {("profile", "ranks"): ("rank",)}
 
-#: Columns a benchmark derives once its job has ended (bench/multirate.py): readers of
-#: the run need them, the step that adds them reads the table without them.
+#: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
+#: required of a complete run (a stopped one has not derived them yet); the step that
+#: adds them reads the table without them.
 DERIVED_COLUMNS = {
+    ("mtmatch", "trials"): {"avg_search_depth": "n", "max_search_depth": "n",
+                            "total_searched": "n", "oversubscribed": "b"},
     ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
                             "oversubscribed": "b"},
     ("multirate", "threads"): {"rate_msgs_per_s": "f"},

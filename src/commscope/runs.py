@@ -239,8 +239,8 @@ class Run:
 
     def table(self, table, derived=True):
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run).
-        ``derived=False``: without the columns added after the job (kinds.DERIVED_COLUMNS),
-        for the step that adds them."""
+        The columns added after a job (kinds.DERIVED_COLUMNS) are required of a complete
+        run; ``derived=False``: not even then, for the step that adds them."""
         pq = self.path / f"{table}.parquet"
         if pq.exists():
             require_regular_file(pq)
@@ -255,7 +255,7 @@ class Run:
                 raise InputError(self.path, table, "no such table in this run")
             df, source = self._read_raw(table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
-        if derived:
+        if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
             _check_columns(df, DERIVED_COLUMNS.get((self.kind, table)), source)
         key = TABLE_KEYS.get((self.kind, table))
         if key and df.duplicated(list(key)).any():
