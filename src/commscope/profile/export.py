@@ -470,6 +470,16 @@ def write_otf2(c, anchor):
     return n
 
 
+def _require_time_order(c):
+    """A thread's calls begin in time order and end after they begin (OTF2 refuses
+    anything else); a damaged trace file is named instead."""
+    for (r, t), g in c.calls.groupby(["rank", "thread"], sort=False):
+        b, e = g["t_begin_ns"].to_numpy(), g["t_end_ns"].to_numpy()
+        if (np.diff(b) < 0).any() or (e < b).any():
+            raise InputError(c.run.path / "raw" / f"trace.{r}.{t}.bin", "time",
+                             "calls out of time order (a damaged trace)")
+
+
 def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
     ev = c.trace.events
     b_ns, e_ns = c.records_ns
@@ -480,6 +490,7 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
     n = 0
     starts = np.r_[0, np.flatnonzero(np.diff(call_of)) + 1] if len(call_of) else np.zeros(0, int)
     ends = np.r_[starts[1:], len(call_of)]
+    _require_time_order(c)
     writers = {}
     for row, lo, hi in zip(c.calls.itertuples(index=False), starts, ends):
         r, t = int(row.rank), int(row.thread)
