@@ -85,6 +85,22 @@ def spot_check(records, originals, scratch, limit, k):
     return same, differ, notes
 
 
+def rerun(a, originals, scratch, setup_s):
+    """The failed mutants of an earlier pass, every command each, with this code."""
+    old = [json.loads(line) for line in Path(a.rerun).read_text().splitlines()]
+    seeds = sorted({(r["seed"], r["mutant_no"]) for r in old if r["outcome"] in fuzzkit.FAILURES})
+    t1 = time.perf_counter()
+    records = []
+    for seed, k in seeds:
+        work = scratch / f"re{k}"
+        mutant = fuzzkit.draw_mutant(fuzzkit.Draw(seed), originals, work)
+        for case in fuzzkit.run_mutant(mutant, limit_s=a.limit):
+            records.append({"mutant_no": k, "seed": seed, "kind": mutant.kind, **vars(case)})
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"# rerun of the {len(seeds)} mutants that failed in {a.rerun}")
+    return 1 if report(records, time.perf_counter() - t1, setup_s, a, [], (0, 0, [])) else 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=10_000, help="cases to run (default 10000)")
@@ -104,6 +120,9 @@ def main(argv=None):
     ap.add_argument("--minutes", type=float, default=None,
                     help="stop drawing mutants after this long (the totals say how many ran)")
     ap.add_argument("--cases-out", default=None, help="write every case as JSON lines here")
+    ap.add_argument("--rerun", default=None, metavar="CASES",
+                    help="instead: run again every mutant that failed in an earlier pass's "
+                         "--cases-out file (after a fix: all of them must pass now)")
     a = ap.parse_args(argv)
     if a.quick:
         a.cases, a.spot = min(a.cases, 60), min(a.spot, 2)
@@ -125,6 +144,8 @@ def main(argv=None):
         (scratch / "warm").mkdir()
         fuzzkit.warm_up(originals, scratch / "warm")
         t1 = time.perf_counter()
+        if a.rerun:
+            return rerun(a, originals, scratch, t1 - t0)
         until = time.time() + (a.minutes * 60 if a.minutes else 1e12)
         sinks, pids = [], []
         for i in range(a.jobs):
