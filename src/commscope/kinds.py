@@ -6,7 +6,7 @@ and nothing that writes runs): the benchmark drivers (commscope.bench) and the p
 converter write these tables, and name them here once.
 
 Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
-number that may be missing (NaN), "O" text, "b" true/false.
+number that may be missing (NaN), "O" text, "b" true/false, "*" any type (present).
 """
 
 from dataclasses import dataclass
@@ -21,7 +21,9 @@ TABLE_COLUMNS = {
     ("hvpingpong", "samples"): {"n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i",
                                 "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"},
     # ob1 queue lengths NaN under MPIs without the pvars
-    ("mtmatch", "trials"): {"config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i",
+    # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers)
+    ("mtmatch", "trials"): {"config": "i", "trial": "i", "points": "*", "decomposition": "*",
+                            "threads_recv": "i", "threads_send": "i",
                             "messages": "i", "size_bytes": "i", "drain_time_s": "f",
                             "ob1_posted_recvq_length": "n", "ob1_unexpected_msgq_length": "n"},
     ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",

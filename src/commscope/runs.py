@@ -401,7 +401,7 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)
+        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)  # "*": any
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
             what = {"i": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
             raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")
