@@ -51,6 +51,7 @@ SCRIPTS = {
     "validate_lammps": (True, "shorter LAMMPS inputs (skips without Debian's lmp)"),
     "conformance": (True, "2 mpi4py test modules, Open MPI (skips without PyPI)"),
     "export_sizes": (True, "2 threads, a ring of 2 ranks x 100 iterations, both formats"),
+    "fuzz_runs": (True, "60 damaged-input cases, 2 through python -m commscope"),
 }
 
 #: Arguments the quick pass adds after --quick: conformance's own --quick (14 modules,

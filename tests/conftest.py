@@ -55,3 +55,12 @@ def new_run(runs_root):
     def make(kind, root=None, **parameters):
         return Run.create(root or runs_root, kind, {**MINIMAL_PARAMETERS[kind], **parameters})
     return make
+
+
+@pytest.fixture(scope="session")
+def fuzz_originals(tmp_path_factory, default_mpi):
+    """Small real runs of every kind and a fitted machine model (tests/fuzzkit.py; about
+    10 s): what the mutation test damages and the no-nan test reads."""
+    from fuzzkit import make_originals
+    return make_originals(tmp_path_factory.mktemp("originals"), default_mpi,
+                          log=lambda line: None)

@@ -6,7 +6,7 @@ and nothing that writes runs): the benchmark drivers (commscope.bench) and the p
 converter write these tables, and name them here once.
 
 Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
-number that may be missing (NaN), "O" text.
+number that may be missing (NaN), "O" text, "b" true/false, "*" any type (present).
 """
 
 from dataclasses import dataclass
@@ -24,15 +24,21 @@ TABLE_COLUMNS = {
     ("hvpingpong", "queues"): {"n_messages": "i", "size_bytes": "i", "order": "O", "rank": "i",
                                "initiator": "i", "unexpected_before_post": "n",
                                "posted_after_post": "n", "unexpected_after_post": "n"},
-    ("mtmatch", "trials"): {"config": "i", "trial": "i", "threads_recv": "i", "threads_send": "i",
-                            "messages": "i", "size_bytes": "i", "drain_time_s": "f"},
+    # ob1 queue lengths NaN under MPIs without the pvars
+    # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers)
+    ("mtmatch", "trials"): {"config": "i", "trial": "i", "points": "*", "decomposition": "*",
+                            "threads_recv": "i", "threads_send": "i",
+                            "messages": "i", "size_bytes": "i", "drain_time_s": "f",
+                            "ob1_posted_recvq_length": "n", "ob1_unexpected_msgq_length": "n"},
     ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",
                            "send_seq": "i", "recv_thread": "i", "send_thread": "i"},
     ("multirate", "threads"): {"mode": "O", "threads": "i", "rep": "i", "thread": "i",
                                "messages": "i", "size_bytes": "i", "time_s": "f"},
-    # queue columns too, NaN under MPIs without the pvars
+    # queue columns NaN under MPIs without the pvars
     ("multirate", "reps"): {"mode": "O", "threads": "i", "rep": "i", "messages": "i",
-                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f"},
+                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f",
+                            "posted_recvq_mean": "n", "posted_recvq_max": "n",
+                            "unexpected_msgq_mean": "n", "unexpected_msgq_max": "n"},
     ("partitioned", "samples"): {
         "method": "O", "size_bytes": "i", "partitions": "i", "partition_bytes": "i", "run": "i",
         "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
@@ -86,6 +92,21 @@ TABLE_COLUMNS = {
     ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
                                    "created_by": "O", "parent_id": "i", "inter": "i",
                                    "world_ranks": "O"},
+}
+
+#: Columns that identify a row: a table with two rows of one key is damaged (the
+#: per-rank arithmetic of profile/imbalance.py aligns on it).
+TABLE_KEYS = {("profile", "ranks"): ("rank",)}
+
+#: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
+#: required of a complete run (a stopped one has not derived them yet); the step that
+#: adds them reads the table without them.
+DERIVED_COLUMNS = {
+    ("mtmatch", "trials"): {"avg_search_depth": "n", "max_search_depth": "n",
+                            "total_searched": "n", "oversubscribed": "b"},
+    ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
+                            "oversubscribed": "b"},
+    ("multirate", "threads"): {"rate_msgs_per_s": "f"},
 }
 
 

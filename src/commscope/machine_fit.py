@@ -39,6 +39,11 @@ def _is_contention(run):
     return bool(run.meta.get("parameters", {}).get("contention"))
 
 
+def _tables_of(runs):
+    """The samples tables a fit reads, for its errors (a bad one is named)."""
+    return ", ".join(str(r.path / "samples.parquet") for r in runs) or "samples"
+
+
 def fit_runs(paths, hops=None):
     """Fit a :class:`MachineModel` from run directories (or folders of them).
 
@@ -71,8 +76,8 @@ def fit_runs(paths, hops=None):
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
     machine_model = fit_machine_model(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
-                          hvpp=hvpp, source="ping-pong samples", hvpp_queues=queues,
-                          hvpp_mpi=hv_mpi)
+                          hvpp=hvpp, source=_tables_of(pp), hvpp_source=_tables_of(hv),
+                          hvpp_queues=queues, hvpp_mpi=hv_mpi)
     warnings = _max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
-from .kinds import POINTS, TABLE_COLUMNS
+from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -237,8 +237,10 @@ class Run:
         # per-rank raw files (comms.<rank>.csv) are read by their own converters
         return sorted(t for t in found - {"placement"} if "." not in t)
 
-    def table(self, table):
-        """The table as a DataFrame (Parquet, else the raw CSV of a killed run)."""
+    def table(self, table, derived=True):
+        """The table as a DataFrame (Parquet, else the raw CSV of a killed run).
+        The columns added after a job (kinds.DERIVED_COLUMNS) are required of a complete
+        run; ``derived=False``: not even then, for the step that adds them."""
         pq = self.path / f"{table}.parquet"
         if pq.exists():
             require_regular_file(pq)
@@ -253,6 +255,13 @@ class Run:
                 raise InputError(self.path, table, "no such table in this run")
             df, source = self._read_raw(table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
+        if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
+            _check_columns(df, DERIVED_COLUMNS.get((self.kind, table)), source)
+        key = TABLE_KEYS.get((self.kind, table))
+        if key and df.duplicated(list(key)).any():
+            first = df[df.duplicated(list(key))].iloc[0]
+            raise InputError(source, ",".join(key), "two rows for "
+                             + ", ".join(f"{k} {first[k]}" for k in key))
         points = POINTS.get(self.kind)
         if self.status != "complete" and points and points.table == table:
             done = self._planned_or_none(lambda: {k for k, _ in self.complete_points(df)})
@@ -392,11 +401,11 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT"}.get(kind, dkind)
+        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)  # "*": any
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
-            raise InputError(source, col, f"expected {'integer' if kind == 'i' else 'text' if kind == 'O' else 'number'} values, "
-                                          f"found dtype {df[col].dtype}")
-        if kind in "if" and len(df) and df[col].isna().any():
+            what = {"i": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
+            raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")
+        if kind in "ifb" and len(df) and df[col].isna().any():
             raise InputError(source, col, "has missing or non-numeric values")
 
 

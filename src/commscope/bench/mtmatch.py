@@ -280,7 +280,7 @@ def search_depths(order):
 
 def _postprocess(run):
     summary = run.meta["parameters"]["configs"]
-    trials = run.table("trials")
+    trials = run.table("trials", derived=False)
     order = run.table("order")
     trials["points"] = trials["points"].astype(str)
     trials["decomposition"] = trials["decomposition"].astype(str)

@@ -74,10 +74,10 @@ def native_args(params):
 
 
 def _postprocess(run):
-    per_thread = run.table("threads")
+    per_thread = run.table("threads", derived=False)
     per_thread["rate_msgs_per_s"] = per_thread["messages"] / per_thread["time_s"]
     run.write_table("threads", per_thread)
-    reps = run.table("reps")
+    reps = run.table("reps", derived=False)
     reps["rate_msgs_per_s"] = reps["messages"] / reps["time_s"]
     reps["rate_per_thread_msgs_per_s"] = reps["rate_msgs_per_s"] / reps["threads"]
     cores = available_cores()

@@ -4,7 +4,7 @@ import math
 
 from ..errors import InputError
 from .common_options import add_link_options, add_monte_carlo_options
-from ..output import dump_json, format_value, print_table
+from ..output import MISSING, dump_json, format_value, print_table
 from ..predict.partitioned import (accuracy, comparison_table, peak, predict_partitioned,
                                    range_text, win_ranges)
 
@@ -119,12 +119,15 @@ def _run(args):
     for key, label in labels.items():
         if key in ranges and (key != "measured_partitioned" or table["measured_partitioned_s"].notna().any()):
             print(f"  {label:32s} {range_text(ranges[key])}")
+    def ratio(v):  # a model time of 0 or inf (an absurd --t-wait) makes it undefined: "-"
+        return f"{v:.3g}" if math.isfinite(v) else MISSING
+
     for m, pk in peaks.items():
         if pk:
-            ratio = pk["measured_over_analytic"]
             print(f"measured {m} peak: {format_value(pk['measured_Bps'] / 1e6)} MB/s at "
                   f"{pk['size_bytes']} B; measured/analytic "
-                  f"{ratio:.3g}, measured/Monte-Carlo {pk['measured_over_mc']:.3g}"
+                  f"{ratio(pk['measured_over_analytic'])}, measured/Monte-Carlo "
+                  f"{ratio(pk['measured_over_mc'])}"
                   + (f", measured/MC(measured times) {pk['measured_over_mc_measured']:.3g}"
                      if math.isfinite(pk["measured_over_mc_measured"]) else ""))
     return 0

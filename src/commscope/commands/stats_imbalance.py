@@ -1,8 +1,10 @@
 """``commscope stats imbalance``: load imbalance of Eberius (2020) ch. 4 on a profile run
 and/or per-rank GPU metric exports."""
 
+import math
+
 from ..errors import InputError
-from ..output import dump_json, print_table
+from ..output import MISSING, dump_json, print_table
 from ..runs import open_run
 
 DESCRIPTION = """\
@@ -92,7 +94,9 @@ def _run(args):
         dump_json(out)
         return 0
     if "process" in out:
-        print(f"# process imbalance (eq. 4.1): {out['process']['imbalance_pct']:.2f} %")
+        pct = out["process"]["imbalance_pct"]  # undefined without rows: "-"
+        print(f"# process imbalance (eq. 4.1): "
+              f"{f'{pct:.2f} %' if pct is not None and math.isfinite(pct) else MISSING}")
     for df, title in tables:
         print_table(df, title=title)
         print()

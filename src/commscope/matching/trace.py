@@ -120,8 +120,11 @@ def read_comms(communicators, raw_dir, rank):
     and a key that names one communicator across ranks."""
     df = communicators[communicators["rank"] == rank].copy()
     if df.empty:
-        raise InputError(raw_dir, None, f"no communicator list names rank {rank} "
-                                        "(node.<node>.comms.csv): the trace cannot be resolved")
+        lists = (sorted(Path(raw_dir).glob("node.*.comms.csv")) if Path(raw_dir).is_dir()
+                 else [raw_dir])
+        where = ", ".join(map(str, lists)) or Path(raw_dir) / "node.<node>.comms.csv"
+        raise InputError(where, None, f"no communicator list names rank {rank}: the trace "
+                                      "cannot be resolved")
     # One communicator has a different id on each rank; its members and how many
     # communicators with the same members that rank created before it identify it.
     df["key"] = [(w, k) for w, k in zip(df["world_ranks"], df.groupby("world_ranks").cumcount())]

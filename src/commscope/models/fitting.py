@@ -528,7 +528,7 @@ def breakpoint_contradictions(machine_model):
 # ------------------------------------------------------------------ whole machine model
 
 def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples",
-                      hvpp_queues=None, hvpp_mpi=None):
+                      hvpp_queues=None, hvpp_mpi=None, hvpp_source="hvpp samples"):
     """Fit a :class:`MachineModel` from ping-pong samples (and optionally HVPP samples).
 
     Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
@@ -587,7 +587,7 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
     machine_model = MachineModel(
         params=params, breakpoints=breakpoints,
         mpi_eager_limits=dict(mpi_eager_limits or {}),
-        gamma_s=fit_gamma(hvpp, source="hvpp samples").gamma_s if hvpp is not None else None,
+        gamma_s=fit_gamma(hvpp, source=hvpp_source).gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
         queue_search=(fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source="hvpp samples")
                       if hvpp is not None else None),
@@ -595,7 +595,7 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
     if hvpp is not None:
         cells = hvpp.reset_index(drop=True)
         machine_model.machine["gamma_ci95_s"] = list(bootstrap_ci(
-            cells, lambda f: {"gamma_s": fit_gamma(f, source="hvpp samples").gamma_s},
+            cells, lambda f: {"gamma_s": fit_gamma(f, source=hvpp_source).gamma_s},
             replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
     if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
         machine_model.machine["regime_changes_bytes"] = regime_changes

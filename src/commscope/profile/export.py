@@ -342,7 +342,11 @@ class Contents:
             keyed = self.trace.comms
         elif table is not None and len(table):
             c = table.copy()
-            c["world_ranks"] = [expand_ranks(w) for w in c["world_ranks"]]
+            try:  # text in the table: "0-3 7", as the raw comms file has it
+                c["world_ranks"] = [expand_ranks(w) for w in c["world_ranks"]]
+            except ValueError:
+                raise InputError(self.run.path / "communicators.parquet", "world_ranks",
+                                 "expected ranks and runs of ranks (0-3 7)") from None
             c["size"] = c["members"]
             keyed = pd.concat([read_comms(c, self.run.path / "communicators.parquet", r)
                                for r in sorted(set(c["rank"].astype(int)))], ignore_index=True)
@@ -583,6 +587,16 @@ def write_otf2(c, anchor):
     return n
 
 
+def _require_time_order(c):
+    """A thread's calls begin in time order and end after they begin (OTF2 refuses
+    anything else); a damaged trace file is named instead."""
+    for (r, t), g in c.calls.groupby(["rank", "thread"], sort=False):
+        b, e = g["t_begin_ns"].to_numpy(), g["t_end_ns"].to_numpy()
+        if (np.diff(b) < 0).any() or (e < b).any():
+            raise InputError(c.run.path / "raw" / f"trace.{r}.{t}.bin", "time",
+                             "calls out of time order (a damaged trace)")
+
+
 def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
     ev = c.trace.events
     b_ns, e_ns = c.records_ns
@@ -597,6 +611,7 @@ def _otf2_calls(c, w, d, locs, comms, regions, RegionRole, Paradigm):
     n = 0
     starts = np.r_[0, np.flatnonzero(np.diff(call_of)) + 1] if len(call_of) else np.zeros(0, int)
     ends = np.r_[starts[1:], len(call_of)]
+    _require_time_order(c)
     writers = {}
     for row, lo, hi in zip(c.calls.itertuples(index=False), starts, ends):
         r, t = int(row.rank), int(row.thread)
