@@ -589,7 +589,7 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
         mpi_eager_limits=dict(mpi_eager_limits or {}),
         gamma_s=fit_gamma(hvpp, source=hvpp_source).gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
-        queue_search=(fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source="hvpp samples")
+        queue_search=(fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source=hvpp_source)
                       if hvpp is not None else None),
     )
     if hvpp is not None:
