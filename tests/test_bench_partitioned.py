@@ -181,3 +181,21 @@ def test_default_sweep_is_the_scaled_thesis_sweep():
     sizes = default_sizes()
     assert sizes[0] == 18 * 2 ** 20 // 256 and sizes[-1] == 72 * 2 ** 20
     assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+
+
+def test_a_method_name_not_of_the_benchmark_is_one_error_naming_the_table(small_run, tmp_path,
+                                                                          capsys):
+    """A damaged method column ("nan" as text) was printed as a method by predict --json."""
+    import shutil
+    from commscope.cli import main
+    from commscope.errors import InputError
+    from commscope.runs import open_run
+    copy = tmp_path / small_run.path.name
+    shutil.copytree(small_run.path, copy)
+    s = small_run.table("samples")
+    s.loc[0, "method"] = "nan"
+    s.to_parquet(copy / "samples.parquet")
+    with pytest.raises(InputError, match="samples.parquet.*method.*'nan' is not one of"):
+        open_run(copy).table("samples")
+    assert main(["predict", "partitioned", str(copy), "--model", "postal", "--json"]) == 2
+    assert "samples.parquet" in capsys.readouterr().err

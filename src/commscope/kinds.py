@@ -94,6 +94,14 @@ TABLE_COLUMNS = {
                                    "world_ranks": "O"},
 }
 
+#: The send methods of the partitioned benchmark (bench/partitioned.py).
+PARTITIONED_METHODS = ("partitioned", "isend", "single")
+
+#: Columns whose values are names from a fixed list: any other value is damage (a
+#: reader groups and labels by them).
+TABLE_VALUES = {("partitioned", t): {"method": PARTITIONED_METHODS}
+                for t in ("samples", "compute", "methods")}
+
 #: Columns that identify a row: a table with two rows of one key is damaged (the
 #: per-rank arithmetic of profile/imbalance.py aligns on it).
 TABLE_KEYS = {("profile", "ranks"): ("rank",)}

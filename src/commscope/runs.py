@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
-from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS
+from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -257,6 +257,11 @@ class Run:
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
             _check_columns(df, DERIVED_COLUMNS.get((self.kind, table)), source)
+        for col, allowed in TABLE_VALUES.get((self.kind, table), {}).items():
+            bad = df[col][~df[col].isin(allowed)]
+            if len(bad):
+                raise InputError(source, col, f"{bad.iloc[0]!r} is not one of "
+                                              f"{', '.join(allowed)}")
         key = TABLE_KEYS.get((self.kind, table))
         if key and df.duplicated(list(key)).any():
             first = df[df.duplicated(list(key))].iloc[0]

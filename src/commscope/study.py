@@ -15,7 +15,8 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 7. thread arrivals with injected laggards
 8. partitioned communication against the single send
 9. the bulk-synchronous harness (FTQ and DGEMM) at 1, 2 and 4 ranks (4 is
-   oversubscribed here), predicted from 1 rank to the others
+   oversubscribed here), and twice more at 1 rank (the run-to-run spread), predicted
+   from 1 rank to the others
 10. `commscope profile` of an application: the FTQ harness with a 2-D halo on 4
    ranks, all counters (per-function time, load imbalance, rank x time heatmaps)
 11. the report
@@ -162,6 +163,13 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
             if not quick:
                 measure(run_bsp, "dgemm", ranks=ranks, intervals=300, dim=256, seed=1,
                         run_name=f"bsp-dgemm-{ranks}rank", **kw)
+        # two more 1-rank runs of each: the predictions' run-to-run spread (without them
+        # the intervals know only one run's noise, and miss the next run's median)
+        for repeat in _scale(quick, (2, 3), ()):
+            measure(run_bsp, "ftq", ranks=1, intervals=500, mean=5e-3, sd=5e-4, seed=1,
+                    run_name=f"bsp-ftq-1rank-repeat{repeat}", **kw)
+            measure(run_bsp, "dgemm", ranks=1, intervals=300, dim=256, seed=1,
+                    run_name=f"bsp-dgemm-1rank-repeat{repeat}", **kw)
     if "profile" in plan:
         say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")
         measure(profile_application, quick, run_name="profile-bsp-halo", **kw)

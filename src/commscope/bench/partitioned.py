@@ -51,11 +51,10 @@ import math
 
 from ..errors import InputError
 from ..profile.ompt import bench_collector
-from ..kinds import partitioned_sizes as planned_sizes
+from ..kinds import PARTITIONED_METHODS as METHODS, partitioned_sizes as planned_sizes
 from .driver import register_resume, run_benchmark
 
 KIND = "partitioned"
-METHODS = ("partitioned", "isend", "single")
 DISTRIBUTIONS = ("normal", "uniform", "exponential", "constant", "stagger")
 COMPUTE_MODES = ("sleep", "spin", "hybrid")
 MIB = 1 << 20

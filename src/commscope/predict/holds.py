@@ -571,10 +571,14 @@ def check_variability(runs):
     missed = {k: [] for k in KINDS}
     for key, members in groups.items():
         scales = sorted({run_ranks(r) for r in members})
-        cal = sorted((r for r in members if run_ranks(r) == scales[0]),
-                     key=lambda r: r.meta.get("start_time", ""))[0]
+        # as the report does: the first base-scale run calibrates, the others give the
+        # run-to-run spread (repeats)
+        base = sorted((r for r in members if run_ranks(r) == scales[0]),
+                      key=lambda r: r.meta.get("start_time", ""))
+        cal = base[0]
         pred = predict_variability(cal, scales[1:], kind="all", replicas=REPLICAS, seed=SEED,
-                                   compare=[r for r in members if r is not cal])
+                                   compare=[r for r in members if run_ranks(r) != scales[0]],
+                                   repeats=base[1:])
         workload = dict(key).get("workload")
         over_at = {run_ranks(r): oversubscription(r) for r in members if oversubscription(r)}
         for row in pred.to_dict("records"):
