@@ -197,5 +197,8 @@ def test_a_method_name_not_of_the_benchmark_is_one_error_naming_the_table(small_
     s.to_parquet(copy / "samples.parquet")
     with pytest.raises(InputError, match="samples.parquet.*method.*'nan' is not one of"):
         open_run(copy).table("samples")
-    assert main(["predict", "partitioned", str(copy), "--model", "postal", "--json"]) == 2
+    from commscope.paths import DATA_DIR
+    osu = str(DATA_DIR / "osu_intranode_lassen_quartz.csv")
+    assert main(["predict", "partitioned", str(copy), "--osu", osu, "--machine", "quartz",
+                 "--json"]) == 2
     assert "samples.parquet" in capsys.readouterr().err
