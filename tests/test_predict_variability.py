@@ -248,3 +248,18 @@ def test_rejected_assumptions_are_named():
     assert notes and "GEV fit rejected" in notes[0]
     notes = _assumption_notes("nonparametric", [[1.0 + rng.random(20)]], "run", 1, 1, "pwm")
     assert "only 20 calibration intervals" in notes[0] and "one calibration run" in notes[-1]
+
+
+def test_ranks_that_slow_each_other_get_a_note(monkeypatch):
+    """The bootstraps assume ranks do not slow each other: a measured target whose
+    intervals are longer than every calibration run's, beyond their spread, says so."""
+    from commscope.predict import variability as v
+    medians = {"c1": 2.00e-3, "c2": 2.02e-3, "c3": 2.01e-3, "t_slow": 2.10e-3, "t_same": 2.015e-3}
+    monkeypatch.setattr(v, "_median_interval_s", lambda run: medians[run])
+    note = v._slowdown_note(["c1", "c2", "c3"], ["t_slow"], 2)
+    assert "ranks at 2 slow each other" in note and "4.5% longer" in note  # 2.10 / 2.01 (the calibration median)
+    assert v._slowdown_note(["c1", "c2", "c3"], ["t_same"], 2) == ""
+    assert v._slowdown_note(["c1", "c2", "c3"], [], 2) == ""
+    # within the calibration runs' own spread: no note
+    medians.update(c3=2.2e-3)
+    assert v._slowdown_note(["c1", "c2", "c3"], ["t_slow"], 2) == ""

@@ -299,7 +299,8 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                 values, rescaled = _measured_values(runs_here, stat, m)
                 notes = [note] if note else []
                 over = _oversubscription_note(cal, target, runs_here)
-                notes += ([over] if over else []) + kind_notes
+                shared = "" if over else _slowdown_note(cal_runs, runs_here, target)
+                notes += ([over] if over else []) + ([shared] if shared else []) + kind_notes
                 if run_sd > RUN_SD_NOTE:
                     notes.append(f"calibration runs differ run to run by {run_sd:.0%} "
                                  "(log sd of their level): included in the interval")
@@ -430,6 +431,35 @@ def _oversubscription_note(cal, target, runs_here):
     if one_host and isinstance(cores, int) and target > cores:
         return f"target oversubscribed on this machine ({target} ranks > {cores} cores)" + why
     return ""
+
+
+#: Ranks of a measured target this much slower per interval than alone (beyond the
+#: calibration runs' own spread): they share something (caches, memory bandwidth).
+SLOWDOWN_NOTE = 0.01
+
+
+def _median_interval_s(run):
+    return float(np.median(interval_matrix(run)[0]))
+
+
+def _slowdown_note(cal_runs, runs_here, target):
+    """Why the measured target's ranks are slower than the calibration's, or "".
+
+    The bootstraps draw every target rank from 1-rank samples: they assume ranks that do
+    not slow each other. Ranks sharing caches or memory bandwidth (DGEMM here: 2 % per
+    rank) shift every interval, and an interval built from the calibration misses.
+    """
+    if not runs_here:
+        return ""
+    base = [_median_interval_s(r) for r in cal_runs]
+    spread = (max(base) - min(base)) / min(base) if min(base) > 0 else 0.0
+    shift = float(np.median([_median_interval_s(r) for r in runs_here])) / float(np.median(base)) - 1
+    if shift <= max(SLOWDOWN_NOTE, spread):
+        return ""
+    return (f"ranks at {target} slow each other: their median interval is {shift:.1%} longer "
+            f"than at the calibration's scale (beyond the {len(base)} calibration run(s)' spread "
+            f"of {spread:.1%}); shared caches or memory bandwidth, which a bootstrap of "
+            "calibration samples assumes away")
 
 
 #: FTQ spins taking this much longer than requested: the ranks were preempted.
