@@ -51,6 +51,13 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert "Queue-search model fitted per MPI" in html
     assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
     assert "Load imbalance between ranks" in html    # the profiled harness ran with timers
+    # call sites of the profiled harness: its halo exchange's MPI_Waitall, in bsp.c
+    import pandas as pd
+    sites = pd.read_parquet(study / "runs" / "profile-bsp-halo" / "callsites.parquet")
+    waits = sites[sites["function"] == "MPI_Waitall"]
+    assert len(waits) and (waits["file"].str.endswith("bsp.c")).all()
+    assert (waits["caller"] == "halo_exchange").all()
+    assert "Top call sites by time and by bytes" in html
 
 
 def test_models_hold_on_the_study(study, capsys):

@@ -18,7 +18,8 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
    oversubscribed here), and twice more at 1 rank (the run-to-run spread), predicted
    from 1 rank to the others
 10. `commscope profile` of an application: the FTQ harness with a 2-D halo on 4
-   ranks, all counters (per-function time, load imbalance, rank x time heatmaps)
+   ranks, all counters and call sites (per-function time, load imbalance, rank x time
+   heatmaps, the lines MPI time goes to)
 11. the report
 
 Everything lands in a new study folder (never an existing one)::
@@ -231,14 +232,15 @@ def _move_aside(path, out):
 def profile_application(quick, mpi_spec=None, runs_root=None, echo=False,
                         run_name="profile-bsp-halo"):
     """commscope's own bulk-synchronous harness (cs_bsp) as the profiled program, with the
-    event trace, so the report also replays its halo exchange through the matching engines."""
+    event trace, so the report also replays its halo exchange through the matching engines,
+    and call sites, so it names the lines its MPI time goes to."""
     from . import mpi as mpimod
     from .profile.run import run_profile
     program = mpimod.binary(mpimod.select_mpi(mpi_spec), "bsp")
     args = ["--workload", "ftq", "--intervals", _scale(quick, 200, 20), "--warmup", 2,
             "--mean", "0.004", "--sd", "0.0008", "--halo-bytes", 8192, "--seed", 1]
     run, status = run_profile(program, args, nranks=4, counters="all", snapshot_every="50ms",
-                              trace=True, mpi_spec=mpi_spec, runs_root=runs_root,
+                              trace=True, callsites=1, mpi_spec=mpi_spec, runs_root=runs_root,
                               run_name=run_name, echo=echo)
     if status:
         raise InputError(run.path, None, f"the profiled harness exited with status {status}")
