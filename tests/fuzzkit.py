@@ -2,7 +2,7 @@
 ``scripts/fuzz_runs.py`` (the long pass).
 
 * :func:`make_originals` makes small real runs of every kind once (the benchmark kinds,
-  a profile run with ``--trace``, snapshots and every counter, a ``profile --ompt`` run of
+  a profile run with ``--trace``, ``--callsites``, snapshots and every counter, a ``profile --ompt`` run of
   an OpenMP program, a ``bench threads --ompt`` run) and fits a machine model.
 * :func:`draw_mutant` copies one of them and damages it: one file of it changed (JSON
   fields changed, removed, renamed, retyped or wrapped; Parquet columns dropped, renamed,
@@ -115,10 +115,10 @@ def make_originals(root, mpi, log=print):
         return out.getvalue().strip().splitlines()[-1]
 
     exe = root / "exact_threads"
-    subprocess.run([mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / "exact_threads.c"), "-o",
-                    str(exe)], check=True)
-    step("profile", lambda: profiled("--trace", "--counters", "all", "--snapshot-every",
-                                     "20ms", "--", str(exe), "2"))
+    subprocess.run([mpi.mpicc, "-O2", "-g", "-pthread", str(PROGRAMS / "exact_threads.c"),
+                    "-o", str(exe)], check=True)
+    step("profile", lambda: profiled("--trace", "--callsites", "--counters", "all",
+                                     "--snapshot-every", "20ms", "--", str(exe), "2"))
     if has_ompt:
         prog = mpimod.binary(mpi, "threads")
         step("profile-ompt", lambda: profiled("--ompt", "--trace", "--counters", "all",
@@ -184,6 +184,7 @@ def commands(kind, target, originals, out):
             ("top --once", ["top", t, "--once"], None),
             ("top --json", ["top", t, "--json"], None),
             ("top --replay", ["top", t, "--replay", "--speed", "0", "--json"], None),
+            ("top --callsites", ["top", t, "--callsites", "--json"], None),
             ("stats imbalance", ["stats", "imbalance", t], None),
             ("stats imbalance --json", ["stats", "imbalance", t, "--json"], None),
             ("model matching", ["model", "matching", t, "--json", "-t", "2"], None),

@@ -381,3 +381,18 @@ def test_queue_lengths_over_time_are_written_once(capsys, traced, tmp_path):
     capsys.readouterr()
     code = main(["model", "matching", str(traced["known"]), "--lengths", str(csv)])
     assert code == 2 and "exists; not overwriting" in capsys.readouterr().err
+
+
+@pytest.mark.mpi
+def test_a_trace_of_collectives_only_has_no_queues_to_replay(tmp_path, default_mpi, capsys):
+    """cs_bsp without a halo calls only collectives: the trace has records (collectives
+    are traced) but no message; model matching says so (exit 2), the report says so."""
+    from commscope.profile.run import run_profile
+    run, status = run_profile(mpi.binary(mpi.select_mpi(None), "bsp"),
+                              ["--workload", "ftq", "--intervals", "3", "--mean", "0.001"],
+                              nranks=2, trace=True, runs_root=tmp_path / "runs", echo=False)
+    assert status == 0 and any(run.raw_dir.glob("trace.*.bin"))
+    assert main(["model", "matching", str(run.path)]) == 2
+    assert "no point-to-point message" in capsys.readouterr().err
+    assert main(["report", str(run.path), "-o", str(tmp_path / "r.html")]) == 0
+    assert "no point-to-point message" in (tmp_path / "r.html").read_text()

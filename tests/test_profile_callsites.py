@@ -188,3 +188,13 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
     assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv"]): (3, 48), ("MPI_Irecv", L["irecv"]): (1, 0),
                                  ("MPI_Wait", L["wait"]): (1, 16)}
     assert set(mine["caller"]) == {"callsites_f"}
+
+
+def test_site_label_of_resolved_and_unresolved_rows():
+    """An unresolved row's file reads back from a table as None or NaN: no label, never
+    a crash (top --callsites and the report raised on NaN)."""
+    from commscope.profile.callsites import site_label
+    assert site_label("/src/app/halo.c", 42) == "halo.c:42"
+    assert site_label("/src/app/halo.c", float("nan")) == "halo.c"
+    assert site_label(None, 3) is None and site_label(float("nan"), 3) is None
+    assert site_label("", 3) is None

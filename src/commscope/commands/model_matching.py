@@ -98,6 +98,9 @@ def run_matching(args):
         return _mtmatch(run, args)
     a = analyze(args.run, tuple(args.engine), args.bins, args.arrivals, machine_model, args.trials,
                 args.seed, args.guard, progress=None if args.json else _progress)
+    if a.results.empty:
+        raise InputError(run.raw_dir, "trace", "holds no point-to-point message (collectives "
+                                               "only): there are no matching queues to replay")
     if args.lengths:
         cols = ["rank", "engine", "time_s", "kind", "posted_length", "unexpected_length", "depth"]
         write_text_atomic(args.lengths, a.results[cols].to_csv(index=False))

@@ -61,10 +61,9 @@ def _run(args):
 
 def _callsites(run, args):
     """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
-    import os
     from ..errors import InputError
     from ..output import dump_json, format_table
-    from ..profile.callsites import top_callsites
+    from ..profile.callsites import site_label, top_callsites
     if args.limit < 1:
         raise InputError("--limit", None, f"must be at least 1, got {args.limit}")
     if "callsites" not in run.tables():
@@ -75,7 +74,7 @@ def _callsites(run, args):
         dump_json(top.to_dict("records"))
         return 0
     rows = [{"function": r["function"],
-             "site": f"{os.path.basename(r['file'])}:{int(r['line'])}" if r["file"] else None,
+             "site": site_label(r["file"], r["line"]),
              "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"], "bytes": r["bytes"],
              "time_s": r["time_s"], **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
              "reason": r["reason"] or None} for r in top.to_dict("records")]

@@ -397,4 +397,17 @@ def top_callsites(df, n=10, by=None):
     return g.sort_values(order, ascending=False, kind="stable", na_position="last").head(n).reset_index(drop=True)
 
 
-__all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject"]
+def site_label(file, line):
+    """``name.c:42`` of a call site row; None for an unresolved one (its file missing:
+    None or NaN, as a table gives it)."""
+    if not isinstance(file, str) or not file:
+        return None
+    name = os.path.basename(file)
+    try:
+        return f"{name}:{int(line)}"
+    except (TypeError, ValueError):  # a line unknown (NaN, <NA>) or not a number
+        return name
+
+
+__all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject",
+           "site_label"]

@@ -209,12 +209,12 @@ def _callsites(run):
     (profile --callsites); nothing when the run has none."""
     if "callsites" not in run.tables():
         return ""
-    from ...profile.callsites import top_callsites
+    from ...profile.callsites import site_label, top_callsites
     sites = run.table("callsites")
 
     def rows(top):
         return [{"function": r["function"],
-                 "site": f"{r['file'].rsplit('/', 1)[-1]}:{int(r['line'])}" if r["file"] else None,
+                 "site": site_label(r["file"], r["line"]),
                  "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"],
                  "bytes": r["bytes"], "time_s": r["time_s"], "stack": r["stack"],
                  "reason": r["reason"]} for r in top.to_dict("records")]

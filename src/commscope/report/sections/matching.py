@@ -120,6 +120,9 @@ def _depth_figure(a, run_name):
 
 def _render_run(run):
     a = analyze(run.path, trials=TRIALS)
+    if a.results.empty:  # a trace of collectives only: no queue to replay
+        return (f"<h3>{html.escape(run.path.name)}</h3><p>The trace holds no point-to-point "
+                "message, so there are no matching queues to replay.</p>")
     equal, quiet = pvar_agreement(a.pvars)
     arrivals = "; ".join(f"rank {r}: {ri.arrivals} ({ri.latency})" for r, ri in a.inputs.items())
     if quiet:
