@@ -64,7 +64,7 @@ def _tables(o, d):
         ("model p2p", ["model", "p2p", "--machine-model", mm, "--sizes", "1,1K,1M",
                        "--locality", "intra-socket"]),
         ("predict partitioned", ["predict", "partitioned", str(o["partitioned"]),
-                                 "--machine-model", mm, "--replicas", "200"]),
+                                 "--machine-model", mm, "--model", "postal", "--replicas", "200"]),
         ("predict variability", ["predict", "variability", str(o["bsp"]), "--target-ranks",
                                  "4,64", "--replicas", "200", "--seed", "1"]),
         ("stats gev", ["stats", "gev", f"{o['bsp']}/maxima.parquet", "--column",

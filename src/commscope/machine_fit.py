@@ -62,7 +62,7 @@ def fit_runs(paths, hops=None):
     samples = pd.concat([r.table("samples") for r in pp], ignore_index=True)
     hv = [r for r in runs if r.kind in HVPP_KINDS and not _is_contention(r)]
     hvpp = pd.concat([r.table("samples") for r in hv], ignore_index=True) if hv else None
-    hv_mpi = _one_mpi(hv + pp, "the queue-search fit") if hv else None
+    hv_mpi = _one_mpi(hv, "the queue-search fit") if hv else None
     queues = [r.table("queues") for r in hv if "queues" in r.tables()]
     queues = pd.concat(queues, ignore_index=True) if queues else None
     first = pp[0].meta
@@ -78,7 +78,8 @@ def fit_runs(paths, hops=None):
     machine_model = fit_machine_model(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
                           hvpp=hvpp, source=_tables_of(pp), hvpp_source=_tables_of(hv),
                           hvpp_queues=queues, hvpp_mpi=hv_mpi)
-    warnings = _max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
+    warnings = (_max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
+                + _mixed_mpi_warnings(pp, hv_mpi))
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
         machine_model = _with_delta(machine_model, contention, hops)
@@ -118,6 +119,16 @@ def _one_mpi(runs, what):
                          f"{what}: runs of two MPIs ({ra.path} used {a}, this one {b}); a machine "
                          "model belongs to one MPI: fit each MPI's runs separately")
     return next(iter(names), None)
+
+
+def _mixed_mpi_warnings(pp, hv_mpi):
+    """Ping-pong runs of other MPIs than the HighVolumePingPong's: the postal terms then
+    mix MPIs (a study comparing two MPIs may want that; the queue search stays one MPI's)."""
+    others = sorted({str(r.meta.get("mpi", {}).get("name")) for r in pp} - {str(hv_mpi)})
+    if hv_mpi is None or not others:
+        return []
+    return [f"ping-pong runs of {', '.join(others)} fitted beside HighVolumePingPong runs of "
+            f"{hv_mpi}: the postal terms mix MPIs, the queue search is {hv_mpi}'s"]
 
 
 def _is_calibration(run):
