@@ -132,7 +132,7 @@ def main(argv=None):
     from commscope import mpi
     scratch = Path(tempfile.mkdtemp(prefix="cs-fuzz-"))
     try:
-        originals_dir = Path(a.originals) if a.originals else scratch / "originals"
+        originals_dir = Path(a.originals).resolve() if a.originals else scratch / "originals"
         originals_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         print("real runs to damage:", file=sys.stderr)

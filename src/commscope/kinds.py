@@ -6,7 +6,8 @@ and nothing that writes runs): the benchmark drivers (commscope.bench) and the p
 converter write these tables, and name them here once.
 
 Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
-number that may be missing (NaN), "O" text, "b" true/false, "*" any type (present).
+number that may be missing (NaN), "O" text, "b" true/false, "*" a label of any type,
+never missing.
 """
 
 from dataclasses import dataclass
@@ -14,7 +15,10 @@ from typing import Callable
 
 TABLE_COLUMNS = {
     ("bsp", "intervals"): {"interval": "i", "rank": "i", "host": "O", "workload_s": "f",
-                           "halo_s": "f", "barrier_s": "f", "interval_s": "f"},
+                           "halo_s": "f", "barrier_s": "f", "interval_s": "f",
+                           # each workload's own (FTQ draws time, FWQ work; NaN otherwise)
+                           "requested_s": "n", "requested_ops": "n", "checksum": "n",
+                           "halo_sum": "n", "halo_bad": "n"},
     ("bsp", "maxima"): {"interval": "i", "max_interval_s": "f", "max_workload_s": "f",
                         "argmax_rank": "i"},
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
@@ -25,7 +29,7 @@ TABLE_COLUMNS = {
                                "initiator": "i", "unexpected_before_post": "n",
                                "posted_after_post": "n", "unexpected_after_post": "n"},
     # ob1 queue lengths NaN under MPIs without the pvars
-    # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers)
+    # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers): a label
     ("mtmatch", "trials"): {"config": "i", "trial": "i", "points": "*", "decomposition": "*",
                             "threads_recv": "i", "threads_send": "i",
                             "messages": "i", "size_bytes": "i", "drain_time_s": "f",
@@ -110,7 +114,7 @@ TABLE_KEYS = {("profile", "ranks"): ("rank",)}
 #: required of a complete run (a stopped one has not derived them yet); the step that
 #: adds them reads the table without them.
 DERIVED_COLUMNS = {
-    ("mtmatch", "trials"): {"avg_search_depth": "n", "max_search_depth": "n",
+    ("mtmatch", "trials"): {"k": "n", "avg_search_depth": "n", "max_search_depth": "n",
                             "total_searched": "n", "oversubscribed": "b"},
     ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
                             "oversubscribed": "b"},

@@ -399,6 +399,12 @@ def read_csv_table(path):
         raise InputError(path, None, f"malformed CSV ({exc})") from None
 
 
+def missing_names(values):
+    """Which of a column of names are missing: null, or the text "nan" that a missing
+    number becomes when a table stores it as text (it would be shown as a name)."""
+    return values.isna() | (values.astype(str) == "nan")
+
+
 def _check_columns(df, columns, source):
     if not columns:
         return
@@ -410,8 +416,10 @@ def _check_columns(df, columns, source):
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
             what = {"i": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
             raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")
-        if kind in "ifb" and len(df) and df[col].isna().any():
+        if kind in "ifb*" and len(df) and df[col].isna().any():
             raise InputError(source, col, "has missing or non-numeric values")
+        if kind in "O*" and len(df) and (df[col].astype(str) == "nan").any():
+            raise InputError(source, col, "holds the text \"nan\" (a missing number), not a name")
 
 
 def validate_meta(meta, source):

@@ -4,7 +4,7 @@ from ..errors import InputError
 from ..output import dump_json, print_table
 from ..runs import open_run
 from ..units import parse_size
-from .common_options import add_link_options, add_monte_carlo_options
+from .common_options import add_link_options, add_monte_carlo_options, number
 
 EXAMPLES = """\
 examples:
@@ -36,11 +36,11 @@ def register(registry):
     p.add_argument("-s", "--size", metavar="SIZE", default=None,
                    help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
                         "run's MPI counters)")
-    p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
+    p.add_argument("--threshold", type=number, default=1e-3, metavar="S",
                    help="laggard threshold, max - median (default %(default)s s)")
-    p.add_argument("--min-saving", type=float, default=10e-6, metavar="S",
+    p.add_argument("--min-saving", type=number, default=10e-6, metavar="S",
                    help="smallest saving per iteration worth a change (default %(default)s s)")
-    p.add_argument("--min-fraction", type=float, default=0.02, metavar="F",
+    p.add_argument("--min-fraction", type=number, default=0.02, metavar="F",
                    help="... and smallest fraction of slowest arrival + send (default %(default)s)")
     add_monte_carlo_options(p, replicas=2000)
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -3,7 +3,7 @@
 from ..bench.bsp import DEFAULTS, DISTRIBUTIONS, WORKLOADS, run_bsp
 from ..errors import InputError
 from ..units import parse_size
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
 
 EXAMPLES = """\
 examples:
@@ -39,11 +39,11 @@ def register(registry):
     p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
                    help="distribution of the FTQ/FWQ draws, each with the given mean and sd; "
                         "exponential is shifted, mean - sd + Exp(sd) (default %(default)s)")
-    p.add_argument("--compute", type=float, default=None, metavar="S",
+    p.add_argument("--compute", type=number, default=None, metavar="S",
                    help="FTQ: mean spin per interval, seconds (default 0.01)")
-    p.add_argument("--ops", type=float, default=None, metavar="N",
+    p.add_argument("--ops", type=number, default=None, metavar="N",
                    help="FWQ: mean integer additions per interval (default 5e6)")
-    p.add_argument("--sd", type=float, default=None,
+    p.add_argument("--sd", type=number, default=None,
                    help="standard deviation of the draws, in the unit of --compute or --ops "
                         "(default a tenth of it)")
     p.add_argument("--dim", type=int, default=None, metavar="N",

@@ -3,7 +3,7 @@
 from ..bench.partitioned import (COMPUTE_MODES, DISTRIBUTIONS, METHODS, default_sizes,
                                  run_partitioned)
 from ..units import parse_size_list
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
 
 EXAMPLES = """\
 examples:
@@ -46,12 +46,12 @@ def register(registry):
     w = p.add_argument_group("workload")
     w.add_argument("--threads", type=int, default=2,
                    help="sender threads = partitions (default %(default)s)")
-    w.add_argument("--compute", type=float, default=0.01, metavar="S",
+    w.add_argument("--compute", type=number, default=0.01, metavar="S",
                    help="mean compute time per thread, seconds (default %(default)s)")
     sd = w.add_mutually_exclusive_group()
-    sd.add_argument("--variability", type=float, default=None, metavar="V",
+    sd.add_argument("--variability", type=number, default=None, metavar="V",
                     help="sigma = compute * V**2, the thesis's convention (default 0.1)")
-    sd.add_argument("--sigma", type=float, default=None, metavar="S",
+    sd.add_argument("--sigma", type=number, default=None, metavar="S",
                     help="standard deviation of the compute time, seconds")
     w.add_argument("--dist", default="normal", choices=DISTRIBUTIONS,
                    help="compute-time distribution (default %(default)s)")

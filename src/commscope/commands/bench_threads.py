@@ -7,7 +7,7 @@ from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS,
                              summarize_run)
 from ..output import format_table
 from ..units import format_seconds
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
+from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
 
 EXAMPLES = """\
 examples:
@@ -40,22 +40,22 @@ def register(registry):
                    help="trials (default %(default)s)")
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
                    help="untimed iterations before each trial (default %(default)s)")
-    p.add_argument("--compute", dest="work", type=float, default=DEFAULTS["work"], metavar="S",
+    p.add_argument("--compute", dest="work", type=number, default=DEFAULTS["work"], metavar="S",
                    help="mean compute time per thread and iteration, seconds (default %(default)s)")
     p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
                    help="distribution of the compute times, mean --compute and sd --sd (default %(default)s)")
-    p.add_argument("--sd", type=float, default=DEFAULTS["sd"], metavar="S",
+    p.add_argument("--sd", type=number, default=DEFAULTS["sd"], metavar="S",
                    help="standard deviation of the compute times, seconds (default %(default)s)")
-    p.add_argument("--laggard-prob", type=float, default=DEFAULTS["laggard_prob"], metavar="P",
+    p.add_argument("--laggard-prob", type=number, default=DEFAULTS["laggard_prob"], metavar="P",
                    help="probability that a thread-iteration is a laggard (default %(default)s)")
-    p.add_argument("--laggard-extra", type=float, default=DEFAULTS["laggard_extra"], metavar="S",
+    p.add_argument("--laggard-extra", type=number, default=DEFAULTS["laggard_extra"], metavar="S",
                    help="extra time of a laggard, seconds (default %(default)s)")
     p.add_argument("--seed", type=int, default=DEFAULTS["seed"], help="seed of all draws (default %(default)s)")
     p.add_argument("--compute-mode", dest="compute", choices=COMPUTE_MODES,
                    default=DEFAULTS["compute"],
                    help="spin (busy, holds the core) or sleep (frees it) (default %(default)s)")
     p.add_argument("--region", default=DEFAULTS["region"], help="region name (default %(default)s)")
-    p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
+    p.add_argument("--threshold", type=number, default=1e-3, metavar="S",
                    help="laggard threshold (max - median) for the summary (default %(default)s)")
     p.add_argument("--ompt", action="store_true",
                    help="also time every thread through the OMPT tool (table threads) and "

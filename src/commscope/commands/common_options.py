@@ -1,6 +1,7 @@
 """Options shared by several commands: launching MPI jobs, the machine model, the link."""
 
 import argparse
+import math
 
 from ..errors import warn
 from ..limits import LIMIT_HELP
@@ -26,7 +27,7 @@ def add_launch_options(parser):
                         "also COMMSCOPE_RUNS)")
     g.add_argument("--name", metavar="NAME", default=None,
                    help="run directory name (default: <UTC time>-<kind>); never overwritten")
-    g.add_argument("--timeout", type=float, default=None, metavar="S",
+    g.add_argument("--timeout", type=number, default=None, metavar="S",
                    help="kill the job after S seconds (samples written so far are kept)")
     g.add_argument("--quiet", action="store_true", help="do not echo the benchmark's table")
 
@@ -114,13 +115,25 @@ def add_monte_carlo_options(group, replicas=4000):
     group.add_argument("--seed", type=int, default=0, help="Monte-Carlo seed (default 0)")
 
 
+def number(text):
+    """An argparse ``type``: a finite number (``nan`` and ``inf`` parse as floats, but no
+    option means them, and a result computed from them would print as one)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
 def comma_list(convert, what, example="1,2,4"):
     """An argparse ``type``: one comma-separated argument -> a list (docs/conventions.md)."""
     def parse(text):
         items = [t.strip() for t in str(text).split(",") if t.strip()]
         try:
             values = [convert(t) for t in items]
-        except ValueError:
+        except (ValueError, argparse.ArgumentTypeError):
             values = None
         if not values:
             raise argparse.ArgumentTypeError(
@@ -131,4 +144,4 @@ def comma_list(convert, what, example="1,2,4"):
 
 
 int_list = comma_list(int, "whole numbers")
-float_list = comma_list(float, "numbers")
+float_list = comma_list(number, "numbers")

@@ -6,6 +6,7 @@ from ..models.machine_model import DEFAULT_FILE, save_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
 from ..machine_fit import fit_runs, machine_model_table, queue_search_table
+from .common_options import number
 
 
 def register(registry):
@@ -25,7 +26,7 @@ def register(registry):
                    help="machine-model path (default %(default)s); never overwritten unless "
                         "--overwrite")
     p.add_argument("--overwrite", action="store_true", help="replace an existing machine model")
-    p.add_argument("--hops", type=float, default=None,
+    p.add_argument("--hops", type=number, default=None,
                    help="links each byte crosses in --contention HighVolumePingPong runs, for "
                         "delta (Bienz et al. 2018, eq. 7; default N/2 for N nodes in a line, Fig. 6)")
     p.add_argument("--json", action="store_true", help="print the machine model as JSON")

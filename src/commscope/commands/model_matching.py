@@ -9,7 +9,7 @@ from ..models.machine_model import load_machine_model
 from ..output import dump_json, print_table
 from ..paths import write_text_atomic
 from ..runs import open_run
-from .common_options import add_machine_model_option, comma_list
+from .common_options import add_machine_model_option, comma_list, number
 
 DESCRIPTION = """\
 Replays the event trace of a `commscope profile --trace` run through simulated MPI
@@ -58,7 +58,7 @@ def register(registry):
     p.add_argument("-t", "--trials", type=int, default=0,
                    help="random interleavings of the posting threads (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of the trials (default 0)")
-    p.add_argument("--guard", type=float, default=0.01, metavar="S",
+    p.add_argument("--guard", type=number, default=0.01, metavar="S",
                    help="a snapshot compared with the pvars has no traced call within S "
                         "seconds (default 0.01)")
     p.add_argument("--threads-send", type=int, default=None, metavar="T",

@@ -9,7 +9,7 @@ from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
 from ..models.machine_model import LOCALITIES, load_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
-from .common_options import add_machine_model_option
+from .common_options import add_machine_model_option, number
 
 P2P_DESCRIPTION = """\
 Time of one message under the node-aware max-rate model (Bienz, Gropp, Olson 2018):
@@ -62,7 +62,7 @@ def register(registry):
                                                     "or bluewaters")
     q.add_argument("--messages", required=True, metavar="CSV", help="message table")
     q.add_argument("--ppn", type=int, default=1, help="communicating processes per node (default 1)")
-    q.add_argument("--hops", type=float, default=None,
+    q.add_argument("--hops", type=number, default=None,
                    help="average network hops per byte, h of eq. 7 (contention omitted if not "
                         "given; given, the machine model must have delta_s_per_byte)")
     q.add_argument("--queue", choices=(*QUEUE_SEARCH_CASES, "none"), default="upper",

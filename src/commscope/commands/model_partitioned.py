@@ -7,7 +7,7 @@ from ..models.osu import load_osu
 from ..output import dump_json, print_table
 from ..units import parse_size_list
 from ..lazy import lazy
-from .common_options import add_machine_model_option, add_monte_carlo_options
+from .common_options import add_machine_model_option, add_monte_carlo_options, number
 
 np = lazy("numpy")
 
@@ -125,18 +125,18 @@ def register(registry):
                       help="machine-model locality (default: %(default)s)")
     link.add_argument("--ppn", type=int, default=1,
                       help="processes per node sending (machine model; default %(default)s)")
-    link.add_argument("--latency", type=float, metavar="S", help="constant latency, seconds")
-    link.add_argument("--bandwidth", type=float, metavar="B_PER_S",
+    link.add_argument("--latency", type=number, metavar="S", help="constant latency, seconds")
+    link.add_argument("--bandwidth", type=number, metavar="B_PER_S",
                       help="constant bandwidth, bytes per second")
     w = p.add_argument_group("workload")
     w.add_argument("--threads", type=int, required=True, help="threads (= partitions)")
-    w.add_argument("--compute", type=float, required=True, metavar="S",
+    w.add_argument("--compute", type=number, required=True, metavar="S",
                    help="mean thread compute time, seconds")
     sd = w.add_mutually_exclusive_group()
-    sd.add_argument("--variability", type=float, metavar="V",
+    sd.add_argument("--variability", type=number, metavar="V",
                     help="thesis convention: sigma = compute * V**2")
-    sd.add_argument("--sigma", type=float, metavar="S", help="standard deviation, seconds")
-    w.add_argument("--t-wait", type=float, default=0.0, metavar="S",
+    sd.add_argument("--sigma", type=number, metavar="S", help="standard deviation, seconds")
+    w.add_argument("--t-wait", type=number, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
     w.add_argument("--sizes", metavar="S1,S2,...",
                    help="buffer sizes, comma-separated, A:B doubling: 18MiB = 18M = 18 * 2^20, "

@@ -3,7 +3,7 @@
 import math
 
 from ..errors import InputError
-from .common_options import add_link_options, add_monte_carlo_options
+from .common_options import add_link_options, add_monte_carlo_options, number
 from ..output import MISSING, dump_json, format_value, print_table
 from ..predict.partitioned import (accuracy, comparison_table, peak, predict_partitioned,
                                    range_text, win_ranges)
@@ -49,7 +49,7 @@ def register(registry):
                         "`bench partitioned --calibrate` measured (commscope fit puts them in the "
                         "machine model); postal: fed the ping-pong link, as the thesis (the only "
                         "one with --osu)")
-    m.add_argument("--t-wait", type=float, default=0.0, metavar="S",
+    m.add_argument("--t-wait", type=number, default=0.0, metavar="S",
                    help="MPIX_Wait overhead added to the partitioned send (default 0)")
     add_monte_carlo_options(m)
     p.add_argument("--json", action="store_true", help="print JSON (tidy rows, table, ranges)")

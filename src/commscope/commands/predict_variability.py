@@ -4,7 +4,7 @@ from ..limits import LIMIT_HELP
 from ..output import dump_json, print_table
 from ..predict.variability import (INTERVALS, KINDS, note_refs, predict_variability,
                                    verdict_summary)
-from .common_options import int_list
+from .common_options import int_list, number
 
 EXAMPLES = """\
 examples:
@@ -43,7 +43,7 @@ def register(registry):
                    help=f"bootstrap replicas per prediction (default %(default)s; 24 bytes "
                         f"each, {LIMIT_HELP})")
     p.add_argument("--seed", type=int, default=None, help="seed (drawn and printed if absent)")
-    p.add_argument("--confidence", type=float, default=0.95,
+    p.add_argument("--confidence", type=number, default=0.95,
                    help="interval coverage (default %(default)s)")
     p.add_argument("--method", choices=("pwm", "mom"), default="pwm",
                    help="GEV fit of the parametric kinds (default %(default)s)")

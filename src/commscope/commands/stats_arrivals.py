@@ -2,6 +2,7 @@
 
 from ..output import dump_json, print_table
 from ..stats import arrivals
+from .common_options import number
 
 DESCRIPTION = """\
 Analyse per-thread compute (arrival) times as Marts et al. (2023) do: normality tests
@@ -47,9 +48,9 @@ def register(registry):
                                help="thread-arrival normality, laggards and reclaimable time",
                                description=DESCRIPTION)
     p.add_argument("file", help="CSV or Parquet of per-thread compute times")
-    p.add_argument("--threshold", type=float, default=1e-3, metavar="S",
+    p.add_argument("--threshold", type=number, default=1e-3, metavar="S",
                    help="laggard threshold, max - median in seconds (default 1e-3)")
-    p.add_argument("--bin-width", type=float, default=None, metavar="S",
+    p.add_argument("--bin-width", type=number, default=None, metavar="S",
                    help="bin width of the example histograms in --json (default: auto); "
                         "at most 1,000,000 bins per histogram")
     p.add_argument("--max-laggards", type=int, default=20, metavar="N",

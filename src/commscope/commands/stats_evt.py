@@ -11,7 +11,7 @@ from ..output import dump_json, print_table
 from ..paths import require_regular_file
 from ..units import parse_count
 from ..stats import bootstrap, evt
-from .common_options import float_list
+from .common_options import float_list, number
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -230,7 +230,7 @@ def register(registry):
                    f"(default: the first of {', '.join(SAMPLE_COLUMNS)})")
     p.add_argument("--draws", type=float_list, default=[4, 64, 2048], metavar="N1,N2,...",
                    help="numbers of draws for the expected maximum (default: 4 64 2048)")
-    p.add_argument("--gumbel-tol", type=float, default=evt.GUMBEL_TOL, help="|k| below "
+    p.add_argument("--gumbel-tol", type=number, default=evt.GUMBEL_TOL, help="|k| below "
                    f"this is Type I (default: {evt.GUMBEL_TOL})")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_gev)
@@ -256,7 +256,7 @@ def register(registry):
                    "(default: 10000; parametric kinds split them over nodes/rank slots; "
                    f"24 bytes each, {LIMIT_HELP})")
     p.add_argument("--seed", type=int, help="random seed (default: fresh, printed)")
-    p.add_argument("--confidence", type=float, default=0.95,
+    p.add_argument("--confidence", type=number, default=0.95,
                    help="confidence level of the interval (default: 0.95)")
     p.add_argument("--runtime", action="store_true", help="predict the runtime (sum over "
                    "as many intervals as the file has) instead of one interval's maximum")

@@ -14,6 +14,8 @@ that spans intervals can push one interval above 100 %); outstanding_hwm and pos
 watermarks of outstanding requests and posted receives.
 """
 
+from .common_options import number
+
 
 def register(registry):
     p = registry.command(
@@ -22,11 +24,11 @@ def register(registry):
                     "run and shows per rank: message rate, bytes per second, time in MPI, "
                     "busiest functions, request watermarks.", epilog=EXAMPLES)
     p.add_argument("run", metavar="RUN", help="a profile run directory")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S",
+    p.add_argument("--interval", type=number, default=1.0, metavar="S",
                    help="refresh interval in seconds (default %(default)s)")
     p.add_argument("--replay", action="store_true",
                    help="step through the recorded snapshots instead of the live counters")
-    p.add_argument("--speed", type=float, default=0.0,
+    p.add_argument("--speed", type=number, default=0.0,
                    help="replay speed-up (0: as fast as possible; default %(default)s)")
     p.add_argument("--once", action="store_true", help="print one frame (the latest) and exit")
     p.add_argument("--json", action="store_true", help="print the frame as JSON (implies --once)")

@@ -474,7 +474,7 @@ def _preemption_note(runs):
     ratios = []
     for run in runs:
         iv = run.table("intervals")
-        if run.meta["parameters"].get("workload") != "ftq" or "requested_s" not in iv:
+        if run.meta["parameters"].get("workload") != "ftq":
             return ""
         req = float(iv["requested_s"].median())
         if req > 0:

@@ -37,6 +37,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..runs import missing_names
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -83,6 +84,9 @@ def validate_arrivals(df: pd.DataFrame, source="data") -> pd.DataFrame:
     out["compute_time_s"] = t.astype(float)
     if "region" not in out.columns:
         out.insert(0, "region", "all")
+    elif missing_names(out["region"]).any():
+        row = int(np.argmax(missing_names(out["region"]).to_numpy())) + 1
+        raise InputError(source, "region", f"missing name (null or \"nan\") in row {row}")
     out["region"] = out["region"].astype(str)
     dup = out.duplicated(["region", "trial", "rank", "iteration", "thread"])
     if dup.any():

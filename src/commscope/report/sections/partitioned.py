@@ -134,6 +134,9 @@ def _render_run(run, machine_model):
                 df = measured_rows(run)
     else:
         df = measured_rows(run)
+    if df.empty:  # e.g. stopped before its first size: nothing to plot or compare
+        return head + "".join(notes) + ('<p class="note">No measurements: '
+                                        "samples.parquet has no rows.</p>")
     meas = df[df["source"] == "measured"]
     fig, axes = new_figure(ncols=2, width=5.8)
     bw_ax, el_ax = axes[0]
