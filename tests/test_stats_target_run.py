@@ -80,6 +80,31 @@ def test_run_effect_from_repeats():
     assert r.ci_high_s / r.ci_low_s > 1.3  # a 10 % run effect widens the interval to ~+-20 %
 
 
+def run_effect_coverage(run_df, trials=80, runs=3, tau=0.1, seed=6):
+    """How often the interval from ``runs`` calibration runs, each at its own level
+    (log sd ``tau``), holds the median of a new 1-rank run at a new level."""
+    rng = np.random.default_rng(seed)
+    held = 0
+    for trial in range(trials):
+        cal = [(5e-3 + 5e-4 * rng.standard_normal(200)) * np.exp(tau * rng.standard_normal())
+               for _ in range(runs)]
+        target = (5e-3 + 5e-4 * rng.standard_normal(200)) * np.exp(tau * rng.standard_normal())
+        sd = tr.run_effect_sd(cal, "median", 1, rng)
+        r = tr.predict_statistic(False, cal, 1, statistic="median", intervals=200, block=1,
+                                 replicas=400, confidence=0.95, seed=trial, run_sd=sd,
+                                 run_df=runs - 1 if run_df else np.inf)
+        held += r.ci_low_s <= np.median(target) <= r.ci_high_s
+    return held / trials
+
+
+def test_run_effect_estimated_from_three_runs_needs_students_t():
+    # the spread is estimated from 3 runs: a normal with that sd is too narrow for a new
+    # run's level (about 80 % here); t with 2 degrees of freedom holds near 95 %
+    t, normal = run_effect_coverage(True), run_effect_coverage(False)
+    assert t >= 0.88, t
+    assert normal <= t - 0.05, (normal, t)
+
+
 def test_gev_goodness_of_fit():
     rng = np.random.default_rng(5)
     rejected, p = tr.gev_fit_rejected(rng.gumbel(1.0, 0.1, 500))

@@ -5,9 +5,9 @@ Data about run directories, read by :mod:`commscope.runs` (which depends on this
 and nothing that writes runs): the benchmark drivers (commscope.bench) and the profile
 converter write these tables, and name them here once.
 
-Columns map a name to a dtype kind: "i" integer, "f" float (integers accepted), "n" a
-number that may be missing (NaN), "O" text, "b" true/false, "*" a label of any type,
-never missing.
+Columns map a name to a dtype kind: "i" integer, "p" positive integer, "f" float
+(integers accepted), "n" a number that may be missing (NaN), "O" text, "b" true/false,
+"*" a label of any type, never missing.
 """
 
 from dataclasses import dataclass
@@ -44,10 +44,10 @@ TABLE_COLUMNS = {
                             "posted_recvq_mean": "n", "posted_recvq_max": "n",
                             "unexpected_msgq_mean": "n", "unexpected_msgq_max": "n"},
     ("partitioned", "samples"): {
-        "method": "O", "size_bytes": "i", "partitions": "i", "partition_bytes": "i", "run": "i",
+        "method": "O", "size_bytes": "p", "partitions": "p", "partition_bytes": "p", "run": "i",
         "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
         "last_ready_s": "f", "first_ready_s": "f", "bytes_received": "i", "mismatches": "i",
-        "threads": "i", "dist": "O", "compute_s": "f", "sigma_s": "f", "compute_mode": "O",
+        "threads": "p", "dist": "O", "compute_s": "f", "sigma_s": "f", "compute_mode": "O",
         "clock": "O", "clock_uncertainty_s": "f"},
     ("partitioned", "compute"): {"run": "i", "method": "O", "size_bytes": "i", "thread": "i",
                                  "requested_s": "f", "actual_s": "f"},

@@ -412,12 +412,14 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)  # "*": any
+        ok = {"i": "iu", "p": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)  # "*": any
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
-            what = {"i": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
+            what = {"i": "integer", "p": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
             raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")
-        if kind in "ifb*" and len(df) and df[col].isna().any():
+        if kind in "ipfb*" and len(df) and df[col].isna().any():
             raise InputError(source, col, "has missing or non-numeric values")
+        if kind == "p" and len(df) and (df[col] <= 0).any():
+            raise InputError(source, col, f"must be positive, found {df[col].min()}")
         if kind in "O*" and len(df) and (df[col].astype(str) == "nan").any():
             raise InputError(source, col, "holds the text \"nan\" (a missing number), not a name")
 

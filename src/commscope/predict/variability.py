@@ -282,11 +282,12 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                                          replicas=int(replicas), confidence=float(confidence),
                                          seed=int(seed), intervals=intervals, method=method)
                 else:
-                    run_sd = target_run.run_effect_sd(
-                        series["nonparametric"][0][0], _RUN_STAT[stat], block,
-                        np.random.default_rng(int(seed)))
+                    level_runs = series["nonparametric"][0][0]
+                    run_sd = target_run.run_effect_sd(level_runs, _RUN_STAT[stat], block,
+                                                      np.random.default_rng(int(seed)))
                     results = _bootstrap_run(kind_name, groups, per_rank, base, targets, m,
-                                             stat, block, run_sd, replicas=int(replicas),
+                                             stat, block, (run_sd, len(level_runs) - 1),
+                                             replicas=int(replicas),
                                              confidence=float(confidence), seed=int(seed),
                                              method=method)
             except InputError as exc:
@@ -392,9 +393,11 @@ def _calibration_series(runs, base, rpn):
             "intranode": (intra, 1)}
 
 
-def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_sd, *,
+def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_effect, *,
                    replicas, confidence, seed, method):
-    """One pooled result per target: replicas split over the groups, as the thesis does."""
+    """One pooled result per target: replicas split over the groups, as the thesis does.
+    ``run_effect``: (log sd, degrees of freedom) of the run-to-run level."""
+    run_sd, run_df = run_effect
     out = []
     per_group = math.ceil(replicas / len(groups))
     for i, target in enumerate(targets):
@@ -404,7 +407,8 @@ def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_sd
             res = target_run.predict_statistic(
                 kind != "nonparametric", group, n, statistic=_RUN_STAT[stat], intervals=m,
                 block=block, replicas=per_group, confidence=confidence,
-                seed=(seed + i) * 1009 + g, run_sd=run_sd, method=method)
+                seed=(seed + i) * 1009 + g, run_sd=run_sd, run_df=max(run_df, 1),
+                method=method)
             samples.append(res.samples)
             failed += res.failed_replicas
         pooled = np.concatenate(samples)
