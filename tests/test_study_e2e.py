@@ -20,7 +20,8 @@ def study(tmp_path_factory, default_mpi):
 
 def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
-        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "mtmatch", "multirate", "partitioned",
+        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "hvpingpong-heldout", "mtmatch",
+        "multirate", "partitioned",
         "partitioned-calibration", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
         "profile-bsp-halo", "threads"]
     machine_model = load_machine_model(study / "machine-model.json")
@@ -74,6 +75,9 @@ def test_models_hold_on_the_study(study, capsys):
     assert postal and all(r["runs"] == ["pingpong-1pair-heldout"] and "in-sample" not in r["reason"]
                           for r in postal)
     assert "oversubscribed, 4 ranks on 2 cores" in rows["max-rate"]["reason"]
+    queue = [r for m, r in rows.items() if m.startswith("queue search, ")]
+    assert queue and all(r["runs"] == ["hvpingpong-heldout"] and "in-sample" not in r["reason"]
+                         for r in queue)
     assert rows["stencil counts"]["verdict"] == "holds"
     assert {"queue search, ordered", "queue search, reversed", "partitioned", "contention",
             "node-aware", "variability (nonparametric)"} <= set(rows)

@@ -237,6 +237,13 @@ class Run:
         # per-rank raw files (comms.<rank>.csv) are read by their own converters
         return sorted(t for t in found - {"placement"} if "." not in t)
 
+    def table_file(self, table):
+        """The file ``table`` is read from (its Parquet, else its first raw CSV), to name
+        in an error about its values."""
+        pq = self.path / f"{table}.parquet"
+        segments = [] if pq.exists() else raw_segments(self.raw_dir, table)
+        return segments[0] if segments else pq
+
     def table(self, table, derived=True):
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run).
         The columns added after a job (kinds.DERIVED_COLUMNS) are required of a complete

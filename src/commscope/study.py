@@ -8,8 +8,9 @@ On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 4. the partitioned calibration (threads finishing at staggered times: the partitioned
    model's per-partition and single-send times, MPI_Pready cost, progress), then the
    fit: machine model with gamma and the partitioned terms, from those runs only; then a
-   held-out single-pair ping-pong (a quarter of the repetitions) the fit never sees:
-   the report's "Do the models hold here?" judges the postal model on it
+   held-out single-pair ping-pong (a quarter of the repetitions) and a held-out
+   HighVolumePingPong the fit never sees: the report's "Do the models hold here?"
+   judges the postal and queue-search models on them
 5. multithreaded matching, 27-point stencil, 1 .. 8 threads per process
 6. multirate: thread pairs sharing one communicator or one each, 1 .. 4 threads
 7. thread arrivals with injected laggards
@@ -55,6 +56,8 @@ from .runs import open_run
 
 #: The held-out single-pair ping-pong (not fitted from: the postal model's test).
 HELD_OUT_PINGPONG = "pingpong-1pair-heldout"
+#: The held-out HighVolumePingPong (not fitted from: the queue-search model's test).
+HELD_OUT_HVPINGPONG = "hvpingpong-heldout"
 STEPS = ("pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
          "profile")
 
@@ -116,9 +119,9 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
         say("HighVolumePingPong, ordered and reversed receives")
         # 3 depths per decade: enough for the queue-search fit to choose a form with a
         # breakpoint (2 depths each side); --queues: the ob1 queue lengths beside it
-        measure(run_hvpingpong, n_min=1, n_max=_scale(quick, 10000, 300), per_decade=3,
-                sizes=(8,), iters=_scale(quick, 5, 2), warmup=1, queues=True,
-                run_name="hvpingpong", **kw)
+        hv = dict(n_min=1, n_max=_scale(quick, 10000, 300), per_decade=3, sizes=(8,), warmup=1)
+        measure(run_hvpingpong, iters=_scale(quick, 5, 2), queues=True, run_name="hvpingpong",
+                **hv, **kw)
     part_kw = dict(threads=2, compute_s=0.02, sizes=_scale(quick, None, [1 << 16, 1 << 20]),
                    runs_per_size=_scale(quick, 5, 2))
     if "partitioned" in plan:
@@ -135,6 +138,9 @@ def run_study(out=None, mpi_spec=None, pairs=2, quick=False, echo=False, steps=S
     # the report judges the postal model on it, a prediction rather than a fit residual.
     measure(run_pingpong, pairs=1, min_size=1, max_size=4 << 20, run_name=HELD_OUT_PINGPONG,
             **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2), **kw)
+    if "hvpingpong" in plan:  # and one for gamma (the queue search), the same depths
+        measure(run_hvpingpong, iters=_scale(quick, 3, 1), run_name=HELD_OUT_HVPINGPONG,
+                **hv, **kw)
     # resumed: fitted again from the same runs, so it replaces the stopped study's
     save_machine_model(machine_model, out / DEFAULT_FILE, overwrite=resume)
     if "mtmatch" in plan:

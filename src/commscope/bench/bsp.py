@@ -190,4 +190,4 @@ def interval_matrix(run, column="interval_s"):
     df = run.table("intervals")
     frame = df.rename(columns={"interval": "iteration", column: "time_s", "host": "node"})
     return per_rank_matrix(frame[["iteration", "rank", "time_s", "node"]],
-                           source=os.fspath(run.path / "intervals"))
+                           source=os.fspath(run.table_file("intervals")))

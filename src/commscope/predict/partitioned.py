@@ -119,7 +119,7 @@ def measured_rows(run):
     df = run.table("samples")
     if (df["mismatches"] > 0).any():
         bad = df[df["mismatches"] > 0].iloc[0]
-        raise InputError(run.path / "samples.parquet", "mismatches",
+        raise InputError(run.table_file("samples"), "mismatches",
                          f"the receiver found wrong bytes ({bad['method']}, "
                          f"{bad['size_bytes']} B, run {bad['run']}): not a valid measurement")
     g = df.groupby(["size_bytes", "method"], sort=True)

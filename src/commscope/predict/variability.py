@@ -103,10 +103,10 @@ def run_maxima(run):
     """Per-interval maxima (seconds) of a bsp run, in interval order."""
     df = run.table("maxima")
     if df.empty:
-        raise InputError(run.path / "maxima.parquet", "max_interval_s", "no intervals recorded")
+        raise InputError(run.table_file("maxima"), "max_interval_s", "no intervals recorded")
     vals = df.sort_values("interval")["max_interval_s"].to_numpy(dtype=float)
     if not np.all(np.isfinite(vals)) or np.any(vals < 0):
-        raise InputError(run.path / "maxima", "max_interval_s", "has negative or non-finite times")
+        raise InputError(run.table_file("maxima"), "max_interval_s", "has negative or non-finite times")
     return vals
 
 

@@ -36,7 +36,8 @@ def _threads(decomp, fallback):
 def _render_run(run):
     trials = run.table("trials")
     if "avg_search_depth" not in trials:
-        raise InputError(run.path, "trials", "no search depths (unfinished run)")
+        raise InputError(run.table_file("trials"), "avg_search_depth",
+                         "no search depths (unfinished run)")
     summ = config_summary(trials)
     summ["threads"] = [_threads(d, t) for d, t in zip(summ["decomposition"], summ["threads_recv"])]
     summ["label"] = [f"naive k={k}" if p == "naive" else p if p == "custom" else f"{p}-point"
