@@ -127,9 +127,14 @@ def test_arrivals_bin_width_refused_before_allocating(tmp_path, capsys):
     rows[5]["compute_time_s"] = 5e-3  # one laggard, so an example histogram is drawn
     f = tmp_path / "a.csv"
     pd.DataFrame(rows).to_csv(f, index=False)
-    for width in ("2.2e-16", "0", "-1", "nan"):
+    for width in ("2.2e-16", "0", "-1"):
         assert main(["stats", "arrivals", str(f), "--json", "--bin-width", width]) == 2, width
         assert "--bin-width" in capsys.readouterr().err
+    for width in ("nan", "inf"):  # not a number any option means: argparse says so
+        with pytest.raises(SystemExit) as stop:
+            main(["stats", "arrivals", str(f), "--json", "--bin-width", width])
+        assert stop.value.code == 2
+        assert "--bin-width: expected a finite number" in capsys.readouterr().err
     assert main(["stats", "arrivals", str(f), "--json", "--bin-width", "1e-6"]) == 0
 
 

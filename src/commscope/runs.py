@@ -259,11 +259,15 @@ class Run:
         else:
             segments = raw_segments(self.raw_dir, table)
             if not segments:
-                raise InputError(self.path, table, "no such table in this run")
+                raise InputError(pq, None, "missing (no such table in this run)")
             df, source = self._read_raw(table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
+        derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
-            _check_columns(df, DERIVED_COLUMNS.get((self.kind, table)), source)
+            if source != pq:  # a raw CSV never has them
+                raise InputError(pq, None, "missing: the run is complete, but its raw CSV "
+                                           f"lacks the columns computed after the job ({', '.join(derived)})")
+            _check_columns(df, derived, source)
         for col, allowed in TABLE_VALUES.get((self.kind, table), {}).items():
             bad = df[col][~df[col].isin(allowed)]
             if len(bad):

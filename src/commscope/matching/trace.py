@@ -128,7 +128,10 @@ def read_comms(communicators, raw_dir, rank):
     # One communicator has a different id on each rank; its members and how many
     # communicators with the same members that rank created before it identify it.
     df["key"] = [(w, k) for w, k in zip(df["world_ranks"], df.groupby("world_ranks").cumcount())]
-    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key"]].reset_index(drop=True)
+    if "list" not in df:  # read from communicators.parquet: that is the list
+        df["list"] = str(raw_dir)
+    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key", "list"]] \
+        .reset_index(drop=True)
 
 
 def _clocks(raw_dir):
@@ -156,7 +159,7 @@ def _clocks(raw_dir):
     return out
 
 
-def _check_records(path, rec, comm_sizes, rank):
+def _check_records(path, rec, comm_sizes, rank, comm_list):
     """Event codes, time order and communicators of one file's records."""
     ev = rec["event"]
     bad = ~np.isin(ev, list(EVENTS))
@@ -178,7 +181,7 @@ def _check_records(path, rec, comm_sizes, rank):
     if not known.all():
         i = int(np.argmax(~known))
         raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
-                                              f"(not in rank {rank}'s communicator list)")
+                                              f"(not in rank {rank}'s communicator list, {comm_list})")
     size = pd.Series(comm).map(comm_sizes).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     coll = np.isin(ev, COLLECTIVE)  # peer: the root
@@ -279,7 +282,7 @@ def read_trace(raw_dir, check=True):
                 continue
             rec = read_file(path, rank, thread)
             if check:
-                _check_records(path, rec, sizes, rank)
+                _check_records(path, rec, sizes, rank, cm["list"].iloc[0])
             d = pd.DataFrame({name: rec[name] for name in RECORD.names})
             d.insert(0, "record", np.arange(len(d)))
             d.insert(0, "file", path.name)

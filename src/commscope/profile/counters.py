@@ -502,7 +502,7 @@ def expand_ranks(text):
 
 def read_communicators(raw_dir):
     """Every node's communicator list: rank, comm_id, size, created_by, parent_id, inter,
-    world_ranks (a tuple of ints per row)."""
+    world_ranks (a tuple of ints per row), list (the file it came from)."""
     from ..runs import read_csv_table
     frames = []
     for key in node_keys(raw_dir):
@@ -520,8 +520,9 @@ def read_communicators(raw_dir):
                 df[col] = df[col].astype(np.int64)
         except ValueError:
             raise InputError(path, "world_ranks", "expected ranks and runs of ranks (0-3 7)") from None
+        df["list"] = str(path)  # to name in an error about what the list lacks
         frames.append(df)
     if not frames:
         return pd.DataFrame(columns=["rank", "comm_id", "size", "created_by", "parent_id", "inter",
-                                     "world_ranks"])
+                                     "world_ranks", "list"])
     return pd.concat(frames, ignore_index=True)
