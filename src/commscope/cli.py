@@ -68,11 +68,12 @@ def main(argv=None):
 
 
 def _dispatch(argv):
+    parser, args = build_parser(), None
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"commscope: error: {exc}", file=sys.stderr)
+        print(f"commscope: error: {_as_option(exc, parser, args)}", file=sys.stderr)
         return 2
     except EnvironmentProblem as exc:
         print(f"commscope: {exc}", file=sys.stderr)
@@ -89,6 +90,21 @@ def _dispatch(argv):
         print(f"commscope: interrupted by {signal.Signals(signum).name}; samples already "
               "written are kept", file=sys.stderr)
         return 128 + signum
+
+
+def _as_option(exc, parser, args):
+    """A library check names its parameter (``target_ranks``); the user gave an option
+    (``--target-ranks``): say the option's name."""
+    if args is None or exc.field not in (None, exc.source):
+        return exc
+    for name in (getattr(args, "command", None), getattr(args, "subcommand", None)):
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or name not in sub.choices:
+            break
+        parser = sub.choices[name]
+    option = next((max(a.option_strings, key=len) for a in parser._actions
+                   if a.dest == exc.source and a.option_strings), None)
+    return InputError(option, None, exc.message) if option else exc
 
 
 if __name__ == "__main__":

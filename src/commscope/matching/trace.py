@@ -120,8 +120,8 @@ def read_comms(communicators, raw_dir, rank):
     and a key that names one communicator across ranks."""
     df = communicators[communicators["rank"] == rank].copy()
     if df.empty:
-        lists = (sorted(Path(raw_dir).glob("node.*.comms.csv")) if Path(raw_dir).is_dir()
-                 else [raw_dir])
+        lists = ([Path(raw_dir) / f"node.{key}.comms.csv" for key in node_keys(raw_dir)]
+                 if Path(raw_dir).is_dir() else [raw_dir])
         where = ", ".join(map(str, lists)) or Path(raw_dir) / "node.<node>.comms.csv"
         raise InputError(where, None, f"no communicator list names rank {rank}: the trace "
                                       "cannot be resolved")

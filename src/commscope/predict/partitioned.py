@@ -117,6 +117,8 @@ def _distribution(params):
 def measured_rows(run):
     """Per (method, size): runs, mean elapsed, 5/95 % quantiles, mean bandwidth."""
     df = run.table("samples")
+    if df.empty:
+        raise InputError(run.table_file("samples"), None, "no rows: nothing was measured")
     if (df["mismatches"] > 0).any():
         bad = df[df["mismatches"] > 0].iloc[0]
         raise InputError(run.table_file("samples"), "mismatches",

@@ -23,6 +23,10 @@ np = lazy("numpy")
 def open_counter_files(run):
     """Every rank of the run's node files, as CounterFile-like readers (one per node)."""
     keys = node_keys(run.raw_dir)
+    if not keys and "ranks" in run.tables():  # converted: it names the files that are gone
+        nodes = sorted(set(run.table("ranks")["node"].astype(str)))
+        raise InputError(", ".join(str(run.raw_dir / f"node.{n}.json") for n in nodes), None,
+                         "missing: ranks.parquet lists these nodes' counter files")
     if not keys:
         raise InputError(run.raw_dir, None, "holds no counter files (node.<node>.json): the "
                                             "program has not reached MPI_Init yet, or this is not "
