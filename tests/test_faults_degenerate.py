@@ -120,6 +120,15 @@ def test_bootstrap_replicas_refused_before_allocating(tmp_path, capsys):
         "stats", "bootstrap")
 
 
+def test_a_library_check_names_the_option_given(tmp_path, capsys):
+    # the bootstrap checks its parameter target_ranks; the user typed --target-ranks
+    f = tmp_path / "m.csv"
+    pd.DataFrame({"max_time_s": np.random.default_rng(0).gumbel(1e-3, 1e-5, 100)}).to_csv(
+        f, index=False)
+    assert main(["stats", "bootstrap", str(f), "--base-ranks", "4", "--target-ranks", "0"]) == 2
+    assert capsys.readouterr().err == "commscope: error: --target-ranks: must be positive, got 0.0\n"
+
+
 def test_arrivals_bin_width_refused_before_allocating(tmp_path, capsys):
     rng = np.random.default_rng(1)
     rows = [dict(trial=0, rank=0, iteration=i, thread=t, compute_time_s=rng.normal(1e-3, 1e-5))

@@ -100,6 +100,34 @@ def test_bad_tables(runs_root):
         open_run(run.path).table("samples")
 
 
+
+TABLE_COLUMNS["unit", "labels"] = {"decomposition": "*", "size_bytes": "p", "locality": "O"}
+
+
+@pytest.mark.parametrize("column, values, says", [
+    ("decomposition", [float("nan")], "missing"),            # a label: never missing
+    ("locality", ["nan"], 'holds the text "nan"'),          # a NaN written as text
+    ("size_bytes", [0], "must be positive, found 0"),
+    ("size_bytes", [1.5], "expected integer"),
+])
+def test_label_and_positive_columns(runs_root, column, values, says):
+    run = make_run(runs_root).finish()
+    good = {"decomposition": ["2x1x1"], "size_bytes": [8], "locality": ["intra-socket"]}
+    pd.DataFrame(good).to_parquet(run.path / "labels.parquet")
+    assert len(open_run(run.path).table("labels")) == 1
+    pd.DataFrame({**good, column: values}).to_parquet(run.path / "labels.parquet")
+    with pytest.raises(InputError, match=says) as exc:
+        open_run(run.path).table("labels")
+    assert exc.value.source.endswith("labels.parquet") and exc.value.field == column
+
+
+def test_a_missing_table_names_its_file(runs_root):
+    run = open_run(make_run(runs_root).finish().path)
+    with pytest.raises(InputError, match="missing") as exc:
+        run.table("nothing")
+    assert exc.value.source == str(run.path / "nothing.parquet")
+    assert run.table_file("samples") == run.path / "samples.parquet"
+
 def test_cli_reports_bad_run_with_exit_2_and_writes_nothing(runs_root, tmp_path, capsys):
     run = make_run(runs_root)
     (run.path / "meta.json").write_text("{ not json")
