@@ -83,6 +83,22 @@ def test_oversubscription_is_recorded(stencil_run):
     assert trials.loc[trials["config"] == 0, "oversubscribed"].all()
 
 
+def test_oversubscription_entry_without_its_threads_is_refused(stencil_run, tmp_path, capsys):
+    # the report names the threads of an oversubscribed configuration: a meta.json that
+    # lost one is refused where the run is opened, not a KeyError in the report
+    import json
+    import shutil
+    copy = tmp_path / stencil_run.path.name
+    shutil.copytree(stencil_run.path, copy)
+    meta = json.loads((copy / "meta.json").read_text())
+    meta["oversubscription"][0]["threads_sent"] = meta["oversubscription"][0].pop("threads_send")
+    (copy / "meta.json").write_text(json.dumps(meta))
+    assert cli.main(["report", str(copy), "-o", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err
+    assert "meta.json" in err and "threads_send" in err
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_single_thread_each_side_in_order_has_depth_zero(runs_root, default_mpi):
     run = run_mtmatch("naive", (1,), 16, trials=2, warmup=1, runs_root=runs_root, echo=False,
                       progress=False)
