@@ -16,7 +16,7 @@ import pytest
 
 from commscope import runs, units
 from commscope.cli import build_parser
-from commscope.commands.common_options import DeprecatedOption
+from commscope.commands.common_options import DeprecatedOption, number
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,8 +110,8 @@ def test_option_names(command):
                             "are space-separated")
         if any(o in ("--sizes", "--size") for o in longs) and action.nargs not in (None, "?"):
             problems.append(f"{longs[0]}: sizes are one argument (S or S1,S2,...)")
-        if any(o in SECONDS_OPTIONS for o in longs) and action.type is not float:
-            problems.append(f"{longs[0]}: a time in seconds (type float), not {action.type}")
+        if any(o in SECONDS_OPTIONS for o in longs) and action.type is not number:
+            problems.append(f"{longs[0]}: a time in seconds (a finite number), not {action.type}")
     assert not problems, f"commscope {command}:\n  " + "\n  ".join(problems)
 
 

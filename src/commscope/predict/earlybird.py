@@ -66,10 +66,10 @@ def link_for(run, machine_model="bluewaters", osu=None, machine=None, locality=N
 def threads_table(run):
     """The run's per-thread arrivals (OMPT), with a clear error when it has none."""
     if "threads" not in run.tables():
-        raise InputError(run.path, "threads", "no per-thread arrivals in this run: record them "
-                         "with `commscope profile --ompt` (or bench threads/partitioned "
-                         "--ompt)")
-    return arrivals.validate_arrivals(run.table("threads"), source=run.path / "threads.parquet")
+        raise InputError(run.table_file("threads"), None, "missing: no per-thread arrivals in "
+                         "this run: record them with `commscope profile --ompt` (or bench "
+                         "threads/partitioned --ompt)")
+    return arrivals.validate_arrivals(run.table("threads"), source=run.table_file("threads"))
 
 
 def bytes_after_regions(run):

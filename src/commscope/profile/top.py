@@ -150,12 +150,13 @@ def replay(run, speed=0.0, once=False):
     files = open_counter_files(run)
     try:
         series = snapshot_series(files)
+        snap_files = ", ".join(str(f.raw_dir / f.meta["snapshot_file"]) for f in files)
     finally:
         for f in files:
             f.close()
     if not series or min(len(s) for s in series) == 0:
-        raise InputError(run.raw_dir, None, "no snapshots recorded (the program died before "
-                                            "MPI_Init ended)")
+        raise InputError(snap_files, None, "no snapshots recorded (missing, or the program "
+                                           "died before MPI_Init ended)")
     # ranks snapshot on their own clocks and may hold different numbers of records: step
     # k shows each rank's k-th (or, past its end, its last), so the final frame is exact
     n = max(len(s) for s in series)
