@@ -66,8 +66,7 @@ def _held(table, title):
         "ratio": table["ratio_partitioned"],
         "single_measured_s": table["measured_single_s"],
         "single_model_s": table["model_single_s"], "single_ratio": table["ratio_single"],
-        "verdict_measured": table[f"measured_{meas}_beats_single"].map(
-            {True: "early-bird", False: "single"}),
+        "verdict_measured": table["measured_verdict"],
         "verdict_model": table["model_beats_single"].map({True: "early-bird", False: "single"})})
     print_table(show, title=title)
     acc = accuracy(table)

@@ -112,6 +112,24 @@ def test_wins_and_peak_from_a_known_table():
     assert pk["size_bytes"] == 400 and pk["measured_Bps"] == 400
     assert pk["measured_over_analytic"] == pytest.approx(400 / (400 / 3))
 
+def test_measured_means_within_noise_are_a_tie_not_a_verdict():
+    # 18.897 ms vs 18.887 ms, each mean +- 0.2 ms: no verdict to agree or disagree with
+    rows = []
+    for size, (mp, ms, sem) in {100: (18.897e-3, 18.887e-3, 2e-4), 200: (10e-3, 20e-3, 2e-4),
+                                400: (20e-3, 19e-3, 1e-4)}.items():
+        rows += [dict(size_bytes=size, method="partitioned", source="measured", elapsed_s=mp,
+                      elapsed_sem_s=sem, effective_bandwidth_Bps=size / mp),
+                 dict(size_bytes=size, method="single", source="measured", elapsed_s=ms,
+                      elapsed_sem_s=sem, effective_bandwidth_Bps=size / ms),
+                 dict(size_bytes=size, method="partitioned", source="analytic", elapsed_s=1e-3,
+                      effective_bandwidth_Bps=size / 1e-3),
+                 dict(size_bytes=size, method="single", source="analytic", elapsed_s=2e-3,
+                      effective_bandwidth_Bps=size / 2e-3)]
+    t = comparison_table(pd.DataFrame(rows))
+    assert list(t["measured_verdict"]) == ["tie", "early-bird", "single"]
+    assert list(t["verdict_agrees"]) == [None, True, False]  # the model says early-bird
+
+
 
 def test_cli_json_with_osu_table(prun, capsys):
     assert main(["predict", "partitioned", str(prun.path), "--osu", OSU, "--machine", "quartz",

@@ -128,6 +128,8 @@ def measured_rows(run):
     out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "mean"),
                 elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
                 elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
+                elapsed_sem_s=("elapsed_s", lambda x: float(np.std(x, ddof=1) / np.sqrt(len(x)))
+                               if len(x) > 1 else np.nan),
                 effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean")).reset_index()
     out["source"] = "measured"
     out["messages_overlapped"] = np.nan
@@ -303,9 +305,14 @@ def comparison_table(pred):
     ``*_beats_single``: the early-bird approach has a lower mean elapsed time than the
     single send, measured (per measured method) or modeled (analytic: Algorithm 1 vs
     the postal single send; mc: Monte Carlo vs the same single send).
+    ``measured_verdict``: "early-bird", "single", or "tie" when the two measured means
+    differ by less than twice the standard error of their difference (then no model's
+    verdict can agree or disagree with it: ``verdict_agrees`` is None).
     """
-    wide = pred.pivot_table(index="size_bytes", columns=["source", "method"],
-                            values=["elapsed_s", "effective_bandwidth_Bps"], aggfunc="first")
+    values = ["elapsed_s", "effective_bandwidth_Bps"] + \
+        (["elapsed_sem_s"] if "elapsed_sem_s" in pred else [])
+    wide = pred.pivot_table(index="size_bytes", columns=["source", "method"], values=values,
+                            aggfunc="first", dropna=False)
     rows = []
     for size in wide.index:
         def get(value, source, method):
@@ -351,7 +358,13 @@ def comparison_table(pred):
         row["ratio_single"] = single / row["model_single_s"]
         row["model_beats_single"] = bool(row["model_partitioned_s"] < row["model_single_s"])
         won = row[f"measured_{meas_m}_beats_single"]
-        row["verdict_agrees"] = None if won is None else bool(won == row["model_beats_single"])
+        # two means closer than twice their difference's standard error are no verdict
+        se = np.hypot(get("elapsed_sem_s", "measured", meas_m), get("elapsed_sem_s", "measured",
+                                                                     "single"))
+        tie = won is not None and np.isfinite(se) and abs(meas - single) <= 2 * se
+        row["measured_verdict"] = None if won is None else "tie" if tie else \
+            "early-bird" if won else "single"
+        row["verdict_agrees"] = None if won is None or tie else bool(won == row["model_beats_single"])
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -81,7 +81,7 @@ def _held_html(df, table):
              "model single": format_seconds(r["model_single_s"]),
              "ratio single": r["ratio_single"],
              "verdict (measured / model)": "{} / {}".format(
-                 _verdict(r[f"measured_{meas}_beats_single"]), _verdict(r["model_beats_single"]))
+                 _measured_verdict(r), _verdict(r["model_beats_single"]))
              + ("" if r["verdict_agrees"] in (True, None) else " DIFFERS")}
             for _, r in table.iterrows()]
     acc = accuracy(table)
@@ -91,6 +91,12 @@ def _held_html(df, table):
                f"{acc['median_ratio']:.2f}, farthest {acc['worst_ratio']:.2f}; verdict differs "
                f"at {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}.</p>")
     return "".join(out)
+
+
+def _measured_verdict(row):
+    v = row.get("measured_verdict")
+    return "tie (within noise)" if v == "tie" else _verdict(
+        row[f"measured_{row['measured_method']}_beats_single"])
 
 
 def _verdict(wins):
