@@ -193,9 +193,13 @@ def test_a_method_name_not_of_the_benchmark_is_one_error_naming_the_table(small_
     copy = tmp_path / small_run.path.name
     shutil.copytree(small_run.path, copy)
     s = small_run.table("samples")
-    s.loc[0, "method"] = "nan"
+    s.loc[0, "method"] = "broadcast"
     s.to_parquet(copy / "samples.parquet")
-    with pytest.raises(InputError, match="samples.parquet.*method.*'nan' is not one of"):
+    with pytest.raises(InputError, match="samples.parquet.*method.*'broadcast' is not one of"):
+        open_run(copy).table("samples")
+    s.loc[0, "method"] = "nan"  # a missing value stored as text: never a name
+    s.to_parquet(copy / "samples.parquet")
+    with pytest.raises(InputError, match='samples.parquet.*method.*the text "nan"'):
         open_run(copy).table("samples")
     from commscope.paths import DATA_DIR
     osu = str(DATA_DIR / "osu_intranode_lassen_quartz.csv")

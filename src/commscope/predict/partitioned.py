@@ -53,7 +53,7 @@ SOURCES = ("measured", "calibrated", "analytic", "monte-carlo", "monte-carlo-mea
 #: ping-pong link, as the thesis; the only one for OSU tables and link objects).
 MODELS = ("calibrated", "postal")
 COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
-           "elapsed_p95_s", "effective_bandwidth_Bps", "messages_overlapped"]
+           "elapsed_p95_s", "elapsed_sem_s", "effective_bandwidth_Bps", "messages_overlapped"]
 
 
 def _as_run(obj):
@@ -167,15 +167,21 @@ class _TermLink:
 def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
     """Algorithm 1 fed the calibrated terms: rows for source ``calibrated``.
 
-    Partition message time ``partition_s(size/N)``; the expected spread of the thread
-    finish times (EMMA, as Algorithm 1) times ``progress`` is the time early partitions
-    may use; the single send is ``single_s(size)``.
+    Partition message time: ``partition_s(size/N)`` is the last partition's time from
+    the last ``MPI_Pready`` in the calibration, which includes the partitions that had
+    not moved yet (an MPI without progress sends all N then: ``partition_s`` is the
+    whole backlog, N - progress (N - 1) partitions), so one partition costs
+    ``partition_s / backlog``. The expected spread of the thread finish times (EMMA, as
+    Algorithm 1) times ``progress`` is the time early partitions may use; the single
+    send is ``single_s(size)``.
     """
     t_part = terms.term("partition_s", source)
     t_single = terms.term("single_s", source)
     phi = float(terms.term("progress", source).value)
+    n_cal = int(terms.conditions.get("threads") or threads)
+    backlog = n_cal - phi * (n_cal - 1)
     ana = pm.model_partitioned(_TermLink(t_part), threads, sizes, 1.0, dist=dist)
-    t_p = ana["message_s"].to_numpy(float)
+    t_p = ana["message_s"].to_numpy(float) / backlog
     m = np.minimum(phi * ana["overlap_s"].to_numpy(float) / t_p, threads - 1)
     elapsed = t_p * (threads - m)
     single = t_single.at(sizes)
