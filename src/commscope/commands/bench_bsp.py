@@ -3,7 +3,8 @@
 from ..bench.bsp import DEFAULTS, DISTRIBUTIONS, WORKLOADS, run_bsp
 from ..errors import InputError
 from ..units import parse_size
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
+from .common_options import (add_launch_options, add_resume_option, launch_kwargs, number,
+                             resume_if_asked)
 
 EXAMPLES = """\
 examples:

@@ -3,7 +3,8 @@
 from ..bench.partitioned import (COMPUTE_MODES, DISTRIBUTIONS, METHODS, default_sizes,
                                  run_partitioned)
 from ..units import parse_size_list
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
+from .common_options import (add_launch_options, add_resume_option, launch_kwargs, number,
+                             resume_if_asked)
 
 EXAMPLES = """\
 examples:

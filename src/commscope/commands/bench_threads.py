@@ -7,7 +7,8 @@ from ..bench.threads import (COMPUTE_MODES, DEFAULTS, DISTRIBUTIONS,
                              summarize_run)
 from ..output import format_table
 from ..units import format_seconds
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked, number
+from .common_options import (add_launch_options, add_resume_option, launch_kwargs, number,
+                             resume_if_asked)
 
 EXAMPLES = """\
 examples:

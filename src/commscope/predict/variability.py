@@ -106,7 +106,8 @@ def run_maxima(run):
         raise InputError(run.table_file("maxima"), "max_interval_s", "no intervals recorded")
     vals = df.sort_values("interval")["max_interval_s"].to_numpy(dtype=float)
     if not np.all(np.isfinite(vals)) or np.any(vals < 0):
-        raise InputError(run.table_file("maxima"), "max_interval_s", "has negative or non-finite times")
+        raise InputError(run.table_file("maxima"), "max_interval_s",
+                         "has negative or non-finite times")
     return vals
 
 

@@ -94,9 +94,8 @@ def _held_html(df, table):
 
 
 def _measured_verdict(row):
-    v = row.get("measured_verdict")
-    return "tie (within noise)" if v == "tie" else _verdict(
-        row[f"measured_{row['measured_method']}_beats_single"])
+    return {"tie": "tie (within noise)", "early-bird": "early-bird wins",
+            "single": "single wins"}.get(row.get("measured_verdict"), "-")
 
 
 def _verdict(wins):
@@ -140,9 +139,6 @@ def _render_run(run, machine_model):
                 df = measured_rows(run)
     else:
         df = measured_rows(run)
-    if df.empty:  # e.g. stopped before its first size: nothing to plot or compare
-        return head + "".join(notes) + ('<p class="note">No measurements: '
-                                        "samples.parquet has no rows.</p>")
     meas = df[df["source"] == "measured"]
     fig, axes = new_figure(ncols=2, width=5.8)
     bw_ax, el_ax = axes[0]

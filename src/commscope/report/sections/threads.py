@@ -128,7 +128,8 @@ def render_run(run, threshold_s=THRESHOLD_S):
     """HTML for one threads run."""
     name = run.path.name
     compute, injected = load_tables(run)
-    rep = arrivals.analyse_arrivals(compute, threshold_s=threshold_s, source=run.table_file("compute"))
+    rep = arrivals.analyse_arrivals(compute, threshold_s=threshold_s,
+                                    source=run.table_file("compute"))
     rec = compare_with_injected(compute, injected, threshold_s)
     p = run.meta.get("parameters", {})
     over = run.meta.get("oversubscription", {})
