@@ -52,7 +52,9 @@ def test_predicts_and_judges(bsp_runs):
     k1 = predict_variability(one, [1], kind="nonparametric", replicas=500, seed=1,
                              statistics=("interval_max_s",))
     assert cal.min() <= k1["ci_low_s"].iloc[0] <= k1["ci_high_s"].iloc[0] <= cal.max()
-    assert k1["median_s"].iloc[0] in set(cal)
+    # ... and, at k = 1, one run's median maximum predicts the calibration's own (a median
+    # of 60 resampled values is a mean of two of them, not always one of the values)
+    assert k1["ci_low_s"].iloc[0] <= np.median(cal) <= k1["ci_high_s"].iloc[0]
 
 
 def test_reproducible_and_monotone(bsp_runs):

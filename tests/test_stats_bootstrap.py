@@ -251,7 +251,7 @@ def test_cli_bootstrap_matches_library(tmp_path, capsys):
 @pytest.mark.parametrize("args, words", [
     (["--target-ranks", "64"], ["--base-ranks"]),                                # maxima, no p
     (["--target-ranks", "64", "--base-ranks", "32", "--kind", "internode"], ["per-rank"]),
-    (["--target-ranks", "16", "--base-ranks", "32"], ["target_ranks"]),          # k < 1
+    (["--target-ranks", "16", "--base-ranks", "32"], ["--target-ranks"]),          # k < 1
 ])
 def test_cli_bootstrap_errors_name_the_problem(tmp_path, capsys, args, words):
     path = tmp_path / "max.csv"

@@ -68,12 +68,13 @@ def main(argv=None):
 
 
 def _dispatch(argv):
-    parser, args = build_parser(), None
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"commscope: error: {_as_option(exc, parser, args)}", file=sys.stderr)
+        print(f"commscope: error: {_as_option(exc, parser, argv)}", file=sys.stderr)
         return 2
     except EnvironmentProblem as exc:
         print(f"commscope: {exc}", file=sys.stderr)
@@ -92,14 +93,17 @@ def _dispatch(argv):
         return 128 + signum
 
 
-def _as_option(exc, parser, args):
+def _as_option(exc, parser, argv):
     """A library check names its parameter (``target_ranks``); the user gave an option
-    (``--target-ranks``): say the option's name."""
-    if args is None or exc.field not in (None, exc.source):
+    (``--target-ranks``): say the option's name. The command's parser is found by the
+    words of ``argv`` (``stats bootstrap``)."""
+    if exc.field not in (None, exc.source):
         return exc
-    for name in (getattr(args, "command", None), getattr(args, "subcommand", None)):
+    words = iter(argv)
+    while True:
         sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-        if sub is None or name not in sub.choices:
+        name = next((w for w in words if sub is not None and w in sub.choices), None)
+        if name is None:
             break
         parser = sub.choices[name]
     option = next((max(a.option_strings, key=len) for a in parser._actions
