@@ -508,9 +508,10 @@ def _assumption_notes(kind, groups, interval, block, n_runs, method):
     if kind != "nonparametric":
         tests = [target_run.gev_fit_rejected(np.concatenate(g), method) for g in groups]
         bad = [p for rejected, p in tests if rejected]
-        if bad:
-            notes.append(f"GEV fit rejected by a Kolmogorov-Smirnov test (p = {min(bad):.2g} "
-                         "< 0.05): the parametric tail is not the data's")
+        if bad:  # a person reads "p < 0.001", not "p = 5e-08"
+            p_text = f"p = {min(bad):.2g} < 0.05" if min(bad) >= 1e-3 else "p < 0.001"
+            notes.append(f"GEV fit rejected by a Kolmogorov-Smirnov test ({p_text}): "
+                         "the parametric tail is not the data's")
     if interval == "run" and n_runs < 2:
         notes.append("one calibration run: run-to-run variation is not represented "
                      "(give repeats, more runs at the base scale)")
