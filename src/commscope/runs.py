@@ -248,19 +248,17 @@ class Run:
         """The table as a DataFrame (Parquet, else the raw CSV of a killed run).
         The columns added after a job (kinds.DERIVED_COLUMNS) are required of a complete
         run; ``derived=False``: not even then, for the step that adds them."""
-        pq = self.path / f"{table}.parquet"
-        if pq.exists():
+        pq, source = self.path / f"{table}.parquet", self.table_file(table)
+        if source != pq:
+            df = self._read_raw(table)
+        elif not pq.exists():
+            raise InputError(pq, None, "missing (no such table in this run)")
+        else:
             require_regular_file(pq)
             try:
                 df = pd.read_parquet(pq)
             except Exception as exc:  # pyarrow raises several types for bad files
                 raise InputError(pq, None, f"not a readable Parquet file ({exc})") from None
-            source = pq
-        else:
-            segments = raw_segments(self.raw_dir, table)
-            if not segments:
-                raise InputError(pq, None, "missing (no such table in this run)")
-            df, source = self._read_raw(table), segments[0]
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
@@ -423,7 +421,8 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "p": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(kind, dkind)  # "*": any
+        ok = {"i": "iu", "p": "iu", "f": "iuf", "n": "iuf", "O": "OSUT",
+              "b": "b"}.get(kind, dkind)  # "*": any
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
             what = {"i": "integer", "p": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
             raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")

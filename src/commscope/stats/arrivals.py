@@ -84,9 +84,9 @@ def validate_arrivals(df: pd.DataFrame, source="data") -> pd.DataFrame:
     out["compute_time_s"] = t.astype(float)
     if "region" not in out.columns:
         out.insert(0, "region", "all")
-    elif missing_names(out["region"]).any():
-        row = int(np.argmax(missing_names(out["region"]).to_numpy())) + 1
-        raise InputError(source, "region", f"missing name (null or \"nan\") in row {row}")
+    elif (missing := missing_names(out["region"]).to_numpy()).any():
+        raise InputError(source, "region",
+                         f"missing name (null or \"nan\") in row {int(np.argmax(missing)) + 1}")
     out["region"] = out["region"].astype(str)
     dup = out.duplicated(["region", "trial", "rank", "iteration", "thread"])
     if dup.any():
