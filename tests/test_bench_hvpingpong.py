@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from commscope import cli
-from commscope.bench.hvpingpong import count_grid, model_table, run_hvpingpong
+from commscope.bench.hvpingpong import count_grid, model_table, planned_counts, run_hvpingpong
 from commscope.errors import InputError
 from commscope.models import p2p
 from commscope.models.contention_fit import fit_delta
@@ -13,23 +13,27 @@ from commscope.models.machine_model import bluewaters_machine_model
 
 COUNTS = [1, 7, 60]
 SIZES = [8, 2048]
+REPS = {1: 20, 7: 3, 60: 3}  # max(iters = 3, ceil(min_messages = 20 / n))
 
 
 @pytest.fixture(scope="module")
 def hvpp_run(tmp_path_factory, default_mpi):
     root = tmp_path_factory.mktemp("runs")
-    return run_hvpingpong(counts=COUNTS, sizes=SIZES, iters=3, warmup=1, runs_root=root,
-                          echo=False, progress=False)
+    return run_hvpingpong(counts=COUNTS, sizes=SIZES, iters=3, warmup=1, min_messages=20,
+                          runs_root=root, echo=False, progress=False)
 
 
 def test_every_repetition_of_every_cell_is_kept(hvpp_run):
     s = hvpp_run.table("samples")
     assert hvpp_run.meta["status"] == "complete"
-    assert len(s) == len(COUNTS) * len(SIZES) * 2 * 3
+    assert len(s) == sum(REPS.values()) * len(SIZES) * 2
     cells = s.groupby(["n_messages", "size_bytes", "order"])["rep"].apply(sorted)
     assert set(cells.index) == {(n, b, o) for n in COUNTS for b in SIZES
                                 for o in ("ordered", "reversed")}
-    assert all(r == [0, 1, 2] for r in cells)
+    # a few-message cell times at least min_messages messages
+    assert all(reps == list(range(REPS[n])) for (n, _, _), reps in cells.items())
+    assert [rows for _, rows in planned_counts(hvpp_run.meta["parameters"])] == \
+        [REPS[n] * len(SIZES) * 2 for n in COUNTS]
     assert (s["time_s"] > 0).all() and (s["pairs"] == 1).all()
     assert set(s["locality"]) <= {"intra-socket", "cross-socket"}   # one node
     assert hvpp_run.meta["parameters"]["counts"] == COUNTS
@@ -59,8 +63,8 @@ def test_total_bytes_keeps_n_times_s_constant(runs_root, default_mpi):
 
 
 def test_runs_under_mpich(runs_root, mpich_mpi):
-    run = run_hvpingpong(counts=[1, 30], sizes=[8], iters=2, warmup=0, runs_root=runs_root,
-                         mpi_spec="mpich", echo=False, progress=False)
+    run = run_hvpingpong(counts=[1, 30], sizes=[8], iters=2, warmup=0, min_messages=0,
+                         runs_root=runs_root, mpi_spec="mpich", echo=False, progress=False)
     s = run.table("samples")
     assert len(s) == 2 * 2 * 2 and run.meta["mpi"]["flavor"] == "mpich"
 
@@ -88,6 +92,7 @@ def test_contention_on_one_node_exits_with_the_explanation(runs_root, capsys):
     (["--counts", "1,20000000"], "--counts"),
     (["-i", "0"], "--iterations"),
     (["-x", "-1"], "--warmup"),
+    (["--min-messages", "-1"], "--min-messages"),
     (["--counts", "1,0"], ">= 1"),
     (["--total-bytes", "100", "--messages", "1:1000"], "less than 1 byte"),
     (["--sizes", "1G", "--messages", "1:10000"], "2 GiB"),

@@ -42,7 +42,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: cs_hvpingpong [-n MIN:MAX] [--per-decade K] [--counts N1,N2,...]\n"
             "                     [--sizes S1,S2,... | --total-bytes B]\n"
-            "                     [--order ordered,reversed] [-i ITERS] [-x WARMUP]\n"
+            "                     [--order ordered,reversed] [-i ITERS] [-x WARMUP] [--min-messages M]\n"
             "                     [--contention] [--queues] [--out DIR]\n"
             "  -n MIN:MAX        message counts on a log grid (default 1:10000)\n"
             "  --per-decade K    grid points per decade for -n (default 4)\n"
@@ -51,6 +51,7 @@ static void usage(void)
             "  --total-bytes B   instead: constant total B bytes, s = B / n\n"
             "  --order LIST      ordered, reversed or both (default ordered,reversed)\n"
             "  -i, -x            timed and warm-up repetitions per (n, s, order)\n"
+            "  --min-messages M  time at least M messages per cell: max(ITERS, M/n) repetitions\n"
             "  --queues          one more, untimed repetition per cell reading the ob1\n"
             "                    queue-length pvars around each receive phase (queues.csv)\n"
             "  --contention      node i sends to node i + N/2 (multi-node only, Bienz et al. 2018, Fig. 6)\n"
@@ -115,11 +116,11 @@ int main(int argc, char **argv)
 {
     long long nmin = 1, nmax = 10000, counts[MAX_LIST], sizes[MAX_LIST], total = -1;
     int ncounts = 0, nsizes = 0, per_decade = 4, iters = 10, warmup = 2, contention = 0;
-    int queues = 0;
+    int queues = 0, min_messages = 0;
     int do_order[2] = {1, 1}; /* ordered, reversed */
     const char *out = NULL, *counts_arg = NULL;
     int rank, size, provided;
-    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT, O_QUEUES };
+    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT, O_QUEUES, O_MINMSG };
     static struct option longopts[] = {{"counts", required_argument, 0, O_COUNTS},
                                        {"sizes", required_argument, 0, O_SIZES},
                                        {"total-bytes", required_argument, 0, O_TOTAL},
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
                                        {"per-decade", required_argument, 0, O_DECADE},
                                        {"contention", no_argument, 0, O_CONT},
                                        {"queues", no_argument, 0, O_QUEUES},
+                                       {"min-messages", required_argument, 0, O_MINMSG},
                                        {"out", required_argument, 0, 'o'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -160,6 +162,7 @@ int main(int argc, char **argv)
         case O_DECADE: per_decade = atoi(optarg); break;
         case O_CONT: contention = 1; break;
         case O_QUEUES: queues = 1; break;
+        case O_MINMSG: min_messages = atoi(optarg); break;
         case 'i': iters = atoi(optarg); break;
         case 'x': warmup = atoi(optarg); break;
         case 'o': out = optarg; break;
@@ -168,8 +171,9 @@ int main(int argc, char **argv)
     }
     if (size < 2 || size % 2)
         cs_die("needs an even number of ranks, got %d", size);
-    if (iters < 1 || warmup < 0)
-        cs_die("-i must be >= 1 and -x >= 0 (got %d, %d)", iters, warmup);
+    if (iters < 1 || warmup < 0 || min_messages < 0)
+        cs_die("-i must be >= 1, -x and --min-messages >= 0 (got %d, %d, %d)", iters, warmup,
+               min_messages);
     if (per_decade < 1)
         cs_die("--per-decade must be >= 1, got %d", per_decade);
     if (counts_arg) {
@@ -251,8 +255,12 @@ int main(int argc, char **argv)
     char *sbuf = malloc(max_bytes), *rbuf = malloc(max_bytes);
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * nmax_all);
     int *send_tags = malloc(sizeof(int) * nmax_all), *recv_tags = malloc(sizeof(int) * nmax_all);
-    double *times = malloc(sizeof(double) * iters);
-    double *all = rank == 0 ? malloc(sizeof(double) * iters * size) : NULL;
+    /* A cell of n messages times max(iters, ceil(min_messages / n)) repetitions: a few
+       repetitions of a few messages give a median that jumps between the two modes of
+       a small exchange (receives posted before or after the messages arrive). */
+    int max_reps = iters > min_messages ? iters : min_messages;
+    double *times = malloc(sizeof(double) * max_reps);
+    double *all = rank == 0 ? malloc(sizeof(double) * max_reps * size) : NULL;
     if (!sbuf || !rbuf || !reqs || !send_tags || !recv_tags || !times || (rank == 0 && !all))
         cs_die("out of memory for %lld-byte buffers", max_bytes);
     memset(sbuf, 'a', max_bytes);
@@ -306,6 +314,9 @@ int main(int argc, char **argv)
     long done = 0, total_steps = (long)ncounts * nsizes;
     for (int a = 0; a < ncounts; a++) {
         int n = (int)counts[a];
+        int reps = (int)((min_messages + n - 1) / n);
+        if (reps < iters)
+            reps = iters;
         for (int b = 0; b < nsizes; b++) {
             long long s = total > 0 ? total / n : sizes[b];
             if (s > 2147483647LL)
@@ -318,10 +329,10 @@ int main(int argc, char **argv)
                     recv_tags[i] = o == 0 ? i : n - 1 - i; /* reversed: recv_tags_i = send_tags_{n-i-1} */
                 }
                 MPI_Barrier(MPI_COMM_WORLD);
-                /* r == iters: the untimed repetition that reads the queue pvars (--queues) */
-                for (int r = -warmup; r < iters + queues; r++) {
+                /* r == reps: the untimed repetition that reads the queue pvars (--queues) */
+                for (int r = -warmup; r < reps + queues; r++) {
                     double t0 = MPI_Wtime();
-                    int sample = r == iters;
+                    int sample = r == reps;
                     for (int phase = 0; phase < 2; phase++) {
                         /* initiator: send then receive; its peer the other way round */
                         int sending = (phase == 0) == (initiator[rank] != 0);
@@ -341,7 +352,7 @@ int main(int argc, char **argv)
                         }
                         MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
                     }
-                    if (r >= 0 && r < iters)
+                    if (r >= 0 && r < reps)
                         times[r] = (MPI_Wtime() - t0) / 2.0;
                 }
                 if (queues) {
@@ -355,27 +366,27 @@ int main(int argc, char **argv)
                 if (rank == 0) {
                     double sum, lo, hi;
                     for (int p = 0; p < ninit; p++) {
-                        double *dst = all + (size_t)p * iters;
+                        double *dst = all + (size_t)p * reps;
                         if (inits[p] == 0)
-                            memcpy(dst, times, sizeof(double) * iters);
+                            memcpy(dst, times, sizeof(double) * reps);
                         else
-                            MPI_Recv(dst, iters, MPI_DOUBLE, inits[p], 2, ctl,
+                            MPI_Recv(dst, reps, MPI_DOUBLE, inits[p], 2, ctl,
                                      MPI_STATUS_IGNORE);
                     }
-                    cs_sum_min_max(all, (size_t)ninit * iters, &sum, &lo, &hi);
+                    cs_sum_min_max(all, (size_t)ninit * reps, &sum, &lo, &hi);
                     printf("%-10d %-12lld %-9s %14.5g %14.5g %14.5g %6d\n", n, s, order_name[o],
-                           sum / ((double)iters * ninit), lo, hi, iters);
+                           sum / ((double)reps * ninit), lo, hi, reps);
                     fflush(stdout);
                     if (samples)
                         for (int p = 0; p < ninit; p++) {
                             const char *loc = cs_locality(&places[inits[p]], &places[peer[inits[p]]]);
-                            for (int r = 0; r < iters; r++)
+                            for (int r = 0; r < reps; r++)
                                 cs_row(samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
-                                       order_name[o], p, r, all[(size_t)p * iters + r], loc,
+                                       order_name[o], p, r, all[(size_t)p * reps + r], loc,
                                        pairs);
                         }
                 } else if (initiator[rank]) {
-                    MPI_Send(times, iters, MPI_DOUBLE, 0, 2, ctl);
+                    MPI_Send(times, reps, MPI_DOUBLE, 0, 2, ctl);
                 }
             }
             if (rank == 0)

@@ -148,11 +148,16 @@ def pingpong_sizes(params):
     return out
 
 
+def hvpingpong_repetitions(params, n):
+    """Timed repetitions of a cell of ``n`` messages: max(iters, ceil(min_messages / n)),
+    as cs_hvpingpong counts them (``min_messages`` is absent in runs made before it)."""
+    return max(params["iters"], -(-params.get("min_messages", 0) // n))
+
+
 def hvpingpong_counts(params):
     """``((n,), rows)`` in measuring order: each count with every size and order."""
-    per_count = (len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
-                 * params["iters"])
-    return [((n,), per_count) for n in params["counts"]]
+    cells = len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
+    return [((n,), cells * hvpingpong_repetitions(params, n)) for n in params["counts"]]
 
 
 def partitioned_sizes(params):

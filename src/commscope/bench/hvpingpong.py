@@ -28,7 +28,8 @@ pd = lazy("pandas")
 
 
 ORDERS = ("ordered", "reversed")
-DEFAULTS = dict(n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,))
+DEFAULTS = dict(n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,),
+                min_messages=1000)
 MAX_COUNT = 1 << 20
 
 
@@ -87,7 +88,7 @@ def check_contention_layout(hosts=None, ranks_per_node=None):
 
 def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, sizes=(8,),
                    total_bytes=None, orders=ORDERS, iters=10, warmup=2, contention=False,
-                   queues=False, **launch_kw):
+                   queues=False, min_messages=DEFAULTS["min_messages"], **launch_kw):
     """Run HighVolumePingPong and return the finished :class:`~commscope.runs.Run`.
 
     Message counts: ``counts`` (a list) or the log grid ``n_min..n_max`` with
@@ -136,6 +137,8 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
         bad_opt = "--iterations" if iters < 1 else "--warmup"
         raise InputError(bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got "
                                         f"{iters} and {warmup}")
+    if not 0 <= min_messages <= MAX_COUNT:
+        raise InputError("--min-messages", None, f"must be 0 .. {MAX_COUNT}, got {min_messages}")
     if pairs < 1:
         raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
     if contention:
@@ -145,7 +148,8 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     else:
         nranks = 2 * pairs
     params = dict(pairs=nranks // 2, counts=counts, sizes=sizes, total_bytes=total_bytes,
-                  orders=list(orders), iters=iters, warmup=warmup, contention=bool(contention),
+                  orders=list(orders), iters=iters, warmup=warmup, min_messages=int(min_messages),
+                  contention=bool(contention),
                   queues=bool(queues),
                   layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
                           else "rank i <-> rank i + P/2"))
@@ -156,7 +160,8 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
 def native_args(params):
     """Options of cs_hvpingpong for the parameters recorded in meta.json."""
     args = ["--counts", ",".join(map(str, params["counts"])), "--order", ",".join(params["orders"]),
-            "-i", params["iters"], "-x", params["warmup"]]
+            "-i", params["iters"], "-x", params["warmup"],
+            "--min-messages", params.get("min_messages", 0)]
     args += (["--total-bytes", params["total_bytes"]] if params["total_bytes"] is not None
              else ["--sizes", ",".join(map(str, params["sizes"]))])
     return (args + (["--contention"] if params["contention"] else [])

@@ -49,6 +49,11 @@ def register(registry):
                    help="timed repetitions per (n, s, order) (default %(default)s)")
     p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
                    help="warm-up repetitions (default %(default)s)")
+    p.add_argument("--min-messages", type=int, default=DEFAULTS["min_messages"], metavar="M",
+                   help="time at least M messages per cell: a cell of n messages gets "
+                        "max(ITERATIONS, M/n) repetitions, so few-message cells, whose times "
+                        "fall in two modes, get a stable median (default %(default)s; 0: "
+                        "ITERATIONS everywhere)")
     p.add_argument("--pairs", type=int, default=1,
                    help="concurrent pairs on this node, 2*PAIRS ranks (default %(default)s)")
     p.add_argument("--contention", action="store_true",
@@ -86,7 +91,8 @@ def _run(args):
             raise InputError("--order", None, f"expected ordered, reversed or both, got {o!r}")
     run = run_hvpingpong(pairs=args.pairs, n_min=n_min, n_max=n_max, per_decade=args.per_decade,
                          counts=counts, sizes=sizes, total_bytes=total, orders=orders,
-                         iters=args.iterations, warmup=args.warmup, contention=args.contention,
+                         iters=args.iterations, warmup=args.warmup, min_messages=args.min_messages,
+                         contention=args.contention,
                          queues=args.queues, **launch_kwargs(args))
     print(run.path)
     return 0
