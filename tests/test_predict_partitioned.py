@@ -1,6 +1,7 @@
 """commscope predict partitioned on a real (small) partitioned run, and its report section."""
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -12,8 +13,8 @@ from commscope.bench.partitioned import run_partitioned
 from commscope.bench.pingpong import run_pingpong
 from commscope.cli import main
 from commscope.models.partitioned import ConstantLink
-from commscope.predict.partitioned import (comparison_table, peak, predict_partitioned,
-                                           range_text, win_ranges)
+from commscope.predict.partitioned import (comparison_table, measured_rows, peak,
+                                           predict_partitioned, range_text, win_ranges)
 from commscope.machine_fit import fit_runs
 from commscope.report.build import build_report
 from commscope.runs import open_run
@@ -50,12 +51,27 @@ def test_tidy_rows_per_size_method_source(prun):
                     ("partitioned", "monte-carlo"), ("partitioned", "monte-carlo-measured")}
     assert len(df) == len(SIZES) * len(keys)
     assert sorted(df["size_bytes"].unique()) == SIZES
-    # measured rows are the run's own means
+    # measured rows are the run's own medians
     s = prun.table("samples")
     m = df[df["source"] == "measured"].set_index(["size_bytes", "method"])["elapsed_s"]
     np.testing.assert_allclose(m.sort_index(),
-                               s.groupby(["size_bytes", "method"])["elapsed_s"].mean().sort_index())
+                               s.groupby(["size_bytes", "method"])["elapsed_s"].median().sort_index())
     assert (df.loc[df["source"] == "measured", "runs"] == 3).all()
+
+
+def test_a_preempted_run_does_not_move_the_measured_time(prun, tmp_path):
+    # one run 3 ms late (an OS time slice on a shared core) moves a 3-run mean by 1 ms,
+    # the median only to the slower of the other two
+    copy = tmp_path / "preempted"
+    shutil.copytree(prun.path, copy)
+    s = pd.read_parquet(copy / "samples.parquet")
+    cell = (s["size_bytes"] == SIZES[0]) & (s["method"] == "partitioned")
+    others = s.loc[cell & (s["run"] != 0), "elapsed_s"]
+    s.loc[cell & (s["run"] == 0), "elapsed_s"] += 3e-3
+    s.to_parquet(copy / "samples.parquet")
+    rows = measured_rows(open_run(copy)).set_index(["size_bytes", "method"])
+    assert rows.loc[(SIZES[0], "partitioned"), "elapsed_s"] == pytest.approx(others.max())
+    assert np.isfinite(rows["elapsed_se_s"]).all() and (rows["elapsed_se_s"] >= 0).all()
 
 
 def test_model_rows_use_the_runs_parameters(prun):
@@ -112,15 +128,15 @@ def test_wins_and_peak_from_a_known_table():
     assert pk["size_bytes"] == 400 and pk["measured_Bps"] == 400
     assert pk["measured_over_analytic"] == pytest.approx(400 / (400 / 3))
 
-def test_measured_means_within_noise_are_a_tie_not_a_verdict():
-    # 18.897 ms vs 18.887 ms, each mean +- 0.2 ms: no verdict to agree or disagree with
+def test_measured_medians_within_noise_are_a_tie_not_a_verdict():
+    # 18.897 ms vs 18.887 ms, each median +- 0.2 ms: no verdict to agree or disagree with
     rows = []
     for size, (mp, ms, sem) in {100: (18.897e-3, 18.887e-3, 2e-4), 200: (10e-3, 20e-3, 2e-4),
                                 400: (20e-3, 19e-3, 1e-4)}.items():
         rows += [dict(size_bytes=size, method="partitioned", source="measured", elapsed_s=mp,
-                      elapsed_sem_s=sem, effective_bandwidth_Bps=size / mp),
+                      elapsed_se_s=sem, effective_bandwidth_Bps=size / mp),
                  dict(size_bytes=size, method="single", source="measured", elapsed_s=ms,
-                      elapsed_sem_s=sem, effective_bandwidth_Bps=size / ms),
+                      elapsed_se_s=sem, effective_bandwidth_Bps=size / ms),
                  dict(size_bytes=size, method="partitioned", source="analytic", elapsed_s=1e-3,
                       effective_bandwidth_Bps=size / 1e-3),
                  dict(size_bytes=size, method="single", source="analytic", elapsed_s=2e-3,

@@ -26,7 +26,8 @@ examples:
 The run's own parameters (threads, mean compute, sigma, distribution, sizes) go into
 Dominguez-Trujillo 2021, Algorithm 1 (analytic), into a Monte Carlo with the nominal thread-time
 distribution, and into a Monte Carlo resampling the compute times the run measured.
-Printed per size: mean elapsed time (last thread ready -> transfer complete) and
+Printed per size: elapsed time (last thread ready -> transfer complete; measured: the
+median run, robust to a run the OS preempted; models: the expected time) and
 effective bandwidth (size / elapsed, bytes/s), measured and modeled, then the size
 ranges where the early-bird send beat the single send in the measurement and in the
 models, and the measured/modeled ratio at the measured bandwidth peak.
@@ -103,7 +104,7 @@ def _run(args):
             "analytic_partitioned_s", "mc_partitioned_s", "mc_measured_partitioned_s",
             "analytic_single_s"]
     print_table(table, [c for c in cols if table[c].notna().any()],
-                title="mean elapsed time, last thread ready -> transfer complete (s)")
+                title="elapsed time, last thread ready -> transfer complete (s; measured: median run)")
     print()
     mb = table.copy()
     bcols = [c for c in mb.columns if c.endswith("_Bps")]
@@ -112,7 +113,7 @@ def _run(args):
     bcols = ["size_bytes"] + [c.replace("_Bps", "_MBps") for c in bcols if mb[c].notna().any()]
     print_table(mb, bcols, title="effective bandwidth size / elapsed (MB/s = 1e6 B/s), eq. 4.3")
     print()
-    print("where the early-bird send beats the single send (lower mean elapsed time):")
+    print("where the early-bird send beats the single send (lower elapsed time):")
     labels = {"measured_partitioned": "measured, MPI-4 partitioned",
               "measured_isend": "measured, Isend per partition",
               "analytic": "model, Algorithm 1", "mc": "model, Monte Carlo"}

@@ -19,8 +19,9 @@ measured:
 Output is tidy: one row per (size_bytes, method, source). ``method`` is the measured
 method (``partitioned``, ``isend``, ``single``) or, for model rows, the approach
 modeled (``partitioned``: any early-bird send, compared with both measured
-``partitioned`` and ``isend``; ``single``). Effective bandwidths are bytes/s
-(eq. 4.3). Measured ``effective_bandwidth_Bps`` is the mean of the per-run
+``partitioned`` and ``isend``; ``single``). Measured ``elapsed_s`` is the median run
+(:func:`measured_rows` says why), model rows give expected times. Effective bandwidths
+are bytes/s (eq. 4.3). Measured ``effective_bandwidth_Bps`` is the mean of the per-run
 bandwidths as the thesis averages its runs; the Monte-Carlo rows use the same
 statistic (mean over replicas of size/elapsed); Algorithm 1 gives size / expected
 elapsed time, as printed.
@@ -53,7 +54,7 @@ SOURCES = ("measured", "calibrated", "analytic", "monte-carlo", "monte-carlo-mea
 #: ping-pong link, as the thesis; the only one for OSU tables and link objects).
 MODELS = ("calibrated", "postal")
 COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
-           "elapsed_p95_s", "elapsed_sem_s", "effective_bandwidth_Bps", "messages_overlapped"]
+           "elapsed_p95_s", "elapsed_se_s", "effective_bandwidth_Bps", "messages_overlapped"]
 
 
 def _as_run(obj):
@@ -114,8 +115,23 @@ def _distribution(params):
     return pm.thread_time_distribution(mu, sigma, dist)
 
 
+def _median_se(x):
+    """Standard error of a sample median: 1.253 sigma / sqrt(n), sigma from the MAD
+    (1.4826 MAD), so one preempted run does not widen it either."""
+    x = np.asarray(x, float)
+    if len(x) < 2:
+        return np.nan
+    return float(1.2533 * 1.4826 * np.median(np.abs(x - np.median(x))) / np.sqrt(len(x)))
+
+
 def measured_rows(run):
-    """Per (method, size): runs, mean elapsed, 5/95 % quantiles, mean bandwidth."""
+    """Per (method, size): runs, median elapsed and its standard error, 5/95 % quantiles,
+    mean bandwidth.
+
+    The elapsed time is the median run, not the mean: on a shared machine a run whose
+    thread the OS preempted once (a 2-4 ms time slice) moves a 5-run mean by more than
+    a whole 72 KiB exchange takes, and no model term describes preemption.
+    """
     df = run.table("samples")
     if df.empty:
         raise InputError(run.table_file("samples"), None, "no rows: nothing was measured")
@@ -125,11 +141,10 @@ def measured_rows(run):
                          f"the receiver found wrong bytes ({bad['method']}, "
                          f"{bad['size_bytes']} B, run {bad['run']}): not a valid measurement")
     g = df.groupby(["size_bytes", "method"], sort=True)
-    out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "mean"),
+    out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "median"),
                 elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
                 elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
-                elapsed_sem_s=("elapsed_s", lambda x: float(np.std(x, ddof=1) / np.sqrt(len(x)))
-                               if len(x) > 1 else np.nan),
+                elapsed_se_s=("elapsed_s", _median_se),
                 effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean")).reset_index()
     out["source"] = "measured"
     out["messages_overlapped"] = np.nan
@@ -308,15 +323,16 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
 def comparison_table(pred):
     """One row per size: measured and modeled elapsed/bandwidth side by side, and wins.
 
-    ``*_beats_single``: the early-bird approach has a lower mean elapsed time than the
-    single send, measured (per measured method) or modeled (analytic: Algorithm 1 vs
-    the postal single send; mc: Monte Carlo vs the same single send).
-    ``measured_verdict``: "early-bird", "single", or "tie" when the two measured means
+    ``*_beats_single``: the early-bird approach has a lower elapsed time than the
+    single send, measured (median runs, per measured method) or modeled (expected
+    times; analytic: Algorithm 1 vs the postal single send; mc: Monte Carlo vs the same
+    single send).
+    ``measured_verdict``: "early-bird", "single", or "tie" when the two measured medians
     differ by less than twice the standard error of their difference (then no model's
     verdict can agree or disagree with it: ``verdict_agrees`` is None).
     """
     values = ["elapsed_s", "effective_bandwidth_Bps"] + \
-        (["elapsed_sem_s"] if "elapsed_sem_s" in pred else [])
+        (["elapsed_se_s"] if "elapsed_se_s" in pred else [])
     wide = pred.pivot_table(index="size_bytes", columns=["source", "method"], values=values,
                             aggfunc="first", dropna=False)
     rows = []
@@ -364,9 +380,9 @@ def comparison_table(pred):
         row["ratio_single"] = single / row["model_single_s"]
         row["model_beats_single"] = bool(row["model_partitioned_s"] < row["model_single_s"])
         won = row[f"measured_{meas_m}_beats_single"]
-        # two means closer than twice their difference's standard error are no verdict
-        se = np.hypot(get("elapsed_sem_s", "measured", meas_m), get("elapsed_sem_s", "measured",
-                                                                     "single"))
+        # two medians closer than twice their difference's standard error are no verdict
+        se = np.hypot(get("elapsed_se_s", "measured", meas_m), get("elapsed_se_s", "measured",
+                                                                   "single"))
         tie = won is not None and np.isfinite(se) and abs(meas - single) <= 2 * se
         row["measured_verdict"] = None if won is None else "tie" if tie else \
             "early-bird" if won else "single"

@@ -182,7 +182,8 @@ def _render_run(run, machine_model):
     ranges = win_ranges(table)
     label = early[: -len("_beats_single")]
 
-    wins = (f"<p>Early-bird send beats the single send (lower mean elapsed time): measured "
+    wins = (f"<p>Early-bird send beats the single send (lower elapsed time; measured: the "
+            f"median run): measured "
             f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label), format_bytes)}"
             + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
                f"{range_text(ranges.get('mc'), format_bytes)}"
