@@ -11,7 +11,8 @@ from commscope.errors import InputError
 from commscope.models.fitting import (MAX_MEDIAN_REL_ERROR, MIN_SIZES_PER_SEGMENT,
                                       breakpoint_contradictions, compare_breakpoints,
                                       find_protocol_breakpoints, fit_gamma, fit_maxrate,
-                                      fit_postal, fit_machine_model, protocol_switches)
+                                      fit_postal, fit_machine_model, fit_protocol,
+                                      protocol_switches)
 from commscope.models.p2p import hvpingpong_time, node_aware_time
 from commscope.models.machine_model import (bluewaters_machine_model, load_machine_model,
                                             machine_model_from_dict, save_machine_model)
@@ -276,6 +277,49 @@ def test_cache_slope_change_is_not_a_protocol_switch():
     machine_model = fit_machine_model(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
     assert machine_model.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
     assert machine_model.protocol_of(4096, "intra-socket") == "rendezvous"
+
+
+def _cache_knee_samples(max_size, seed=5, knee=512 << 10):
+    """Rendezvous (12 GB/s) whose per-byte cost doubles, without a jump, past ``knee``."""
+    rng = np.random.default_rng(seed)
+    s = np.repeat(2 ** np.arange(12, int(math.log2(max_size)) + 1), 6).astype(float)
+    t = 2.2e-6 + np.minimum(s, knee) / 12e9 + np.maximum(s - knee, 0) / 6e9
+    return pd.DataFrame({"size_bytes": s, "time_s": t * rng.lognormal(0, 0.02, s.size),
+                         "locality": "intra-socket"})
+
+
+def test_capacity_regime_is_modelled_with_three_sizes_beyond_it(tmp_path):
+    knee = 512 << 10
+    mm = fit_machine_model(_cache_knee_samples(4 << 20))   # 1, 2 and 4 MiB beyond the knee
+    p = mm.params[("rendezvous", "intra-socket")]
+    assert p.capacity_bytes == knee
+    assert 1 / p.beta_beyond_s_per_byte == pytest.approx(6e9, rel=0.05)
+    assert 1 / p.beta_s_per_byte == pytest.approx(12e9, rel=0.05)
+    truth = 2.2e-6 + knee / 12e9 + ((4 << 20) - knee) / 6e9
+    assert node_aware_time(mm, 4 << 20, "intra-socket") == pytest.approx(truth, rel=0.03)
+    # below the knee the postal line alone; the fit's error covers every size
+    assert float(p.postal_s(knee)) == pytest.approx(p.alpha_s + knee * p.beta_s_per_byte)
+    assert p.fit.max_rel_error < 0.1 and max(p.fit.rel_error_by_size) == 4 << 20
+    path = tmp_path / "mm.json"
+    save_machine_model(mm, path)
+    back = load_machine_model(path).params[("rendezvous", "intra-socket")]
+    assert (back.capacity_bytes, back.beta_beyond_s_per_byte) == (knee, p.beta_beyond_s_per_byte)
+
+
+def test_capacity_regime_needs_three_sizes_beyond_it():
+    df = _cache_knee_samples(2 << 20)                       # only 1 and 2 MiB beyond
+    par, fit = fit_protocol(df["size_bytes"], df["time_s"], capacity_changes=(512 << 10,))
+    assert par.capacity_bytes is None and par.beta_beyond_s_per_byte is None
+    assert (par.alpha_s, par.beta_s_per_byte) == (fit.alpha_s, fit.beta_s_per_byte)
+    df = _cache_knee_samples(4 << 20)
+    assert fit_protocol(df["size_bytes"], df["time_s"], (512 << 10,))[0].capacity_bytes == 512 << 10
+
+
+def test_capacity_field_is_checked_when_loaded(tmp_path):
+    data = bluewaters_machine_model().to_dict()
+    data["parameters"][0]["capacity"] = {"bytes": 1 << 20}
+    with pytest.raises(InputError, match=r"capacity.*beta_beyond_s_per_byte"):
+        machine_model_from_dict(data, "mm.json")
 
 
 # ------------------------------------------------------------------ fit quality

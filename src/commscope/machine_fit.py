@@ -224,6 +224,11 @@ def machine_model_table(machine_model):
                 "bandwidth_Bps": p.Rb_Bps,  # printed in MB/s, as every table (output.py)
                 # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
                 "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
+                # beyond it the buffers leave the caches: a lower bandwidth (fit_protocol)
+                "capacity_bytes": "-" if p.capacity_bytes is None else p.capacity_bytes,
+                "bandwidth_beyond_Bps": ("-" if p.capacity_bytes is None
+                                         else 1.0 / p.beta_beyond_s_per_byte
+                                         if p.beta_beyond_s_per_byte > 0 else math.inf),
                 "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
                 "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
                 # 95 % bootstrap intervals over the kept repetitions (models/fitting.py)

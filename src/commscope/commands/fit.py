@@ -53,8 +53,12 @@ def _run(args):
     limits = ", ".join(f"{k}={v}" for k, v in sorted(machine_model.mpi_eager_limits.items()))
     print(f"MPI_T eager/rendezvous limits reported by the MPI: {limits or 'none'}")
     for loc, sizes in machine_model.machine.get("regime_changes_bytes", {}).items():
-        print(f"{loc}: slower per byte above {', '.join(map(str, sizes))} bytes without a "
-              "protocol change (caches or memory bandwidth): not modelled")
+        modelled = {p.capacity_bytes for (_, ploc), p in machine_model.params.items()
+                    if ploc == loc and p.capacity_bytes is not None}
+        for size in sizes:
+            print(f"{loc}: slower per byte above {size} bytes without a protocol change (caches "
+                  "or memory bandwidth): " + ("modelled as a capacity regime" if size in modelled
+                                              else "not modelled (fewer than 3 sizes beyond it)"))
     if machine_model.gamma_s is not None:
         ci = machine_model.machine.get("gamma_ci95_s")
         print(f"\ngamma (queue search per element) = {machine_model.gamma_s:.3e} s"

@@ -470,6 +470,39 @@ def quality_flags(fit):
     return flags
 
 
+def fit_protocol(sizes, times, capacity_changes=(), source="samples"):
+    """``(ProtocolParams, PostalFit)`` of one protocol's sizes: the postal fit, and where
+    one of ``capacity_changes`` (regime changes judged capacity effects, bytes) has
+    ``MIN_SIZES_PER_SEGMENT`` sizes on each side, a capacity regime beyond it.
+
+    Beyond the capacity C (the largest of those with enough sizes) the time stays
+    continuous, ``T(C) + beta_beyond (s - C)``, as a slope change without a jump is what
+    :func:`protocol_switches` calls a capacity effect; ``beta_beyond`` minimises the
+    relative error there. The fit quality covers every size, the bootstrap (by the
+    caller) the sizes up to C.
+    """
+    s, t = _arrays(sizes, times, source)
+    for c in sorted(capacity_changes, reverse=True):
+        below, above = s <= c, s > c
+        if (np.unique(s[below]).size < MIN_SIZES_PER_SEGMENT
+                or np.unique(s[above]).size < MIN_SIZES_PER_SEGMENT):
+            continue
+        low = fit_postal(s[below], t[below], source)
+        anchor = low.alpha_s + low.beta_s_per_byte * c
+        x, y = (s[above] - c) / t[above], 1.0 - anchor / t[above]
+        par = ProtocolParams(low.alpha_s, low.beta_s_per_byte, capacity_bytes=int(c),
+                             beta_beyond_s_per_byte=max(float(x @ y / (x @ x)), 0.0))
+        break
+    else:
+        fit = fit_postal(s, t, source)
+        return ProtocolParams(fit.alpha_s, fit.beta_s_per_byte), fit
+    u, med = _medians(s, t)
+    rel = (par.postal_s(u) - med) / med
+    return par, PostalFit(par.alpha_s, par.beta_s_per_byte, int(s.size),
+                          float(np.max(np.abs(rel))), float(np.median(np.abs(rel))),
+                          {int(k): float(v) for k, v in zip(u, rel)})
+
+
 def _segment_fit(single, lo, hi, source):
     seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
     if seg["size_bytes"].nunique() < 2:
@@ -534,7 +567,8 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
     Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
     samples; slope changes that are capacity effects such as caches go to
     ``machine["regime_changes_bytes"]``), then one postal fit per
-    segment with its fit quality.
+    segment with its fit quality, and a capacity regime where a segment has enough
+    sizes beyond such a change (:func:`fit_protocol`).
     Segments are named from the top: the last is always rendezvous, the one below it
     eager, the first short, so with two segments there is no short protocol and with
     one everything is rendezvous. When multi-pair samples exist at a locality,
@@ -567,11 +601,13 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
         names = PROTOCOLS[-len(segments):]
         for proto, (lo, hi) in zip(names, segments):
             seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
-            fit = fit_postal(seg["size_bytes"], seg["time_s"], f"{source} ({loc}, {proto})")
-            quality = fit.quality()
-            quality.ci95 = bootstrap_ci(seg[["size_bytes", "time_s"]], _postal_statistic)
-            quality.flags = quality_flags(fit)
-            params[(proto, loc)] = ProtocolParams(fit.alpha_s, fit.beta_s_per_byte, math.inf, quality)
+            par, fit = fit_protocol(seg["size_bytes"], seg["time_s"], continuous,
+                                    f"{source} ({loc}, {proto})")
+            below = seg if par.capacity_bytes is None else seg[seg["size_bytes"] <= par.capacity_bytes]
+            par.fit = fit.quality()
+            par.fit.ci95 = bootstrap_ci(below[["size_bytes", "time_s"]], _postal_statistic)
+            par.fit.flags = quality_flags(fit)
+            params[(proto, loc)] = par
         bps = [hi for lo, hi in segments[:-1]]
         breakpoints[loc] = Breakpoints(short_max_bytes=bps[0] if len(bps) == 2 else None,
                                        eager_max_bytes=bps[-1] if bps else None)
@@ -597,7 +633,8 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
         machine_model.machine["gamma_ci95_s"] = list(bootstrap_ci(
             cells, lambda f: {"gamma_s": fit_gamma(f, source=hvpp_source).gamma_s},
             replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
-    if regime_changes:  # slope changes without a jump (e.g. caches): reported, not modelled
+    if regime_changes:  # slope changes without a jump (e.g. caches): modelled where
+        # a protocol has enough sizes beyond one (fit_protocol), reported either way
         machine_model.machine["regime_changes_bytes"] = regime_changes
     qs_flags = machine_model.queue_search.flags() if machine_model.queue_search else {}
     warnings = breakpoint_contradictions(machine_model) + [

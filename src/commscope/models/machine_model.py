@@ -131,11 +131,25 @@ class ProtocolParams:
     beta_s_per_byte: float
     R_N_Bps: float = math.inf
     fit: FitQuality | None = None
+    # A capacity regime (the buffers leave the caches): beyond ``capacity_bytes`` each
+    # further byte costs ``beta_beyond_s_per_byte``; None: no such regime was measured.
+    capacity_bytes: int | None = None
+    beta_beyond_s_per_byte: float | None = None
 
     @property
     def Rb_Bps(self):
         """Inter-process bandwidth R_b = 1/beta in bytes per second (inf if beta = 0)."""
         return math.inf if self.beta_s_per_byte == 0 else 1.0 / self.beta_s_per_byte
+
+    def postal_s(self, size_bytes):
+        """Postal time (004 eq. 1), continuous and piecewise linear past the capacity:
+        ``alpha + beta s`` up to ``capacity_bytes``, then ``beta_beyond`` per further byte."""
+        s = np.asarray(size_bytes, dtype=float)
+        t = self.alpha_s + self.beta_s_per_byte * s
+        if self.capacity_bytes is not None:
+            extra = np.maximum(s - self.capacity_bytes, 0.0)
+            t = t + (self.beta_beyond_s_per_byte - self.beta_s_per_byte) * extra
+        return t
 
 
 @dataclass
@@ -214,6 +228,9 @@ class MachineModel:
                 row = {"protocol": proto, "locality": loc, "alpha_s": float(p.alpha_s),
                        "beta_s_per_byte": float(p.beta_s_per_byte),
                        "R_N_Bps": _num_out(p.R_N_Bps)}
+                if p.capacity_bytes is not None:
+                    row["capacity"] = {"bytes": int(p.capacity_bytes),
+                                       "beta_beyond_s_per_byte": float(p.beta_beyond_s_per_byte)}
                 if p.fit is not None:
                     row["fit"] = p.fit.to_dict()
                 rows.append(row)
@@ -343,6 +360,7 @@ def machine_model_from_dict(data, source="machine model"):
                                     source, pre + "beta_s_per_byte"),
             R_N_Bps=_number(row.get("R_N_Bps", "inf"), source, pre + "R_N_Bps", allow_inf=True),
             fit=fit,
+            **_capacity(row.get("capacity"), source, pre + "capacity."),
         )
     breakpoints = {}
     for loc_name, bp in (data.get("breakpoints") or {}).items():
@@ -369,6 +387,17 @@ def machine_model_from_dict(data, source="machine model"):
     )
     check_machine_model(machine_model, source)
     return machine_model
+
+
+def _capacity(field_value, source, pre):
+    """ProtocolParams keywords of a parameter row's optional ``capacity`` object."""
+    if field_value is None:
+        return {}
+    return {"capacity_bytes": _size(_require(field_value, "bytes", source, pre), source,
+                                    pre + "bytes"),
+            "beta_beyond_s_per_byte": _number(_require(field_value, "beta_beyond_s_per_byte",
+                                                       source, pre),
+                                              source, pre + "beta_beyond_s_per_byte")}
 
 
 def check_machine_model(machine_model, source="machine model"):

@@ -118,6 +118,7 @@ def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
     protos = machine_model.protocols_of(sizes, locality)
     alpha = np.empty_like(sizes)
     rate = np.empty_like(sizes)
+    transport = np.empty_like(sizes)
     limited = np.empty(sizes.shape, dtype=object)
     for proto in PROTOCOLS:
         m = protos == proto
@@ -128,11 +129,13 @@ def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
         if locality == "inter-node":
             node_rate = min(p.R_N_Bps, ppn * p.Rb_Bps)
             rate[m] = node_rate / ppn          # eq. 2 rewritten as a per-process rate
+            transport[m] = sizes[m] / rate[m]
             limited[m] = "R_N" if p.R_N_Bps < ppn * p.Rb_Bps else "R_b"
-        else:
-            rate[m] = p.Rb_Bps
+        else:  # postal, with the capacity regime where the machine model has one
+            transport[m] = p.postal_s(sizes[m]) - p.alpha_s
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rate[m] = np.where(transport[m] > 0, sizes[m] / transport[m], p.Rb_Bps)
             limited[m] = "postal"
-    transport = sizes / rate
     return {"size_bytes": sizes.astype(np.int64), "protocol": protos, "alpha_s": alpha,
             "rate_Bps": rate, "limited_by": limited, "transport_s": transport,
             "time_s": alpha + transport}

@@ -297,7 +297,7 @@ def check_postal(runs, mm):
                     continue
                 c.runs.append(run.path.name)
                 for s, t in zip(sizes[protos == proto], sub["time_s"].to_numpy()[protos == proto]):
-                    model = float(p2p.postal_time(par.alpha_s, par.beta_s_per_byte, s))
+                    model = float(par.postal_s(s))
                     c.points.append(Point(f"{format_bytes(s)} {loc}", float(s), model, float(t),
                                           excluded=over))
     out = [c for c in checks.values() if c.points or c.untested]

@@ -42,7 +42,9 @@ def model_times(machine_model, locality, sizes, ppn):
             out[i] = np.nan
             continue
         rn = p.R_N_Bps if locality == "inter-node" or ppn > 1 else np.inf
-        out[i] = maxrate_time(p.alpha_s, p.beta_s_per_byte, s, ppn=ppn, R_N_Bps=rn)
+        # one pair on a node: the postal model, with its capacity regime if it has one
+        out[i] = (maxrate_time(p.alpha_s, p.beta_s_per_byte, s, ppn=ppn, R_N_Bps=rn)
+                  if np.isfinite(rn) or ppn > 1 else p.postal_s(s))
     return out, protos
 
 
