@@ -93,6 +93,16 @@ def test_calibrated_prediction_has_ratio_and_verdict(runs):
     assert acc["sizes"] == 2  # 256 KiB and 1 MiB
 
 
+def test_a_calibration_lead_far_from_the_runs_is_noted(runs):
+    # the calibration staggers its threads by compute_s (4 ms); the target's two normal
+    # draws (sd 0.64 ms) are about 0.6 ms apart
+    terms = load_machine_model(runs["model"]).partitioned
+    assert terms.conditions["lead_s"] == pytest.approx(0.004, rel=0.25)
+    notes = predict_partitioned(runs["target"], machine_model=runs["model"],
+                                replicas=200).attrs["notes"]
+    assert any("before the last" in n and "below 1 MiB" in n for n in notes)
+
+
 def test_refuses_to_predict_a_run_the_model_was_fitted_from(runs, tmp_path, capsys):
     with pytest.raises(InputError, match="must not be checked against the data"):
         predict_partitioned(runs["cal"], machine_model=runs["model"])

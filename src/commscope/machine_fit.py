@@ -144,7 +144,7 @@ def _run_id(run):
 def _partitioned_terms(runs):
     """The partitioned model's terms (models/partitioned_terms.py) from calibration runs
     of one configuration (threads, compute, compute mode)."""
-    from .models.partitioned_terms import fit_terms
+    from .models.partitioned_terms import fit_terms, median_lead_s
     conds = {(int(p["threads"]), float(p["compute_s"]), p.get("compute_mode", "sleep"))
              for p in (r.meta["parameters"] for r in runs)}
     if len(conds) > 1:
@@ -155,7 +155,8 @@ def _partitioned_terms(runs):
     samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
     compute = pd.concat([r.table("compute") for r in runs], ignore_index=True)
     conditions = dict(threads=threads, compute_s=compute_s, compute_mode=mode,
-                      mpi_name=runs[0].meta.get("mpi", {}).get("name"))
+                      mpi_name=runs[0].meta.get("mpi", {}).get("name"),
+                      lead_s=median_lead_s(samples))
     return fit_terms(samples, compute, conditions, [_run_id(r) for r in runs],
                      source=", ".join(str(r.path) for r in runs))
 

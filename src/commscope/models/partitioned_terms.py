@@ -172,6 +172,13 @@ def _size_term(name, by, counts, what):
     return Term(name, None, by, int(counts.sum()), flags)
 
 
+def median_lead_s(samples):
+    """Median time by which the first thread of a partitioned send was ready before the
+    last (``last_ready_s - first_ready_s``), or None without partitioned rows."""
+    part = samples[samples["method"] == "partitioned"]
+    return float((part["last_ready_s"] - part["first_ready_s"]).median()) if len(part) else None
+
+
 def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
     """:class:`PartitionedTerms` from calibration runs' ``samples`` and ``compute`` tables.
 

@@ -40,6 +40,8 @@ from ..bench.partitioned import KIND, method_status
 from ..errors import InputError
 from ..models import partitioned as pm
 from ..models.machine_model import terms_fitted_from
+from ..models.partitioned_terms import median_lead_s
+from ..units import format_seconds
 from ..runs import Run, open_run
 from ..topology import node_of
 from ..lazy import lazy
@@ -210,13 +212,25 @@ def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
     return [part, sing]
 
 
-def _calibration_notes(terms, params, threads):
-    """Where the calibration's conditions differ from the predicted run's."""
+#: a calibration whose threads were this many times further apart than the predicted
+#: run's gets a note: after a 10-20 ms lead, this machine's last partition took 2-3x
+#: longer below 1 MiB than after a 1 ms one (docs/machine-model.md)
+LEAD_RATIO_NOTED = 4.0
+
+
+def _calibration_notes(terms, params, threads, lead_s=None):
+    """Where the calibration's conditions differ from the predicted run's (``lead_s``:
+    its median lead of the first thread over the last)."""
     c, notes = terms.conditions, []
     for key, want in (("threads", threads), ("compute_s", float(params["compute_s"])),
                       ("compute_mode", params.get("compute_mode", "sleep"))):
         if key in c and c[key] != want:
             notes.append(f"calibrated with {key} = {c[key]}, this run has {want}")
+    cal_lead = c.get("lead_s")
+    if cal_lead and lead_s and cal_lead > LEAD_RATIO_NOTED * lead_s:
+        notes.append(f"calibrated with the first thread ready {format_seconds(cal_lead)} before "
+                     f"the last, this run {format_seconds(lead_s)} (medians): the terms of small "
+                     "partitions depend on that lead, so the model may be slow below 1 MiB")
     for name, t in terms.terms.items():
         notes += [f"{name}: {f}" for f in t.flags]
     return notes
@@ -316,7 +330,8 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     if terms is not None:
         out.attrs["terms"] = {k: t.to_dict() for k, t in terms.terms.items()}
         out.attrs["calibration"] = dict(terms.conditions, source_runs=terms.source_runs)
-        out.attrs["notes"] = _calibration_notes(terms, params, threads)
+        out.attrs["notes"] = _calibration_notes(terms, params, threads,
+                                                median_lead_s(run.table("samples")))
     return out
 
 
