@@ -148,9 +148,8 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     else:
         nranks = 2 * pairs
     params = dict(pairs=nranks // 2, counts=counts, sizes=sizes, total_bytes=total_bytes,
-                  orders=list(orders), iters=iters, warmup=warmup, min_messages=int(min_messages),
-                  contention=bool(contention),
-                  queues=bool(queues),
+                  orders=list(orders), iters=iters, warmup=warmup,
+                  min_messages=int(min_messages), contention=bool(contention), queues=bool(queues),
                   layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
                           else "rank i <-> rank i + P/2"))
     return run_benchmark("hvpingpong", "hvpingpong", native_args(params), nranks=nranks,

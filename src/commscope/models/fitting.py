@@ -603,7 +603,8 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
             seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
             par, fit = fit_protocol(seg["size_bytes"], seg["time_s"], continuous,
                                     f"{source} ({loc}, {proto})")
-            below = seg if par.capacity_bytes is None else seg[seg["size_bytes"] <= par.capacity_bytes]
+            below = (seg if par.capacity_bytes is None
+                     else seg[seg["size_bytes"] <= par.capacity_bytes])
             par.fit = fit.quality()
             par.fit.ci95 = bootstrap_ci(below[["size_bytes", "time_s"]], _postal_statistic)
             par.fit.flags = quality_flags(fit)

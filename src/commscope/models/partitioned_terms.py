@@ -174,9 +174,10 @@ def _size_term(name, by, counts, what):
 
 def median_lead_s(samples):
     """Median time by which the first thread of a partitioned send was ready before the
-    last (``last_ready_s - first_ready_s``), or None without partitioned rows."""
+    last (``last_ready_s - first_ready_s``), or None without partitioned rows (or times)."""
     part = samples[samples["method"] == "partitioned"]
-    return float((part["last_ready_s"] - part["first_ready_s"]).median()) if len(part) else None
+    lead = float((part["last_ready_s"] - part["first_ready_s"]).median()) if len(part) else None
+    return lead if lead is not None and math.isfinite(lead) and lead >= 0 else None
 
 
 def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
