@@ -67,7 +67,7 @@ def _held(table, title):
         "single_measured_s": table["measured_single_s"],
         "single_model_s": table["model_single_s"], "single_ratio": table["ratio_single"],
         "verdict_measured": table["measured_verdict"],
-        "verdict_model": table["model_beats_single"].map({True: "early-bird", False: "single"})})
+        "verdict_model": table["model_verdict"]})
     print_table(show, title=title)
     acc = accuracy(table)
     print(f"sizes >= 256 KiB: median ratio {acc['median_ratio']:.3g} "

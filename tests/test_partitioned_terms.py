@@ -85,10 +85,15 @@ def test_calibrated_prediction_has_ratio_and_verdict(runs):
     assert (table["model"] == "calibrated").all()
     for col in ("ratio_partitioned", "ratio_single"):
         assert (table[col] > 0).all()
-    # a verdict per size, or none where the measured means tie (within noise)
-    ties = table["measured_verdict"] == "tie"
+    # a verdict per size, or none where the measured medians or the model's times tie
+    # (within the noise of the runs, or of the calibration behind the model)
+    assert table["model_verdict"].isin(["early-bird", "single", "tie"]).all()
+    ties = (table["measured_verdict"] == "tie") | (table["model_verdict"] == "tie")
     assert table.loc[~ties, "verdict_agrees"].isin([True, False]).all()
     assert table.loc[ties, "verdict_agrees"].isna().all()
+    # the calibrated times carry the calibration's run-to-run standard error
+    se = pred.loc[pred["source"] == "calibrated", "elapsed_se_s"]
+    assert se.notna().all() and (se >= 0).all()
     acc = accuracy(table)
     assert acc["sizes"] == 2  # 256 KiB and 1 MiB
 
@@ -143,6 +148,21 @@ def test_machine_model_round_trip_keeps_the_terms(runs, tmp_path):
     again = tmp_path / "again.json"
     save_machine_model(mm, again)
     assert load_machine_model(again).partitioned.to_dict() == mm.partitioned.to_dict()
+    # each per-size median keeps its relative standard error (3 runs per size)
+    for name in ("partition_s", "single_s"):
+        t = mm.partitioned.terms[name]
+        assert set(t.rel_se_by_size) == set(t.by_size)
+        assert all(v >= 0 for v in t.rel_se_by_size.values())
+
+
+def test_a_malformed_relative_error_names_its_field(runs, tmp_path):
+    data = json.loads(runs["model"].read_text())
+    size = next(iter(data["partitioned"]["terms"]["partition_s"]["rel_se_by_size"]))
+    data["partitioned"]["terms"]["partition_s"]["rel_se_by_size"][size] = -0.5
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="rel_se_by_size"):
+        load_machine_model(bad)
 
 
 def test_a_run_started_in_the_same_second_is_not_a_source_run(runs):

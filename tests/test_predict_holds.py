@@ -140,7 +140,9 @@ def test_a_model_ten_times_too_slow_does_not_hold(runs):
     """Known truth: every postal parameter x10 predicts 10x the measured time."""
     mm = runs["mm"]
     slow = replace(mm, params={k: replace(p, alpha_s=10 * p.alpha_s,
-                                          beta_s_per_byte=10 * p.beta_s_per_byte)
+                                          beta_s_per_byte=10 * p.beta_s_per_byte,
+                                          beta_beyond_s_per_byte=None if p.capacity_bytes is None
+                                          else 10 * p.beta_beyond_s_per_byte)
                                for k, p in mm.params.items()})
     rows = _rows(holds_table([runs["heldout"]], slow))
     for m, r in rows.items():

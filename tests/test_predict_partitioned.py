@@ -146,6 +146,29 @@ def test_measured_medians_within_noise_are_a_tie_not_a_verdict():
     assert list(t["verdict_agrees"]) == [None, True, False]  # the model says early-bird
 
 
+def test_a_model_margin_within_its_calibrations_noise_is_no_verdict():
+    # measured: early-bird clearly; the calibrated model: 10.0 vs 10.4 ms, each +- 0.3 ms
+    # from its calibration runs (a tie), then 10.0 vs 14.0 ms (a verdict)
+    rows = []
+    for size, ms in {100: 10.4e-3, 200: 14e-3}.items():
+        rows += [dict(size_bytes=size, method="partitioned", source="measured", elapsed_s=5e-3,
+                      elapsed_se_s=1e-4, effective_bandwidth_Bps=size / 5e-3),
+                 dict(size_bytes=size, method="single", source="measured", elapsed_s=9e-3,
+                      elapsed_se_s=1e-4, effective_bandwidth_Bps=size / 9e-3),
+                 dict(size_bytes=size, method="partitioned", source="calibrated", elapsed_s=10e-3,
+                      elapsed_se_s=3e-4, effective_bandwidth_Bps=size / 10e-3),
+                 dict(size_bytes=size, method="single", source="calibrated", elapsed_s=ms,
+                      elapsed_se_s=3e-4, effective_bandwidth_Bps=size / ms),
+                 dict(size_bytes=size, method="partitioned", source="analytic", elapsed_s=1e-3,
+                      effective_bandwidth_Bps=size / 1e-3),
+                 dict(size_bytes=size, method="single", source="analytic", elapsed_s=2e-3,
+                      effective_bandwidth_Bps=size / 2e-3)]
+    t = comparison_table(pd.DataFrame(rows))
+    assert list(t["model_verdict"]) == ["tie", "early-bird"]
+    assert list(t["measured_verdict"]) == ["early-bird", "early-bird"]
+    assert list(t["verdict_agrees"]) == [None, True]
+
+
 
 def test_cli_json_with_osu_table(prun, capsys):
     assert main(["predict", "partitioned", str(prun.path), "--osu", OSU, "--machine", "quartz",

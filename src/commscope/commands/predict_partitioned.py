@@ -92,7 +92,7 @@ def _run(args):
     print_table(table,
                 ["size_bytes", f"measured_{table['measured_method'].iloc[0]}_s",
                  "model_partitioned_s", "ratio_partitioned", "measured_single_s",
-                 "model_single_s", "ratio_single", "measured_verdict", "model_beats_single",
+                 "model_single_s", "ratio_single", "measured_verdict", "model_verdict",
                  "verdict_agrees"],
                 title=f"measured vs model ({a.get('model')}), elapsed time (s)")
     acc = accuracy(table)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..lazy import lazy
+from ..stats.robust import median_se
 
 np = lazy("numpy")
 
@@ -64,6 +65,8 @@ class Term:
     by_size: dict = field(default_factory=dict)  # bytes -> seconds (median)
     n_samples: int = 0
     flags: list = field(default_factory=list)
+    # bytes -> standard error of that median / the median (runs to runs of the calibration)
+    rel_se_by_size: dict = field(default_factory=dict)
 
     def at(self, sizes_bytes):
         """Interpolated value(s) at ``sizes_bytes`` (log-log between calibrated sizes)."""
@@ -79,6 +82,15 @@ class Term:
         out[above] = vs[-1] * x[above] / ks[-1]
         return out  # below the smallest size: np.interp holds the first value
 
+    def rel_se_at(self, sizes_bytes):
+        """Relative standard error at ``sizes_bytes``, interpolated in log size (the
+        nearest calibrated size's outside the range); NaN without one."""
+        x = np.asarray(sizes_bytes, dtype=float)
+        if not self.rel_se_by_size:
+            return np.full(x.shape, np.nan)
+        ks = np.array(sorted(self.rel_se_by_size), dtype=float)
+        return np.interp(np.log(x), np.log(ks), [self.rel_se_by_size[int(k)] for k in ks])
+
     def covers(self, sizes_bytes):
         """Boolean array: inside the calibrated size range (no extrapolation)."""
         x = np.asarray(sizes_bytes, dtype=float)
@@ -90,6 +102,9 @@ class Term:
         d = {"n_samples": int(self.n_samples), "flags": list(self.flags)}
         if self.by_size:
             d["by_size"] = {str(int(k)): float(v) for k, v in sorted(self.by_size.items())}
+            if self.rel_se_by_size:
+                d["rel_se_by_size"] = {str(int(k)): float(v)
+                                       for k, v in sorted(self.rel_se_by_size.items())}
         else:
             d["value"] = None if self.value is None else float(self.value)
         return d
@@ -136,40 +151,49 @@ def terms_from_dict(data, source="machine model"):
         pre = f"partitioned.terms.{name}"
         if not isinstance(d, dict):
             raise InputError(source, pre, "must be an object")
-        by = {}
-        for k, v in (d.get("by_size") or {}).items():
-            try:
-                kk, vv = int(k), float(v)
-            except (TypeError, ValueError):
-                raise InputError(source, f"{pre}.by_size", f"{k!r}: {v!r} is not bytes: seconds") from None
-            if kk <= 0 or not (vv > 0 and math.isfinite(vv)):
-                raise InputError(source, f"{pre}.by_size", f"{k!r}: {v!r}: sizes and times must be > 0")
-            by[kk] = vv
+        by = _by_size(d.get("by_size"), source, f"{pre}.by_size", "seconds", positive=True)
+        rel_se = _by_size(d.get("rel_se_by_size"), source, f"{pre}.rel_se_by_size",
+                          "a relative error", positive=False)
         value = d.get("value")
         if not by:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or value < 0:
                 raise InputError(source, f"{pre}.value", f"expected a number >= 0, got {value!r}")
         terms[name] = Term(name, None if by else float(value), by, int(d.get("n_samples") or 0),
-                           [str(f) for f in d.get("flags") or []])
+                           [str(f) for f in d.get("flags") or []], rel_se)
     return PartitionedTerms(terms, dict(data.get("conditions") or {}),
                             list(data.get("source_runs") or []))
 
 
-def _median_by(df, key, col):
+def _by_size(data, source, where, what, positive):
+    """{bytes: value} of a term's per-size field; InputError naming it when malformed."""
+    out = {}
+    for k, v in (data or {}).items():
+        try:
+            kk, vv = int(k), float(v)
+        except (TypeError, ValueError):
+            raise InputError(source, where, f"{k!r}: {v!r} is not bytes: {what}") from None
+        if kk <= 0 or not math.isfinite(vv) or vv < 0 or (positive and vv == 0):
+            raise InputError(source, where, f"{k!r}: {v!r}: sizes must be > 0 and values "
+                                            + ("> 0" if positive else ">= 0"))
+        out[kk] = vv
+    return out
+
+
+def _size_term(name, df, key, col, what):
+    """A per-size term: the median of ``col`` per ``key`` and its relative standard error."""
     g = df.groupby(key)[col]
-    med, cnt = g.median(), g.count()
-    return {int(k): float(v) for k, v in med.items() if v > 0}, cnt
-
-
-def _size_term(name, by, counts, what):
+    med, counts = g.median(), g.count()
+    by = {int(k): float(v) for k, v in med.items() if v > 0}
+    rel_se = {k: se / by[k] for k, se in ((int(k), median_se(x)) for k, x in g)
+              if k in by and math.isfinite(se)}
     flags = []
     if len(by) < MIN_SIZES:
         flags.append(f"fitted on {len(by)} size(s) < {MIN_SIZES}: too few points")
     few = [int(k) for k, c in counts.items() if c < MIN_RUNS]
     if few:
         flags.append(f"fewer than {MIN_RUNS} {what} at {len(few)} size(s)")
-    return Term(name, None, by, int(counts.sum()), flags)
+    return Term(name, None, by, int(counts.sum()), flags, rel_se)
 
 
 def median_lead_s(samples):
@@ -212,14 +236,12 @@ def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
     import pandas as pd
     r = pd.DataFrame(rows)
     last = r[r["kind"] == "last"]
-    by_p, cnt_p = _median_by(last, "partition_bytes", "flight")
-    terms = {"partition_s": _size_term("partition_s", by_p, cnt_p, "runs")}
+    terms = {"partition_s": _size_term("partition_s", last, "partition_bytes", "flight", "runs")}
     single = samples[samples["method"] == "single"]
     if single.empty:
         raise InputError(source, "methods", "the calibration measured no single send: "
                                             "no single_s term")
-    by_s, cnt_s = _median_by(single, "size_bytes", "elapsed_s")
-    terms["single_s"] = _size_term("single_s", by_s, cnt_s, "runs")
+    terms["single_s"] = _size_term("single_s", single, "size_bytes", "elapsed_s", "runs")
     calls = part["call_s"].dropna()
     terms["pready_s"] = Term("pready_s", float(calls.median()) if len(calls) else 0.0,
                              n_samples=len(calls),

@@ -43,6 +43,7 @@ from ..models.machine_model import terms_fitted_from
 from ..models.partitioned_terms import median_lead_s
 from ..units import format_seconds
 from ..runs import Run, open_run
+from ..stats.robust import median_se
 from ..topology import node_of
 from ..lazy import lazy
 
@@ -117,15 +118,6 @@ def _distribution(params):
     return pm.thread_time_distribution(mu, sigma, dist)
 
 
-def _median_se(x):
-    """Standard error of a sample median: 1.253 sigma / sqrt(n), sigma from the MAD
-    (1.4826 MAD), so one preempted run does not widen it either."""
-    x = np.asarray(x, float)
-    if len(x) < 2:
-        return np.nan
-    return float(1.2533 * 1.4826 * np.median(np.abs(x - np.median(x))) / np.sqrt(len(x)))
-
-
 def measured_rows(run):
     """Per (method, size): runs, median elapsed and its standard error, 5/95 % quantiles,
     mean bandwidth.
@@ -146,7 +138,7 @@ def measured_rows(run):
     out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "median"),
                 elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
                 elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
-                elapsed_se_s=("elapsed_s", _median_se),
+                elapsed_se_s=("elapsed_s", median_se),
                 effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean")).reset_index()
     out["source"] = "measured"
     out["messages_overlapped"] = np.nan
@@ -190,7 +182,8 @@ def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
     whole backlog, N - progress (N - 1) partitions), so one partition costs
     ``partition_s / backlog``. The expected spread of the thread finish times (EMMA, as
     Algorithm 1) times ``progress`` is the time early partitions may use; the single
-    send is ``single_s(size)``.
+    send is ``single_s(size)``. ``elapsed_se_s``: the calibration's run-to-run standard
+    error of the term behind each time, carried over in proportion.
     """
     t_part = terms.term("partition_s", source)
     t_single = terms.term("single_s", source)
@@ -205,9 +198,11 @@ def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
     inside = t_part.covers(sizes / threads) & t_single.covers(sizes)
     part = pd.DataFrame({"size_bytes": sizes, "method": "partitioned", "source": "calibrated",
                          "elapsed_s": elapsed, "effective_bandwidth_Bps": sizes / elapsed,
+                         "elapsed_se_s": elapsed * t_part.rel_se_at(sizes / threads),
                          "messages_overlapped": m, "calibrated_range": inside})
     sing = pd.DataFrame({"size_bytes": sizes, "method": "single", "source": "calibrated",
                          "elapsed_s": single, "effective_bandwidth_Bps": sizes / single,
+                         "elapsed_se_s": single * t_single.rel_se_at(sizes),
                          "calibrated_range": inside})
     return [part, sing]
 
@@ -343,8 +338,10 @@ def comparison_table(pred):
     times; analytic: Algorithm 1 vs the postal single send; mc: Monte Carlo vs the same
     single send).
     ``measured_verdict``: "early-bird", "single", or "tie" when the two measured medians
-    differ by less than twice the standard error of their difference (then no model's
-    verdict can agree or disagree with it: ``verdict_agrees`` is None).
+    differ by less than twice the standard error of their difference; ``model_verdict``
+    the same for the calibrated model's two times and the standard errors of the
+    calibration behind them. A tie on either side is no verdict to agree or disagree
+    with: ``verdict_agrees`` is None.
     """
     values = ["elapsed_s", "effective_bandwidth_Bps"] + \
         (["elapsed_se_s"] if "elapsed_se_s" in pred else [])
@@ -395,15 +392,30 @@ def comparison_table(pred):
         row["ratio_single"] = single / row["model_single_s"]
         row["model_beats_single"] = bool(row["model_partitioned_s"] < row["model_single_s"])
         won = row[f"measured_{meas_m}_beats_single"]
-        # two medians closer than twice their difference's standard error are no verdict
-        se = np.hypot(get("elapsed_se_s", "measured", meas_m), get("elapsed_se_s", "measured",
-                                                                   "single"))
-        tie = won is not None and np.isfinite(se) and abs(meas - single) <= 2 * se
-        row["measured_verdict"] = None if won is None else "tie" if tie else \
-            "early-bird" if won else "single"
-        row["verdict_agrees"] = None if won is None or tie else bool(won == row["model_beats_single"])
+        row["measured_verdict"] = _verdict(won, meas, single, get("elapsed_se_s", "measured",
+                                                                  meas_m),
+                                           get("elapsed_se_s", "measured", "single"))
+        source = "calibrated" if calibrated else "analytic"
+        row["model_verdict"] = _verdict(row["model_beats_single"], row["model_partitioned_s"],
+                                        row["model_single_s"],
+                                        get("elapsed_se_s", source, "partitioned"),
+                                        get("elapsed_se_s", source, "single"))
+        decided = {row["measured_verdict"], row["model_verdict"]} <= {"early-bird", "single"}
+        row["verdict_agrees"] = (bool(row["measured_verdict"] == row["model_verdict"])
+                                 if decided else None)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _verdict(early_bird_won, early_s, single_s, early_se_s, single_se_s):
+    """"early-bird", "single", or "tie" when the two times are closer than twice their
+    difference's standard error (unknown standard errors: no tie); None when unknown."""
+    if early_bird_won is None:
+        return None
+    se = np.hypot(early_se_s, single_se_s)
+    if np.isfinite(se) and abs(early_s - single_s) <= 2 * se:
+        return "tie"
+    return "early-bird" if early_bird_won else "single"
 
 
 def accuracy(table, min_size=256 * 1024):

@@ -80,8 +80,8 @@ def _held_html(df, table):
              "measured single": format_seconds(r["measured_single_s"]),
              "model single": format_seconds(r["model_single_s"]),
              "ratio single": r["ratio_single"],
-             "verdict (measured / model)": "{} / {}".format(
-                 _measured_verdict(r), _verdict(r["model_beats_single"]))
+             "verdict (measured / model)": "{} / {}".format(_verdict_text(r.get("measured_verdict")),
+                                                           _verdict_text(r.get("model_verdict")))
              + ("" if r["verdict_agrees"] in (True, None) else " DIFFERS")}
             for _, r in table.iterrows()]
     acc = accuracy(table)
@@ -93,13 +93,9 @@ def _held_html(df, table):
     return "".join(out)
 
 
-def _measured_verdict(row):
+def _verdict_text(verdict):
     return {"tie": "tie (within noise)", "early-bird": "early-bird wins",
-            "single": "single wins"}.get(row.get("measured_verdict"), "-")
-
-
-def _verdict(wins):
-    return "-" if wins is None else "early-bird wins" if wins else "single wins"
+            "single": "single wins"}.get(verdict, "-")
 
 
 def _render_run(run, machine_model):
