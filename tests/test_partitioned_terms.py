@@ -3,6 +3,7 @@ into the machine model, the calibrated prediction, provenance and missing-term r
 
 import json
 
+import pandas as pd
 import pytest
 
 from commscope.bench.partitioned import run_partitioned
@@ -178,3 +179,36 @@ def test_a_run_started_in_the_same_second_is_not_a_source_run(runs):
     moved = dict(same_second, path=f"/elsewhere/{target.path.name}")
     mm = SimpleNamespace(machine={"term_sources": {"partitioned": [moved]}})
     assert terms_fitted_from(target, mm) == ["partitioned"]
+
+
+def _calibration(lead, flights, calibration, runs=3):
+    """Synthetic tables of a 2-thread calibration whose threads are ``lead`` apart:
+    ``flights`` {partition bytes: the last partition's flight}."""
+    compute, samples = [], []
+    for p_bytes, flight in flights.items():
+        for run in range(runs):
+            t0 = 1.0 + run
+            compute += [dict(method="partitioned", size_bytes=2 * p_bytes, run=run, thread=0,
+                             actual_s=t0, call_s=2e-6, arrived_s=t0 + min(flight, lead) / 2,
+                             calibration=calibration),
+                        dict(method="partitioned", size_bytes=2 * p_bytes, run=run, thread=1,
+                             actual_s=t0 + lead, call_s=2e-6,
+                             arrived_s=t0 + lead + flight * (1 + 0.01 * run),
+                             calibration=calibration)]
+            samples.append(dict(method="single", size_bytes=2 * p_bytes, run=run,
+                                elapsed_s=2 * flight, mismatches=0))
+    return pd.DataFrame(compute), pd.DataFrame(samples)
+
+
+def test_each_partition_size_takes_the_shortest_lead_clear_of_the_one_before():
+    # 36 KiB partitions: 100 us after a 20 ms idle lead, 30 us after 1 ms; 4 MiB ones
+    # take 1.5 ms, and behind a 1 ms lead the last one also waits for the first (2.5 ms)
+    long_c, long_s = _calibration(20e-3, {36864: 100e-6, 4 << 20: 1.5e-3}, 0)
+    short_c, short_s = _calibration(1e-3, {36864: 30e-6, 4 << 20: 2.5e-3}, 1)
+    terms = fit_terms(pd.concat([long_s, short_s]), pd.concat([long_c, short_c]), {}, [])
+    part = terms.terms["partition_s"].by_size
+    assert part[36864] == pytest.approx(30.3e-6)      # the 1 ms lead: as warm as a run's
+    assert part[4 << 20] == pytest.approx(1.515e-3)   # the 20 ms lead: nothing in its way
+    # runs of different calibrations are different sends, not one of four partitions
+    assert set(part) == {36864, 4 << 20}
+

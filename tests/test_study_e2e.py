@@ -22,7 +22,7 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
         "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "hvpingpong-heldout", "mtmatch",
         "multirate", "partitioned",
-        "partitioned-calibration", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
+        "partitioned-calibration", "partitioned-calibration-short", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
         "profile-bsp-halo", "threads"]
     machine_model = load_machine_model(study / "machine-model.json")
     assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}   # one node

@@ -153,10 +153,12 @@ def _partitioned_terms(runs):
                          f"(threads, compute_s, compute_mode) {sorted(conds)}: fit them separately")
     (threads, compute_s, mode), = conds
     samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
-    compute = pd.concat([r.table("compute") for r in runs], ignore_index=True)
+    compute = pd.concat([r.table("compute").assign(calibration=i) for i, r in enumerate(runs)],
+                        ignore_index=True)
+    leads = [lead for lead in (median_lead_s(r.table("samples")) for r in runs) if lead is not None]
     conditions = dict(threads=threads, compute_s=compute_s, compute_mode=mode,
                       mpi_name=runs[0].meta.get("mpi", {}).get("name"),
-                      lead_s=median_lead_s(samples))
+                      lead_s=min(leads) if leads else None)  # the shortest calibrated
     return fit_terms(samples, compute, conditions, [_run_id(r) for r in runs],
                      source=", ".join(str(r.path) for r in runs))
 

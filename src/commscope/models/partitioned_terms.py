@@ -196,6 +196,27 @@ def _size_term(name, df, key, col, what):
     return Term(name, None, by, int(counts.sum()), flags, rel_se)
 
 
+def _shortest_clear_lead(last):
+    """Per partition size, the last partitions of the calibration with the shortest lead
+    that left the partition before them out of the way (median lead >= LEAD_FACTOR x
+    median flight); of every calibration where none did.
+
+    The lead matters twice on this machine: too short, and the last partition waits
+    behind the one before (its time is no longer one partition's); long (10-20 ms of an
+    idle core), and the last ``MPI_Pready`` and its partition run 2-3x slower than after
+    1 ms (docs/machine-model.md). Calibration runs at several ``--sigma`` let each size
+    take the shortest lead clear of the first effect. A whole calibration is kept or
+    dropped, never single runs: choosing runs by their own times would bias the median.
+    """
+    import pandas as pd
+    picked = []
+    for _, g in last.groupby("partition_bytes"):
+        by_cal = g.groupby("calibration")[["lead", "flight"]].median()
+        clear = by_cal[by_cal["lead"] >= LEAD_FACTOR * by_cal["flight"]]
+        picked.append(g[g["calibration"] == clear["lead"].idxmin()] if len(clear) else g)
+    return pd.concat(picked)
+
+
 def median_lead_s(samples):
     """Median time by which the first thread of a partitioned send was ready before the
     last (``last_ready_s - first_ready_s``), or None without partitioned rows (or times)."""
@@ -208,7 +229,8 @@ def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
     """:class:`PartitionedTerms` from calibration runs' ``samples`` and ``compute`` tables.
 
     ``compute`` needs the per-partition columns ``call_s`` and ``arrived_s`` (written by
-    the benchmark since issue 26; an older run lacks them: InputError).
+    the benchmark since issue 26; an older run lacks them: InputError); the tables of
+    several calibration runs are told apart by a ``calibration`` column.
     """
     for col in ("call_s", "arrived_s"):
         if col not in compute:
@@ -222,20 +244,24 @@ def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
         raise InputError(source, "methods", "the calibration measured no MPI-4 partitioned "
                                             "send (see its methods table): no partitioned terms")
     rows = []
-    for (size, run), g in part.groupby(["size_bytes", "run"]):
+    # one send: a run of one calibration (``calibration`` numbers the runs fitted together)
+    keys = ["size_bytes", "run"] + (["calibration"] if "calibration" in part else [])
+    for _, g in part.groupby(keys):
         g = g.sort_values("actual_s")
         last = g.iloc[-1]
         nparts = len(g)
-        p_bytes = int(size) // nparts
+        p_bytes = int(last["size_bytes"]) // nparts
         flight = float(last["arrived_s"] - last["actual_s"])
         for _, e in g.iloc[:-1].iterrows():
-            rows.append(dict(kind="early", partition_bytes=p_bytes, size=int(size),
+            rows.append(dict(kind="early", partition_bytes=p_bytes,
                              lead=float(last["actual_s"] - e["actual_s"]),
                              before=bool(e["arrived_s"] <= last["actual_s"])))
-        rows.append(dict(kind="last", partition_bytes=p_bytes, size=int(size), flight=flight))
+        rows.append(dict(kind="last", partition_bytes=p_bytes, flight=flight,
+                         lead=float(last["actual_s"] - g.iloc[-2]["actual_s"]) if nparts > 1
+                         else math.inf, calibration=last.get("calibration", 0)))
     import pandas as pd
     r = pd.DataFrame(rows)
-    last = r[r["kind"] == "last"]
+    last = _shortest_clear_lead(r[r["kind"] == "last"])
     terms = {"partition_s": _size_term("partition_s", last, "partition_bytes", "flight", "runs")}
     single = samples[samples["method"] == "single"]
     if single.empty:
