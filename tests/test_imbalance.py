@@ -93,3 +93,8 @@ def test_imbalance_of_a_profiled_hybrid_run(tmp_path, default_mpi, capsys):
     closing = [r for r in d["regions"] if "#" not in r["region"]]
     assert len(closing) == 1 and closing[0]["region"].startswith("threads.c:")
     assert closing[0]["ranks"] == 2
+    # a threads table emptied afterwards is damaged input: named, exit 2 (was a KeyError)
+    th = pd.read_parquet(run_dir / "threads.parquet")
+    th.iloc[0:0].to_parquet(run_dir / "threads.parquet")
+    assert cli_main(["stats", "imbalance", str(run_dir), "--by-region"]) == 2
+    assert "threads.parquet: no rows" in capsys.readouterr().err

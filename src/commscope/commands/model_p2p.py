@@ -6,7 +6,7 @@ from ..errors import InputError
 from ..units import SIZE_HELP, parse_size_list
 from ..models.p2p import (QUEUE_SEARCH_CASES, load_messages, node_aware_columns,
                           predict_pattern)
-from ..models.machine_model import LOCALITIES, load_machine_model
+from ..models.machine_model import LOCALITIES, canonical_locality, load_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
 from .common_options import add_machine_model_option, number
@@ -81,8 +81,9 @@ def run_p2p(args):
     machine_model = load_machine_model(args.machine_model)
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
+    locality = canonical_locality(args.locality, field_name="--locality")
     columns = node_aware_columns(machine_model, parse_size_list(args.sizes, "--sizes"),
-                                 args.locality, args.ppn)
+                                 locality, args.ppn)
     table = [dict(zip(columns, row)) for row in zip(*columns.values())]  # no pandas: fast start
     if args.json:
         dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table})

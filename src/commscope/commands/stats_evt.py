@@ -88,7 +88,8 @@ def read_column(path, column=None):
     frame = read_table(path)
     column = pick_column(frame, path, column, SAMPLE_COLUMNS)
     if column not in frame.columns:
-        raise InputError(path, column, f"missing column (have {list(frame.columns)})")
+        raise InputError(path, column, f"no such column (--column {column!r}; have "
+                                       f"{list(frame.columns)})")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     if values.size == 0 or not np.all(np.isfinite(values)):
         raise InputError(path, column, "empty, non-numeric, NaN or infinite values")
@@ -171,7 +172,8 @@ def bootstrap_from_file(path, kind, target_ranks, base_ranks=None, ranks_per_nod
     per_rank = "rank" in frame.columns
     column = pick_column(frame, path, column, PER_RANK_COLUMNS if per_rank else MAXIMA_COLUMNS)
     if column not in frame.columns:
-        raise InputError(path, column, f"missing column (have {list(frame.columns)})")
+        raise InputError(path, column, f"no such column (--column {column!r}; have "
+                                       f"{list(frame.columns)})")
     if per_rank:
         try:
             times, rpn = bootstrap.per_rank_matrix(frame, source=path, column=column)

@@ -60,6 +60,9 @@ def _run(args):
             tables.append((loads, "process level: load = time outside MPI (eq. 4.2)"))
         if "threads" in names:
             th = run.table("threads")
+            if th.empty:
+                raise InputError(run.table_file("threads"), None,
+                                 "no rows: no OpenMP region was timed, so no thread load")
             per_rank = im.thread_imbalance(th)
             out["threads"] = per_rank.to_dict("records")
             tables.append((per_rank, "thread level per rank: load = busy time in OpenMP "

@@ -199,7 +199,7 @@ def _size_term(name, df, key, col, what):
 def _shortest_clear_lead(last):
     """Per partition size, the last partitions of the calibration with the shortest lead
     that left the partition before them out of the way (median lead >= LEAD_FACTOR x
-    median flight); of every calibration where none did.
+    median flight); of the one with the longest lead where none did.
 
     The lead matters twice on this machine: too short, and the last partition waits
     behind the one before (its time is no longer one partition's); long (10-20 ms of an
@@ -213,7 +213,8 @@ def _shortest_clear_lead(last):
     for _, g in last.groupby("partition_bytes"):
         by_cal = g.groupby("calibration")[["lead", "flight"]].median()
         clear = by_cal[by_cal["lead"] >= LEAD_FACTOR * by_cal["flight"]]
-        picked.append(g[g["calibration"] == clear["lead"].idxmin()] if len(clear) else g)
+        pick = clear["lead"].idxmin() if len(clear) else by_cal["lead"].idxmax()
+        picked.append(g[g["calibration"] == pick])
     return pd.concat(picked)
 
 
