@@ -138,7 +138,8 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
         raise InputError(bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got "
                                         f"{iters} and {warmup}")
     if not 0 <= min_messages <= MAX_COUNT:
-        raise InputError("--min-messages", None, f"must be 0 .. {MAX_COUNT}, got {min_messages}")
+        raise InputError("--min-messages", None,
+                         f"must be 0 .. {MAX_COUNT}, got {min_messages}")
     if pairs < 1:
         raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
     if contention:

@@ -91,8 +91,8 @@ def _run(args):
             raise InputError("--order", None, f"expected ordered, reversed or both, got {o!r}")
     run = run_hvpingpong(pairs=args.pairs, n_min=n_min, n_max=n_max, per_decade=args.per_decade,
                          counts=counts, sizes=sizes, total_bytes=total, orders=orders,
-                         iters=args.iterations, warmup=args.warmup, min_messages=args.min_messages,
-                         contention=args.contention,
+                         iters=args.iterations, warmup=args.warmup,
+                         min_messages=args.min_messages, contention=args.contention,
                          queues=args.queues, **launch_kwargs(args))
     print(run.path)
     return 0
