@@ -11,8 +11,9 @@ Runs ``commscope bench partitioned`` at two variability levels (the thesis's 10 
 * the buffer-size range where the early-bird send beat the single send, measured
   and modeled (Algorithm 1 and Monte Carlo).
 
-Then (issue 26) the calibrated model: a calibration run (`bench partitioned --calibrate`,
-same threads and compute) measured right before each variability level's run, fitted
+Then (issue 26) the calibrated model: two calibration runs (`bench partitioned --calibrate`,
+same threads and compute; the threads compute_s apart, and sigma apart as in the level's
+run) measured right before each variability level's run, fitted
 with the ping-pong into the machine model (never from the run predicted), and per size
 the measured time, the model's, their ratio and both verdicts, for the thesis's model
 fed the ping-pong link ("postal", before) and the calibrated one (after), with the
@@ -113,11 +114,15 @@ def main(argv=None):
           f"{args.threads} threads, compute {args.compute} s, {args.runs_per_size} runs/size")
 
     for v in (float(x) for x in args.variabilities.split(",")):
-        cal = run_partitioned(threads=args.threads, compute_s=args.compute, calibrate=True,
-                              sizes=sizes, runs_per_size=args.runs_per_size, **quiet)
+        # two leads, as the study: compute_s apart, and as close as this level's threads
+        # (sigma apart; docs/machine-model.md, "Two leads")
+        cals = [run_partitioned(threads=args.threads, compute_s=args.compute, calibrate=True,
+                                sizes=sizes, runs_per_size=args.runs_per_size, **quiet,
+                                **({} if sigma is None else {"sigma_s": sigma}))
+                for sigma in (None, args.compute * v ** 2 / 2)]
         run = run_partitioned(threads=args.threads, compute_s=args.compute, variability=v,
                               sizes=sizes, runs_per_size=args.runs_per_size, **quiet)
-        calibrated = (fit_runs([pp.path, cal.path]) if pp is not None
+        calibrated = (fit_runs([pp.path] + [c.path for c in cals]) if pp is not None
                       else machine_model if machine_model.partitioned is not None else None)
         sigma = run.meta["parameters"]["sigma_s"]
         print(f"\n## variability {v:g}: sigma = {sigma * 1e6:.1f} us   ({run.path})")
@@ -131,7 +136,7 @@ def main(argv=None):
         table = comparison_table(pred)
         _held(table, "before: Algorithm 1 fed the ping-pong link (postal)")
         if calibrated is not None:
-            print(f"# calibration {cal.path}: " + ", ".join(
+            print(f"# calibrations {', '.join(str(c.path) for c in cals)}: " + ", ".join(
                 f"{k} {t.value:.3g}" for k, t in calibrated.partitioned.terms.items()
                 if t.value is not None))
             _held(comparison_table(predict_partitioned(run, machine_model=calibrated,
