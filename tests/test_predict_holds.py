@@ -145,9 +145,13 @@ def test_a_model_ten_times_too_slow_does_not_hold(runs):
                                           else 10 * p.beta_beyond_s_per_byte)
                                for k, p in mm.params.items()})
     rows = _rows(holds_table([runs["heldout"]], slow))
+    # the same runs against the fitted model: every prediction x10 divides every ratio by
+    # 10, whatever the held-out run measured (it can be 2x off the fitted one on this VM)
+    fitted = _rows(holds_table([runs["heldout"]], mm))
     for m, r in rows.items():
         if m.startswith("postal ("):
-            assert r["verdict"] == "does not hold" and r["ratio_median"] == pytest.approx(0.1, rel=0.3)
+            assert r["verdict"] == "does not hold"
+            assert r["ratio_median"] == pytest.approx(fitted[m]["ratio_median"] / 10, rel=1e-9)
 
 
 def test_in_sample_comparisons_say_so(runs):
