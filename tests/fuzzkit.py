@@ -88,7 +88,8 @@ def make_originals(root, mpi, log=print):
         made[kind] = Path(make())
         log(f"  {kind:14s} {time.perf_counter() - t0:5.1f} s  {made[kind]}")
 
-    step("pingpong", lambda: run_pingpong(min_size=1, max_size=1 << 14, iters=20, warmup=2,
+    # up to 16 MiB: the machine model then has a capacity regime (past 2 MiB here) to damage
+    step("pingpong", lambda: run_pingpong(min_size=1, max_size=16 << 20, iters=20, warmup=2,
                                           large_iters=5, large_warmup=1, **quiet).path)
     step("hvpingpong", lambda: run_hvpingpong(counts=[1, 10, 50], sizes=[8], iters=2, warmup=1,
                                               **quiet).path)
@@ -102,6 +103,10 @@ def make_originals(root, mpi, log=print):
     step("partitioned", lambda: run_partitioned(threads=2, compute_s=2e-3, variability=0.1,
                                                 sizes=[1 << 16, 1 << 18], runs_per_size=2,
                                                 warmup=1, **quiet).path)
+    # a calibration: the machine model's partitioned terms, and their fit, to damage
+    step("partitioned-calibration", lambda: run_partitioned(
+        threads=2, compute_s=2e-3, calibrate=True, sizes=[1 << 16, 1 << 18, 1 << 20],
+        runs_per_size=2, warmup=1, run_name="calibration", **quiet).path)
     step("bsp", lambda: run_bsp("ftq", ranks=2, intervals=10, warmup=1, mean=1e-3, sd=1e-4,
                                 seed=3, **quiet).path)
 
@@ -126,7 +131,8 @@ def make_originals(root, mpi, log=print):
                                               "-x", "1", "--compute", "sleep"))
     model = root / "machine-model.json"
     if not model.exists():
-        _, _, err = fork_cli(["fit", str(made["pingpong"]), "-o", str(model)], root)
+        _, _, err = fork_cli(["fit", str(made["pingpong"]), str(made["partitioned-calibration"]),
+                              "-o", str(model)], root)
         assert model.exists(), err
     made["machine-model"] = model
     index.write_text(json.dumps({k: str(v) for k, v in made.items()}, indent=1))
@@ -154,6 +160,9 @@ def commands(kind, target, originals, out):
                 ("predict partitioned", ["predict", "partitioned", str(o["partitioned"]),
                                          "--machine-model", t, "--model", "postal",
                                          "--replicas", "50"], None),
+                ("predict partitioned calibrated", ["predict", "partitioned",
+                                                    str(o["partitioned"]), "--machine-model", t,
+                                                    "--replicas", "50", "--json"], None),
                 ("report", ["report", str(o["pingpong"]), "--machine-model", t, "-o",
                             str(out / "report.html")], out / "report.html"),
                 *([("advise", ["advise", str(o["threads"]), "--machine-model", t,
@@ -167,6 +176,8 @@ def commands(kind, target, originals, out):
         "hvpingpong": [("fit", ["fit", str(o["pingpong"]), t, "-o", str(model)], model)],
         "mtmatch": [],
         "multirate": [],
+        "partitioned-calibration": [("fit", ["fit", str(o["pingpong"]), t, "-o", str(model)],
+                                     model)],
         "partitioned": [("predict partitioned", ["predict", "partitioned", t,
                                                  "--machine-model", mm, "--model", "postal",
                                                  "--replicas", "50", "--json"], None)],
