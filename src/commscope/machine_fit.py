@@ -152,10 +152,11 @@ def _partitioned_terms(runs):
                          f"partitioned calibration runs of different configurations "
                          f"(threads, compute_s, compute_mode) {sorted(conds)}: fit them separately")
     (threads, compute_s, mode), = conds
-    samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
+    per_run = [r.table("samples") for r in runs]
+    samples = pd.concat(per_run, ignore_index=True)
     compute = pd.concat([r.table("compute").assign(calibration=i) for i, r in enumerate(runs)],
                         ignore_index=True)
-    leads = [lead for lead in (median_lead_s(r.table("samples")) for r in runs) if lead is not None]
+    leads = [lead for lead in map(median_lead_s, per_run) if lead is not None]
     conditions = dict(threads=threads, compute_s=compute_s, compute_mode=mode,
                       mpi_name=runs[0].meta.get("mpi", {}).get("name"),
                       lead_s=min(leads) if leads else None)  # the shortest calibrated

@@ -2,8 +2,8 @@
 
 On one node, every benchmark at a size that runs in a few minutes on 2 cores:
 
-1. ping-pong, 1 pair, 1 B .. 16 MiB (postal model per protocol; past 4 MiB the
-   buffers leave the caches, and three sizes beyond fit that capacity regime)
+1. ping-pong, 1 pair, 1 B .. 16 MiB (postal model per protocol; past 2 MiB the
+   buffers leave the caches, and the sizes beyond fit that capacity regime)
 2. ping-pong, 2 concurrent pairs, 16 KiB .. 4 MiB (max-rate injection limit)
 3. HighVolumePingPong, 1 .. 10,000 messages, ordered and reversed (queue search gamma)
 4. the partitioned calibration (threads finishing at staggered times, 20 ms apart and
