@@ -270,6 +270,7 @@ def test_format_seconds(seconds, text):
 #: ``json_inputs`` ({name} is a run's path, {tmp} a fresh directory).
 JSON_ARGS = {
     "advise": ["{threads}", "--size", "64K", "--replicas", "200"],
+    "diagnose": ["{profile}", "--what-if", "balance"],
     "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
                         "--runs", "{tmp}", "--quiet"],
     "doctor": [],

@@ -1,0 +1,112 @@
+"""The POP efficiency hierarchy of one profile run (docs/diagnose.md).
+
+For P ranks with useful time u_p (time outside MPI between MPI_Init and
+MPI_Finalize) and run time T:
+
+    parallel efficiency  PE   = mean(u) / T = LB x CommE
+    load balance         LB   = mean(u) / max(u)
+    communication eff.   CommE = max(u) / T = SerE x TE
+    transfer efficiency  TE   = T_ideal / T          (T_ideal: the trace replayed on
+    serialisation eff.   SerE = max(u) / T_ideal      an ideal network, replay.py)
+
+TE and SerE need the event trace (``--trace``); without it CommE is not split.  With
+OMPT data (``--ompt``) the OpenMP level adds, per rank and over all regions, the
+threads' load balance (the summed mean busy time of each region instance's threads
+over their summed maximum) and the share of the useful time spent outside parallel
+regions; per region, the same thread balance and the balance of the region's time
+over ranks.
+
+A rank with several threads calling MPI counts the mean of its threads' time in MPI,
+as ``stats imbalance`` does (profile/imbalance.py), so u stays a share of the rank's
+wall time.
+"""
+
+from __future__ import annotations
+
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
+
+def useful_times(profile, timeline=None):
+    """Per rank: total_s (MPI_Init to MPI_Finalize), mpi_s, useful_s; and where the MPI
+    time comes from.  (None, reason) when no time in MPI was measured."""
+    ranks = profile.ranks
+    counters = profile.meta.get("parameters", {}).get("counters") or []
+    functions = profile.functions
+    if "timers" in counters and functions is not None and len(functions):
+        per_thread = functions.groupby(["rank", "thread"])["time_s"].sum()
+        mpi = per_thread.groupby(level="rank").mean()
+        basis = "the per-function timers"
+    elif timeline is not None:
+        c = timeline.calls
+        per_thread = (c["end_s"] - c["start_s"]).groupby([c["rank"], c["thread"]]).sum()
+        mpi = per_thread.groupby(level="rank").mean()
+        basis = "the event trace's calls (timers were off)"
+    else:
+        return None, ("time in MPI was not measured: the run was made without timers "
+                      "(commscope profile --counters with timers, the default) and without --trace")
+    total = pd.Series(ranks["wall_s"].to_numpy(float), index=ranks["rank"].to_numpy())
+    df = pd.DataFrame({"total_s": total, "mpi_s": mpi}).dropna()
+    df["mpi_s"] = np.minimum(df["mpi_s"], df["total_s"])
+    df["useful_s"] = df["total_s"] - df["mpi_s"]
+    return df.rename_axis("rank").reset_index(), basis
+
+
+def mpi_level(useful, runtime_s, ideal_runtime_s=None):
+    """The MPI level of the hierarchy from per-rank useful times (a dict of floats; the
+    transfer split only with ``ideal_runtime_s``)."""
+    u = useful["useful_s"].to_numpy(float)
+    if not len(u) or runtime_s <= 0 or u.max() <= 0:
+        return None
+    out = {"runtime_s": runtime_s, "useful_mean_s": float(u.mean()), "useful_max_s": float(u.max()),
+           "parallel_efficiency": float(u.mean() / runtime_s),
+           "load_balance_efficiency": float(u.mean() / u.max()),
+           "communication_efficiency": float(min(u.max() / runtime_s, 1.0)),
+           "serialisation_efficiency": None, "transfer_efficiency": None, "ideal_runtime_s": None}
+    if ideal_runtime_s is not None and ideal_runtime_s > 0:
+        out.update(ideal_runtime_s=float(ideal_runtime_s),
+                   transfer_efficiency=float(min(ideal_runtime_s / runtime_s, 1.0)),
+                   serialisation_efficiency=float(min(u.max() / ideal_runtime_s, 1.0)))
+    return out
+
+
+def region_instances(threads):
+    """One row per OpenMP region instance of a rank: rank, region, instance, start_s,
+    end_s (rank_t0-relative), threads, mean_busy_s, max_busy_s, slowest_thread."""
+    busy = threads.groupby(["rank", "region", "instance", "thread"], sort=False).agg(
+        busy_s=("compute_time_s", "sum"), start_s=("start_s", "min"), end_s=("leave_s", "max"))
+    g = busy.groupby(level=["rank", "region", "instance"], sort=False)
+    out = g.agg(start_s=("start_s", "min"), end_s=("end_s", "max"), mean_busy_s=("busy_s", "mean"),
+                max_busy_s=("busy_s", "max"), threads=("busy_s", "size"))
+    out["slowest_thread"] = g["busy_s"].idxmax().map(lambda k: k[-1])
+    return out.reset_index()
+
+
+def openmp_level(threads, useful):
+    """The OpenMP level: per run and per region (None without OMPT data)."""
+    if threads is None or not len(threads):
+        return None
+    inst = region_instances(threads)
+    inst["region_s"] = inst["end_s"] - inst["start_s"]
+    per_rank = inst.groupby("rank").agg(in_regions_s=("region_s", "sum"),
+                                        mean_busy_s=("mean_busy_s", "sum"),
+                                        max_busy_s=("max_busy_s", "sum"))
+    u = useful.set_index("rank")["useful_s"] if useful is not None else None
+    outside = None
+    if u is not None:
+        share = 1 - per_rank["in_regions_s"].reindex(u.index).fillna(0) / u.replace(0, np.nan)
+        outside = float(np.clip(share.mean(), 0, 1)) if share.notna().any() else None
+    regions = []
+    for region, g in inst.groupby("region"):
+        per = g.groupby("rank")["region_s"].sum()
+        regions.append({"region": str(region), "instances": int(len(g)),
+                        "time_s": float(g["region_s"].sum() / max(g["rank"].nunique(), 1)),
+                        "thread_load_balance_efficiency": float(g["mean_busy_s"].sum() / g["max_busy_s"].sum())
+                        if g["max_busy_s"].sum() > 0 else None,
+                        "rank_load_balance_efficiency": float(per.mean() / per.max()) if per.max() > 0 else None})
+    regions.sort(key=lambda r: -r["time_s"])
+    return {"thread_load_balance_efficiency": float(per_rank["mean_busy_s"].sum() / per_rank["max_busy_s"].sum())
+            if per_rank["max_busy_s"].sum() > 0 else None,
+            "outside_parallel_regions_share": outside, "regions": regions}

@@ -1,0 +1,611 @@
+"""The findings of a diagnosis: what is wrong, who causes it, where the time is lost,
+the fix and what it saves (docs/diagnose.md).
+
+Each finding is one :class:`Finding`; the text, the report section and ``--json`` are
+views of the same records.  Findings are ranked by the run time they cost
+(``lost_s``: the rank-seconds lost, divided by the ranks, so a loss every rank shares
+counts once).  Where the run has an event trace, a finding's predicted saving is the
+difference of two replays of it (:mod:`.replay`): unchanged, and with the fix.
+
+Kinds, and where they come from:
+
+* ``load_imbalance``: some ranks work more than the others (POP's load balance below
+  1), and the others wait for them, at collectives or for their messages;
+* ``wait_at_collective``: waits at an N x N collective with no fixed culprit (the
+  last rank changes): the synchronisation itself costs;
+* ``late_broadcast``, ``late_scatter`` (the root is late), ``early_reduce``,
+  ``early_gather`` (the root is early);
+* ``late_sender``, ``late_receiver``, ``wrong_order``: point-to-point wait states
+  without a load imbalance behind them;
+* ``small_messages``: runs of small messages between one pair that could be one;
+* ``thread_imbalance``: OpenMP threads reaching a region's end at different times;
+* ``queue_search``: receives posted in another order than the messages arrive, so
+  every arrival searches a long posted-receive queue.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError
+from ..lazy import lazy
+from ..units import format_bytes, format_seconds
+from . import efficiency as eff
+from . import replay as rpl
+from . import timeline as tlm
+from . import waits as wst
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
+#: A finding below this share of the run time is minor: listed, never the headline.
+MINOR_SHARE = 0.05
+#: A rank is overloaded when its useful time exceeds the mean by half the max - mean gap,
+#: and the gap is at least this share of the run.
+IMBALANCE_SHARE = 0.05
+#: Messages up to this size count as small, runs of at least SMALL_RUN of them to one
+#: peer with nothing else done in between (gaps under SMALL_GAP_S) as one message's worth.
+SMALL_BYTES = 4096
+SMALL_RUN = 8
+SMALL_GAP_S = 2e-6
+
+KINDS = ("load_imbalance", "wait_at_collective", "late_broadcast", "late_scatter",
+         "early_reduce", "early_gather", "late_sender", "late_receiver", "wrong_order",
+         "small_messages", "thread_imbalance", "queue_search")
+NEEDS_TRACE = ("wait_at_collective", "late_broadcast", "late_scatter", "early_reduce",
+               "early_gather", "late_sender", "late_receiver", "wrong_order", "small_messages",
+               "queue_search")
+NEEDS_OMPT = ("thread_imbalance",)
+
+
+@dataclass
+class Finding:
+    """One problem of the run (module docstring); ``evidence`` holds the numbers behind it."""
+
+    kind: str
+    culprit_ranks: list
+    waiting_ranks: list
+    waiting_function: str | None
+    callsite: str | None
+    region: str | None
+    lost_s: float
+    share_of_runtime: float
+    fix: str
+    predicted_saving_s: float | None
+    basis: str
+    evidence: dict = field(default_factory=dict)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+@dataclass
+class Diagnosis:
+    run: str
+    ranks: int
+    runtime_s: float
+    efficiency: dict
+    findings: list
+    notes: list
+    replay: dict | None = None
+
+    def to_dict(self):
+        return {"run": self.run, "ranks": self.ranks, "runtime_s": self.runtime_s,
+                "efficiency": self.efficiency, "findings": [f.to_dict() for f in self.findings],
+                "replay": self.replay, "notes": self.notes}
+
+    @property
+    def major(self):
+        return [f for f in self.findings if f.share_of_runtime >= MINOR_SHARE]
+
+
+# ---- entry ------------------------------------------------------------------------------
+
+def diagnose(profile, machine_model=None, what_if=()):
+    """The :class:`Diagnosis` of an open profile run (``commscope.open``)."""
+    from ..profile.export import load_trace
+    ranks = profile.ranks
+    if ranks is None or not len(ranks):
+        raise InputError(profile.path / "ranks.parquet", None, "missing or empty: the profile was "
+                         "not converted (is it still running?)")
+    trace = load_trace(profile.run)
+    tl = tlm.build(trace, ranks, machine_model) if trace is not None else None
+    useful, useful_basis = eff.useful_times(profile, tl)
+    nranks = int(len(ranks))
+    runtime = tl.runtime_s if tl is not None else float(ranks["wall_s"].max())
+    notes = []
+    rp = base = ideal = None
+    if tl is not None and len(tl.calls):
+        rp = rpl.Replayer(tl)
+        base = rp.run()
+        ideal = rp.run("network=ideal", network="ideal")
+    efficiency = {"mpi": eff.mpi_level(useful, runtime, ideal.runtime_s if ideal else None)
+              if useful is not None else None,
+              "openmp": eff.openmp_level(profile.threads, useful), "useful_basis": useful_basis}
+    ctx = _Context(profile, tl, rp, base, useful, runtime, nranks, machine_model)
+    findings = []
+    if tl is not None:
+        findings += _wait_findings(ctx)
+        findings += _small_message_findings(ctx)
+    if useful is not None and not any(f.kind == "load_imbalance" for f in findings):
+        findings += _imbalance_without_trace(ctx)
+    if profile.threads is not None and len(profile.threads):
+        findings += _thread_findings(ctx)
+    findings = [f for f in findings if f.lost_s > 0]
+    findings.sort(key=lambda f: -f.lost_s)
+    if tl is None:
+        notes.append("without an event trace (commscope profile --trace): no wait states, no "
+                     "replay; " + ", ".join(NEEDS_TRACE) + " need it")
+    if profile.threads is None:
+        notes.append("without OpenMP thread timings (commscope profile --ompt): "
+                      + ", ".join(NEEDS_OMPT) + " needs them")
+    if useful is None:
+        notes.append(useful_basis)
+    replay = None
+    if base is not None:
+        replay = {"measured_s": runtime, "unchanged_s": base.runtime_s,
+                  "error_pct": 100 * (base.runtime_s - runtime) / runtime if runtime > 0 else None,
+                  "ideal_network_s": ideal.runtime_s, "what_if": [], "eager_max_bytes": tl.eager_max_bytes,
+                  "eager_basis": tl.eager_basis}
+        for change in what_if:
+            r = run_what_if(rp, change, machine_model)
+            replay["what_if"].append({"change": change, "runtime_s": r.runtime_s,
+                                      "saving_s": base.runtime_s - r.runtime_s})
+        if replay["eager_max_bytes"] == float("inf"):
+            replay["eager_max_bytes"] = None
+    return Diagnosis(run=str(profile.path), ranks=nranks, runtime_s=runtime, efficiency=efficiency,
+                     findings=findings, notes=notes, replay=replay)
+
+
+WHAT_IFS = ("balance", "network=ideal", "machine-model=FILE")
+
+
+def run_what_if(rp, change, machine_model=None):
+    """One named replay: ``balance``, ``network=ideal`` or ``machine-model=FILE`` (the
+    model already loaded: ``machine_model``)."""
+    if change == "balance":
+        return rp.run(change, balance=True)
+    if change == "network=ideal":
+        return rp.run(change, network="ideal")
+    if change.startswith("machine-model="):
+        if machine_model is None:
+            raise InputError("--what-if", None, f"{change}: the machine model could not be loaded")
+        return rp.run(change, machine_model=machine_model)
+    raise InputError("--what-if", None, f"unknown change {change!r} (one of {', '.join(WHAT_IFS)})")
+
+
+@dataclass
+class _Context:
+    profile: object
+    tl: object
+    rp: object
+    base: object
+    useful: object
+    runtime: float
+    nranks: int
+    machine_model: object
+
+    def saving(self, **change):
+        """Predicted saving of a change: unchanged replay - changed replay (never below 0)."""
+        return max(self.base.runtime_s - self.rp.run(**change).runtime_s, 0.0)
+
+    def overloaded(self):
+        """Ranks whose useful time stands out (module constants), and max - mean."""
+        if self.useful is None or len(self.useful) < 2:
+            return [], 0.0
+        u = self.useful.set_index("rank")["useful_s"]
+        gap = float(u.max() - u.mean())
+        if gap < IMBALANCE_SHARE * self.runtime:
+            return [], gap
+        return sorted(int(r) for r in u.index[u - u.mean() > gap / 2]), gap
+
+
+# ---- from the wait states -------------------------------------------------------------------
+
+def _top_ranks(weights, share=0.5):
+    if not weights:
+        return []
+    top = max(weights.values())
+    return sorted(int(r) for r, w in weights.items() if w >= share * top and w > 0)
+
+
+def _wait_findings(ctx):
+    ws = wst.find(ctx.tl)
+    if not len(ws.waits):
+        return []
+    overloaded, _gap = ctx.overloaded()
+    groups = {}
+    for k, (kind, fn, site) in enumerate(ws.keys):
+        culprits = _top_ranks(ws.culprit_weight.get(k, {}))
+        if kind in ("late_sender", "wait_nxn") and overloaded and culprits and \
+                set(culprits) <= set(overloaded):
+            fk = ("load_imbalance",)
+        elif kind == "wait_nxn":
+            fk = ("wait_at_collective", fn, site)
+        else:
+            fk = (kind, fn, site)
+        groups.setdefault(fk, []).append(k)
+    out = []
+    for fk, keys in groups.items():
+        by_rank = {}
+        for (k, r), v in ws.by_key_rank.items():
+            if k in keys:
+                by_rank[r] = by_rank.get(r, 0.0) + v
+        total = sum(by_rank.values())
+        if total <= 0:
+            continue
+        weights = {}
+        for k in keys:
+            for r, w in ws.culprit_weight.get(k, {}).items():
+                weights[r] = weights.get(r, 0.0) + w
+        key_total = {k: sum(v for (kk, _), v in ws.by_key_rank.items() if kk == k) for k in keys}
+        main = max(keys, key=lambda k: key_total[k])
+        kind, fn, site = ws.keys[main]
+        top = max(by_rank.values())
+        f = Finding(
+            kind=fk[0],
+            culprit_ranks=overloaded if fk[0] == "load_imbalance" else _top_ranks(weights),
+            waiting_ranks=sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
+            waiting_function=fn, callsite=site if site != fn else None, region=None,
+            lost_s=total / ctx.nranks, share_of_runtime=total / ctx.nranks / ctx.runtime,
+            fix="", predicted_saving_s=None, basis="",
+            evidence={"lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
+                      "direct_s": float(ws.waits.loc[ws.waits["key"].isin(keys), "direct_s"].sum()),
+                      "passed_on_s": float(ws.waits.loc[ws.waits["key"].isin(keys), "passed_on_s"].sum()),
+                      "waits": int(ws.waits["key"].isin(keys).sum())})
+        _predict_wait_fix(ctx, f, ws, keys)
+        out.append(f)
+    return out
+
+
+def _calls_at(ctx, function, callsite):
+    c = ctx.tl.calls
+    sel = c["function"] == function
+    if callsite is not None:
+        sel &= c["callsite"] == callsite
+    return set(c.index[sel].tolist())
+
+
+def _region_of_culprit(ctx, f):
+    """Where the culprit's extra work is: the work before its late call, named by the
+    call sites around it (an OpenMP region when OMPT data names one)."""
+    c = ctx.tl.calls
+    if not f.culprit_ranks or f.waiting_function is None:
+        return None
+    sel = (c["rank"].isin(f.culprit_ranks)) & (c["function"] == f.waiting_function)
+    if f.callsite:
+        sel &= c["callsite"] == f.callsite
+    idx = c.index[sel]
+    if not len(idx):
+        return None
+    prev = c["pos"].to_numpy()[idx] > 0
+    before = c.loc[idx[prev] - 1]
+    if not len(before):
+        return None
+    site = before["callsite"].mode()
+    fn = before["function"].mode()
+    where = site.iloc[0] if len(site) and isinstance(site.iloc[0], str) else (fn.iloc[0] if len(fn) else None)
+    return f"the work between {fn.iloc[0]}{' at ' + where if where != fn.iloc[0] else ''} and " \
+           f"{f.waiting_function}{' at ' + f.callsite if f.callsite else ''}" if where else None
+
+
+def _ranks_text(ranks, word="rank"):
+    ranks = list(ranks)
+    if not ranks:
+        return "no rank"
+    if len(ranks) > 6:
+        return f"{len(ranks)} {word}s ({', '.join(map(str, ranks[:3]))}, ... {ranks[-1]})"
+    if len(ranks) == 1:
+        return f"{word} {ranks[0]}"
+    return f"{word}s {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
+
+
+def _at(f):
+    return f"{f.waiting_function}" + (f" at {f.callsite}" if f.callsite else "")
+
+
+def _predict_wait_fix(ctx, f, ws, keys):
+    """Fill the finding's fix, region and predicted saving (a replay with the fix)."""
+    culprits = _ranks_text(f.culprit_ranks)
+    if f.kind in ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather"):
+        f.region = _region_of_culprit(ctx, f)
+        f.predicted_saving_s = ctx.saving(balance=True)
+        f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
+                   "the mean over ranks (the calls' own costs as measured)")
+        work = _work_ratio(ctx, f.culprit_ranks)
+        if f.kind == "load_imbalance":
+            f.fix = (f"Move work from {culprits} to the others ({work}): with the work "
+                     f"balanced the others stop waiting in {_at(f)}.")
+        elif f.kind in ("late_broadcast", "late_scatter"):
+            op = "MPI_Ibcast" if f.kind == "late_broadcast" else "MPI_Iscatter"
+            f.fix = (f"The root ({culprits}) enters {_at(f)} late after work the others do not "
+                     f"share ({work}): split that preparation among the ranks, or overlap it with {op}.")
+        else:
+            op = "MPI_Ireduce" if f.kind == "early_reduce" else "MPI_Igather"
+            f.fix = (f"The root ({_ranks_text(f.waiting_ranks)}) enters {_at(f)} early and waits "
+                     f"for {culprits}: give it a share of their work, or let it work on with {op}.")
+        return
+    calls = _calls_at(ctx, f.waiting_function, f.callsite)
+    if f.kind == "wait_at_collective":
+        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        f.basis = ("replay of the trace with this collective no longer waiting for the last "
+                   "rank (every call of it returns after its own cost)")
+        f.fix = (f"The ranks reach {_at(f)} at different times and a different rank is last "
+                 f"each time ({culprits} in turn): there is no one culprit to balance. If this "
+                 "synchronisation is not needed, remove it; else synchronise less often or use "
+                 "the nonblocking form and wait later.")
+    elif f.kind == "late_sender":
+        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        f.basis = "replay of the trace with these receives finding their messages already sent"
+        partner = _partner_site(ctx, calls)
+        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} wait in {_at(f)} for {culprits}, "
+                 f"whose send{' at ' + partner if partner else ''} comes after work that does "
+                 "not produce the message: send as soon as the data is ready (before the "
+                 "independent work), or post MPI_Irecv early and wait later.")
+    elif f.kind == "late_receiver":
+        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        f.basis = "replay of the trace with these sends no longer waiting for their receives"
+        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()}'s {_at(f)} waits until {culprits} "
+                 "posts the receive: complete the send later (MPI_Issend/MPI_Isend, then "
+                 "MPI_Wait after the independent work), or post the receive earlier (MPI_Irecv).")
+    elif f.kind == "wrong_order":
+        scale = _wrong_order_scale(ctx, ws, keys)
+        f.predicted_saving_s = ctx.saving(burst_scale=scale)
+        f.basis = ("replay of the trace with the work after each such receive done during the "
+                   "wait instead (up to the time the earlier message waited)")
+        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} wait in {_at(f)} for {culprits} "
+                 "while another message is already there: receive in arrival order "
+                 "(MPI_ANY_SOURCE, or MPI_Irecv for all and MPI_Waitany) and handle each as it comes.")
+
+
+def _work_ratio(ctx, culprits):
+    if ctx.useful is None or not culprits:
+        return "its share of the work is unknown"
+    u = ctx.useful.set_index("rank")["useful_s"]
+    mine = u.reindex(culprits).mean()
+    others = u.drop(index=culprits, errors="ignore")
+    if not len(others) or others.mean() <= 0:
+        return f"{format_seconds(mine)} of work each"
+    return f"{mine / others.mean():.1f}x the others' work: {format_seconds(mine)} against {format_seconds(others.mean())}"
+
+
+def _partner_site(ctx, calls):
+    lk = ctx.tl.links
+    p = lk.loc[lk["call"].isin(calls), "partner"]
+    sites = ctx.tl.calls.loc[p, "callsite"].dropna()
+    return sites.mode().iloc[0] if len(sites) else None
+
+
+def _wrong_order_scale(ctx, ws, keys):
+    """{next call: factor}: the work after each wrong-order receive shrinks by the part
+    of the wait that an already-sent message could have used."""
+    w = ws.waits[ws.waits["key"].isin(keys)]
+    c = ctx.tl.calls
+    burst = ctx.rp.burst
+    scale = {}
+    for call, lost in zip(w["call"].to_numpy(), w["lost_s"].to_numpy()):
+        nxt = call + 1
+        if nxt < len(c) and c["stream"].iat[nxt] == c["stream"].iat[call] and burst[nxt] > 0:
+            scale[int(nxt)] = max(burst[nxt] - lost, 0.0) / burst[nxt]
+    return scale
+
+
+# ---- without a trace: load imbalance from the useful times -----------------------------
+
+def _imbalance_without_trace(ctx):
+    culprits, gap = ctx.overloaded()
+    if not culprits:
+        return []
+    u = ctx.useful.set_index("rank")["useful_s"]
+    waiting = sorted(int(r) for r in u.index if r not in culprits)
+    fn, site = _where_others_wait(ctx.profile, culprits, waiting)
+    f = Finding(kind="load_imbalance", culprit_ranks=culprits, waiting_ranks=waiting,
+                waiting_function=fn, callsite=site, region=None, lost_s=gap,
+                share_of_runtime=gap / ctx.runtime, fix="", predicted_saving_s=gap,
+                basis="measured work per rank (time outside MPI): the slowest rank's minus the "
+                      "mean; no trace, so no replay",
+                evidence={"useful_s_by_rank": {str(int(r)): float(v) for r, v in u.items()}})
+    f.fix = (f"Move work from {_ranks_text(culprits)} to the others ({_work_ratio(ctx, culprits)}): "
+             f"balanced, the others stop waiting" + (f" in {_at(f)}." if fn else "."))
+    return [f]
+
+
+def _where_others_wait(profile, culprits, waiting):
+    """The function (and call site) where the waiting ranks spend the most time more
+    than the culprits do."""
+    fun = profile.functions
+    if fun is None or not len(fun) or fun["time_s"].isna().all():
+        return None, None
+    t = fun.groupby(["rank", "function"])["time_s"].sum().unstack(fill_value=0.0)
+    diff = t.reindex(waiting).mean() - t.reindex(culprits).mean()
+    fn = str(diff.idxmax()) if len(diff) and diff.max() > 0 else None
+    site = None
+    cs = profile.callsites
+    if fn and cs is not None and len(cs) and cs["time_s"].notna().any():
+        c = cs[cs["function"] == fn].copy()
+        c["site"] = [f"{Path_name(f)}:{int(l)}" if isinstance(f, str) and f and l == l else None
+                     for f, l in zip(c["file"], c["line"])]
+        c = c.dropna(subset=["site"])
+        if len(c):
+            per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
+            d = per.reindex(waiting).mean() - per.reindex(culprits).mean()
+            site = str(d.idxmax()) if len(d) else None
+    return fn, site
+
+
+def Path_name(path):  # noqa: N802 - a tiny helper named for what it returns
+    from pathlib import Path
+    return Path(path).name
+
+
+# ---- small messages ------------------------------------------------------------------------
+
+def _small_message_findings(ctx):
+    """Runs of small sends to one peer, one after another, at one call site."""
+    tl = ctx.tl
+    c = tl.calls
+    lk = tl.links[tl.links["kind"] == "message"]
+    if not len(lk):
+        return []
+    sends = pd.DataFrame({"send": lk["partner"].to_numpy(), "recv": lk["call"].to_numpy(),
+                          "dst": lk["dst"].to_numpy(), "bytes": lk["bytes"].to_numpy()})
+    sends = sends[sends["bytes"] <= SMALL_BYTES].sort_values("send")
+    if not len(sends):
+        return []
+    s = sends["send"].to_numpy()
+    stream = c["stream"].to_numpy()[s]
+    burst = ctx.rp.burst[s]
+    site = c["callsite"].to_numpy()[s]
+    fn = c["function"].to_numpy()[s]
+    # a run continues while the next send is the next call of the same stream, to the
+    # same peer, from the same place, after no work
+    same = np.r_[False, (stream[1:] == stream[:-1]) & (s[1:] == s[:-1] + 1) &
+                 (sends["dst"].to_numpy()[1:] == sends["dst"].to_numpy()[:-1]) &
+                 (fn[1:] == fn[:-1]) & (burst[1:] <= SMALL_GAP_S) &
+                 np.array([a == b for a, b in zip(site[1:], site[:-1])], bool)]
+    run_id = np.cumsum(~same)
+    sends["run"] = run_id
+    sizes = sends.groupby("run")["send"].transform("size").to_numpy()
+    runs = sends[sizes >= SMALL_RUN]
+    if not len(runs):
+        return []
+    runs = runs.assign(src=c["rank"].to_numpy()[runs["send"].to_numpy()],
+                       site=c["callsite"].to_numpy()[runs["send"].to_numpy()],
+                       function=c["function"].to_numpy()[runs["send"].to_numpy()])
+    out = []
+    keyed = runs.assign(site=runs["site"].fillna(runs["function"]))
+    for (src, dst, site_key, fn_), g in keyed.groupby(["src", "dst", "site", "function"]):
+        # the merged replay: every message of a run but the last costs nothing, and the
+        # work between them (loop overhead) goes
+        cost_scale = {}
+        burst_scale = {}
+        for _, r in g.groupby("run"):
+            sc, rc = r["send"].to_numpy(), r["recv"].to_numpy()
+            for x in sc[:-1].tolist() + rc[:-1].tolist():
+                cost_scale[int(x)] = 0.0
+            for x in sc[1:].tolist() + rc[1:].tolist():
+                burst_scale[int(x)] = 0.0
+        both = list(g["send"]) + list(g["recv"])
+        spent = float((c["end_s"].to_numpy()[both] - c["start_s"].to_numpy()[both]).sum())
+        n, nruns = len(g), g["run"].nunique()
+        recv_fn = c["function"].to_numpy()[g["recv"].to_numpy()]
+        alpha = _postal_alpha(ctx)
+        model = f"; the postal model's latency says {format_seconds((n - nruns) * alpha)}" \
+            if alpha else ""
+        f = Finding(kind="small_messages", culprit_ranks=[int(src)], waiting_ranks=[int(dst)],
+                    waiting_function=str(pd.Series(recv_fn).mode().iloc[0]),
+                    callsite=site_key if site_key != fn_ else None, region=None,
+                    lost_s=spent / ctx.nranks, share_of_runtime=spent / ctx.nranks / ctx.runtime,
+                    fix=(f"Rank {src} sends {n:,} messages of {format_bytes(float(g['bytes'].mean()))} "
+                         f"to rank {dst} in {nruns:,} runs of {n / nruns:.0f} back to back"
+                         f"{' at ' + site_key if site_key != fn_ else ''}: pack each run into one "
+                         "message (one MPI_Send of the whole buffer, or a derived datatype)."),
+                    predicted_saving_s=ctx.saving(cost_scale=cost_scale, burst_scale=burst_scale),
+                    basis=("replay of the trace with each run sent as one message (the runs' "
+                           "other messages cost nothing)" + model),
+                    evidence={"messages": n, "runs": int(nruns), "bytes_per_message": float(g["bytes"].mean()),
+                              "time_in_calls_s": spent, "send_function": str(fn_)})
+        out.append(f)
+    return out
+
+
+def _postal_alpha(ctx):
+    m = ctx.machine_model
+    if m is None:
+        return None
+    for proto in ("short", "eager"):
+        p = m.params.get((proto, "intra-socket"))
+        if p is not None:
+            return float(p.alpha_s)
+    return None
+
+
+# ---- OpenMP threads -----------------------------------------------------------------------
+
+def _thread_findings(ctx):
+    inst = eff.region_instances(ctx.profile.threads)
+    inst = inst[inst["threads"] > 1]
+    if not len(inst):
+        return []
+    inst = inst.assign(idle_s=inst["max_busy_s"] - inst["mean_busy_s"])
+    out = []
+    for region, g in inst.groupby("region"):
+        per_rank = g.groupby("rank")["idle_s"].sum()
+        lost = float(per_rank.sum() / ctx.nranks)
+        if lost <= 0:
+            continue
+        slow = g["slowest_thread"].mode().iloc[0]
+        culprits = sorted(int(r) for r, v in per_rank.items() if v >= 0.5 * per_rank.max())
+        f = Finding(kind="thread_imbalance", culprit_ranks=culprits, waiting_ranks=culprits,
+                    waiting_function=None, callsite=str(region), region=str(region),
+                    lost_s=lost, share_of_runtime=lost / ctx.runtime, fix="",
+                    predicted_saving_s=None, basis="",
+                    evidence={"instances": int(len(g)), "slowest_thread": int(slow),
+                              "mean_busy_s": float(g["mean_busy_s"].mean()),
+                              "max_busy_s": float(g["max_busy_s"].mean())})
+        f.fix = (f"The threads of the OpenMP region at {region} finish up to "
+                 f"{format_seconds(float(g['idle_s'].mean()))} apart per instance (thread {slow} "
+                 f"last; busy {format_seconds(float(g['max_busy_s'].mean()))} against a mean of "
+                 f"{format_seconds(float(g['mean_busy_s'].mean()))}): balance the loop "
+                 "(schedule(dynamic) or an even split of the work).")
+        if ctx.tl is not None:
+            f.predicted_saving_s = ctx.saving(burst_scale=_thread_scale(ctx, g))
+            f.basis = ("replay of the trace with each instance's work cut from its slowest "
+                       "thread's to its threads' mean")
+        else:
+            f.predicted_saving_s = float(per_rank.max())
+            f.basis = ("measured thread busy times: the slowest thread's minus the mean, "
+                       "summed over instances (no trace, so no replay)")
+        _early_bird(ctx, f, region)
+        out.append(f)
+    return out
+
+
+def _thread_scale(ctx, g):
+    """{call: factor}: the burst holding each region instance (on its rank's first
+    stream) shrinks by the instance's slowest-minus-mean busy time."""
+    threads = ctx.profile.threads
+    t0 = threads.groupby("rank")["rank_t0_ns"].first()
+    c = ctx.tl.calls
+    burst = ctx.rp.burst
+    trace_t0 = getattr(ctx.tl, "t0_ns", None)
+    if trace_t0 is None:
+        return {}
+    cut = {}
+    for rank, gi in g.groupby("rank"):
+        mine = c[(c["rank"] == rank) & (c["thread"] == c.loc[c["rank"] == rank, "thread"].min())]
+        if not len(mine):
+            continue
+        starts = mine["start_s"].to_numpy()
+        ends = (gi["end_s"].to_numpy() * 1e9 + t0[rank] - trace_t0) / 1e9
+        k = np.searchsorted(starts, ends, side="left")
+        ok = k < len(mine)
+        for call, idle in zip(mine.index.to_numpy()[k[ok]], gi["idle_s"].to_numpy()[ok]):
+            cut[int(call)] = cut.get(int(call), 0.0) + float(idle)
+    return {c_: max(burst[c_] - v, 0.0) / burst[c_] for c_, v in cut.items() if burst[c_] > 0}
+
+
+def _early_bird(ctx, f, region):
+    """Where partitioned sends after the region would pay off, the advisor's prediction
+    becomes the finding's alternative fix."""
+    try:
+        from ..predict import earlybird as eb
+        link, _ = eb.link_for(ctx.profile.run, machine_model=ctx.machine_model or "bluewaters")
+        table = eb.advise(ctx.profile.run, link, replicas=500)
+    except (InputError, ValueError, KeyError):
+        return
+    row = table[table["region"] == region]
+    if len(row) and bool(row["worth_changing"].iloc[0]):
+        r = row.iloc[0]
+        f.fix += (f" Or send each thread's part as it finishes (MPI_Psend_init/MPI_Pready): "
+                  f"the early-bird advisor predicts {format_seconds(float(r['saving_mc_s']))} per "
+                  f"instance over {int(r['instances'])} instances.")
+        f.evidence["early_bird_saving_per_instance_s"] = float(r["saving_mc_s"])
+
+
+def replay_error_text(replay):
+    if not replay or replay.get("error_pct") is None or not math.isfinite(replay["error_pct"]):
+        return None
+    return (f"the unchanged replay gives {format_seconds(replay['unchanged_s'])} for a measured "
+            f"{format_seconds(replay['measured_s'])} ({replay['error_pct']:+.1f} %)")

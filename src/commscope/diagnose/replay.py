@@ -1,0 +1,269 @@
+"""Replay a traced run with a change and predict its run time (what-if analysis).
+
+Every stream (the calls of one thread) is replayed in order.  A call begins when the
+previous one ended plus the burst (the work outside MPI) measured between them, and
+ends at
+
+    end' = max(start', ready') + cost
+
+where ``ready'`` is the replayed entry of the partners it waited for (its
+:class:`~.timeline.Timeline` links and collective instance; a message adds its
+transfer time) and ``cost`` is the call's own time, measured as
+``end - max(start, ready)``: what it took once nothing held it up.  The run time is
+the last rank's MPI_Finalize, each rank keeping the time it measured after its last
+call.  Unchanged, the replay reproduces the measured run (its error is shown with
+every prediction); the changes:
+
+* ``balance``: every burst of a stream becomes the mean of the bursts at the same
+  place of every rank's stream of that thread (when the ranks made the same calls),
+  else each rank's bursts are scaled to the mean work;
+* ``network="ideal"``: zero latency, infinite bandwidth: every MPI call costs nothing
+  and messages arrive as they are sent (POP's transfer efficiency, as Dimemas does);
+* ``machine_model``: as ideal, plus each message's time from the machine model's
+  node-aware postal model and each collective's from ceil(log2 P) postal steps;
+* ``no_wait``: the given calls wait for nobody (their partners are on time);
+* ``burst_scale``: {call: factor} multiplies the burst before a call (work removed
+  from before it: a rebalanced region); ``cost_scale`` likewise a call's own cost (a
+  message merged into another).
+
+Findings use the difference of two replays (unchanged and changed) as their predicted
+saving, so what the replay does not model cancels out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
+
+@dataclass
+class Replay:
+    """The result of one replay: ``runtime_s``; ``end_s`` per rank (its MPI_Finalize)."""
+
+    runtime_s: float
+    end_s: dict
+    change: str
+
+
+class Replayer:
+    """Replays of one timeline; the measured costs and bursts are computed once."""
+
+    def __init__(self, tl):
+        self.tl = tl
+        calls = tl.calls
+        self.n = len(calls)
+        self.start = calls["start_s"].to_numpy(float)
+        self.end = calls["end_s"].to_numpy(float)
+        self.stream = calls["stream"].to_numpy()
+        self.rank = calls["rank"].to_numpy()
+        self.thread = calls["thread"].to_numpy()
+        self.streams = [np.flatnonzero(self.stream == s) for s in range(int(self.stream.max()) + 1)] \
+            if self.n else []
+        # partners by call: point-to-point (partner call, bytes, kind) and collective
+        self.p2p = [[] for _ in range(self.n)]
+        lk = tl.links
+        for c, p, k, b in zip(lk["call"].to_numpy(), lk["partner"].to_numpy(),
+                              lk["kind"].to_numpy(), lk["bytes"].to_numpy()):
+            self.p2p[c].append((int(p), k == "message", float(b)))
+        self.coll = {}  # waiting call -> (instance, pattern, is_root)
+        self.instance_entries = {}  # instance -> [(rank, entry call, is_root)]
+        self.instance_size = {}
+        col = tl.collectives
+        for inst, rank, wait, entry, pattern, root, nbytes in zip(
+                col["instance"].to_numpy(), col["rank"].to_numpy(), col["wait_call"].to_numpy(),
+                col["entry_call"].to_numpy(), col["pattern"].to_numpy(), col["root"].to_numpy(),
+                self._coll_bytes(col)):
+            is_root = rank == root
+            self.instance_entries.setdefault(int(inst), []).append((int(rank), int(entry), bool(is_root)))
+            if wait >= 0:
+                self.coll[int(wait)] = (int(inst), pattern, bool(is_root), float(nbytes))
+        for inst, members in self.instance_entries.items():
+            self.instance_size[inst] = len(members)
+        self.burst = self._bursts()
+        self.tail = self._tails()
+        self.cost = np.maximum(self.end - np.maximum(self.start, self._ready(self.start)), 0.0)
+
+    def _coll_bytes(self, col):
+        b = self.tl.calls["bytes"].to_numpy()
+        return b[col["entry_call"].to_numpy()]
+
+    def _bursts(self):
+        """Work before each call: from the previous call's end (the rank's MPI_Init for
+        its first call)."""
+        burst = np.zeros(self.n)
+        init = dict(zip(self.tl.window["rank"], self.tl.window["init_s"]))
+        for idx in self.streams:
+            if not len(idx):
+                continue
+            first = idx[0]
+            burst[first] = max(self.start[first] - init.get(self.rank[first], self.start[first]), 0.0)
+            burst[idx[1:]] = np.maximum(self.start[idx[1:]] - self.end[idx[:-1]], 0.0)
+        return burst
+
+    def _tails(self):
+        """Per stream: the time from its last call to its rank's MPI_Finalize (the main
+        thread's; other threads end with their last call)."""
+        fin = dict(zip(self.tl.window["rank"], self.tl.window["fin_s"]))
+        tails = {}
+        for s, idx in enumerate(self.streams):
+            if len(idx):
+                last = idx[-1]
+                main = self.thread[last] == min(self.thread[self.rank == self.rank[last]])
+                tails[s] = max(fin.get(self.rank[last], self.end[last]) - self.end[last], 0.0) if main else 0.0
+        return tails
+
+    def _ready(self, start, transfer=None, coll_cost=None, no_wait=frozenset()):
+        """Each call's ready time from the partners' entries ``start`` (-inf: none)."""
+        ready = np.full(self.n, -np.inf)
+        for c in range(self.n):
+            if c in no_wait:
+                continue
+            ready[c] = self._ready_of(c, start, transfer, coll_cost)
+        return ready
+
+    def _ready_of(self, c, start, transfer, coll_cost):
+        r = -math.inf
+        for p, is_msg, nbytes in self.p2p[c]:
+            t = start[p] + (transfer(self.rank[p], self.rank[c], nbytes) if is_msg and transfer else 0.0)
+            if t > r:
+                r = t
+        got = self.coll.get(c)
+        if got is not None:
+            inst, pattern, is_root, nbytes = got
+            members = self.instance_entries[inst]
+            if pattern == "nxn":
+                t = max(start[e] for _, e, _ in members)
+            elif pattern == "nx1":
+                t = max((start[e] for _, e, root in members if not root), default=-math.inf) \
+                    if is_root else -math.inf
+            else:
+                t = max((start[e] for _, e, root in members if root), default=-math.inf) \
+                    if not is_root else -math.inf
+            if coll_cost is not None and t > -math.inf:
+                t += coll_cost(len(members), nbytes)
+            if t > r:
+                r = t
+        return r
+
+    # -- the changes ----------------------------------------------------------------
+    def balanced_bursts(self, bursts=None):
+        """Bursts with the work spread evenly over ranks (module docstring)."""
+        bursts = self.burst if bursts is None else bursts
+        out = bursts.copy()
+        fn = self.tl.calls["function"].to_numpy()
+        by_thread = {}
+        for s, idx in enumerate(self.streams):
+            if len(idx):
+                by_thread.setdefault(self.thread[idx[0]], []).append(idx)
+        for streams in by_thread.values():
+            same = len({len(i) for i in streams}) == 1 and all(
+                (fn[i] == fn[streams[0]]).all() for i in streams[1:])
+            if same and len(streams) > 1:
+                mean = np.mean([bursts[i] for i in streams], axis=0)
+                for i in streams:
+                    out[i] = mean
+            elif len(streams) > 1:
+                work = np.array([bursts[i].sum() + 0.0 for i in streams])
+                target = work.mean()
+                for i, w in zip(streams, work):
+                    if w > 0:
+                        out[i] = bursts[i] * (target / w)
+        return out
+
+    def run(self, change="unchanged", *, balance=False, network=None, machine_model=None,
+            no_wait=frozenset(), burst_scale=None, cost_scale=None, ppn=1):
+        """One replay (module docstring); returns a :class:`Replay`."""
+        bursts = self.burst.copy()
+        if burst_scale:
+            for c, f in burst_scale.items():
+                bursts[c] *= f
+        if balance:
+            bursts = self.balanced_bursts(bursts)
+        cost = self.cost
+        transfer = coll_cost = None
+        if network == "ideal" or machine_model is not None:
+            cost = np.zeros(self.n)
+        if cost_scale:
+            cost = cost.copy()
+            for c, f in cost_scale.items():
+                cost[c] *= f
+        if machine_model is not None:
+            transfer, coll_cost = _model_times(machine_model, self.tl, ppn)
+        no_wait = frozenset(int(c) for c in no_wait)
+        start = np.full(self.n, np.nan)
+        end = np.full(self.n, np.nan)
+        pointer = [0] * len(self.streams)
+        clock = [None] * len(self.streams)
+        remaining = sum(len(i) for i in self.streams)
+        # a call's start is known once its predecessor ended; it can end once every
+        # partner's start is known
+        while remaining:
+            progressed = False
+            for s, idx in enumerate(self.streams):
+                while pointer[s] < len(idx):
+                    c = idx[pointer[s]]
+                    if np.isnan(start[c]):
+                        prev = idx[pointer[s] - 1] if pointer[s] else None
+                        start[c] = (end[prev] if prev is not None else
+                                    self.start[c] - self.burst[c]) + bursts[c]
+                    if c not in no_wait and not self._partners_known(c, start):
+                        break
+                    ready = -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
+                    end[c] = max(start[c], ready) + cost[c]
+                    pointer[s] += 1
+                    remaining -= 1
+                    progressed = True
+            if not progressed:
+                stuck = [int(idx[pointer[s]]) for s, idx in enumerate(self.streams) if pointer[s] < len(idx)]
+                raise InputError("trace", None, f"the replay cannot go on: calls {stuck[:5]} wait "
+                                                "for partners that never begin (records missing?)")
+        ends = {}
+        for s, idx in enumerate(self.streams):
+            if len(idx):
+                r = int(self.rank[idx[0]])
+                ends[r] = max(ends.get(r, -math.inf), end[idx[-1]] + self.tail[s])
+        init = self.tl.window["init_s"].min()
+        for r, fin in zip(self.tl.window["rank"], self.tl.window["fin_s"]):
+            ends.setdefault(int(r), float(fin))  # a rank that made no traced call
+        return Replay(runtime_s=float(max(ends.values()) - init), end_s=ends, change=change)
+
+    def _partners_known(self, c, start):
+        for p, _, _ in self.p2p[c]:
+            if np.isnan(start[p]):
+                return False
+        got = self.coll.get(c)
+        if got is not None:
+            for _, e, _ in self.instance_entries[got[0]]:
+                if np.isnan(start[e]):
+                    return False
+        return True
+
+
+def _model_times(machine_model, tl, ppn):
+    """(transfer(src, dst, bytes), collective(P, bytes)) from a machine model: the
+    node-aware postal model per message, ceil(log2 P) of them per collective."""
+    from ..models.p2p import node_aware_time
+    host_of = tl.host_of
+    cache = {}
+
+    def transfer(src, dst, nbytes):
+        loc = "inter-node" if host_of.get(src, 0) != host_of.get(dst, 0) else "intra-socket"
+        key = (loc, nbytes)
+        if key not in cache:
+            cache[key] = float(np.asarray(node_aware_time(machine_model, [nbytes], loc, ppn))[0])
+        return cache[key]
+
+    def collective(p, nbytes):
+        steps = math.ceil(math.log2(p)) if p > 1 else 0
+        hosts = set(host_of.values())
+        one = next(iter(host_of), 0)
+        other = next((r for r, h in host_of.items() if h != host_of.get(one)), one) if len(hosts) > 1 else one
+        return steps * transfer(one, other, nbytes)
+
+    return transfer, collective
