@@ -146,6 +146,8 @@ def _run(args):
         elif args.summary:
             print(format_table(rows, title="commscope profile: per-rank summary"))
         print(run.path)
+        if not status and not args.quiet:
+            _print_diagnosis(run)
     if status:
         print(f"commscope profile: the program exited with status {status}; the counters made "
               f"up to then are in {run.path}", file=sys.stderr)
@@ -156,3 +158,21 @@ def _run(args):
             print(f"commscope profile: partial profile: {p}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_diagnosis(run):
+    """The diagnosis in a few lines (commscope diagnose RUN has the rest); a run it
+    cannot read is the diagnosis's problem, never the profile's."""
+    from ..diagnose.findings import diagnose
+    from ..diagnose.text import headline
+    from ..errors import InputError
+    from ..profile.api import Profile
+    try:
+        d = diagnose(Profile(run))
+    except (InputError, ValueError, KeyError) as exc:
+        print(f"diagnosis: not possible ({exc})")
+        return
+    print(f"diagnosis: {headline(d)}")
+    if d.major:
+        print(f"  fix: {d.major[0].fix}")
+    print(f"  more: commscope diagnose {run.path}")

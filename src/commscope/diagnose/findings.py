@@ -128,6 +128,9 @@ def diagnose(profile, machine_model=None, what_if=()):
     if tl is not None:
         findings += _wait_findings(ctx)
         findings += _small_message_findings(ctx)
+        found, note = _queue_findings(ctx, trace)
+        findings += found
+        notes += [note] if note else []
     if useful is not None and not any(f.kind == "load_imbalance" for f in findings):
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
@@ -267,27 +270,54 @@ def _calls_at(ctx, function, callsite):
     return set(c.index[sel].tolist())
 
 
-def _region_of_culprit(ctx, f):
-    """Where the culprit's extra work is: the work before its late call, named by the
-    call sites around it (an OpenMP region when OMPT data names one)."""
+def _region_of_culprit(ctx, f, ws, keys):
+    """Where the culprit's extra work is: the OpenMP region whose time on the culprits
+    exceeds the others' most (with OMPT data), else the longest work on the culprit's
+    way to the call the others waited for, named by the calls around it."""
+    threads = ctx.profile.threads
+    if threads is not None and len(threads) and f.culprit_ranks:
+        inst = eff.region_instances(threads)
+        inst = inst.assign(region_s=inst["end_s"] - inst["start_s"])
+        per = inst.groupby(["region", "rank"])["region_s"].sum().unstack(fill_value=0.0)
+        mine = per.reindex(columns=f.culprit_ranks).mean(axis=1)
+        others = per.drop(columns=f.culprit_ranks, errors="ignore")
+        if len(others.columns):
+            extra = mine - others.mean(axis=1)
+            if len(extra) and extra.max() > 0:
+                return f"OpenMP region {extra.idxmax()}"
+    w = ws.waits[ws.waits["key"].isin(keys) & (ws.waits["direct_s"] > 0)]
+    if not len(w):
+        return None
     c = ctx.tl.calls
-    if not f.culprit_ranks or f.waiting_function is None:
+    burst = ctx.rp.burst
+    site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], c["function"])]
+    votes = {}
+    for calls, lost in zip(w["culprit_calls"], w["direct_s"]):
+        for j in calls:
+            # back along the culprit's stream over calls that waited for nothing
+            best = j
+            k = j
+            while k > 0 and c["stream"].iat[k - 1] == c["stream"].iat[j] and j - k < 64:
+                if burst[k] > burst[best]:
+                    best = k
+                if c["function"].iat[k - 1] in _SYNC_POINTS:
+                    break
+                k -= 1
+            if burst[k] > burst[best]:
+                best = k
+            before = site[best - 1] if best > 0 and c["stream"].iat[best - 1] == c["stream"].iat[best] else "MPI_Init"
+            key = (before, site[best])
+            votes[key] = votes.get(key, 0.0) + lost / len(calls)
+    if not votes:
         return None
-    sel = (c["rank"].isin(f.culprit_ranks)) & (c["function"] == f.waiting_function)
-    if f.callsite:
-        sel &= c["callsite"] == f.callsite
-    idx = c.index[sel]
-    if not len(idx):
-        return None
-    prev = c["pos"].to_numpy()[idx] > 0
-    before = c.loc[idx[prev] - 1]
-    if not len(before):
-        return None
-    site = before["callsite"].mode()
-    fn = before["function"].mode()
-    where = site.iloc[0] if len(site) and isinstance(site.iloc[0], str) else (fn.iloc[0] if len(fn) else None)
-    return f"the work between {fn.iloc[0]}{' at ' + where if where != fn.iloc[0] else ''} and " \
-           f"{f.waiting_function}{' at ' + f.callsite if f.callsite else ''}" if where else None
+    before, after = max(votes, key=votes.get)
+    return f"the work between {before} and {after}"
+
+
+#: Calls that end a culprit's way back: it had synchronised there.
+_SYNC_POINTS = frozenset({"MPI_Barrier", "MPI_Allreduce", "MPI_Waitall", "MPI_Wait", "MPI_Recv",
+                          "MPI_Sendrecv", "MPI_Bcast", "MPI_Reduce", "MPI_Allgather", "MPI_Alltoall",
+                          "MPI_Gather", "MPI_Scatter"})
 
 
 def _ranks_text(ranks, word="rank"):
@@ -309,7 +339,7 @@ def _predict_wait_fix(ctx, f, ws, keys):
     """Fill the finding's fix, region and predicted saving (a replay with the fix)."""
     culprits = _ranks_text(f.culprit_ranks)
     if f.kind in ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather"):
-        f.region = _region_of_culprit(ctx, f)
+        f.region = _region_of_culprit(ctx, f, ws, keys)
         f.predicted_saving_s = ctx.saving(balance=True)
         f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
                    "the mean over ranks (the calls' own costs as measured)")
@@ -602,6 +632,71 @@ def _early_bird(ctx, f, region):
                   f"the early-bird advisor predicts {format_seconds(float(r['saving_mc_s']))} per "
                   f"instance over {int(r['instances'])} instances.")
         f.evidence["early_bird_saving_per_instance_s"] = float(r["saving_mc_s"])
+
+
+# ---- matching queues -------------------------------------------------------------------------
+
+def _queue_findings(ctx, trace):
+    """Receives searched deep into the posted queue (or messages deep into the
+    unexpected queue): the trace replayed through the MPI's matching engine
+    (:mod:`commscope.matching.replay`), each entry searched beyond the first costing the
+    machine model's queue-search time."""
+    from ..matching.replay import replay as queue_replay
+    engine = "mpich" if "mpich" in str(ctx.profile.meta.get("mpi", {}).get("library_version", "")).lower() \
+        else "ob1"
+    try:
+        results, summary, _ = queue_replay(trace, engines=(engine,))
+    except InputError:
+        return [], None
+    if not len(summary):
+        return [], None
+    summary = summary.assign(excess=summary["searched"] - summary["messages"] - summary["receives"])
+    deep = summary[summary["excess"] > 0]
+    if not len(deep):
+        return [], None
+    gamma = getattr(ctx.machine_model, "gamma_s", None) if ctx.machine_model is not None else None
+    if gamma is None:
+        worst = deep.sort_values("excess").iloc[-1]
+        return [], (f"queue search not costed: rank {int(worst['rank'])} searched "
+                    f"{int(worst['excess']):,} queue entries beyond the first per match; a machine "
+                    "model with the queue-search cost (--machine-model; commscope bench hvpingpong, "
+                    "then fit) turns that into time")
+    per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
+    out = []
+    c = ctx.tl.calls
+    cost = ctx.rp.cost
+    for row in deep.itertuples(index=False):
+        lost_rank = float(row.excess * per_entry)
+        if lost_rank <= 0:
+            continue
+        # the search happens in the calls that complete this rank's receives
+        lk = ctx.tl.links
+        done = lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "call"].unique()
+        fn = c.loc[done, "function"].mode()
+        site = c.loc[done, "callsite"].dropna().mode()
+        total = cost[done].sum()
+        scale = {int(x): max(cost[x] - lost_rank * cost[x] / total, 0.0) / cost[x]
+                 for x in done if cost[x] > 0} if total > 0 else {}
+        senders = sorted(set(lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "src"].astype(int)))
+        f = Finding(kind="queue_search", culprit_ranks=senders, waiting_ranks=[int(row.rank)],
+                    waiting_function=str(fn.iloc[0]) if len(fn) else None,
+                    callsite=str(site.iloc[0]) if len(site) else None, region=None,
+                    lost_s=lost_rank / ctx.nranks, share_of_runtime=lost_rank / ctx.nranks / ctx.runtime,
+                    fix=(f"Rank {int(row.rank)}'s messages arrive in another order than its receives "
+                         f"were posted (mean search depth {row.prq_avg_depth:.0f}, up to "
+                         f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
+                         "messages are sent, or tell them apart by communicator or source rather "
+                         "than by tag alone."),
+                    predicted_saving_s=ctx.saving(cost_scale=scale) if scale else lost_rank,
+                    basis=(f"the trace's receives replayed through the {engine} matching engine: "
+                           f"{int(row.excess):,} entries searched beyond the first, at 2 x gamma = "
+                           f"{format_seconds(per_entry)} each (the machine model's queue-search "
+                           "cost), taken off the calls that completed them in a replay"),
+                    evidence={"messages": int(row.messages), "searched_entries": int(row.searched),
+                              "mean_depth": float(row.prq_avg_depth), "max_depth": int(row.prq_max_depth),
+                              "engine": engine})
+        out.append(f)
+    return out, None
 
 
 def replay_error_text(replay):

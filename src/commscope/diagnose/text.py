@@ -11,7 +11,7 @@ def _pct(x):
     return "n/a" if x is None else f"{100 * x:.0f} %"
 
 
-def _ranks(ranks):
+def _ranks(ranks):  # compact, for table cells
     ranks = list(ranks)
     if not ranks:
         return "-"
@@ -20,37 +20,64 @@ def _ranks(ranks):
     return ",".join(map(str, ranks))
 
 
+def _who(ranks, word="rank"):
+    ranks = list(ranks)
+    if not ranks:
+        return "no rank"
+    if len(ranks) == 1:
+        return f"{word} {ranks[0]}"
+    if len(ranks) > 6:
+        return f"{len(ranks)} {word}s ({ranks[0]}, {ranks[1]}, ... {ranks[-1]})"
+    return f"{word}s {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
+
+
+def _lose(ranks):
+    return "loses" if len(list(ranks)) == 1 else "lose"
+
+
+def sentence(f, runtime_s):
+    """What a finding costs, in one sentence naming the culprit and where the time goes."""
+    at = (f" in {f.waiting_function}" if f.waiting_function else "") + \
+        (f" at {f.callsite}" if f.callsite else "")
+    w, c = _who(f.waiting_ranks), _who(f.culprit_ranks)
+    cost = f"{format_seconds(f.lost_s)} ({_pct(f.share_of_runtime)} of the run)"
+    lose = _lose(f.waiting_ranks)
+    return {
+        "load_imbalance": f"{c.capitalize()} is the odd one out: {w} {lose} {cost} waiting for it{at}.",
+        "wait_at_collective": f"{w.capitalize()} {lose} {cost}{at} waiting for whichever rank is "
+                              "last (a different one each time).",
+        "late_broadcast": f"The root, {c}, is late to the broadcast: {w} {lose} {cost}{at}.",
+        "late_scatter": f"The root, {c}, is late to the scatter: {w} {lose} {cost}{at}.",
+        "early_reduce": f"The root, {w}, {lose} {cost}{at} waiting for {c}.",
+        "early_gather": f"The root, {w}, {lose} {cost}{at} waiting for {c}.",
+        "late_sender": f"{w.capitalize()} {lose} {cost}{at} waiting for {c}'s late send.",
+        "late_receiver": f"{w.capitalize()} {lose} {cost}{at} waiting for {c} to post the receive.",
+        "wrong_order": f"{w.capitalize()} {lose} {cost}{at} waiting for {c} while another message "
+                       "is already there.",
+        "small_messages": f"{c.capitalize()} sends many small messages to {w} one by one: {cost} "
+                          f"go to per-message costs{at}.",
+        "thread_imbalance": f"The OpenMP threads of {w} reach the end of the region {f.region} at "
+                            f"different times: {cost} idle there.",
+        "queue_search": f"{w.capitalize()} {lose} {cost}{at} searching long queues of posted "
+                        "receives.",
+    }.get(f.kind, f"{f.kind}: {w} {lose} {cost}{at}.")
+
+
 def headline(d):
-    """One or two sentences: the top finding, or that nothing costs more than 5 %."""
+    """One or two sentences: the top finding and its saving, or that nothing costs more
+    than 5 %."""
     major = d.major
     if not major:
         return (f"No problem costs more than {MINOR_SHARE:.0%} of the run "
                 f"({format_seconds(d.runtime_s)} on {d.ranks} ranks)" +
-                (f"; the largest, {d.findings[0].kind}, costs {_pct(d.findings[0].share_of_runtime)}."
-                 if d.findings else "."))
+                (f"; the largest, {d.findings[0].kind.replace('_', ' ')}, costs "
+                 f"{_pct(d.findings[0].share_of_runtime)}." if d.findings else "."))
     f = major[0]
-    where = f" in {f.waiting_function}" if f.waiting_function else ""
-    where += f" at {f.callsite}" if f.callsite and f.callsite != f.region else ""
-    if f.kind == "thread_imbalance":
-        where = f" at the end of the OpenMP region {f.region}"
-    who = _who(f)
-    text = (f"{f.kind.replace('_', ' ').capitalize()}: {who} lose {format_seconds(f.lost_s)} "
-            f"({_pct(f.share_of_runtime)} of the run){where}.")
+    text = sentence(f, d.runtime_s)
     if f.predicted_saving_s is not None:
-        text += f" Fixed, the run saves about {format_seconds(f.predicted_saving_s)}."
+        text += (f" Fixed, the run saves about {format_seconds(f.predicted_saving_s)} "
+                 f"({_pct(f.predicted_saving_s / d.runtime_s)}).")
     return text
-
-
-def _who(f):
-    waiting = f.waiting_ranks
-    culprit = f.culprit_ranks
-    w = "rank " + str(waiting[0]) if len(waiting) == 1 else f"ranks {_ranks(waiting)}"
-    if f.kind == "thread_imbalance":
-        return f"the threads of {w}"
-    if culprit and set(culprit) != set(waiting):
-        c = "rank " + str(culprit[0]) if len(culprit) == 1 else f"ranks {_ranks(culprit)}"
-        return f"{w}, waiting for {c},"
-    return w
 
 
 def render(d, stream):

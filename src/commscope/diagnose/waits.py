@@ -51,7 +51,8 @@ COLLECTIVE_KINDS = {("1xn", "bcast"): "late_broadcast", ("1xn", "scatter"): "lat
 @dataclass
 class WaitStates:
     """``waits``: one row per wait (call, rank, thread, function, callsite, kind,
-    start_s, end_s, lost_s, culprits (tuple of ranks), key (index into ``keys``),
+    start_s, end_s, lost_s, culprits (tuple of ranks), culprit_calls (their calls the
+    wait was for), key (index into ``keys``),
     direct_s, passed_on_s).  ``keys``: the causes, (kind, function, callsite) each.
     ``by_key_rank``: lost seconds per (key, rank) after passing on.  ``culprit_weight``:
     per key, {rank: seconds of direct waits it caused}."""
@@ -90,12 +91,13 @@ def _p2p_waits(tl):
                                 "lost": lost}), on=["call", "kind"])
     late = lk[lk["p_start"] >= lk["ready"] - CULPRIT_TOLERANCE * lk["lost"]]
     culprits = late.groupby("call")["partner"].agg(lambda p: tuple(sorted(set(rank[p]))))
+    culprit_calls = late.groupby("call")["partner"].agg(lambda p: tuple(sorted(set(p))))
     out = []
     wrong = _wrong_order_starts(tl)
     for c, kind, r, lo in zip(call.tolist(), best["kind"].tolist(), ready.tolist(), lost.tolist()):
         wait = {"call": c, "kind": "late_sender" if kind == "message" else "late_receiver",
                 "start_s": start[c], "end_s": start[c] + lo, "lost_s": lo,
-                "culprits": culprits.get(c, ())}
+                "culprits": culprits.get(c, ()), "culprit_calls": culprit_calls.get(c, ())}
         earlier = wrong.get(c)
         if kind == "message" and earlier is not None and earlier < r:
             # another message for this rank, received later, was sent before: from then
@@ -170,6 +172,7 @@ def _collective_waits(tl):
         out.append({"call": int(row.wait_call), "kind": kind, "start_s": start[row.wait_call],
                     "end_s": start[row.wait_call] + row.lost, "lost_s": float(row.lost),
                     "culprits": tuple(sorted(set(late["rank"].tolist()) - {row.rank})),
+                    "culprit_calls": tuple(late.loc[late["rank"] != row.rank, "entry_call"].tolist()),
                     "comm": row.comm})
     return out
 
@@ -179,7 +182,7 @@ def find(tl):
     to their causes (see the module docstring)."""
     rows = _p2p_waits(tl) + _collective_waits(tl)
     calls = tl.calls
-    cols = ["call", "kind", "start_s", "end_s", "lost_s", "culprits", "comm"]
+    cols = ["call", "kind", "start_s", "end_s", "lost_s", "culprits", "culprit_calls", "comm"]
     w = pd.DataFrame(rows, columns=cols)
     for c in ("rank", "thread", "function", "callsite"):
         w[c] = calls[c].to_numpy()[w["call"].to_numpy().astype(np.int64)] if len(w) else []
