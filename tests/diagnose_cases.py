@@ -39,7 +39,8 @@ class Case:
     ranks: int                # P, the ranks it is written for (it refuses others)
     iters: int                # N by default (a run of about 0.2-0.6 s at U = 2 ms)
     culprits: tuple           # world ranks whose behaviour causes the loss
-    waiting: str              # the MPI function where the others lose the time
+    waiting: str              # the MPI function where the others lose the time, or
+                              # "omp closing barrier" (an OpenMP region's end)
     #: designed saving per iteration, f(U, N) in seconds; None: it must be measured
     saving: Optional[Callable[[float, int], float]]
     summary: str              # the problem in one line
@@ -100,14 +101,14 @@ _CASES = [
          saving=None, measured_per=("s per message", lambda N: N * (SMALL_MESSAGES_K - 1)),
          summary=f"{SMALL_MESSAGES_K} messages of 8 B per iteration instead of one"),
     Case("thread_imbalance", ranks=2, threads=2, needs_openmp=True, iters=80,
-         culprits=(0, 1), waiting="omp barrier", saving=lambda U, N: U,
+         culprits=(0, 1), waiting="omp closing barrier", saving=lambda U, N: U,
          summary="thread 0 spins 3U, thread 1 U: thread 1 waits at the region's end"),
     Case("queue_search", ranks=2, iters=50, culprits=(0,), waiting="MPI_Waitall",
          saving=None, measured_per=(
              "s per comparison", lambda N: N * (QUEUE_SEARCH_M * (QUEUE_SEARCH_M + 1) // 2
                                                 - QUEUE_SEARCH_M)),
          summary=f"{QUEUE_SEARCH_M} messages arrive in the reverse of their posted order"),
-    Case("shared_communicator", ranks=2, threads=4, iters=300, culprits=(0, 1),
+    Case("shared_communicator", ranks=2, threads=4, iters=1000, culprits=(0, 1),
          waiting="MPI_Waitall", saving=None,
          summary="4 threads per rank send windows on MPI_COMM_WORLD, not a dup each"),
 ]

@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    d = diag_options(argc, argv, 300);
+    d = diag_options(argc, argv, 1000);
     diag_ranks(&d, 2);
     if (provided < MPI_THREAD_MULTIPLE) {
         diag_rank0_say("shared_communicator needs MPI_THREAD_MULTIPLE, which this MPI does "
