@@ -43,6 +43,8 @@ SCRIPTS = {
     "measure_arrivals": (True, "4 cs_threads jobs of 20 iterations (spin, sleep)"),
     "measure_stop": (True, "Open MPI only, one kill per signal"),
     "multirate_profile": (True, "2 threads, 1 repetition, both modes, profiled"),
+    "diagnose_programs": (True, "each diagnose test program once unfixed, once fixed, "
+                                "a quarter of its iterations, Open MPI"),
     "variability_study": (True, "ftq at 1 and 2 ranks, 20 intervals, 500 replicas"),
     "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),

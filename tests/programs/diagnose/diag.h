@@ -1,0 +1,121 @@
+/* Shared by the `commscope diagnose` test programs (the .c files beside it).
+ *
+ *   work(seconds)     a timed spin: real arithmetic on a volatile accumulator until a
+ *                     CLOCK_MONOTONIC deadline.  Never a sleep: to MPI (and to the
+ *                     profiler) a rank in work() is busy, never waiting.  Being a
+ *                     deadline, it lasts its wall time even when the rank shares a
+ *                     core (it yields the core every few microseconds, see below).
+ *   diag_options()    --fixed (the variant with the problem removed), --iters N and
+ *                     --unit S (the work unit U in seconds, default 0.002); --help.
+ *   diag_ranks()      stop (status 2, one line from rank 0) unless the job has the
+ *                     ranks the program is written for.
+ *
+ * Every program: P ranks, N iterations, amounts of work in units U, and a header
+ * comment with the problem, who causes it, where the others wait, the fix and the
+ * saving per iteration the program's own logic implies.
+ */
+#ifndef DIAG_H
+#define DIAG_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sched.h>
+
+static inline double diag_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Busy for `seconds` of wall time (nothing for <= 0).  Every few microseconds it offers
+ * the core to another runnable thread (sched_yield: the rank stays runnable, it never
+ * sleeps), so that on an oversubscribed machine (4 ranks on 2 cores) a spin ends within
+ * microseconds of its deadline, not a scheduler time slice (milliseconds) after it,
+ * when the spinner happens to be off the core at its deadline. */
+static inline void work(double seconds)
+{
+    if (seconds <= 0)
+        return;
+    volatile double acc = 1.0;
+    double deadline = diag_now() + seconds;
+    do {
+        for (int k = 0; k < 2048; k++)
+            acc = acc * 1.000000001 + 1e-9;
+        sched_yield();
+    } while (diag_now() < deadline);
+}
+
+typedef struct {
+    int fixed;   /* --fixed: the variant without the problem */
+    long iters;  /* --iters N */
+    double unit; /* --unit S: the work unit U in seconds */
+    int rank, size;
+} diag_t;
+
+static inline int diag_rank0_say(const char *msg, const char *arg)
+{
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr, "%s%s\n", msg, arg ? arg : "");
+    return rank;
+}
+
+static inline void diag_stop(int status)
+{
+    MPI_Finalize();
+    exit(status);
+}
+
+/* Parse the common options (call after MPI_Init): defaults iters = default_iters,
+ * U = 0.002 s.  A bad option stops every rank with status 2. */
+static inline diag_t diag_options(int argc, char **argv, long default_iters)
+{
+    diag_t d = {0, default_iters, 0.002, 0, 1};
+    MPI_Comm_rank(MPI_COMM_WORLD, &d.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d.size);
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+        if (!strcmp(argv[i], "--fixed")) {
+            d.fixed = 1;
+        } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+            d.iters = strtol(argv[++i], &end, 10);
+            if (*end || d.iters < 1) {
+                diag_rank0_say("--iters: expected a whole number >= 1, got ", argv[i]);
+                diag_stop(2);
+            }
+        } else if (!strcmp(argv[i], "--unit") && i + 1 < argc) {
+            d.unit = strtod(argv[++i], &end);
+            if (*end || !(d.unit >= 0 && d.unit <= 10)) {
+                diag_rank0_say("--unit: expected seconds from 0 to 10, got ", argv[i]);
+                diag_stop(2);
+            }
+        } else {
+            if (strcmp(argv[i], "--help"))
+                diag_rank0_say("unknown option (or missing value): ", argv[i]);
+            diag_rank0_say("usage: PROGRAM [--fixed] [--iters N] [--unit SECONDS]", NULL);
+            diag_stop(strcmp(argv[i], "--help") ? 2 : 0);
+        }
+    }
+    return d;
+}
+
+/* Stop unless the job has `want` ranks. */
+static inline void diag_ranks(const diag_t *d, int want)
+{
+    if (d->size != want) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "this program needs exactly %d ranks, got %d", want, d->size);
+        diag_rank0_say(msg, NULL);
+        diag_stop(2);
+    }
+}
+
+#endif
