@@ -254,8 +254,8 @@ def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openm
     records = 0
     for p in traces:
         data = p.read_bytes()
-        assert data[:8] == b"CSTRACE1" and (len(data) - 64) % 48 == 0
-        records += (len(data) - 64) // 48
+        assert data[:8] == b"CSTRACE1" and (len(data) - 64) % 56 == 0
+        records += (len(data) - 64) // 56
     # rank 0, thread t: 100+t sends, 2(10+t) posts + 2(10+t) completions, 10 starts + 10
     # completions, 3 MPI_Allreduce + 1 MPI_Barrier
     assert records == sum(100 + t + 4 * (10 + t) + 20 + 4 for t in range(T))
@@ -272,9 +272,9 @@ def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi,
     c = run.table("counters")
     kept = c[(c["rank"] == 0) & (c["counter"] == "trace_records")]["value"].sum()
     dropped = c[(c["rank"] == 0) & (c["counter"] == "trace_records_dropped")]["value"].sum()
-    assert kept * 48 <= 4096 and dropped > 0
+    assert kept * 56 <= 4096 and dropped > 0
     assert kept + dropped == sum(100 + t + 4 * (10 + t) + 20 + 4 for t in range(T))  # + collectives
-    on_disk = sum((p.stat().st_size - 64) // 48 for p in run.raw_dir.glob("trace.0.*.bin"))
+    on_disk = sum((p.stat().st_size - 64) // 56 for p in run.raw_dir.glob("trace.0.*.bin"))
     assert on_disk == kept
 
 

@@ -60,15 +60,37 @@ def read_records(path):
             rec = json.loads(line)
         except ValueError as exc:
             raise InputError(path, f"line {i}", f"not a JSON record ({exc})") from None
+        if not isinstance(rec, dict):
+            raise InputError(path, f"line {i}", "not a JSON object")
         for key in ("rank", "sites", "objects"):
             if key not in rec:
                 raise InputError(path, f"line {i}: {key}", "required field is missing")
+        if not _whole(rec["rank"]):
+            raise InputError(path, f"line {i}: rank", f"expected a rank, got {rec['rank']!r}")
         if not isinstance(rec["sites"], list) or not all(
-                isinstance(s, list) and len(s) >= 5 and isinstance(s[0], str) for s in rec["sites"]):
+                isinstance(s, list) and len(s) >= 5 and isinstance(s[0], str) and
+                all(_whole(v) for v in s[1:]) for s in rec["sites"]):
             raise InputError(path, f"line {i}: sites", "expected [function, calls, bytes, ticks, "
                                                        "address, ...] lists")
+        if not isinstance(rec["objects"], list) or not all(_object_ok(o) for o in rec["objects"]):
+            raise InputError(path, f"line {i}: objects", "expected {path, base, segments: "
+                                                         "[[low, high], ...], ...} objects")
         out.append(rec)
     return out
+
+
+def _whole(v):
+    """A count or an address as JSON gives it: a whole number >= 0 (not a boolean)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 64
+
+
+def _object_ok(o):
+    return (isinstance(o, dict) and isinstance(o.get("path"), str) and _whole(o.get("base", 0))
+            and isinstance(o.get("build_id"), (str, type(None)))
+            and all(_whole(o[k]) for k in ("size", "mtime_ns") if k in o)
+            and isinstance(o.get("segments"), list)
+            and all(isinstance(g, list) and len(g) == 2 and _whole(g[0]) and _whole(g[1])
+                    for g in o["segments"]))
 
 
 # ---- one ELF object ------------------------------------------------------------
@@ -328,9 +350,32 @@ def _locate(objects, addr):
 def _frame(resolver, objects, addr):
     o, rel = _locate(objects, addr)
     if o is None:
-        return None, None, None, UNKNOWN, f"address {addr:#x} is in no loaded object"
+        return None, None, (None, None), UNKNOWN, f"address {addr:#x} is in no loaded object"
     file, line, caller, reason = resolver.obj(o).resolve(rel)
     return o.get("path"), rel, (file, line), caller, reason
+
+
+def objects_by_rank(raw_dir):
+    """{rank: the loaded objects it listed} from the run's callsites.<node>.jsonl (with
+    --callsites, or --trace: the objects that hold its trace's call sites)."""
+    out = {}
+    for path in callsite_files(raw_dir):
+        for rec in read_records(path):
+            out.setdefault(int(rec["rank"]), []).extend(rec["objects"])
+    return out
+
+
+def resolve_addresses(addresses, objects, resolver=None):
+    """(file, line, caller, reason) of each absolute return address of one rank, whose
+    loaded objects are ``objects`` (:func:`objects_by_rank`): what the ``callsites``
+    table says of that address (file None and ``line`` None where unknown; caller
+    "unknown" when nothing is known; reason empty when resolved)."""
+    resolver = resolver or Resolver()
+    out = []
+    for a in addresses:
+        _, _, (file, line), caller, reason = _frame(resolver, objects, int(a))
+        out.append((file, line, caller, reason or ""))
+    return out
 
 
 def callsites_table(raw_dir, ranks=None, sets=()):
@@ -410,4 +455,4 @@ def site_label(file, line):
 
 
 __all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject",
-           "site_label"]
+           "site_label", "objects_by_rank", "resolve_addresses", "Resolver", "UNKNOWN"]
