@@ -1,17 +1,17 @@
 /* Messages between rank 0 and every other rank, for the trace's clock alignment
- * (tests/test_profile.py): each of N_ITER rounds, rank 0 sends a 1 MiB message to
+ * (tests/test_profile.py): each of N_ITER rounds, rank 0 sends a 4 MiB message to
  * every rank r > 0 (MPI_Send), which sends it back (MPI_Send after MPI_Recv); then
- * every rank r > 0 posts an MPI_Irecv of 1 MiB from rank 0 and sends it one with
+ * every rank r > 0 posts an MPI_Irecv of 4 MiB from rank 0 and sends it one with
  * MPI_Isend, both completed by MPI_Waitall, and rank 0 does the mirror image.
- * A 1 MiB message takes tens of microseconds to copy, so its receive ends that long
+ * A 4 MiB message takes hundreds of microseconds to copy, so its receive ends that long
  * after its send began on any clock, far beyond the error of the clock alignment.
  * Between rounds every rank sleeps 2 ms, so the run lasts about N_ITER x 2 ms. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <time.h>
 
-#define N_ITER 20
-#define BYTES (1 << 20)
+#define N_ITER 10
+#define BYTES (4 << 20)
 
 int main(int argc, char **argv)
 {
