@@ -335,7 +335,8 @@ def read_trace(raw_dir, check=True, callsites=True):
     (``name.c:42``, the file's base name and line), callsite_file (the file as the
     ``callsites`` table gives it), callsite_line, caller (the enclosing function;
     ``function+0x1c`` without -g), callsite_reason (why file and line, or all three, are
-    missing; None when resolved).  Unresolved parts are None (callsite_line <NA>).
+    missing; missing itself when resolved).  Unresolved parts are missing (``isna()``:
+    None, or NaN in pandas 3's str columns; callsite_line <NA>).
     ``callsites=False`` leaves the call sites unresolved (only ``site``).
 
     Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world
