@@ -285,42 +285,49 @@ def _call_sites(events, raw_dir):
     unknown), resolved per rank and distinct address as the ``callsites`` table is,
     from the loaded objects each rank listed (raw/callsites.<node>.jsonl), then taken
     onto the records by index (a million records: a fraction of a second)."""
-    from ..profile.callsites import UNKNOWN, Resolver, objects_by_rank, resolve_addresses, site_label
+    from ..profile.callsites import Resolver, objects_by_rank
     site = events["site"].to_numpy()
     objects = objects_by_rank(raw_dir) if site.any() else {}
     resolver = Resolver()
     codes = np.zeros(len(events), np.int64)
     rows = []  # (callsite, file, line, caller, reason) per distinct (rank, address)
-    for rank, idx in events.groupby("rank").indices.items():
-        addrs, inverse = np.unique(site[idx], return_inverse=True)
-        codes[idx] = inverse.reshape(-1) + len(rows)
-        mine = objects.get(int(rank))
-        for a in addrs.tolist():
-            if a == 0:
-                rows.append((None, None, None, None, "no call site recorded (a record written "
-                                                    "outside a wrapped call, or a trace written "
-                                                    "before call sites, version 3)"))
-            elif mine is None:
-                rows.append((None, None, None, None, f"rank {rank} listed no loaded objects in "
-                                                     "callsites.<node>.jsonl (killed before "
-                                                     "MPI_Finalize, or traced before call sites "
-                                                     "were recorded)"))
-            else:
-                f, ln, c, why = resolve_addresses([a], mine, resolver)[0]
-                ln = int(ln) if f and ln else None
-                rows.append((site_label(f, ln) if ln else None, f, ln, None if c == UNKNOWN else c,
-                             why or None))
+    try:
+        for rank, idx in events.groupby("rank").indices.items():
+            addrs, inverse = np.unique(site[idx], return_inverse=True)
+            codes[idx] = inverse.reshape(-1) + len(rows)
+            rows += [_resolve_site(a, rank, objects.get(int(rank)), resolver) for a in addrs.tolist()]
+    finally:
+        resolver.close()
     cols = list(zip(*rows)) if rows else [()] * 5
 
-    def take(values, dtype=None):
-        column = pd.Series(list(values), dtype=dtype).take(codes)
-        column.index = events.index
-        return column
+    def take(values):  # text: None where missing, as in the callsites table (never NaN)
+        table = np.empty(len(values), dtype=object)
+        table[:] = values
+        return pd.Series(table[codes], index=events.index, dtype=object)
     events["callsite"] = take(cols[0])
     events["callsite_file"] = take(cols[1])
-    events["callsite_line"] = take(cols[2], "Int64")
+    line = pd.Series(list(cols[2]), dtype="Int64").take(codes)
+    line.index = events.index
+    events["callsite_line"] = line
     events["caller"] = take(cols[3])
     events["callsite_reason"] = take(cols[4])
+
+
+def _resolve_site(a, rank, objects, resolver):
+    """(callsite, file, line, caller, reason) of return address ``a`` of ``rank``, whose
+    loaded objects are ``objects`` (None: it listed none)."""
+    from ..profile.callsites import UNKNOWN, resolve_addresses, site_label
+    if a == 0:
+        return (None, None, None, None, "no call site recorded (a record written outside a "
+                                        "wrapped call, or a trace written before call sites, "
+                                        "version 3)")
+    if objects is None:
+        return (None, None, None, None, f"rank {rank} listed no loaded objects in "
+                                        "callsites.<node>.jsonl (killed before MPI_Finalize, or "
+                                        "traced before call sites were recorded)")
+    f, ln, c, why = resolve_addresses([a], objects, resolver)[0]
+    ln = int(ln) if f and ln else None
+    return (site_label(f, ln) if ln else None, f, ln, None if c == UNKNOWN else c, why or None)
 
 
 def read_trace(raw_dir, check=True, callsites=True):
@@ -335,8 +342,8 @@ def read_trace(raw_dir, check=True, callsites=True):
     (``name.c:42``, the file's base name and line), callsite_file (the file as the
     ``callsites`` table gives it), callsite_line, caller (the enclosing function;
     ``function+0x1c`` without -g), callsite_reason (why file and line, or all three, are
-    missing; missing itself when resolved).  Unresolved parts are missing (``isna()``:
-    None, or NaN in pandas 3's str columns; callsite_line <NA>).
+    missing; None when resolved).  Unresolved parts are None (callsite_line <NA>), as in
+    the ``callsites`` table.
     ``callsites=False`` leaves the call sites unresolved (only ``site``).
 
     Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world

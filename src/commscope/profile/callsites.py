@@ -109,7 +109,7 @@ class ElfObject:
 
     def __init__(self, path, build_id, size, mtime_ns):
         self.path, self.problem, self.partial = path, None, None
-        self.funcs, self._memo = [], {}
+        self.funcs, self._memo, self._files = [], {}, []
         self._cu_index, self._aranges, self._cus = None, None, {}
         if not path or path.startswith("[") or not os.path.isabs(path):
             self.problem = f"{path or 'an unnamed object'} has no file (vdso or anonymous code)"
@@ -121,6 +121,7 @@ class ElfObject:
         from elftools.elf.elffile import ELFFile
         try:
             self._fh = open(path, "rb")
+            self._files.append(self._fh)
             elf = ELFFile(self._fh)
         except (OSError, ELFError) as exc:
             self.problem = f"{path} cannot be read as ELF ({exc})"
@@ -137,7 +138,7 @@ class ElfObject:
                 return
         self.funcs = self._symbols(elf)
         dwarf_elf = elf if elf.has_dwarf_info() and elf.get_section_by_name(".debug_line") else \
-            self._separate_debug(on_disk)
+            self._separate_debug(on_disk, self._files)
         if dwarf_elf is not None:
             self.dwarf = dwarf_elf.get_dwarf_info()
         else:
@@ -149,7 +150,7 @@ class ElfObject:
                 self.problem = self.partial
 
     @staticmethod
-    def _separate_debug(build_id):
+    def _separate_debug(build_id, files):
         """/usr/lib/debug/.build-id/ab/cdef.debug (Debian's -dbgsym packages)."""
         if not build_id:
             return None
@@ -157,7 +158,14 @@ class ElfObject:
         if not p.is_file():
             return None
         from elftools.elf.elffile import ELFFile
-        return ELFFile(open(p, "rb"))
+        files.append(open(p, "rb"))
+        return ELFFile(files[-1])
+
+    def close(self):
+        """Close the files it read (a closed object still answers what it resolved)."""
+        for f in self._files:
+            f.close()
+        self._files = []
 
     @staticmethod
     def _symbols(elf):
@@ -337,6 +345,10 @@ class Resolver:
             self._objects[key] = ElfObject(*key)
         return self._objects[key]
 
+    def close(self):
+        for o in self._objects.values():
+            o.close()
+
 
 def _locate(objects, addr):
     """(object record, address relative to its load bias) of an absolute address."""
@@ -378,6 +390,27 @@ def resolve_addresses(addresses, objects, resolver=None):
     return out
 
 
+def _site_rows(resolver, rec, tick, sets):
+    """The table's rows of one rank's record."""
+    rows = []
+    rank, objects = int(rec["rank"]), rec["objects"]
+    for site in rec["sites"]:
+        func, calls, nbytes, ticks, addrs = site[0], site[1], site[2], site[3], site[4:]
+        obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
+        stack = []
+        for a in addrs[1:]:
+            _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
+            stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
+        rows.append({"rank": rank, "function": func, "file": file,
+                     "line": float(line) if line else np.nan, "caller": caller,
+                     "object": obj, "offset": int(rel) if rel is not None else -1,
+                     "depth": len(addrs), "stack": " <- ".join(stack) if stack else None,
+                     "calls": int(calls), "bytes": float(nbytes) if "bytes" in sets else np.nan,
+                     "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
+                     "reason": reason})
+    return rows
+
+
 def callsites_table(raw_dir, ranks=None, sets=()):
     """The ``callsites`` DataFrame of a run's raw files, or None without any.
 
@@ -388,23 +421,12 @@ def callsites_table(raw_dir, ranks=None, sets=()):
         return None
     tick = dict(zip(ranks["rank"].astype(int), ranks["tick_s"])) if ranks is not None else {}
     resolver, rows = Resolver(), []
-    for path in files:
-        for rec in read_records(path):
-            rank, objects = int(rec["rank"]), rec["objects"]
-            for site in rec["sites"]:
-                func, calls, nbytes, ticks, addrs = site[0], site[1], site[2], site[3], site[4:]
-                obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
-                stack = []
-                for a in addrs[1:]:
-                    _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
-                    stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
-                rows.append({"rank": rank, "function": func, "file": file,
-                             "line": float(line) if line else np.nan, "caller": caller,
-                             "object": obj, "offset": int(rel) if rel is not None else -1,
-                             "depth": len(addrs), "stack": " <- ".join(stack) if stack else None,
-                             "calls": int(calls), "bytes": float(nbytes) if "bytes" in sets else np.nan,
-                             "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
-                             "reason": reason})
+    try:
+        for path in files:
+            for rec in read_records(path):
+                rows += _site_rows(resolver, rec, tick, sets)
+    finally:
+        resolver.close()
     if not rows:
         return None
     df = pd.DataFrame(rows, columns=COLUMNS)
