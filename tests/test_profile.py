@@ -339,6 +339,23 @@ def test_trace_clock_alignment_undoes_a_skewed_clock(capsys, runs_root, tmp_path
     assert (ev.loc[m["recv"], "time_end_s"].to_numpy() > ev.loc[m["send"], "time_begin_s"].to_numpy()).all()
 
 
+def test_trace_clocks_of_a_killed_rank_keep_its_init_measurement(capsys, runs_root, exact_openmpi,
+                                                                  monkeypatch):
+    """Rank 1 of exact_threads kills itself mid-run: its MPI_Init measurement was written
+    at once, so its clock still has an offset (held constant)."""
+    from commscope.profile.clocks import alignment, read_clocks
+    monkeypatch.setenv("CRASH_AFTER_PHASE1", "1")
+    code, _, err, run = profile(capsys, runs_root, "--trace", "--timeout", "60", "--",
+                                str(exact_openmpi))
+    assert code != 0
+    m = read_clocks(run.raw_dir)
+    assert set(m.loc[m["rank"] == 1, "when"]) == {"init"}
+    assert set(m.loc[m["rank"] == 0, "when"]) <= {"init", "finalize"} and len(m) >= 2
+    points, offsets = alignment(m)
+    assert len(points[1][0]) == 1 and points[1][1].tolist() == [0]  # rank 0's node: no offset
+    assert offsets.set_index("rank")["finalize_offset_s"].isna()[1]
+
+
 def _write_clocks(raw, node, *rows):
     with open(raw / f"clocks.{node}.jsonl", "a") as f:
         for r in rows:
