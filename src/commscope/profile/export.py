@@ -128,7 +128,7 @@ def call_names(events):
         combo = tuple(k for i, k in enumerate(_KIND_ORDER) if m >> i & 1)
         names[m] = "MPI " + _COMBINED.get(combo, "+".join(KIND_NAMES[k] for k in combo))
     out = np.array([names[m] for m in mask.tolist()], dtype=object)
-    if "function" in ev:  # version 2 traces name the function (one per call)
+    if "function" in ev:  # version 2 and later traces name the function (one per call)
         fn = ev["function"].to_numpy()[np.flatnonzero(new)]
         known = np.array([isinstance(f, str) for f in fn], bool)
         out[known] = fn[known]
