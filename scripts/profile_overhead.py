@@ -10,15 +10,22 @@ hit every configuration alike.  Per size and run: the mean one-way latency of th
 below the 95th percentile; then per configuration the median over rounds, and the median over rounds of the per-round ratio to the run without
 the library.  Targets (issue 22): default <= 1.02 at 8 B, all <= 1.08 at 8 B; call sites
 (issue 24) at most 5 % over the default counters at 8 B (callsites_over_default, the
-median of the per-round ratio of the two, which alternate).
+median of the per-round ratio of the two, which alternate); the trace below 100 ns per
+traced event at 8 B.
 
     .venv/bin/python scripts/profile_overhead.py [--mpi openmpi,mpich] [--rounds 7] [--json FILE]
-        [--quick] [--callsites]
+        [--quick] [--callsites | --trace]
 
 One table per MPI of --mpi (default both wheels, as docs/profile.md shows them).  --quick
 (what `make bench QUICK=1` runs): Open MPI, 1 round, 1 B .. 64 KiB, 100 iterations (10
 large); its ratios are noise, the point is that every configuration runs.  --callsites
 runs only none, default and callsites (the call-site figures of docs/profile.md).
+--trace runs only default and trace (the default counters with and without the event
+trace) and gives the cost of the trace per traced event: per round the one-way latency
+with the trace minus the one without, divided by the trace records per one-way trip
+(the trace_records counter of the run over its one-way trips, warm-up included: a send
+and a receive record, 2, plus the few records of the barriers between sizes), the
+median over rounds (added_s_per_event).
 """
 
 import argparse
@@ -32,15 +39,43 @@ from pathlib import Path
 from commscope import launch, mpi as mpimod
 from commscope.output import format_table
 from commscope.runs import read_csv_table
+from commscope.units import format_seconds
 
 CONFIGS = {"none": None, "default": "bytes,peers,bins,requests,pvars",
            "all": "bytes,peers,bins,requests,pvars,timers",
            "trace": "bytes,peers,bins,requests,pvars,trace",
            "callsites": "bytes,peers,bins,requests,pvars+sites"}  # +sites: COMMSCOPE_CALLSITES=1
 TARGETS = {("default", 8): 1.02, ("all", 8): 1.08, ("callsites_over_default", 8): 1.05}
+TRACE_CONFIGS = ("default", "trace")
+TRACE_TARGET_S = 100e-9  # the trace's cost per traced event at 8 B (issue)
 
 
-def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
+def trace_records(profile_dir):
+    """The trace_records counter summed over every rank and thread of a run's node files."""
+    from commscope.profile.counters import NodeFile, node_keys
+    total = 0
+    for key in node_keys(profile_dir):
+        nf = NodeFile(profile_dir, key)
+        try:
+            nc = nf.read()
+        finally:
+            nf.close()
+        at = next(c["offset"] for c in nc.meta["counters"] if c["name"] == "trace_records")
+        total += int(nc.slabs[:, at].astype("int64").sum())
+    return total
+
+
+def one_way_trips(df, iters, large_iters):
+    """One-way trips of a ping-pong run, warm-up included, from its samples (a size has
+    n timed repetitions of 2 trips, after n // 10 untimed ones, as one_run asks)."""
+    trips = 0
+    for _, n in df.groupby("size_bytes").size().items():
+        warm = iters // 10 if n == iters else max(1, large_iters // 10)
+        trips += 2 * (n + warm)
+    return trips
+
+
+def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M", records=None):
     sites = counters is not None and counters.endswith("+sites")
     counters = counters[:-len("+sites")] if sites else counters
     env = [] if counters is None else [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}",
@@ -53,6 +88,8 @@ def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
     if res.returncode != 0:
         sys.exit(f"ping-pong failed ({counters}):\n{res.stderr}")
     df = read_csv_table(Path(out) / "samples.csv")
+    if records is not None and counters and "trace" in counters.split(","):
+        records.append(trace_records(Path(out) / "profile") / one_way_trips(df, iters, large_iters))
     # mean of the repetitions below each size's 95th percentile: single repetitions of a
     # 0.2 us one-way time are quantised by the timer, and a few are hit by preemption
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
@@ -65,6 +102,8 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
     program = mpimod.binary(m, "pingpong")
     lib = mpimod.build(m, target="commscope") / "libcommscope.so"
     medians = {c: [] for c in configs}
+    records = []  # trace records per one-way trip, per trace run
+    base = configs[0]  # the ratios' denominator: none, or default with --trace
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
             for c in configs:
@@ -72,28 +111,38 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
                 medians[c].append(one_run(m, program, lib, counters, out, iters, large_iters,
-                                          max_size))
+                                          max_size, records))
             print(f"{m.name}: round {r + 1}/{rounds} done", file=sys.stderr)
     rows = []
-    for size in medians["none"][0].index:
+    for size in medians[base][0].index:
         row = {"size_bytes": int(size),
-               "none_s": statistics.median(s[size] for s in medians["none"])}
+               f"{base}_s": statistics.median(s[size] for s in medians[base])}
         for c in configs[1:]:
             row[f"{c}_s"] = statistics.median(s[size] for s in medians[c])
-            row[f"{c}_ratio"] = statistics.median(
-                x[size] / n[size] for x, n in zip(medians[c], medians["none"]))
+            row[f"{c}_ratio" if base == "none" else f"{c}_over_{base}_ratio"] = statistics.median(
+                x[size] / n[size] for x, n in zip(medians[c], medians[base]))
         if "callsites" in configs:  # the cost of call sites on top of the default counters
             row["callsites_over_default_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
+        if configs == TRACE_CONFIGS:  # per traced event, the round's own records per trip
+            row["added_s_per_event"] = statistics.median(
+                (x[size] - d[size]) / k for x, d, k in zip(medians["trace"], medians["default"], records))
         rows.append(row)
     print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
                                    f"median of {rounds} alternating rounds"))
+    if records:
+        print(f"trace records per one-way trip: {statistics.median(records):.3f} "
+              f"(median of {len(records)} runs; a send and a receive, and the barriers)")
+    for r in rows if configs == TRACE_CONFIGS else ():
+        if r["size_bytes"] == 8:
+            print(f"trace at 8 B: {format_seconds(r['added_s_per_event'])} per traced event "
+                  f"(target < {format_seconds(TRACE_TARGET_S)})")
     for (c, size), target in TARGETS.items():
         got = next((r.get(f"{c}_ratio") for r in rows if r["size_bytes"] == size), None)
         if got is None:
             continue
         print(f"{c.replace('_', ' ')} at {size} B: ratio {got:.3f} (target <= {target})")
-    big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 4096]
+    big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 4096 and "default_ratio" in r]
     if big:
         print(f"default counters from 4 KiB: worst ratio {max(big):.3f} (target <= 1.01)")
     return m.name, rows
@@ -113,14 +162,20 @@ def main():
                     help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large")
     ap.add_argument("--callsites", action="store_true",
                     help="only none, default and callsites (default counters + --callsites)")
+    ap.add_argument("--trace", action="store_true",
+                    help="only default and trace (default counters + --trace): the trace's "
+                         "cost per traced event")
     a = ap.parse_args()
+    if a.callsites and a.trace:
+        ap.error("--callsites and --trace are separate modes: pass one")
     if a.quick:
         a.mpi, a.rounds, a.max, a.iters, a.large_iters = "openmpi", 1, "64K", 100, 10
     tables = []
     for i, spec in enumerate(x for x in a.mpi.split(",") if x):
         if i:
             print()
-        configs = ("none", "default", "callsites") if a.callsites else tuple(CONFIGS)
+        configs = (("none", "default", "callsites") if a.callsites else TRACE_CONFIGS if a.trace
+                   else tuple(CONFIGS))
         name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs)
         tables.append({"mpi": name, "rows": rows})
     if a.json:

@@ -530,7 +530,7 @@ def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
         for name in RECORD_V1.names:
             v1[name] = rec[name]
         head = bytearray(data[:HEADER_BYTES])
-        head[8:12] = (1).to_bytes(4, "little")
+        head[8:12], head[12:16] = (1).to_bytes(4, "little"), (48).to_bytes(4, "little")
         f.write_bytes(bytes(head) + v1.tobytes())
     assert read_trace(old / "raw").events["function"].isna().all()
     code, out, err = export(capsys, old, "--format", "perfetto", "--json")
@@ -539,6 +539,43 @@ def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
     count = collections.Counter(e["name"] for e in by["X"])
     assert len(by["X"]) == MIX_CALLS - 2 and count["MPI sendrecv"] == 2 and count["MPI probe"] == 1
     assert count["MPI wait/test"] == 2 * (8 + 1)
+
+
+def test_a_version_2_trace_has_no_call_sites_and_still_exports(runs, tmp_path, capsys):
+    """A trace written before call sites (version 2: 48-byte records) reads with site 0,
+    its call sites None and the reason; its calls still export."""
+    import numpy as np
+    from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V2
+    old = tmp_path / "old"
+    shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))
+    for f in (old / "raw").glob("trace.*.bin"):
+        data = f.read_bytes()
+        rec = np.frombuffer(data, RECORD, offset=HEADER_BYTES)
+        v2 = np.zeros(len(rec), RECORD_V2)
+        for name in RECORD_V2.names:
+            v2[name] = rec[name]
+        head = bytearray(data[:HEADER_BYTES])
+        head[8:12], head[12:16] = (2).to_bytes(4, "little"), (48).to_bytes(4, "little")
+        f.write_bytes(bytes(head) + v2.tobytes())
+    new, ev = read_trace(runs["mix"] / "raw").events, read_trace(old / "raw").events
+    assert (new["site"] > 0).all() and (ev["site"] == 0).all()
+    assert ev["callsite"].isna().all() and ev["caller"].isna().all()
+    assert ev["callsite_reason"].str.contains("no call site recorded").all()
+    same = [c for c in new.columns if not c.startswith(("site", "callsite", "caller"))]
+    assert ev[same].equals(new[same])
+    code, _, err = export(capsys, old, "--format", "perfetto")
+    assert code == 0, err
+    doc = json.loads((old / "export" / "trace.json").read_text())
+    assert not any("callsite" in e.get("args", {}) for e in doc["traceEvents"])
+
+
+def test_trace_call_sites_of_a_program_built_without_g(runs):
+    """exact_threads is built with -O2 and no -g: the call sites name the function and
+    offset from the symbol table, no file or line, and say why."""
+    ev = commscope.open(runs["threads"]).trace
+    assert (ev["site"] > 0).all() and ev["callsite"].isna().all()
+    assert ev["caller"].str.match(r"\w+\+0x[0-9a-f]+$").all(), ev["caller"].unique()
+    assert ev["callsite_reason"].str.contains("built without -g").all()
 
 
 # ---- OpenMP regions from OMPT (profile --ompt) ------------------------------------------

@@ -331,8 +331,9 @@ def test_bad_traces_name_the_file_and_record(capsys, traced, tmp_path):
 
     from commscope.matching.trace import RECORD
     first = int(np.flatnonzero(np.frombuffer(good, RECORD, offset=64)["event"] == 4)[0])
-    cut = 64 + 48 * first
-    t0.write_bytes(good[:cut] + good[cut + 48:])   # the first IRECV is missing: its completion is not
+    size = RECORD.itemsize
+    cut = 64 + size * first
+    t0.write_bytes(good[:cut] + good[cut + size:])   # the first IRECV is missing: its completion is not
     _expect_error(capsys, run, "trace.0.0.bin", "whose start is not in rank 0's trace")
 
     t0.write_bytes(good[:40])

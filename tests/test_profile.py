@@ -254,8 +254,8 @@ def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openm
     records = 0
     for p in traces:
         data = p.read_bytes()
-        assert data[:8] == b"CSTRACE1" and (len(data) - 64) % 48 == 0
-        records += (len(data) - 64) // 48
+        assert data[:8] == b"CSTRACE1" and (len(data) - 64) % 56 == 0
+        records += (len(data) - 64) // 56
     # rank 0, thread t: 100+t sends, 2(10+t) posts + 2(10+t) completions, 10 starts + 10
     # completions, 3 MPI_Allreduce + 1 MPI_Barrier
     assert records == sum(100 + t + 4 * (10 + t) + 20 + 4 for t in range(T))
@@ -272,11 +272,153 @@ def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi,
     c = run.table("counters")
     kept = c[(c["rank"] == 0) & (c["counter"] == "trace_records")]["value"].sum()
     dropped = c[(c["rank"] == 0) & (c["counter"] == "trace_records_dropped")]["value"].sum()
-    assert kept * 48 <= 4096 and dropped > 0
+    assert kept * 56 <= 4096 and dropped > 0
     assert kept + dropped == sum(100 + t + 4 * (10 + t) + 20 + 4 for t in range(T))  # + collectives
-    on_disk = sum((p.stat().st_size - 64) // 48 for p in run.raw_dir.glob("trace.0.*.bin"))
+    on_disk = sum((p.stat().st_size - 64) // 56 for p in run.raw_dir.glob("trace.0.*.bin"))
     assert on_disk == kept
 
+
+
+# ---- the trace's clock alignment ------------------------------------------------
+
+SKEW_NS = 50_000_000  # rank 1's clock: 50 ms ahead, as on a node whose clock is off
+
+
+def message_gaps(trace, aligned):
+    """Receive end minus send begin (ns) of every matched message of a trace."""
+    import numpy as np
+    from commscope.profile.export import match_messages
+    ev = trace.events
+    m = match_messages(trace)
+    m = m[(m["send"] >= 0) & (m["recv"] >= 0)]
+
+    def at(rows, col):
+        out = np.empty(len(rows))
+        for i, (r, t) in enumerate(zip(ev.loc[rows, "rank"], ev.loc[rows, col])):
+            out[i] = trace.ns_of(int(r), t, aligned=aligned)
+        return out
+    return at(m["recv"], "t_end") - at(m["send"], "t_begin"), m
+
+
+@pytest.mark.parametrize("which", ["default", "mpich"])
+def test_trace_clock_alignment_undoes_a_skewed_clock(capsys, runs_root, tmp_path, request, monkeypatch,
+                                                     which):
+    """tests/programs/clock_skew.c on 3 ranks with rank 1's clock 50 ms ahead
+    (COMMSCOPE_TEST_CLOCK_SKEW_NS shifts every clock reading of the library): on the
+    ranks' own clocks, messages from rank 1 arrive before they were sent; aligned, every
+    message arrives after it was sent, and the offset measured is the skew, to within
+    half a round trip."""
+    import commscope
+    from commscope.matching.trace import read_trace
+    mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
+    exe = compile_program(mpi, "clock_skew", tmp_path)
+    monkeypatch.setenv("COMMSCOPE_TEST_CLOCK_SKEW_NS", f"1:{SKEW_NS}")
+    code, _, err, run = profile(capsys, runs_root, "-n", "3", "--trace",
+                                *(["--mpi", "mpich"] if which == "mpich" else []), "--", str(exe))
+    assert code == 0, err
+    lines = [json.loads(x) for p in run.raw_dir.glob("clocks.*.jsonl") for x in p.read_text().splitlines()]
+    assert sorted((x["rank"], x["when"]) for x in lines) == [
+        (r, w) for r in range(3) for w in ("finalize", "init")]
+    assert {x["rank"]: x.get("skew_ns", 0) for x in lines} == {0: 0, 1: SKEW_NS, 2: 0}
+    trace = read_trace(run.raw_dir)
+    unaligned, m = message_gaps(trace, aligned=False)
+    aligned, _ = message_gaps(trace, aligned=True)
+    assert len(m) == 10 * 2 * 4  # 10 rounds x 2 ranks x (2 blocking + 2 nonblocking messages)
+    from_1 = (trace.events.loc[m["send"], "rank"] == 1).to_numpy()
+    assert (unaligned[from_1] < -SKEW_NS / 2).all()  # arrived 50 ms before it was sent
+    assert (aligned > 0).all(), aligned.min()
+    off = trace.clock_offsets.set_index("rank")
+    for when in ("init", "finalize"):
+        error_s = off.loc[1, f"{when}_offset_s"] + SKEW_NS / 1e9
+        assert abs(error_s) <= off.loc[1, f"{when}_rtt_s"] / 2 + 1e-7 and abs(error_s) < 20e-6, off
+        assert off.loc[1, f"{when}_applied_offset_s"] == off.loc[1, f"{when}_offset_s"]
+        # rank 2 shares rank 0's clock (one node, no skew): no offset at all
+        assert off.loc[0, f"{when}_applied_offset_s"] == off.loc[2, f"{when}_applied_offset_s"] == 0
+    # commscope.open gives the aligned times too
+    ev = commscope.open(run.path).trace
+    assert (ev.loc[m["recv"], "time_end_s"].to_numpy() > ev.loc[m["send"], "time_begin_s"].to_numpy()).all()
+
+
+def test_trace_clocks_of_a_killed_rank_keep_its_init_measurement(capsys, runs_root, exact_openmpi,
+                                                                  monkeypatch):
+    """Rank 1 of exact_threads kills itself mid-run: its MPI_Init measurement was written
+    at once, so its clock still has an offset (held constant)."""
+    from commscope.profile.clocks import alignment, read_clocks
+    monkeypatch.setenv("CRASH_AFTER_PHASE1", "1")
+    code, _, err, run = profile(capsys, runs_root, "--trace", "--timeout", "60", "--",
+                                str(exact_openmpi))
+    assert code != 0
+    m = read_clocks(run.raw_dir)
+    assert set(m.loc[m["rank"] == 1, "when"]) == {"init"}
+    assert set(m.loc[m["rank"] == 0, "when"]) <= {"init", "finalize"} and len(m) >= 2
+    points, offsets = alignment(m)
+    assert len(points[1][0]) == 1 and points[1][1].tolist() == [0]  # rank 0's node: no offset
+    assert offsets.set_index("rank")["finalize_offset_s"].isna()[1]
+
+
+def _write_clocks(raw, node, *rows):
+    with open(raw / f"clocks.{node}.jsonl", "a") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+def test_trace_clock_offsets_are_per_node_and_interpolated(tmp_path):
+    """Ranks of one node share its offset (the measurement with the shortest round trip;
+    rank 0's node: none), interpolated between MPI_Init and MPI_Finalize."""
+    import numpy as np
+    from commscope.matching.trace import Trace
+    from commscope.profile.clocks import alignment, read_clocks
+
+    def row(rank, node, when, local, offset, rtt, **kw):
+        return dict(rank=rank, pid=1, node=node, when=when, local_ns=local, offset_ns=offset,
+                    rtt_ns=rtt, rounds=10, **kw)
+    _write_clocks(tmp_path, "a", row(0, "a", "init", 1000, 0, 0), row(1, "a", "init", 1010, -300, 4000),
+                  row(0, "a", "finalize", 9000, 0, 0), row(1, "a", "finalize", 9010, 200, 4000))
+    _write_clocks(tmp_path, "b", row(2, "b", "init", 5000, -2000, 5000), row(3, "b", "init", 5005, -1000, 3000),
+                  row(2, "b", "finalize", 15000, -3000, 2000), row(3, "b", "finalize", 15005, 9, 6000),
+                  row(4, "b", "init", 5000, 70, 1000, skew_ns=5))  # another clock (a test skew)
+    points, offsets = alignment(read_clocks(tmp_path))
+    t = Trace(events=None, comms=None, clocks={}, alignment=points, clock_offsets=offsets)
+    assert t.offset_ns(0, [0, 5000]).tolist() == t.offset_ns(1, [0, 5000]).tolist() == [0, 0]
+    # node b: rank 3's init (3 us round trip), rank 2's finalize (2 us), a line between
+    assert t.offset_ns(2, [5005, 10002.5, 15000, 20000]).tolist() == [-1000, -2000, -3000, -3000]
+    assert t.offset_ns(3, [0]).tolist() == [-1000]
+    assert t.offset_ns(4, [0, 99999]).tolist() == [70, 70]  # one measurement: constant
+    assert t.offset_ns(7, [123]).tolist() == [0]             # not measured: none
+    assert t.align_ns(2, np.array([10002.5])).tolist() == [8002.5]
+    o = offsets.set_index("rank")
+    assert o.loc[1, "init_offset_s"] == -300e-9 and o.loc[1, "init_applied_offset_s"] == 0
+    assert o.loc[2, "finalize_rtt_s"] == 2e-6 and o.loc[2, "init_applied_offset_s"] == -1000e-9
+    assert pd.isna(o.loc[4, "finalize_offset_s"]) and o.loc[4, "node"] == "b"
+
+
+def test_trace_damaged_clocks_and_trace_headers_are_one_clear_error(tmp_path):
+    from commscope.errors import InputError
+    from commscope.matching.trace import HEADER_BYTES, read_file
+    from commscope.profile.clocks import read_clocks
+    good = dict(rank=1, node="a", when="init", local_ns=5, offset_ns=-3, rtt_ns=2)
+    for bad, field in (({**good, "rank": -1}, "line 1: rank"), ({**good, "when": "later"}, "line 1: when"),
+                       ({**good, "offset_ns": "x"}, "line 1: offset_ns"),
+                       ({k: v for k, v in good.items() if k != "rtt_ns"}, "line 1: rtt_ns"),
+                       ({**good, "local_ns": True}, "line 1: local_ns"), ([1, 2], "line 1")):
+        (tmp_path / "clocks.a.jsonl").write_text(json.dumps(bad) + "\n")
+        with pytest.raises(InputError, match=f"clocks.a.jsonl: {field}"):
+            read_clocks(tmp_path)
+    (tmp_path / "clocks.a.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n")
+    with pytest.raises(InputError, match="clocks.a.jsonl: line 2: rank.*measured its init offset twice"):
+        read_clocks(tmp_path)
+    (tmp_path / "clocks.a.jsonl").write_text("{not json\n")
+    with pytest.raises(InputError, match="clocks.a.jsonl: line 1"):
+        read_clocks(tmp_path)
+    (tmp_path / "clocks.a.jsonl").write_text(json.dumps(good) + "\n" + '{"rank": 2, "wh')
+    assert len(read_clocks(tmp_path)) == 1  # a line cut short (killed while writing) is left out
+    head = bytearray(HEADER_BYTES)
+    head[:8] = b"CSTRACE1"
+    for version, size, field in ((9, 56, "version"), (3, 48, "record_size"), (2, 56, "record_size")):
+        head[8:12], head[12:16] = version.to_bytes(4, "little"), size.to_bytes(4, "little")
+        (tmp_path / "trace.0.0.bin").write_bytes(bytes(head))
+        with pytest.raises(InputError, match=f"trace.0.0.bin: {field}"):
+            read_file(tmp_path / "trace.0.0.bin", 0, 0)
 
 
 # ---- any program as given -----------------------------------------------------

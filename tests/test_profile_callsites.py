@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from commscope.cli import main
+from commscope.matching.trace import read_trace
 from commscope.profile.callsites import callsites_table
 from commscope.runs import open_run
 
@@ -84,6 +85,85 @@ def test_c_call_sites_exact(capsys, runs_root, tmp_path, request, which):
     assert [r["time_s"] for r in top] == sorted((r["time_s"] for r in top), reverse=True)
     import commscope
     assert commscope.open(run.path).callsites is not None
+
+
+def raw_site_addresses(run):
+    """{rank: the return addresses of its call-site table} from raw/callsites.<node>.jsonl."""
+    out = {}
+    for path in run.raw_dir.glob("callsites.*.jsonl"):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            out.setdefault(rec["rank"], set()).update(s[4] for s in rec["sites"])
+    return out
+
+
+@pytest.mark.parametrize("which", ["default", "mpich"])
+def test_trace_records_name_their_call_sites(capsys, runs_root, tmp_path, request, which):
+    """Every record of `profile --trace` (no --callsites) names the program line that made
+    the call; with --callsites too, its address is the one the call-site table counts."""
+    import collections
+    import commscope
+    mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
+    exe = build_c(mpi.mpicc, tmp_path / "callsites", "-g")
+    option = ["--mpi", "mpich"] if which == "mpich" else []
+    L = site_lines(PROGRAMS / "callsites.c")
+    src = str((PROGRAMS / "callsites.c").resolve())
+    for extra in ([], ["--callsites"]):
+        run = profile(capsys, runs_root, exe, "--trace", *extra, *option)
+        ev = commscope.open(run.path).trace
+        assert (ev["site"] > 0).all() and ev["callsite_reason"].isna().all(), ev["callsite_reason"].unique()
+        assert (ev["callsite_file"] == src).all()
+        assert (ev["callsite"] == "callsites.c:" + ev["callsite_line"].astype(str)).all()
+        got = collections.Counter(zip(ev["rank"], ev["event"], ev["function"], ev["callsite_line"],
+                                      ev["caller"]))
+        # rank 0: 7 sends from send_a, 5 from send_b; rank 1 receives them in recv_all;
+        # each of 2 threads per rank: 11 barriers (one COLL record each) in worker
+        barriers = {("COLL", "MPI_Barrier", L["thread_barrier"], "worker"): 22}
+        want = {0: {("SEND", "MPI_Send", L["send_a"], "send_a"): 7,
+                    ("SEND", "MPI_Send", L["send_b"], "send_b"): 5, **barriers},
+                1: {("RECV", "MPI_Recv", L["recv_a"], "recv_all"): 7,
+                    ("RECV", "MPI_Recv", L["recv_b"], "recv_all"): 5, **barriers}}
+        assert got == {(r, *k): n for r, d in want.items() for k, n in d.items()}
+        if extra:  # the same addresses as the call-site table's, rank by rank
+            table = raw_site_addresses(run)
+            for rank, sites in ev.groupby("rank")["site"]:
+                assert set(sites.astype(int)) <= table[rank]
+            calls = run.table("callsites")
+            assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= \
+                set(zip(calls["rank"], calls["function"], calls["line"].astype(int)))
+        else:  # --trace alone lists the objects that hold the trace's sites, no sites of its own
+            rec = [json.loads(x) for p in run.raw_dir.glob("callsites.*.jsonl")
+                   for x in p.read_text().splitlines()]
+            assert sorted(r["rank"] for r in rec) == [0, 1]
+            assert all(r["sites"] == [] and r["depth"] == 0 and r["trace_sites"] == 4 for r in rec)
+            assert all(str(exe) in [o["path"] for o in r["objects"]] for r in rec)
+            assert "callsites" not in run.tables()
+    # the call site is an argument of the call's slice in Perfetto
+    assert main(["export", str(run.path), "--format", "perfetto"]) == 0
+    capsys.readouterr()
+    doc = json.loads((run.path / "export" / "trace.json").read_text())
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "MPI_Send"]
+    assert {e["args"]["callsite"] for e in slices} == {f"callsites.c:{L['send_a']}",
+                                                       f"callsites.c:{L['send_b']}"}
+
+
+def test_trace_call_sites_without_g_or_objects_are_none_with_the_reason(capsys, runs_root, tmp_path,
+                                                                         default_mpi):
+    from commscope.matching.trace import read_trace
+    plain = build_c(default_mpi.mpicc, tmp_path / "plain")  # no -g: function+offset
+    run = profile(capsys, runs_root, plain, "--trace")
+    ev = read_trace(run.raw_dir).events
+    sends = ev[ev["function"] == "MPI_Send"]
+    assert sends["callsite"].isna().all() and sends["callsite_file"].isna().all()
+    assert sends["callsite_line"].isna().all()
+    assert sends["caller"].str.match(r"send_[ab]\+0x[0-9a-f]+$").all()
+    assert sends["callsite_reason"].str.contains("built without -g").all()
+    for p in run.raw_dir.glob("callsites.*.jsonl"):  # as if killed before MPI_Finalize
+        p.unlink()
+    ev = read_trace(run.raw_dir).events
+    assert ev["caller"].isna().all() and ev["callsite"].isna().all()
+    assert ev["callsite_reason"].str.contains("listed no loaded objects").all()
+    assert (ev["site"] > 0).all()
 
 
 def test_depth_two_splits_a_helper_by_its_callers(capsys, runs_root, tmp_path, default_mpi):
@@ -188,6 +268,16 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
     assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv"]): (3, 48), ("MPI_Irecv", L["irecv"]): (1, 0),
                                  ("MPI_Wait", L["wait"]): (1, 16)}
     assert set(mine["caller"]) == {"callsites_f"}
+    # traced too: every record names the same Fortran line as the call-site table (also
+    # where MPICH's mpif.h layer calls the C MPI_* function and the site is unwound)
+    run = profile(capsys, runs_root, exe, "--callsites", "--trace", mpi=mpicc)
+    ev = read_trace(run.raw_dir).events
+    sites = run.table("callsites")
+    assert (ev["callsite_file"] == str((PROGRAMS / "callsites.f90").resolve())).all(), \
+        ev[["function", "callsite_file", "callsite_reason"]]
+    assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= \
+        set(zip(sites["rank"], sites["function"], sites["line"].astype(int)))
+    assert set(ev["function"]) == {"MPI_Send", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Barrier"}
 
 
 def test_site_label_of_resolved_and_unresolved_rows():

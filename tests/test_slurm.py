@@ -293,3 +293,34 @@ def test_profile_on_four_nodes_leaves_one_file_set_per_node(slurm_env, tmp_path,
     # alltoall_small: 20 MPI_Alltoall and 10 MPI_Barrier on every rank
     calls = run.table("functions").groupby("function")["calls"].sum()
     assert calls["MPI_Alltoall"] == 8 * 20 and calls["MPI_Barrier"] == 8 * 10
+
+
+@pytest.mark.parametrize("mpi_name", ["openmpi", "mpich"])
+def test_trace_clocks_of_four_nodes_are_aligned(slurm_env, tmp_path, mpi_name, default_mpi,
+                                                mpich_mpi):
+    """`profile --trace` of tests/programs/clock_skew.c on 4 Slurm nodes, a rank each, two
+    of them with skewed clocks (COMMSCOPE_TEST_CLOCK_SKEW_NS; the testbed's nodes share
+    one host's clock): each node writes its clocks file, each node's offset is measured
+    on its own, and aligned, every message is received after it was sent."""
+    from test_profile import compile_program, message_gaps
+    from commscope.matching.trace import read_trace
+    exe = compile_program(default_mpi if mpi_name == "openmpi" else mpich_mpi, "clock_skew", tmp_path)
+    env = dict(slurm_env, COMMSCOPE_TEST_CLOCK_SKEW_NS="1:30000000,3:-20000000")
+    proc = _run(["salloc", "--immediate=60", "-O", "-N", "4", "-n", "4", COMMSCOPE, "profile", "--mpi",
+                 mpi_name, "--launcher", "srun", "-n", "4", "--runs", "runs", "--quiet", "--trace",
+                 "--", str(exe)], env, tmp_path, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    run = _single_run(tmp_path / "runs")
+    assert sorted(p.name for p in run.raw_dir.glob("clocks.*.jsonl")) == [
+        f"clocks.{n}.jsonl" for n in ("n1", "n2", "n3", "n4")]
+    trace = read_trace(run.raw_dir)
+    off = trace.clock_offsets.set_index("rank")
+    assert off["node"].nunique() == 4
+    for rank, skew_s in ((0, 0), (1, 0.03), (2, 0), (3, -0.02)):
+        for when in ("init", "finalize"):
+            applied = off.loc[rank, f"{when}_applied_offset_s"]
+            assert applied == off.loc[rank, f"{when}_offset_s"]  # one rank per node: its own
+            assert abs(applied + skew_s) <= off.loc[rank, f"{when}_rtt_s"] / 2 + 1e-7, off
+    unaligned, _ = message_gaps(trace, aligned=False)
+    aligned, _ = message_gaps(trace, aligned=True)
+    assert (unaligned < 0).any() and (aligned > 0).all()

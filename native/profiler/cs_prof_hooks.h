@@ -26,11 +26,28 @@ static inline int cs_site_word(int f)
                : CS_OFF_FBYTES + f;
 }
 
+/* With the trace on, the call's site for the records it writes (cs_trace reads
+ * cs_tl_site): the wrapper's own return address, unless an outer entry point of ours
+ * (a Fortran wrapper, MPI_Finalize) saved the program's; in the MPI's own Fortran
+ * layer (MPICH's mpif.h calls MPI_*), the first frame outside it, unwound
+ * (cs_site_program).  Call-site counting then finds the same address in cs_tl_site,
+ * so the trace and the call-site table agree.  Untraced: one test of cs_sets. */
+#define CS_TRACE_SITE_BEGIN                                                              \
+    int tsite_ = 0;                                                                      \
+    if (__builtin_expect((cs_sets & CS_SET_TRACE) != 0, 0) && !cs_tl_site) {             \
+        uintptr_t ra_ = (uintptr_t)__builtin_return_address(0);                          \
+        cs_tl_site = (void *)(cs_site_passthrough(ra_) ? cs_site_program(ra_) : ra_);    \
+        tsite_ = 1;                                                                      \
+    }
+#define CS_TRACE_SITE_END \
+    if (tsite_) cs_tl_site = 0
+
 #define CS_ENTER(F)                                           \
     uint64_t *s_ = cs_slab();                                 \
     s_[CS_OFF_CALLS + (F)]++;                                 \
     uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;          \
     uint64_t b0_ = s_[cs_site_word(F)];                       \
+    CS_TRACE_SITE_BEGIN;                                      \
     (void)t0_, (void)b0_
 
 /* Time, and with --callsites the call site: the bytes this call added to its
@@ -41,6 +58,7 @@ static inline int cs_site_word(int f)
         if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += dt_ = cs_ticks() - t0_; \
         if (cs_sets & CS_SET_CALLSITES)                                              \
             cs_site_note((F), __builtin_return_address(0), s_[cs_site_word(F)] - b0_, dt_); \
+        CS_TRACE_SITE_END;                                                           \
     } while (0)
 
 /* Receives need the status for source and size even when the program ignores it:

@@ -14,6 +14,8 @@
  *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
  *   COMMSCOPE_CALLSITES     call sites: callers recorded per call (0 = off; 1 = the
  *                           immediate caller; N > 1 unwinds N frames), cs_prof_sites.h
+ *   COMMSCOPE_SUMMARY_TIMEOUT_S  deadline of the exchanges at MPI_Finalize (summary, clocks)
+ *   COMMSCOPE_TEST_CLOCK_SKEW_NS tests only: shift some ranks' clocks (cs_prof_clocks.h)
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cs_prof_clocks.h"
 #include "cs_prof_init.h"
 #include "cs_prof_snap.h"
 #include "cs_prof_summary.h"
@@ -235,26 +238,18 @@ static int find_world(cs_session_t session)
 
 static int started;
 
-void cs_profile_start(int thread_level, cs_session_t session)
+/* Everything but the clock measurement; returns early (not profiling) on a failure
+ * of this rank's files. */
+static void set_up(int thread_level, cs_session_t session, int sets)
 {
-    if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
-    const char *d = getenv("COMMSCOPE_PROFILE_DIR");
-    snprintf(dir, sizeof dir, "%s", d && *d ? d : "commscope-profile");
-    if (find_world(session) != MPI_SUCCESS) {
-        fprintf(stderr, CS_PREFIX "cannot tell this process's world rank: not profiling\n");
-        return;
-    }
-    /* collective: every rank gets here, whatever happens to its files below */
-    if (session == CS_NO_SESSION) cs_summary_init();
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         cs_write_failed(dir, errno, "not profiling");
         return;
     }
-    int sets = chosen_sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
+    chosen_sets = sets;
     snapshot_s = env_long("COMMSCOPE_SNAPSHOT_MS", 500, 0) / 1000.0;
     cs_coll_small_bytes = env_long("COMMSCOPE_COLL_SMALL_BYTES", 2048, 0);
     cs_coll_small_comm = (int)env_long("COMMSCOPE_COLL_SMALL_COMM", 16, 1);
-    find_node_key();
     char base[4200], path[4300];
     snprintf(base, sizeof base, "%s/node.%s", dir, node_key);
     snprintf(path, sizeof path, "%s.bin", base);
@@ -277,14 +272,37 @@ void cs_profile_start(int thread_level, cs_session_t session)
         }
     }
     long depth = env_long("COMMSCOPE_CALLSITES", 0, 0);
-    if (depth > 0) {
+    if (depth > 0 || (sets & CS_SET_TRACE)) /* the trace's call sites need the text ranges */
         cs_sites_init((int)depth);
+    if (depth > 0)
         sets |= CS_SET_CALLSITES;
-    }
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
     snprintf(path, sizeof path, "%s.snap", base);
     cs_snap_start(path, snapshot_s);
+}
+
+void cs_profile_start(int thread_level, cs_session_t session)
+{
+    if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
+    const char *d = getenv("COMMSCOPE_PROFILE_DIR");
+    snprintf(dir, sizeof dir, "%s", d && *d ? d : "commscope-profile");
+    if (find_world(session) != MPI_SUCCESS) {
+        fprintf(stderr, CS_PREFIX "cannot tell this process's world rank: not profiling\n");
+        return;
+    }
+    cs_clocks_skew(cs_world_rank); /* before the first clock pair */
+    find_node_key();
+    /* collective: every rank gets here, whatever happens to its files below */
+    if (session == CS_NO_SESSION) cs_summary_init();
+    int sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
+    set_up(thread_level, session, sets);
+    /* collective too (the trace's clock alignment); a rank without files takes part */
+    if (session == CS_NO_SESSION && (sets & CS_SET_TRACE)) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/clocks.%s.jsonl", dir, node_key);
+        cs_clocks_start(cs_hdr ? path : 0, node_key);
+    }
 }
 
 void cs_profile_finish(void)
@@ -294,11 +312,14 @@ void cs_profile_finish(void)
     cs_summary_reduce(dir);
     cs_pvars_stop();
     cs_trace_finish();
-    if (cs_sets & CS_SET_CALLSITES) {
+    uint64_t *trace_sites = 0;
+    size_t ntrace = (cs_sets & CS_SET_TRACE) ? cs_trace_sites(&trace_sites) : 0;
+    if ((cs_sets & CS_SET_CALLSITES) || ntrace) {
         char path[4400];
         snprintf(path, sizeof path, "%s/callsites.%s.jsonl", dir, node_key);
-        cs_sites_write(path, cs_world_rank);
+        cs_sites_write(path, cs_world_rank, trace_sites, ntrace);
     }
+    free(trace_sites);
     cs_comms_finish();
     cs_files_finish();
     cs_hdr->tick1 = cs_ticks();
@@ -350,6 +371,7 @@ void cs_profile_end(void)
     if (cs_hdr && cs_hdr->state == CS_STATE_FINALIZED) return; /* a Fortran wrapper ended it */
     cs_count_call(CS_F_MPI_Finalize);
     CS_SITE_CALL(CS_F_MPI_Finalize); /* the caller MPI_Finalize or f_finalize saved */
+    cs_clocks_finish(); /* collective: every rank that measured at MPI_Init, profiled or not */
     if (!cs_hdr) cs_summary_reduce(dir); /* not profiled: still takes part (collective) */
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);

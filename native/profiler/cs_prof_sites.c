@@ -3,14 +3,16 @@
  *
  * raw/callsites.<node>.jsonl holds one line per rank, appended with a single
  * O_APPEND write (so the ranks of a node share one file and never interleave):
- *   {"rank": R, "pid": P, "depth": N, "lost": L,
+ *   {"rank": R, "pid": P, "depth": N, "lost": L, "trace_sites": T,
  *    "sites": [["MPI_Send", calls, bytes, ticks, addr, caller addr, ...], ...],
  *    "objects": [{"path": ..., "base": ..., "build_id": "hex" or null, "size": ...,
  *                 "mtime_ns": ..., "segments": [[lo, hi], ...]}, ...]}
  * Addresses are absolute; an object's load bias ("base") turns them into the ELF's
  * own addresses, and its GNU build id, read from the PT_NOTE in memory, tells the
  * resolver whether the file on disk is still the one that ran.  Only objects that
- * hold a recorded address are listed.
+ * hold a recorded address are listed: a site of the table, or one of the T distinct
+ * call sites of the rank's trace records (--trace; then the line is written even
+ * without --callsites, with depth 0 and no sites).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -73,9 +75,15 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
 
 void cs_sites_init(int depth)
 {
-    cs_site_depth = depth < 1 ? 1 : depth > 16 ? 16 : depth;
-    cs_site_width = CS_SITE_UP + cs_site_depth - 1;
-    dl_iterate_phdr(find_ranges, 0);
+    static int scanned;
+    if (depth > 0) {
+        cs_site_depth = depth > 16 ? 16 : depth;
+        cs_site_width = CS_SITE_UP + cs_site_depth - 1;
+    }
+    if (!scanned) {
+        scanned = 1;
+        dl_iterate_phdr(find_ranges, 0);
+    }
     if (cs_site_depth > 1 || cs_site_npass) { /* load the unwinder now, not inside a call */
         void *warm[4];
         backtrace(warm, 4);
@@ -105,6 +113,17 @@ static void unwind(uintptr_t ra, uintptr_t *out)
     int k = 0;
     if (!cs_site_passthrough(ra) && (uintptr_t)frames[i0] != ra) out[k++] = ra;
     for (int i = i0; i < got && k < cs_site_depth; i++) out[k++] = (uintptr_t)frames[i];
+}
+
+uintptr_t cs_site_program(uintptr_t ra)
+{
+    void *frames[64];
+    int got = backtrace(frames, 64);
+    for (int i = 0; i < got; i++) {
+        uintptr_t a = (uintptr_t)frames[i];
+        if (!in_own(a) && !cs_site_passthrough(a)) return a;
+    }
+    return ra; /* no unwind information: the MPI's Fortran layer is the site */
 }
 
 static cs_sites_t *table_new(void)
@@ -287,9 +306,9 @@ static int cmp_addr(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void cs_sites_write(const char *path, int rank)
+void cs_sites_write(const char *path, int rank, const uint64_t *extra, size_t nextra)
 {
-    if (!cs_site_depth) return;
+    if (!cs_site_depth && !nextra) return;
     char *buf = 0;
     size_t len = 0, naddrs = 0, cap = 0;
     uint64_t lost = 0;
@@ -323,8 +342,16 @@ void cs_sites_write(const char *path, int rank)
             }
         }
     }
+    for (size_t i = 0; i < nextra; i++) { /* the trace's sites: their objects are listed too */
+        if (naddrs == cap) {
+            uintptr_t *more = realloc(addrs, sizeof *addrs * (cap = cap ? 2 * cap : 256));
+            if (!more) goto fail;
+            addrs = more;
+        }
+        addrs[naddrs++] = (uintptr_t)extra[i] - 1;
+    }
     if (addrs) qsort(addrs, naddrs, sizeof *addrs, cmp_addr);
-    fprintf(f, "], \"lost\": %llu, \"objects\": [", (unsigned long long)lost);
+    fprintf(f, "], \"lost\": %llu, \"trace_sites\": %zu, \"objects\": [", (unsigned long long)lost, nextra);
     objects_ctx c = {f, addrs, naddrs, 1};
     dl_iterate_phdr(write_object, &c);
     fprintf(f, "]}\n");

@@ -15,6 +15,7 @@
 #ifndef CS_PROF_SITES_H
 #define CS_PROF_SITES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Entry words: return address, function id, calls, bytes, ticks, then the
@@ -37,8 +38,15 @@ extern __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")
 extern __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
 
 void cs_site_slow(int func, uintptr_t ra, uint64_t bytes, uint64_t ticks);
-void cs_sites_init(int depth);                        /* at set-up, before cs_sets has the bit */
-void cs_sites_write(const char *path, int rank);      /* at MPI_Finalize: append this rank's record */
+/* At set-up, before cs_sets has the bit: depth > 0 turns the table on; 0 only finds
+ * this library's and the MPI's Fortran layer's text (the trace's sites need them). */
+void cs_sites_init(int depth);
+/* At MPI_Finalize: append this rank's record, listing the objects that hold its
+ * sites and the `nextra` addresses of `extra` (the trace's); nothing without either. */
+void cs_sites_write(const char *path, int rank, const uint64_t *extra, size_t nextra);
+/* Slow path: the first caller outside this library and the MPI's Fortran layer
+ * (backtrace()), for a return address in that layer; `ra` without unwind information. */
+uintptr_t cs_site_program(uintptr_t ra);
 
 static inline int cs_site_passthrough(uintptr_t ra)
 {

@@ -62,11 +62,13 @@ int cs_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+int64_t cs_clock_skew_ns;
+
 uint64_t cs_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (uint64_t)cs_clock_skew_ns;
 }
 
 /* ---- blocks of the node file ------------------------------------------------- */

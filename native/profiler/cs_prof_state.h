@@ -190,7 +190,8 @@ uint64_t *cs_slab_at(uint32_t i);
 void cs_state_sync(void);        /* schedule the mapped file's write-back */
 int cs_thread_index(void);       /* index of this thread's slab, -1 before it has one */
 uint64_t cs_next_request_id(void);
-uint64_t cs_now_ns(void);
+uint64_t cs_now_ns(void); /* CLOCK_MONOTONIC ns (plus cs_clock_skew_ns) */
+extern int64_t cs_clock_skew_ns; /* tests only: COMMSCOPE_TEST_CLOCK_SKEW_NS (cs_prof_clocks.c) */
 /* Memory of the node file at `offset` (a block this process mapped or maps now). */
 void *cs_block_at(uint64_t offset, size_t bytes);
 

@@ -8,11 +8,17 @@
  * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
  * dropped and a message says so once.
  *
- * File: 64-byte header {"CSTRACE1", u32 version 2, u32 record size 48, i32 rank,
+ * File: 64-byte header {"CSTRACE1", u32 version 3, u32 record size 56, i32 rank,
  * i32 thread, f64 ticks per second (0: see counters.<rank>.json), u64 tick0,
  * 24 bytes 0} then records (see cs_trace_rec_t).  Version 1 had u16 event and flags
  * and no function id; version 2 keeps the 48 bytes with u8 event and flags and the
- * function id in the other two bytes.
+ * function id in the other two bytes; version 3 appends the call site (the return
+ * address of the outermost entry into this library, cs_prof_hooks.h).
+ *
+ * The distinct call sites of each thread's records are gathered into a small set
+ * when its buffer is flushed (not per record), so that MPI_Finalize can list the
+ * loaded objects that hold them (callsites.<node>.jsonl) and the reader can resolve
+ * them to file:line, with or without --callsites.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cs_prof_sites.h"
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
 
@@ -31,20 +38,30 @@
  * tag the collective's function id (MPI_Allreduce_init's for a persistent one); COLL: bytes sent, and its bytes received in `request` (a blocking
  * collective has no request); ICOLL: request id and bytes sent; COLL_DONE: request
  * id and bytes received.  func: the function table's id (node.<key>.json
- * "functions"), 0xffff unknown. */
+ * "functions"), 0xffff unknown.  site: the call's return address in the program (the
+ * call-site table's key; 0 unknown). */
 typedef struct {
     uint64_t t_begin, t_end, request;
     int64_t bytes;
     int32_t peer, tag, comm;
     uint8_t event, flags;
     uint16_t func;
+    uint64_t site;
 } cs_trace_rec_t;
-_Static_assert(sizeof(cs_trace_rec_t) == 48, "trace record layout");
+_Static_assert(sizeof(cs_trace_rec_t) == 56, "trace record layout");
+#define TRACE_VERSION 3
+
+/* The distinct sites of a thread's records: open addressing, 0 is empty. */
+typedef struct {
+    uint64_t *slot;
+    size_t mask, used;
+} site_set_t;
 
 typedef struct trace_buf {
     cs_trace_rec_t *recs;
     int n, thread;
     char started, closed; /* header written; closed at finalize (late records dropped) */
+    site_set_t sites;
     struct trace_buf *next;
 } trace_buf_t;
 
@@ -78,7 +95,7 @@ static int append(trace_buf_t *b, const void *data, size_t n)
     int rc = 0;
     if (!b->started) {
         unsigned char h[64] = {0};
-        uint32_t version = 2, size = sizeof(cs_trace_rec_t);
+        uint32_t version = TRACE_VERSION, size = sizeof(cs_trace_rec_t);
         int32_t rank = cs_world_rank, thread = b->thread;
         double tps = 0;
         memcpy(h, "CSTRACE1", 8);
@@ -98,9 +115,47 @@ static int append(trace_buf_t *b, const void *data, size_t n)
     return rc;
 }
 
+static int site_insert(site_set_t *t, uint64_t a)
+{
+    if ((t->used + 1) * 2 > t->mask + 1) { /* keep it at most half full */
+        size_t cap = t->mask ? 2 * (t->mask + 1) : 64;
+        uint64_t *slot = calloc(cap, sizeof *slot);
+        if (!slot) return -1;
+        for (size_t i = 0; t->slot && i <= t->mask; i++) {
+            if (!t->slot[i]) continue;
+            size_t j = (t->slot[i] * 0x9E3779B97F4A7C15ull) >> 32 & (cap - 1);
+            while (slot[j]) j = (j + 1) & (cap - 1);
+            slot[j] = t->slot[i];
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->mask = cap - 1;
+    }
+    size_t i = (a * 0x9E3779B97F4A7C15ull) >> 32 & t->mask;
+    for (; t->slot[i]; i = (i + 1) & t->mask)
+        if (t->slot[i] == a) return 0;
+    t->slot[i] = a;
+    t->used++;
+    return 0;
+}
+
+/* The buffer's sites into its thread's set (consecutive records of one call share
+ * theirs, so most records cost one comparison). */
+static void note_sites(trace_buf_t *b)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < b->n; i++) {
+        uint64_t a = b->recs[i].site;
+        if (a == last || !a) continue;
+        last = a;
+        if (site_insert(&b->sites, a) != 0) return; /* out of memory: those stay unresolved */
+    }
+}
+
 static void flush(trace_buf_t *b)
 {
     if (b->n == 0) return;
+    note_sites(b);
     size_t bytes = (size_t)b->n * sizeof(cs_trace_rec_t);
     uint64_t *s = cs_slab_at((uint32_t)b->thread);
     int over = __atomic_add_fetch(&used_bytes, (long long)bytes, __ATOMIC_RELAXED) > limit_bytes;
@@ -166,6 +221,7 @@ void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long byte
     r->event = (uint8_t)event;
     r->flags = (uint8_t)flags;
     r->func = func >= 0 && func < CS_NFUNC ? (uint16_t)func : 0xffff;
+    r->site = (uint64_t)(uintptr_t)cs_tl_site; /* set by the entry point (cs_prof_hooks.h) */
     if (b->n == buffer_records) flush(b);
 }
 
@@ -213,4 +269,19 @@ void cs_trace_finish(void)
         b->closed = 1; /* a late record is dropped, not written */
     }
     pthread_mutex_unlock(&buffers_lock);
+}
+
+size_t cs_trace_sites(uint64_t **out)
+{
+    *out = 0;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&buffers_lock);
+    for (trace_buf_t *b = all_buffers; b; b = b->next) cap += b->sites.used;
+    uint64_t *a = cap ? malloc(cap * sizeof *a) : 0;
+    for (trace_buf_t *b = all_buffers; a && b; b = b->next)
+        for (size_t i = 0; b->sites.slot && i <= b->sites.mask; i++)
+            if (b->sites.slot[i]) a[n++] = b->sites.slot[i];
+    pthread_mutex_unlock(&buffers_lock);
+    *out = a;
+    return a ? n : 0;
 }

@@ -25,6 +25,9 @@ void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long byte
 void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
                    long long received, int root, int comm_id);
 void cs_trace_finish(void);
+/* After cs_trace_finish: the distinct call sites of every record (malloc'd, unsorted,
+ * *out 0 when none), so that the loaded objects holding them can be listed. */
+size_t cs_trace_sites(uint64_t **out);
 
 /* What a collective's bytes depend on, for the trace only (not on the hot path of an
  * untraced run): the root argument as recorded, whether this rank is the root, the

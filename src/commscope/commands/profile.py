@@ -11,7 +11,7 @@ examples:
   commscope profile -n 4 -- ./my_app input.dat        # default counters, snapshots every 0.5 s
   commscope profile --counters all -- ./my_app         # also per-function timers (costlier)
   commscope profile --counters bytes,peers -- ./my_app # only some sets
-  commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
+  commscope profile --trace -- ./halo                  # + an event trace of p2p calls and collectives
   commscope profile --callsites -- ./app               # + file:line of every MPI call (build with -g)
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
   commscope profile --ompt --threads 4 -- ./hybrid   # + per-thread OMPT timing
@@ -47,7 +47,11 @@ def register(registry):
                    help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
                         "start and end (default %(default)s)")
     p.add_argument("--trace", action="store_true",
-                   help="also record every point-to-point call (post, start, completion)")
+                   help="also record an event trace: every point-to-point call (send, "
+                        "receive, post, start, completion, probe) and every collective, each "
+                        "with its call site (file:line, resolved after the run; build with "
+                        "-g), and each rank's clock offset to rank 0 so that nodes share one "
+                        "time line (raw/trace.*.bin, raw/clocks.*.jsonl)")
     p.add_argument("--trace-limit", default="1G", metavar="SIZE",
                    help="trace bytes per rank before records are dropped (default %(default)s)")
     p.add_argument("--callsites", action="store_true",

@@ -28,9 +28,11 @@ pd = lazy("pandas")
 PVARS = {"posted": "pml_ob1_posted_recvq_length", "unexpected": "pml_ob1_unexpected_msgq_length"}
 
 
-def measured(raw_dir, rank, t0_ns):
+def measured(raw_dir, rank, t0_ns, align=None):
     """The ob1 queue pvars of one rank: time_s (trace time), seq, queue, peer, length.
 
+    ``align``: a function that puts the rank's node clock readings (ns) on the trace's
+    clock (``Trace.align_ns`` of the rank); None: they are on it already.
     Empty when the MPI has no such pvars (MPICH) or the run had no snapshots.
     """
     empty = pd.DataFrame(columns=["time_s", "seq", "queue", "peer", "length"])
@@ -50,7 +52,8 @@ def measured(raw_dir, rank, t0_ns):
             if p is None:
                 continue
             values = snaps.values([at + p["offset"] + k for k in range(p["count"])], bits=True)[mine]
-            time_s = (snaps.ns[mine] - t0_ns) / 1e9
+            ns = snaps.ns[mine] if align is None else align(snaps.ns[mine])
+            time_s = (ns - t0_ns) / 1e9
             for peer in range(p["count"]):
                 rows.append(pd.DataFrame({"time_s": time_s, "seq": snaps.seq[mine], "queue": queue,
                                           "peer": peer, "length": values[:, peer]}))
@@ -64,7 +67,7 @@ def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
     ``ob1_result``: the rank's rows of an ob1 replay (:func:`commscope.matching.replay.run`).
     Columns: rank, seq, time_s, queue, peer, measured_length, simulated_length, quiet, equal.
     """
-    m = measured(raw_dir, rank, trace.t0_ns)
+    m = measured(raw_dir, rank, trace.t0_ns, align=lambda ns: trace.align_ns(rank, ns))
     cols = ["rank", "seq", "time_s", "queue", "peer", "measured_length", "simulated_length",
             "quiet", "equal"]
     if m.empty:

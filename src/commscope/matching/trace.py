@@ -1,14 +1,20 @@
 """Reader of `commscope profile --trace` event traces (raw/trace.<rank>.<thread>.bin).
 
-Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 2, u32 record
-size 48, i32 rank, i32 thread, f64 ticks per second, u64 tick0, 24 bytes 0}, then
-48-byte records in the order the thread's calls returned. Version 2 records name the
-MPI function (an id into the node file's function list) and hold collectives too;
-version 1 traces (no function id, u16 event and flags) are still read, their
-``function`` column empty. Timestamps are ticks; the
-rank's counters.<rank>.bin holds two (ticks, CLOCK_MONOTONIC ns) pairs, from which
-every tick becomes nanoseconds on the clock the snapshots use, so ranks and
-snapshots line up on one node.
+Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 3, u32 record
+size 56, i32 rank, i32 thread, f64 ticks per second, u64 tick0, 24 bytes 0}, then
+56-byte records in the order the thread's calls returned. Version 3 records end with
+the call site (the return address into the program); version 2 records (48 bytes, no
+call site) name the MPI function (an id into the node file's function list) and hold
+collectives too; version 1 traces (no function id, u16 event and flags) are still
+read, their ``function`` column empty. Timestamps are ticks; the rank's block of the
+node file holds two (ticks, CLOCK_MONOTONIC ns) pairs, from which every tick becomes
+nanoseconds on the clock the snapshots use, so ranks and snapshots line up on one
+node; the clock offsets measured in the job (raw/clocks.<node>.jsonl,
+:mod:`commscope.profile.clocks`) then put every node on rank 0's clock.
+
+Call sites are resolved to file, line and caller as ``commscope profile --callsites``
+resolves them (:mod:`commscope.profile.callsites`), from the loaded objects each rank
+listed at MPI_Finalize in raw/callsites.<node>.jsonl, once per distinct address.
 
 Every problem that would make a replay wrong is one :class:`InputError` naming the
 file and record: a bad header, an unknown event code, a record ending before it
@@ -39,12 +45,16 @@ MAGIC = b"CSTRACE1"
 HEADER_BYTES = 64
 RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
                    ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "u1"),
-                   ("flags", "u1"), ("func", "<u2")])
+                   ("flags", "u1"), ("func", "<u2"), ("site", "<u8")])
+RECORD_V2 = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
+                      ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "u1"),
+                      ("flags", "u1"), ("func", "<u2")])
 RECORD_V1 = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
                       ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "<u2"),
                       ("flags", "<u2")])
-assert RECORD.itemsize == RECORD_V1.itemsize == 48
-VERSION = 2
+assert RECORD.itemsize == 56 and RECORD_V2.itemsize == RECORD_V1.itemsize == 48
+VERSION = 3
+RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD}   # the record of each version
 NO_FUNCTION = 0xFFFF     # func of a record whose function is unknown (and of version 1)
 EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE",
           7: "COLL", 8: "ICOLL", 9: "COLL_DONE"}
@@ -58,17 +68,42 @@ _NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
 
 @dataclass
 class Trace:
-    """Every record of a run's trace, one row each (see :func:`read_trace`)."""
+    """Every record of a run's trace, one row each (see :func:`read_trace`).
+
+    Times: :meth:`ns_of` turns a rank's ticks into nanoseconds of its node's
+    CLOCK_MONOTONIC and, by default, adds the rank's clock offset to rank 0's
+    (``alignment``), so that the ranks of all nodes share rank 0's clock.
+    ``clock_offsets`` shows the offsets (:func:`commscope.profile.clocks.alignment`);
+    None for a run without them (before clock alignment, or not traced with it).
+    """
 
     events: pd.DataFrame
     comms: pd.DataFrame            # rank, comm_id, size, created_by, world_ranks (tuple), key
     clocks: dict                   # rank -> (tick0, ns0, ticks per second)
     files: list = field(default_factory=list)
-    t0_ns: int = 0                 # time zero: the earliest rank's tick0
+    t0_ns: int = 0                 # time zero: the earliest rank's tick0 (aligned)
+    alignment: dict = field(default_factory=dict)  # rank -> (node clock ns, offset ns) points
+    clock_offsets: object = None   # DataFrame, a row per measured rank, or None
 
-    def ns_of(self, rank, ticks):
+    def offset_ns(self, rank, ns):
+        """The offset (ns) that puts readings ``ns`` of ``rank``'s node clock on rank 0's
+        clock (0 for a rank without measurements)."""
+        from ..profile.clocks import offset_at
+        points = self.alignment.get(rank)
+        ns = np.asarray(ns, dtype=np.float64)
+        return np.zeros(ns.shape) if points is None else offset_at(points, ns)
+
+    def align_ns(self, rank, ns):
+        """Readings ``ns`` of ``rank``'s node clock (a snapshot's, say) on rank 0's clock."""
+        ns = np.asarray(ns, dtype=np.float64)
+        return ns + self.offset_ns(rank, ns)
+
+    def ns_of(self, rank, ticks, aligned=True):
+        """``rank``'s ticks in ns: on rank 0's clock, or with ``aligned=False`` on the
+        rank's own node's CLOCK_MONOTONIC (to compare with other times of that node)."""
         tick0, ns0, tps = self.clocks[rank]
-        return ns0 + (np.asarray(ticks, dtype=np.float64) - tick0) * (1e9 / tps)
+        ns = ns0 + (np.asarray(ticks, dtype=np.float64) - tick0) * (1e9 / tps)
+        return self.align_ns(rank, ns) if aligned else ns
 
     def time_s(self, rank, ticks):
         return (self.ns_of(rank, ticks) - self.t0_ns) / 1e9
@@ -93,25 +128,29 @@ def read_file(path, rank, thread):
         raise InputError(path, "magic", f"not a commscope trace (expected {MAGIC.decode()})")
     version, size, h_rank, h_thread = np.frombuffer(data, "<u4", count=2, offset=8).tolist() + \
         np.frombuffer(data, "<i4", count=2, offset=16).tolist()
-    if version not in (1, VERSION):
-        raise InputError(path, "version", f"unknown trace version {version}")
-    if size != RECORD.itemsize:
-        raise InputError(path, "record_size", f"{size}, expected {RECORD.itemsize}")
+    if version not in RECORDS:
+        raise InputError(path, "version", f"unknown trace version {version} (this commscope "
+                                          f"reads versions {', '.join(map(str, RECORDS))})")
+    layout = RECORDS[version]
+    if size != layout.itemsize:
+        raise InputError(path, "record_size", f"{size}, expected {layout.itemsize} for version "
+                                              f"{version}")
     if (h_rank, h_thread) != (rank, thread):
         raise InputError(path, "header", f"says rank {h_rank} thread {h_thread}, the file name "
                                          f"rank {rank} thread {thread}")
     body = len(data) - HEADER_BYTES
-    n, cut = divmod(body, RECORD.itemsize)
+    n, cut = divmod(body, layout.itemsize)
     if cut:
         warnings.warn(f"{path}: last record cut short ({cut} bytes) and left out", stacklevel=2)
     if version == VERSION:
         return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
-    old = np.frombuffer(data, RECORD_V1, count=n, offset=HEADER_BYTES)
-    rec = np.zeros(n, RECORD)
-    for name in RECORD_V1.names:
-        rec[name] = old[name]  # an event or flags value past 255 stays an unknown code
-    rec["event"][old["event"] > 255] = 0
-    rec["func"] = NO_FUNCTION
+    old = np.frombuffer(data, layout, count=n, offset=HEADER_BYTES)
+    rec = np.zeros(n, RECORD)  # site 0: unknown
+    for name in layout.names:
+        rec[name] = old[name]  # a version 1 event or flags value past 255 stays an unknown code
+    if version == 1:
+        rec["event"][old["event"] > 255] = 0
+        rec["func"] = NO_FUNCTION
     return rec
 
 
@@ -241,14 +280,71 @@ def _collectives(d):
     d["bytes_received"] = received
 
 
-def read_trace(raw_dir, check=True):
+def _call_sites(events, raw_dir):
+    """The call-site columns of ``events`` (its ``site`` column: return addresses, 0
+    unknown), resolved per rank and distinct address as the ``callsites`` table is,
+    from the loaded objects each rank listed (raw/callsites.<node>.jsonl), then taken
+    onto the records by index (a million records: a fraction of a second)."""
+    from ..profile.callsites import Resolver, objects_by_rank
+    site = events["site"].to_numpy()
+    objects = objects_by_rank(raw_dir) if site.any() else {}
+    resolver = Resolver()
+    codes = np.zeros(len(events), np.int64)
+    rows = []  # (callsite, file, line, caller, reason) per distinct (rank, address)
+    try:
+        for rank, idx in events.groupby("rank").indices.items():
+            addrs, inverse = np.unique(site[idx], return_inverse=True)
+            codes[idx] = inverse.reshape(-1) + len(rows)
+            rows += [_resolve_site(a, rank, objects.get(int(rank)), resolver) for a in addrs.tolist()]
+    finally:
+        resolver.close()
+    cols = list(zip(*rows)) if rows else [()] * 5
+
+    def take(values):  # text: None where missing, as in the callsites table (never NaN)
+        table = np.empty(len(values), dtype=object)
+        table[:] = values
+        return pd.Series(table[codes], index=events.index, dtype=object)
+    events["callsite"] = take(cols[0])
+    events["callsite_file"] = take(cols[1])
+    line = pd.Series(list(cols[2]), dtype="Int64").take(codes)
+    line.index = events.index
+    events["callsite_line"] = line
+    events["caller"] = take(cols[3])
+    events["callsite_reason"] = take(cols[4])
+
+
+def _resolve_site(a, rank, objects, resolver):
+    """(callsite, file, line, caller, reason) of return address ``a`` of ``rank``, whose
+    loaded objects are ``objects`` (None: it listed none)."""
+    from ..profile.callsites import UNKNOWN, resolve_addresses, site_label
+    if a == 0:
+        return (None, None, None, None, "no call site recorded (a record written outside a "
+                                        "wrapped call, or a trace written before call sites, "
+                                        "version 3)")
+    if objects is None:
+        return (None, None, None, None, f"rank {rank} listed no loaded objects in "
+                                        "callsites.<node>.jsonl (killed before MPI_Finalize, or "
+                                        "traced before call sites were recorded)")
+    f, ln, c, why = resolve_addresses([a], objects, resolver)[0]
+    ln = int(ln) if f and ln else None
+    return (site_label(f, ln) if ln else None, f, ln, None if c == UNKNOWN else c, why or None)
+
+
+def read_trace(raw_dir, check=True, callsites=True):
     """Read every trace file of a run's raw directory into one :class:`Trace`.
 
     ``events`` columns: rank, thread, file, record, event (name), t_begin, t_end (ticks),
-    time_begin_s, time_end_s (seconds since the earliest rank's first tick), request,
-    bytes, peer, tag, comm (the rank's id), comm_key, comm_size, peer_world (world rank
-    of the peer, -1 for any source), flags, func (the function id), function (its name;
-    None in a version 1 trace), bytes_received, collective.
+    time_begin_s, time_end_s (seconds since the earliest rank's first tick, on rank 0's
+    clock), request, bytes, peer, tag, comm (the rank's id), comm_key, comm_size,
+    peer_world (world rank of the peer, -1 for any source), flags, func (the function
+    id), function (its name; None in a version 1 trace), bytes_received, collective,
+    and the call site: site (the return address in the program, 0 unknown), callsite
+    (``name.c:42``, the file's base name and line), callsite_file (the file as the
+    ``callsites`` table gives it), callsite_line, caller (the enclosing function;
+    ``function+0x1c`` without -g), callsite_reason (why file and line, or all three, are
+    missing; None when resolved).  Unresolved parts are None (callsite_line <NA>), as in
+    the ``callsites`` table.
+    ``callsites=False`` leaves the call sites unresolved (only ``site``).
 
     Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world
     rank), bytes what this rank sent, bytes_received what it received, request the
@@ -308,9 +404,14 @@ def read_trace(raw_dir, check=True):
             _check_requests(d, raw_dir, rank)
         frames.append(d)
     events = pd.concat(frames, ignore_index=True)
-    t0 = min(ns0 for _, ns0, _ in clocks.values())
+    from ..profile.clocks import alignment, read_clocks
+    measures = read_clocks(raw_dir)
+    points, offsets = alignment(measures) if measures is not None else ({}, None)
     trace = Trace(events=events, comms=pd.concat(comms, ignore_index=True), clocks=clocks,
-                  files=[p.name for p in files.values()], t0_ns=t0)
+                  files=[p.name for p in files.values()], alignment=points, clock_offsets=offsets)
+    trace.t0_ns = int(min(float(trace.align_ns(r, ns0)) for r, (_, ns0, _) in clocks.items()))
+    if callsites:
+        _call_sites(events, raw_dir)
     tb = np.empty(len(events))
     te = np.empty(len(events))
     for rank, idx in events.groupby("rank").indices.items():

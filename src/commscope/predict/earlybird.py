@@ -80,7 +80,7 @@ def bytes_after_regions(run):
     from ..matching.trace import read_trace, trace_files
     if not trace_files(run.raw_dir):
         return None
-    trace = read_trace(run.raw_dir, check=False)
+    trace = read_trace(run.raw_dir, check=False, callsites=False)
     sends = trace.events[trace.events["event"].isin(("SEND", "ISEND"))]
     threads = run.table("threads")
     closing = threads[threads["barrier"] == "closing"]
@@ -96,7 +96,7 @@ def bytes_after_regions(run):
         starts = np.sort(threads[threads["rank"] == rank].groupby("instance")["start_s"].min()
                          .to_numpy()) * 1e9 + t0
         ends = inst["end"].to_numpy() * 1e9 + t0
-        t = trace.ns_of(rank, mine["t_begin"].to_numpy())
+        t = trace.ns_of(rank, mine["t_begin"].to_numpy(), aligned=False)  # the OMPT times' clock
         nbytes = mine["bytes"].to_numpy(float)
         k = np.searchsorted(ends, t, side="right") - 1
         nxt = np.searchsorted(starts, t, side="left")

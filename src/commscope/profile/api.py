@@ -80,13 +80,16 @@ class Profile:
     @property
     def trace(self):
         """Every trace record (rank, thread, event, time_begin_s, time_end_s, request,
-        bytes, peer, peer_world, tag, comm, ...), or None without ``profile --trace``."""
+        bytes, peer, peer_world, tag, comm, ..., and its call site: site, callsite,
+        callsite_file, callsite_line, caller, callsite_reason), or None without
+        ``profile --trace``.  Times are on rank 0's clock (docs/profile.md, "Clock
+        alignment")."""
         t = self._trace()
         return None if t is None else t.events
 
     def calls(self):
         """One row per traced call (records of a thread with one entry time): call, rank,
-        thread, name, time_begin_s, time_end_s, records; None without a trace."""
+        thread, name, time_begin_s, time_end_s, records, callsite; None without a trace."""
         t = self._trace()
         if t is None:
             return None

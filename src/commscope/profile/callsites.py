@@ -60,15 +60,37 @@ def read_records(path):
             rec = json.loads(line)
         except ValueError as exc:
             raise InputError(path, f"line {i}", f"not a JSON record ({exc})") from None
+        if not isinstance(rec, dict):
+            raise InputError(path, f"line {i}", "not a JSON object")
         for key in ("rank", "sites", "objects"):
             if key not in rec:
                 raise InputError(path, f"line {i}: {key}", "required field is missing")
+        if not _whole(rec["rank"]):
+            raise InputError(path, f"line {i}: rank", f"expected a rank, got {rec['rank']!r}")
         if not isinstance(rec["sites"], list) or not all(
-                isinstance(s, list) and len(s) >= 5 and isinstance(s[0], str) for s in rec["sites"]):
+                isinstance(s, list) and len(s) >= 5 and isinstance(s[0], str) and
+                all(_whole(v) for v in s[1:]) for s in rec["sites"]):
             raise InputError(path, f"line {i}: sites", "expected [function, calls, bytes, ticks, "
                                                        "address, ...] lists")
+        if not isinstance(rec["objects"], list) or not all(_object_ok(o) for o in rec["objects"]):
+            raise InputError(path, f"line {i}: objects", "expected {path, base, segments: "
+                                                         "[[low, high], ...], ...} objects")
         out.append(rec)
     return out
+
+
+def _whole(v):
+    """A count or an address as JSON gives it: a whole number >= 0 (not a boolean)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 64
+
+
+def _object_ok(o):
+    return (isinstance(o, dict) and isinstance(o.get("path"), str) and _whole(o.get("base", 0))
+            and isinstance(o.get("build_id"), (str, type(None)))
+            and all(_whole(o[k]) for k in ("size", "mtime_ns") if k in o)
+            and isinstance(o.get("segments"), list)
+            and all(isinstance(g, list) and len(g) == 2 and _whole(g[0]) and _whole(g[1])
+                    for g in o["segments"]))
 
 
 # ---- one ELF object ------------------------------------------------------------
@@ -87,7 +109,7 @@ class ElfObject:
 
     def __init__(self, path, build_id, size, mtime_ns):
         self.path, self.problem, self.partial = path, None, None
-        self.funcs, self._memo = [], {}
+        self.funcs, self._memo, self._files = [], {}, []
         self._cu_index, self._aranges, self._cus = None, None, {}
         if not path or path.startswith("[") or not os.path.isabs(path):
             self.problem = f"{path or 'an unnamed object'} has no file (vdso or anonymous code)"
@@ -99,6 +121,7 @@ class ElfObject:
         from elftools.elf.elffile import ELFFile
         try:
             self._fh = open(path, "rb")
+            self._files.append(self._fh)
             elf = ELFFile(self._fh)
         except (OSError, ELFError) as exc:
             self.problem = f"{path} cannot be read as ELF ({exc})"
@@ -115,7 +138,7 @@ class ElfObject:
                 return
         self.funcs = self._symbols(elf)
         dwarf_elf = elf if elf.has_dwarf_info() and elf.get_section_by_name(".debug_line") else \
-            self._separate_debug(on_disk)
+            self._separate_debug(on_disk, self._files)
         if dwarf_elf is not None:
             self.dwarf = dwarf_elf.get_dwarf_info()
         else:
@@ -127,7 +150,7 @@ class ElfObject:
                 self.problem = self.partial
 
     @staticmethod
-    def _separate_debug(build_id):
+    def _separate_debug(build_id, files):
         """/usr/lib/debug/.build-id/ab/cdef.debug (Debian's -dbgsym packages)."""
         if not build_id:
             return None
@@ -135,7 +158,14 @@ class ElfObject:
         if not p.is_file():
             return None
         from elftools.elf.elffile import ELFFile
-        return ELFFile(open(p, "rb"))
+        files.append(open(p, "rb"))
+        return ELFFile(files[-1])
+
+    def close(self):
+        """Close the files it read (a closed object still answers what it resolved)."""
+        for f in self._files:
+            f.close()
+        self._files = []
 
     @staticmethod
     def _symbols(elf):
@@ -315,6 +345,10 @@ class Resolver:
             self._objects[key] = ElfObject(*key)
         return self._objects[key]
 
+    def close(self):
+        for o in self._objects.values():
+            o.close()
+
 
 def _locate(objects, addr):
     """(object record, address relative to its load bias) of an absolute address."""
@@ -328,9 +362,53 @@ def _locate(objects, addr):
 def _frame(resolver, objects, addr):
     o, rel = _locate(objects, addr)
     if o is None:
-        return None, None, None, UNKNOWN, f"address {addr:#x} is in no loaded object"
+        return None, None, (None, None), UNKNOWN, f"address {addr:#x} is in no loaded object"
     file, line, caller, reason = resolver.obj(o).resolve(rel)
     return o.get("path"), rel, (file, line), caller, reason
+
+
+def objects_by_rank(raw_dir):
+    """{rank: the loaded objects it listed} from the run's callsites.<node>.jsonl (with
+    --callsites, or --trace: the objects that hold its trace's call sites)."""
+    out = {}
+    for path in callsite_files(raw_dir):
+        for rec in read_records(path):
+            out.setdefault(int(rec["rank"]), []).extend(rec["objects"])
+    return out
+
+
+def resolve_addresses(addresses, objects, resolver=None):
+    """(file, line, caller, reason) of each absolute return address of one rank, whose
+    loaded objects are ``objects`` (:func:`objects_by_rank`): what the ``callsites``
+    table says of that address (file None and ``line`` None where unknown; caller
+    "unknown" when nothing is known; reason empty when resolved)."""
+    resolver = resolver or Resolver()
+    out = []
+    for a in addresses:
+        _, _, (file, line), caller, reason = _frame(resolver, objects, int(a))
+        out.append((file, line, caller, reason or ""))
+    return out
+
+
+def _site_rows(resolver, rec, tick, sets):
+    """The table's rows of one rank's record."""
+    rows = []
+    rank, objects = int(rec["rank"]), rec["objects"]
+    for site in rec["sites"]:
+        func, calls, nbytes, ticks, addrs = site[0], site[1], site[2], site[3], site[4:]
+        obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
+        stack = []
+        for a in addrs[1:]:
+            _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
+            stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
+        rows.append({"rank": rank, "function": func, "file": file,
+                     "line": float(line) if line else np.nan, "caller": caller,
+                     "object": obj, "offset": int(rel) if rel is not None else -1,
+                     "depth": len(addrs), "stack": " <- ".join(stack) if stack else None,
+                     "calls": int(calls), "bytes": float(nbytes) if "bytes" in sets else np.nan,
+                     "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
+                     "reason": reason})
+    return rows
 
 
 def callsites_table(raw_dir, ranks=None, sets=()):
@@ -343,23 +421,12 @@ def callsites_table(raw_dir, ranks=None, sets=()):
         return None
     tick = dict(zip(ranks["rank"].astype(int), ranks["tick_s"])) if ranks is not None else {}
     resolver, rows = Resolver(), []
-    for path in files:
-        for rec in read_records(path):
-            rank, objects = int(rec["rank"]), rec["objects"]
-            for site in rec["sites"]:
-                func, calls, nbytes, ticks, addrs = site[0], site[1], site[2], site[3], site[4:]
-                obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
-                stack = []
-                for a in addrs[1:]:
-                    _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
-                    stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
-                rows.append({"rank": rank, "function": func, "file": file,
-                             "line": float(line) if line else np.nan, "caller": caller,
-                             "object": obj, "offset": int(rel) if rel is not None else -1,
-                             "depth": len(addrs), "stack": " <- ".join(stack) if stack else None,
-                             "calls": int(calls), "bytes": float(nbytes) if "bytes" in sets else np.nan,
-                             "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
-                             "reason": reason})
+    try:
+        for path in files:
+            for rec in read_records(path):
+                rows += _site_rows(resolver, rec, tick, sets)
+    finally:
+        resolver.close()
     if not rows:
         return None
     df = pd.DataFrame(rows, columns=COLUMNS)
@@ -410,4 +477,4 @@ def site_label(file, line):
 
 
 __all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject",
-           "site_label"]
+           "site_label", "objects_by_rank", "resolve_addresses", "Resolver", "UNKNOWN"]

@@ -20,10 +20,12 @@
   barrier region (:func:`openmp_slices`).  OpenMP threads are numbered by OpenMP, not
   by the threads that call MPI, so they are kept apart from the MPI threads.
 
-Times: the trace's ticks become CLOCK_MONOTONIC nanoseconds of the rank's node
+Times: the trace's ticks become CLOCK_MONOTONIC nanoseconds of the rank's node, moved
+onto rank 0's clock by the offsets measured in the job
 (:class:`~commscope.matching.trace.Trace`), and the snapshots are placed on the same
 clock from their raw records, so calls and counters line up.  The OMPT table's times
-are seconds after its ``rank_t0_ns`` on that same clock (CLOCK_MONOTONIC).
+are seconds after its ``rank_t0_ns`` on the node's clock (CLOCK_MONOTONIC), moved the
+same way.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def call_names(events):
         combo = tuple(k for i, k in enumerate(_KIND_ORDER) if m >> i & 1)
         names[m] = "MPI " + _COMBINED.get(combo, "+".join(KIND_NAMES[k] for k in combo))
     out = np.array([names[m] for m in mask.tolist()], dtype=object)
-    if "function" in ev:  # version 2 traces name the function (one per call)
+    if "function" in ev:  # version 2 and later traces name the function (one per call)
         fn = ev["function"].to_numpy()[np.flatnonzero(new)]
         known = np.array([isinstance(f, str) for f in fn], bool)
         out[known] = fn[known]
@@ -135,7 +137,9 @@ def call_names(events):
 
 def calls_table(trace, named=None, ns=None):
     """One row per traced call: call, rank, thread, name, time_begin_s, time_end_s,
-    t_begin_ns, t_end_ns (the node's CLOCK_MONOTONIC), records."""
+    t_begin_ns, t_end_ns (CLOCK_MONOTONIC ns, on rank 0's clock when the run has clock
+    offsets), records, callsite (``name.c:42``, None when unknown: every record of a
+    call has its call's site)."""
     ev = trace.events
     call, names = named if named is not None else call_names(ev)
     ns_b, ns_e = ns if ns is not None else _record_ns(trace)
@@ -147,6 +151,9 @@ def calls_table(trace, named=None, ns=None):
         time_end_s=("time_end_s", "max"), t_begin_ns=("t_begin_ns", "first"),
         t_end_ns=("t_end_ns", "max"), records=("rank", "size")).reset_index()
     out.insert(3, "name", names)
+    first = np.r_[0, np.flatnonzero(np.diff(call)) + 1] if len(call) else np.zeros(0, np.int64)
+    out["callsite"] = (ev["callsite"].to_numpy()[first] if "callsite" in ev
+                       else np.full(len(out), None, dtype=object))
     return out
 
 
@@ -293,6 +300,11 @@ class Contents:
         self.communicators = run.table("communicators") if "communicators" in tables else None
         self.trace = load_trace(run)
         snap_ns = snapshot_times(run, self.snapshots)
+        if snap_ns is not None and self.trace is not None and self.trace.alignment:
+            # on rank 0's clock, as the trace's records are
+            snap_ns = snap_ns.copy()
+            for rank, idx in self.snapshots.groupby("rank").indices.items():
+                snap_ns[idx] = np.rint(self.trace.align_ns(int(rank), snap_ns[idx])).astype(np.int64)
         if self.trace is not None:
             self.t0_ns = int(self.trace.t0_ns)
             named = call_names(self.trace.events)
@@ -310,6 +322,12 @@ class Contents:
         self.openmp = openmp_slices(run.table("threads")) if "threads" in tables else None
         if self.openmp is not None and not len(self.openmp):
             self.openmp = None
+        if self.openmp is not None and self.trace is not None and self.trace.alignment:
+            for rank, idx in self.openmp.groupby("rank").indices.items():
+                for col in ("begin_ns", "end_ns"):
+                    at = self.openmp.columns.get_loc(col)
+                    ns = self.openmp.iloc[idx, at].to_numpy(np.int64)
+                    self.openmp.iloc[idx, at] = np.rint(self.trace.align_ns(int(rank), ns)).astype(np.int64)
         self.threads = self._threads()
         self.comms = self._comms()
 
@@ -431,6 +449,8 @@ def _json_calls(c, t0):
             keys = list(dict.fromkeys(k for r in recs for k in r))
             args = {"records": int(hi - lo), **{k: [r.get(k) for r in recs] for k in keys},
                     "events": [str(cols["event"][i]) for i in range(lo, hi)]}
+        if isinstance(row.callsite, str):
+            args["callsite"] = row.callsite
         yield {"name": row.name, "cat": "mpi", "ph": "X", "ts": begin,
                "dur": round(max(end - begin, 0.0), 3), "pid": pid, "tid": tid, "args": args}
         mid = round((begin + end) / 2, 3)  # strictly inside the slice the flow binds to

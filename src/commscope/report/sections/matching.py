@@ -73,7 +73,8 @@ def _lengths_figure(a, name):
                         label=f"rank {r}")
             if many:
                 continue
-            m = measured(a.run.raw_dir, r, a.trace.t0_ns)
+            m = measured(a.run.raw_dir, r, a.trace.t0_ns,
+                         align=lambda ns, r=r: a.trace.align_ns(r, ns))
             m = m[m["queue"] == queue].groupby("time_s")["length"].sum()
             if len(m):
                 ax.plot(m.index, m.to_numpy(), ".", color=color, ms=4)
