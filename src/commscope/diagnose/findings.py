@@ -131,7 +131,7 @@ def diagnose(profile, machine_model=None, what_if=()):
         found, note = _queue_findings(ctx, trace)
         findings += found
         notes += [note] if note else []
-    if useful is not None and not any(f.kind == "load_imbalance" for f in findings):
+    if tl is None and useful is not None:  # with a trace, the waits tell what the imbalance costs
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
         findings += _thread_findings(ctx)
@@ -206,7 +206,7 @@ class _Context:
 
 # ---- from the wait states -------------------------------------------------------------------
 
-def _top_ranks(weights, share=0.5):
+def _top_ranks(weights, share=0.2):
     if not weights:
         return []
     top = max(weights.values())
@@ -243,19 +243,24 @@ def _wait_findings(ctx):
             for r, w in ws.culprit_weight.get(k, {}).items():
                 weights[r] = weights.get(r, 0.0) + w
         key_total = {k: sum(v for (kk, _), v in ws.by_key_rank.items() if kk == k) for k in keys}
+        mine = ws.waits[ws.waits["key"].isin(keys)]
+        direct = mine.groupby("rank")["direct_s"].sum()
+        direct = direct[direct > 0]
         main = max(keys, key=lambda k: key_total[k])
         kind, fn, site = ws.keys[main]
         top = max(by_rank.values())
         f = Finding(
             kind=fk[0],
             culprit_ranks=overloaded if fk[0] == "load_imbalance" else _top_ranks(weights),
-            waiting_ranks=sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
+            waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
+            if len(direct) else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
             waiting_function=fn, callsite=site if site != fn else None, region=None,
             lost_s=total / ctx.nranks, share_of_runtime=total / ctx.nranks / ctx.runtime,
             fix="", predicted_saving_s=None, basis="",
             evidence={"lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
-                      "direct_s": float(ws.waits.loc[ws.waits["key"].isin(keys), "direct_s"].sum()),
-                      "passed_on_s": float(ws.waits.loc[ws.waits["key"].isin(keys), "passed_on_s"].sum()),
+                      "direct_s": float(mine["direct_s"].sum()),
+                      # credited to this finding from waits it held up on other calls
+                      "held_up_s": max(total - float(mine["direct_s"].sum()), 0.0),
                       "waits": int(ws.waits["key"].isin(keys).sum())})
         _predict_wait_fix(ctx, f, ws, keys)
         out.append(f)
@@ -276,9 +281,10 @@ def _region_of_culprit(ctx, f, ws, keys):
     way to the call the others waited for, named by the calls around it."""
     threads = ctx.profile.threads
     if threads is not None and len(threads) and f.culprit_ranks:
+        # the busy time of each instance's slowest thread (the region's wall time also
+        # holds the threads' wake-up at its end, the same on every rank)
         inst = eff.region_instances(threads)
-        inst = inst.assign(region_s=inst["end_s"] - inst["start_s"])
-        per = inst.groupby(["region", "rank"])["region_s"].sum().unstack(fill_value=0.0)
+        per = inst.groupby(["region", "rank"])["max_busy_s"].sum().unstack(fill_value=0.0)
         mine = per.reindex(columns=f.culprit_ranks).mean(axis=1)
         others = per.drop(columns=f.culprit_ranks, errors="ignore")
         if len(others.columns):
@@ -331,6 +337,10 @@ def _ranks_text(ranks, word="rank"):
     return f"{word}s {', '.join(map(str, ranks[:-1]))} and {ranks[-1]}"
 
 
+def _verb(verb, ranks):
+    return verb + "s" if len(list(ranks)) == 1 else verb
+
+
 def _at(f):
     return f"{f.waiting_function}" + (f" at {f.callsite}" if f.callsite else "")
 
@@ -369,7 +379,7 @@ def _predict_wait_fix(ctx, f, ws, keys):
         f.predicted_saving_s = ctx.saving(no_wait=calls)
         f.basis = "replay of the trace with these receives finding their messages already sent"
         partner = _partner_site(ctx, calls)
-        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} wait in {_at(f)} for {culprits}, "
+        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits}, "
                  f"whose send{' at ' + partner if partner else ''} comes after work that does "
                  "not produce the message: send as soon as the data is ready (before the "
                  "independent work), or post MPI_Irecv early and wait later.")
@@ -384,7 +394,7 @@ def _predict_wait_fix(ctx, f, ws, keys):
         f.predicted_saving_s = ctx.saving(burst_scale=scale)
         f.basis = ("replay of the trace with the work after each such receive done during the "
                    "wait instead (up to the time the earlier message waited)")
-        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} wait in {_at(f)} for {culprits} "
+        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits} "
                  "while another message is already there: receive in arrival order "
                  "(MPI_ANY_SOURCE, or MPI_Irecv for all and MPI_Waitany) and handle each as it comes.")
 
@@ -506,18 +516,24 @@ def _small_message_findings(ctx):
     out = []
     keyed = runs.assign(site=runs["site"].fillna(runs["function"]))
     for (src, dst, site_key, fn_), g in keyed.groupby(["src", "dst", "site", "function"]):
-        # the merged replay: every message of a run but the last costs nothing, and the
-        # work between them (loop overhead) goes
-        cost_scale = {}
-        burst_scale = {}
+        # the merged replay: every message of a run but the last costs nothing, the work
+        # between them (loop overhead) goes, and the last costs what such a call needs
+        cost_scale, burst_scale, spared = {}, {}, set()
+        measured = ctx.rp.cost
         for _, r in g.groupby("run"):
-            sc, rc = r["send"].to_numpy(), r["recv"].to_numpy()
-            for x in sc[:-1].tolist() + rc[:-1].tolist():
-                cost_scale[int(x)] = 0.0
-            for x in sc[1:].tolist() + rc[1:].tolist():
-                burst_scale[int(x)] = 0.0
-        both = list(g["send"]) + list(g["recv"])
-        spent = float((c["end_s"].to_numpy()[both] - c["start_s"].to_numpy()[both]).sum())
+            sc = r["send"].to_numpy()
+            rc = pd.unique(r["recv"].to_numpy())  # a Waitall may complete many
+            for seq in (sc, rc):
+                for x in seq[:-1].tolist():
+                    cost_scale[int(x)] = 0.0
+                    spared.add(int(x))
+                for x in seq[1:].tolist():
+                    burst_scale[int(x)] = 0.0
+                last = int(seq[-1])
+                typical = float(np.median(measured[seq]))
+                cost_scale[last] = typical / measured[last] if measured[last] > 0 else 1.0
+        spared = sorted(spared)
+        spent = float((c["end_s"].to_numpy()[spared] - c["start_s"].to_numpy()[spared]).sum())
         n, nruns = len(g), g["run"].nunique()
         recv_fn = c["function"].to_numpy()[g["recv"].to_numpy()]
         alpha = _postal_alpha(ctx)
@@ -535,7 +551,7 @@ def _small_message_findings(ctx):
                     basis=("replay of the trace with each run sent as one message (the runs' "
                            "other messages cost nothing)" + model),
                     evidence={"messages": n, "runs": int(nruns), "bytes_per_message": float(g["bytes"].mean()),
-                              "time_in_calls_s": spent, "send_function": str(fn_)})
+                              "time_in_spared_calls_s": spent, "send_function": str(fn_)})
         out.append(f)
     return out
 

@@ -54,7 +54,7 @@ class Replay:
 class Replayer:
     """Replays of one timeline; the measured costs and bursts are computed once."""
 
-    def __init__(self, tl):
+    def __init__(self, tl, costs="site"):
         self.tl = tl
         calls = tl.calls
         self.n = len(calls)
@@ -83,11 +83,16 @@ class Replayer:
             self.instance_entries.setdefault(int(inst), []).append((int(rank), int(entry), bool(is_root)))
             if wait >= 0:
                 self.coll[int(wait)] = (int(inst), pattern, bool(is_root), float(nbytes))
+        self.entry_of = {}  # entry call -> the instances it begins
         for inst, members in self.instance_entries.items():
             self.instance_size[inst] = len(members)
+            for _, e, _ in members:
+                self.entry_of.setdefault(e, []).append(inst)
         self.burst = self._bursts()
         self.tail = self._tails()
-        self.cost = np.maximum(self.end - np.maximum(self.start, self._ready(self.start)), 0.0)
+        #: each call's own cost as measured (end - max(start, ready))
+        self.measured_cost = np.maximum(self.end - np.maximum(self.start, self._ready(self.start)), 0.0)
+        self.cost = typical_costs(self.measured_cost, calls, costs)
 
     def _coll_bytes(self, col):
         b = self.tl.calls["bytes"].to_numpy()
@@ -199,7 +204,7 @@ class Replayer:
         start = np.full(self.n, np.nan)
         end = np.full(self.n, np.nan)
         pointer = [0] * len(self.streams)
-        clock = [None] * len(self.streams)
+        known = dict.fromkeys(self.instance_entries, 0)  # entries begun, per instance
         remaining = sum(len(i) for i in self.streams)
         # a call's start is known once its predecessor ended; it can end once every
         # partner's start is known
@@ -212,7 +217,9 @@ class Replayer:
                         prev = idx[pointer[s] - 1] if pointer[s] else None
                         start[c] = (end[prev] if prev is not None else
                                     self.start[c] - self.burst[c]) + bursts[c]
-                    if c not in no_wait and not self._partners_known(c, start):
+                        for inst in self.entry_of.get(c, ()):
+                            known[inst] += 1
+                    if c not in no_wait and not self._partners_known(c, start, known):
                         break
                     ready = -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
                     end[c] = max(start[c], ready) + cost[c]
@@ -233,16 +240,31 @@ class Replayer:
             ends.setdefault(int(r), float(fin))  # a rank that made no traced call
         return Replay(runtime_s=float(max(ends.values()) - init), end_s=ends, change=change)
 
-    def _partners_known(self, c, start):
+    def _partners_known(self, c, start, known):
         for p, _, _ in self.p2p[c]:
             if np.isnan(start[p]):
                 return False
         got = self.coll.get(c)
-        if got is not None:
-            for _, e, _ in self.instance_entries[got[0]]:
-                if np.isnan(start[e]):
-                    return False
-        return True
+        return got is None or known[got[0]] == self.instance_size[got[0]]
+
+
+COSTS = ("call", "site", "site_rank")
+
+
+def typical_costs(measured, calls, how="site"):
+    """The cost each call is replayed with: ``call`` its own measured cost; ``site`` the
+    median over the calls of its function and call site on every rank; ``site_rank`` on
+    its rank.  A median keeps what a call needs and drops what befell one call (the
+    process descheduled inside it, a page fault), which a changed replay would otherwise
+    move around with the call."""
+    if how == "call":
+        return measured
+    keys = [calls["function"], calls["callsite"].fillna("")]
+    if how == "site_rank":
+        keys.append(calls["rank"])
+    elif how != "site":
+        raise ValueError(f"costs: one of {COSTS}")
+    return pd.Series(measured).groupby([k.to_numpy() for k in keys]).transform("median").to_numpy()
 
 
 def _model_times(machine_model, tl, ppn):

@@ -41,6 +41,10 @@ def sentence(f, runtime_s):
         (f" at {f.callsite}" if f.callsite else "")
     w, c = _who(f.waiting_ranks), _who(f.culprit_ranks)
     cost = f"{format_seconds(f.lost_s)} ({_pct(f.share_of_runtime)} of the run)"
+    held = f.evidence.get("held_up_s") or 0.0
+    if held > 0.1 * f.lost_s * max(len(f.waiting_ranks), 1):
+        cost = (f"{format_seconds(f.lost_s)} ({_pct(f.share_of_runtime)} of the run, counting the "
+                "waits it held up elsewhere)")
     lose = _lose(f.waiting_ranks)
     return {
         "load_imbalance": f"{c.capitalize()} is the odd one out: {w} {lose} {cost} waiting for it{at}.",

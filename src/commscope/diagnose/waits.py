@@ -159,21 +159,27 @@ def _collective_waits(tl):
     wc = col["wait_call"].to_numpy()
     lost = np.minimum(ready, end[wc]) - start[wc]
     col = col.assign(ready=ready, lost=lost)
-    out = []
+    # culprits per instance: the members (non-roots for N x 1, the root for 1 x N) that
+    # entered within the tolerance of the last, the tolerance taken from the longest wait
+    cand = np.where(col["pattern"] == "nxn", True,
+                    np.where(col["pattern"] == "nx1", ~is_root, is_root))
+    longest = col.groupby("instance")["lost"].transform("max").clip(lower=0)
+    late = cand & (col["entry_s"] >= col["ready"].where(np.isfinite(col["ready"])).groupby(
+        col["instance"]).transform("max") - CULPRIT_TOLERANCE * longest)
+    late_rows = col[late]
+    culprit_ranks = late_rows.groupby("instance")["rank"].agg(tuple)
+    culprit_calls = late_rows.groupby("instance")["entry_call"].agg(tuple)
     waiting = col[col["lost"] > MIN_WAIT_S]
-    by_instance = {i: g for i, g in col.groupby("instance")}
+    out = []
     for row in waiting.itertuples(index=False):
-        members = by_instance[row.instance]
-        cand = members if row.pattern == "nxn" else (
-            members[members["rank"] != row.root] if row.pattern == "nx1"
-            else members[members["rank"] == row.root])
-        late = cand[cand["entry_s"] >= row.ready - CULPRIT_TOLERANCE * row.lost]
-        kind = COLLECTIVE_KINDS.get((row.pattern, row.stem), "wait_nxn")
-        out.append({"call": int(row.wait_call), "kind": kind, "start_s": start[row.wait_call],
-                    "end_s": start[row.wait_call] + row.lost, "lost_s": float(row.lost),
-                    "culprits": tuple(sorted(set(late["rank"].tolist()) - {row.rank})),
-                    "culprit_calls": tuple(late.loc[late["rank"] != row.rank, "entry_call"].tolist()),
-                    "comm": row.comm})
+        ranks = culprit_ranks.get(row.instance, ())
+        calls = culprit_calls.get(row.instance, ())
+        keep = [i for i, r in enumerate(ranks) if r != row.rank]
+        out.append({"call": int(row.wait_call),
+                    "kind": COLLECTIVE_KINDS.get((row.pattern, row.stem), "wait_nxn"),
+                    "start_s": start[row.wait_call], "end_s": start[row.wait_call] + row.lost,
+                    "lost_s": float(row.lost), "culprits": tuple(sorted({ranks[i] for i in keep})),
+                    "culprit_calls": tuple(calls[i] for i in keep), "comm": row.comm})
     return out
 
 

@@ -1,0 +1,145 @@
+"""`commscope diagnose` on real profiles of the diagnose test programs.
+
+Each program of tests/programs/diagnose (registry: tests/diagnose_cases.py) has one
+problem; profiled with a trace, its diagnosis must name that problem first, with the
+culprit ranks and the MPI function where the others wait, and give a predicted saving.
+Balanced runs, runs without a trace or OMPT data, and damaged runs are checked too.
+Nothing here is timed: scripts/diagnose_programs.py compares predicted and measured
+savings.
+"""
+
+import json
+
+import pytest
+
+import commscope
+from commscope.cli import main
+from commscope.diagnose.findings import diagnose
+from commscope.runs import open_run
+
+from diagnose_cases import CASES, compile_case, profile_options, program_args
+
+pytestmark = pytest.mark.mpi
+
+#: The kinds whose program is diagnosed here (shared_communicator: see docs/diagnose.md).
+KINDS = [k for k in CASES if k != "shared_communicator"]
+
+
+@pytest.fixture(scope="module")
+def programs(default_mpi, tmp_path_factory):
+    out = tmp_path_factory.mktemp("diagnose-programs")
+    return {name: compile_case(CASES[name], default_mpi, out) for name in KINDS}
+
+
+@pytest.fixture(scope="module")
+def machine_model(default_mpi, tmp_path_factory):
+    """This machine's model, measured now: ping-pong and HighVolumePingPong, fitted."""
+    from commscope.bench.hvpingpong import run_hvpingpong
+    from commscope.bench.pingpong import run_pingpong
+    from commscope.machine_fit import fit_runs
+    root = tmp_path_factory.mktemp("mm")
+    quiet = dict(runs_root=root, echo=False, progress=False, timeout=300)
+    pp = run_pingpong(min_size=1, max_size=1 << 20, iters=200, warmup=20, **quiet)
+    hv = run_hvpingpong(counts=[1, 10, 100, 1000], iters=3, warmup=1, **quiet)
+    model = fit_runs([pp.path, hv.path])
+    assert model.gamma_s is not None and model.gamma_s > 0
+    return model
+
+
+def profile(name, exe, runs_root, capsys, fixed=False, extra=()):
+    case = CASES[name]
+    code = main(["profile", "--runs", str(runs_root), "--quiet", *profile_options(case), *extra,
+                 "--", str(exe), *program_args(case, fixed)])
+    capsys.readouterr()
+    assert code == 0
+    return open_run(sorted(runs_root.iterdir())[-1])
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_the_problem_is_named_first(name, programs, runs_root, capsys, request):
+    case = CASES[name]
+    run = profile(name, programs[name], runs_root, capsys)
+    mm = request.getfixturevalue("machine_model") if name == "queue_search" else None
+    d = diagnose(commscope.open(run.path), machine_model=mm)
+    assert d.findings, f"{name}: no finding"
+    first = d.findings[0]
+    assert first.kind == case.first_finding, [(f.kind, f.lost_s) for f in d.findings]
+    assert set(first.culprit_ranks) == set(case.culprits), first
+    if case.waiting.startswith("MPI_"):
+        assert first.waiting_function == case.waiting
+    else:  # the threads wait at the region's end, in no MPI function
+        assert first.waiting_function is None and first.region
+    assert first.share_of_runtime >= 0.05
+    assert first.predicted_saving_s is not None and first.predicted_saving_s > 0
+    assert first.callsite and first.callsite.startswith(f"{name}.c:"), first.callsite
+    assert first.fix and first.basis
+    # the unchanged replay reproduces the measured run
+    assert abs(d.replay["error_pct"]) < 10, d.replay
+
+
+def test_a_fixed_program_has_no_major_finding(programs, runs_root, capsys):
+    run = profile("late_receiver", programs["late_receiver"], runs_root, capsys, fixed=True)
+    d = diagnose(commscope.open(run.path))
+    assert not [f for f in d.major if f.kind == "late_receiver" and f.waiting_function == "MPI_Ssend"]
+
+
+def test_json_has_efficiency_and_findings(programs, runs_root, capsys):
+    run = profile("load_imbalance", programs["load_imbalance"], runs_root, capsys)
+    assert main(["diagnose", str(run.path), "--json", "--what-if", "balance",
+                 "--what-if", "network=ideal"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out)[:3] == ["run", "ranks", "runtime_s"]
+    e = out["efficiency"]["mpi"]
+    assert e["parallel_efficiency"] == pytest.approx(
+        e["load_balance_efficiency"] * e["communication_efficiency"], rel=1e-6)
+    assert e["communication_efficiency"] == pytest.approx(
+        e["serialisation_efficiency"] * e["transfer_efficiency"], rel=0.05)
+    assert e["load_balance_efficiency"] < 0.8      # rank 2 works three times as long
+    assert out["efficiency"]["openmp"]["regions"]  # --ompt: the region is there
+    f = out["findings"][0]
+    for key in ("kind", "culprit_ranks", "waiting_ranks", "waiting_function", "callsite", "region",
+                "lost_s", "share_of_runtime", "fix", "predicted_saving_s", "basis"):
+        assert key in f
+    assert f["culprit_ranks"] == [2] and f["waiting_ranks"] == [0, 1, 3]
+    assert "OpenMP region" in f["region"]
+    changes = {w["change"]: w for w in out["replay"]["what_if"]}
+    assert changes["balance"]["saving_s"] > 0
+    assert changes["network=ideal"]["runtime_s"] <= out["replay"]["unchanged_s"] + 1e-9
+
+
+def test_without_trace_only_what_needs_no_trace(programs, runs_root, capsys):
+    case = CASES["load_imbalance"]
+    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", str(case.ranks),
+                 "--threads", "2", "--", str(programs["load_imbalance"])])
+    assert code == 0
+    capsys.readouterr()
+    run = sorted(runs_root.iterdir())[-1]
+    assert main(["diagnose", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["replay"] is None
+    kinds = [f["kind"] for f in out["findings"]]
+    assert kinds[:1] == ["load_imbalance"]
+    assert out["findings"][0]["culprit_ranks"] == [2]
+    assert out["findings"][0]["waiting_function"] == "MPI_Allreduce"
+    assert any("--trace" in n for n in out["notes"]) and any("--ompt" in n for n in out["notes"])
+
+
+def test_a_balanced_run_says_nothing_costs_much(programs, runs_root, capsys):
+    run = profile("load_imbalance", programs["load_imbalance"], runs_root, capsys, fixed=True)
+    assert main(["diagnose", str(run.path)]) == 0
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if "odd one out" in line]
+
+
+def test_damaged_table_is_one_error(programs, runs_root, capsys):
+    run = profile("late_sender", programs["late_sender"], runs_root, capsys)
+    (run.path / "ranks.parquet").write_bytes(b"PAR1 not really")
+    code = main(["diagnose", str(run.path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "ranks.parquet" in err and err.count("\n") == 1
+
+
+def test_what_if_needs_a_known_change(programs, runs_root, capsys):
+    run = profile("late_sender", programs["late_sender"], runs_root, capsys)
+    assert main(["diagnose", str(run.path), "--what-if", "faster"]) == 2
+    assert "--what-if" in capsys.readouterr().err
