@@ -35,6 +35,7 @@ def degenerate(tmp_path_factory, default_mpi, fuzz_originals):
     subprocess.run([default_mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / "exact_threads.c"),
                     "-o", str(exe)], check=True)
     status, out, err = fork_cli(["profile", "-n", "2", "--runs", str(runs / "p"), "--quiet",
+                                 "--counters", "bytes,peers,bins,requests,pvars",
                                  "--snapshot-every", "20ms", "--", str(exe), "2"], root, 120)
     assert status == 0, err
     made = {"profile-no-timers": out.strip().splitlines()[-1]}

@@ -6,7 +6,7 @@
  * or preloaded by hand):
  *   COMMSCOPE_PROFILE_DIR   where counters.<rank>.{bin,json} go (default ./commscope-profile)
  *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
- *                           (default: every set but timers and trace)
+ *                           (default, or "all": every set but the trace)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
  *   COMMSCOPE_SLABS         slabs a rank starts with (default 1; more as threads appear)
  *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
@@ -62,8 +62,8 @@ static const struct { const char *name; int bit; } SET_NAMES[] = {
 
 static int parse_sets(const char *text)
 {
-    if (!text || !*text || !strcmp(text, "default"))
-        return CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_PVARS;
+    if (!text || !*text || !strcmp(text, "default")) /* time in MPI is on by default */
+        return CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_TIMERS | CS_SET_PVARS;
     int sets = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);

@@ -37,13 +37,14 @@
 
 #include "cs_functions.h"
 
-/* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted). */
+/* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted; the default
+ * is every set but the trace). */
 enum {
     CS_SET_BYTES = 1 << 0,    /* message, byte, RMA, I/O and neighbour counts */
     CS_SET_PEERS = 1 << 1,    /* rank x rank matrices */
     CS_SET_BINS = 1 << 2,     /* power-of-two size bins and collective bins */
     CS_SET_REQUESTS = 1 << 3, /* request ledger, watermarks */
-    CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function */
+    CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function (in the default sets) */
     CS_SET_TRACE = 1 << 5,    /* event trace of point-to-point calls */
     CS_SET_PVARS = 1 << 6,    /* MPI_T performance variables in the snapshots */
     CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */

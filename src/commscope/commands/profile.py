@@ -8,9 +8,9 @@ from .common_options import add_launch_options, launch_kwargs
 
 EXAMPLES = """\
 examples:
-  commscope profile -n 4 -- ./my_app input.dat        # default counters, snapshots every 0.5 s
-  commscope profile --counters all -- ./my_app         # also per-function timers (costlier)
-  commscope profile --counters bytes,peers -- ./my_app # only some sets
+  commscope profile -n 4 -- ./my_app input.dat        # every counter set, time in MPI too
+  commscope profile --summary -- ./my_app              # + a row per rank: MPI time and MPI %
+  commscope profile --counters bytes,peers -- ./my_app # only some sets (no timers: time not measured)
   commscope profile --trace -- ./halo                  # plus an event trace of point-to-point calls
   commscope profile --callsites -- ./app               # + file:line of every MPI call (build with -g)
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
@@ -34,15 +34,16 @@ def register(registry):
         "profile", help="run any MPI program with software performance counters",
         description="Runs an unmodified MPI program with commscope's PMPI counter library "
                     "preloaded: calls, bytes and messages per function, the rank x rank "
-                    "matrix, message-size bins, request watermarks, optional per-function "
-                    "timers and event trace, MPI_T performance variables, and snapshots of "
+                    "matrix, message-size bins, request watermarks, time per function, "
+                    "call site and size bin, an optional event trace, MPI_T performance variables, and snapshots of "
                     "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("--threads", type=int, default=1, metavar="T",
                    help="OMP_NUM_THREADS for the program (default %(default)s)")
     p.add_argument("--counters", default="default", metavar="SET",
-                   help="default (all but per-call timers), all, or a comma list of: "
-                        "bytes, peers, bins, requests, timers, pvars")
+                   help="default (every set, time in MPI included; all is the same), or a "
+                        "comma list of: bytes, peers, bins, requests, timers, pvars (without "
+                        "timers, times are not measured) (default %(default)s)")
     p.add_argument("--snapshot-every", default="0.5s", metavar="DURATION",
                    help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
                         "start and end (default %(default)s)")

@@ -15,6 +15,23 @@ from ..lazy import lazy
 np = lazy("numpy")
 
 
+#: What a time shows where it was not measured (the run's --counters left the timers
+#: out): printed tables and the report say so in the cell, --json gives null; never 0.
+NOT_MEASURED = "not measured"
+#: The option that adds the time, named wherever a time is not measured.
+TIMERS_HINT = "profile with --counters default (or a --counters list with timers)"
+
+
+def timed(sets):
+    """True when counter sets ``sets`` (meta "sets", run parameters "counters") hold the timers."""
+    return "timers" in (sets or ())
+
+
+def not_measured_note(what="time in MPI"):
+    """The sentence under a table whose times were not measured."""
+    return f"{what}: {NOT_MEASURED} (the run's --counters had no timers; {TIMERS_HINT})"
+
+
 FIELDS = ("messages_sent", "bytes_sent", "messages_received", "bytes_received",
           "outstanding_requests_hwm", "posted_receives_hwm")
 
