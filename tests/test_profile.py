@@ -164,7 +164,7 @@ def test_counter_sets_select_what_is_counted(capsys, runs_root, exact_openmpi):
 
 
 def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
-    code, _, err, run = profile(capsys, runs_root, "--counters", "all", "--", str(exact_openmpi))
+    code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))  # default: timers on
     assert code == 0, err
     f = run.table("functions")
     assert f["time_s"].notna().all() and (f["time_s"] >= 0).all()
@@ -172,6 +172,26 @@ def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
     # threads overlap, so time in MPI summed over threads can exceed the wall time, but not
     # wall time x threads
     assert (per_rank > 0).all() and (per_rank < run.meta["wall_s"] * (T + 1)).all()
+
+
+def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsys, runs_root,
+                                                                            exact_openmpi):
+    """Default counters (timers on): a bin's time is that of its function's own calls that
+    moved a message of the bin; a receive completed by MPI_Waitall or a persistent
+    message moved by MPI_Start is counted in its posting function's bin, timed in none."""
+    code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))
+    assert code == 0, err
+    assert "timers" in run.meta["parameters"]["counters"]
+    bins = run.table("size_bins").groupby(["rank", "function"])["time_s"].sum()
+    funcs = run.table("functions").groupby(["rank", "function"])["time_s"].sum()
+    for rank in (0, 1):
+        for f in ("MPI_Send" if rank == 0 else "MPI_Recv", "MPI_Isend", "MPI_Allreduce"):
+            assert funcs[(rank, f)] > 0 and bins[(rank, f)] == pytest.approx(funcs[(rank, f)], rel=1e-9)
+        for f in ("MPI_Irecv", "MPI_Send_init", "MPI_Recv_init"):
+            assert bins[(rank, f)] == 0, f
+    code, _, err, run = profile(capsys, runs_root, "--counters", "bins", "--", str(exact_openmpi))
+    assert code == 0, err
+    assert run.table("size_bins")["time_s"].isna().all()  # no timers: not measured, never 0
 
 
 def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypatch):

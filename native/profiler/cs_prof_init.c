@@ -113,7 +113,7 @@ static int write_metadata(void)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
     if (!f) return errno ? errno : EIO;
-    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 3,\n \"node\": ");
+    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 4,\n \"node\": ");
     json_string(f, node_key);
     fprintf(f, ",\n \"host\": ");
     json_string(f, host);
@@ -165,8 +165,10 @@ static int write_metadata(void)
         if (cs_function_coll[i] >= 0) fprintf(f, ", \"coll_offset\": %d", CS_OFF_COLL + cs_function_coll[i] * CS_NCOLLBINS);
         fprintf(f, "}%s\n", i + 1 < CS_NFUNC ? "," : "");
     }
-    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rows\": %d, \"rule\": \"bin 0: 0 bytes; bin b >= 1: "
-               "[2^(b-1), 2^b) bytes; the last bin is open\"},\n", CS_NBINS, CS_NSIZED);
+    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rows\": %d, \"row_words\": %d, \"ticks_at\": %d, "
+               "\"rule\": \"bin 0: 0 bytes; bin b >= 1: [2^(b-1), 2^b) bytes; the last bin is open; "
+               "ticks: time of the function's own calls that moved a message of the bin\"},\n",
+            CS_NBINS, CS_NSIZED, CS_BIN_ROW_WORDS, CS_NBINS);
     fprintf(f, " \"collective_bins\": {\"small_bytes_max\": %lld, \"small_comm_max\": %d, \"order\": "
                "[\"small_msg_small_comm\", \"small_msg_large_comm\", \"large_msg_small_comm\", "
                "\"large_msg_large_comm\"]},\n", cs_coll_small_bytes, cs_coll_small_comm);
