@@ -5,8 +5,8 @@
  * Environment (set by `commscope profile`; the library also works when linked
  * or preloaded by hand):
  *   COMMSCOPE_PROFILE_DIR   where counters.<rank>.{bin,json} go (default ./commscope-profile)
- *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
- *                           (default, or "all": every set but the trace)
+ *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars,
+ *                           default or all (both: every set but the trace; unset: default)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
  *   COMMSCOPE_SLABS         slabs a rank starts with (default 1; more as threads appear)
  *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
@@ -60,15 +60,17 @@ static const struct { const char *name; int bit; } SET_NAMES[] = {
 };
 #define NSETS ((int)(sizeof SET_NAMES / sizeof SET_NAMES[0]))
 
+#define CS_DEFAULT_SETS (CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_TIMERS | CS_SET_PVARS)
+
 static int parse_sets(const char *text)
 {
-    if (!text || !*text || !strcmp(text, "default")) /* time in MPI is on by default */
-        return CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_TIMERS | CS_SET_PVARS;
+    if (!text || !*text) return CS_DEFAULT_SETS; /* time in MPI is on by default */
     int sets = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
         int found = !strcmp(tok, "calls");
+        if (!strcmp(tok, "default")) sets |= CS_DEFAULT_SETS, found = 1;
         if (!strcmp(tok, "all")) {
             sets |= ~CS_SET_TRACE & ((1 << NSETS) - 1);
             found = 1;

@@ -108,7 +108,8 @@ def _run(args):
     from ..profile.run import run_profile
     from ..profile.counters import counter_ranks
     from ..profile.top import open_counter_files, read_rows
-    from ..profile.summary import PER_RANK_ROWS, job_rows, read_job_summary
+    from ..profile.summary import (PER_RANK_ROWS, TIMERS_HINT, job_rows, not_measured_note,
+                                   printable, rank_time_rows, read_job_summary, timed)
     if args.max_threads is not None:
         print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
               "its own (the counter file grows as threads appear)", file=sys.stderr)
@@ -136,16 +137,30 @@ def _run(args):
         finally:
             for f in files:
                 f.close()
+    is_timed = timed(run.meta["parameters"]["counters"])
+    note = "" if is_timed else not_measured_note("mpi_time_s, mpi_pct")
     if args.json:
         dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
+                   "time_measured": is_timed,
+                   **({} if is_timed else {"not_measured": f"mpi_time_s, mpi_pct: {TIMERS_HINT}"}),
                    "ranks": rows, "job": job})
     else:
         if args.summary and not per_rank:
-            print(format_table(job_rows(job), title=f"commscope profile: job summary, "
-                                                    f"{job['ranks_profiled']} of {job['ranks']} "
-                                                    "ranks (each rank: commscope report RUN)"))
+            from ..profile.views import rank_times
+            times = rank_times(run)
+            extra = rank_time_rows(times, is_timed) if times is not None else []
+            print(format_table(job_rows(job) + extra,
+                               title=f"commscope profile: job summary, {job['ranks_profiled']} of "
+                                     f"{job['ranks']} ranks (each rank: commscope report RUN); "
+                                     "mpi_time_s per rank: mean over its threads"))
+            if note and extra:
+                print("# " + note)
         elif args.summary:
-            print(format_table(rows, title="commscope profile: per-rank summary"))
+            print(format_table(printable(rows, is_timed),
+                               title="commscope profile: per-rank summary (wall_s since MPI_Init; "
+                                     "mpi_time_s: mean over the rank's threads that call MPI)"))
+            if note:
+                print("# " + note)
         print(run.path)
     if status:
         print(f"commscope profile: the program exited with status {status}; the counters made "
