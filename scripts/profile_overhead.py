@@ -26,6 +26,12 @@ large); its ratios are noise, the point is that every configuration runs.  --cal
 runs only none, default and callsites (the call-site figures of docs/profile.md).
 The load average (/proc/loadavg) is printed before and after: a loaded machine moves the
 absolute times, the ratios of neighbouring runs much less.
+
+--baseline-lib PATH adds a configuration "baseline": the same counter sets as the
+default (timers included) with another build of the library, e.g. one built from an
+earlier commit (PATH may hold {mpi}, replaced by the MPI's name: openmpi, mpich);
+default_over_baseline is the median of the per-round ratio of the two, what the
+changes between the two builds cost (for the time per size bin: docs/profile.md).
 """
 
 import argparse
@@ -43,7 +49,9 @@ from commscope.runs import read_csv_table
 CONFIGS = {"none": None, "default": "default",
            "no_timers": "bytes,peers,bins,requests,pvars",
            "trace": "default,trace",
-           "callsites": "default+sites"}  # +sites: COMMSCOPE_CALLSITES=1
+           "callsites": "default+sites",  # +sites: COMMSCOPE_CALLSITES=1
+           # --baseline-lib: the default's sets, named (an older library's default differs)
+           "baseline": "bytes,peers,bins,requests,timers,pvars"}
 TARGETS = {("no_timers", 8): 1.02, ("default", 8): 1.08, ("callsites_over_default", 8): 1.05}
 
 
@@ -65,12 +73,16 @@ def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M"):
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
 
 
-def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFIGS)):
+def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFIGS),
+             baseline_lib=None):
     """Rows of the overhead table of one MPI: per size, each configuration's median and its
     median ratio to the run without the library; prints the table and the targets."""
     m = mpimod.select_mpi(mpi_spec)
     program = mpimod.binary(m, "pingpong")
     lib = mpimod.build(m, target="commscope") / "libcommscope.so"
+    base = Path(baseline_lib.replace("{mpi}", m.name)) if baseline_lib else None
+    if base is not None and not base.is_file():
+        sys.exit(f"--baseline-lib: {base}: no such library")
     medians = {c: [] for c in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -78,8 +90,8 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
                 counters = CONFIGS[c]
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
-                medians[c].append(one_run(m, program, lib, counters, out, iters, large_iters,
-                                          max_size))
+                medians[c].append(one_run(m, program, base if c == "baseline" else lib,
+                                          counters, out, iters, large_iters, max_size))
             print(f"{m.name}: round {r + 1}/{rounds} done", file=sys.stderr)
     rows = []
     for size in medians["none"][0].index:
@@ -92,6 +104,9 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
         if "no_timers" in configs:  # the cost of the timers on top of the other counters
             row["timers_over_no_timers_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["default"], medians["no_timers"]))
+        if "baseline" in configs:  # the cost of this build over the baseline build
+            row["default_over_baseline_ratio"] = statistics.median(
+                x[size] / d[size] for x, d in zip(medians["default"], medians["baseline"]))
         if "callsites" in configs:  # the cost of call sites on top of the default counters
             row["callsites_over_default_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
@@ -131,6 +146,9 @@ def main():
                     help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large")
     ap.add_argument("--callsites", action="store_true",
                     help="only none, default and callsites (default counters + --callsites)")
+    ap.add_argument("--baseline-lib", metavar="PATH", default=None,
+                    help="another libcommscope.so ({mpi}: the MPI's name) run with the default "
+                         "counter sets, alternating with the others: configuration 'baseline'")
     a = ap.parse_args()
     if a.quick:
         a.mpi, a.rounds, a.max, a.iters, a.large_iters = "openmpi", 1, "64K", 100, 10
@@ -139,8 +157,12 @@ def main():
     for i, spec in enumerate(x for x in a.mpi.split(",") if x):
         if i:
             print()
-        configs = ("none", "default", "callsites") if a.callsites else tuple(CONFIGS)
-        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs)
+        configs = ("none", "default", "callsites") if a.callsites else \
+            tuple(c for c in CONFIGS if c != "baseline")
+        if a.baseline_lib:
+            configs += ("baseline",)
+        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs,
+                              a.baseline_lib)
         tables.append({"mpi": name, "rows": rows})
     print(f"# load average after: {loadavg()}")
     if a.json:

@@ -264,6 +264,12 @@ def test_format_seconds(seconds, text):
     assert units.format_seconds(seconds) == text
 
 
+def test_format_seconds_with_fewer_digits_keeps_the_unit():
+    """0.0997 s to 2 digits is 100 ms (it read "100 s")."""
+    assert units.format_seconds(0.0997, 2) == "100 ms"
+    assert units.format_seconds(340e-6, 2) == "340 us" and units.format_seconds(123.0, 2) == "120 s"
+
+
 # --- every --json output, key by key ----------------------------------------------------
 
 #: The arguments of each command that prints JSON, run on the real runs of

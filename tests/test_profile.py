@@ -175,7 +175,7 @@ def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
 
 
 def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsys, runs_root,
-                                                                            exact_openmpi):
+                                                                            exact_openmpi, tmp_path):
     """Default counters (timers on): a bin's time is that of its function's own calls that
     moved a message of the bin; a receive completed by MPI_Waitall or a persistent
     message moved by MPI_Start is counted in its posting function's bin, timed in none."""
@@ -189,6 +189,15 @@ def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsy
             assert funcs[(rank, f)] > 0 and bins[(rank, f)] == pytest.approx(funcs[(rank, f)], rel=1e-9)
         for f in ("MPI_Irecv", "MPI_Send_init", "MPI_Recv_init"):
             assert bins[(rank, f)] == 0, f
+    # a run converted before size_bins had time_s reads as not measured, report included
+    old = tmp_path / "converted-before"
+    shutil.copytree(run.path, old)
+    pd.read_parquet(old / "size_bins.parquet").drop(columns="time_s").to_parquet(
+        old / "size_bins.parquet")
+    assert open_run(old).table("size_bins")["time_s"].isna().all()
+    assert main(["report", str(old), "-o", str(tmp_path / "old.html")]) == 0
+    capsys.readouterr()
+    assert "Time per message size: not measured" in (tmp_path / "old.html").read_text()
     code, _, err, run = profile(capsys, runs_root, "--counters", "bins", "--", str(exact_openmpi))
     assert code == 0, err
     assert run.table("size_bins")["time_s"].isna().all()  # no timers: not measured, never 0

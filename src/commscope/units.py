@@ -199,7 +199,7 @@ def format_seconds(seconds, digits=3):
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(rounded) >= scale or unit == "ns":
             value = rounded / scale
-            return f"{value:.0f} s" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
+            return f"{value:.0f} {unit}" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
 
 
 # -- what a person reads in the HTML report (docs/conventions.md) ----------------------
