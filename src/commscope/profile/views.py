@@ -143,7 +143,9 @@ def time_by_size(bins, functions=None):
         total = float(functions["time_s"].sum())
     binned = per["time_s"].sum(min_count=1)
     unbinned = total - float(binned) if binned == binned else float("nan")
-    return per, max(unbinned, 0.0) if unbinned == unbinned else unbinned
+    if unbinned == unbinned and unbinned < 1e-9 * abs(total):  # the same ticks summed in
+        unbinned = 0.0                                          # another order: rounding
+    return per, unbinned
 
 
 __all__ = ["rank_times", "rank_time_summary", "rank_time_rows", "callsite_time_stats",
