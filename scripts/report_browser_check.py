@@ -18,8 +18,10 @@ section at the widest width (``DIR/<section id>.png``).
     .venv/bin/python scripts/report_browser_check.py --build DIR [--screenshots ...]
 
 ``--build DIR`` first makes small real runs in DIR/runs (2 ranks: ping-pong, HighVolume
-ping-pong, a traced profile of tests/programs/ring_imbalance.c, threads, multirate, an
-FTQ bulk-synchronous run, partitioned sends, multithreaded matching; about 30 s) and their report DIR/report.html, then checks it:
+ping-pong, threads, multirate, an FTQ bulk-synchronous run, partitioned sends,
+multithreaded matching; 4 ranks: a traced profile of tests/programs/ring_imbalance.c
+with call sites, whose ranks wait in MPI for different times; about 30 s) and their
+report DIR/report.html, then checks it:
 how docs/screenshots/ were made, and what tests/test_report_browser.py runs.
 
 Chromium is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``):
@@ -320,10 +322,10 @@ def build_report(workdir):
         lib = mpi.select_mpi()
         mpi.build(lib)
         exe = workdir / "ring_imbalance"
-        subprocess.run([lib.mpicc, "-O2", str(ROOT / "tests" / "programs" / "ring_imbalance.c"),
+        subprocess.run([lib.mpicc, "-O2", "-g", str(ROOT / "tests" / "programs" / "ring_imbalance.c"),
                         "-o", str(exe)], check=True)
-        if commscope(["profile", "-n", "2", "--trace", "--runs", str(runs), "--name", "ring",
-                      "--quiet", "--", str(exe), "20", "500"]) != 0:
+        if commscope(["profile", "-n", "4", "--trace", "--callsites", "--runs", str(runs),
+                      "--name", "ring", "--quiet", "--", str(exe), "20", "2000"]) != 0:
             raise RuntimeError("profile of ring_imbalance failed")
     report = workdir / "report.html"
     if commscope(["report", str(runs), "-o", str(report), "--overwrite"]) != 0:

@@ -264,6 +264,12 @@ def test_format_seconds(seconds, text):
     assert units.format_seconds(seconds) == text
 
 
+def test_format_seconds_with_fewer_digits_keeps_the_unit():
+    """0.0997 s to 2 digits is 100 ms (it read "100 s")."""
+    assert units.format_seconds(0.0997, 2) == "100 ms"
+    assert units.format_seconds(340e-6, 2) == "340 us" and units.format_seconds(123.0, 2) == "120 s"
+
+
 # --- every --json output, key by key ----------------------------------------------------
 
 #: The arguments of each command that prints JSON, run on the real runs of
@@ -359,7 +365,8 @@ def test_json_keys_follow_the_units(command, json_inputs, tmp_path, capsys):
     ({"latency": 1.2}, "latency"), ({"rows": [{"bandwidth_MBps": 3.0}]}, "rows[].bandwidth_MBps"),
     ({"runs": 5.0}, "runs"), ({"rel_error_by_size": {"4096": 0.1}}, None),
     ({"bytes_per_iteration": 8.0, "MPI_Send": 3}, None), ({"note": "latency 3 us"}, None),
-    ({"bytes_per_s": 1e9}, "bytes_per_s"), ({"rate_msgs_per_s": 1e6, "beta_s_per_byte": 1e-10}, None)])
+    ({"bytes_per_s": 1e9}, "bytes_per_s"), ({"rate_msgs_per_s": 1e6, "beta_s_per_byte": 1e-10}, None),
+    ({"f": {"time_s": {"mean": 0.3, "max": 0.5}}}, None), ({"latency": {"mean": 0.3}}, "latency.mean")])
 def test_json_unit_rule(output, problem):
     found = [where for where, _ in units.json_unit_problems(output)]
     assert found == ([problem] if problem else [])

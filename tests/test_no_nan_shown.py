@@ -35,6 +35,7 @@ def degenerate(tmp_path_factory, default_mpi, fuzz_originals):
     subprocess.run([default_mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / "exact_threads.c"),
                     "-o", str(exe)], check=True)
     status, out, err = fork_cli(["profile", "-n", "2", "--runs", str(runs / "p"), "--quiet",
+                                 "--counters", "bytes,peers,bins,requests,pvars",
                                  "--snapshot-every", "20ms", "--", str(exe), "2"], root, 120)
     assert status == 0, err
     made = {"profile-no-timers": out.strip().splitlines()[-1]}
@@ -79,8 +80,7 @@ def _tables(o, d):
         run = o.get(name) or d.get(name)
         if run:
             out.append((f"top {name}", ["top", str(run), "--once"]))
-            if name != "profile-no-timers":  # no load to compare: exit 2 saying so
-                out.append((f"stats imbalance {name}", ["stats", "imbalance", str(run)]))
+            out.append((f"stats imbalance {name}", ["stats", "imbalance", str(run)]))
     for name in ("pingpong", "pingpong-three-sizes", "pingpong-placement", "pingpong-stopped"):
         run = o.get(name) or d.get(name)
         out.append((f"fit {name}", ["fit", str(run), "-o", f"{name}.json", "--overwrite"]))
@@ -131,19 +131,26 @@ def test_cli_tables_show_no_nan_or_inf(fuzz_originals, degenerate, tmp_path):
 
 
 def test_undefined_values_are_dash_in_text_and_null_in_json(degenerate, tmp_path):
-    """A profile without the timers has no time in MPI: top leaves the column out (or
-    shows "-", null in JSON); a threads run of one iteration has arrival tests that
+    """A profile without the timers has no time in MPI: top says "not measured" in the
+    time columns and names the option that adds the timers (null in JSON, never 0);
+    stats imbalance likewise; a threads run of one iteration has arrival tests that
     cannot be computed: "-" in the table, null in --json."""
     run = degenerate["profile-no-timers"]
     status, out, err = fork_cli(["top", run, "--json"], tmp_path)
     assert status == 0, err
     rows = json.loads(out)
-    assert rows and all(r.get("mpi_time_pct") is None for r in rows), rows
+    assert rows and all(r["mpi_pct"] is None and r["mpi_time_s"] is None for r in rows), rows
+    assert all(r["wall_s"] > 0 and r["msgs_per_s"] > 0 for r in rows), rows  # those are measured
     status, out, err = fork_cli(["top", run, "--once"], tmp_path)
     header, *lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith("#")]
-    if "mpi_time_pct" in header.split():
-        col = header.split().index("mpi_time_pct")
-        assert lines and all(ln.split()[col] == "-" for ln in lines), out
+    assert {"mpi_time_s", "mpi_pct"} <= set(header.split()), out
+    assert lines and all(ln.count("not measured") == 2 for ln in lines), out
+    assert "not measured" in out and "--counters default" in out.splitlines()[-1], out
+    status, out, err = fork_cli(["stats", "imbalance", run, "--json"], tmp_path)
+    assert status == 0, err
+    process = json.loads(out)["process"]
+    assert process["imbalance_pct"] is None and "--counters" in process["not_measured"]
+    assert all(r["load_s"] is None and r["total_s"] > 0 for r in process["ranks"])
     table = f"{degenerate['threads-one-iteration']}/compute.parquet"
     status, out, err = fork_cli(["stats", "arrivals", table, "--json"], tmp_path)
     assert status == 0, err

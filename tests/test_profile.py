@@ -164,7 +164,7 @@ def test_counter_sets_select_what_is_counted(capsys, runs_root, exact_openmpi):
 
 
 def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
-    code, _, err, run = profile(capsys, runs_root, "--counters", "all", "--", str(exact_openmpi))
+    code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))  # default: timers on
     assert code == 0, err
     f = run.table("functions")
     assert f["time_s"].notna().all() and (f["time_s"] >= 0).all()
@@ -172,6 +172,35 @@ def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
     # threads overlap, so time in MPI summed over threads can exceed the wall time, but not
     # wall time x threads
     assert (per_rank > 0).all() and (per_rank < run.meta["wall_s"] * (T + 1)).all()
+
+
+def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsys, runs_root,
+                                                                            exact_openmpi, tmp_path):
+    """Default counters (timers on): a bin's time is that of its function's own calls that
+    moved a message of the bin; a receive completed by MPI_Waitall or a persistent
+    message moved by MPI_Start is counted in its posting function's bin, timed in none."""
+    code, _, err, run = profile(capsys, runs_root, "--", str(exact_openmpi))
+    assert code == 0, err
+    assert "timers" in run.meta["parameters"]["counters"]
+    bins = run.table("size_bins").groupby(["rank", "function"])["time_s"].sum()
+    funcs = run.table("functions").groupby(["rank", "function"])["time_s"].sum()
+    for rank in (0, 1):
+        for f in ("MPI_Send" if rank == 0 else "MPI_Recv", "MPI_Isend", "MPI_Allreduce"):
+            assert funcs[(rank, f)] > 0 and bins[(rank, f)] == pytest.approx(funcs[(rank, f)], rel=1e-9)
+        for f in ("MPI_Irecv", "MPI_Send_init", "MPI_Recv_init"):
+            assert bins[(rank, f)] == 0, f
+    # a run converted before size_bins had time_s reads as not measured, report included
+    old = tmp_path / "converted-before"
+    shutil.copytree(run.path, old)
+    pd.read_parquet(old / "size_bins.parquet").drop(columns="time_s").to_parquet(
+        old / "size_bins.parquet")
+    assert open_run(old).table("size_bins")["time_s"].isna().all()
+    assert main(["report", str(old), "-o", str(tmp_path / "old.html")]) == 0
+    capsys.readouterr()
+    assert "Time per message size: not measured" in (tmp_path / "old.html").read_text()
+    code, _, err, run = profile(capsys, runs_root, "--counters", "bins", "--", str(exact_openmpi))
+    assert code == 0, err
+    assert run.table("size_bins")["time_s"].isna().all()  # no timers: not measured, never 0
 
 
 def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypatch):
@@ -551,7 +580,7 @@ def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root,
     2-core machine), which pulls the measured imbalance down a little."""
     from commscope.profile.imbalance import imbalance_percent, rank_loads
     exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
-    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--counters", "all",
+    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--callsites",  # default counters
                                 "--snapshot-every", "20ms", "--", str(exe), "20", "10000")
     assert code == 0, err
     f = run.table("functions")
@@ -572,6 +601,50 @@ def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root,
     page = out.read_text()
     assert "Application profile" in page and "rank by rank matrix" in page
     assert "rank by time heatmaps" in page and "Load imbalance between ranks" in page
+    assert "Time in MPI per rank" in page and "ranks sorted by time in MPI" in page
+    assert "time per message size" in page and "min_time_s" in page  # call-site statistics
+
+
+def test_mpi_time_per_rank_call_sites_and_sizes_of_the_ring(capsys, runs_root, default_mpi, tmp_path):
+    """The views mpiP and IPM users expect, on the ring of known loads: rank r works
+    (r+1) x 10 ms per iteration, then all meet in MPI_Sendrecv (from r-1) and
+    MPI_Allreduce, so the ranks that work less wait more: time in MPI falls with the
+    rank, and rank 0, whose MPI_Sendrecv waits for the slowest rank's message, holds the
+    most of it at the MPI_Sendrecv site.  Each rank sends and receives 20 x 1 KiB."""
+    from commscope.profile.views import callsite_time_stats, rank_times, time_by_size
+    exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
+    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--callsites", "--", str(exe),
+                                "20", "10000")
+    assert code == 0, err
+    t = rank_times(run).set_index("rank")
+    assert list(t.sort_values("mpi_time_s", ascending=False).index) == [0, 1, 2, 3]
+    assert ((t["mpi_pct"] > 0) & (t["mpi_pct"] < 100)).all()
+    assert (t["compute_s"] >= [0.2 * (r + 1) for r in range(4)]).all()
+    assert (t["wall_s"] - t["mpi_time_s"] - t["compute_s"]).abs().max() < 1e-12
+    # top --once --json: the same per-rank times, rates over the whole run
+    assert main(["top", str(run.path), "--once", "--json"]) == 0
+    rows = {r["rank"]: r for r in json.loads(capsys.readouterr().out)}
+    assert [rows[r]["mpi_pct"] > rows[r + 1]["mpi_pct"] for r in range(3)] == [True] * 3
+    for r in range(4):  # 20 messages of 1 KiB each way: exact, whatever the wall time
+        assert rows[r]["msgs_per_s"] * rows[r]["wall_s"] == pytest.approx(40, rel=1e-9)
+        assert rows[r]["bandwidth_Bps"] * rows[r]["wall_s"] == pytest.approx(40 * 1024, rel=1e-9)
+    assert main(["top", str(run.path), "--once"]) == 0
+    assert "mpi_pct" in capsys.readouterr().out
+    # call sites: 20 calls per rank at each line; MPI_Sendrecv's 1 KiB out and 1 KiB in
+    sites = callsite_time_stats(run.table("callsites"), 10).set_index("function")
+    sr = sites.loc["MPI_Sendrecv"]
+    assert (sr["ranks"], sr["calls"], sr["bytes"]) == (4, 80, 4 * 20 * 2048)
+    assert sr["max_rank"] == 0 and sr["min_time_s"] <= sr["mean_time_s"] <= sr["max_time_s"]
+    assert sr["time_s"] == pytest.approx(4 * sr["mean_time_s"])
+    f = run.table("functions").groupby("function")["time_s"].sum()
+    assert sr["time_s"] == pytest.approx(f["MPI_Sendrecv"], rel=1e-9)
+    # time per size: MPI_Sendrecv's 1 KiB bin holds all its time, MPI_Allreduce's 8 B bin its
+    per, unbinned = time_by_size(run.table("size_bins"), run.table("functions"))
+    per = per.set_index("min_bytes")
+    assert per.loc[1024, "messages"] == 4 * 20 * 2 and per.loc[8, "messages"] == 4 * 20
+    assert per.loc[1024, "time_s"] == pytest.approx(f["MPI_Sendrecv"], rel=1e-9)
+    assert per.loc[8, "time_s"] == pytest.approx(f["MPI_Allreduce"], rel=1e-9)
+    assert unbinned == pytest.approx(0, abs=1e-9)  # no Wait, no barrier: every call in a bin
 
 
 def test_pcontrol_snapshots_match_ob1_queue_lengths(capsys, runs_root, default_mpi, tmp_path):

@@ -63,21 +63,34 @@ def test_c_call_sites_exact(capsys, runs_root, tmp_path, request, which):
     src = str((PROGRAMS / "callsites.c").resolve())
     mine = sites[sites["object"] == str(exe)]
     assert (mine["file"] == src).all() and (mine["reason"] == "").all()
-    # rank 0: 7 sends of 8 ints, 5 of 1 int; rank 1 receives them; 2 threads x 11 barriers each
+    # rank 0: 7 sends of 8 ints, 5 of 1 int; rank 1 receives them; 2 threads x 11 barriers
+    # each; 3 messages of 4 ints sent with MPI_Isend, posted with MPI_Irecv, one
+    # MPI_Waitall each; 4 starts of a persistent request of 2 ints, each waited for.
+    # Bytes go to the call that carries the buffer: MPI_Irecv (its receives are
+    # counted when MPI_Waitall completes them), MPI_Send_init and MPI_Recv_init (their
+    # messages when MPI_Start and MPI_Wait move them); MPI_Waitall, MPI_Start and
+    # MPI_Wait carry none, as in the per-function table.
     common = {("MPI_Init_thread", L["init"]): (1, 0), ("MPI_Comm_dup", L["dup"]): (2, 0),
               ("MPI_Barrier", L["thread_barrier"]): (22, 0), ("MPI_Comm_free", L["free"]): (2, 0),
-              ("MPI_Finalize", L["finalize"]): (1, 0)}
+              ("MPI_Finalize", L["finalize"]): (1, 0), ("MPI_Waitall", L["waitall"]): (1, 0),
+              ("MPI_Start", L["start"]): (4, 0), ("MPI_Wait", L["pwait"]): (4, 0),
+              ("MPI_Request_free", L["pfree"]): (1, 0)}
     assert per_site(mine, 0) == {**common, ("MPI_Send", L["send_a"]): (7, 224),
-                                 ("MPI_Send", L["send_b"]): (5, 20)}
+                                 ("MPI_Send", L["send_b"]): (5, 20),
+                                 ("MPI_Isend", L["isend"]): (3, 48),
+                                 ("MPI_Send_init", L["send_init"]): (1, 4 * 8)}
     assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv_a"]): (7, 224),
-                                 ("MPI_Recv", L["recv_b"]): (5, 20)}
+                                 ("MPI_Recv", L["recv_b"]): (5, 20),
+                                 ("MPI_Irecv", L["irecv"]): (3, 48),
+                                 ("MPI_Recv_init", L["recv_init"]): (1, 4 * 8)}
     callers = dict(zip(mine["line"].astype(int), mine["caller"]))
     assert callers[L["send_a"]] == "send_a" and callers[L["recv_b"]] == "recv_all"
     assert callers[L["thread_barrier"]] == "worker" and callers[L["init"]] == "main"
     assert mine["time_s"].gt(0).any() and mine["time_s"].notna().all()
-    # every call the functions table counts has its call site
-    funcs = run.table("functions").groupby(["rank", "function"])["calls"].sum()
-    assert sites.groupby(["rank", "function"])["calls"].sum().equals(funcs.loc[funcs.index])
+    # every call the functions table counts has its call site, and its bytes
+    funcs = run.table("functions").groupby(["rank", "function"])[["calls", "bytes"]].sum()
+    by_site = sites.groupby(["rank", "function"])[["calls", "bytes"]].sum()
+    assert by_site.equals(funcs)
     # top --callsites, by time (timers on), as JSON
     assert main(["top", str(run.path), "--callsites", "--json", "--limit", "3"]) == 0
     top = json.loads(capsys.readouterr().out)
@@ -168,7 +181,7 @@ def test_trace_call_sites_without_g_or_objects_are_none_with_the_reason(capsys, 
 
 def test_depth_two_splits_a_helper_by_its_callers(capsys, runs_root, tmp_path, default_mpi):
     exe = build_c(default_mpi.mpicc, tmp_path / "callsites", "-g")
-    run = profile(capsys, runs_root, exe, "--callsite-depth", "2")
+    run = profile(capsys, runs_root, exe, "--callsite-depth", "2", "--counters", "bytes,peers")
     sites = run.table("callsites")
     L = site_lines(PROGRAMS / "callsites.c")
     b = sites[(sites["rank"] == 0) & (sites["line"] == L["send_b"])]
@@ -177,7 +190,12 @@ def test_depth_two_splits_a_helper_by_its_callers(capsys, runs_root, tmp_path, d
                                                  f"second_b (callsites.c:{L['second_b']})": 3}
     assert sites["time_s"].isna().all()  # no timers: no time, never a made-up one
     assert main(["top", str(run.path), "--callsites"]) == 0
-    assert "top call sites by calls" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "top call sites by calls" in out
+    # the time column says it was not measured, and how to measure it
+    assert "not measured" in out and "--counters default" in out
+    assert main(["top", str(run.path), "--callsites", "--json"]) == 0
+    assert all(r["time_s"] is None for r in json.loads(capsys.readouterr().out))
 
 
 def test_without_g_stripped_rebuilt_and_moved_say_unknown_with_the_reason(capsys, runs_root, tmp_path,
@@ -263,10 +281,11 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
     common = {("MPI_Init", L["init"]): (1, 0), ("MPI_Barrier", L["barrier"]): (2, 0),
               ("MPI_Finalize", L["finalize"]): (1, 0)}
     # rank 0 sends 3 + 1 messages of 4 integers; rank 1 receives them, the last one
-    # completed by MPI_Wait (a Wait/Test site is credited with the receives it completed)
+    # posted by MPI_Irecv, which is credited with its bytes (the call that carries the
+    # buffer), and completed by MPI_Wait (none)
     assert per_site(mine, 0) == {**common, ("MPI_Send", L["send"]): (3, 48), ("MPI_Send", L["send2"]): (1, 16)}
-    assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv"]): (3, 48), ("MPI_Irecv", L["irecv"]): (1, 0),
-                                 ("MPI_Wait", L["wait"]): (1, 16)}
+    assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv"]): (3, 48), ("MPI_Irecv", L["irecv"]): (1, 16),
+                                 ("MPI_Wait", L["wait"]): (1, 0)}
     assert set(mine["caller"]) == {"callsites_f"}
     # traced too: every record names the same Fortran line as the call-site table (also
     # where MPICH's mpif.h layer calls the C MPI_* function and the site is unwound)

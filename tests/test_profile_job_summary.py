@@ -28,6 +28,22 @@ def test_summary_beyond_per_rank_rows_prints_the_job_summary(capsys, runs_root, 
     run_dir = next(runs_root.iterdir())
     job = summary.read_job_summary(run_dir / "raw")
     assert job["functions"]["MPI_Finalize"]["calls"]["total"] == 2
+    # and the ranks' wall time, time in MPI (mean over a rank's threads) and MPI %
+    from commscope.profile.views import rank_times
+    from commscope.runs import open_run
+    times = rank_times(open_run(run_dir)).set_index("rank")
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.split()[:1] in
+            (["wall_s"], ["mpi_time_s"], ["mpi_pct"])}
+    assert float(rows["mpi_time_s"][1]) == pytest.approx(times["mpi_time_s"].sum(), rel=1e-4)
+    assert rows["mpi_pct"][1] == "-"  # a share has no total
+    assert int(rows["mpi_pct"][6]) == times["mpi_pct"].idxmax()
+    assert 0 < times["mpi_pct"].max() < 100
+    # without timers: not measured, and the option that adds them
+    assert main(["profile", "--runs", str(runs_root), "-n", "2", "--summary", "--counters",
+                 "bytes", "--", str(exe)]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.split()[:1] == ["mpi_time_s"])
+    assert line.count("not measured") == 4 and "--counters default" in out
 
 
 def _write(tmp_path, doc):

@@ -32,20 +32,28 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER count arrays ar
     uint64_t *s_ = cs_slab();                                  \
     uint64_t calls0_ = s_[CS_OFF_CALLS + (F)];                 \
     uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;           \
-    uint64_t b0_ = s_[cs_site_word(F)];                        \
+    uint64_t b0_ = s_[CS_OFF_FBYTES + (F)];                    \
+    uint64_t *se_ = 0;                                         \
     (void)t0_, (void)b0_
 
-/* 1 (and counted) when no C wrapper counted this call during the PMPI call. */
-#define CS_FORTRAN_MINE(F) (s_[CS_OFF_CALLS + (F)] == calls0_ ? (s_[CS_OFF_CALLS + (F)]++, 1) : 0)
+/* 1 (and counted, with its call site) when no C wrapper counted this call during the
+ * PMPI call; the hooks after it then see this call's site as the current one. */
+static inline int cs_fortran_mine(uint64_t *s, int f, uint64_t calls0, uint64_t **se)
+{
+    if (s[CS_OFF_CALLS + f] != calls0) return 0;
+    s[CS_OFF_CALLS + f]++;
+    if (cs_sets & CS_SET_CALLSITES) *se = cs_site_enter(f, cs_tl_site);
+    return 1;
+}
+#define CS_FORTRAN_MINE(F) cs_fortran_mine(s_, (F), calls0_, &se_)
 
 /* The call site is the Fortran caller's (CS_SITE_BEGIN saved it); a C wrapper that
  * counted the call instead recorded that same site. */
 #define CS_FORTRAN_LEAVE(F, mine)                                                    \
     do {                                                                             \
         uint64_t dt_ = 0;                                                            \
-        if ((mine) && (cs_sets & CS_SET_TIMERS)) s_[CS_OFF_TICKS + (F)] += dt_ = cs_ticks() - t0_; \
-        if ((mine) && (cs_sets & CS_SET_CALLSITES))                                  \
-            cs_site_note((F), cs_tl_site, s_[cs_site_word(F)] - b0_, dt_);           \
+        if ((mine) && (cs_sets & CS_SET_TIMERS)) dt_ = cs_leave_time(s_, (F), t0_);  \
+        if ((mine) && se_) cs_site_leave(se_, s_[CS_OFF_FBYTES + (F)] - b0_, dt_);   \
         CS_SITE_END;                                                                 \
     } while (0)
 

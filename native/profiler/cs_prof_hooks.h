@@ -15,15 +15,19 @@
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
 
-/* The bytes a call site is credited with: what the call added to its function's
- * bytes, or for the Wait/Test families (whose completions count a receive under the
- * function that posted it) the bytes of the receives they completed. */
-static inline int cs_site_word(int f)
+/* Time: the function's, and the size bin's when the call counted one of its own (the
+ * last it counted: MPI_Sendrecv's time goes to its receive's bin); and with --callsites
+ * the call site's bytes and time. */
+static inline uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0)
 {
-    return f == CS_F_MPI_Wait || f == CS_F_MPI_Waitall || f == CS_F_MPI_Waitany || f == CS_F_MPI_Waitsome ||
-                   f == CS_F_MPI_Test || f == CS_F_MPI_Testall || f == CS_F_MPI_Testany || f == CS_F_MPI_Testsome
-               ? CS_C_bytes_received
-               : CS_OFF_FBYTES + f;
+    uint64_t dt = cs_ticks() - t0;
+    s[CS_OFF_TICKS + f] += dt;
+    uint64_t *bt = cs_tl_bin_tick;
+    if (bt) {
+        if (cs_tl_bin_func == f) *bt += dt;
+        cs_tl_bin_tick = 0;
+    }
+    return dt;
 }
 
 /* With the trace on, the call's site for the records it writes (cs_trace reads
@@ -42,22 +46,23 @@ static inline int cs_site_word(int f)
 #define CS_TRACE_SITE_END \
     if (tsite_) cs_tl_site = 0
 
-#define CS_ENTER(F)                                           \
-    uint64_t *s_ = cs_slab();                                 \
-    s_[CS_OFF_CALLS + (F)]++;                                 \
-    uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;          \
-    uint64_t b0_ = s_[cs_site_word(F)];                       \
-    CS_TRACE_SITE_BEGIN;                                      \
-    (void)t0_, (void)b0_
+/* A call: calls counted; t0_ its entry tick (0 unless timers or the trace are on);
+ * b0_ its function's bytes so far (what the call adds is its call site's); the trace's
+ * site (above); se_ its call site's entry (--callsites), which a request the call
+ * creates remembers. */
+#define CS_ENTER(F)                                                                     \
+    uint64_t *s_ = cs_slab();                                                           \
+    s_[CS_OFF_CALLS + (F)]++;                                                           \
+    uint64_t t0_ = cs_clock_wanted ? cs_ticks() : 0;                                    \
+    uint64_t b0_ = s_[CS_OFF_FBYTES + (F)];                                             \
+    CS_TRACE_SITE_BEGIN;                                                                \
+    uint64_t *se_ = (cs_sets & CS_SET_CALLSITES) ? cs_site_enter((F), __builtin_return_address(0)) : 0; \
+    (void)t0_, (void)b0_, (void)se_
 
-/* Time, and with --callsites the call site: the bytes this call added to its
- * function's count, from the wrapper's own return address (cs_prof_sites.h). */
 #define CS_LEAVE(F)                                                                  \
     do {                                                                             \
-        uint64_t dt_ = 0;                                                            \
-        if (cs_sets & CS_SET_TIMERS) s_[CS_OFF_TICKS + (F)] += dt_ = cs_ticks() - t0_; \
-        if (cs_sets & CS_SET_CALLSITES)                                              \
-            cs_site_note((F), __builtin_return_address(0), s_[cs_site_word(F)] - b0_, dt_); \
+        uint64_t dt_ = (cs_sets & CS_SET_TIMERS) ? cs_leave_time(s_, (F), t0_) : 0;   \
+        if (se_) cs_site_leave(se_, s_[CS_OFF_FBYTES + (F)] - b0_, dt_);             \
         CS_TRACE_SITE_END;                                                           \
     } while (0)
 
@@ -110,10 +115,17 @@ static inline int cs_bin(long long bytes)
     return b < CS_NBINS ? b : CS_NBINS - 1;
 }
 
+/* One message (or collective call) of `func` in its size bin; the bin's tick word is
+ * remembered for the time of the call (CS_LEAVE), if the call is func's own. */
 static inline void cs_count_bin(uint64_t *s, int func, long long bytes)
 {
-    if ((cs_sets & CS_SET_BINS) && cs_function_bin[func] >= 0)
-        cs_bin_row(s, cs_function_bin[func])[cs_bin(bytes)]++;
+    if ((cs_sets & CS_SET_BINS) && cs_function_bin[func] >= 0) {
+        uint64_t *row = cs_bin_row(s, cs_function_bin[func]);
+        int b = cs_bin(bytes);
+        row[b]++;
+        cs_tl_bin_tick = row + CS_NBINS + b;
+        cs_tl_bin_func = func;
+    }
 }
 
 /* World rank of `rank` in a group (communicator, window), -1 when unknown. */
@@ -241,6 +253,7 @@ static inline uint64_t cs_track(uint64_t *s, MPI_Request req, int kind, int func
     e.persistent = (char)persistent;
     e.active = !persistent;
     e.traced = (cs_sets & CS_SET_TRACE) && (kind == CS_REQ_SEND || cs_posts_receive(kind));
+    e.site = (cs_sets & CS_SET_CALLSITES) ? cs_tl_cur_site : 0;
     if (cs_req_put(req, &e) != 0) {
         s[CS_C_requests_untracked]++;
         return 0;
@@ -391,6 +404,7 @@ static inline void cs_on_icoll(int func, MPI_Request req, int root, long long se
     e.peer = cs_coll_root(root);
     e.comm = comm;
     e.traced = 1;
+    e.site = (cs_sets & CS_SET_CALLSITES) ? cs_tl_cur_site : 0;
     if (cs_req_put(req, &e) != 0) {
         s[CS_C_requests_untracked]++;
         return;
@@ -419,6 +433,7 @@ static inline void cs_on_persistent_coll_init(int func, long long bytes, long lo
     e.bytes2 = neighbor ? received : traced ? trecv : 0;
     e.comm = comm;
     e.persistent = 1;
+    e.site = (cs_sets & CS_SET_CALLSITES) ? cs_tl_cur_site : 0;
     if (traced) {
         e.traced = 1;
         e.peer = cs_coll_root(root);

@@ -5,8 +5,8 @@
  * Environment (set by `commscope profile`; the library also works when linked
  * or preloaded by hand):
  *   COMMSCOPE_PROFILE_DIR   where counters.<rank>.{bin,json} go (default ./commscope-profile)
- *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars
- *                           (default: every set but timers and trace)
+ *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars,
+ *                           default or all (both: every set but the trace; unset: default)
  *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
  *   COMMSCOPE_SLABS         slabs a rank starts with (default 1; more as threads appear)
  *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
@@ -63,15 +63,17 @@ static const struct { const char *name; int bit; } SET_NAMES[] = {
 };
 #define NSETS ((int)(sizeof SET_NAMES / sizeof SET_NAMES[0]))
 
+#define CS_DEFAULT_SETS (CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_TIMERS | CS_SET_PVARS)
+
 static int parse_sets(const char *text)
 {
-    if (!text || !*text || !strcmp(text, "default"))
-        return CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_PVARS;
+    if (!text || !*text) return CS_DEFAULT_SETS; /* time in MPI is on by default */
     int sets = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
         int found = !strcmp(tok, "calls");
+        if (!strcmp(tok, "default")) sets |= CS_DEFAULT_SETS, found = 1;
         if (!strcmp(tok, "all")) {
             sets |= ~CS_SET_TRACE & ((1 << NSETS) - 1);
             found = 1;
@@ -116,7 +118,7 @@ static int write_metadata(void)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
     if (!f) return errno ? errno : EIO;
-    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 3,\n \"node\": ");
+    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 4,\n \"node\": ");
     json_string(f, node_key);
     fprintf(f, ",\n \"host\": ");
     json_string(f, host);
@@ -168,8 +170,10 @@ static int write_metadata(void)
         if (cs_function_coll[i] >= 0) fprintf(f, ", \"coll_offset\": %d", CS_OFF_COLL + cs_function_coll[i] * CS_NCOLLBINS);
         fprintf(f, "}%s\n", i + 1 < CS_NFUNC ? "," : "");
     }
-    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rows\": %d, \"rule\": \"bin 0: 0 bytes; bin b >= 1: "
-               "[2^(b-1), 2^b) bytes; the last bin is open\"},\n", CS_NBINS, CS_NSIZED);
+    fprintf(f, " ],\n \"bins\": {\"count\": %d, \"rows\": %d, \"row_words\": %d, \"ticks_at\": %d, "
+               "\"rule\": \"bin 0: 0 bytes; bin b >= 1: [2^(b-1), 2^b) bytes; the last bin is open; "
+               "ticks: time of the function's own calls that moved a message of the bin\"},\n",
+            CS_NBINS, CS_NSIZED, CS_BIN_ROW_WORDS, CS_NBINS);
     fprintf(f, " \"collective_bins\": {\"small_bytes_max\": %lld, \"small_comm_max\": %d, \"order\": "
                "[\"small_msg_small_comm\", \"small_msg_large_comm\", \"large_msg_small_comm\", "
                "\"large_msg_large_comm\"]},\n", cs_coll_small_bytes, cs_coll_small_comm);

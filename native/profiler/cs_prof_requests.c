@@ -27,9 +27,11 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     if (!cs_tracking_requests() || !cs_req_get(req, &e, 1)) return;
     uint64_t *s = cs_slab();
     cs_ledger_started(s, e.kind);
+    uint64_t b0 = e.func >= 0 ? s[CS_OFF_FBYTES + e.func] : 0;
     if (e.kind == CS_REQ_SEND) cs_count_sent(s, e.func, e.bytes, e.peer, e.comm);
     else if (e.kind == CS_REQ_COLL) cs_on_coll(e.func, e.bytes, e.comm);
     else if (e.kind == CS_REQ_NCOLL) cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
+    if (e.func >= 0) cs_site_credit(e.site, s[CS_OFF_FBYTES + e.func] - b0); /* MPI_Send_init's site */
     if (e.traced && (e.kind == CS_REQ_COLL || e.kind == CS_REQ_NCOLL))
         cs_trace_coll(CS_EV_ICOLL, func, e.func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));
     else if (e.traced)
@@ -83,6 +85,7 @@ static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *stat
     MPI_Status own;
     if (!sendrecv_status_usable(e, status, &own)) status = &own;
     cs_ledger_ended(s, e->kind, cancelled ? CS_C_requests_cancelled : CS_C_requests_completed);
+    uint64_t b0 = e->func >= 0 ? s[CS_OFF_FBYTES + e->func] : 0;
     if (cancelled) {
         if (e->kind == CS_REQ_SEND) /* counted when it started: take it back */
             cs_count_message(s, e->func, e->bytes, e->peer, e->comm, 0, -1);
@@ -93,6 +96,8 @@ static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *stat
         cs_count_io(s, e->func, e->peer, CS_IO_READ, n);
         cs_count_bin(s, e->func, n);
     }
+    /* the bytes go to the call that carries the buffer (MPI_Irecv, not this Wait) */
+    if (e->func >= 0) cs_site_credit(e->site, s[CS_OFF_FBYTES + e->func] - b0);
     if (e->traced && (e->kind == CS_REQ_COLL || e->kind == CS_REQ_NCOLL)) {
         cs_trace_coll(CS_EV_COLL_DONE, func, e->func, t0, e->id, e->coll_sent, e->bytes2, e->peer,
                       cs_comm_id(e->comm));

@@ -34,6 +34,7 @@ int cs_site_depth, cs_site_width = CS_SITE_UP, cs_site_npass;
 uintptr_t cs_site_pass[8][2];
 __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
 __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
+__thread uint64_t *cs_tl_cur_site __attribute__((tls_model("initial-exec")));
 
 static cs_sites_t *all_tables; /* pushed atomically by each thread's first call */
 static uintptr_t own_lo, own_hi; /* this library's text: frames to skip when unwinding */
@@ -131,8 +132,8 @@ static cs_sites_t *table_new(void)
     cs_sites_t *t = calloc(1, sizeof *t);
     if (!t) return 0;
     t->mask = 255;
-    t->e = calloc(t->mask + 1, sizeof(uint64_t) * (size_t)cs_site_width);
-    if (!t->e) {
+    t->slot = calloc(t->mask + 1, sizeof *t->slot);
+    if (!t->slot) {
         free(t);
         return 0;
     }
@@ -149,60 +150,80 @@ static uint64_t hash(const uintptr_t *key, int func)
     return (h * 0x9E3779B97F4A7C15ull) >> 32;
 }
 
-static uint64_t *slot(cs_sites_t *t, const uintptr_t *key, int func)
+static int same_key(const uint64_t *e, const uintptr_t *key, int func)
 {
-    for (uint64_t i = hash(key, func) & t->mask;; i = (i + 1) & t->mask) {
-        uint64_t *e = t->e + i * (uint64_t)cs_site_width;
-        if (e[CS_SITE_RA] == 0) return e;
-        if (e[CS_SITE_RA] == key[0] && e[CS_SITE_FUNC] == (uint64_t)func &&
-            (cs_site_depth == 1 || !memcmp(e + CS_SITE_UP, key + 1, sizeof(uint64_t) * (size_t)(cs_site_depth - 1))))
-            return e;
-    }
+    return e[CS_SITE_RA] == key[0] && e[CS_SITE_FUNC] == (uint64_t)func &&
+           (cs_site_depth == 1 || !memcmp(e + CS_SITE_UP, key + 1, sizeof(uint64_t) * (size_t)(cs_site_depth - 1)));
 }
 
+/* The slot of key: the one holding its entry, or the empty one where it goes. */
+static uint64_t **slot(cs_sites_t *t, const uintptr_t *key, int func)
+{
+    for (uint64_t i = hash(key, func) & t->mask;; i = (i + 1) & t->mask)
+        if (!t->slot[i] || same_key(t->slot[i], key, func)) return &t->slot[i];
+}
+
+/* Twice the slots; the entries stay where they are. */
 static int grow(cs_sites_t *t)
 {
-    uint64_t cap = (t->mask + 1) * 2, w = (uint64_t)cs_site_width;
-    uint64_t *old = t->e, old_cap = t->mask + 1;
-    uint64_t *e = calloc(cap, sizeof(uint64_t) * w);
-    if (!e) return -1;
-    t->e = e;
+    uint64_t cap = (t->mask + 1) * 2, old_cap = t->mask + 1;
+    uint64_t **old = t->slot, **fresh = calloc(cap, sizeof *fresh);
+    if (!fresh) return -1;
+    t->slot = fresh;
     t->mask = cap - 1;
     for (uint64_t i = 0; i < old_cap; i++) {
-        uint64_t *o = old + i * w;
-        if (!o[CS_SITE_RA]) continue;
+        uint64_t *e = old[i];
+        if (!e) continue;
         uintptr_t key[16];
-        key[0] = o[CS_SITE_RA];
-        for (int k = 1; k < cs_site_depth; k++) key[k] = o[CS_SITE_UP + k - 1];
-        memcpy(slot(t, key, (int)o[CS_SITE_FUNC]), o, sizeof(uint64_t) * w);
+        key[0] = e[CS_SITE_RA];
+        for (int k = 1; k < cs_site_depth; k++) key[k] = e[CS_SITE_UP + k - 1];
+        *slot(t, key, (int)e[CS_SITE_FUNC]) = e;
     }
     free(old);
     return 0;
 }
 
-void cs_site_slow(int func, uintptr_t ra, uint64_t bytes, uint64_t ticks)
+/* A zeroed entry that never moves, from the thread's current block of 256. */
+static uint64_t *entry_new(cs_sites_t *t)
+{
+    if (!t->block_left) {
+        uint64_t *b = calloc(256, sizeof(uint64_t) * (size_t)cs_site_width);
+        if (!b) return 0;
+        t->block = b;
+        t->block_left = 256;
+    }
+    uint64_t *e = t->block;
+    t->block += cs_site_width;
+    t->block_left--;
+    return e;
+}
+
+uint64_t *cs_site_slow(int func, uintptr_t ra)
 {
     cs_sites_t *t = cs_tl_sites;
-    if (!t && !(t = cs_tl_sites = table_new())) return;
+    if (!t && !(t = cs_tl_sites = table_new())) return 0;
     uintptr_t key[16] = {ra};
     if (cs_site_depth > 1 || cs_site_passthrough(ra)) unwind(ra, key);
-    uint64_t *e = slot(t, key, func);
-    if (!e[CS_SITE_RA]) {
-        if ((t->used + 1) * 2 > t->mask + 1) {
-            if (grow(t) != 0) {
-                t->lost++;
-                return;
-            }
-            e = slot(t, key, func);
+    uint64_t **at = slot(t, key, func);
+    if (*at) return *at;
+    if ((t->used + 1) * 2 > t->mask + 1) {
+        if (grow(t) != 0) {
+            t->lost++;
+            return 0;
         }
-        e[CS_SITE_RA] = key[0];
-        e[CS_SITE_FUNC] = (uint64_t)func;
-        for (int i = 1; i < cs_site_depth; i++) e[CS_SITE_UP + i - 1] = key[i];
-        t->used++;
+        at = slot(t, key, func);
     }
-    e[CS_SITE_CALLS]++;
-    e[CS_SITE_BYTES] += bytes;
-    e[CS_SITE_TICKS] += ticks;
+    uint64_t *e = entry_new(t);
+    if (!e) {
+        t->lost++;
+        return 0;
+    }
+    e[CS_SITE_RA] = key[0];
+    e[CS_SITE_FUNC] = (uint64_t)func;
+    for (int i = 1; i < cs_site_depth; i++) e[CS_SITE_UP + i - 1] = key[i];
+    *at = e;
+    t->used++;
+    return e;
 }
 
 /* ---- the record written at the end ----------------------------------------- */
@@ -320,11 +341,12 @@ void cs_sites_write(const char *path, int rank, const uint64_t *extra, size_t ne
     for (cs_sites_t *t = __atomic_load_n(&all_tables, __ATOMIC_ACQUIRE); t; t = t->next) {
         lost += t->lost;
         for (uint64_t i = 0; i <= t->mask; i++) {
-            const uint64_t *e = t->e + i * (uint64_t)cs_site_width;
-            if (!e[CS_SITE_RA]) continue;
+            const uint64_t *e = t->slot[i];
+            if (!e) continue;
+            uint64_t bytes = e[CS_SITE_BYTES] + __atomic_load_n(&e[CS_SITE_LATE], __ATOMIC_RELAXED);
             fprintf(f, "%s[\"%s\", %llu, %llu, %llu, %llu", first ? "" : ", ",
                     cs_function_names[e[CS_SITE_FUNC]], (unsigned long long)e[CS_SITE_CALLS],
-                    (unsigned long long)e[CS_SITE_BYTES], (unsigned long long)e[CS_SITE_TICKS],
+                    (unsigned long long)bytes, (unsigned long long)e[CS_SITE_TICKS],
                     (unsigned long long)e[CS_SITE_RA]);
             first = 0;
             for (int k = 1; k < cs_site_depth && e[CS_SITE_UP + k - 1]; k++)

@@ -5,7 +5,8 @@
  * wrapper's own, or the one a Fortran entry point saved in cs_tl_site so that a
  * Fortran call reaching a C wrapper still names the Fortran caller) and the function
  * id are the key of a small open-addressing table per thread: calls, bytes and ticks
- * per key.  No unwinding beyond the caller, no symbol lookup, no locks: only the
+ * per key.  Bytes are credited to the call that carries the buffer: a receive that a
+ * Wait/Test call completes counts at the site of the MPI_Irecv that posted it.  No unwinding beyond the caller, no symbol lookup, no locks: only the
  * owner thread touches its table until MPI_Finalize writes them all.  The slow path
  * (cs_prof_sites.c) claims and grows tables, and unwinds with backtrace() only when
  * asked for callers above the immediate one (--callsite-depth) or when the immediate
@@ -18,16 +19,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Entry words: return address, function id, calls, bytes, ticks, then the
- * depth - 1 callers above (when --callsite-depth > 1). */
-enum { CS_SITE_RA, CS_SITE_FUNC, CS_SITE_CALLS, CS_SITE_BYTES, CS_SITE_TICKS, CS_SITE_UP };
+/* Entry words: return address, function id, calls, bytes, ticks, late bytes, then the
+ * depth - 1 callers above (when --callsite-depth > 1).  Bytes are what the calls made
+ * here added to their function's count, written by the owner thread only; late bytes
+ * are those counted after the call returned for a request it created (a receive's
+ * size when a Wait/Test call completes it, a persistent send's at each MPI_Start),
+ * added atomically by whichever thread counts them.  The writer sums the two. */
+enum { CS_SITE_RA, CS_SITE_FUNC, CS_SITE_CALLS, CS_SITE_BYTES, CS_SITE_TICKS, CS_SITE_LATE, CS_SITE_UP };
 
+/* A thread's table: open addressing over pointers to entries that never move (they
+ * are carved out of blocks that live until the end), so a request can keep the entry
+ * of the call that created it and credit it later from any thread. */
 typedef struct cs_sites {
     struct cs_sites *next; /* every thread's table, for the writer at the end */
-    uint64_t *e;           /* cap entries of cs_site_width words; RA 0: empty */
+    uint64_t **slot;       /* cap pointers; 0: empty */
     uint64_t mask;         /* cap - 1 */
     uint64_t used;
     uint64_t lost;         /* calls not recorded: the table could not grow */
+    uint64_t *block;       /* entries not handed out yet */
+    uint64_t block_left;
 } cs_sites_t;
 
 extern int cs_site_depth;  /* 0: call sites off; 1: the immediate caller; N: N callers */
@@ -36,8 +46,11 @@ extern int cs_site_npass;  /* text ranges of the MPI's Fortran libraries (pass-t
 extern uintptr_t cs_site_pass[8][2];
 extern __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
 extern __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
+/* The entry of the call this thread is in (set when the call is counted), which a
+ * request the call creates remembers (cs_req_t.site). */
+extern __thread uint64_t *cs_tl_cur_site __attribute__((tls_model("initial-exec")));
 
-void cs_site_slow(int func, uintptr_t ra, uint64_t bytes, uint64_t ticks);
+uint64_t *cs_site_slow(int func, uintptr_t ra);      /* the entry, inserted; 0 when lost */
 /* At set-up, before cs_sets has the bit: depth > 0 turns the table on; 0 only finds
  * this library's and the MPI's Fortran layer's text (the trace's sites need them). */
 void cs_sites_init(int depth);
@@ -56,27 +69,51 @@ static inline int cs_site_passthrough(uintptr_t ra)
 }
 
 /* One call of `func` made from return address `ra0` (unless an outer entry point of
- * ours saved the program's). */
-static inline void cs_site_note(int func, void *ra0, uint64_t bytes, uint64_t ticks)
+ * ours saved the program's): its entry, with the call counted (0 when it could not be
+ * recorded); also this thread's current site. */
+static inline uint64_t *cs_site_enter(int func, void *ra0)
 {
     uintptr_t ra = (uintptr_t)(cs_tl_site ? cs_tl_site : ra0);
     cs_sites_t *t = cs_tl_sites;
+    uint64_t *e = 0;
     if (__builtin_expect(!t || cs_site_depth > 1 || cs_site_passthrough(ra), 0)) {
-        cs_site_slow(func, ra, bytes, ticks);
-        return;
-    }
-    uint64_t i = ((ra + (uint64_t)func) * 0x9E3779B97F4A7C15ull) >> 32 & t->mask;
-    for (;; i = (i + 1) & t->mask) {
-        uint64_t *e = t->e + i * CS_SITE_UP; /* depth 1: width is CS_SITE_UP */
-        if (e[CS_SITE_RA] == ra && e[CS_SITE_FUNC] == (uint64_t)func) {
-            e[CS_SITE_CALLS]++;
-            e[CS_SITE_BYTES] += bytes;
-            e[CS_SITE_TICKS] += ticks;
-            return;
+        e = cs_site_slow(func, ra);
+    } else {
+        for (uint64_t i = ((ra + (uint64_t)func) * 0x9E3779B97F4A7C15ull) >> 32 & t->mask;; i = (i + 1) & t->mask) {
+            uint64_t *x = t->slot[i];
+            if (!x) break;
+            if (x[CS_SITE_RA] == ra && x[CS_SITE_FUNC] == (uint64_t)func) {
+                e = x;
+                break;
+            }
         }
-        if (e[CS_SITE_RA] == 0) break;
+        if (!e) e = cs_site_slow(func, ra); /* a new site: insert (and maybe grow) */
     }
-    cs_site_slow(func, ra, bytes, ticks); /* a new site: insert (and maybe grow) */
+    if (e) e[CS_SITE_CALLS]++;
+    cs_tl_cur_site = e;
+    return e;
+}
+
+/* The call of entry e (cs_site_enter) returns: the bytes it added to its function's
+ * count and its ticks.  Bytes are added only when there are some, so the word a
+ * late credit never touches stays the owner's alone. */
+static inline void cs_site_leave(uint64_t *e, uint64_t bytes, uint64_t ticks)
+{
+    if (!e) return;
+    if (bytes) e[CS_SITE_BYTES] += bytes;
+    e[CS_SITE_TICKS] += ticks;
+}
+
+/* Bytes counted later for a request created at entry e (any thread; atomic).  A
+ * negative count (a cancelled send taken back) wraps and sums back exactly. */
+static inline void cs_site_credit(uint64_t *e, uint64_t bytes)
+{
+    if (e && bytes) __atomic_add_fetch(&e[CS_SITE_LATE], bytes, __ATOMIC_RELAXED);
+}
+
+static inline void cs_site_note(int func, void *ra0, uint64_t bytes, uint64_t ticks)
+{
+    cs_site_leave(cs_site_enter(func, ra0), bytes, ticks);
 }
 
 /* Entry points that call on into our own code (Fortran wrappers, Fortran Wait/Test)

@@ -216,7 +216,7 @@ void cs_rank_totals(uint64_t *out)
             uint64_t at = __atomic_load_n(&s[CS_OFF_BINBLOCKS + r / CS_BIN_BLOCK_ROWS], __ATOMIC_ACQUIRE);
             const volatile uint64_t *block = at ? cs_block_at(at, 0) : 0;
             if (!block) continue;
-            const volatile uint64_t *row = block + (r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+            const volatile uint64_t *row = block + (r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
             for (int b = 0; b < CS_NBINS; b++) out[CS_CAN_BINS + f * CS_NBINS + b] += row[b];
         }
         add_peers(s, out);

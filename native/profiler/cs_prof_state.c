@@ -30,6 +30,8 @@ int cs_coll_small_comm = 16;
 
 __thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec"))) = 0;
 __thread uint64_t *cs_tl_bin_block[CS_BIN_BLOCKS] __attribute__((tls_model("initial-exec")));
+__thread uint64_t *cs_tl_bin_tick __attribute__((tls_model("initial-exec")));
+__thread int cs_tl_bin_func __attribute__((tls_model("initial-exec")));
 __thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec"))) = 0;
 static __thread int tl_index __attribute__((tls_model("initial-exec"))) = -1;
 static __thread uint64_t tl_request_seq __attribute__((tls_model("initial-exec"))) = 0;
@@ -167,7 +169,7 @@ static int open_node(const char *path, int *leader)
  * the file could not grow share `lost_slab`, also unread (lost_threads says so). */
 static uint64_t scratch_slab[CS_SLAB_WORDS];
 static uint64_t lost_slab[CS_SLAB_WORDS];
-static uint64_t scratch_row[CS_PEER_ENTRY > CS_NBINS ? CS_PEER_ENTRY : CS_NBINS];
+static uint64_t scratch_row[CS_PEER_ENTRY > CS_BIN_ROW_WORDS ? CS_PEER_ENTRY : CS_BIN_ROW_WORDS];
 static uint64_t *chunks[CS_MAX_CHUNKS];
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t *chunk_table; /* in the rank block: file offsets of the chunks */
@@ -300,7 +302,7 @@ uint64_t *cs_bin_row_new(uint64_t *s, int row_of)
     }
     __atomic_store_n(&s[CS_OFF_BINROWS], r + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&((uint16_t *)(s + CS_OFF_BINMAP))[row_of], (uint16_t)(r + 1), __ATOMIC_RELEASE);
-    return cs_tl_bin_block[b] + (r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+    return cs_tl_bin_block[b] + (r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
 }
 
 static uint64_t *peer_slot(uint64_t *t, uint64_t cap, uint64_t key)

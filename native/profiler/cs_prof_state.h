@@ -37,13 +37,14 @@
 
 #include "cs_functions.h"
 
-/* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted). */
+/* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted; the default
+ * is every set but the trace). */
 enum {
     CS_SET_BYTES = 1 << 0,    /* message, byte, RMA, I/O and neighbour counts */
     CS_SET_PEERS = 1 << 1,    /* rank x rank matrices */
     CS_SET_BINS = 1 << 2,     /* power-of-two size bins and collective bins */
     CS_SET_REQUESTS = 1 << 3, /* request ledger, watermarks */
-    CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function */
+    CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function (in the default sets) */
     CS_SET_TRACE = 1 << 5,    /* event trace of point-to-point calls */
     CS_SET_PVARS = 1 << 6,    /* MPI_T performance variables in the snapshots */
     CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
@@ -134,12 +135,15 @@ enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
 #define CS_OFF_FBYTES (CS_OFF_TICKS + CS_NFUNC) /* bytes per function (bytes set) */
 #define CS_OFF_COLL (CS_OFF_FBYTES + CS_NFUNC)
 #define CS_OFF_TID (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS) /* the owner thread's id */
-/* size bins: a row of CS_NBINS words per function the thread has binned, in blocks */
+/* size bins: a row per function the thread has binned, in blocks: CS_NBINS counts,
+ * then CS_NBINS tick totals (the time of the function's own calls that moved a message
+ * of that bin, with timers on) */
 #define CS_OFF_BINMAP (CS_OFF_TID + 1) /* u16 per sized function: its row + 1, 0: none */
 #define CS_BINMAP_WORDS ((CS_NSIZED + 3) / 4)
 #define CS_OFF_BINROWS (CS_OFF_BINMAP + CS_BINMAP_WORDS) /* rows used */
 #define CS_OFF_BINBLOCKS (CS_OFF_BINROWS + 1)            /* file offsets of the row blocks */
-#define CS_BIN_BLOCK_ROWS 12 /* 12 x 40 words in a page */
+#define CS_BIN_ROW_WORDS (2 * CS_NBINS)
+#define CS_BIN_BLOCK_ROWS 6 /* 6 x 80 words in a page */
 #define CS_BIN_BLOCK_BYTES CS_PAGE
 #define CS_BIN_BLOCKS ((CS_NSIZED + CS_BIN_BLOCK_ROWS - 1) / CS_BIN_BLOCK_ROWS) /* room for all */
 /* peers: an open-addressing table of {world rank + 1, CS_NPEER_ARRAYS values} */
@@ -213,8 +217,14 @@ static inline uint64_t *cs_bin_row(uint64_t *s, int row_of)
     unsigned r = ((uint16_t *)(s + CS_OFF_BINMAP))[row_of];
     if (__builtin_expect(r == 0, 0)) return cs_bin_row_new(s, row_of);
     r -= 1;
-    return cs_tl_bin_block[r / CS_BIN_BLOCK_ROWS] + (size_t)(r % CS_BIN_BLOCK_ROWS) * CS_NBINS;
+    return cs_tl_bin_block[r / CS_BIN_BLOCK_ROWS] + (size_t)(r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
 }
+
+/* The tick word of the size bin this thread's current call counted last, and the
+ * function it counted it for: when that function is the call's own, the call's time
+ * goes to that bin (CS_LEAVE), else (a Wait completing an MPI_Irecv's receive) to none. */
+extern __thread uint64_t *cs_tl_bin_tick __attribute__((tls_model("initial-exec")));
+extern __thread int cs_tl_bin_func __attribute__((tls_model("initial-exec")));
 
 extern __thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec")));
 uint64_t *cs_peer_new(uint64_t *s, int world); /* slow path: insert, growing the table */

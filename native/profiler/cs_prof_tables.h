@@ -59,6 +59,8 @@ typedef struct {
     char active;     /* started and not yet completed */
     char cancelled;  /* MPI_Cancel was called on it */
     char traced;     /* its start is in the event trace */
+    uint64_t *site;  /* --callsites: the entry of the call that created it, credited with
+                      * the bytes counted for it later (cs_prof_sites.h) */
 } cs_req_t;
 int cs_reqs_init(long capacity);
 /* Remember req; -1 when memory ran out. */

@@ -77,8 +77,9 @@ TABLE_COLUMNS = {
                            "rma_bytes_got": "i", "rma_bytes_accumulated": "i"},
     ("profile", "files"): {"rank": "i", "file_id": "i", "path": "O", "reads": "i",
                            "bytes_read": "i", "writes": "i", "bytes_written": "i"},
+    # time_s (LATER_COLUMNS): the time of the function's own calls per bin, NaN without timers
     ("profile", "size_bins"): {"rank": "i", "function": "O", "bin": "i", "min_bytes": "i",
-                               "max_bytes": "f", "count": "i"},
+                               "max_bytes": "f", "count": "i", "time_s": "n"},
     ("profile", "collective_bins"): {"rank": "i", "function": "O", "message_size": "O",
                                      "communicator_size": "O", "count": "i"},
     # and a column per counter of the node files; these four every profile has
@@ -119,6 +120,13 @@ DERIVED_COLUMNS = {
     ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
                             "oversubscribed": "b"},
     ("multirate", "threads"): {"rate_msgs_per_s": "f"},
+}
+
+
+#: Columns a later commscope added to a table: a run written before has none, and reads
+#: as if the column held only missing values (NaN: "not measured"), so it stays readable.
+LATER_COLUMNS = {
+    ("profile", "size_bins"): ("time_s",),  # time per size bin, commscope 2026-11-27
 }
 
 

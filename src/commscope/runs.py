@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
-from .kinds import DERIVED_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES
+from .kinds import DERIVED_COLUMNS, LATER_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -259,6 +259,9 @@ class Run:
                 df = pd.read_parquet(pq)
             except Exception as exc:  # pyarrow raises several types for bad files
                 raise InputError(pq, None, f"not a readable Parquet file ({exc})") from None
+        for col in LATER_COLUMNS.get((self.kind, table), ()):
+            if col not in df.columns:  # written before the column existed: not measured
+                df[col] = float("nan")
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet

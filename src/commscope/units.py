@@ -147,8 +147,11 @@ def json_unit_problems(obj, path=""):
     for key, value in obj.items():
         where = f"{path}.{key}" if path else str(key)
         name = str(key)
+        parent = path.rsplit(".", 1)[-1].rstrip("[]")
         if _is_data_label(name):
-            name = path.rsplit(".", 1)[-1].rstrip("[]").split("_by_")[0]
+            name = parent.split("_by_")[0]
+        elif name in STATISTICS and _unit_suffix(parent):  # time_s: {"mean": ...}: seconds
+            name = parent
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
             problem = None
         else:
@@ -157,6 +160,11 @@ def json_unit_problems(obj, path=""):
         if problem:
             yield where, problem
         yield from json_unit_problems(value, where)
+
+
+#: Keys that are a statistic of the quantity their mapping names (``time_s: {"total":
+#: 1.2, "mean": 0.3}``, the job summary of ``profile --json``): judged by that name.
+STATISTICS = ("total", "mean", "min", "max", "median")
 
 
 def _is_data_label(key):
@@ -191,7 +199,7 @@ def format_seconds(seconds, digits=3):
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(rounded) >= scale or unit == "ns":
             value = rounded / scale
-            return f"{value:.0f} s" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
+            return f"{value:.0f} {unit}" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
 
 
 # -- what a person reads in the HTML report (docs/conventions.md) ----------------------

@@ -8,9 +8,9 @@ from .common_options import add_launch_options, launch_kwargs
 
 EXAMPLES = """\
 examples:
-  commscope profile -n 4 -- ./my_app input.dat        # default counters, snapshots every 0.5 s
-  commscope profile --counters all -- ./my_app         # also per-function timers (costlier)
-  commscope profile --counters bytes,peers -- ./my_app # only some sets
+  commscope profile -n 4 -- ./my_app input.dat        # every counter set, time in MPI too
+  commscope profile --summary -- ./my_app              # + a row per rank: MPI time and MPI %
+  commscope profile --counters bytes,peers -- ./my_app # only some sets (no timers: time not measured)
   commscope profile --trace -- ./halo                  # + an event trace of p2p calls and collectives
   commscope profile --callsites -- ./app               # + file:line of every MPI call (build with -g)
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
@@ -34,15 +34,16 @@ def register(registry):
         "profile", help="run any MPI program with software performance counters",
         description="Runs an unmodified MPI program with commscope's PMPI counter library "
                     "preloaded: calls, bytes and messages per function, the rank x rank "
-                    "matrix, message-size bins, request watermarks, optional per-function "
-                    "timers and event trace, MPI_T performance variables, and snapshots of "
+                    "matrix, message-size bins, request watermarks, time per function, "
+                    "call site and size bin, an optional event trace, MPI_T performance variables, and snapshots of "
                     "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("--threads", type=int, default=1, metavar="T",
                    help="OMP_NUM_THREADS for the program (default %(default)s)")
     p.add_argument("--counters", default="default", metavar="SET",
-                   help="default (all but per-call timers), all, or a comma list of: "
-                        "bytes, peers, bins, requests, timers, pvars")
+                   help="default (every set, time in MPI included; all is the same), or a "
+                        "comma list of: bytes, peers, bins, requests, timers, pvars (without "
+                        "timers, times are not measured) (default %(default)s)")
     p.add_argument("--snapshot-every", default="0.5s", metavar="DURATION",
                    help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
                         "start and end (default %(default)s)")
@@ -111,7 +112,8 @@ def _run(args):
     from ..profile.run import run_profile
     from ..profile.counters import counter_ranks
     from ..profile.top import open_counter_files, read_rows
-    from ..profile.summary import PER_RANK_ROWS, job_rows, read_job_summary
+    from ..profile.summary import (PER_RANK_ROWS, TIMERS_HINT, job_rows, not_measured_note,
+                                   printable, rank_time_rows, read_job_summary, timed)
     if args.max_threads is not None:
         print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
               "its own (the counter file grows as threads appear)", file=sys.stderr)
@@ -139,16 +141,30 @@ def _run(args):
         finally:
             for f in files:
                 f.close()
+    is_timed = timed(run.meta["parameters"]["counters"])
+    note = "" if is_timed else not_measured_note("mpi_time_s, mpi_pct")
     if args.json:
         dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
+                   "time_measured": is_timed,
+                   **({} if is_timed else {"not_measured": f"mpi_time_s, mpi_pct: {TIMERS_HINT}"}),
                    "ranks": rows, "job": job})
     else:
         if args.summary and not per_rank:
-            print(format_table(job_rows(job), title=f"commscope profile: job summary, "
-                                                    f"{job['ranks_profiled']} of {job['ranks']} "
-                                                    "ranks (each rank: commscope report RUN)"))
+            from ..profile.views import rank_times
+            times = rank_times(run)
+            extra = rank_time_rows(times, is_timed) if times is not None else []
+            print(format_table(job_rows(job) + extra,
+                               title=f"commscope profile: job summary, {job['ranks_profiled']} of "
+                                     f"{job['ranks']} ranks (each rank: commscope report RUN); "
+                                     "mpi_time_s per rank: mean over its threads"))
+            if note and extra:
+                print("# " + note)
         elif args.summary:
-            print(format_table(rows, title="commscope profile: per-rank summary"))
+            print(format_table(printable(rows, is_timed),
+                               title="commscope profile: per-rank summary (wall_s since MPI_Init; "
+                                     "mpi_time_s: mean over the rank's threads that call MPI)"))
+            if note:
+                print("# " + note)
         print(run.path)
         if not status and not args.quiet:
             _print_diagnosis(run)

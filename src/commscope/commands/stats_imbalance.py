@@ -5,6 +5,7 @@ import math
 
 from ..errors import InputError
 from ..output import MISSING, dump_json, print_table
+from ..profile.summary import TIMERS_HINT, not_measured_note, printable
 from ..runs import open_run
 
 DESCRIPTION = """\
@@ -12,7 +13,8 @@ Load imbalance, Eberius (2020) chapter 4: Imbalance = (L_max - L_ave) / L_ave x 
 (eq. 4.1).
 
 * process level: load of a rank = its time outside MPI (eq. 4.2; a profile run with
-  the per-call timers, --counters all);
+  the per-call timers, on by default; a rank with several threads calling MPI counts
+  the mean over them); a run profiled without timers says "not measured";
 * thread level, per rank: load of a thread = its busy time in OpenMP regions (the OMPT
   arrivals of profile --ompt); the threads' efficiency = mean busy / max busy;
 * hierarchical (eqs. 4.4-4.5): adjusted load of a rank = load x its threads' efficiency;
@@ -27,7 +29,7 @@ Load imbalance, Eberius (2020) chapter 4: Imbalance = (L_max - L_ave) / L_ave x 
   gpu__time_duration.sum).  Without kernel times the ranks' loads come from RUN.
 
 examples:
-  commscope profile --counters all --ompt --threads 4 -n 4 -- ./app
+  commscope profile --ompt --threads 4 -n 4 -- ./app
   commscope stats imbalance runs/<profile-run> --by-region
   commscope stats imbalance --gpu-metrics rank0.csv rank1.csv rank2.csv rank3.csv --json
 """
@@ -58,6 +60,14 @@ def _run(args):
             out["process"] = {"imbalance_pct": im.imbalance_percent(loads["load_s"]),
                               "ranks": loads.to_dict("records")}
             tables.append((loads, "process level: load = time outside MPI (eq. 4.2)"))
+        elif "functions" in names and "ranks" in names:  # profiled without the timers
+            ranks = run.table("ranks")
+            rows = [{"rank": int(r), "total_s": float(w), "mpi_s": None, "load_s": None}
+                    for r, w in zip(ranks["rank"], ranks["wall_s"])]
+            out["process"] = {"imbalance_pct": None, "not_measured": f"mpi_s, load_s: {TIMERS_HINT}",
+                              "ranks": rows}
+            tables.append((printable(rows, False, ("mpi_s", "load_s")),
+                           "process level: load = time outside MPI (eq. 4.2), not measured"))
         if "threads" in names:
             th = run.table("threads")
             if th.empty:
@@ -67,7 +77,7 @@ def _run(args):
             out["threads"] = per_rank.to_dict("records")
             tables.append((per_rank, "thread level per rank: load = busy time in OpenMP "
                                      "regions; efficiency = mean / max busy"))
-            if loads is not None:
+            if loads is not None:  # without timers: no process load to adjust
                 per, summary = im.hierarchical_imbalance(loads, per_rank)
                 out["hierarchical"] = {**summary, "per_rank": per.to_dict("records")}
                 tables.append((per, f"hierarchical (eqs. 4.4-4.5): process "
@@ -81,8 +91,8 @@ def _run(args):
                 tables += [(reg, "per region: eq. 4.1 over ranks of the region's time"),
                            (per_reg, "per region and rank: thread level")]
         if not out:
-            raise InputError(run.path, None, "neither per-call timers (profile --counters all) "
-                             "nor thread arrivals (profile --ompt): no load to compare")
+            raise InputError(run.path, None, "no counters (a profile run) nor thread arrivals "
+                             "(profile --ompt): no load to compare")
     if args.gpu_metrics:
         gpu_loads = None
         if loads is not None and len(loads) == len(args.gpu_metrics):
@@ -98,8 +108,11 @@ def _run(args):
         return 0
     if "process" in out:
         pct = out["process"]["imbalance_pct"]  # undefined without rows: "-"
-        print(f"# process imbalance (eq. 4.1): "
-              f"{f'{pct:.2f} %' if pct is not None and math.isfinite(pct) else MISSING}")
+        if "not_measured" in out["process"]:
+            print(f"# process imbalance (eq. 4.1): {not_measured_note('time in MPI')}")
+        else:
+            print(f"# process imbalance (eq. 4.1): "
+                  f"{f'{pct:.2f} %' if pct is not None and math.isfinite(pct) else MISSING}")
     for df, title in tables:
         print_table(df, title=title)
         print()

@@ -7,11 +7,16 @@ examples:
   commscope top RUN --once --json                         # one frame for scripts
   commscope top RUN --callsites                           # top call sites (profile --callsites)
 
-Columns: msgs_per_s and MB_per_s count messages and bytes sent plus received
-(MB = 10^6 bytes); mpi_time_pct is the share of the interval the rank's threads spent
-inside MPI (needs --counters all; a call's time counts when it returns, so a long call
-that spans intervals can push one interval above 100 %); outstanding_hwm and posted_hwm are the high
-watermarks of outstanding requests and posted receives.
+Columns: wall_s is the rank's time since MPI_Init (to MPI_Finalize once it ended);
+mpi_time_s its time inside MPI calls (with several threads calling MPI, the mean over
+them) and mpi_pct its share of the wall time (mpiP's AppTime, MPITime and MPI%);
+msgs_per_s and bandwidth_Bps (printed bandwidth_MBps, MB = 10^6 bytes) count messages
+and bytes sent plus received.  Live and in a replay, mpi_pct and the rates cover
+the last interval (a call's time counts when it returns, so a long call that spans
+intervals can push one interval above 100 %); with --once (the first frame) the whole
+run so far.  Without the timers (a --counters list without timers) the times say "not
+measured" (null in --json).  outstanding_hwm and posted_hwm are the high watermarks of
+outstanding requests and posted receives.
 """
 
 from .common_options import number
@@ -34,7 +39,8 @@ def register(registry):
     p.add_argument("--json", action="store_true", help="print the frame as JSON (implies --once)")
     p.add_argument("--callsites", action="store_true",
                    help="print the run's top call sites (file:line, caller) summed over ranks: "
-                        "by time with timers (--counters all), else by calls, then bytes")
+                        "by time (by calls, then bytes, when the run had no timers), with "
+                        "the site's time on the ranks: min, mean, max")
     p.add_argument("--limit", type=int, default=20, metavar="N",
                    help="call sites shown with --callsites (default %(default)s)")
     p.set_defaults(func=_run)
@@ -43,6 +49,7 @@ def register(registry):
 def _run(args):
     from ..errors import InputError
     from ..output import dump_json, format_table
+    from ..profile.summary import not_measured_note, printable, timed
     from ..profile.top import live, replay
     from ..runs import open_run
     if not args.interval > 0:
@@ -54,10 +61,13 @@ def _run(args):
         return _callsites(run, args)
     once = args.once or args.json
     rows = replay(run, args.speed, once) if args.replay else live(run, args.interval, once)
+    is_timed = timed(run.meta["parameters"].get("counters"))
     if args.json:
         dump_json(rows)
     elif once:
-        print(format_table(rows, title=f"commscope top {run.path}"))
+        print(format_table(printable(rows, is_timed), title=f"commscope top {run.path}"))
+        if not is_timed:
+            print("# " + not_measured_note("mpi_time_s, mpi_pct"))
     return 0
 
 
@@ -65,21 +75,32 @@ def _callsites(run, args):
     """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
     from ..errors import InputError
     from ..output import dump_json, format_table
-    from ..profile.callsites import site_label, top_callsites
+    from ..profile.callsites import site_label
+    from ..profile.summary import not_measured_note, printable, timed
+    from ..profile.views import callsite_time_stats
     if args.limit < 1:
         raise InputError("--limit", None, f"must be at least 1, got {args.limit}")
     if "callsites" not in run.tables():
         raise InputError(run.path, "callsites.parquet", "no call sites in this run: profile it "
                                                         "with `commscope profile --callsites`")
-    top = top_callsites(run.table("callsites"), args.limit)
+    top = callsite_time_stats(run.table("callsites"), args.limit)
     if args.json:
         dump_json(top.to_dict("records"))
         return 0
+    is_timed = timed(run.meta["parameters"].get("counters"))
     rows = [{"function": r["function"],
              "site": site_label(r["file"], r["line"]),
              "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"], "bytes": r["bytes"],
-             "time_s": r["time_s"], **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
+             "time_s": r["time_s"],
+             **({"min_time_s": r["min_time_s"], "mean_time_s": r["mean_time_s"],
+                 "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if is_timed else {}),
+             **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
              "reason": r["reason"] or None} for r in top.to_dict("records")]
     by = "time" if top["time_s"].notna().any() else "calls"
-    print(format_table(rows, title=f"commscope top {run.path}: top call sites by {by}"))
+    print(format_table(printable(rows, is_timed),
+                       title=f"commscope top {run.path}: top call sites by {by}"
+                             + (" (time on one rank: min, mean, max over the ranks that called "
+                                "there)" if is_timed else "")))
+    if not is_timed:
+        print("# " + not_measured_note("time_s"))
     return 0

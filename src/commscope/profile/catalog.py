@@ -40,7 +40,9 @@ PER_FUNCTION = [
     dict(name="time", kind="timer", set="timers", unit="ticks -> s",
          description="time inside each wrapped MPI function (raw ticks, converted by readers)"),
     dict(name="size bins", kind="bin", set="bins", unit="messages",
-         description="messages per power-of-two size bin, per function (receives: size received)"),
+         description="messages per power-of-two size bin, per function (receives: size received); "
+                     "with the timers also the time of the function's own calls that moved a "
+                     "message of the bin"),
     dict(name="collective bins", kind="bin", set="bins", unit="calls",
          description="collective calls by message size (small/large) x communicator size "
                      "(small/large); breakpoints COMMSCOPE_COLL_SMALL_BYTES (2048) and "

@@ -14,7 +14,8 @@ operations over all its ranks at once.  Tables (columns in docs/profile.md):
 * ``peers``: rank, peer, messages_sent, bytes_sent, messages_received, bytes_received,
   rma_bytes_put, rma_bytes_got, rma_bytes_accumulated (nonzero rows only)
 * ``files``: rank, file_id, path, reads, bytes_read, writes, bytes_written (MPI-IO)
-* ``size_bins``: rank, function, bin, min_bytes, max_bytes, count
+* ``size_bins``: rank, function, bin, min_bytes, max_bytes, count, time_s (the time of
+  the function's own calls that moved a message of the bin; NaN without the timers)
 * ``collective_bins``: rank, function, message_size, communicator_size, count
 * ``snapshots``: rank, seq, time_s, calls, mpi_time_s and one column per counter
 * ``pvars``: rank, seq, time_s, pvar, index, value: a row where a value changed (it
@@ -122,9 +123,14 @@ def _bins_tables(nc):
     if len(nc.bin_slab):
         nb = nc.bin_counts.shape[1]
         k, b = np.nonzero(nc.bin_counts)
-        df = pd.DataFrame({"rank": nc.ranks[nc.slab_rank[nc.bin_slab[k]]], "row": nc.bin_row[k],
-                           "bin": b, "count": nc.bin_counts[k, b].astype(np.int64)})
-        df = df.groupby(["rank", "row", "bin"], as_index=False, sort=True)["count"].sum()
+        rank_row = nc.slab_rank[nc.bin_slab[k]]
+        timed = "timers" in meta["sets"] and nc.bin_ticks is not None
+        df = pd.DataFrame({"rank": nc.ranks[rank_row], "row": nc.bin_row[k],
+                           "bin": b, "count": nc.bin_counts[k, b].astype(np.int64),
+                           "time_s": (nc.bin_ticks[k, b].astype(np.float64) / nc.ticks_per_s[rank_row]
+                                      if timed else np.nan)})
+        df = df.groupby(["rank", "row", "bin"], as_index=False, sort=True)[["count", "time_s"]].sum(
+            min_count=1)
         df.insert(1, "function", df.pop("row").map(by_row))
         lo = np.where(df["bin"] == 0, 0, 1 << np.maximum(df["bin"].to_numpy() - 1, 0))
         hi = np.where(df["bin"] == 0, 0.0, (1 << df["bin"].to_numpy()).astype(np.float64) - 1)

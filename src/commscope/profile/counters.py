@@ -36,7 +36,9 @@ pd = lazy("pandas")
 
 
 NODE_SCHEMA = "commscope.node"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+#: Versions this reader reads: 3 had size-bin rows of counts only (no time per bin).
+READABLE_VERSIONS = (3, 4)
 NODE_MAGIC, RANK_MAGIC, SNAP_MAGIC = b"CSNODE03", b"CSCOUNT3", b"CSSNAP03"
 RECORD_MAGIC = 0x33525343  # "CSR3"
 NODE_HEADER = [("magic", "S8"), ("version", "<u4"), ("page", "<u4"), ("next_free", "<u8"),
@@ -99,14 +101,23 @@ def load_node_meta(path):
     for key, typ in _META_FIELDS.items():
         if not isinstance(meta.get(key), typ) or isinstance(meta.get(key), bool):
             raise InputError(path, key, "missing or of the wrong type")
-    if meta["schema_version"] != SCHEMA_VERSION:
+    if meta["schema_version"] not in READABLE_VERSIONS:
         raise InputError(path, "schema_version", f"version {meta['schema_version']}: this commscope "
-                                                 f"reads version {SCHEMA_VERSION} (profile the program again)")
+                                                 f"reads versions {', '.join(map(str, READABLE_VERSIONS))} "
+                                                 "(profile the program again)")
     _whole(meta, path, "layout", _LAYOUT)
     _whole(meta, path, "canonical", _CANONICAL)
     lay = meta["layout"]
     if lay["slab_words"] == 0 or lay["slab_words"] % 512 or lay["page"] != 4096 or lay["big_chunk"] == 0:
         raise InputError(path, "layout.slab_words", "not a layout this commscope writes")
+    bins = meta["bins"]
+    for k in ("count", "rows"):
+        if not isinstance(bins.get(k), int) or isinstance(bins.get(k), bool) or bins[k] < 0:
+            raise InputError(path, f"bins.{k}", "missing or not a whole number >= 0")
+    if meta["schema_version"] >= 4:  # rows of counts, then ticks per bin
+        if not isinstance(bins.get("row_words"), int) or not isinstance(bins.get("ticks_at"), int) \
+                or bins["ticks_at"] + bins["count"] > bins["row_words"] or bins["ticks_at"] < bins["count"]:
+            raise InputError(path, "bins.row_words", "needs whole numbers row_words >= ticks_at + count")
     for i, f in enumerate(meta["functions"]):
         if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not all(
                 isinstance(f.get(k), int) and 0 <= f[k] < lay["slab_words"]
@@ -151,6 +162,7 @@ class NodeCounters:
     bin_slab: np.ndarray       # (B,)
     bin_row: np.ndarray        # (B,) sized-function row
     bin_counts: np.ndarray     # (B, bins) uint64
+    bin_ticks: np.ndarray | None  # (B, bins) uint64: time of the calls per bin (None: version 3)
     peer_slab: np.ndarray      # (P,)
     peer_rank: np.ndarray      # (P,) world rank of the peer
     peer_values: np.ndarray    # (P, arrays) uint64
@@ -315,6 +327,7 @@ class NodeFile:
     def _bins(self, slabs):
         meta, lay = self.meta, self.meta["layout"]
         nbins, nrows = meta["bins"]["count"], meta["bins"]["rows"]
+        row_words, ticks_at = meta["bins"].get("row_words", nbins), meta["bins"].get("ticks_at")
         maps = slabs[:, lay["binmap_offset"]:lay["binmap_offset"] + (nrows + 3) // 4]
         maps = np.ascontiguousarray(maps).view(np.uint16)[:, :nrows]
         s, row_of = np.nonzero(maps)
@@ -323,11 +336,12 @@ class NodeFile:
         if len(r) and (r // per >= lay["bin_blocks"]).any():
             self._fail("size bins", "a bin row beyond the slab's blocks")
         block = slabs[s, lay["binblocks_offset"] + r // per].astype(np.int64)
-        starts = block + (r % per) * nbins * 8
-        counts = self._gather(starts, nbins)
-        if counts is None or (len(block) and (block < self._first_block).any()):
+        starts = block + (r % per) * row_words * 8
+        rows = self._gather(starts, row_words)
+        if rows is None or (len(block) and (block < self._first_block).any()):
             self._fail("size bins", "a bin row block outside the file (cut short?)")
-        return s, row_of, counts
+        ticks = rows[:, ticks_at:ticks_at + nbins] if ticks_at is not None else None
+        return s, row_of, rows[:, :nbins], ticks
 
     def _peers(self, slabs):
         lay = self.meta["layout"]

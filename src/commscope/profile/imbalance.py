@@ -4,12 +4,14 @@
     Load_rank = Time_total - Time_MPI                   (4.2)
 
 Time_total runs from the end of MPI_Init to MPI_Finalize (the counter file's clock
-pairs); Time_MPI is the time inside wrapped MPI calls, so it needs the timers set
-(`--counters all`).  A rank with several threads calling MPI counts the mean over
-those threads, so that Time_MPI stays a share of the rank's wall time.
+pairs); Time_MPI is the time inside wrapped MPI calls, so it needs the timers set (on
+by default; not measured with a --counters list without timers).  A rank with several
+threads calling MPI counts the mean over those threads, so that Time_MPI stays a share
+of the rank's wall time: the rule of profile/views.py, shared by every view.
 """
 
 from ..lazy import lazy
+from .views import rank_times, run_timed
 
 np = lazy("numpy")
 pd = lazy("pandas")
@@ -24,16 +26,12 @@ def imbalance_percent(loads):
 
 def rank_loads(run):
     """Per rank: total_s, mpi_s, load_s (eq. 4.2); None without timers."""
-    if "timers" not in run.meta["parameters"].get("counters", []):
+    if not run_timed(run) or "functions" not in run.tables():
         return None
-    f = run.table("functions")
-    per_thread = f.groupby(["rank", "thread"])["time_s"].sum()
-    mpi_s = per_thread.groupby(level="rank").mean()
-    ranks = run.table("ranks")
-    total = pd.Series(ranks["wall_s"].to_numpy(), index=ranks["rank"].to_numpy())
-    df = pd.DataFrame({"total_s": total, "mpi_s": mpi_s}).dropna()
-    df["load_s"] = df["total_s"] - df["mpi_s"]
-    return df.rename_axis("rank").reset_index()
+    t = rank_times(run).dropna(subset=["wall_s", "mpi_time_s"])
+    return pd.DataFrame({"rank": t["rank"].to_numpy(), "total_s": t["wall_s"].to_numpy(),
+                         "mpi_s": t["mpi_time_s"].to_numpy(),
+                         "load_s": t["compute_s"].to_numpy()})
 
 
 def imbalance_over_time(run):

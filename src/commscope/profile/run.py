@@ -25,6 +25,7 @@ from ..paths import default_runs_root, write_text_atomic
 from ..runs import Run, describe_os_error, utc_now
 from ..topology import node_topology
 from .counters import counter_ranks
+from .summary import TIMERS_HINT
 
 #: Counter sets of native/profiler (calls per function are always counted).
 COUNTER_SETS = {
@@ -32,10 +33,13 @@ COUNTER_SETS = {
     "peers": "rank x rank matrix of messages and bytes",
     "bins": "power-of-two message-size bins per function and collective bins",
     "requests": "requests started/completed, watermarks of outstanding requests and posted receives",
-    "timers": "time inside every wrapped function (two clock reads per call: the costliest set)",
+    "timers": "time inside every wrapped function, per function, call site and size bin "
+              "(two clock reads per call)",
     "pvars": "MPI_T performance variables sampled into the snapshots",
 }
-DEFAULT_SETS = ("bytes", "peers", "bins", "requests", "pvars")
+#: Every set: time in MPI is what a first profile is read for (a rank's MPI time, the
+#: busiest functions and call sites).  ``all`` is the same; a comma list leaves sets out.
+DEFAULT_SETS = tuple(COUNTER_SETS)
 
 
 def parse_counter_sets(text):
@@ -201,7 +205,7 @@ def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
     if trace_limit is not None:
         env["COMMSCOPE_TRACE_LIMIT"] = str(int(trace_limit))
     notes = [f"counters: {', '.join(sets) or 'calls only'}"
-             + ("" if "timers" in sets else " (per-call timers off: --counters all turns them on)")]
+             + ("" if "timers" in sets else f" (time in MPI not measured: {TIMERS_HINT})")]
     return CounterCollector("counters", preload=[str(lib)], env=env, notes=notes)
 
 

@@ -15,6 +15,23 @@ from ..lazy import lazy
 np = lazy("numpy")
 
 
+#: What a time shows where it was not measured (the run's --counters left the timers
+#: out): printed tables and the report say so in the cell, --json gives null; never 0.
+NOT_MEASURED = "not measured"
+#: The option that adds the time, named wherever a time is not measured.
+TIMERS_HINT = "profile with --counters default, or a --counters list that includes timers"
+
+
+def timed(sets):
+    """True when counter sets ``sets`` (meta "sets", run parameters "counters") hold the timers."""
+    return "timers" in (sets or ())
+
+
+def not_measured_note(what="time in MPI"):
+    """The sentence under a table whose times were not measured."""
+    return f"{what}: {NOT_MEASURED}: the run's --counters had no timers; {TIMERS_HINT}"
+
+
 FIELDS = ("messages_sent", "bytes_sent", "messages_received", "bytes_received",
           "outstanding_requests_hwm", "posted_receives_hwm")
 
@@ -29,25 +46,45 @@ def canonical_head(c):
     return counters, calls, ticks
 
 
-def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3):
-    """One rank's totals: calls, messages, bytes, time in MPI, top functions by calls or time."""
+def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=float("nan")):
+    """One rank's totals: calls, messages, bytes, its wall time since MPI_Init, time in
+    MPI (the mean over its ``threads`` that called MPI: profile/views.py) and its share
+    of the wall time, top functions by time (by calls without timers).  A time not
+    measured is None (null in JSON, "not measured" where printed)."""
     named = {x["name"]: int(v) for x, v in zip(meta["counters"], counters)}
     calls = np.asarray(calls, dtype=np.int64)
     ticks = np.asarray(ticks, dtype=float)
-    timed = "timers" in meta["sets"] and ticks_per_s == ticks_per_s
-    key = ticks if timed else calls
+    is_timed = timed(meta["sets"]) and ticks_per_s == ticks_per_s
+    key = ticks if is_timed else calls
     order = [i for i in np.argsort(-key, kind="stable") if calls[i]][:top]
     names = [meta["functions"][i]["name"].removeprefix("MPI_") for i in order]
+    mpi = float(ticks.sum() / ticks_per_s / max(int(threads), 1)) if is_timed else None
+    wall = float(wall_s) if wall_s == wall_s and wall_s > 0 else None
     return dict(rank=int(rank), threads=int(threads), calls=int(calls.sum()),
                 **{k: named.get(k, 0) for k in FIELDS},
-                mpi_time_s=float(ticks.sum() / ticks_per_s) if timed else float("nan"),
+                wall_s=wall, mpi_time_s=mpi,
+                mpi_pct=100 * mpi / wall if mpi is not None and wall else None,
                 top_functions=",".join(names))
 
 
-def rank_row(c, top=3):
-    """:func:`row` of RankCounters ``c``."""
+def rank_row(c, top=3, now_ns=None):
+    """:func:`row` of RankCounters ``c``; its wall time runs to ``now_ns`` (CLOCK_MONOTONIC,
+    for a rank still running on this host) or else to its latest clock pair (the last
+    snapshot; MPI_Finalize once it has finalized)."""
     counters, calls, ticks = canonical_head(c)
-    return row(c.meta, c.rank, c.slabs.shape[0], counters, calls, ticks, c.ticks_per_s, top)
+    h = c.header
+    end = now_ns if now_ns is not None and int(h["state"]) == 1 else int(h["ns1"])
+    return row(c.meta, c.rank, c.slabs.shape[0], counters, calls, ticks, c.ticks_per_s, top,
+               wall_s=(end - int(h["ns0"])) / 1e9)
+
+
+def printable(rows, is_timed, columns=("wall_s", "mpi_time_s", "mpi_pct", "time_s")):
+    """``rows`` for a printed table: without timers the time columns say
+    :data:`NOT_MEASURED` instead of a blank (``wall_s`` is always measured)."""
+    if is_timed:
+        return list(rows)
+    return [{k: (NOT_MEASURED if k in columns and k != "wall_s" and (v is None or v != v) else v)
+             for k, v in r.items()} for r in rows]
 
 
 # ---- the job-wide summary reduced inside the job (raw/summary.json) ---------------
@@ -100,4 +137,24 @@ def job_rows(doc, top=10):
     busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
     rows += [dict(name=f"{name} calls", **{k: per["calls"][k] for k in STATS})
              for name, per in busiest if per["calls"]["total"]]
+    return rows
+
+
+def rank_time_rows(times, is_timed):
+    """Job-summary rows of the ranks' wall time, time in MPI and MPI % (from
+    profile/views.rank_times): total (none for a share), mean, extremes and their ranks;
+    "not measured" without timers."""
+    rows = []
+    for col in ("wall_s", "mpi_time_s", "mpi_pct"):
+        t = times.dropna(subset=[col])
+        if col != "wall_s" and (not is_timed or t.empty):
+            rows.append(dict(name=col, **{k: NOT_MEASURED if k in ("total", "mean", "min", "max")
+                                          else None for k in STATS}))
+            continue
+        if t.empty:
+            continue
+        lo, hi = t.loc[t[col].idxmin()], t.loc[t[col].idxmax()]
+        rows.append(dict(name=col, total=None if col.endswith("_pct") else float(t[col].sum()),
+                         mean=float(t[col].mean()), min=float(lo[col]), min_rank=int(lo["rank"]),
+                         max=float(hi[col]), max_rank=int(hi["rank"])))
     return rows

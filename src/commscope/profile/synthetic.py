@@ -189,7 +189,8 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
                 u16[(slab_starts[:, t] + lay["binmap_offset"] * 8) // 2 + fn[name]["bin_row"]] = row + 1
                 nbin = b if name != "MPI_Allreduce" else 4
                 n = msgs[:, 0] if name != "MPI_Allreduce" else iterations
-                buf[(bin_block_at + row * meta["bins"]["count"] * 8) // 8 + nbin] = n
+                row_words = meta["bins"].get("row_words", meta["bins"]["count"])
+                buf[(bin_block_at + row * row_words * 8) // 8 + nbin] = n
             buf[w(lay["binrows_offset"])] = 3
             buf[w(lay["binblocks_offset"])] = bin_block_at
             # peers: 6 neighbours in the inline table (16 entries)

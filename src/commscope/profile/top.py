@@ -1,9 +1,12 @@
 """`commscope top`: a live view of a running profile, or a replay of a finished one.
 
 Live: attaches read-only to every rank's mapped counter file and shows, per
-rank, the message rate, bytes per second, share of time in MPI (with timers),
-the busiest functions and the request watermarks, refreshed every interval.
-Replay: steps through the snapshots a finished (or killed) run recorded.
+rank, its wall time since MPI_Init, time in MPI and its share (mpiP's AppTime, MPITime,
+MPI%; with several threads, the mean over those that call MPI), the message rate,
+bytes per second, the busiest functions and the request watermarks, refreshed every
+interval.  Rates and MPI % cover the last interval, or (the first frame, --once) the
+whole run so far.  Replay: steps through the snapshots a finished (or killed) run
+recorded.
 """
 
 import os
@@ -15,7 +18,7 @@ from ..lazy import lazy
 from ..errors import InputError
 from ..output import format_table
 from .counters import NodeFile, node_keys, read_snapshots
-from .summary import rank_row, row as summary_row
+from .summary import not_measured_note, printable, rank_row, row as summary_row, timed
 
 np = lazy("numpy")
 
@@ -35,11 +38,15 @@ def open_counter_files(run):
 
 
 def read_rows(files):
-    """The summary row of every rank of every node now (each node read at once)."""
+    """The summary row of every rank of every node now (each node read at once); a rank
+    still running on this host has its wall time up to now."""
+    import socket
+    host, now = socket.gethostname(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     rows = []
     for f in files:
         nc = f.read()
-        rows += [rank_row(nc.rank(i)) for i in range(len(nc.ranks))]
+        here = now if f.meta.get("host") == host else None
+        rows += [rank_row(nc.rank(i), now_ns=here) for i in range(len(nc.ranks))]
     return sorted(rows, key=lambda r: r["rank"])
 
 
@@ -65,25 +72,32 @@ def is_live(files):
 
 
 def frame(prev, now, dt):
-    """Rows of the view: rates from two sets of summary rows ``dt`` seconds apart (prev
-    may be None).
+    """Rows of the view: from two sets of summary rows ``dt`` seconds apart (prev may be
+    None: then rates and MPI % are over the whole run so far, its wall time).
 
     ``dt`` is one interval for every rank (live: the reader's clock) or a list with one
-    per rank (replay: each rank snapshots on its own clock)."""
+    per rank (replay: each rank snapshots on its own clock).  Columns: rank, threads,
+    calls, wall_s, mpi_time_s (mean over the rank's MPI-calling threads; None: not
+    measured), mpi_pct, msgs_per_s and bandwidth_Bps (messages and bytes sent plus
+    received), outstanding_hwm, posted_hwm, top_functions."""
     rows = []
     for i, row in enumerate(now):
         dt_i = dt[i] if isinstance(dt, (list, tuple)) else dt
-        out = dict(rank=row["rank"], threads=row["threads"], calls=row["calls"])
-        if prev is not None and dt_i > 0:
-            p = prev[i]
-            msgs = (row["messages_sent"] + row["messages_received"]
-                    - p["messages_sent"] - p["messages_received"])
-            nbytes = (row["bytes_sent"] + row["bytes_received"]
-                      - p["bytes_sent"] - p["bytes_received"])
-            out["msgs_per_s"] = msgs / dt_i
-            out["MB_per_s"] = nbytes / dt_i / 1e6
-            out["mpi_time_pct"] = 100 * (row["mpi_time_s"] - p["mpi_time_s"]) / dt_i / max(row["threads"], 1)
-        out.update(outstanding_hwm=row["outstanding_requests_hwm"],
+        p = prev[i] if prev is not None and dt_i > 0 else None
+        span = dt_i if p is not None else row["wall_s"]
+        msgs = row["messages_sent"] + row["messages_received"] - (
+            p["messages_sent"] + p["messages_received"] if p else 0)
+        nbytes = row["bytes_sent"] + row["bytes_received"] - (
+            p["bytes_sent"] + p["bytes_received"] if p else 0)
+        mpi, pct = row["mpi_time_s"], None
+        if mpi is not None and span:
+            before = (p["mpi_time_s"] or 0.0) if p is not None else 0.0
+            pct = 100 * (mpi - before) / span
+        out = dict(rank=row["rank"], threads=row["threads"], calls=row["calls"],
+                   wall_s=row["wall_s"], mpi_time_s=mpi, mpi_pct=pct,
+                   msgs_per_s=msgs / span if span else None,
+                   bandwidth_Bps=nbytes / span if span else None,
+                   outstanding_hwm=row["outstanding_requests_hwm"],
                    posted_hwm=row["posted_receives_hwm"], top_functions=row["top_functions"])
         rows.append(out)
     return rows
@@ -102,16 +116,22 @@ def snapshot_series(files):
         idx = list(range(ncount)) + list(range(can["calls"], can["calls"] + nfunc)) + \
             list(range(can["ticks"], can["ticks"] + nfunc))
         vals = snaps.values(idx)
+        # wall time from the rank's first clock pair (MPI_Init), as ranks.parquet's wall_s
+        first = dict(zip(nc.ranks.tolist(), nc.headers["ns0"].astype(np.int64).tolist()))
         for k, r in enumerate(snaps.rank.tolist()):
+            first.setdefault(r, int(snaps.ns[k]))
             v = vals[k]
             series.setdefault(r, []).append((int(snaps.ns[k]), summary_row(
                 meta, r, threads.get(r, 1), v[:ncount], v[ncount:ncount + nfunc],
-                v[ncount + nfunc:], rates.get(r, float("nan")))))
+                v[ncount + nfunc:], rates.get(r, float("nan")),
+                wall_s=(int(snaps.ns[k]) - first[r]) / 1e9)))
     return [series[r] for r in sorted(series)]
 
 
-def _print(rows, title, clear):
-    text = format_table(rows, title=title)
+def _print(rows, title, clear, is_timed=True):
+    text = format_table(printable(rows, is_timed), title=title)
+    if not is_timed:
+        text += "\n# " + not_measured_note("mpi_time_s, mpi_pct")
     if clear:
         sys.stdout.write("\x1b[H\x1b[2J")
     print(text, flush=True)
@@ -135,7 +155,7 @@ def live(run, interval=1.0, once=False, stream_is_tty=None):
             if once:
                 return rows
             _print(rows, f"commscope top {run.path}  ({'running' if running else 'finished'}, "
-                         f"every {interval:g} s; Ctrl-C to leave)", tty)
+                         f"every {interval:g} s; Ctrl-C to leave)", tty, timed(files[0].meta["sets"]))
             if not running:
                 return rows
             prev, t_prev = now, t
@@ -149,6 +169,7 @@ def replay(run, speed=0.0, once=False):
     """Print one frame per snapshot (the last only with ``once``); returns the last rows."""
     files = open_counter_files(run)
     try:
+        is_timed = timed(files[0].meta["sets"])
         series = snapshot_series(files)
         snap_files = ", ".join(str(f.raw_dir / f.meta["snapshot_file"]) for f in files)
     finally:
@@ -167,12 +188,12 @@ def replay(run, speed=0.0, once=False):
     rows = []
     for k in ([n - 1] if once else range(n)):
         now = [at(s, k) for s in series]
-        prev = [at(s, k - 1) for s in series] if k else None
+        prev = [at(s, k - 1) for s in series] if k and not once else None  # once: the whole run
         dts = [(a[0] - b[0]) / 1e9 for a, b in zip(now, prev)] if prev else 0
         rows = frame([p[1] for p in prev] if prev else None, [a[1] for a in now], dts)
         t = (now[0][0] - series[0][0][0]) / 1e9
         if not once:
-            _print(rows, f"snapshot {k + 1}/{n} at {t:.3f} s", False)
+            _print(rows, f"snapshot {k + 1}/{n} at {t:.3f} s", False, is_timed)
             if speed > 0 and prev is not None:
                 time.sleep(max(dts) / speed)
     return rows

@@ -1,15 +1,23 @@
 """Profile runs (`commscope profile`): what the program's communication looked like.
 
-Per run: the per-function table (calls, bytes, time, share of the run), message
-sizes per function, the rank x rank matrix of bytes sent, rank x time heatmaps of
-bytes, messages and time in MPI from the snapshots (after Eberius 2020, Figs.
-3.12-3.17), and the load imbalance of eq. 4.1 (time outside MPI, eq. 4.2).
+Per run: time in MPI per rank (mpiP's AppTime, MPITime, MPI%) with IPM's sorted
+communication-balance chart, the per-function table (calls, bytes, time, share of the
+run and of MPI), call sites with their time over ranks (min, mean, max: mpiP's callsite
+time statistics), message sizes per function and the time per size (IPM's histogram
+by time), the rank x rank matrix of bytes sent, rank x time heatmaps of bytes, messages
+and time in MPI from the snapshots (after Eberius 2020, Figs. 3.12-3.17), and the load
+imbalance of eq. 4.1 (time outside MPI, eq. 4.2).  A time the run did not measure (a
+--counters list without timers) reads "not measured", with the option that adds it.
 """
 
 import html
 
 
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
+from ...profile.summary import NOT_MEASURED, TIMERS_HINT
+from ...profile.views import (MAX_RANK_ROWS, callsite_time_stats, rank_time_rows,
+                              rank_time_summary, rank_times, run_timed, time_by_size)
+from ...units import format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from . import per_run
@@ -24,22 +32,106 @@ TITLE = "Application profile (software counters)"
 ORDER = 8
 
 
+def _not_measured(what):
+    """The sentence a report part says for a time the run did not measure."""
+    return (f"<p class='note'>{html.escape(what)}: {NOT_MEASURED}: the run's "
+            f"<code>--counters</code> had no timers; {html.escape(TIMERS_HINT)}.</p>")
+
+
+def _unmeasured(rows, columns):
+    """``rows`` (dicts) with ``columns`` saying "not measured" (never a blank or 0)."""
+    return [{k: (NOT_MEASURED if k in columns else v) for k, v in r.items()} for r in rows]
+
+
 def _function_table(run, functions):
+    timed = run_timed(run)
     per = functions.groupby("function").agg(calls=("calls", "sum"), bytes=("bytes", "sum"),
-                                            time_s=("time_s", "sum"))
-    per = per.sort_values(["time_s", "calls"] if per["time_s"].notna().any() else ["calls"],
-                          ascending=False)
+                                            time_s=("time_s", lambda x: x.sum(min_count=1)))
+    per = per.sort_values(["time_s", "calls"] if timed else ["calls"], ascending=False)
     table = run.table("ranks")
     ranks = max(len(table), 1)
     wall = float(table["wall_s"].sum())
     per["share_of_run_pct"] = per["time_s"] / wall * 100 if wall > 0 else np.nan
+    total = per["time_s"].sum()
+    per["share_of_mpi_pct"] = per["time_s"] / total * 100 if timed and total > 0 else np.nan
     per["calls_per_rank"] = per["calls"] / ranks
     per = per.reset_index()[["function", "calls", "calls_per_rank", "bytes", "time_s",
-                             "share_of_run_pct"]]
-    note = ("" if per["time_s"].notna().any() else
-            " Time per function needs the timers set (<code>--counters all</code>).")
-    return ("<p>Summed over ranks and threads; share of run = time in the function over the "
-            f"ranks' total wall time.{note}</p>" + html_table(per, caption="per MPI function"))
+                             "share_of_run_pct", "share_of_mpi_pct"]]
+    rows = per.to_dict("records")
+    if not timed:
+        rows = _unmeasured(rows, ("time_s", "share_of_run_pct", "share_of_mpi_pct"))
+    return ("<p>Summed over ranks and threads, " + ("by time" if timed else "by calls")
+            + "; share of run = time in the function over the ranks' total wall time, share "
+            "of MPI = over the time in all MPI functions (mpiP's App% and MPI%).</p>"
+            + ("" if timed else _not_measured("time per function"))
+            + html_table(rows, caption="per MPI function"))
+
+
+def _rank_times(run, name):
+    """Time in MPI per rank (mpiP's AppTime, MPITime, MPI%) and IPM's sorted
+    communication-balance chart."""
+    times = rank_times(run)
+    if times is None or times.empty:
+        return ""
+    timed = run_timed(run)
+    head = ("<h4>Time in MPI per rank</h4><p>Per rank: wall time from MPI_Init to "
+            "MPI_Finalize (mpiP's AppTime), time inside MPI calls (MPITime) and its share "
+            "(MPI%), and the rest, compute. A rank whose several threads call MPI counts the "
+            "mean over those threads, so MPI% stays a share of its wall time.</p>")
+    shown, left_out = rank_time_rows(times)
+    rows = shown.to_dict("records")
+    if not timed:
+        return (head + _not_measured("time in MPI per rank")
+                + html_table(_unmeasured(rows, ("mpi_time_s", "mpi_pct", "compute_s")),
+                             caption="time per rank"))
+    summary = rank_time_summary(times)
+    text = ""
+    if summary:
+        text = (f"<p>All ranks: <b>{summary['mpi_pct']:.1f} %</b> of their wall time in MPI; "
+                f"rank {summary['max_rank']} the most ({format_seconds(summary['max_mpi_time_s'])}), "
+                f"rank {summary['min_rank']} the least ({format_seconds(summary['min_mpi_time_s'])}).</p>")
+    note = f"<p>{html.escape(left_out)}.</p>" if left_out else ""
+    return (head + text + _balance_chart(times, name) + note
+            + html_table(rows, caption="time per rank"
+                         + (", the extremes" if left_out else "")))
+
+
+def _balance_chart(times, name):
+    """IPM's communication balance: per rank, time in MPI and compute stacked, ranks
+    sorted by time in MPI; beyond MAX_RANK_ROWS ranks the sorted ranks as stacked areas
+    with the ranks at both ends named."""
+    t = times.dropna(subset=["mpi_time_s"]).sort_values(["mpi_time_s", "rank"], kind="stable")
+    if t.empty:
+        return ""
+    n = len(t)
+    mpi = t["mpi_time_s"].to_numpy(float)
+    comp = np.maximum(t["compute_s"].to_numpy(float), 0)
+    fig, axes = new_figure(width=6.4 if n <= 16 else 7.5, height=3.2)
+    ax = axes[0][0]
+    x = np.arange(n)
+    if n <= MAX_RANK_ROWS:
+        ax.bar(x, mpi, width=0.8, color="tab:red", label="time in MPI")
+        ax.bar(x, comp, width=0.8, bottom=mpi, color="tab:blue", alpha=0.6, label="compute (wall - MPI)")
+        step = -(-n // 16)  # at most 16 rank labels: readable at 1024 px
+        ax.set_xticks(x[::step], [str(r) for r in t["rank"].to_numpy()[::step]])
+        ax.set_xlabel("rank, sorted by time in MPI")
+        ax.set_xlim(-0.6, n - 0.4)
+    else:
+        ax.fill_between(x, 0, mpi, color="tab:red", step="mid", label="time in MPI")
+        ax.fill_between(x, mpi, mpi + comp, color="tab:blue", alpha=0.6, step="mid",
+                        label="compute (wall - MPI)")
+        ax.set_xlim(0, n - 1)
+        ax.set_xticks([])
+        ranks = t["rank"].to_numpy()
+        for i, where in ((0, "left"), (n - 1, "right")):
+            ax.annotate(f"rank {ranks[i]}", (i, mpi[i]), textcoords="offset points",
+                        xytext=(4 if where == "left" else -4, 4), ha=where, fontsize=7)
+        ax.set_xlabel(f"{n} ranks, sorted by time in MPI (least at the left)")
+    ax.set_ylabel("time (s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("communication balance: time in MPI and compute per rank")
+    legend_below(fig, ncol=2)
+    return figure_html(fig, f"ranks sorted by time in MPI, time in MPI and compute stacked, {name}")
 
 
 def _size_histogram(bins, name):
@@ -63,6 +155,53 @@ def _size_histogram(bins, name):
     legend_below(fig)
     ax.set_title("message sizes per function, all ranks")
     return figure_html(fig, f"histogram of message sizes per MPI function, {name}")
+
+
+def _size_time(run, bins, functions, name):
+    """IPM's message-size histogram by time: per size bin, the time of the calls that
+    moved a message of that size (size_bins.time_s), by function; the time in MPI in no
+    bin (Wait/Test calls, barriers, posting receives) is said, not spread over sizes."""
+    if bins is None or bins.empty:
+        return ""
+    if not run_timed(run) or bins["time_s"].isna().all():
+        why = ("the run was converted before commscope kept it" if run_timed(run) else None)
+        return (f"<p class='note'>Time per message size: {NOT_MEASURED}: {why}.</p>" if why
+                else _not_measured("time per message size"))
+    per, unbinned = time_by_size(bins, functions)
+    by_fn = bins.groupby(["function", "bin"])["time_s"].sum().reset_index()
+    top = by_fn.groupby("function")["time_s"].sum().sort_values(ascending=False)
+    top = [f for f in top.index[:5] if top[f] > 0]
+    fig, axes = new_figure(width=7.5, height=3.4)
+    ax = axes[0][0]
+    ticks = sorted(per["bin"].unique())
+    pos = {b: i for i, b in enumerate(ticks)}
+    bottom = np.zeros(len(ticks))
+    rest = by_fn[~by_fn["function"].isin(top)].groupby("bin")["time_s"].sum()
+    for fn, values in [(f, by_fn[by_fn["function"] == f].set_index("bin")["time_s"]) for f in top] + \
+            ([("other functions", rest)] if rest.sum() > 0 else []):
+        h = np.zeros(len(ticks))
+        for b, v in values.items():
+            h[pos[b]] = v
+        ax.bar(np.arange(len(ticks)), h, bottom=bottom, width=0.7, label=fn)
+        bottom += h
+    ax.set_xticks(np.arange(len(ticks)))
+    ax.set_xticklabels(["0" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
+    ax.set_xlabel("message size (bytes, lower edge of the power-of-two bin)")
+    ax.set_ylabel("time in the calls (s)")
+    ax.set_title("time per message size, all ranks and threads")
+    legend_below(fig)
+    total = float(per["time_s"].sum())
+    rows = per.assign(share_of_mpi_pct=per["time_s"] / (total + unbinned) * 100
+                      if total + unbinned > 0 else np.nan)
+    text = ("<p>Each call's time goes to the size bin of the message it moved (docs/profile.md, "
+            "\"Time per message size\"): blocking sends and receives and collectives whole, "
+            "MPI_Isend its own call. " + (f"Time in MPI in no size bin (Wait and Test calls, "
+                                          f"barriers, posting receives): "
+                                          f"<b>{format_seconds(unbinned)}</b>." if unbinned == unbinned
+                                          else "") + "</p>")
+    return (text + figure_html(fig, f"time per message size and function, {name}")
+            + html_table(rows[["min_bytes", "max_bytes", "messages", "time_s", "share_of_mpi_pct"]],
+                         caption="messages and time per size bin"))
 
 
 def _size_label(n):
@@ -141,9 +280,10 @@ def _per_rank(run, name):
             + html_table(rows.drop_duplicates("rank"), caption="the ranks that send most and least"))
 
 
-def _heatmaps(snaps, name):
+def _heatmaps(snaps, name, timed=True):
     if snaps is None or len(snaps) < 2:
         return ""
+    note = "" if timed else _not_measured("time in MPI per snapshot interval")
     s = snaps.sort_values(["rank", "seq"]).copy()
     s["bytes"] = s["bytes_sent"] + s["bytes_received"]
     s["messages"] = s["messages_sent"] + s["messages_received"]
@@ -186,49 +326,57 @@ def _heatmaps(snaps, name):
     fig.suptitle("rank x time, from the snapshots" if len(ranks) <= 64 else
                  f"per interval over {len(ranks)} ranks, from the snapshots")
     fig.tight_layout()
-    return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}")
+    return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}") + note
 
 
 def _imbalance(run):
     loads = rank_loads(run)
     if loads is None or loads.empty:
-        return ("<p>Load imbalance (eq. 4.1, load = time outside MPI) needs the timers set: "
-                "profile with <code>--counters all</code>.</p>")
+        return _not_measured("Load imbalance (eq. 4.1, load = time outside MPI)")
     pct = imbalance_percent(loads["load_s"])
     over = imbalance_over_time(run)
-    text = (f"<p>Load imbalance between ranks (Eberius 2020, eq. 4.1, load = wall time minus "
-            f"time in MPI, eq. 4.2): <b>{pct:.1f} %</b> over the whole run"
+    return (f"<p>Load imbalance between ranks (Eberius 2020, eq. 4.1, load = wall time minus "
+            f"time in MPI, eq. 4.2: the compute column of the time per rank): <b>{pct:.1f} %</b> "
+            "over the whole run"
             + (f"; per snapshot interval from {over['imbalance_pct'].min():.1f} % to "
                f"{over['imbalance_pct'].max():.1f} % (median {over['imbalance_pct'].median():.1f} %)"
                if over is not None and len(over) else "") + ".</p>")
-    return text + html_table(loads, caption="load per rank")
 
 
 def _callsites(run):
-    """Top call sites by time (with timers) and by bytes, summed over ranks
-    (profile --callsites); nothing when the run has none."""
+    """Top call sites by time with the site's time over ranks (mpiP's callsite time
+    statistics), and by bytes, summed over ranks (profile --callsites); nothing when the
+    run has none."""
     if "callsites" not in run.tables():
         return ""
     from ...profile.callsites import site_label, top_callsites
     sites = run.table("callsites")
+    timed = run_timed(run)
 
-    def rows(top):
-        return [{"function": r["function"],
-                 "site": site_label(r["file"], r["line"]),
-                 "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"],
-                 "bytes": r["bytes"], "time_s": r["time_s"], "stack": r["stack"],
-                 "reason": r["reason"]} for r in top.to_dict("records")]
+    def rows(top, stats=False):
+        out = [{"function": r["function"],
+                "site": site_label(r["file"], r["line"]),
+                "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"],
+                "bytes": r["bytes"], "time_s": r["time_s"],
+                **({"min_time_s": r["min_time_s"], "mean_time_s": r["mean_time_s"],
+                    "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if stats else {}),
+                "stack": r["stack"], "reason": r["reason"]} for r in top.to_dict("records")]
+        return out if timed else _unmeasured(out, ("time_s",))
     parts = []
-    if sites["time_s"].notna().any():
-        parts.append(html_table(rows(top_callsites(sites, 10, by="time_s")), caption="by time"))
+    if timed:
+        parts.append(html_table(rows(callsite_time_stats(sites, 10), stats=True),
+                                caption="by time; per rank (summed over its threads): min, mean "
+                                        "and max over the ranks that called there"))
     else:
+        parts.append(_not_measured("time per call site"))
         parts.append(html_table(rows(top_callsites(sites, 10, by="calls")), caption="by calls"))
     if sites["bytes"].fillna(0).gt(0).any():
         parts.append(html_table(rows(top_callsites(sites, 10, by="bytes")), caption="by bytes"))
     return ("<h4>Top call sites by time and by bytes</h4><p>Where the program made its MPI "
             "calls (file:line and the enclosing function, from the return address of each "
-            "call), summed over ranks and threads; a site that could not be resolved says "
-            "why.</p>" + "".join(parts))
+            "call), summed over ranks and threads; a receive's bytes count at the call that "
+            "posted it (MPI_Irecv), not at the Wait that completed it. A site that could not "
+            "be resolved says why.</p>" + "".join(parts))
 
 
 def _tables(run):
@@ -261,11 +409,14 @@ def _render_run(run):
                         "killed or crashed.</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
-    return (head + "".join(problems) + _function_table(run, t["functions"]) + _callsites(run)
-            + _size_histogram(t["size_bins"], run.path.name)
-            + _per_rank(run, run.path.name)
-            + _matrix(run, t["peers"], nranks, run.path.name)
-            + _heatmaps(t["snapshots"], run.path.name) + _imbalance(run))
+    name = run.path.name
+    return (head + "".join(problems) + _rank_times(run, name)
+            + _function_table(run, t["functions"]) + _callsites(run)
+            + _size_histogram(t["size_bins"], name)
+            + _size_time(run, t["size_bins"], t["functions"], name)
+            + _per_rank(run, name)
+            + _matrix(run, t["peers"], nranks, name)
+            + _heatmaps(t["snapshots"], name, run_timed(run)) + _imbalance(run))
 
 
 def render(runs, context):
