@@ -39,6 +39,8 @@ SCRIPTS = {
     "ompt_overhead": (False, "2,000 regions, 1 repeat (skips without the OMPT runtime)"),
     "compare_mpi4py": (True, "1 B .. 64 KiB, 50 iterations, plain and huge pages, mpi4py"),
     "profile_overhead": (True, "Open MPI, 1 round of the 5 configurations, 1 B .. 64 KiB"),
+    "hotpath_instructions": (True, "Open MPI, default counters, 200 iterations per phase under "
+                                   "callgrind (skips without valgrind)"),
     "measure_gamma": (True, "HighVolumePingPong n = 1 .. 100, 1 iteration, both wheels; short ping-pong"),
     "measure_arrivals": (True, "4 cs_threads jobs of 20 iterations (spin, sleep)"),
     "measure_stop": (True, "Open MPI only, one kill per signal"),
