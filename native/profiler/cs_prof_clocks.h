@@ -6,6 +6,10 @@
 
 #include "cs_prof_state.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* COMMSCOPE_TEST_CLOCK_SKEW_NS="rank:ns,rank:ns" (tests only): this rank's
  * CLOCK_MONOTONIC readings (cs_now_ns) are shifted by its ns from now on, as if it ran
  * on a node whose clock is off by that much.  Called once the world rank is known. */
@@ -16,5 +20,7 @@ void cs_clocks_skew(int rank);
  * clocks.<node>.jsonl, or 0 for a rank that takes part but writes nothing. */
 void cs_clocks_start(const char *path, const char *node);
 void cs_clocks_finish(void);
+
+#pragma GCC visibility pop
 
 #endif

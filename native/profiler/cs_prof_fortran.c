@@ -287,7 +287,7 @@ static void f_init(init_fn *real, init_thread_fn *treal, MPI_Fint *required, MPI
     int level = MPI_THREAD_SINGLE, F = real ? CS_F_MPI_Init : CS_F_MPI_Init_thread;
     PMPI_Query_thread(&level);
     cs_profile_start(level, CS_NO_SESSION);
-    if (cs_slab()[CS_OFF_CALLS + F] == 0) { /* unless the C wrapper did */
+    if (cs_thread()[CS_FN(F, CS_FN_CALLS)] == 0) { /* unless the C wrapper did */
         cs_count_call(F);
         CS_SITE_CALL(F);
     }

@@ -165,7 +165,7 @@ static int write_metadata(void)
     fprintf(f, " ],\n \"functions\": [\n");
     for (int i = 0; i < CS_NFUNC; i++) {
         fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d, \"bytes_offset\": %d",
-                cs_function_names[i], CS_OFF_CALLS + i, CS_OFF_TICKS + i, CS_OFF_FBYTES + i);
+                cs_function_names[i], CS_FN(i, CS_FN_CALLS), CS_FN(i, CS_FN_TICKS), CS_FN(i, CS_FN_BYTES));
         if (cs_function_bin[i] >= 0) fprintf(f, ", \"bin_row\": %d", cs_function_bin[i]);
         if (cs_function_coll[i] >= 0) fprintf(f, ", \"coll_offset\": %d", CS_OFF_COLL + cs_function_coll[i] * CS_NCOLLBINS);
         fprintf(f, "}%s\n", i + 1 < CS_NFUNC ? "," : "");
@@ -281,7 +281,12 @@ static void set_up(int thread_level, cs_session_t session, int sets)
     if (depth > 0)
         sets |= CS_SET_CALLSITES;
     cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
+    if (cs_clock_wanted) sets |= CS_SET_CLOCK;
+    /* below MPI_THREAD_MULTIPLE the program never calls MPI from two threads at once:
+     * the rank-wide words and the request table need no atomics and no locks */
+    cs_thread_multiple = thread_level >= MPI_THREAD_MULTIPLE;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
+    cs_epoch_bump(); /* every thread takes the sets (and a slab) at its next call */
     snprintf(path, sizeof path, "%s.snap", base);
     cs_snap_start(path, snapshot_s);
 }
@@ -332,7 +337,7 @@ void cs_profile_finish(void)
     cs_state_sync();
 }
 
-void cs_count_call(int func) { cs_slab()[CS_OFF_CALLS + func]++; }
+void cs_count_call(int func) { cs_thread()[CS_FN(func, CS_FN_CALLS)]++; }
 
 /* ---- the wrappers that start and end it ---------------------------------- */
 
@@ -379,6 +384,7 @@ void cs_profile_end(void)
     if (!cs_hdr) cs_summary_reduce(dir); /* not profiled: still takes part (collective) */
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
+    cs_epoch_bump();
 }
 
 CS_EXPORT int MPI_Finalize(void)
@@ -425,6 +431,7 @@ CS_EXPORT int MPI_Session_finalize(MPI_Session *session)
     if (__atomic_sub_fetch(&open_sessions, 1, __ATOMIC_RELAXED) == 0 && !world_model) {
         cs_profile_finish();
         __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
+        cs_epoch_bump();
     }
     return PMPI_Session_finalize(session);
 }

@@ -26,12 +26,12 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     cs_req_t e;
     if (!cs_tracking_requests() || !cs_req_get(req, &e, 1)) return;
     uint64_t *s = cs_slab();
-    cs_ledger_started(s, e.kind);
-    uint64_t b0 = e.func >= 0 ? s[CS_OFF_FBYTES + e.func] : 0;
-    if (e.kind == CS_REQ_SEND) cs_count_sent(s, e.func, e.bytes, e.peer, e.comm);
+    cs_ledger_started(cs_sets, s, e.kind);
+    uint64_t b0 = e.func >= 0 ? s[CS_FN(e.func, CS_FN_BYTES)] : 0;
+    if (e.kind == CS_REQ_SEND) cs_count_sent(cs_sets, s, e.func, e.bytes, e.peer, e.comm);
     else if (e.kind == CS_REQ_COLL) cs_on_coll(e.func, e.bytes, e.comm);
     else if (e.kind == CS_REQ_NCOLL) cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
-    if (e.func >= 0) cs_site_credit(e.site, s[CS_OFF_FBYTES + e.func] - b0); /* MPI_Send_init's site */
+    if (e.func >= 0) cs_site_credit(e.site, s[CS_FN(e.func, CS_FN_BYTES)] - b0); /* MPI_Send_init's site */
     if (e.traced && (e.kind == CS_REQ_COLL || e.kind == CS_REQ_NCOLL))
         cs_trace_coll(CS_EV_ICOLL, func, e.func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));
     else if (e.traced)
@@ -84,20 +84,20 @@ static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *stat
     int cancelled = was_cancelled(e, status);
     MPI_Status own;
     if (!sendrecv_status_usable(e, status, &own)) status = &own;
-    cs_ledger_ended(s, e->kind, cancelled ? CS_C_requests_cancelled : CS_C_requests_completed);
-    uint64_t b0 = e->func >= 0 ? s[CS_OFF_FBYTES + e->func] : 0;
+    cs_ledger_ended(cs_sets, s, e->kind, cancelled ? CS_C_requests_cancelled : CS_C_requests_completed);
+    uint64_t b0 = e->func >= 0 ? s[CS_FN(e->func, CS_FN_BYTES)] : 0;
     if (cancelled) {
         if (e->kind == CS_REQ_SEND) /* counted when it started: take it back */
-            cs_count_message(s, e->func, e->bytes, e->peer, e->comm, 0, -1);
+            cs_count_message(cs_sets, s, e->func, e->bytes, e->peer, e->comm, 0, -1);
     } else if (cs_posts_receive(e->kind)) {
-        cs_count_received(s, e->func, e->comm, status);
+        cs_count_received(cs_sets, s, e->func, e->comm, status);
     } else if (e->kind == CS_REQ_FILE_READ) {
         long long n = cs_status_bytes(status);
         cs_count_io(s, e->func, e->peer, CS_IO_READ, n);
-        cs_count_bin(s, e->func, n);
+        cs_count_bin(cs_sets, s, e->func, n);
     }
     /* the bytes go to the call that carries the buffer (MPI_Irecv, not this Wait) */
-    if (e->func >= 0) cs_site_credit(e->site, s[CS_OFF_FBYTES + e->func] - b0);
+    if (e->func >= 0) cs_site_credit(e->site, s[CS_FN(e->func, CS_FN_BYTES)] - b0);
     if (e->traced && (e->kind == CS_REQ_COLL || e->kind == CS_REQ_NCOLL)) {
         cs_trace_coll(CS_EV_COLL_DONE, func, e->func, t0, e->id, e->coll_sent, e->bytes2, e->peer,
                       cs_comm_id(e->comm));
@@ -112,7 +112,7 @@ static void complete(int func, MPI_Request before, cs_req_t *e, MPI_Status *stat
 void cs_freed(MPI_Request req, const cs_req_t *e)
 {
     /* An active request freed before completion is no longer outstanding for us. */
-    if (e->active) cs_ledger_ended(cs_slab(), e->kind, CS_C_requests_freed);
+    if (e->active) cs_ledger_ended(cs_sets, cs_slab(), e->kind, CS_C_requests_freed);
     cs_req_done(req, e->id, 0);
 }
 
@@ -158,7 +158,7 @@ void cs_ended_saved(cs_saved_t *sv, int i)
 {
     if (i < 0 || i >= sv->n || sv->found[i] != 1 || sv->entries[i].persistent) return;
     sv->found[i] = 2;
-    cs_ledger_ended(cs_slab(), sv->entries[i].kind, CS_C_requests_completed);
+    cs_ledger_ended(cs_sets, cs_slab(), sv->entries[i].kind, CS_C_requests_completed);
 }
 
 void cs_settle(cs_saved_t *sv, const MPI_Request *now)

@@ -5,6 +5,10 @@
 
 #include "cs_prof_hooks.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 #define CS_ON_STACK 32
 
 /* The requests a Wait/Test call was given and their table entries, taken out of
@@ -37,5 +41,7 @@ void cs_ended_saved(cs_saved_t *sv, int i);
 void cs_settle(cs_saved_t *sv, const MPI_Request *now);
 /* MPI_Request_free of a request whose entry was copied into *e. */
 void cs_freed(MPI_Request req, const cs_req_t *e);
+
+#pragma GCC visibility pop
 
 #endif

@@ -19,6 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* Entry words: return address, function id, calls, bytes, ticks, late bytes, then the
  * depth - 1 callers above (when --callsite-depth > 1).  Bytes are what the calls made
  * here added to their function's count, written by the owner thread only; late bytes
@@ -122,5 +126,7 @@ static inline void cs_site_note(int func, void *ra0, uint64_t bytes, uint64_t ti
     void *cs_site_prev_ = cs_tl_site;                          \
     if (!cs_site_prev_) cs_tl_site = __builtin_return_address(0)
 #define CS_SITE_END cs_tl_site = cs_site_prev_
+
+#pragma GCC visibility pop
 
 #endif

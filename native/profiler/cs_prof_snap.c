@@ -208,7 +208,12 @@ void cs_rank_totals(uint64_t *out)
     for (uint32_t i = 0; i < n; i++) {
         const volatile uint64_t *s = cs_slab_at(i);
         for (int c = 0; c < CS_NCOUNTERS; c++) out[c] += s[c];
-        for (int w = 0; w < 3 * CS_NFUNC + CS_NCOLL * CS_NCOLLBINS; w++) out[CS_CAN_CALLS + w] += s[CS_OFF_CALLS + w];
+        for (int f = 0; f < CS_NFUNC; f++) {
+            out[CS_CAN_CALLS + f] += s[CS_FN(f, CS_FN_CALLS)];
+            out[CS_CAN_TICKS + f] += s[CS_FN(f, CS_FN_TICKS)];
+            out[CS_CAN_FBYTES + f] += s[CS_FN(f, CS_FN_BYTES)];
+        }
+        for (int w = 0; w < CS_NCOLL * CS_NCOLLBINS; w++) out[CS_CAN_COLL + w] += s[CS_OFF_COLL + w];
         const uint16_t *map = (const uint16_t *)(s + CS_OFF_BINMAP);
         for (int f = 0; f < CS_NSIZED; f++) {
             unsigned r = __atomic_load_n(&map[f], __ATOMIC_ACQUIRE);

@@ -7,6 +7,10 @@
 
 #include "cs_prof_state.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* The canonical layout of a rank's counters, in words (also in the metadata):
  * counters (thread ones summed over slabs, rank ones from the rank block), the
  * total calls and ticks, calls, ticks and bytes per function, collective bins, size
@@ -30,5 +34,7 @@ void cs_pvars_stop(void);
 int cs_snap_start(const char *path, double interval_s);
 void cs_snap_stop(void);
 void cs_snap_now(void);
+
+#pragma GCC visibility pop
 
 #endif

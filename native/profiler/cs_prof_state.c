@@ -28,17 +28,11 @@ uint64_t *cs_file_words = 0;
 long long cs_coll_small_bytes = 2048;
 int cs_coll_small_comm = 16;
 
-__thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec"))) = 0;
-__thread uint64_t *cs_tl_bin_block[CS_BIN_BLOCKS] __attribute__((tls_model("initial-exec")));
-__thread uint64_t *cs_tl_bin_tick __attribute__((tls_model("initial-exec")));
-__thread int cs_tl_bin_func __attribute__((tls_model("initial-exec")));
-__thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec"))) = 0;
-static __thread int tl_index __attribute__((tls_model("initial-exec"))) = -1;
-static __thread uint64_t tl_request_seq __attribute__((tls_model("initial-exec"))) = 0;
-__thread MPI_Datatype cs_tl_type __attribute__((tls_model("initial-exec")));
-__thread long long cs_tl_type_size __attribute__((tls_model("initial-exec"))) = 0;
-__thread unsigned cs_tl_type_gen __attribute__((tls_model("initial-exec"))) = ~0u;
-volatile unsigned cs_type_generation = 0;
+int cs_thread_multiple = 1; /* until MPI_Init* says otherwise */
+
+__thread cs_tl_t cs_tl __attribute__((tls_model("initial-exec"))) = {.index = -1};
+/* On a line of its own: every call reads it, only set-up, the end and frees write it. */
+volatile unsigned cs_epoch __attribute__((aligned(64))) = 1; /* a new thread (epoch 0) refreshes first */
 
 void cs_write_failed(const char *path, int err, const char *then)
 {
@@ -259,9 +253,34 @@ int cs_state_map(const char *path, int slabs, int *leader)
     return 0;
 }
 
+void cs_peer_cache_clear(void)
+{
+    for (int i = 0; i < CS_PEER_CACHE; i++) cs_tl.peer_cache[i] = (cs_peer_cache_t){MPI_COMM_NULL, -1, 0};
+}
+
+void cs_epoch_bump(void) { __atomic_add_fetch(&cs_epoch, 1, __ATOMIC_RELEASE); }
+
+/* The epoch moved (or this thread's first call): take the sets as they are now,
+ * empty the caches, and claim a slab if profiling has started since this thread got
+ * the scratch slab. */
+void cs_refresh(void)
+{
+    unsigned epoch = __atomic_load_n(&cs_epoch, __ATOMIC_ACQUIRE);
+    int sets = __atomic_load_n(&cs_sets, __ATOMIC_ACQUIRE);
+    cs_tl.type = MPI_DATATYPE_NULL; /* its size is 0, as cs_type_size_slow says */
+    cs_tl.type_size = 0;
+    cs_peer_cache_clear();
+    if (!cs_tl.slab || (sets && cs_tl.slab == scratch_slab)) {
+        cs_tl.slab = 0;
+        cs_slab_claim();
+    }
+    cs_tl.sets = sets;
+    cs_tl.epoch = epoch;
+}
+
 uint64_t *cs_slab_claim(void)
 {
-    if (!cs_hdr || !cs_sets) return scratch_slab; /* not cached: claimed again after set-up */
+    if (!cs_hdr || !cs_sets) return cs_tl.slab = scratch_slab; /* claimed at the refresh after set-up */
     uint32_t i = __atomic_fetch_add(&cs_hdr->nslabs, 1, __ATOMIC_ACQ_REL);
     if (i >= __atomic_load_n(&cs_hdr->slabs_mapped, __ATOMIC_ACQUIRE)) {
         pthread_mutex_lock(&grow_lock);
@@ -271,38 +290,38 @@ uint64_t *cs_slab_claim(void)
             if (__atomic_fetch_add(&cs_hdr->lost_threads, 1, __ATOMIC_RELAXED) == 0)
                 cs_write_failed(node_path, err, "threads from here on are not counted");
             lost_slab[CS_OFF_PEERCAP] = CS_PEERS_INLINE;
-            cs_tl_peers = lost_slab + CS_OFF_PEERS;
-            return cs_tl_slab = lost_slab;
+            cs_tl.peers = lost_slab + CS_OFF_PEERS;
+            return cs_tl.slab = lost_slab;
         }
     }
     uint64_t *s = cs_slab_at(i);
     s[CS_OFF_TID] = (uint64_t)syscall(SYS_gettid);
-    tl_index = (int)i;
-    cs_tl_peers = s + CS_OFF_PEERS;
-    return cs_tl_slab = s;
+    cs_tl.index = (int)i;
+    cs_tl.peers = s + CS_OFF_PEERS;
+    return cs_tl.slab = s;
 }
 
 /* A new function's size-bin row: the next row of the thread's blocks (a new block of
  * CS_BIN_BLOCK_ROWS rows when the last is full). */
 uint64_t *cs_bin_row_new(uint64_t *s, int row_of)
 {
-    if (s == scratch_slab || s == lost_slab) return scratch_row;
+    if (s == scratch_slab || s == lost_slab) return scratch_row; /* not kept: counts nobody reads */
     uint64_t r = s[CS_OFF_BINROWS];
     size_t b = r / CS_BIN_BLOCK_ROWS;
     if (b >= CS_BIN_BLOCKS) return scratch_row; /* every sized function has a row by then */
-    if (!cs_tl_bin_block[b]) {
+    if (!cs_tl.bin_block[b]) {
         uint64_t at;
         uint64_t *p = claim(CS_BIN_BLOCK_BYTES, &at);
         if (!p) {
             __atomic_add_fetch(&cs_hdr->lost_blocks, 1, __ATOMIC_RELAXED);
-            return scratch_row;
+            return cs_tl.bin_row[row_of] = scratch_row; /* lost from now on, and said so once */
         }
-        cs_tl_bin_block[b] = p;
+        cs_tl.bin_block[b] = p;
         __atomic_store_n(&s[CS_OFF_BINBLOCKS + b], at, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&s[CS_OFF_BINROWS], r + 1, __ATOMIC_RELEASE);
     __atomic_store_n(&((uint16_t *)(s + CS_OFF_BINMAP))[row_of], (uint16_t)(r + 1), __ATOMIC_RELEASE);
-    return cs_tl_bin_block[b] + (r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
+    return cs_tl.bin_row[row_of] = cs_tl.bin_block[b] + (r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
 }
 
 static uint64_t *peer_slot(uint64_t *t, uint64_t cap, uint64_t key)
@@ -318,7 +337,7 @@ static uint64_t *peer_slot(uint64_t *t, uint64_t cap, uint64_t key)
 uint64_t *cs_peer_new(uint64_t *s, int world)
 {
     uint64_t key = (uint64_t)world + 1, cap = s[CS_OFF_PEERCAP];
-    uint64_t *t = cs_tl_peers ? cs_tl_peers : s + CS_OFF_PEERS;
+    uint64_t *t = cs_tl.peers ? cs_tl.peers : s + CS_OFF_PEERS;
     if (2 * (s[CS_OFF_PEERCOUNT] + 1) > cap) {
         uint64_t at, *n = s == lost_slab ? 0 : claim(((2 * cap * CS_PEER_ENTRY * 8 + CS_PAGE - 1) / CS_PAGE) * CS_PAGE, &at);
         if (!n) {
@@ -334,8 +353,9 @@ uint64_t *cs_peer_new(uint64_t *s, int world)
         __atomic_store_n(&s[CS_OFF_PEERAT], at, __ATOMIC_RELEASE);
         __atomic_store_n(&s[CS_OFF_PEERCAP], 2 * cap, __ATOMIC_RELEASE);
         __atomic_store_n(&s[CS_OFF_PEERSEQ], s[CS_OFF_PEERSEQ] + 1, __ATOMIC_RELEASE); /* even */
-        t = cs_tl_peers = n;
+        t = cs_tl.peers = n;
         cap *= 2;
+        cs_peer_cache_clear(); /* the cached entries moved */
     }
     uint64_t *e = peer_slot(t, cap, key);
     if (e[0] != key) {
@@ -352,20 +372,19 @@ void cs_state_sync(void)
     if (cs_hdr) msync(cs_hdr, CS_RANK_BLOCK_BYTES, MS_ASYNC);
 }
 
-int cs_thread_index(void) { return tl_index; }
+int cs_thread_index(void) { return cs_tl.index; }
 
 uint64_t cs_next_request_id(void)
 {
-    if (tl_index < 0) cs_slab();
-    return ((uint64_t)(tl_index + 1) << 40) | ++tl_request_seq;
+    if (cs_tl.index < 0) cs_slab();
+    return ((uint64_t)(cs_tl.index + 1) << 40) | ++cs_tl.request_seq;
 }
 
 long long cs_type_size_slow(MPI_Datatype type)
 {
     int size = 0;
     if (type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS) size = 0;
-    cs_tl_type = type;
-    cs_tl_type_size = size;
-    cs_tl_type_gen = cs_type_generation;
+    cs_tl.type = type;
+    cs_tl.type_size = size;
     return size;
 }

@@ -37,6 +37,10 @@
 
 #include "cs_functions.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted; the default
  * is every set but the trace). */
 enum {
@@ -48,7 +52,10 @@ enum {
     CS_SET_TRACE = 1 << 5,    /* event trace of point-to-point calls */
     CS_SET_PVARS = 1 << 6,    /* MPI_T performance variables in the snapshots */
     CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
+    CS_SET_CLOCK = 1 << 8,     /* timers or trace: wrappers read the clock (not a set) */
 };
+/* What a wrapper does beyond counting, on its slow path: the trace's call site, call sites. */
+#define CS_SETS_SLOW (CS_SET_TRACE | CS_SET_CALLSITES)
 
 enum { CS_KIND_REGULAR, CS_KIND_TIMER, CS_KIND_WATERMARK, CS_KIND_SENTINEL };
 enum { CS_SCOPE_THREAD, CS_SCOPE_RANK };
@@ -70,6 +77,10 @@ enum {
 };
 
 #define CS_PAGE 4096
+
+/* What every wrapper runs, inlined into it whatever the compiler's size heuristics say
+ * (callgrind counts its instructions: scripts/hotpath_instructions.py). */
+#define CS_HOT static inline __attribute__((always_inline))
 
 /* ---- the node file -------------------------------------------------------------- */
 #define CS_NODE_HEADER_BYTES CS_PAGE
@@ -130,10 +141,14 @@ enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
 /* ---- a slab, in words --------------------------------------------------------------- */
 #define CS_NBINS 40 /* bin 0: 0 bytes; bin b: [2^(b-1), 2^b) bytes; the last is open */
 #define CS_NCOLLBINS 4
-#define CS_OFF_CALLS CS_NCOUNTERS
-#define CS_OFF_TICKS (CS_OFF_CALLS + CS_NFUNC)
-#define CS_OFF_FBYTES (CS_OFF_TICKS + CS_NFUNC) /* bytes per function (bytes set) */
-#define CS_OFF_COLL (CS_OFF_FBYTES + CS_NFUNC)
+/* Per function, one record of CS_FUNC_WORDS words in one half cache line: its calls,
+ * ticks and bytes (bytes set), so that a call touches one line for all three.  The
+ * readers take each function's offsets from node.<n>.json ("functions"). */
+#define CS_FUNC_WORDS 4
+enum { CS_FN_CALLS, CS_FN_TICKS, CS_FN_BYTES };
+#define CS_OFF_FUNCS ((CS_NCOUNTERS + CS_FUNC_WORDS - 1) / CS_FUNC_WORDS * CS_FUNC_WORDS)
+#define CS_FN(f, w) (CS_OFF_FUNCS + (f) * CS_FUNC_WORDS + (w)) /* word w of function f */
+#define CS_OFF_COLL (CS_OFF_FUNCS + CS_NFUNC * CS_FUNC_WORDS)
 #define CS_OFF_TID (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS) /* the owner thread's id */
 /* size bins: a row per function the thread has binned, in blocks: CS_NBINS counts,
  * then CS_NBINS tick totals (the time of the function's own calls that moved a message
@@ -151,7 +166,7 @@ enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
 #define CS_OFF_PEERCAP (CS_OFF_PEERSEQ + 1)   /* entries (a power of two) */
 #define CS_OFF_PEERCOUNT (CS_OFF_PEERCAP + 1) /* entries used */
 #define CS_OFF_PEERAT (CS_OFF_PEERCOUNT + 1)  /* file offset of the table; 0: inline below */
-#define CS_OFF_PEERS (CS_OFF_PEERAT + 1)
+#define CS_OFF_PEERS ((CS_OFF_PEERAT + 1 + 7) & ~7) /* entries of 8 words start on a cache line */
 #define CS_PEER_ENTRY (1 + CS_NPEER_ARRAYS)
 #define CS_PEERS_INLINE 16
 #define CS_SLAB_USED (CS_OFF_PEERS + CS_PEERS_INLINE * CS_PEER_ENTRY)
@@ -174,7 +189,8 @@ static inline uint32_t cs_chunk_of(uint32_t i, uint32_t *at)
 static inline uint32_t cs_chunk_slabs(uint32_t c) { return c <= CS_BIG_CHUNK_LOG ? 1u << c : CS_BIG_CHUNK; }
 
 extern int cs_sets;         /* CS_SET_* bits; 0 until profiling is set up */
-extern int cs_clock_wanted; /* timers or trace on: wrappers read the clock */
+extern int cs_clock_wanted; /* timers or trace on: wrappers read the clock (also CS_SET_CLOCK) */
+extern int cs_thread_multiple; /* MPI_THREAD_MULTIPLE: threads may call MPI at once */
 extern int cs_world_size;
 extern int cs_world_rank;
 extern MPI_Group cs_world_group; /* ranks of the peer tables (MPI_COMM_WORLD's, or a session's world pset) */
@@ -199,40 +215,70 @@ extern int64_t cs_clock_skew_ns; /* tests only: COMMSCOPE_TEST_CLOCK_SKEW_NS (cs
 /* Memory of the node file at `offset` (a block this process mapped or maps now). */
 void *cs_block_at(uint64_t offset, size_t bytes);
 
-extern __thread uint64_t *cs_tl_slab __attribute__((tls_model("initial-exec")));
+/* ---- what the hot path reads per thread ------------------------------------------
+ * All in one thread-local block (initial-exec: the wrapper finds it with one GOT load
+ * and reaches every field %fs-relative): the slab, the type-size cache, the peer cache,
+ * and each sized function's size-bin row. */
+#define CS_PEER_CACHE 8 /* (communicator, rank) -> peer entry: the last few, per thread */
+typedef struct {
+    MPI_Comm comm;
+    int rank;
+    uint64_t *entry; /* the peer's CS_NPEER_ARRAYS values; 0: no peer (outside the world) */
+} cs_peer_cache_t;
 
-static inline uint64_t *cs_slab(void)
+typedef struct {
+    unsigned epoch;      /* cs_epoch when this thread last refreshed (0: never) */
+    int sets;            /* its copy of cs_sets, taken then */
+    uint64_t *slab;      /* this thread's slab (a scratch slab before set-up); 0 until then */
+    uint64_t *peers;     /* its peer table */
+    MPI_Datatype type;   /* type sizes: a one-entry cache */
+    long long type_size;
+    int index;           /* the slab's index in the rank, -1 before it has one */
+    uint64_t request_seq;
+    cs_peer_cache_t peer_cache[CS_PEER_CACHE];
+    uint64_t *bin_block[CS_BIN_BLOCKS];
+    uint64_t *bin_row[CS_NSIZED]; /* per sized function (cs_function_bin): its row, 0: none yet */
+} cs_tl_t;
+extern __thread cs_tl_t cs_tl __attribute__((tls_model("initial-exec")));
+
+/* cs_epoch moves when profiling starts or ends and when a datatype or a communicator
+ * is freed (its handle may come back naming another): a thread whose copy differs
+ * refreshes at the start of its next call (cs_refresh: its copy of the sets, its slab,
+ * its type-size and peer caches emptied).  So the hot path reads one global word, and
+ * the caches need no check of their own. */
+extern volatile unsigned cs_epoch;
+void cs_refresh(void);
+void cs_epoch_bump(void);
+
+/* This thread's slab, refreshed first if the epoch moved. */
+CS_HOT uint64_t *cs_thread(void)
 {
-    uint64_t *s = cs_tl_slab;
+    if (__builtin_expect(cs_tl.epoch != cs_epoch, 0)) cs_refresh();
+    return cs_tl.slab;
+}
+
+CS_HOT uint64_t *cs_slab(void)
+{
+    uint64_t *s = cs_tl.slab;
     return __builtin_expect(s != 0, 1) ? s : cs_slab_claim();
 }
 
 /* ---- size-bin rows and peer entries of this thread's slab ------------------------ */
-extern __thread uint64_t *cs_tl_bin_block[CS_BIN_BLOCKS] __attribute__((tls_model("initial-exec")));
 uint64_t *cs_bin_row_new(uint64_t *s, int row_of); /* slow path: assign a row */
 
-/* The size-bin row of sized function row `row_of` (cs_function_bin) in slab s, or NULL. */
-static inline uint64_t *cs_bin_row(uint64_t *s, int row_of)
+/* The size-bin row of sized function row `row_of` (cs_function_bin) in slab s. */
+CS_HOT uint64_t *cs_bin_row(uint64_t *s, int row_of)
 {
-    unsigned r = ((uint16_t *)(s + CS_OFF_BINMAP))[row_of];
-    if (__builtin_expect(r == 0, 0)) return cs_bin_row_new(s, row_of);
-    r -= 1;
-    return cs_tl_bin_block[r / CS_BIN_BLOCK_ROWS] + (size_t)(r % CS_BIN_BLOCK_ROWS) * CS_BIN_ROW_WORDS;
+    uint64_t *row = cs_tl.bin_row[row_of];
+    return __builtin_expect(row != 0, 1) ? row : cs_bin_row_new(s, row_of);
 }
 
-/* The tick word of the size bin this thread's current call counted last, and the
- * function it counted it for: when that function is the call's own, the call's time
- * goes to that bin (CS_LEAVE), else (a Wait completing an MPI_Irecv's receive) to none. */
-extern __thread uint64_t *cs_tl_bin_tick __attribute__((tls_model("initial-exec")));
-extern __thread int cs_tl_bin_func __attribute__((tls_model("initial-exec")));
-
-extern __thread uint64_t *cs_tl_peers __attribute__((tls_model("initial-exec")));
 uint64_t *cs_peer_new(uint64_t *s, int world); /* slow path: insert, growing the table */
 
-/* The CS_NPEER_ARRAYS values of world rank `world` in slab s's peer table, or NULL. */
+/* The CS_NPEER_ARRAYS values of world rank `world` in slab s's peer table. */
 static inline uint64_t *cs_peer(uint64_t *s, int world)
 {
-    uint64_t *t = cs_tl_peers;
+    uint64_t *t = cs_tl.peers;
     uint64_t mask = s[CS_OFF_PEERCAP] - 1, key = (uint64_t)world + 1;
     if (__builtin_expect(t != 0, 1)) {
         for (uint64_t i = (key * 0x9E3779B97F4A7C15ull) >> 40 & mask;; i = (i + 1) & mask) {
@@ -244,7 +290,24 @@ static inline uint64_t *cs_peer(uint64_t *s, int world)
     return cs_peer_new(s, world);
 }
 
-static inline uint64_t cs_ticks(void)
+/* Peer entries by (communicator, rank in it): the slow path (cs_prof_tables.c) maps
+ * the rank to its world rank, finds or inserts the entry and caches it in this
+ * thread's peer cache, which cs_refresh empties (a communicator was freed) and so does
+ * the thread's own table moving (cs_peer_new). */
+uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank);
+void cs_peer_cache_clear(void);
+
+#define CS_PEER_SLOT(comm, rank) (((unsigned)(rank) ^ (unsigned)((uintptr_t)(comm) >> 4)) & (CS_PEER_CACHE - 1))
+
+CS_HOT uint64_t *cs_peer_of(uint64_t *s, MPI_Comm comm, int rank)
+{
+    unsigned i = CS_PEER_SLOT(comm, rank);
+    if (__builtin_expect(cs_tl.peer_cache[i].comm == comm && cs_tl.peer_cache[i].rank == rank, 1))
+        return cs_tl.peer_cache[i].entry;
+    return cs_peer_slow(s, comm, rank);
+}
+
+CS_HOT uint64_t cs_ticks(void)
 {
 #if defined(__x86_64__)
     uint32_t lo, hi;
@@ -255,17 +318,12 @@ static inline uint64_t cs_ticks(void)
 #endif
 }
 
-/* Type sizes: a one-entry cache per thread, invalidated by MPI_Type_free. */
-extern volatile unsigned cs_type_generation;
+/* Type sizes: a one-entry cache per thread, emptied by MPI_Type_free (cs_epoch). */
 long long cs_type_size_slow(MPI_Datatype type);
-extern __thread MPI_Datatype cs_tl_type __attribute__((tls_model("initial-exec")));
-extern __thread long long cs_tl_type_size __attribute__((tls_model("initial-exec")));
-extern __thread unsigned cs_tl_type_gen __attribute__((tls_model("initial-exec")));
 
-static inline long long cs_bytes(long long count, MPI_Datatype type)
+CS_HOT long long cs_bytes(long long count, MPI_Datatype type)
 {
-    if (__builtin_expect(type == cs_tl_type && cs_tl_type_gen == cs_type_generation, 1))
-        return count * cs_tl_type_size;
+    if (__builtin_expect(type == cs_tl.type, 1)) return count * cs_tl.type_size;
     return count * cs_type_size_slow(type);
 }
 
@@ -281,5 +339,7 @@ static inline long long cs_bytes(long long count, MPI_Datatype type)
 void cs_write_failed(const char *path, int err, const char *then);
 /* write() all n bytes (retrying short writes and EINTR); 0, or -1 with errno set. */
 int cs_write_all(int fd, const void *p, size_t n);
+
+#pragma GCC visibility pop
 
 #endif

@@ -243,6 +243,22 @@ void cs_comm_forget(MPI_Comm comm)
 {
     if (comm == MPI_COMM_NULL || comm == MPI_COMM_WORLD || comm == MPI_COMM_SELF) return;
     forget(&comms, handle_key((uintptr_t)comm));
+    cs_epoch_bump(); /* its handle may name another communicator next: peer caches empty */
+}
+
+/* The peer entry of `rank` in `comm` (0 when it is no world rank), kept in this
+ * thread's peer cache (cs_peer_of in cs_prof_state.h). */
+uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank)
+{
+    int w = -1;
+    if (comm == MPI_COMM_WORLD) w = rank >= 0 && rank < cs_world_size ? rank : -1;
+    else if (comm != MPI_COMM_NULL && rank >= 0) {
+        const cs_group_t *g = cs_comm_lookup(comm);
+        w = g && rank < g->size ? g->world_ranks[rank] : -1;
+    }
+    uint64_t *e = w >= 0 ? cs_peer(s, w) : 0;
+    if (s == cs_tl.slab) cs_tl.peer_cache[CS_PEER_SLOT(comm, rank)] = (cs_peer_cache_t){comm, rank, e};
+    return e;
 }
 
 /* Neighbours as the neighbourhood collectives see them: a Cartesian communicator has

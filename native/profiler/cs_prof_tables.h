@@ -6,6 +6,10 @@
 
 #include "cs_prof_state.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* ---- communicators and windows: a group of ranks ------------------------- */
 typedef struct {
     int id;           /* communicators: 0 world, 1 self, then in order of first sight */
@@ -77,5 +81,7 @@ int cs_req_restore(MPI_Request req, const cs_req_t *e);
 int cs_req_mark_cancelled(MPI_Request req);
 /* The request with this id completed: forget it, or (keep) mark a persistent one inactive. */
 void cs_req_done(MPI_Request req, uint64_t id, int keep);
+
+#pragma GCC visibility pop
 
 #endif

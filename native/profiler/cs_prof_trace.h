@@ -5,6 +5,10 @@
 
 #include "cs_prof_state.h"
 
+/* Declarations of the library's own symbols: hidden, so globals are reached
+ * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
+#pragma GCC visibility push(hidden)
+
 /* COLL: a blocking collective; ICOLL: a nonblocking or persistent collective started
  * (MPI_Ibcast, MPI_Start of an MPI_Bcast_init request); COLL_DONE: its completion. */
 enum { CS_EV_SEND = 1, CS_EV_ISEND, CS_EV_RECV, CS_EV_IRECV, CS_EV_COMPLETE, CS_EV_PROBE,
@@ -36,5 +40,7 @@ int cs_coll_root(int root);
 int cs_coll_is_root(MPI_Comm comm, int root);
 int cs_coll_size(MPI_Comm comm);
 int cs_coll_rank(MPI_Comm comm);
+
+#pragma GCC visibility pop
 
 #endif

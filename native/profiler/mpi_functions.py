@@ -232,20 +232,21 @@ DERIVED = {"coll": ("icoll", "pcoll_init"), "ncoll": ("incoll", "pncoll_init")}
 # F is the function id, t0_ the entry time (0 unless timers or the trace are on),
 # BYTES / SENT / RECEIVED the line's extra expressions, KIND its rma kind.
 HOOKS = {
-    "send": ("", "cs_on_send(F, count, datatype, dest, tag, comm, t0_);"),
-    "isend": ("", "cs_on_isend(F, count, datatype, dest, tag, comm, *request, t0_);"),
-    "recv": ("CS_STATUS(status);", "cs_on_recv(F, source, tag, comm, status, t0_);"),
-    "irecv": ("", "cs_on_irecv(F, count, datatype, source, tag, comm, *request, t0_);"),
+    "send": ("", "CS_BIN_TIME(cs_on_send(sets_, F, count, datatype, dest, tag, comm, t0_));"),
+    "isend": ("", "CS_BIN_TIME(cs_on_isend(sets_, F, count, datatype, dest, tag, comm, *request, t0_));"),
+    "recv": ("CS_STATUS(status); uint64_t *rp_ = cs_recv_peer(sets_, s_, source, comm);",
+             "CS_BIN_TIME(cs_on_recv(sets_, F, source, tag, comm, status, t0_, rp_));"),
+    "irecv": ("", "cs_on_irecv(sets_, F, count, datatype, source, tag, comm, *request, t0_);"),
     "sendrecv": ("CS_STATUS(status);",
-                 "cs_on_send(F, sendcount, sendtype, dest, sendtag, comm, t0_); "
-                 "cs_on_recv(F, source, recvtag, comm, status, t0_);"),
+                 "CS_BIN_TIME(cs_on_send(sets_, F, sendcount, sendtype, dest, sendtag, comm, t0_)); "
+                 "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));"),
     "sendrecv_replace": ("CS_STATUS(status);",
-                         "cs_on_send(F, count, datatype, dest, sendtag, comm, t0_); "
-                         "cs_on_recv(F, source, recvtag, comm, status, t0_);"),
-    "isendrecv": ("", "cs_on_isendrecv(F, sendcount, sendtype, dest, sendtag, recvcount, recvtype, "
-                      "source, recvtag, comm, *request, t0_);"),
-    "isendrecv_replace": ("", "cs_on_isendrecv(F, count, datatype, dest, sendtag, count, datatype, "
-                              "source, recvtag, comm, *request, t0_);"),
+                         "CS_BIN_TIME(cs_on_send(sets_, F, count, datatype, dest, sendtag, comm, t0_)); "
+                         "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));"),
+    "isendrecv": ("", "CS_BIN_TIME(cs_on_isendrecv(sets_, F, sendcount, sendtype, dest, sendtag, recvcount, recvtype, "
+                      "source, recvtag, comm, *request, t0_));"),
+    "isendrecv_replace": ("", "CS_BIN_TIME(cs_on_isendrecv(sets_, F, count, datatype, dest, sendtag, count, datatype, "
+                              "source, recvtag, comm, *request, t0_));"),
     "psend_init": ("", "cs_on_persistent_init(F, CS_REQ_SEND, cs_bytes(count, datatype), dest, tag, comm, *request);"),
     "precv_init": ("", "cs_on_persistent_init(F, CS_REQ_RECV, cs_bytes(count, datatype), source, tag, comm, *request);"),
     "part_send_init": ("", "cs_on_persistent_init(F, CS_REQ_SEND, (long long)partitions * cs_bytes(count, datatype), dest, tag, comm, *request);"),
@@ -254,16 +255,16 @@ HOOKS = {
     "startall": ("", "for (int i_ = 0; i_ < count; i_++) cs_on_start(F, array_of_requests[i_], t0_);"),
     "probe": ("", "cs_on_probe(F, source, tag, comm, t0_);"),
     "iprobe": ("", "cs_on_probe(F, source, tag, comm, t0_);"),
-    "mprobe": ("CS_STATUS(status);", "cs_on_mprobe(F, source, tag, comm, status, t0_);"),
-    "improbe": ("CS_STATUS(status);", "if (*flag) cs_on_mprobe(F, source, tag, comm, status, t0_);"),
+    "mprobe": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));"),
+    "improbe": ("CS_STATUS(status);", "if (*flag) CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));"),
     "imrecv": ("", "cs_on_request_started(*request, CS_REQ_MRECV);"),
     "cancel": ("", "cs_on_cancel(*request);"),
     "grequest": ("", "cs_on_request_started(*request, CS_REQ_GENERALIZED);"),
-    "coll": ("", "cs_on_coll(F, BYTES, comm); CS_TRACE_COLL(F, ROOT, TSENT, TRECV, comm, t0_);"),
-    "icoll": ("", "cs_on_coll(F, BYTES, comm); CS_ICOLL(F, *request, ROOT, TSENT, TRECV, comm, t0_);"),
+    "coll": ("", "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_TRACE_COLL(F, ROOT, TSENT, TRECV, comm, t0_);"),
+    "icoll": ("", "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_ICOLL(F, *request, ROOT, TSENT, TRECV, comm, t0_);"),
     "pcoll_init": ("", "CS_PCOLL_INIT(F, BYTES, 0, ROOT, TSENT, TRECV, comm, *request);"),
-    "ncoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED); CS_TRACE_COLL(F, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
-    "incoll": ("", "cs_on_neighbor_coll(F, SENT, RECEIVED); "
+    "ncoll": ("", "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); CS_TRACE_COLL(F, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
+    "incoll": ("", "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); "
                    "CS_ICOLL(F, *request, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
     "pncoll_init": ("", "CS_PCOLL_INIT(F, SENT, RECEIVED, CS_NO_ROOT, SENT, RECEIVED, comm, *request);"),
     "comm_new": ("", "cs_on_comm_created(F, comm, *newcomm);"),
@@ -273,23 +274,23 @@ HOOKS = {
     "type_free": ("cs_on_type_free();", ""),
     "win_new": ("", "cs_on_win_created(*win, comm);"),
     "win_free": ("cs_on_win_free(*win);", ""),
-    "rma": ("", "cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype));"),
-    "rrma": ("", "cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype)); "
+    "rma": ("", "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype)));"),
+    "rrma": ("", "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype))); "
                  "cs_on_request_started(*request, CS_REQ_RMA);"),
-    "rma_getacc": ("", "cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
-                       "cs_bytes(result_count, result_datatype));"),
-    "rrma_getacc": ("", "cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
-                        "cs_bytes(result_count, result_datatype)); cs_on_request_started(*request, CS_REQ_RMA);"),
-    "rma_fetch": ("", "cs_on_get_accumulate(F, win, target_rank, CS_OP_OF, cs_bytes(1, datatype), cs_bytes(1, datatype));"),
+    "rma_getacc": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
+                       "cs_bytes(result_count, result_datatype)));"),
+    "rrma_getacc": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
+                        "cs_bytes(result_count, result_datatype))); cs_on_request_started(*request, CS_REQ_RMA);"),
+    "rma_fetch": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, CS_OP_OF, cs_bytes(1, datatype), cs_bytes(1, datatype)));"),
     "file_open": ("", "cs_on_file_open(filename, *fh);"),
     "file_close": ("cs_on_file_close(*fh);", ""),
-    "io_read": ("CS_STATUS(status);", "cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status));"),
-    "io_write": ("", "cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype));"),
+    "io_read": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));"),
+    "io_write": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype)));"),
     "io_iread": ("", "cs_on_io_iread(F, fh, *request);"),
-    "io_iwrite": ("", "cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype)); "
+    "io_iwrite": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype))); "
                       "cs_on_request_started(*request, CS_REQ_FILE);"),
-    "io_read_end": ("CS_STATUS(status);", "cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status));"),
-    "io_write_begin": ("", "cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype));"),
+    "io_read_end": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));"),
+    "io_write_begin": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype)));"),
     "calls": ("", ""),
 }
 # What the event trace records of a collective (--trace; docs/profile.md): its root
@@ -483,8 +484,12 @@ def header(funcs, nsized, ncoll, f77, f08):
             f"#define CS_NSIZED {max(nsized, 1)}",
             f"#define CS_NCOLL {max(ncoll, 1)}",
             "extern const char *const cs_function_names[CS_NFUNC];",
-            "extern const int cs_function_bin[CS_NFUNC];   /* size-bin row, -1: none */",
-            "extern const int cs_function_coll[CS_NFUNC];  /* collective-bin row, -1: none */",
+            "/* Rows per function, static so that a wrapper's row (its function id is a",
+            " * constant) is a constant too. */",
+            "static const int cs_function_bin[CS_NFUNC] = {  /* size-bin row, -1: none */",
+            "    " + ", ".join(str(f["bin_index"]) for f in funcs) + "};",
+            "static const int cs_function_coll[CS_NFUNC] = {  /* collective-bin row, -1: none */",
+            "    " + ", ".join(str(f["coll_index"]) for f in funcs) + "};",
             "#endif"]
     return "\n".join(out) + "\n"
 
@@ -497,8 +502,8 @@ def _post(f):
     post = re.sub(r"\bROOT\b", root, post).replace("TSENT", tsent).replace("TRECV", trecv)
     post = (post.replace("BYTES", extra or "0").replace("SENT", sent.strip())
             .replace("RECEIVED", received.strip()).replace("CS_RMA_KIND", f"CS_RMA_{extra}")
-            .replace("CS_OP_OF", "op" if "Fetch" in f["name"] else "MPI_REPLACE")
-            .replace("(F,", f"(CS_F_{f['name']},"))
+            .replace("CS_OP_OF", "op" if "Fetch" in f["name"] else "MPI_REPLACE"))
+    post = re.sub(r"\bF\b", f"CS_F_{f['name']}", post)
     return pre, post
 
 
@@ -507,21 +512,24 @@ def wrappers(funcs):
            '#include "cs_prof_hooks.h"', "",
            "const char *const cs_function_names[CS_NFUNC] = {",
            *[f'    "{f["name"]}",' for f in funcs], "};",
-           "const int cs_function_bin[CS_NFUNC] = {" + ", ".join(str(f["bin_index"]) for f in funcs) + "};",
-           "const int cs_function_coll[CS_NFUNC] = {" + ", ".join(str(f["coll_index"]) for f in funcs) + "};",
            ""]
     for f in funcs:
         if f["category"] == "hand":
             continue
         pre, post = _post(f)
-        fid = f"CS_F_{f['name']}"
-        out += [f"CS_EXPORT int {f['name']}({f['params']})", "{",
-                f"    CS_ENTER({fid});",
-                *([f"    {pre}"] if pre else []),
-                f"    int rc_ = P{f['name']}({', '.join(f['args'])});",
-                *([f"    if (rc_ == MPI_SUCCESS) {{ {post} }}"] if post else []),
-                f"    CS_LEAVE({fid});",
-                "    return rc_;", "}", ""]
+        fid, name, args = f"CS_F_{f['name']}", f["name"], f["args"]
+        body = [*([f"    {pre}"] if pre else []),
+                f"    int rc_ = P{name}({', '.join(args)});",
+                *([f"    if (rc_ == MPI_SUCCESS) {{ {post} }}"] if post else [])]
+        # Two versions (cs_prof_hooks.h): the full one, with the trace's call site and
+        # call sites, and the exported fast one, which runs when neither is on and
+        # hands the call to the full one otherwise (with the program's return address).
+        full_params = "void *ra_" + ("" if f["params"] == "void" else f", {f['params']}")
+        out += [f"static __attribute__((noinline)) int cs_full_{name}({full_params})", "{",
+                f"    CS_ENTER_RA({fid}, ra_);", *body, f"    CS_LEAVE({fid});", "    return rc_;", "}", "",
+                f"CS_EXPORT int {name}({f['params']})", "{",
+                f"    CS_FAST_BEGIN({fid}, cs_full_{name}, {', '.join(['__builtin_return_address(0)', *args])});",
+                *body, f"    CS_FAST_END({fid});", "    return rc_;", "}", ""]
     return "\n".join(out)
 
 
