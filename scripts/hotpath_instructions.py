@@ -77,7 +77,7 @@ HOOKS = {
         cs_save cs_release cs_complete_saved complete cs_settle cs_ended_saved
         cs_next_request_id cs_thread_index was_cancelled sendrecv_status_usable statuses
         statuses_release cs_tracking_requests cs_posts_receive cs_on_start cs_on_cancel
-        cs_freed cs_on_request_started""",
+        cs_freed cs_on_request_started handle_key slot_of""",
     "clock": "cs_ticks cs_leave_time cs_now_ns",
     "call site": """cs_site_enter cs_site_leave cs_site_slow cs_site_passthrough
         cs_site_credit cs_site_note cs_site_program""",

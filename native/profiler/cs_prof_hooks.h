@@ -45,7 +45,7 @@ typedef struct {
  * calls MPI_*), the first frame outside it, unwound (cs_site_program).  Call-site
  * counting then finds the same address in cs_tl_site, so the trace and the call-site
  * table agree. */
-static inline void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra)
+CS_HOT void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra)
 {
     sl->b0 = s[CS_FN(f, CS_FN_BYTES)];
     sl->tsite = 0;
@@ -57,7 +57,7 @@ static inline void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, vo
     sl->site = (sets & CS_SET_CALLSITES) ? cs_site_enter(f, ra) : 0;
 }
 
-static inline void cs_leave_slow(const cs_slow_t *sl, uint64_t *s, int f, uint64_t dt)
+CS_HOT void cs_leave_slow(const cs_slow_t *sl, uint64_t *s, int f, uint64_t dt)
 {
     if (sl->site) cs_site_leave(sl->site, s[CS_FN(f, CS_FN_BYTES)] - sl->b0, dt);
     if (sl->tsite) cs_tl_site = 0;
@@ -73,12 +73,14 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
     return dt;
 }
 
-/* The generic entry and exit (hand-written wrappers, and every generated wrapper's
- * full version, which runs when the trace or call sites are on): RA is the program's
- * return address, the call site. */
-#define CS_ENTER_RA(F, RA)                                                              \
+/* The generic entry and exit (hand-written wrappers, and the full path of every
+ * generated wrapper, which runs when the trace or call sites are on): RA is the
+ * program's return address, the call site. */
+#define CS_BEGIN(F)                                                                     \
     uint64_t *s_ = cs_thread();                                                         \
-    int sets_ = cs_tl.sets;                                                             \
+    int sets_ = cs_tl.sets
+
+#define CS_FULL_ENTER(F, RA)                                                            \
     s_[CS_FN((F), CS_FN_CALLS)]++;                                                      \
     uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0;                             \
     uint64_t *bt_ = 0; /* the tick word of the size bin the call's time goes to */      \
@@ -87,7 +89,10 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
         cs_enter_slow(&sl_, s_, (F), sets_, (RA));                                      \
     uint64_t *se_ = sl_.site;                                                           \
     (void)t0_, (void)se_, (void)bt_
-#define CS_ENTER(F) CS_ENTER_RA(F, __builtin_return_address(0))
+
+#define CS_ENTER(F)  \
+    CS_BEGIN(F);     \
+    CS_FULL_ENTER(F, __builtin_return_address(0))
 
 #define CS_LEAVE(F)                                                                  \
     do {                                                                             \
@@ -95,13 +100,11 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
         if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) cs_leave_slow(&sl_, s_, (F), dt_); \
     } while (0)
 
-/* A generated wrapper's fast version (mpi_functions.py): neither the trace nor call
- * sites are on, so sets_ is known to have neither bit and the compiler drops every
- * branch that tests them (the hooks take sets_ as an argument). */
-#define CS_FAST_BEGIN(F, FULL, ...)                                                     \
-    uint64_t *s_ = cs_thread();                                                         \
-    int sets_ = cs_tl.sets;                                                             \
-    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) return FULL(__VA_ARGS__);     \
+/* The fast path of a generated wrapper (after CS_BEGIN and the test of the slow
+ * sets, mpi_functions.py): neither the trace nor call sites are on, and sets_ says so,
+ * so the compiler drops every branch that tests them (the hooks take sets_ as an
+ * argument). */
+#define CS_FAST_ENTER(F)                                                                \
     sets_ &= ~CS_SETS_SLOW;                                                             \
     s_[CS_FN((F), CS_FN_CALLS)]++;                                                      \
     uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0;                             \

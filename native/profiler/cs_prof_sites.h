@@ -80,9 +80,11 @@ static inline uint64_t *cs_site_enter(int func, void *ra0)
     uintptr_t ra = (uintptr_t)(cs_tl_site ? cs_tl_site : ra0);
     cs_sites_t *t = cs_tl_sites;
     uint64_t *e = 0;
-    if (__builtin_expect(!t || cs_site_depth > 1 || cs_site_passthrough(ra), 0)) {
-        e = cs_site_slow(func, ra);
-    } else {
+    /* The table's keys are program addresses (a return address in the MPI's Fortran
+     * layer is unwound to one by the slow path, and never a key itself unless it
+     * cannot be unwound, which the slow path would find again), so a hit needs no
+     * test of the pass-through ranges; a miss, or deeper call sites, go the slow way. */
+    if (__builtin_expect(t != 0 && cs_site_depth == 1, 1)) {
         for (uint64_t i = ((ra + (uint64_t)func) * 0x9E3779B97F4A7C15ull) >> 32 & t->mask;; i = (i + 1) & t->mask) {
             uint64_t *x = t->slot[i];
             if (!x) break;
@@ -91,8 +93,8 @@ static inline uint64_t *cs_site_enter(int func, void *ra0)
                 break;
             }
         }
-        if (!e) e = cs_site_slow(func, ra); /* a new site: insert (and maybe grow) */
     }
+    if (!e) e = cs_site_slow(func, ra); /* a new site (insert, maybe grow), or unwind */
     if (e) e[CS_SITE_CALLS]++;
     cs_tl_cur_site = e;
     return e;

@@ -483,15 +483,21 @@ static int noverflow, overflow_cap;
 static pthread_mutex_t overflow_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_order = 1;
 
+/* Below MPI_THREAD_MULTIPLE the program makes one MPI call at a time, so the table
+ * is only ever touched by one thread at a time: no bucket locks, no atomic order. */
 static inline bucket_t *bucket_lock(uintptr_t key)
 {
     bucket_t *b = &buckets[slot_of(key, bucket_bits)];
-    while (__atomic_exchange_n(&b->lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&b->lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
+    if (__builtin_expect(cs_thread_multiple, 0))
+        while (__atomic_exchange_n(&b->lock, 1, __ATOMIC_ACQUIRE))
+            while (__atomic_load_n(&b->lock, __ATOMIC_RELAXED)) __builtin_ia32_pause();
     return b;
 }
 
-static inline void bucket_unlock(bucket_t *b) { __atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE); }
+static inline void bucket_unlock(bucket_t *b)
+{
+    if (__builtin_expect(cs_thread_multiple, 0)) __atomic_store_n(&b->lock, 0, __ATOMIC_RELEASE);
+}
 
 int cs_reqs_init(long capacity)
 {
@@ -538,7 +544,9 @@ static int put(MPI_Request req, const cs_req_t *info, uint64_t order)
 
 int cs_req_put(MPI_Request req, const cs_req_t *info)
 {
-    return put(req, info, __atomic_fetch_add(&next_order, 1, __ATOMIC_RELAXED));
+    uint64_t order = __builtin_expect(cs_thread_multiple, 0) ? __atomic_fetch_add(&next_order, 1, __ATOMIC_RELAXED)
+                                                              : next_order++;
+    return put(req, info, order);
 }
 
 int cs_req_restore(MPI_Request req, const cs_req_t *e) { return put(req, e, e->order); }
@@ -549,9 +557,17 @@ int cs_req_restore(MPI_Request req, const cs_req_t *e) { return put(req, e, e->o
  * caller (the overflow lock only when the list is not empty). */
 static cs_req_t *find(bucket_t *b, int with_overflow, uintptr_t key, uint64_t id, int *count)
 {
-    uint64_t mine = (uint64_t)(cs_thread_index() + 1);
+    /* the usual case: one entry of this handle, in its bucket */
+    int at = -1, k = 0;
+    for (int i = 0; i < PER_BUCKET; i++)
+        if (b->e[i].key == key) at = i, k++;
+    if (__builtin_expect(k == 1 && !with_overflow, 1)) {
+        *count = 1;
+        return !id || b->e[at].id == id ? &b->e[at] : 0;
+    }
+    uint64_t mine = (uint64_t)(cs_tl.index + 1);
     cs_req_t *oldest = 0, *own = 0;
-    int k = 0;
+    k = 0;
     for (int i = 0; i < PER_BUCKET + (with_overflow ? noverflow : 0); i++) {
         cs_req_t *e = i < PER_BUCKET ? &b->e[i] : &overflow[i - PER_BUCKET];
         if (e->key != key) continue;

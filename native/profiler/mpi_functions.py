@@ -521,14 +521,15 @@ def wrappers(funcs):
         body = [*([f"    {pre}"] if pre else []),
                 f"    int rc_ = P{name}({', '.join(args)});",
                 *([f"    if (rc_ == MPI_SUCCESS) {{ {post} }}"] if post else [])]
-        # Two versions (cs_prof_hooks.h): the full one, with the trace's call site and
-        # call sites, and the exported fast one, which runs when neither is on and
-        # hands the call to the full one otherwise (with the program's return address).
-        full_params = "void *ra_" + ("" if f["params"] == "void" else f", {f['params']}")
-        out += [f"static __attribute__((noinline)) int cs_full_{name}({full_params})", "{",
-                f"    CS_ENTER_RA({fid}, ra_);", *body, f"    CS_LEAVE({fid});", "    return rc_;", "}", "",
-                f"CS_EXPORT int {name}({f['params']})", "{",
-                f"    CS_FAST_BEGIN({fid}, cs_full_{name}, {', '.join(['__builtin_return_address(0)', *args])});",
+        # Two paths (cs_prof_hooks.h): the fast one, when neither the trace nor call
+        # sites are on (the hooks get sets_ with those bits known clear, so their
+        # branches fold away), and the full one.
+        out += [f"CS_EXPORT int {name}({f['params']})", "{",
+                f"    CS_BEGIN({fid});",
+                "    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) {",
+                f"        CS_FULL_ENTER({fid}, __builtin_return_address(0));",
+                *["    " + x for x in body], f"        CS_LEAVE({fid});", "        return rc_;", "    }",
+                f"    CS_FAST_ENTER({fid});",
                 *body, f"    CS_FAST_END({fid});", "    return rc_;", "}", ""]
     return "\n".join(out)
 
