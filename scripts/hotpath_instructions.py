@@ -272,7 +272,7 @@ def measure(m, lib, exe, config, iters, phases, cache=False, tmp=None):
     plan = launch.plan_launch(m, 2, shutil.which("valgrind"), vg, bind="none")
     res = launch.run_job(plan, echo=False, progress=False, timeout=1800)
     if res.returncode != 0:
-        sys.exit(f"hotpath under callgrind failed ({m.name}, {config}):\n{res.stderr[-3000:]}")
+        raise RuntimeError(f"hotpath under callgrind failed ({m.name}, {config}):\n{res.stderr[-3000:]}")
     hooks = HookMap()
     result = {}
     for dump in sorted(out.glob("cg.*.*")):
@@ -289,7 +289,7 @@ def measure(m, lib, exe, config, iters, phases, cache=False, tmp=None):
                 acc[i] += c
     missing = [p for p in phases if p not in result or result[p]["calls"] != 2 * PHASES[p] * iters]
     if missing:
-        sys.exit(f"hotpath under callgrind: no dump of both ranks for {', '.join(missing)} in {out}")
+        raise RuntimeError(f"hotpath under callgrind: no dump of both ranks for {', '.join(missing)} in {out}")
     shutil.rmtree(out, ignore_errors=True)
     return result
 
@@ -355,7 +355,10 @@ def main():
                 sys.exit(f"--lib: {lib}: no such library")
             exe = compile_program(m, tmp)
             for config in configs:
-                result = measure(m, lib, exe, config, a.iters, phases, a.cache, tmp)
+                try:
+                    result = measure(m, lib, exe, config, a.iters, phases, a.cache, tmp)
+                except RuntimeError as e:
+                    sys.exit(str(e))
                 rows += rows_of(m.name, config, result, a.cache)
                 for phase, r in result.items() if a.lines else ():
                     print(f"# {m.name} {config} {phase}: the {a.lines} costliest lines, instructions per call")

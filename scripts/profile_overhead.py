@@ -41,6 +41,8 @@ default (timers included) with another build of the library, e.g. one built from
 earlier commit (PATH may hold {mpi}, replaced by the MPI's name: openmpi, mpich);
 default_over_baseline is the median of the per-round ratio of the two, what the
 changes between the two builds cost (for the time per size bin: docs/profile.md).
+With --callsites it also adds "baseline_callsites", with --trace "baseline_trace"
+(and the other build's cost per traced event), so before and after are one run.
 
 --mpip PATH (PATH may hold {mpi}) adds mpiP (LLNL/mpiP, libmpiP.so built against the
 same MPI) preloaded instead of commscope, alternating with the others in each round:
@@ -70,6 +72,8 @@ CONFIGS = {"none": None, "default": "default",
            "callsites": "default+sites",  # +sites: COMMSCOPE_CALLSITES=1
            # --baseline-lib: the default's sets, named (an older library's default differs)
            "baseline": "bytes,peers,bins,requests,timers,pvars",
+           "baseline_callsites": "bytes,peers,bins,requests,timers,pvars+sites",
+           "baseline_trace": "bytes,peers,bins,requests,timers,pvars,trace",
            # --mpip: mpiP preloaded instead, with its default options and with -k 0
            "mpip": "mpip:", "mpip_k0": "mpip:-k 0"}
 #: Ratio targets at 8 B by MPI (issue 37), and from 64 KiB on; added nanoseconds.
@@ -145,9 +149,11 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
     mpip_lib = Path(mpip.replace("{mpi}", m.name)) if mpip else None
     if mpip_lib is not None and not mpip_lib.is_file():
         sys.exit(f"--mpip: {mpip_lib}: no such library")
-    libs = {"baseline": base, "mpip": mpip_lib, "mpip_k0": mpip_lib}
+    libs = {"baseline": base, "baseline_callsites": base, "baseline_trace": base,
+            "mpip": mpip_lib, "mpip_k0": mpip_lib}
+    trace_mode = configs[:2] == TRACE_CONFIGS
     medians = {c: [] for c in configs}
-    records = []  # trace records per one-way trip, per trace run
+    records = {c: [] for c in configs}  # trace records per one-way trip, per trace run
     ref = configs[0]  # the ratios' denominator: none, or default with --trace
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(rounds):
@@ -156,7 +162,7 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
                 medians[c].append(one_run(m, program, libs.get(c) or lib,
-                                          counters, out, iters, large_iters, max_size, records))
+                                          counters, out, iters, large_iters, max_size, records[c]))
             print(f"{m.name}: round {r + 1}/{rounds} done", file=sys.stderr)
     rows = []
     for size in medians[ref][0].index:
@@ -174,22 +180,32 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
         if "baseline" in configs:  # the cost of this build over the baseline build
             row["default_over_baseline_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["default"], medians["baseline"]))
-        if configs == TRACE_CONFIGS:  # per traced event, the round's own records per trip
+        if trace_mode:  # per traced event, the round's own records per trip
             row["added_s_per_event"] = statistics.median(
-                (x[size] - d[size]) / k for x, d, k in zip(medians["trace"], medians["default"], records))
+                (x[size] - d[size]) / k for x, d, k in zip(medians["trace"], medians["default"],
+                                                           records["trace"]))
+            if "baseline_trace" in configs:
+                row["baseline_added_s_per_event"] = statistics.median(
+                    (x[size] - d[size]) / k for x, d, k in zip(medians["baseline_trace"], medians["baseline"],
+                                                               records["baseline_trace"]))
+        if "baseline_callsites" in configs:
+            row["baseline_callsites_over_baseline_ratio"] = statistics.median(
+                x[size] / d[size] for x, d in zip(medians["baseline_callsites"], medians["baseline"]))
         if "callsites" in configs:  # the cost of call sites on top of the default counters
             row["callsites_over_default_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
         rows.append(row)
     print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
                                    f"median of {rounds} alternating rounds"))
-    if records:
-        print(f"trace records per one-way trip: {statistics.median(records):.3f} "
-              f"(median of {len(records)} runs; a send and a receive, and the barriers)")
-    for r in rows if configs == TRACE_CONFIGS else ():
+    if records.get("trace"):
+        print(f"trace records per one-way trip: {statistics.median(records['trace']):.3f} "
+              f"(median of {len(records['trace'])} runs; a send and a receive, and the barriers)")
+    for r in rows if trace_mode else ():
         if r["size_bytes"] == 8:
             print(f"trace at 8 B: {format_seconds(r['added_s_per_event'])} per traced event "
-                  f"(target < {format_seconds(TRACE_TARGET_S)})")
+                  f"(target < {format_seconds(TRACE_TARGET_S)})"
+                  + (f"; baseline build: {format_seconds(r['baseline_added_s_per_event'])}"
+                     if "baseline_added_s_per_event" in r else ""))
     for line in target_lines(m.name, rows):
         print(line)
     return m.name, rows
@@ -273,7 +289,8 @@ def main():
         configs = (("none", "default", "callsites") if a.callsites else TRACE_CONFIGS if a.trace
                    else tuple(c for c in CONFIGS if c not in ("baseline", "mpip", "mpip_k0")))
         if a.baseline_lib:
-            configs += ("baseline",)
+            configs += (("baseline", "baseline_callsites") if a.callsites
+                        else ("baseline", "baseline_trace") if a.trace else ("baseline",))
         if a.mpip and not a.trace:
             configs += ("mpip", "mpip_k0")
         name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs,
