@@ -280,8 +280,7 @@ static void set_up(int thread_level, cs_session_t session, int sets)
         cs_sites_init((int)depth);
     if (depth > 0)
         sets |= CS_SET_CALLSITES;
-    cs_clock_wanted = (sets & (CS_SET_TIMERS | CS_SET_TRACE)) != 0;
-    if (cs_clock_wanted) sets |= CS_SET_CLOCK;
+    if (sets & (CS_SET_TIMERS | CS_SET_TRACE)) sets |= CS_SET_CLOCK; /* wrappers read the clock */
     /* below MPI_THREAD_MULTIPLE the program never calls MPI from two threads at once:
      * the rank-wide words and the request table need no atomics and no locks */
     cs_thread_multiple = thread_level >= MPI_THREAD_MULTIPLE;

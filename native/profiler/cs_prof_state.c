@@ -17,7 +17,6 @@
 #include "cs_prof_state.h"
 
 int cs_sets = 0;
-int cs_clock_wanted = 0;
 int cs_world_size = 0;
 int cs_world_rank = -1;
 MPI_Group cs_world_group = MPI_GROUP_NULL;
@@ -374,7 +373,7 @@ void cs_state_sync(void)
 
 int cs_thread_index(void) { return cs_tl.index; }
 
-uint64_t cs_next_request_id(void)
+uint64_t cs_next_request_id_slow(void)
 {
     if (cs_tl.index < 0) cs_slab();
     return ((uint64_t)(cs_tl.index + 1) << 40) | ++cs_tl.request_seq;

@@ -189,7 +189,6 @@ static inline uint32_t cs_chunk_of(uint32_t i, uint32_t *at)
 static inline uint32_t cs_chunk_slabs(uint32_t c) { return c <= CS_BIG_CHUNK_LOG ? 1u << c : CS_BIG_CHUNK; }
 
 extern int cs_sets;         /* CS_SET_* bits; 0 until profiling is set up */
-extern int cs_clock_wanted; /* timers or trace on: wrappers read the clock (also CS_SET_CLOCK) */
 extern int cs_thread_multiple; /* MPI_THREAD_MULTIPLE: threads may call MPI at once */
 extern int cs_world_size;
 extern int cs_world_rank;
@@ -209,7 +208,7 @@ uint32_t cs_slabs_visible(void); /* slabs claimed and mapped: what readers may s
 uint64_t *cs_slab_at(uint32_t i);
 void cs_state_sync(void);        /* schedule the mapped file's write-back */
 int cs_thread_index(void);       /* index of this thread's slab, -1 before it has one */
-uint64_t cs_next_request_id(void);
+
 uint64_t cs_now_ns(void); /* CLOCK_MONOTONIC ns (plus cs_clock_skew_ns) */
 extern int64_t cs_clock_skew_ns; /* tests only: COMMSCOPE_TEST_CLOCK_SKEW_NS (cs_prof_clocks.c) */
 /* Memory of the node file at `offset` (a block this process mapped or maps now). */
@@ -240,6 +239,14 @@ typedef struct {
     uint64_t *bin_row[CS_NSIZED]; /* per sized function (cs_function_bin): its row, 0: none yet */
 } cs_tl_t;
 extern __thread cs_tl_t cs_tl __attribute__((tls_model("initial-exec")));
+
+uint64_t cs_next_request_id_slow(void);
+/* commscope's id of a new request: the starting thread's slab + 1 << 40 | its sequence. */
+static inline uint64_t cs_next_request_id(void)
+{
+    if (__builtin_expect(cs_tl.index < 0, 0)) return cs_next_request_id_slow();
+    return ((uint64_t)(cs_tl.index + 1) << 40) | ++cs_tl.request_seq;
+}
 
 /* cs_epoch moves when profiling starts or ends and when a datatype or a communicator
  * is freed (its handle may come back naming another): a thread whose copy differs

@@ -601,7 +601,7 @@ static int with_entry(MPI_Request req, int op, cs_req_t *out, int set_active, ui
         e->active = 0, e->cancelled = 0;
     } else if (e && op != OP_GET) {
         e->key = EMPTY;
-        if (e >= overflow && e < overflow + noverflow) { /* keep the list dense */
+        if (spill && e >= overflow && e < overflow + noverflow) { /* keep the list dense */
             *e = overflow[noverflow - 1];
             __atomic_store_n(&noverflow, noverflow - 1, __ATOMIC_RELEASE);
         }
