@@ -41,6 +41,10 @@ mpich), e.g. one built from an earlier commit.  --cache adds callgrind's cache
 simulation (the host's L1/LL geometry): data-cache misses per call (D1mr + D1mw,
 DLmr + DLmw) beside the instructions.  --record FILE writes the default path's
 figures (the regression guard's reference, tests/data/hotpath_instructions.json).
+--clock also times a clock read on this machine (tests/programs/clock_cost.c, no MPI,
+best of 9): what one rdtsc adds after a memcpy of 8 B, 1 KiB and 4 KiB (a receive's
+copy) and what a pair around it adds (a wrapper's timer), and clock_gettime; times,
+not instructions, so they move with the load (the best of 9 moves least).
 --quick (what `make bench QUICK=1` and tests/test_scripts_quick.py run): Open MPI,
 the default counters, 200 iterations.  Exits 3 ("skipped: ...") without valgrind
 or its callgrind.h.
@@ -58,6 +62,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "programs" / "hotpath.c"
+CLOCK_PROGRAM = ROOT / "tests" / "programs" / "clock_cost.c"
 SKIPPED = 3
 
 HOOK_ORDER = ("wrapper", "message count", "size bin", "peer entry", "request table", "clock",
@@ -303,6 +308,14 @@ def per_call(r, event="Ir"):
     return hooks, sum(hooks.values())
 
 
+def clock_cost(out_dir):
+    """{name: ns} from tests/programs/clock_cost.c (compiled with the system's cc)."""
+    exe = Path(out_dir) / "clock_cost"
+    subprocess.run([shutil.which("cc") or "gcc", "-O2", str(CLOCK_PROGRAM), "-o", str(exe)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return {name: float(v) for name, v in (line.split() for line in out.splitlines() if line.strip())}
+
+
 def rows_of(mpi_name, config, result, cache):
     rows = []
     for phase, r in result.items():
@@ -330,6 +343,8 @@ def main():
     ap.add_argument("--record", default=None,
                     help="write the default path's instructions per call here (regression guard)")
     ap.add_argument("--quick", action="store_true", help="Open MPI, default counters, 200 iterations")
+    ap.add_argument("--clock", action="store_true",
+                    help="also time a clock read on this machine (rdtsc beside a memcpy; clock_gettime)")
     ap.add_argument("--lines", type=int, default=0, metavar="N",
                     help="also print the N source lines with the most instructions per call, per phase")
     a = ap.parse_args()
@@ -372,8 +387,16 @@ def main():
     print(format_table([{c: r[c] for c in cols} for r in rows],
                        title=f"libcommscope instructions per wrapped MPI call (callgrind, 2 ranks, "
                              f"{a.iters} iterations per phase, steady state)"))
+    clock = None
+    if a.clock:
+        with tempfile.TemporaryDirectory(prefix="cs-clock-") as tmp:
+            clock = clock_cost(tmp)
+        print()
+        print("# a clock read on this machine, ns (best of 9 x 2,000,000; times, not instructions)")
+        for name, ns in clock.items():
+            print(f"{name:32s} {ns:7.2f}")
     if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+        Path(a.json).write_text(json.dumps({"rows": rows, "clock_ns": clock} if clock else rows, indent=1) + "\n")
     if a.record:
         ref = {"what": "libcommscope instructions per wrapped MPI call, default counters "
                        "(timers included), steady state, scripts/hotpath_instructions.py",
