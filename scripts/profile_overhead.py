@@ -75,7 +75,9 @@ CONFIGS = {"none": None, "default": "default",
            "baseline_callsites": "bytes,peers,bins,requests,timers,pvars+sites",
            "baseline_trace": "bytes,peers,bins,requests,timers,pvars,trace",
            # --mpip: mpiP preloaded instead, with its default options and with -k 0
-           "mpip": "mpip:", "mpip_k0": "mpip:-k 0"}
+           "mpip": "mpip:", "mpip_k0": "mpip:-k 0",
+           # only by --configs: calls counted and nothing else (the cost of the wrapper)
+           "calls": "calls"}
 #: Ratio targets at 8 B by MPI (issue 37), and from 64 KiB on; added nanoseconds.
 RATIO_TARGET_8B = {"openmpi": 1.07, "mpich": 1.02}
 RATIO_TARGET_LARGE = 1.01
@@ -174,10 +176,10 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
                 x[size] / n[size] for x, n in zip(medians[c], medians[ref]))
             row[f"{c}_added_s" if ref == "none" else f"{c}_over_{ref}_added_s"] = statistics.median(
                 x[size] - n[size] for x, n in zip(medians[c], medians[ref]))
-        if "no_timers" in configs:  # the cost of the timers on top of the other counters
+        if {"no_timers", "default"} <= set(configs):  # the timers on top of the other counters
             row["timers_over_no_timers_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["default"], medians["no_timers"]))
-        if "baseline" in configs:  # the cost of this build over the baseline build
+        if {"baseline", "default"} <= set(configs):  # this build over the baseline build
             row["default_over_baseline_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["default"], medians["baseline"]))
         if trace_mode:  # per traced event, the round's own records per trip
@@ -191,7 +193,7 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
         if "baseline_callsites" in configs:
             row["baseline_callsites_over_baseline_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["baseline_callsites"], medians["baseline"]))
-        if "callsites" in configs:  # the cost of call sites on top of the default counters
+        if {"callsites", "default"} <= set(configs):  # call sites on top of the default counters
             row["callsites_over_default_ratio"] = statistics.median(
                 x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
         rows.append(row)
@@ -273,6 +275,9 @@ def main():
     ap.add_argument("--baseline-lib", metavar="PATH", default=None,
                     help="another libcommscope.so ({mpi}: the MPI's name) run with the default "
                          "counter sets, alternating with the others: configuration 'baseline'")
+    ap.add_argument("--configs", default=None,
+                    help="comma list of configurations to run instead of the mode's (the first is "
+                         f"the ratios' reference): {', '.join(CONFIGS)}")
     ap.add_argument("--mpip", metavar="PATH", default=None,
                     help="mpiP's libmpiP.so ({mpi}: the MPI's name), preloaded with its default "
                          "options and with -k 0, alternating with the others: 'mpip', 'mpip_k0'")
@@ -287,12 +292,19 @@ def main():
         if i:
             print()
         configs = (("none", "default", "callsites") if a.callsites else TRACE_CONFIGS if a.trace
-                   else tuple(c for c in CONFIGS if c not in ("baseline", "mpip", "mpip_k0")))
+                   else tuple(c for c in CONFIGS if c not in ("baseline", "baseline_callsites",
+                                                             "baseline_trace", "mpip", "mpip_k0", "calls")))
+        if a.configs:
+            configs = tuple(c for c in a.configs.split(",") if c)
+            bad = [c for c in configs if c not in CONFIGS]
+            if bad:
+                ap.error(f"--configs: unknown configuration {', '.join(bad)} (known: {', '.join(CONFIGS)})")
         if a.baseline_lib:
             configs += (("baseline", "baseline_callsites") if a.callsites
                         else ("baseline", "baseline_trace") if a.trace else ("baseline",))
         if a.mpip and not a.trace:
             configs += ("mpip", "mpip_k0")
+        configs = tuple(dict.fromkeys(configs))  # --configs may name them too
         name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs,
                               a.baseline_lib, a.mpip)
         tables.append({"mpi": name, "rows": rows})
