@@ -20,7 +20,10 @@ Kinds, and where they come from:
 * ``small_messages``: runs of small messages between one pair that could be one;
 * ``thread_imbalance``: OpenMP threads reaching a region's end at different times;
 * ``queue_search``: receives posted in another order than the messages arrive, so
-  every arrival searches a long posted-receive queue.
+  every arrival searches a long posted-receive queue;
+* ``shared_communicator``: threads of a rank sending and receiving on one communicator
+  at once, where this machine's multirate measurement says a communicator per thread
+  is faster.
 """
 
 from __future__ import annotations
@@ -52,10 +55,10 @@ SMALL_GAP_S = 2e-6
 
 KINDS = ("load_imbalance", "wait_at_collective", "late_broadcast", "late_scatter",
          "early_reduce", "early_gather", "late_sender", "late_receiver", "wrong_order",
-         "small_messages", "thread_imbalance", "queue_search")
+         "small_messages", "thread_imbalance", "queue_search", "shared_communicator")
 NEEDS_TRACE = ("wait_at_collective", "late_broadcast", "late_scatter", "early_reduce",
                "early_gather", "late_sender", "late_receiver", "wrong_order", "small_messages",
-               "queue_search")
+               "queue_search", "shared_communicator")
 NEEDS_OMPT = ("thread_imbalance",)
 
 
@@ -102,8 +105,10 @@ class Diagnosis:
 
 # ---- entry ------------------------------------------------------------------------------
 
-def diagnose(profile, machine_model=None, what_if=()):
-    """The :class:`Diagnosis` of an open profile run (``commscope.open``)."""
+def diagnose(profile, machine_model=None, what_if=(), multirate=None):
+    """The :class:`Diagnosis` of an open profile run (``commscope.open``); ``multirate``:
+    an open ``bench multirate`` run of this machine (whether threads do better with a
+    communicator each)."""
     from ..profile.export import load_trace
     ranks = profile.ranks
     if ranks is None or not len(ranks):
@@ -128,9 +133,10 @@ def diagnose(profile, machine_model=None, what_if=()):
     if tl is not None:
         findings += _wait_findings(ctx)
         findings += _small_message_findings(ctx)
-        found, note = _queue_findings(ctx, trace)
-        findings += found
-        notes += [note] if note else []
+        for find in (_queue_findings, _shared_comm_findings):
+            found, note = find(ctx, trace) if find is _queue_findings else find(ctx, multirate)
+            findings += found
+            notes += [note] if note else []
     if tl is None and useful is not None:  # with a trace, the waits tell what the imbalance costs
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
@@ -220,9 +226,10 @@ def _wait_findings(ctx):
     overloaded, _gap = ctx.overloaded()
     groups = {}
     for k, (kind, fn, site) in enumerate(ws.keys):
-        culprits = _top_ranks(ws.culprit_weight.get(k, {}))
-        if kind in ("late_sender", "wait_nxn") and overloaded and culprits and \
-                set(culprits) <= set(overloaded):
+        weight = ws.culprit_weight.get(k, {})
+        total = sum(weight.values())
+        mostly_overloaded = total > 0 and sum(weight.get(r, 0.0) for r in overloaded) >= 0.5 * total
+        if kind in ("late_sender", "wait_nxn") and mostly_overloaded:
             fk = ("load_imbalance",)
         elif kind == "wait_nxn":
             fk = ("wait_at_collective", fn, site)
@@ -352,7 +359,7 @@ def _predict_wait_fix(ctx, f, ws, keys):
         f.region = _region_of_culprit(ctx, f, ws, keys)
         f.predicted_saving_s = ctx.saving(balance=True)
         f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
-                   "the mean over ranks (the calls' own costs as measured)")
+                   "the mean over ranks")
         work = _work_ratio(ctx, f.culprit_ranks)
         if f.kind == "load_imbalance":
             f.fix = (f"Move work from {culprits} to the others ({work}): with the work "
@@ -713,6 +720,72 @@ def _queue_findings(ctx, trace):
                               "engine": engine})
         out.append(f)
     return out, None
+
+
+# ---- threads sharing a communicator -----------------------------------------------------------
+
+def _shared_comm_findings(ctx, multirate):
+    """Threads of one rank making point-to-point calls on one communicator at the same
+    time; costed with this machine's multirate ratio (rate per thread with one shared
+    communicator over one per thread) at that thread count."""
+    c = ctx.tl.calls
+    p2p = c[c["function"].isin(_P2P) & c["comm"].notna()]
+    if not len(p2p):
+        return [], None
+    per = p2p.groupby(["rank", "comm"]).agg(threads=("thread", "nunique"), first=("start_s", "min"),
+                                            last=("end_s", "max"))
+    shared = per[per["threads"] > 1]
+    if not len(shared):
+        return [], None
+    threads = int(shared["threads"].max())
+    ratio = _multirate_ratio(multirate, threads)
+    ranks = sorted({int(r) for r, _ in shared.index})
+    if ratio is None:
+        return [], (f"{_ranks_text(ranks).capitalize()} {_verb('make', ranks)} point-to-point calls "
+                    f"from {threads} threads on one communicator; whether a communicator per "
+                    "thread is faster here is measured by `commscope bench multirate` (give the "
+                    "run with --multirate)")
+    if ratio >= 0.95:
+        return [], (f"threads share a communicator on {_ranks_text(ranks)}, but this machine's "
+                    f"multirate run measured no gain from one per thread at {threads} threads "
+                    f"(shared / per-thread rate {ratio:.2f})")
+    mine = p2p[p2p["rank"].isin(ranks)]
+    spent = float((mine["end_s"] - mine["start_s"]).sum())
+    per_rank = (mine["end_s"] - mine["start_s"]).groupby(mine["rank"]).sum() / threads
+    lost = float(per_rank.sum() * (1 - ratio))
+    f = Finding(kind="shared_communicator", culprit_ranks=ranks, waiting_ranks=ranks,
+                waiting_function=str(mine["function"].mode().iloc[0]),
+                callsite=(str(mine["callsite"].dropna().mode().iloc[0])
+                          if mine["callsite"].notna().any() else None), region=None,
+                lost_s=lost / ctx.nranks, share_of_runtime=lost / ctx.nranks / ctx.runtime,
+                fix=(f"{threads} threads per rank send and receive on one communicator: give "
+                     "each thread its own (MPI_Comm_dup once per thread) so their messages are "
+                     f"matched apart; this machine's multirate run measured {1 / ratio:.2f}x the "
+                     f"rate per thread that way at {threads} threads."),
+                predicted_saving_s=ctx.saving(cost_scale={int(x): ratio for x in mine.index}),
+                basis=(f"replay of the trace with the threads' point-to-point calls taking "
+                       f"{ratio:.2f} of their time (the multirate ratio at {threads} threads)"),
+                evidence={"threads": threads, "shared_over_per_thread": ratio,
+                          "time_in_calls_s": spent})
+    return [f], None
+
+
+_P2P = frozenset({"MPI_Send", "MPI_Isend", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Waitall",
+                  "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Ssend",
+                  "MPI_Sendrecv", "MPI_Issend", "MPI_Rsend", "MPI_Irsend", "MPI_Bsend"})
+
+
+def _multirate_ratio(run, threads):
+    """The multirate run's paired shared / per-thread ratio at ``threads`` (the nearest
+    thread count it measured at or below), or None."""
+    if run is None:
+        return None
+    from ..bench.multirate import mode_ratio
+    table = mode_ratio(run.table("reps"))
+    table = table[table["threads"] <= threads].dropna(subset=["shared_over_per_thread"])
+    if not len(table):
+        return None
+    return float(table.sort_values("threads")["shared_over_per_thread"].iloc[-1])
 
 
 def replay_error_text(replay):

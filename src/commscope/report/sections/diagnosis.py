@@ -25,7 +25,9 @@ def render(runs, context):
 
 
 def _render_run(run, context):
-    d = diagnose(Profile(run), machine_model=_model(context))
+    multirate = [r for r in context.get("all_runs") or [] if r.kind == "multirate"]
+    d = diagnose(Profile(run), machine_model=_model(context),
+                 multirate=multirate[-1] if multirate else None)
     e = html.escape
     parts = [f'<div class="answer"><p class="headline">{e(headline(d))}</p>']
     if d.major:
