@@ -60,6 +60,8 @@ NEEDS_TRACE = ("wait_at_collective", "late_broadcast", "late_scatter", "early_re
                "early_gather", "late_sender", "late_receiver", "wrong_order", "small_messages",
                "queue_search", "shared_communicator")
 NEEDS_OMPT = ("thread_imbalance",)
+#: Kinds whose fix moves work between ranks (predicted by the balance replay).
+BALANCE_KINDS = ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather")
 
 
 @dataclass
@@ -141,7 +143,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
         findings += _thread_findings(ctx)
-    findings = [f for f in findings if f.lost_s > 0]
+    findings = _absorb_search_waits([f for f in findings if f.lost_s > 0])
     findings.sort(key=lambda f: -f.lost_s)
     if tl is None:
         notes.append("without an event trace (commscope profile --trace): no wait states, no "
@@ -256,9 +258,13 @@ def _wait_findings(ctx):
         main = max(keys, key=lambda k: key_total[k])
         kind, fn, site = ws.keys[main]
         top = max(by_rank.values())
+        culprits = _top_ranks(weights)
+        if fk[0] in BALANCE_KINDS and set(overloaded) & set(culprits):
+            # the overloaded ranks all hold the others up, whichever of them came last
+            culprits = overloaded
         f = Finding(
             kind=fk[0],
-            culprit_ranks=overloaded if fk[0] == "load_imbalance" else _top_ranks(weights),
+            culprit_ranks=overloaded if fk[0] == "load_imbalance" else culprits,
             waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
             if len(direct) else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
             waiting_function=fn, callsite=site if site != fn else None, region=None,
@@ -355,7 +361,7 @@ def _at(f):
 def _predict_wait_fix(ctx, f, ws, keys):
     """Fill the finding's fix, region and predicted saving (a replay with the fix)."""
     culprits = _ranks_text(f.culprit_ranks)
-    if f.kind in ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather"):
+    if f.kind in BALANCE_KINDS:
         f.region = _region_of_culprit(ctx, f, ws, keys)
         f.predicted_saving_s = ctx.saving(balance=True)
         f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
@@ -687,7 +693,6 @@ def _queue_findings(ctx, trace):
     per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
     out = []
     c = ctx.tl.calls
-    cost = ctx.rp.cost
     for row in deep.itertuples(index=False):
         lost_rank = float(row.excess * per_entry)
         if lost_rank <= 0:
@@ -697,9 +702,6 @@ def _queue_findings(ctx, trace):
         done = lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "call"].unique()
         fn = c.loc[done, "function"].mode()
         site = c.loc[done, "callsite"].dropna().mode()
-        total = cost[done].sum()
-        scale = {int(x): max(cost[x] - lost_rank * cost[x] / total, 0.0) / cost[x]
-                 for x in done if cost[x] > 0} if total > 0 else {}
         senders = sorted(set(lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "src"].astype(int)))
         f = Finding(kind="queue_search", culprit_ranks=senders, waiting_ranks=[int(row.rank)],
                     waiting_function=str(fn.iloc[0]) if len(fn) else None,
@@ -710,16 +712,37 @@ def _queue_findings(ctx, trace):
                          f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
                          "messages are sent, or tell them apart by communicator or source rather "
                          "than by tag alone."),
-                    predicted_saving_s=ctx.saving(cost_scale=scale) if scale else lost_rank,
+                    predicted_saving_s=lost_rank,
                     basis=(f"the trace's receives replayed through the {engine} matching engine: "
                            f"{int(row.excess):,} entries searched beyond the first, at 2 x gamma = "
                            f"{format_seconds(per_entry)} each (the machine model's queue-search "
-                           "cost), taken off the calls that completed them in a replay"),
+                           "cost): the receiver's search time, which the run saves where the "
+                           "receiver is the slower side"),
                     evidence={"messages": int(row.messages), "searched_entries": int(row.searched),
                               "mean_depth": float(row.prq_avg_depth), "max_depth": int(row.prq_max_depth),
                               "engine": engine})
         out.append(f)
     return out, None
+
+
+def _absorb_search_waits(findings):
+    """A receiver that searches long queues also waits for messages its slow matching
+    held up at the sender (flow control): the late-sender waits in the calls where it
+    searches are the queue search's, and go with its finding."""
+    searches = [f for f in findings if f.kind == "queue_search"]
+    out = []
+    for f in findings:
+        host = next((q for q in searches if f.kind in ("late_sender", "wrong_order") and
+                     f.waiting_function == q.waiting_function and f.callsite == q.callsite and
+                     set(f.waiting_ranks) <= set(q.waiting_ranks)), None)
+        if host is None:
+            out.append(f)
+            continue
+        host.lost_s += f.lost_s
+        host.share_of_runtime += f.share_of_runtime
+        host.evidence["waits_held_up_by_the_search_s"] = \
+            host.evidence.get("waits_held_up_by_the_search_s", 0.0) + f.lost_s * len(host.waiting_ranks)
+    return out
 
 
 # ---- threads sharing a communicator -----------------------------------------------------------
