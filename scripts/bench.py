@@ -45,6 +45,7 @@ SCRIPTS = {
     "multirate_profile": (True, "2 threads, 1 repetition, both modes, profiled"),
     "diagnose_programs": (True, "each diagnose test program once unfixed, once fixed, "
                                 "a quarter of its iterations, Open MPI"),
+    "diagnose_scaling": (True, "8 ranks, 10 iterations of the traced ring: diagnose and report timed"),
     "variability_study": (True, "ftq at 1 and 2 ranks, 20 intervals, 500 replicas"),
     "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),

@@ -309,22 +309,24 @@ def _region_of_culprit(ctx, f, ws, keys):
         return None
     c = ctx.tl.calls
     burst = ctx.rp.burst
-    site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], c["function"])]
+    function = c["function"].to_numpy()
+    stream = c["stream"].to_numpy()
+    site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], function)]
     votes = {}
     for calls, lost in zip(w["culprit_calls"], w["direct_s"]):
         for j in calls:
-            # back along the culprit's stream over calls that waited for nothing
+            # back along the culprit's stream, up to where it had synchronised
             best = j
             k = j
-            while k > 0 and c["stream"].iat[k - 1] == c["stream"].iat[j] and j - k < 64:
+            while k > 0 and stream[k - 1] == stream[j] and j - k < 64:
                 if burst[k] > burst[best]:
                     best = k
-                if c["function"].iat[k - 1] in _SYNC_POINTS:
+                if function[k - 1] in _SYNC_POINTS:
                     break
                 k -= 1
             if burst[k] > burst[best]:
                 best = k
-            before = site[best - 1] if best > 0 and c["stream"].iat[best - 1] == c["stream"].iat[best] else "MPI_Init"
+            before = site[best - 1] if best > 0 and stream[best - 1] == stream[best] else "MPI_Init"
             key = (before, site[best])
             votes[key] = votes.get(key, 0.0) + lost / len(calls)
     if not votes:

@@ -47,7 +47,10 @@ def sentence(f, runtime_s):
                 "waits it held up elsewhere)")
     lose = _lose(f.waiting_ranks)
     return {
-        "load_imbalance": f"{c.capitalize()} is the odd one out: {w} {lose} {cost} waiting for it{at}.",
+        "load_imbalance": (f"{c.capitalize()} is the odd one out: {w} {lose} {cost} waiting for it{at}."
+                           if len(f.culprit_ranks) == 1 else
+                           f"{c.capitalize()} have more work than the others: {w} {lose} {cost} "
+                           f"waiting for them{at}."),
         "wait_at_collective": f"{w.capitalize()} {lose} {cost}{at} waiting for whichever rank is "
                               "last (a different one each time).",
         "late_broadcast": f"The root, {c}, is late to the broadcast: {w} {lose} {cost}{at}.",
