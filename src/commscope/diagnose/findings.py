@@ -29,6 +29,7 @@ Kinds, and where they come from:
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
@@ -135,8 +136,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
     if tl is not None:
         findings += _wait_findings(ctx)
         findings += _small_message_findings(ctx)
-        for find in (_queue_findings, _shared_comm_findings):
-            found, note = find(ctx, trace) if find is _queue_findings else find(ctx, multirate)
+        for found, note in (_queue_findings(ctx, trace), _shared_comm_findings(ctx, multirate)):
             findings += found
             notes += [note] if note else []
     if tl is None and useful is not None:  # with a trace, the waits tell what the imbalance costs
@@ -154,6 +154,9 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
     if useful is None:
         notes.append(useful_basis)
     replay = None
+    if what_if and base is None:
+        raise InputError(profile.path, "--what-if", "a what-if replays the event trace, and this "
+                         "run has none: profile with --trace")
     if base is not None:
         replay = {"measured_s": runtime, "unchanged_s": base.runtime_s,
                   "error_pct": 100 * (base.runtime_s - runtime) / runtime if runtime > 0 else None,
@@ -479,19 +482,14 @@ def _where_others_wait(profile, culprits, waiting):
     cs = profile.callsites
     if fn and cs is not None and len(cs) and cs["time_s"].notna().any():
         c = cs[cs["function"] == fn].copy()
-        c["site"] = [f"{Path_name(f)}:{int(l)}" if isinstance(f, str) and f and l == l else None
-                     for f, l in zip(c["file"], c["line"])]
+        c["site"] = [f"{os.path.basename(f)}:{int(n)}" if isinstance(f, str) and f and n == n else None
+                     for f, n in zip(c["file"], c["line"])]
         c = c.dropna(subset=["site"])
         if len(c):
             per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
             d = per.reindex(waiting).mean() - per.reindex(culprits).mean()
             site = str(d.idxmax()) if len(d) else None
     return fn, site
-
-
-def Path_name(path):  # noqa: N802 - a tiny helper named for what it returns
-    from pathlib import Path
-    return Path(path).name
 
 
 # ---- small messages ------------------------------------------------------------------------
