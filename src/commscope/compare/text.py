@@ -40,7 +40,7 @@ def table_rows(comparison, level, top=None, changed_only=True):
         if changed_only and (d is None or d == 0) and r.get("status") == "both":
             continue
         row = {field: r[field]}
-        if level == "counters" and r.get("unit"):
+        if level in ("counters", "figures") and r.get("unit"):
             row["unit"] = r["unit"]
         if level == "findings" and r.get("predicted_saving_before_s") is not None:
             row["predicted_saving_before_s"] = r["predicted_saving_before_s"]
@@ -57,7 +57,7 @@ def render(comparison, stream, top=10):
     c = comparison
     w = stream.write
     kind = c["kind"]
-    w(f"# compare {kind} runs\n")
+    w("# compare two `make bench` passes\n" if kind == "bench" else f"# compare {kind} runs\n")
     w(f"# before: {_side(c['before'])}\n# after:  {_side(c['after'])}\n")
     if c.get("figure"):
         w(f"# figure: the {c['figure']} per point\n")
