@@ -47,6 +47,17 @@ def test_change_with_repeats_and_without():
     assert noise.change([0.0, 0.0], [1.0, 1.0])["ratio"] is None
 
 
+def test_the_median_is_not_moved_by_one_stalled_run():
+    before = [0.70, 0.74, 0.69, 0.73, 0.72, 0.71, 0.70]
+    after = [0.63, 0.66, 1.27, 0.64, 0.65, 0.64, 0.66]  # one run the machine stalled
+    mean = noise.change(before, after)
+    median = noise.change(before, after, statistic="median")
+    assert mean["beyond_noise"] is False and mean["difference_s"] > 0
+    assert median["beyond_noise"] is True and median["difference_s"] == pytest.approx(-0.06)
+    assert median["ci95_s"][1] < 0
+    assert noise.change(before, after, statistic="median") == median  # seeded
+
+
 @pytest.mark.parametrize("text, level, key, op, amount, relative", [
     ("runtime > +5%", "runtime", None, ">", 5.0, True),
     ("runtime>5%", "runtime", None, ">", 5.0, True),

@@ -20,8 +20,9 @@ matched by kind, waiting function and call site).  Benchmark runs (pingpong,
 hvpingpong, partitioned, mtmatch, multirate, threads, bsp) are compared on their main
 figure per point (e.g. the median one-way latency per size).  Each figure: before,
 after, difference (after - before), ratio (after / before) and whether the change is
-beyond the run-to-run noise: with at least 2 runs on both sides, Welch's t-test at 95 %;
-with one run on a side, untested (null).  Runs of different programs, rank counts or
+beyond the run-to-run noise: with at least 2 runs on both sides, Welch's t-test of the
+means at 95 % (--statistic median: a bootstrap of the difference of the medians); with
+one run on a side, untested (null).  Runs of different programs, rank counts or
 MPIs are compared on what they share, and the output says what differs.
 
 --fail-if SUBJECT OP CHANGE (repeatable): exit status 1 when a figure's change passes
@@ -52,6 +53,10 @@ def register(registry):
     p.add_argument("--fail-if", action="append", default=[], metavar="EXPR",
                    help="exit 1 when EXPR holds for a figure beyond the noise, e.g. "
                         "'runtime > +5%%' (repeatable; see below)")
+    p.add_argument("--statistic", choices=("mean", "median"), default="mean",
+                   help="mean: the runs' means, Welch's t-test (default %(default)s); median: "
+                        "the runs' medians, a bootstrap of their difference (robust to a run "
+                        "the machine stalled)")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="changes printed per level, largest first (default %(default)s)")
     p.add_argument("--no-findings", action="store_true",
@@ -101,10 +106,11 @@ def _run(args):
         if len(before) != 1 or len(after) != 1:
             raise InputError("--bench", None, "compares two folders, one per side")
         from ..compare.figures import compare_dirs
-        comparison = compare_dirs(before[0], after[0])
+        comparison = compare_dirs(before[0], after[0], statistic=args.statistic)
     else:
         from ..compare.core import compare
-        comparison = compare(before, after, findings=not args.no_findings)
+        comparison = compare(before, after, findings=not args.no_findings,
+                             statistic=args.statistic)
     if rules:
         comparison["gate"] = gate.evaluate(comparison, rules)
     if out_path is not None:

@@ -87,9 +87,13 @@ def _describe(runs, measures):
     return out
 
 
-def compare(before, after, findings=True):
+def compare(before, after, findings=True, statistic="mean"):
     """Compare the runs ``before`` with the runs ``after`` (paths); returns the dict
-    of the module docstring."""
+    of the module docstring.  ``statistic``: "mean" (Welch's test) or "median" (a
+    bootstrap), see :mod:`.noise`."""
+    if statistic not in noise.STATISTICS:
+        raise InputError("--statistic", None, f"{statistic!r} is not one of "
+                         f"{', '.join(noise.STATISTICS)}")
     b_runs, a_runs = open_side(before, "before"), open_side(after, "after")
     kb, ka = b_runs[0].kind, a_runs[0].kind
     if kb != ka:
@@ -114,10 +118,10 @@ def compare(before, after, findings=True):
         suffix = LEVEL_SUFFIX[level] or POINT_FIGURES[kb].suffix
         if level in SINGLE:
             out[level] = noise.change([v[level] for v in have_b], [v[level] for v in have_a],
-                                      suffix)
+                                      suffix, statistic)
             continue
         out[level] = _level(level, have_b, have_a, suffix, b_meas, a_meas,
-                            shared_only=level == "ranks")
+                            shared_only=level == "ranks", statistic=statistic)
     differs = [{"what": what, "before": _text(x), "after": _text(y)}
                for what, x, y in config_differences(b_runs[0], a_runs[0])]
     notes = []
@@ -136,7 +140,8 @@ def compare(before, after, findings=True):
         "kind": kb,
         "before": _describe(b_runs, b_meas), "after": _describe(a_runs, a_meas),
         "differs": differs,
-        "noise": {"method": noise.METHOD, "confidence": noise.CONFIDENCE,
+        "noise": {"statistic": statistic, "method": noise.METHODS[statistic],
+                  "confidence": noise.CONFIDENCE,
                   "runs_before": len(b_runs), "runs_after": len(a_runs)},
         "not_compared": not_compared, "notes": notes})
     if kb != "profile":
@@ -149,7 +154,7 @@ def _empty(level):
             "runs_after": 0}
 
 
-def _level(level, have_b, have_a, suffix, b_meas, a_meas, shared_only=False):
+def _level(level, have_b, have_a, suffix, b_meas, a_meas, shared_only=False, statistic="mean"):
     """One list level: a record per key, absent keys as 0 (a function not called, a
     finding not found) unless ``shared_only``; ranked by the size of the difference."""
     keys_b = set().union(*[set(v) for v in have_b])
@@ -175,7 +180,7 @@ def _level(level, have_b, have_a, suffix, b_meas, a_meas, shared_only=False):
         elif info:
             rec.update(info)
         rec.update(noise.change([v.get(key, 0.0) for v in have_b],
-                                [v.get(key, 0.0) for v in have_a], suffix))
+                                [v.get(key, 0.0) for v in have_a], suffix, statistic))
         rec["status"] = ("new" if key not in keys_b else "gone" if key not in keys_a else "both")
         rows.append(rec)
     diff = f"difference{suffix}"

@@ -112,7 +112,7 @@ def read_dir(folder):
     return figures, docs
 
 
-def compare_dirs(before, after):
+def compare_dirs(before, after, statistic="mean"):
     """The comparison of two `make bench` passes, in the shape of
     :func:`commscope.compare.core.compare`: ``runtime`` (the summed wall time of the
     scripts in both), then ``figures``, one per script and figure in both."""
@@ -125,7 +125,7 @@ def compare_dirs(before, after):
         if ub != ua:
             continue
         rec = {"figure": f"{key[0]}:{key[1]}", "script": key[0], "unit": ub}
-        rec.update(noise.change(sb, sa, SUFFIX))
+        rec.update(noise.change(sb, sa, SUFFIX, statistic))
         rec["status"] = "both"
         rows.append(rec)
     rows.sort(key=lambda r: (-abs(noise.relative_pct(r) or 0.0), r["figure"]))
@@ -150,7 +150,9 @@ def compare_dirs(before, after):
             "before": {"runs": [str(before)], "kind": "bench", "scripts": sorted(scripts_b)},
             "after": {"runs": [str(after)], "kind": "bench", "scripts": sorted(scripts_a)},
             "differs": differs,
-            "noise": {"method": noise.METHOD.replace("the runs", "the samples")
+            "noise": {"statistic": statistic,
+                      "method": noise.METHODS[statistic].replace("the runs", "the samples")
+                      .replace("each side's runs", "each side's samples")
                       .replace("a side of one run", "a figure of one sample"),
                       "confidence": noise.CONFIDENCE, "runs_before": 1, "runs_after": 1},
             "not_compared": {"runtime": "the scripts' wall time is one sample a pass"}

@@ -2,12 +2,19 @@
 run-to-run noise (docs/compare.md, "Noise").
 
 Each side is one value per run (a run's run time, its time in MPI_Allreduce, ...).
-With at least two runs on both sides the verdict is Welch's t-test of the two means
-at 95 % (unequal variances, Welch-Satterthwaite degrees of freedom), and the 95 %
-confidence interval of the difference comes with it.  With one run on either side
-there is no spread to judge by: ``beyond_noise`` is None ("untested"), never a guess.
-Two sides whose repeats are all identical (counts of messages, bytes) have no noise:
-any difference is beyond it.
+With at least two runs on both sides:
+
+* ``mean`` (the default): the means of the runs, and Welch's t-test of them at 95 %
+  (unequal variances, Welch-Satterthwaite degrees of freedom) with the 95 % confidence
+  interval of the difference;
+* ``median``: the medians of the runs, and a bootstrap of the difference of the medians
+  (the runs of each side resampled with replacement, :data:`BOOTSTRAP` times, seeded):
+  the 95 % percentile interval, beyond the noise when it excludes 0.  One run stalled by
+  the machine (a shared node) moves a mean; a median of 5 runs it does not.
+
+With one run on either side there is no spread to judge by: ``beyond_noise`` is None
+("untested"), never a guess.  Two sides whose repeats are all identical (counts of
+messages, bytes) have no noise: any difference is beyond it.
 """
 
 from __future__ import annotations
@@ -17,8 +24,19 @@ import math
 #: The two-sided level of the test and of the confidence interval.
 CONFIDENCE = 0.95
 
-METHOD = ("Welch's t-test of the mean of the runs before against the mean of the runs "
-          f"after, two-sided at {CONFIDENCE:.0%}; a side of one run: untested")
+#: Resamples of the median's bootstrap, and its seed (the verdict is reproducible).
+BOOTSTRAP = 10000
+SEED = 0
+STATISTICS = ("mean", "median")
+
+METHODS = {
+    "mean": ("Welch's t-test of the mean of the runs before against the mean of the runs "
+             f"after, two-sided at {CONFIDENCE:.0%}; a side of one run: untested"),
+    "median": (f"the medians of the runs; the {CONFIDENCE:.0%} interval of their difference "
+               f"from a bootstrap ({BOOTSTRAP} resamples of each side's runs), beyond the "
+               "noise when it excludes 0; a side of one run: untested"),
+}
+METHOD = METHODS["mean"]
 
 
 def _mean(xs):
@@ -49,9 +67,31 @@ def welch(before, after):
     return p, diff - half, diff + half
 
 
-def change(before, after, suffix="_s"):
-    """One figure compared: ``before<suffix>``, ``after<suffix>`` (the means of the
-    runs), ``difference<suffix>`` (after - before), ``ratio`` (after / before; None when
+def _median(xs):
+    ys = sorted(xs)
+    n = len(ys)
+    return ys[n // 2] if n % 2 else 0.5 * (ys[n // 2 - 1] + ys[n // 2])
+
+
+def bootstrap_median(before, after):
+    """``(p_value, ci_low, ci_high)`` of median(after) - median(before) by a seeded
+    bootstrap; p is twice the smaller share of resampled differences on either side of 0."""
+    import numpy as np
+    rng = np.random.default_rng(SEED)
+    b, a = np.asarray(before, float), np.asarray(after, float)
+    db = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
+    da = np.median(rng.choice(a, (BOOTSTRAP, a.size)), axis=1)
+    d = da - db
+    lo, hi = np.quantile(d, [(1 - CONFIDENCE) / 2, 0.5 + CONFIDENCE / 2])
+    p = min(1.0, 2 * min(float(np.mean(d <= 0)), float(np.mean(d >= 0))))
+    if lo == hi == 0:
+        p = 1.0
+    return p, float(lo), float(hi)
+
+
+def change(before, after, suffix="_s", statistic="mean"):
+    """One figure compared: ``before<suffix>``, ``after<suffix>`` (the means, or the
+    medians, of the runs: ``statistic``), ``difference<suffix>`` (after - before), ``ratio`` (after / before; None when
     before is 0), ``beyond_noise`` (True, False, or None when untested), the runs on
     each side, the standard deviation of each side (None for one run), the 95 %
     interval of the difference and the test's p value (None when untested).
@@ -59,9 +99,12 @@ def change(before, after, suffix="_s"):
     ``before`` and ``after`` are the values of each run (missing values dropped); an
     empty side gives None everywhere but the counts.
     """
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic {statistic!r} is not one of {STATISTICS}")
     b = [float(x) for x in before if x is not None and math.isfinite(float(x))]
     a = [float(x) for x in after if x is not None and math.isfinite(float(x))]
-    out = {f"before{suffix}": _mean(b) if b else None, f"after{suffix}": _mean(a) if a else None}
+    centre = _mean if statistic == "mean" else _median
+    out = {f"before{suffix}": centre(b) if b else None, f"after{suffix}": centre(a) if a else None}
     diff = out[f"after{suffix}"] - out[f"before{suffix}"] if a and b else None
     out[f"difference{suffix}"] = diff
     out["ratio"] = (out[f"after{suffix}"] / out[f"before{suffix}"]
@@ -69,8 +112,13 @@ def change(before, after, suffix="_s"):
     tested = len(a) >= 2 and len(b) >= 2
     p = lo = hi = None
     if tested:
-        p, lo, hi = welch(b, a)
-    out["beyond_noise"] = (p < 1 - CONFIDENCE) if tested else None
+        p, lo, hi = welch(b, a) if statistic == "mean" else bootstrap_median(b, a)
+    if not tested:
+        out["beyond_noise"] = None
+    elif statistic == "mean":
+        out["beyond_noise"] = p < 1 - CONFIDENCE
+    else:
+        out["beyond_noise"] = bool(lo > 0 or hi < 0)
     out["runs_before"], out["runs_after"] = len(b), len(a)
     out[f"sd_before{suffix}"] = math.sqrt(_var(b)) if len(b) >= 2 else None
     out[f"sd_after{suffix}"] = math.sqrt(_var(a)) if len(a) >= 2 else None
