@@ -4,7 +4,7 @@
     .venv/bin/python scripts/earlybird_check.py [--mpi openmpi,mpich]
         [--programs thread_imbalance,halo_threads] [--levels 0.1,0.5,2] [--unit 0.001]
         [--bytes 4194304] [--iters 200] [--repeats 7] [--variant both|auto|wait|poll]
-        [--machine-model FILE] [--runs DIR] [--json] [--quick]
+        [--control] [--machine-model FILE] [--runs DIR] [--json] [--quick]
 
 Two programs exist in a bulk-send version and an early-bird (MPI-4 partitioned) one:
 tests/programs/diagnose/thread_imbalance.c (2 ranks x 2 threads, thread 0 works (1+K)U,
@@ -28,6 +28,11 @@ For each MPI, program and imbalance level K (a spread of K x U between the threa
    iterations, with the bootstrap's 95 % interval and whether it is beyond the
    run-to-run noise (medians: on this shared machine one run in ten or so stalls for
    half a second, which moves a mean of a few runs, not a median of seven).
+
+--control adds a third side: the bulk program under MPI_THREAD_MULTIPLE (its
+--thread-multiple), the thread level the partitioned versions need, so that the cost of
+the thread level is told from that of partitioned communication (column
+thread_multiple_cost_s: its run time minus the bulk one's, per iteration).
 
 It prints one row per MPI, program, level and variant: predicted and measured saving
 per iteration, their ratio (measured / predicted; 1: the advice holds), and the load
@@ -147,11 +152,15 @@ def predict(run_path, mm):
 def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
     args = ["--imbalance", repr(level), "--unit", repr(a.unit), "--iters", str(a.iters),
             "--bytes", str(a.bytes)]
-    bulk, part, hung = [], [], 0
+    bulk, part, multiple, hung = [], [], [], 0
     tag = f"{mpi_name}-{program}-K{level:g}-{variant}"
     for rep in range(a.repeats):
         b = profile(exe, args, mpi_name, runs, f"{tag}-bulk-{rep}", a.timeout)
         p = profile(exe, [*args, VARIANTS[variant]], mpi_name, runs, f"{tag}-part-{rep}", a.timeout)
+        if a.control:
+            m = profile(exe, [*args, "--thread-multiple"], mpi_name, runs,
+                        f"{tag}-multiple-{rep}", a.timeout)
+            multiple += [m] if m else []
         bulk += [b] if b else []
         part += [p] if p else []
         hung += p is None
@@ -172,6 +181,10 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
         return row
     c = compare(bulk, part, findings=False, statistic="median")["runtime"]
     n = a.iters
+    if multiple:
+        m = compare(bulk, multiple, findings=False, statistic="median")["runtime"]
+        row.update(thread_multiple_cost_s=m["difference_s"] / n,
+                   thread_multiple_beyond_noise=m["beyond_noise"])
     row.update(runtime_bulk_s=c["before_s"], runtime_partitioned_s=c["after_s"],
                measured_saving_s=-c["difference_s"] / n,
                measured_ci95_low_s=-c["ci95_s"][1] / n if c["ci95_s"] else None,
@@ -193,6 +206,8 @@ def text(rows, info):
     cols = ["mpi", "program", "variant", "imbalance_k", "spread_s", "bytes_per_iteration",
             "single_s", "predicted_saving_s", "measured_saving_s", "measured_ci95_low_s",
             "measured_ci95_high_s", "beyond_noise", "measured_over_predicted"]
+    if any("thread_multiple_cost_s" in r for r in rows):
+        cols += ["thread_multiple_cost_s", "thread_multiple_beyond_noise"]
     shown = [{c: r.get(c) for c in cols} for r in rows]
     out = [format_table(shown, columns=cols, title=(
         "early-bird advice against a partitioned rewrite: saving per iteration, predicted by "
@@ -223,6 +238,8 @@ def main(argv=None):
                     help="partitioned variants run (default %(default)s; see above)")
     ap.add_argument("--timeout", type=float, default=120,
                     help="seconds per run before it counts as a hang (default %(default)s)")
+    ap.add_argument("--control", action="store_true",
+                    help="also run the bulk program under MPI_THREAD_MULTIPLE (see above)")
     ap.add_argument("--machine-model", default=None,
                     help="machine model JSON for every MPI (default: fit a ping-pong run per MPI)")
     ap.add_argument("--runs", default=None, help="keep the runs here (default: a temporary "

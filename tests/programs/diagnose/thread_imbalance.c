@@ -22,7 +22,9 @@
  * completes both requests with MPI_Waitall after the region.  --partitioned-wait: the
  * same without the polling (only the master's MPI_Waitall progresses the transfer).
  * The work is unchanged: only when the message leaves differs.  Every received half is
- * checked; a wrong one stops the program with status 1.
+ * checked; a wrong one stops the program with status 1.  --thread-multiple: the bulk
+ * program under MPI_THREAD_MULTIPLE (what the partitioned modes need), to tell the cost
+ * of the thread level from that of partitioned communication.
  */
 #include "diag.h"
 
@@ -38,8 +40,10 @@ int main(int argc, char **argv)
     int provided;
     int poll = diag_take_flag(&argc, argv, "--partitioned");
     int wait = diag_take_flag(&argc, argv, "--partitioned-wait");
+    int multiple = diag_take_flag(&argc, argv, "--thread-multiple");
     int partitioned = poll || wait;
-    MPI_Init_thread(&argc, &argv, partitioned ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+    MPI_Init_thread(&argc, &argv,
+                    partitioned || multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
                     &provided);
     double K = diag_take_number(&argc, argv, "--imbalance", 2.0, 0.0, 100.0);
     double bytes = diag_take_number(&argc, argv, "--bytes", 4096.0, 16.0, 1 << 30);

@@ -28,7 +28,9 @@
  * program with status 1.
  *
  * Options: --iters N (default 100), --unit S (U, default 0.002), --imbalance K
- * (default 1), --bytes B (a multiple of 8 T), --partitioned, --partitioned-wait.
+ * (default 1), --bytes B (a multiple of 8 T), --partitioned, --partitioned-wait,
+ * --thread-multiple (the bulk program under MPI_THREAD_MULTIPLE, which the partitioned
+ * modes need: the cost of the thread level alone).
  */
 #include "../diagnose/diag.h"
 
@@ -59,8 +61,10 @@ int main(int argc, char **argv)
     int provided;
     int poll = diag_take_flag(&argc, argv, "--partitioned");
     int wait = diag_take_flag(&argc, argv, "--partitioned-wait");
+    int multiple = diag_take_flag(&argc, argv, "--thread-multiple");
     int partitioned = poll || wait;
-    MPI_Init_thread(&argc, &argv, partitioned ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+    MPI_Init_thread(&argc, &argv,
+                    partitioned || multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
                     &provided);
     double K = diag_take_number(&argc, argv, "--imbalance", 1.0, 0.0, 100.0);
     double bytes = diag_take_number(&argc, argv, "--bytes", 1 << 20, 8.0, 1 << 30);

@@ -18,7 +18,6 @@ from ..tables import html_table
 
 KINDS = frozenset()
 TITLE = "Before and after"
-ORDER_IN_REPORT = 0
 #: The bars of the figure: the largest changes in seconds over every level.
 MAX_BARS = 12
 
