@@ -153,10 +153,10 @@ def spin(default_mpi, tmp_path_factory):
     return exe
 
 
-def _profile(exe, root, name, unit):
+def _profile(exe, root, name, unit, ranks=2):
     with contextlib.redirect_stdout(io.StringIO()):  # capsys is per test: drop the output
-        code = main(["profile", "-n", "2", "--callsites", "--runs", str(root), "--name", name,
-                     "--quiet", "--", str(exe), "--iters", "30", "--unit", unit])
+        code = main(["profile", "-n", str(ranks), "--callsites", "--runs", str(root), "--name",
+                     name, "--quiet", "--", str(exe), "--iters", "30", "--unit", unit])
     assert code == 0
     return root / name
 
@@ -214,6 +214,16 @@ def test_single_runs_are_untested_against_noise(spin_runs, capsys):
 
 
 @pytest.mark.mpi
+def test_other_rank_counts_are_compared_on_what_they_share(spin, spin_runs, tmp_path, capsys):
+    three = _profile(spin, tmp_path, "three", FAST, ranks=3)
+    out = _compare_json(capsys, spin_runs["after"][0], three)
+    assert {d["what"] for d in out["differs"]} == {"ranks"}
+    assert sorted(r["rank"] for r in out["ranks"]) == [0, 1]  # rank 2: one side only
+    assert any("ranks 2 are on one side only" in n for n in out["notes"])
+    assert out["runtime"]["difference_s"] is not None and out["functions"]
+
+
+@pytest.mark.mpi
 def test_text_ranks_the_changes(spin_runs, capsys, tmp_path):
     report = tmp_path / "compare.html"
     code = main(["compare", "--before", *map(str, spin_runs["before"]), "--after",
@@ -237,7 +247,7 @@ def test_the_gate_fails_a_slower_change_and_passes_a_faster_one(spin_runs, capsy
     slow, fast = spin_runs["before"], spin_runs["after"]
     site = f"compare_spin.c:{ALLREDUCE_LINE}"
     gates = ["--fail-if", "runtime > +5%", "--fail-if", "MPI_Allreduce > +10%",
-             "--fail-if", f"callsite {site} > +1ms"]
+             "--fail-if", f"callsite {site} > +1ms", "--fail-if", "counter collective_bytes > +1%"]
     # after is the slow side: a regression, beyond the noise
     code = main(["compare", "--before", *map(str, fast), "--after", *map(str, slow), *gates])
     captured = capsys.readouterr()
