@@ -128,7 +128,9 @@ def compare_dirs(before, after, statistic="mean"):
         rec.update(noise.change(sb, sa, SUFFIX, statistic))
         rec["status"] = "both"
         rows.append(rec)
-    rows.sort(key=lambda r: (-abs(noise.relative_pct(r) or 0.0), r["figure"]))
+    # the figures that moved beyond their noise first, then by the size of the change
+    rows.sort(key=lambda r: (not r["beyond_noise"], -abs(noise.relative_pct(r) or 0.0),
+                             r["figure"]))
     walls = [k for k in shared if k[1] == "wall"]
     runtime = noise.change([sum(fb[k][1][0] for k in walls)] if walls else [],
                            [sum(fa[k][1][0] for k in walls)] if walls else [], "_s")
