@@ -276,6 +276,7 @@ def test_format_seconds_with_fewer_digits_keeps_the_unit():
 #: ``json_inputs`` ({name} is a run's path, {tmp} a fresh directory).
 JSON_ARGS = {
     "advise": ["{threads}", "--size", "64K", "--replicas", "200"],
+    "compare": ["{profile}", "{profile}", "--fail-if", "runtime > +50%"],
     "diagnose": ["{profile}", "--what-if", "balance"],
     "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
                         "--runs", "{tmp}", "--quiet"],

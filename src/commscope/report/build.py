@@ -63,3 +63,28 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False):
         esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
     return write_text_atomic(out_path, page)
+
+
+def build_comparison_report(comparison, out_path, overwrite=False):
+    """Write a comparison (:func:`commscope.compare.core.compare`) as one static HTML
+    file: the comparison section, then the metadata of every run of both sides (a
+    `make bench` comparison has no runs to list)."""
+    from .sections import comparison as section
+    out_path = prepare_output(out_path)
+    if out_path.exists() and not overwrite:
+        raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
+                                         "or pass --overwrite)")
+    runs = []
+    if comparison.get("kind") != "bench":
+        runs = [open_run(p, warn=False) for side in ("before", "after")
+                for p in comparison[side]["runs"]]
+    body = section.render_comparison(comparison)
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    env = Environment(loader=PackageLoader("commscope.report", "templates"),
+                      autoescape=select_autoescape(["html"]))
+    page = env.get_template("report.html").render(
+        sections=[{"title": section.TITLE, "id": "comparison", "body": body}], runs=runs,
+        version=__version__, generated=utc_now(), esc=html.escape,
+        host_warnings=host_warnings(runs), table=html_table,
+        shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
+    return write_text_atomic(out_path, page)
