@@ -2,7 +2,8 @@
 """The saving each fix brings: the `commscope diagnose` test programs, unfixed and fixed.
 
     scripts/diagnose_programs.py [PROGRAM ...] [--mpi openmpi|mpich] [--reps 3]
-                                 [--unit S] [--iters N] [--runs DIR] [--json] [--quick]
+                                 [--unit S] [--iters N] [--idle-wait S] [--runs DIR]
+                                 [--json] [--quick]
 
 Builds every program of tests/programs/diagnose (or those named; the registry is
 tests/diagnose_cases.py) with the selected MPI's mpicc, runs each under `commscope
@@ -14,7 +15,9 @@ ranks table, MPI_Init to MPI_Finalize), the measured saving per iteration, the d
 one (from the registry, where the program's logic implies one) and their ratio.  Where
 the saving can only be measured (small_messages, queue_search) the last column gives
 it per message or per comparison.  The load average before and after is printed below
-the table (the machine is shared).  `predicted_saving` below is where the saving
+the table (the machine is shared); before each run the script waits (--idle-wait, up
+to 30 s) for a second in which the CPUs were less than 25 % busy, and says how many
+runs started on a busy machine all the same.  `predicted_saving` below is where the saving
 `commscope diagnose` predicts from the unfixed run will come in.
 
 --quick (what `make bench QUICK=1` runs): every program once each way, a quarter of
@@ -57,6 +60,34 @@ def loadavg():
         return "?"
 
 
+def cpu_busy(interval=1.0):
+    """Fraction of the machine's CPU time that was busy over ``interval`` seconds (from
+    /proc/stat: every process of the machine, other users' too); None off Linux."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]  # total, idle + iowait
+    try:
+        t0, i0 = sample()
+        time.sleep(interval)
+        t1, i1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return 1 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_idle(max_wait, busy_below=0.25, log=None):
+    """Wait up to ``max_wait`` s for a second in which the CPUs were less than
+    ``busy_below`` busy (nothing of ours runs meanwhile); returns the last busy fraction."""
+    deadline, busy = time.monotonic() + max_wait, None
+    while True:
+        busy = cpu_busy()
+        if busy is None or busy < busy_below or time.monotonic() >= deadline:
+            return busy
+        if log:
+            log(f"  waiting: the CPUs are {busy:.0%} busy")
+
+
 def ompt_problem(mpi):
     """Why OMPT cannot time OpenMP programs here (None: it can)."""
     from commscope.errors import EnvironmentProblem
@@ -86,13 +117,17 @@ def profile_once(case, exe, fixed, iters, unit, mpi_spec, runs, name, use_ompt):
     return float(run.table("ranks")["wall_s"].max()), run
 
 
-def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log):
-    """R alternating pairs of runs of ``case``; returns its table row."""
+def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0):
+    """R alternating pairs of runs of ``case``; returns its table row.  With
+    ``idle_wait`` > 0, each run waits up to that long for the machine to be idle."""
     times = {False: [], True: []}
-    predicted = []
+    predicted, busy_starts = [], 0
     for rep in range(reps):
         for fixed in (False, True):
             variant = "fixed" if fixed else "unfixed"
+            if idle_wait > 0:
+                busy = wait_idle(idle_wait, log=log)
+                busy_starts += busy is not None and busy >= 0.25
             t, run = profile_once(case, exe, fixed, iters, unit, mpi_spec, runs,
                                   f"{case.name}-{variant}-{rep}", use_ompt)
             times[fixed].append(t)
@@ -110,7 +145,8 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log):
            "designed_per_iter_s": designed,
            "ratio": per_iter / designed if designed else None,
            "measured_per": None, "ompt": bool(case.needs_openmp and use_ompt),
-           "unfixed_all_s": times[False], "fixed_all_s": times[True]}
+           "unfixed_all_s": times[False], "fixed_all_s": times[True],
+           "busy_starts": busy_starts}
     if case.measured_per:
         label, count = case.measured_per
         row["measured_per"] = f"{(unfixed - fixed) / count(iters):.3g} {label}"
@@ -150,6 +186,10 @@ def main(argv=None):
                     help="iterations of every program (default: each program's own)")
     ap.add_argument("--runs", default=None, help="keep the runs here (default: a temporary "
                                                  "directory, removed at the end)")
+    ap.add_argument("--idle-wait", type=float, default=30, metavar="S",
+                    help="before each run, wait up to S seconds for a second in which the "
+                         "CPUs were less than 25%% busy (other users' jobs; default "
+                         "%(default)s, 0 under --quick: no wait)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--quick", action="store_true",
                     help="once each way, a quarter of the iterations")
@@ -183,7 +223,7 @@ def main(argv=None):
             iters = args.iters or (max(case.ranks, case.iters // 4) if args.quick
                                    else case.iters)
             rows.append(measure(case, exe, reps, iters, args.unit, args.mpi, runs,
-                                no_ompt is None, log))
+                                no_ompt is None, log, 0 if args.quick else args.idle_wait))
     finally:
         if not args.runs:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -196,8 +236,11 @@ def main(argv=None):
         return 0
     print(text_table(rows, f"diagnose programs under commscope profile, {mpi.name}, "
                            f"U = {args.unit * 1e3:g} ms, best of {reps}"))
+    busy = sum(r["busy_starts"] for r in rows)
     print(f"load average {load_before} before, {load_after} after; {info['cores']} cores; "
-          f"{info['seconds']} s")
+          f"{info['seconds']} s"
+          + (f"; {busy} of {2 * reps * len(rows)} runs started on a busy machine (over "
+             f"25% busy after {args.idle_wait:g} s of waiting)" if busy else ""))
     return 0
 
 
