@@ -31,6 +31,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -58,6 +59,34 @@ def loadavg():
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "?"
+
+
+#: A run during which other users' processes took more than this share of the machine's
+#: CPU time is "disturbed" (see measure).
+DISTURBED = 0.1
+
+
+def cpu_sample():
+    """(machine CPU seconds, of them busy, CPU seconds of this process and its finished
+    children), or None off Linux.  Busy minus ours over a run is what other users took."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    ours = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(v) / hz, (sum(v) - v[3] - v[4]) / hz, ours
+
+
+def others_share(before, after):
+    """The share of the machine's CPU time other users' processes took between two
+    cpu_sample()s (None when unknown)."""
+    if before is None or after is None or after[0] <= before[0]:
+        return None
+    total, busy, ours = (a - b for a, b in zip(after, before))
+    return max(0.0, busy - ours) / total
 
 
 def cpu_busy(interval=1.0):
@@ -108,19 +137,24 @@ def profile_once(case, exe, fixed, iters, unit, mpi_spec, runs, name, use_ompt):
     argv = ["profile", "--runs", str(runs), "--name", name, "--quiet", "--timeout", "300",
             *(["--mpi", mpi_spec] if mpi_spec else []), *profile_options(case, use_ompt),
             "--", str(exe), *program_args(case, fixed, iters, unit)]
+    before = cpu_sample()
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(argv)
+    others = others_share(before, cpu_sample())
     run = open_run(Path(runs) / name)
     if code or run.meta.get("status") != "complete":
         raise SystemExit(f"{case.name}{' --fixed' if fixed else ''}: commscope profile exited "
                          f"with status {code} (run {run.path}, status {run.meta.get('status')})")
-    return float(run.table("ranks")["wall_s"].max()), run
+    return float(run.table("ranks")["wall_s"].max()), run, others
 
 
 def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0):
     """R alternating pairs of runs of ``case``; returns its table row.  With
-    ``idle_wait`` > 0, each run waits up to that long for the machine to be idle."""
+    ``idle_wait`` > 0, each run waits up to that long for the machine to be idle.  A run
+    during which other users took more than DISTURBED of the CPUs is disturbed: the
+    best of each variant is taken from the undisturbed runs when there are any."""
     times = {False: [], True: []}
+    clean = {False: [], True: []}
     predicted, busy_starts = [], 0
     for rep in range(reps):
         for fixed in (False, True):
@@ -128,15 +162,18 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
             if idle_wait > 0:
                 busy = wait_idle(idle_wait, log=log)
                 busy_starts += busy is not None and busy >= 0.25
-            t, run = profile_once(case, exe, fixed, iters, unit, mpi_spec, runs,
-                                  f"{case.name}-{variant}-{rep}", use_ompt)
+            t, run, others = profile_once(case, exe, fixed, iters, unit, mpi_spec, runs,
+                                          f"{case.name}-{variant}-{rep}", use_ompt)
             times[fixed].append(t)
-            log(f"  {case.name} {variant} #{rep + 1}: {t:.3f} s")
+            if others is None or others <= DISTURBED:
+                clean[fixed].append(t)
+            log(f"  {case.name} {variant} #{rep + 1}: {t:.3f} s"
+                + ("" if others is None else f" (other users: {others:.0%} of the CPUs)"))
             if not fixed:
                 p = predicted_saving(case, run, unit, iters)
                 if p is not None:
                     predicted.append(p)
-    unfixed, fixed = min(times[False]), min(times[True])
+    unfixed, fixed = (min(clean[v] or times[v]) for v in (False, True))
     per_iter = (unfixed - fixed) / iters
     designed = case.designed_saving(unit, iters)
     row = {"program": case.name, "ranks": case.ranks, "threads": case.threads,
@@ -146,7 +183,8 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
            "ratio": per_iter / designed if designed else None,
            "measured_per": None, "ompt": bool(case.needs_openmp and use_ompt),
            "unfixed_all_s": times[False], "fixed_all_s": times[True],
-           "busy_starts": busy_starts}
+           "busy_starts": busy_starts,
+           "disturbed": sum(len(times[v]) - len(clean[v]) for v in (False, True))}
     if case.measured_per:
         label, count = case.measured_per
         row["measured_per"] = f"{(unfixed - fixed) / count(iters):.3g} {label}"
@@ -237,10 +275,14 @@ def main(argv=None):
     print(text_table(rows, f"diagnose programs under commscope profile, {mpi.name}, "
                            f"U = {args.unit * 1e3:g} ms, best of {reps}"))
     busy = sum(r["busy_starts"] for r in rows)
+    disturbed = sum(r["disturbed"] for r in rows)
     print(f"load average {load_before} before, {load_after} after; {info['cores']} cores; "
           f"{info['seconds']} s"
           + (f"; {busy} of {2 * reps * len(rows)} runs started on a busy machine (over "
-             f"25% busy after {args.idle_wait:g} s of waiting)" if busy else ""))
+             f"25% busy after {args.idle_wait:g} s of waiting)" if busy else "")
+          + (f"; {disturbed} runs disturbed (other users took over {DISTURBED:.0%} of the "
+             "CPUs; a variant's best is of its undisturbed runs when it has any)"
+             if disturbed else ""))
     return 0
 
 
