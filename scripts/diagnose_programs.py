@@ -2,8 +2,8 @@
 """The saving each fix brings: the `commscope diagnose` test programs, unfixed and fixed.
 
     scripts/diagnose_programs.py [PROGRAM ...] [--mpi openmpi|mpich] [--reps 3]
-                                 [--unit S] [--iters N] [--idle-wait S] [--runs DIR]
-                                 [--json] [--quick]
+                                 [--unit S] [--iters N] [--idle-wait S] [--env K=V]
+                                 [--runs DIR] [--json] [--quick]
 
 Builds every program of tests/programs/diagnose (or those named; the registry is
 tests/diagnose_cases.py) with the selected MPI's mpicc, runs each under `commscope
@@ -228,6 +228,10 @@ def main(argv=None):
                     help="before each run, wait up to S seconds for a second in which the "
                          "CPUs were less than 25%% busy (other users' jobs; default "
                          "%(default)s, 0 under --quick: no wait)")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set NAME=VALUE for the profiled programs (repeatable; the "
+                         "launcher passes this script's environment to the ranks), e.g. "
+                         "MPIR_CVAR_CH4_PROGRESS_THROTTLE=1 for MPICH on oversubscribed cores")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--quick", action="store_true",
                     help="once each way, a quarter of the iterations")
@@ -237,6 +241,10 @@ def main(argv=None):
         ap.error(f"unknown program {', '.join(unknown)} (one of {', '.join(CASES)})")
     if args.reps < 1 or not args.unit > 0 or (args.iters is not None and args.iters < 1):
         ap.error("--reps and --iters must be >= 1, --unit > 0")
+    env = dict(e.split("=", 1) for e in args.env if "=" in e)
+    if len(env) != len(args.env) or not all(env):
+        ap.error("--env takes NAME=VALUE")
+    os.environ.update(env)
     cases = [CASES[p] for p in args.programs or CASES]
     reps = 1 if args.quick else args.reps
     from commscope import mpi as mpimod
@@ -266,14 +274,16 @@ def main(argv=None):
         if not args.runs:
             shutil.rmtree(tmp, ignore_errors=True)
     load_after = loadavg()
-    info = {"mpi": mpi.name, "reps": reps, "unit_s": args.unit, "loadavg_before": load_before,
+    info = {"mpi": mpi.name, "env": env, "reps": reps, "unit_s": args.unit,
+            "loadavg_before": load_before,
             "loadavg_after": load_after, "seconds": round(time.perf_counter() - t0, 1),
             "cores": os.cpu_count()}
     if args.json:
         print(json.dumps({**info, "rows": rows}, indent=1))
         return 0
     print(text_table(rows, f"diagnose programs under commscope profile, {mpi.name}, "
-                           f"U = {args.unit * 1e3:g} ms, best of {reps}"))
+                           f"U = {args.unit * 1e3:g} ms, best of {reps}"
+                           + "".join(f", {k}={v}" for k, v in env.items())))
     busy = sum(r["busy_starts"] for r in rows)
     disturbed = sum(r["disturbed"] for r in rows)
     print(f"load average {load_before} before, {load_after} after; {info['cores']} cores; "
