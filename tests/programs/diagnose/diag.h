@@ -38,7 +38,8 @@ static inline double diag_now(void)
  * the core to another runnable thread (sched_yield: the rank stays runnable, it never
  * sleeps), so that on an oversubscribed machine (4 ranks on 2 cores) a spin ends within
  * microseconds of its deadline, not a scheduler time slice (milliseconds) after it,
- * when the spinner happens to be off the core at its deadline. */
+ * when the spinner happens to be off the core at its deadline.  DIAG_YIELD=0 in the
+ * environment turns the yield off (to compare). */
 static inline void work(double seconds)
 {
     if (seconds <= 0)
