@@ -38,17 +38,22 @@ static inline double diag_now(void)
  * the core to another runnable thread (sched_yield: the rank stays runnable, it never
  * sleeps), so that on an oversubscribed machine (4 ranks on 2 cores) a spin ends within
  * microseconds of its deadline, not a scheduler time slice (milliseconds) after it,
- * when the spinner happens to be off the core at its deadline. */
+ * when the spinner happens to be off the core at its deadline.  DIAG_YIELD=0 in the
+ * environment turns the yield off (to compare). */
 static inline void work(double seconds)
 {
     if (seconds <= 0)
         return;
+    static int yield = -1;
+    if (yield < 0)
+        yield = getenv("DIAG_YIELD") ? atoi(getenv("DIAG_YIELD")) : 1;
     volatile double acc = 1.0;
     double deadline = diag_now() + seconds;
     do {
         for (int k = 0; k < 2048; k++)
             acc = acc * 1.000000001 + 1e-9;
-        sched_yield();
+        if (yield)
+            sched_yield();
     } while (diag_now() < deadline);
 }
 
