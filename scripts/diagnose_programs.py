@@ -12,13 +12,14 @@ sites, trace, and --ompt --threads T for the OpenMP ones) R times, alternating u
 and fixed so that a slow phase of the shared machine hits both, and prints per program:
 the runtime unfixed and fixed (best of R; runtime = the largest wall_s of the run's
 ranks table, MPI_Init to MPI_Finalize), the measured saving per iteration, the designed
-one (from the registry, where the program's logic implies one) and their ratio.  Where
+one (from the registry, where the program's logic implies one) and their ratio, how many
+of the unfixed runs `commscope diagnose` named the program's problem first in, and the
+saving it predicted from them (the median over the unfixed runs) against the measured.  Where
 the saving can only be measured (small_messages, queue_search) the last column gives
 it per message or per comparison.  The load average before and after is printed below
 the table (the machine is shared); before each run the script waits (--idle-wait, up
 to 30 s) for a second in which the CPUs were less than 25 % busy, and says how many
-runs started on a busy machine all the same.  `predicted_saving` below is where the saving
-`commscope diagnose` predicts from the unfixed run will come in.
+runs started on a busy machine all the same.
 
 --quick (what `make bench QUICK=1` runs): every program once each way, a quarter of
 its iterations.  Runs go to a temporary directory unless --runs is given.
@@ -44,14 +45,31 @@ sys.path.insert(0, str(ROOT / "tests"))
 from diagnose_cases import CASES, DEFAULT_UNIT, compile_case, profile_options, program_args  # noqa: E402
 
 
-def predicted_saving(case, run, unit, iters):
-    """The saving per iteration `commscope diagnose` predicts from ``run`` (a profile of
-    the unfixed program), in seconds; None until diagnose exists.
+def predicted_saving(case, run, unit, iters, machine_model=None):
+    """What `commscope diagnose` says of ``run`` (a profile of the unfixed program):
+    (the kind it names first, the saving per iteration it predicts for the program's
+    own kind, in seconds; None when it has no finding of that kind)."""
+    import commscope
+    from commscope.diagnose.findings import diagnose
+    d = diagnose(commscope.open(run.path), machine_model=machine_model)
+    first = d.findings[0].kind if d.findings else None
+    mine = next((f for f in d.findings if f.kind == case.first_finding), None)
+    saving = mine.predicted_saving_s if mine is not None else None
+    return first, (None if saving is None else saving / iters)
 
-    This is the place for the diagnose author: return the predicted saving of the
-    first finding (and the table gains a ``predicted_s`` column and its ratio to the
-    measured saving)."""
-    return None
+
+def fitted_machine_model(mpi_spec, runs, log):
+    """This machine's model, measured now (a short ping-pong and HighVolumePingPong,
+    fitted): the queue-search cost the queue_search program's prediction needs."""
+    from commscope.bench.hvpingpong import run_hvpingpong
+    from commscope.bench.pingpong import run_pingpong
+    from commscope.machine_fit import fit_runs
+    log("measuring this machine's model (ping-pong, HighVolumePingPong, fit)")
+    kw = dict(runs_root=runs, echo=False, progress=False, timeout=600,
+              **({"mpi": mpi_spec} if mpi_spec else {}))
+    pp = run_pingpong(min_size=1, max_size=1 << 20, iters=500, warmup=50, **kw)
+    hv = run_hvpingpong(counts=[1, 10, 100, 1000, 3000], iters=5, warmup=1, **kw)
+    return fit_runs([pp.path, hv.path])
 
 
 def loadavg():
@@ -148,14 +166,15 @@ def profile_once(case, exe, fixed, iters, unit, mpi_spec, runs, name, use_ompt):
     return float(run.table("ranks")["wall_s"].max()), run, others
 
 
-def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0):
+def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0,
+            machine_model=None):
     """R alternating pairs of runs of ``case``; returns its table row.  With
     ``idle_wait`` > 0, each run waits up to that long for the machine to be idle.  A run
     during which other users took more than DISTURBED of the CPUs is disturbed: the
     best of each variant is taken from the undisturbed runs when there are any."""
     times = {False: [], True: []}
     clean = {False: [], True: []}
-    predicted, busy_starts = [], 0
+    predicted, firsts, busy_starts = [], [], 0
     for rep in range(reps):
         for fixed in (False, True):
             variant = "fixed" if fixed else "unfixed"
@@ -170,7 +189,8 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
             log(f"  {case.name} {variant} #{rep + 1}: {t:.3f} s"
                 + ("" if others is None else f" (other users: {others:.0%} of the CPUs)"))
             if not fixed:
-                p = predicted_saving(case, run, unit, iters)
+                first, p = predicted_saving(case, run, unit, iters, machine_model)
+                firsts.append(first)
                 if p is not None:
                     predicted.append(p)
     unfixed, fixed = (min(clean[v] or times[v]) for v in (False, True))
@@ -188,8 +208,11 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
     if case.measured_per:
         label, count = case.measured_per
         row["measured_per"] = f"{(unfixed - fixed) / count(iters):.3g} {label}"
+    # the prediction from each unfixed run: their median; named first in how many runs
+    row["named_first"] = f"{sum(k == case.first_finding for k in firsts)}/{len(firsts)}"
+    row["first_findings"] = firsts
     if predicted:
-        row["predicted_per_iter_s"] = min(predicted)
+        row["predicted_per_iter_s"] = float(sorted(predicted)[len(predicted) // 2])
         row["predicted_ratio"] = row["predicted_per_iter_s"] / per_iter if per_iter else None
     return row
 
@@ -203,8 +226,11 @@ def text_table(rows, title):
              "saving_per_iter_s": r["saving_per_iter_s"],
              "designed_per_iter_s": r["designed_per_iter_s"],
              "ratio": None if r["ratio"] is None else round(r["ratio"], 2)}
+        s["named_first"] = r.get("named_first")
         if any("predicted_per_iter_s" in x for x in rows):
             s["predicted_per_iter_s"] = r.get("predicted_per_iter_s")
+            s["predicted_over_measured"] = (None if r.get("predicted_ratio") is None
+                                            else round(r["predicted_ratio"], 2))
         s["measured"] = r["measured_per"] or ""
         s["disturbed"] = r["disturbed"]
         shown.append(s)
@@ -231,6 +257,10 @@ def main(argv=None):
                     help="set NAME=VALUE for the profiled programs (repeatable; the "
                          "launcher passes this script's environment to the ranks), e.g. "
                          "MPIR_CVAR_CH4_PROGRESS_THROTTLE=1 for MPICH on oversubscribed cores")
+    ap.add_argument("--machine-model", default=None, metavar="FILE",
+                    help="machine model for the predictions (queue_search needs its "
+                         "queue-search cost); default: measured now (about 30 s), none "
+                         "under --quick")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
     ap.add_argument("--quick", action="store_true",
                     help="once each way, a quarter of the iterations")
@@ -263,12 +293,20 @@ def main(argv=None):
     rows = []
     load_before, t0 = loadavg(), time.perf_counter()
     try:
+        if args.machine_model:
+            from commscope.models.machine_model import load_machine_model
+            machine_model = load_machine_model(args.machine_model)
+        elif not args.quick and any(c.name == "queue_search" for c in cases):
+            machine_model = fitted_machine_model(args.mpi, runs, log)
+        else:
+            machine_model = None
         for case in cases:
             exe = compile_case(case, mpi, tmp)
             iters = args.iters or (max(case.ranks, case.iters // 4) if args.quick
                                    else case.iters)
             rows.append(measure(case, exe, reps, iters, args.unit, args.mpi, runs,
-                                no_ompt is None, log, 0 if args.quick else args.idle_wait))
+                                no_ompt is None, log, 0 if args.quick else args.idle_wait,
+                                machine_model))
     finally:
         if not args.runs:
             shutil.rmtree(tmp, ignore_errors=True)
