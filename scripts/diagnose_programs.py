@@ -66,7 +66,7 @@ def fitted_machine_model(mpi_spec, runs, log):
     from commscope.machine_fit import fit_runs
     log("measuring this machine's model (ping-pong, HighVolumePingPong, fit)")
     kw = dict(runs_root=runs, echo=False, progress=False, timeout=600,
-              **({"mpi": mpi_spec} if mpi_spec else {}))
+              **({"mpi_spec": mpi_spec} if mpi_spec else {}))
     pp = run_pingpong(min_size=1, max_size=1 << 20, iters=500, warmup=50, **kw)
     hv = run_hvpingpong(counts=[1, 10, 100, 1000, 3000], iters=5, warmup=1, **kw)
     return fit_runs([pp.path, hv.path])
