@@ -12,12 +12,13 @@ import html
 from ...compare import noise
 from ...compare.core import KEY_FIELD, records, suffix_of
 from ...compare.gate import describe
-from ...compare.text import ORDER, TITLES, table_rows
+from ...compare.text import ORDER as LEVELS, TITLES, table_rows
 from ..figures import figure_html, new_figure
 from ..tables import html_table
 
 KINDS = frozenset()
 TITLE = "Before and after"
+ORDER = 2  # (never among a report's run sections: KINDS is empty)
 #: The bars of the figure: the largest changes in seconds over every level.
 MAX_BARS = 12
 
@@ -69,7 +70,7 @@ def render_comparison(c):
                                       if f["failed"]) or "-"} for r in gate["rules"]]
         parts.append(html_table(rows, caption="CI gate (--fail-if)"))
     parts.append(_figure(c))
-    for level in ORDER:
+    for level in LEVELS:
         if level not in c or isinstance(c[level], dict):
             continue
         rows = _level_rows(c, level)
@@ -88,7 +89,7 @@ def render_comparison(c):
 def _figure(c):
     """The largest changes in seconds, with their 95 % interval where repeats give one."""
     bars = []
-    for level in ("runtime", "mpi_time", *ORDER):
+    for level in ("runtime", "mpi_time", *LEVELS):
         if level not in c or suffix_of(c, level) != "_s":
             continue
         field = KEY_FIELD.get(level)
