@@ -35,7 +35,8 @@ needs_chromium = pytest.mark.skipif(
     ("size_bytes", 1024, "1 KiB"), ("size_bytes", 1000, "1000 B"), ("bytes", 81920, "80 KiB"),
     ("bw_Bps", 3.4e9, "3.4 GB/s"), ("bw_Bps", 8.12e8, "812 MB/s"),
     ("rate_msgs_per_s", 1.23e6, "1.23 M msgs/s"), ("beta_s_per_byte", 1.2e-10, "0.12 ns/B"),
-    ("share_pct", 12.04, "12 %"), ("rel_error", -0.0168, "-0.0168"), ("value", 1.2e-5, "0.000012"),
+    ("share_pct", 12.04, "12 %"), ("rel_error", -0.0168, "-1.68 %"),
+    ("laggard_share", 0.0192, "1.92 %"), ("bytes_per_iteration", 25200, "24.6 KiB"), ("value", 1.2e-5, "0.000012"),
     ("value", 123456789.0, "123,456,789"), ("value", 2.5e20, "2.5×10²⁰"), ("rank", 3, "3"),
     ("ci_s", (1e-6, 2e-6), "1 us .. 2 us"), ("protocol", "eager", "eager"),
     ("oversubscribed", True, "yes")])
