@@ -216,7 +216,7 @@ def test_the_fit_table_uses_data_units():
     from commscope.machine_fit import machine_model_table
     for column in machine_model_table(bluewaters_machine_model())[0]:
         assert units.column_unit_problem(column, "f") is None or column in (
-            "locality", "protocol", "sizes_bytes", "quality"), column
+            "locality", "protocol", "sizes", "quality"), column
 
 
 def test_the_convention_is_written_down():
