@@ -18,6 +18,7 @@ labels from its ``data-texts``):
 - ``overlapping labels``: pairs of figure texts whose boxes overlap, as matplotlib laid
   them out (``data-overlaps``, written by ``figures.figure_html``); the browser check
   measures the SVG ones as drawn.
+- ``points outside axes``: plotted points beyond a panel's limits (``data-outside``).
 
 Prints the counts and each finding; exits 1 on any finding.
 
@@ -177,13 +178,16 @@ def scan(page):
     p.feed(page)
     p._flush()
     found = {"bare sizes": [], "share fractions": [], "field-name headers": [],
-             "small fonts": [], "overlapping labels": []}
+             "small fonts": [], "overlapping labels": [], "points outside axes": []}
     items = list(p.items)
     for section, a in p.figures:
         for t in json.loads(a.get("data-texts") or "[]"):
             items.append(("figure", t["text"], "", section, t.get("pt")))
         for pair in json.loads(a.get("data-overlaps") or "[]"):
             found["overlapping labels"].append(f"{section}: {pair[0]!r} overlaps {pair[1]!r}")
+        for panel, n in json.loads(a.get("data-outside") or "[]"):
+            found["points outside axes"].append(f"{section}: {n} point(s) beyond the axes of "
+                                                f"{panel!r}")
     seen_fig = set()
     for kind, text, context, section, size in items:
         where = f"{section}: {kind}"

@@ -88,10 +88,11 @@ def full_page(browser, check, width, screen_height):
         y += t.height
     first = page.crop((0, 0, width, min(screen_height, height)))
 
-    def png(image):
+    def png(image):  # 256 colours chosen by an octree: a figure's rarer colours stay apart
         buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        return check.small_png(buf.getvalue())
+        image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
+            buf, format="PNG", optimize=True)
+        return buf.getvalue()
     return png(page), png(first), height
 
 

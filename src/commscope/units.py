@@ -335,7 +335,6 @@ def header_words(name):
     apart (``share_of_mpi_pct`` -> ``share of MPI``, ``alpha_ci95_s`` -> ``alpha 95 %
     interval``); the stored name stays the header's tooltip."""
     label = human_value(str(name), None)[0]
-    if re.fullmatch(r"[A-Z]_[A-Za-z]+", label):  # a symbol of the papers: R_N, R_b
-        return label
+    label = re.sub(r"\b([A-Z])_([A-Za-z])", "\\1\0\\2", label)  # a symbol of the papers: R_N
     words = [HEADER_WORDS.get(w.lower(), w) for w in label.replace("_", " ").split()]
-    return " ".join(words) or str(name)
+    return " ".join(words).replace("\0", "_") or str(name)

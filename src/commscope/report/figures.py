@@ -158,8 +158,9 @@ def human_axes(fig):
 #: tick labels, legends, colour bars and values written on a plot. A figure shrunk to a
 #: 1024 px window is drawn at about 0.75 of its size, so this stays about 9 px there.
 MIN_FONT_PT = 9.0
-#: A figure grows with the window up to this many times its own size.
-MAX_GROW = 1.5
+#: A figure grows with the window up to this many times its own size (beyond, a single
+#: panel fills a screen and says no more).
+MAX_GROW = 1.25
 
 
 def _texts(fig, drawn_only=False):

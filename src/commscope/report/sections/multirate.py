@@ -45,7 +45,7 @@ def _render_run(run):
     ax_r.set_yscale("log")
     for ax in (ax_r, ax_q):
         ax.set_xscale("log", base=2)
-    rates, rate_bars, queue_points = [], [], []
+    rates, rate_bars, queue_points, all_bars = [], [], [], []
     for mode in MODES:
         sub = summ[summ["mode"] == mode].sort_values("threads")
         if sub.empty:
@@ -61,12 +61,18 @@ def _render_run(run):
         rates += [(x, y, ov, color)
                   for x, y, ov in zip(sub["threads"], rate, over)]
         rate_bars += [*lo[~over], *hi[~over]]
+        all_bars += list(zip(sub["threads"], rate, lo, hi))
         if np.isfinite(sub["unexpected_msgq_max"]).any():
             ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "-", color=color, label=mode)
             _marks(ax_q, sub["threads"], sub["unexpected_msgq_max"], over, color)
             queue_points += [(x, y, ov, color) for x, y, ov
                              in zip(sub["threads"], sub["unexpected_msgq_max"], over)]
-    hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
+    edge = hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
+    # the bars of every point on the axis stay on it too (an oversubscribed one's included)
+    shown = [(lo, hi) for x, y, lo, hi in all_bars if (x, y) not in edge and lo > 0]
+    if shown:
+        b, t = ax_r.get_ylim()
+        ax_r.set_ylim(min(b, min(lo for lo, _ in shown) / 1.1), max(t, max(hi for _, hi in shown) * 1.1))
     ax_r.set_ylabel("rate per thread, median (msgs/s)")
     ax_r.set_title("rate per thread (open markers: oversubscribed)")
     panels = [ax_r]

@@ -83,6 +83,25 @@ def _which_runs(busy):
     return more("which runs, and why", f"<ul>{detail}</ul>")
 
 
+def load_text(run):
+    """A run's machine load for its metadata table: 'other programs used 73 % of the CPUs,
+    CPU steal 0.6 %; load average 6.2 at the start', or "" when not recorded."""
+    load = run.meta.get("load")
+    if not isinstance(load, dict):
+        return ""
+    during = load.get("during") or {}
+    parts = []
+    if isinstance(during.get("others_busy_pct"), (int, float)):
+        parts.append(f"other programs used {during['others_busy_pct']:.0f} % of the CPUs")
+    if isinstance(during.get("steal_pct"), (int, float)):
+        parts.append(f"CPU steal {during['steal_pct']:.1f} %")
+    avg = (load.get("start") or {}).get("load_average")
+    if avg:
+        parts.append(f"load average {avg[0]:.1f} at the start"
+                     + (f" on {load['start']['cpus']} CPUs" if load["start"].get("cpus") else ""))
+    return "; ".join(parts)
+
+
 class _Row:
     def __init__(self, what, value, spread="", sources=(), link="", note="", headline=""):
         self.what, self.value, self.spread = what, value, spread
@@ -92,7 +111,7 @@ class _Row:
 
 #: The groups of the summary table, in order: (title, the row makers of each).
 GROUPS = ("Latency and bandwidth, measured (osu_latency, osu_bw)",
-          "Per protocol, fitted (postal model: latency + size / bandwidth)",
+          "Per protocol, fitted: one-way time = latency + size / bandwidth",
           "Message rate", "Matching", "Early-bird partitioned sends")
 
 
@@ -174,8 +193,8 @@ def _table(groups, busy):
 
 def _footer(where, runs):
     return (f"<p class='note'>Latency and peak bandwidth: the measured ping-pong (median of the "
-            f"repetitions, 10th .. 90th percentile). Per protocol: the machine model "
-            f"{html.escape(where)}, with 95 % bootstrap intervals. Sections below show how each "
+            f"repetitions, 10th .. 90th percentile). Per protocol: the fitted parameters "
+            f"({html.escape(where)}), with 95 % bootstrap intervals. Sections below show how each "
             f"number was measured; \"Do the models hold here?\" how far the models go.</p>")
 
 
@@ -256,23 +275,22 @@ def _model_rows(machine_model):
             flags = "; ".join(fit.flags) if fit and fit.flags else ""
             what = f"{proto} protocol ({span}), {loc}" if span else f"{proto} protocol, {loc}"
             a_ci = ci.get("alpha_s")
-            if p.alpha_s == 0 or (a_ci and a_ci[1] == 0):
-                rows.append(_Row(f"latency, {what}", "not resolved",
-                                 "the fit puts the whole time on the size term: at these sizes "
-                                 "the fixed cost is too small to measure", single, "machine_model",
-                                 note=f"fit flagged: {flags}" if flags else ""))
-            else:
-                rows.append(_Row(f"latency, {what}", format_seconds(p.alpha_s),
-                                 _interval(a_ci, format_seconds), single, "machine_model",
-                                 note=f"fit flagged: {flags}" if flags else ""))
-            note = ""
+            notes = [f"fit flagged: {flags}"] if flags else []
             if p.capacity_bytes:
                 beyond = (format_rate(1 / p.beta_beyond_s_per_byte, "B/s")
                           if p.beta_beyond_s_per_byte and p.beta_beyond_s_per_byte > 0 else "?")
-                note = f"above {format_bytes(p.capacity_bytes)}: {beyond} (buffers leave the caches)"
-            rows.append(_Row(f"bandwidth, {what}", format_rate(p.Rb_Bps, "B/s"),
-                             _interval(ci.get("Rb_Bps"), lambda v: format_rate(v, "B/s")),
-                             single, "machine_model", note=note))
+                notes.append(f"above {format_bytes(p.capacity_bytes)}: {beyond} (the buffers "
+                             "leave the caches)")
+            bandwidth = format_rate(p.Rb_Bps, "B/s")
+            bw_ci = _interval(ci.get("Rb_Bps"), lambda v: format_rate(v, "B/s"))
+            if p.alpha_s == 0 or (a_ci and a_ci[1] == 0):  # a degenerate fit, said in words
+                value = f"latency not resolved; {bandwidth}"
+                spread = ("latency: the fit puts the whole time on the size term (too small to "
+                          f"measure at these sizes); bandwidth {bw_ci}")
+            else:
+                value = f"{format_seconds(p.alpha_s)} + size / {bandwidth}"
+                spread = (f"latency {_interval(a_ci, format_seconds)}; bandwidth {bw_ci}")
+            rows.append(_Row(what, value, spread, single, "machine_model", note="; ".join(notes)))
         if bp is not None:
             rows.append(_Row(f"protocol switches, {loc}", _switch_text(bp),
                              "between the sizes measured either side", single, "machine_model",
@@ -376,7 +394,7 @@ def _partitioned_rows(runs, machine_model):
         if start is not None:
             value = f"pay off from {format_bytes(sizes[start])}"
         elif any(wins):
-            value = "mixed: " + ", ".join(format_bytes(s) for s, w in zip(sizes, wins) if w)
+            value = "pay off only at " + ", ".join(format_bytes(s) for s, w in zip(sizes, wins) if w)
         else:
             value = "do not pay off"
         ties = sum(v == "tie" for v in verdict)

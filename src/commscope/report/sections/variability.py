@@ -57,7 +57,9 @@ def _barrier_table(runs):
 def _figure(pred, meas, label):
     data = pred[pred["statistic"] == "runtime_s"]
     kinds = [k for k in BOOTSTRAP_KINDS if k in set(data["kind"])]
-    fig, axes = new_figure(ncols=len(kinds), width=3.8, height=3.2)
+    fig, axes = new_figure(ncols=len(kinds), width=3.8, height=3.2, sharey=True)
+    # one runtime axis for every bootstrap, holding every interval: panels side by side compare
+    keep = [*data["ci_low_s"], *data["ci_high_s"], *data["median_s"]]
     for ax, kind in zip(axes[0], kinds):
         ax.set_yscale("log")  # a wide interval and the medians inside it both read
         d = data[data["kind"] == kind].sort_values("target_ranks")
@@ -76,13 +78,11 @@ def _figure(pred, meas, label):
         ax.set_xscale("log", base=2)
         hold_scale(ax, zip(meas["ranks"], meas["runtime_s"], over,
                            over.map({True: "tab:orange", False: "tab:red"})),
-                   keep=[*d["ci_low_s"], *d["ci_high_s"], *d["median_s"]],
-                   unit="s")
+                   keep=keep, unit="s")
         ax.set_xlabel("ranks")
         ax.set_title(f"{kind} bootstrap")
-        ax.set_ylabel("runtime (s)" if ax is not axes[0][0] else
-                      "runtime, sum of interval maxima (s)")
         ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("runtime, sum of interval maxima (s)")
     legend_below(fig, ncol=4)
     return figure_html(fig, f"predicted vs measured runtime, {label}")
 
