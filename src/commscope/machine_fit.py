@@ -14,7 +14,7 @@ from .models.fitting import fit_machine_model
 from .models.machine_model import LOCALITIES, PROTOCOLS
 from .runs import expand_run_paths, open_run
 from .topology import node_of, shared_hosts, shared_hosts_note
-from .units import format_bytes
+from .units import format_bytes, human_value
 from .lazy import lazy
 
 pd = lazy("pandas")
@@ -273,7 +273,9 @@ def queue_search_table(machine_model):
     for order in qs.orders:
         o = qs.order_dict(order)
         row = {"mpi": qs.mpi or "-", "order": order, "form": o["form"],
-               "parameters": ", ".join(f"{k}={o['params'][k]:.3g}" for k in PARAMS[o["form"]]),
+               "parameters": ", ".join(f"{k[:-2] if k.endswith('_s') else k} = "
+                                       f"{human_value(k, o['params'][k])[1]}"
+                                       for k in PARAMS[o["form"]]),
                "breakpoint_messages": o.get("breakpoint_messages") or "-"}
         row.update({f"bic:{f}": o["scores"].get(f, {}).get("bic", "-") for f in FORMS})
         chosen = o["scores"].get(o["form"], {})

@@ -279,8 +279,8 @@ def format_percent(share, digits=3):
 def human_value(name, value, digits=3):
     """``(name without its unit suffix, text)``: how the HTML report writes a value.
 
-    By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` (and ``bytes_per_X``)
-    as ``4 KiB``, ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
+    By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` (and ``bytes``,
+    ``bytes_sent``, ``bytes_per_X``) as ``4 KiB``, ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
     ``_s_per_byte`` as ``0.4 ns/B``, ``_pct`` as ``12 %``; a share of 1 (a name of
     :data:`SHARE_NAMES`: ``laggard_share``, ``rel_error``) in per cent, ``1.92 %``; every
     other number plain (:func:`format_number`); text as it is. A tuple is an interval,
@@ -289,7 +289,9 @@ def human_value(name, value, digits=3):
     """
     suffix = next((s for s in _HUMAN_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
     label = name[:-len(suffix)] if suffix else name
-    if name == "bytes" or (suffix is None and name.startswith("bytes_per_")):  # a size
+    if name == "msgs_per_s":  # a bare message rate (top): not seconds
+        suffix, label = "_msgs_per_s", name
+    if name == "bytes" or (suffix is None and name.startswith("bytes_")):  # a size: bytes_sent
         suffix = "_bytes"
     share = suffix is None and is_share(name)
     if isinstance(value, tuple):
