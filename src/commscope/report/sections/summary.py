@@ -68,13 +68,13 @@ def _busy_sentence(busy, runs):
     said = []
     if loaded:
         clauses = [w.split(";")[0] for w in loaded.values()]
-        runs_text = (f"all {len(runs)} runs" if len(loaded) == len(runs) else
-                     "the run" if len(runs) == 1 else f"{len(loaded)} of {len(runs)} runs")
+        runs_text = ("the run" if len(runs) == 1 else f"all {len(runs)} runs"
+                     if len(loaded) == len(runs) else f"{len(loaded)} of {len(runs)} runs")
         said.append(f"<b>The machine was busy while measuring</b>: "
                     f"{html.escape(_range_of(clauses))} during {runs_text}")
     if over:
-        said.append(f"{len(over)} run{'s' * (len(over) != 1)} had more ranks x threads than "
-                    "cores (oversubscribed)")
+        said.append(("it" if len(runs) == 1 else f"{len(over)} run{'s' * (len(over) != 1)}")
+                    + f" had more ranks x threads than cores (oversubscribed)")
     return "; ".join(said)
 
 
