@@ -122,7 +122,7 @@ def render(runs, context):
         return ""
     machine_model, where = report_machine_model(context)
     groups = []
-    for title, make in zip(GROUPS, (_measured_rows, lambda rs, mm: _model_rows(mm), _rate_rows,
+    for title, make in zip(GROUPS, (_measured_rows, lambda rs, mm: _model_rows(mm, rs), _rate_rows,
                                     _queue_rows, _partitioned_rows)):
         try:
             rows = make(all_runs, machine_model)
@@ -257,9 +257,10 @@ def _sources(machine_model, term):
             for p in (machine_model.machine.get("term_sources") or {}).get(term, [])]
 
 
-def _model_rows(machine_model):
+def _model_rows(machine_model, runs=()):
     if machine_model is None:
         return []
+    measured = _measured_sizes(runs)
     rows = []
     src = _sources(machine_model, "postal/max-rate")
     single = [s for s in src if "pair" not in s or "1pair" in s] or src
@@ -293,7 +294,7 @@ def _model_rows(machine_model):
             rows.append(_Row(what, value, spread, single, "machine_model", note="; ".join(notes)))
         if bp is not None:
             rows.append(_Row(f"protocol switches, {loc}", _switch_text(bp),
-                             "between the sizes measured either side", single, "machine_model",
+                             _switch_spread(bp, measured.get(loc, [])), single, "machine_model",
                              note=_limits_text(machine_model),
                              headline=(f"rendezvous above {format_bytes(bp.eager_max_bytes)}"
                                        if bp.eager_max_bytes else "")))
@@ -305,6 +306,32 @@ def _model_rows(machine_model):
                              _interval((rdv.fit.ci95 if rdv.fit else {}).get("R_N_Bps"),
                                        lambda v: format_rate(v, "B/s")), multi, "machine_model"))
     return rows
+
+
+def _measured_sizes(runs):
+    """{locality: the sizes the single-pair ping-pong runs measured}."""
+    out = {}
+    for run in _single_pair(runs):
+        try:
+            df = run.table("samples")
+        except Exception:  # a damaged run: its sizes are not known
+            continue
+        for loc, sub in df.groupby("locality"):
+            out.setdefault(loc, set()).update(int(v) for v in sub["size_bytes"].unique())
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _switch_spread(bp, sizes):
+    """Where each switch lies between the sizes measured: 'after 4 KiB, by 8 KiB'."""
+    parts = []
+    for name, b in (("short to eager", bp.short_max_bytes), ("eager to rendezvous",
+                                                             bp.eager_max_bytes)):
+        if not b:
+            continue
+        nxt = next((s for s in sizes if s > b), None)
+        parts.append(f"{name}: between {format_bytes(b)} and {format_bytes(nxt)}" if nxt
+                     else f"{name}: above {format_bytes(b)}")
+    return "; ".join(parts) or "-"
 
 
 def _switch_text(bp):
