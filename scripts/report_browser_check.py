@@ -48,7 +48,7 @@ from pathlib import Path
 #: Where the page's measurements are made: one JS function returning JSON-able findings.
 MEASURE_JS = r"""
 (() => {
-  const E = /(^|[^\w.])[-\u2212]?\d+(\.\d+)?[eE][-+\u2212]?\d+(?![\w.])/;
+  const E = /(^|[^\w.])[-\u2212]?\d+(\.\d+)?[eE][-+\u2212]?\d+(?![\d.])/;  // 1.2e+02x too
   const W = window.innerWidth, doc = document.documentElement;
   const found = {page_width: doc.scrollWidth, viewport: W, sideways: [], scrolling: [], cut: [], images: [],
                  enotation: [], figures: 0};

@@ -32,8 +32,12 @@ import re
 import sys
 from html.parser import HTMLParser
 
-#: Figure text smaller than this (points at the figure's own size) is too small.
-MIN_FONT_PT = 8.0
+#: Figure text smaller than this (points at the figure's own size) is too small: the
+#: report's own minimum (commscope.report.figures.MIN_FONT_PT).
+try:
+    from commscope.report.figures import MIN_FONT_PT
+except ImportError:  # commscope not installed: the same number
+    MIN_FONT_PT = 9.0
 
 _INT = r"(?<![\d.,\w])(?:\d{1,3}(?:,\d{3})+|\d{5,})(?![\d\w]|[.,]\d)"
 INT = re.compile(_INT)

@@ -124,7 +124,7 @@ def _balance_chart(times, name):
         ranks = t["rank"].to_numpy()
         for i, where in ((0, "left"), (n - 1, "right")):
             ax.annotate(f"rank {ranks[i]}", (i, mpi[i]), textcoords="offset points",
-                        xytext=(4 if where == "left" else -4, 4), ha=where, fontsize=7)
+                        xytext=(4 if where == "left" else -4, 4), ha=where)
         ax.set_xlabel(f"{n} ranks, sorted by time in MPI (least at the left)")
     ax.set_ylabel("time (s)")
     ax.set_ylim(bottom=0)

@@ -11,6 +11,7 @@ import html
 from ...machine_load import judge as busy_machine
 from ...predict.holds import HOLDS_MEDIAN, HOLDS_WORST, NOT_TESTED, WITHIN_WORST, \
     holds_table, printable_rows
+from ...units import format_number
 from ..tables import html_table
 from . import more, report_machine_model
 
@@ -48,10 +49,12 @@ def _short_reason(row, busy):
 
 
 def _ratio_text(row):
+    """'0.97x typical, 120x worst' (never e-notation)."""
     med, worst = row["ratio_median"], row["ratio_worst"]
     if med is None:
         return "-"
-    return f"{med:.2g}x typical, {worst:.2g}x worst"
+    x = lambda v: f"{format_number(float(f'{v:.2g}'))}x"  # noqa: E731
+    return f"{x(med)} typical, {x(worst)} worst"
 
 
 def render(runs, context):

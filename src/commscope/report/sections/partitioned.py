@@ -13,7 +13,7 @@ send in the measurement; triangles along the bottom mark where the model says so
 import html
 
 from ...errors import InputError
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ...predict.partitioned import (accuracy, comparison_table, measured_rows,
                                     predict_partitioned, range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
@@ -54,7 +54,7 @@ def _term_cell(t):
         return (f"{len(sizes)} sizes, {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}: "
                 + ", ".join(f"{format_bytes(k)} {format_seconds(t['by_size'][str(k)])}"
                             for k in sizes))
-    return "-" if t.get("value") is None else f"{t['value']:.3g}"
+    return "-" if t.get("value") is None else format_number(t["value"])
 
 
 def _held_html(df, table):

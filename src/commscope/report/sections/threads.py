@@ -12,7 +12,7 @@ import html
 
 from ...bench.threads import compare_with_injected, load_tables, recovery_table
 from ...stats import arrivals
-from ...units import format_seconds
+from ...units import format_percent, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from . import more, per_run
@@ -187,7 +187,7 @@ def _summary_sentence(rep):
     out = []
     for r in rep.summary.to_dict("records"):
         out.append(f"{html.escape(str(r.get('region')))}: laggards in "
-                   f"{100 * (r.get('laggard_fraction') or 0):.3g} % of the process-iterations; "
+                   f"{format_percent(r.get('laggard_fraction') or 0)} of the process-iterations; "
                    f"on average {format_seconds(r.get('avg_reclaimable_s'))} reclaimable per "
                    "process-iteration (the time threads wait for the last one)")
     return "<p>" + "; ".join(out) + ".</p>" if out else ""
