@@ -110,7 +110,7 @@ def _lengths_heatmap(a, ob1, ranks, name):
     from matplotlib import ticker
     t = ob1["time_s"]
     edges = np.linspace(float(t.min()), float(t.max()), BINS + 1)
-    fig, axes = new_figure(nrows=2, width=7.5, height=0.6 + 0.22 * max(len(ranks), 4),
+    fig, axes = new_figure(nrows=2, width=7.5, height=max(1.8, 0.6 + 0.22 * len(ranks)),
                            sharex=True)
     for ax, col, queue in ((axes[0][0], "posted_length", "posted"),
                            (axes[1][0], "unexpected_length", "unexpected")):
