@@ -11,6 +11,7 @@ from ..paths import prepare_output, write_text_atomic
 from ..runs import expand_run_paths, open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
+from .sections.summary import load_banner, load_text
 from .tables import html_table
 
 
@@ -61,6 +62,7 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False):
     page = env.get_template("report.html").render(
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
         esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
+        load_banner=load_banner(runs), load_text=load_text,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
     return write_text_atomic(out_path, page)
 
