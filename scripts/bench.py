@@ -78,9 +78,10 @@ SCRIPTS = {
 #: both MPIs: 5 minutes here) is what tests/test_conformance.py runs.
 QUICK_EXTRA = {"conformance": ["--mpi", "openmpi", "--modules", "test_request,test_p2p_buf_part"]}
 
-#: scripts/*.py that are not benchmarks: this driver; the report's check in a browser
-#: (tests/test_report_browser.py runs it).
-NOT_BENCHMARKS = {"bench", "report_browser_check"}
+#: scripts/*.py that are not benchmarks: this driver; the report's checks in a browser
+#: (tests/test_report_browser.py runs report_browser_check and report_scan;
+#: `make screenshots` runs report_screenshots).
+NOT_BENCHMARKS = {"bench", "report_browser_check", "report_scan", "report_screenshots"}
 
 
 def skip_reason(log):

@@ -56,15 +56,7 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False):
             if body:
                 rendered.append({"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1],
                                  "body": body})
-    from jinja2 import Environment, PackageLoader, select_autoescape  # on first use: fast CLI
-    env = Environment(loader=PackageLoader("commscope.report", "templates"),
-                      autoescape=select_autoescape(["html"]))
-    page = env.get_template("report.html").render(
-        sections=rendered, runs=runs, version=__version__, generated=utc_now(),
-        esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
-        load_banner=load_banner(runs), load_text=load_text,
-        shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
-    return write_text_atomic(out_path, page)
+    return write_text_atomic(out_path, _page(rendered, runs))
 
 
 def build_comparison_report(comparison, out_path, overwrite=False):
@@ -81,12 +73,17 @@ def build_comparison_report(comparison, out_path, overwrite=False):
         runs = [open_run(p, warn=False) for side in ("before", "after")
                 for p in comparison[side]["runs"]]
     body = section.render_comparison(comparison)
-    from jinja2 import Environment, PackageLoader, select_autoescape
+    sections_ = [{"title": section.TITLE, "id": "comparison", "body": body}]
+    return write_text_atomic(out_path, _page(sections_, runs))
+
+
+def _page(rendered, runs):
+    """The whole HTML page: the run metadata around the rendered sections."""
+    from jinja2 import Environment, PackageLoader, select_autoescape  # on first use: fast CLI
     env = Environment(loader=PackageLoader("commscope.report", "templates"),
                       autoescape=select_autoescape(["html"]))
-    page = env.get_template("report.html").render(
-        sections=[{"title": section.TITLE, "id": "comparison", "body": body}], runs=runs,
-        version=__version__, generated=utc_now(), esc=html.escape,
-        host_warnings=host_warnings(runs), table=html_table,
+    return env.get_template("report.html").render(
+        sections=rendered, runs=runs, version=__version__, generated=utc_now(),
+        esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
+        load_banner=load_banner(runs), load_text=load_text,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
-    return write_text_atomic(out_path, page)
