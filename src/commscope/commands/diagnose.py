@@ -39,6 +39,9 @@ def register(registry):
                                               "--trace for wait states and replays)")
     add_machine_model_option(p, "machine model (commscope fit) for modelled message times "
                                 "(small messages; machine-model what-ifs); default: none")
+    p.add_argument("--multirate", metavar="RUN", default=None,
+                   help="a `commscope bench multirate` run of this machine: threads sharing a "
+                        "communicator are costed with its shared / per-thread rate")
     p.add_argument("--what-if", action="append", default=[], metavar="CHANGE",
                    help="replay the trace with a change: balance, network=ideal or "
                         "machine-model=FILE (repeatable)")
@@ -61,7 +64,15 @@ def _run(args):
             if not path:
                 raise InputError("--what-if", None, "machine-model= needs a file")
             machine_model = load_machine_model(path)
-    d = diagnose(open_profile(args.run), machine_model=machine_model, what_if=args.what_if)
+    multirate = None
+    if args.multirate:
+        from ..runs import open_run
+        multirate = open_run(args.multirate)
+        if multirate.kind != "multirate":
+            raise InputError(multirate.path / "meta.json", "kind",
+                             f"is a {multirate.kind!r} run; --multirate takes a bench multirate run")
+    d = diagnose(open_profile(args.run), machine_model=machine_model, what_if=args.what_if,
+                 multirate=multirate)
     if args.json:
         dump_json(d.to_dict())
         return 0

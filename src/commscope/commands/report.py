@@ -9,9 +9,12 @@ def register(registry):
     p = registry.command(
         "report", help="write one static HTML report for run directories",
         description="One HTML file with the figures inline (opens without a server): "
-                    "measured versus modeled times per locality and protocol, residuals, the "
-                    "fitted machine model, one section per kind of run, and every run's "
-                    "metadata.\n\nexample:\n  commscope report runs/ -o report.html")
+                    "first the answer (a study's summary of latency, bandwidth, protocol "
+                    "switches, message rate, queue search and early-bird sends, each with its "
+                    "uncertainty, and a banner when the machine was busy; a profile's "
+                    "diagnosis), then one section per kind of run, each its key figure with "
+                    "the rest folded, whether the models hold, and every run's metadata."
+                    "\n\nexample:\n  commscope report runs/ -o report.html")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
     p.add_argument("-o", "--output", default="report.html", help="HTML path (default %(default)s)")

@@ -10,7 +10,7 @@ examples:
 Columns: wall_s is the rank's time since MPI_Init (to MPI_Finalize once it ended);
 mpi_time_s its time inside MPI calls (with several threads calling MPI, the mean over
 them) and mpi_pct its share of the wall time (mpiP's AppTime, MPITime and MPI%);
-msgs_per_s and bandwidth_Bps (printed bandwidth_MBps, MB = 10^6 bytes) count messages
+msgs_per_s and bandwidth_Bps (printed as 1.2 k msgs/s and 3.4 MB/s, MB = 10^6 bytes) count messages
 and bytes sent plus received.  Live and in a replay, mpi_pct and the rates cover
 the last interval (a call's time counts when it returns, so a long call that spans
 intervals can push one interval above 100 %); with --once (the first frame) the whole

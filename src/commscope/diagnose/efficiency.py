@@ -74,9 +74,12 @@ def mpi_level(useful, runtime_s, ideal_runtime_s=None):
 
 def region_instances(threads):
     """One row per OpenMP region instance of a rank: rank, region, instance, start_s,
-    end_s (rank_t0-relative), threads, mean_busy_s, max_busy_s, slowest_thread."""
+    end_s (the last thread's arrival at its end; rank_t0-relative), threads, mean_busy_s,
+    max_busy_s, slowest_thread."""
+    # the region ends when its last thread arrives at the closing barrier (a thread
+    # leaves it only when woken for the next region, with a passive wait policy)
     busy = threads.groupby(["rank", "region", "instance", "thread"], sort=False).agg(
-        busy_s=("compute_time_s", "sum"), start_s=("start_s", "min"), end_s=("leave_s", "max"))
+        busy_s=("compute_time_s", "sum"), start_s=("start_s", "min"), end_s=("arrival_s", "max"))
     g = busy.groupby(level=["rank", "region", "instance"], sort=False)
     out = g.agg(start_s=("start_s", "min"), end_s=("end_s", "max"), mean_busy_s=("busy_s", "mean"),
                 max_busy_s=("busy_s", "max"), threads=("busy_s", "size"))

@@ -20,12 +20,16 @@ Kinds, and where they come from:
 * ``small_messages``: runs of small messages between one pair that could be one;
 * ``thread_imbalance``: OpenMP threads reaching a region's end at different times;
 * ``queue_search``: receives posted in another order than the messages arrive, so
-  every arrival searches a long posted-receive queue.
+  every arrival searches a long posted-receive queue;
+* ``shared_communicator``: threads of a rank sending and receiving on one communicator
+  at once, where this machine's multirate measurement says a communicator per thread
+  is faster.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 
 from ..errors import InputError
@@ -52,11 +56,13 @@ SMALL_GAP_S = 2e-6
 
 KINDS = ("load_imbalance", "wait_at_collective", "late_broadcast", "late_scatter",
          "early_reduce", "early_gather", "late_sender", "late_receiver", "wrong_order",
-         "small_messages", "thread_imbalance", "queue_search")
+         "small_messages", "thread_imbalance", "queue_search", "shared_communicator")
 NEEDS_TRACE = ("wait_at_collective", "late_broadcast", "late_scatter", "early_reduce",
                "early_gather", "late_sender", "late_receiver", "wrong_order", "small_messages",
-               "queue_search")
+               "queue_search", "shared_communicator")
 NEEDS_OMPT = ("thread_imbalance",)
+#: Kinds whose fix moves work between ranks (predicted by the balance replay).
+BALANCE_KINDS = ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather")
 
 
 @dataclass
@@ -102,8 +108,10 @@ class Diagnosis:
 
 # ---- entry ------------------------------------------------------------------------------
 
-def diagnose(profile, machine_model=None, what_if=()):
-    """The :class:`Diagnosis` of an open profile run (``commscope.open``)."""
+def diagnose(profile, machine_model=None, what_if=(), multirate=None):
+    """The :class:`Diagnosis` of an open profile run (``commscope.open``); ``multirate``:
+    an open ``bench multirate`` run of this machine (whether threads do better with a
+    communicator each)."""
     from ..profile.export import load_trace
     ranks = profile.ranks
     if ranks is None or not len(ranks):
@@ -128,14 +136,14 @@ def diagnose(profile, machine_model=None, what_if=()):
     if tl is not None:
         findings += _wait_findings(ctx)
         findings += _small_message_findings(ctx)
-        found, note = _queue_findings(ctx, trace)
-        findings += found
-        notes += [note] if note else []
+        for found, note in (_queue_findings(ctx, trace), _shared_comm_findings(ctx, multirate)):
+            findings += found
+            notes += [note] if note else []
     if tl is None and useful is not None:  # with a trace, the waits tell what the imbalance costs
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
         findings += _thread_findings(ctx)
-    findings = [f for f in findings if f.lost_s > 0]
+    findings = _absorb_search_waits([f for f in findings if f.lost_s > 0])
     findings.sort(key=lambda f: -f.lost_s)
     if tl is None:
         notes.append("without an event trace (commscope profile --trace): no wait states, no "
@@ -146,6 +154,9 @@ def diagnose(profile, machine_model=None, what_if=()):
     if useful is None:
         notes.append(useful_basis)
     replay = None
+    if what_if and base is None:
+        raise InputError(profile.path, "--what-if", "a what-if replays the event trace, and this "
+                         "run has none: profile with --trace")
     if base is not None:
         replay = {"measured_s": runtime, "unchanged_s": base.runtime_s,
                   "error_pct": 100 * (base.runtime_s - runtime) / runtime if runtime > 0 else None,
@@ -220,9 +231,10 @@ def _wait_findings(ctx):
     overloaded, _gap = ctx.overloaded()
     groups = {}
     for k, (kind, fn, site) in enumerate(ws.keys):
-        culprits = _top_ranks(ws.culprit_weight.get(k, {}))
-        if kind in ("late_sender", "wait_nxn") and overloaded and culprits and \
-                set(culprits) <= set(overloaded):
+        weight = ws.culprit_weight.get(k, {})
+        total = sum(weight.values())
+        mostly_overloaded = total > 0 and sum(weight.get(r, 0.0) for r in overloaded) >= 0.5 * total
+        if kind in ("late_sender", "wait_nxn") and mostly_overloaded:
             fk = ("load_imbalance",)
         elif kind == "wait_nxn":
             fk = ("wait_at_collective", fn, site)
@@ -249,9 +261,13 @@ def _wait_findings(ctx):
         main = max(keys, key=lambda k: key_total[k])
         kind, fn, site = ws.keys[main]
         top = max(by_rank.values())
+        culprits = _top_ranks(weights)
+        if fk[0] in BALANCE_KINDS and set(overloaded) & set(culprits):
+            # the overloaded ranks all hold the others up, whichever of them came last
+            culprits = overloaded
         f = Finding(
             kind=fk[0],
-            culprit_ranks=overloaded if fk[0] == "load_imbalance" else _top_ranks(weights),
+            culprit_ranks=overloaded if fk[0] == "load_imbalance" else culprits,
             waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
             if len(direct) else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
             waiting_function=fn, callsite=site if site != fn else None, region=None,
@@ -296,22 +312,24 @@ def _region_of_culprit(ctx, f, ws, keys):
         return None
     c = ctx.tl.calls
     burst = ctx.rp.burst
-    site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], c["function"])]
+    function = c["function"].to_numpy()
+    stream = c["stream"].to_numpy()
+    site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], function)]
     votes = {}
     for calls, lost in zip(w["culprit_calls"], w["direct_s"]):
         for j in calls:
-            # back along the culprit's stream over calls that waited for nothing
+            # back along the culprit's stream, up to where it had synchronised
             best = j
             k = j
-            while k > 0 and c["stream"].iat[k - 1] == c["stream"].iat[j] and j - k < 64:
+            while k > 0 and stream[k - 1] == stream[j] and j - k < 64:
                 if burst[k] > burst[best]:
                     best = k
-                if c["function"].iat[k - 1] in _SYNC_POINTS:
+                if function[k - 1] in _SYNC_POINTS:
                     break
                 k -= 1
             if burst[k] > burst[best]:
                 best = k
-            before = site[best - 1] if best > 0 and c["stream"].iat[best - 1] == c["stream"].iat[best] else "MPI_Init"
+            before = site[best - 1] if best > 0 and stream[best - 1] == stream[best] else "MPI_Init"
             key = (before, site[best])
             votes[key] = votes.get(key, 0.0) + lost / len(calls)
     if not votes:
@@ -348,11 +366,11 @@ def _at(f):
 def _predict_wait_fix(ctx, f, ws, keys):
     """Fill the finding's fix, region and predicted saving (a replay with the fix)."""
     culprits = _ranks_text(f.culprit_ranks)
-    if f.kind in ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather"):
+    if f.kind in BALANCE_KINDS:
         f.region = _region_of_culprit(ctx, f, ws, keys)
         f.predicted_saving_s = ctx.saving(balance=True)
         f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
-                   "the mean over ranks (the calls' own costs as measured)")
+                   "the mean over ranks")
         work = _work_ratio(ctx, f.culprit_ranks)
         if f.kind == "load_imbalance":
             f.fix = (f"Move work from {culprits} to the others ({work}): with the work "
@@ -464,19 +482,14 @@ def _where_others_wait(profile, culprits, waiting):
     cs = profile.callsites
     if fn and cs is not None and len(cs) and cs["time_s"].notna().any():
         c = cs[cs["function"] == fn].copy()
-        c["site"] = [f"{Path_name(f)}:{int(l)}" if isinstance(f, str) and f and l == l else None
-                     for f, l in zip(c["file"], c["line"])]
+        c["site"] = [f"{os.path.basename(f)}:{int(n)}" if isinstance(f, str) and f and n == n else None
+                     for f, n in zip(c["file"], c["line"])]
         c = c.dropna(subset=["site"])
         if len(c):
             per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
             d = per.reindex(waiting).mean() - per.reindex(culprits).mean()
             site = str(d.idxmax()) if len(d) else None
     return fn, site
-
-
-def Path_name(path):  # noqa: N802 - a tiny helper named for what it returns
-    from pathlib import Path
-    return Path(path).name
 
 
 # ---- small messages ------------------------------------------------------------------------
@@ -680,7 +693,6 @@ def _queue_findings(ctx, trace):
     per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
     out = []
     c = ctx.tl.calls
-    cost = ctx.rp.cost
     for row in deep.itertuples(index=False):
         lost_rank = float(row.excess * per_entry)
         if lost_rank <= 0:
@@ -690,9 +702,6 @@ def _queue_findings(ctx, trace):
         done = lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "call"].unique()
         fn = c.loc[done, "function"].mode()
         site = c.loc[done, "callsite"].dropna().mode()
-        total = cost[done].sum()
-        scale = {int(x): max(cost[x] - lost_rank * cost[x] / total, 0.0) / cost[x]
-                 for x in done if cost[x] > 0} if total > 0 else {}
         senders = sorted(set(lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "src"].astype(int)))
         f = Finding(kind="queue_search", culprit_ranks=senders, waiting_ranks=[int(row.rank)],
                     waiting_function=str(fn.iloc[0]) if len(fn) else None,
@@ -703,16 +712,103 @@ def _queue_findings(ctx, trace):
                          f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
                          "messages are sent, or tell them apart by communicator or source rather "
                          "than by tag alone."),
-                    predicted_saving_s=ctx.saving(cost_scale=scale) if scale else lost_rank,
+                    predicted_saving_s=lost_rank,
                     basis=(f"the trace's receives replayed through the {engine} matching engine: "
                            f"{int(row.excess):,} entries searched beyond the first, at 2 x gamma = "
                            f"{format_seconds(per_entry)} each (the machine model's queue-search "
-                           "cost), taken off the calls that completed them in a replay"),
+                           "cost): the receiver's search time, which the run saves where the "
+                           "receiver is the slower side"),
                     evidence={"messages": int(row.messages), "searched_entries": int(row.searched),
                               "mean_depth": float(row.prq_avg_depth), "max_depth": int(row.prq_max_depth),
                               "engine": engine})
         out.append(f)
     return out, None
+
+
+def _absorb_search_waits(findings):
+    """A receiver that searches long queues also waits for messages its slow matching
+    held up at the sender (flow control): the late-sender waits in the calls where it
+    searches are the queue search's, and go with its finding."""
+    searches = [f for f in findings if f.kind == "queue_search"]
+    out = []
+    for f in findings:
+        host = next((q for q in searches if f.kind in ("late_sender", "wrong_order") and
+                     f.waiting_function == q.waiting_function and f.callsite == q.callsite and
+                     set(f.waiting_ranks) <= set(q.waiting_ranks)), None)
+        if host is None:
+            out.append(f)
+            continue
+        host.lost_s += f.lost_s
+        host.share_of_runtime += f.share_of_runtime
+        host.evidence["waits_held_up_by_the_search_s"] = \
+            host.evidence.get("waits_held_up_by_the_search_s", 0.0) + f.lost_s * len(host.waiting_ranks)
+    return out
+
+
+# ---- threads sharing a communicator -----------------------------------------------------------
+
+def _shared_comm_findings(ctx, multirate):
+    """Threads of one rank making point-to-point calls on one communicator at the same
+    time; costed with this machine's multirate ratio (rate per thread with one shared
+    communicator over one per thread) at that thread count."""
+    c = ctx.tl.calls
+    p2p = c[c["function"].isin(_P2P) & c["comm"].notna()]
+    if not len(p2p):
+        return [], None
+    per = p2p.groupby(["rank", "comm"]).agg(threads=("thread", "nunique"), first=("start_s", "min"),
+                                            last=("end_s", "max"))
+    shared = per[per["threads"] > 1]
+    if not len(shared):
+        return [], None
+    threads = int(shared["threads"].max())
+    ratio = _multirate_ratio(multirate, threads)
+    ranks = sorted({int(r) for r, _ in shared.index})
+    if ratio is None:
+        return [], (f"{_ranks_text(ranks).capitalize()} {_verb('make', ranks)} point-to-point calls "
+                    f"from {threads} threads on one communicator; whether a communicator per "
+                    "thread is faster here is measured by `commscope bench multirate` (give the "
+                    "run with --multirate)")
+    if ratio >= 0.95:
+        return [], (f"threads share a communicator on {_ranks_text(ranks)}, but this machine's "
+                    f"multirate run measured no gain from one per thread at {threads} threads "
+                    f"(shared / per-thread rate {ratio:.2f})")
+    mine = p2p[p2p["rank"].isin(ranks)]
+    spent = float((mine["end_s"] - mine["start_s"]).sum())
+    per_rank = (mine["end_s"] - mine["start_s"]).groupby(mine["rank"]).sum() / threads
+    lost = float(per_rank.sum() * (1 - ratio))
+    f = Finding(kind="shared_communicator", culprit_ranks=ranks, waiting_ranks=ranks,
+                waiting_function=str(mine["function"].mode().iloc[0]),
+                callsite=(str(mine["callsite"].dropna().mode().iloc[0])
+                          if mine["callsite"].notna().any() else None), region=None,
+                lost_s=lost / ctx.nranks, share_of_runtime=lost / ctx.nranks / ctx.runtime,
+                fix=(f"{threads} threads per rank send and receive on one communicator: give "
+                     "each thread its own (MPI_Comm_dup once per thread) so their messages are "
+                     f"matched apart; this machine's multirate run measured {1 / ratio:.2f}x the "
+                     f"rate per thread that way at {threads} threads."),
+                predicted_saving_s=ctx.saving(cost_scale={int(x): ratio for x in mine.index}),
+                basis=(f"replay of the trace with the threads' point-to-point calls taking "
+                       f"{ratio:.2f} of their time (the multirate ratio at {threads} threads)"),
+                evidence={"threads": threads, "shared_over_per_thread": ratio,
+                          "time_in_calls_s": spent})
+    return [f], None
+
+
+_P2P = frozenset({"MPI_Send", "MPI_Isend", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Waitall",
+                  "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Ssend",
+                  "MPI_Sendrecv", "MPI_Issend", "MPI_Rsend", "MPI_Irsend", "MPI_Bsend"})
+
+
+def _multirate_ratio(run, threads):
+    """The multirate run's paired shared / per-thread ratio at ``threads`` (the nearest
+    thread count it measured at or below), or None."""
+    if run is None:
+        return None
+    from ..bench.multirate import mode_ratio
+    table = mode_ratio(run.table("reps"))
+    table = table[table["threads"] <= threads].dropna(subset=["shared_over_per_thread"])
+    if not len(table):
+        return None
+    return float(table.sort_values("threads")["shared_over_per_thread"].iloc[-1])
 
 
 def replay_error_text(replay):

@@ -54,7 +54,7 @@ class Replay:
 class Replayer:
     """Replays of one timeline; the measured costs and bursts are computed once."""
 
-    def __init__(self, tl, costs="site"):
+    def __init__(self, tl, costs="call"):
         self.tl = tl
         calls = tl.calls
         self.n = len(calls)
@@ -248,23 +248,21 @@ class Replayer:
         return got is None or known[got[0]] == self.instance_size[got[0]]
 
 
-COSTS = ("call", "site", "site_rank")
+COSTS = ("call", "site")
 
 
 def typical_costs(measured, calls, how="site"):
-    """The cost each call is replayed with: ``call`` its own measured cost; ``site`` the
-    median over the calls of its function and call site on every rank; ``site_rank`` on
-    its rank.  A median keeps what a call needs and drops what befell one call (the
-    process descheduled inside it, a page fault), which a changed replay would otherwise
-    move around with the call."""
+    """The cost each call is replayed with: ``call`` its own measured cost (the default:
+    costs that vary systematically within a call site, a send blocked by flow control
+    every few messages, stay where they were); ``site`` the median over the calls of its
+    function and call site, which drops what befell single calls (the process descheduled
+    inside one) along with such systematic variation."""
     if how == "call":
         return measured
-    keys = [calls["function"], calls["callsite"].fillna("")]
-    if how == "site_rank":
-        keys.append(calls["rank"])
-    elif how != "site":
+    if how != "site":
         raise ValueError(f"costs: one of {COSTS}")
-    return pd.Series(measured).groupby([k.to_numpy() for k in keys]).transform("median").to_numpy()
+    keys = [calls["function"].to_numpy(), calls["callsite"].fillna("").to_numpy()]
+    return pd.Series(measured).groupby(keys).transform("median").to_numpy()
 
 
 def _model_times(machine_model, tl, ppn):

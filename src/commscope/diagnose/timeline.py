@@ -47,8 +47,8 @@ class Timeline:
     """The calls, their links and the run's window per rank (see the module docstring).
 
     ``calls``: call (= row number), rank, thread, stream, pos (in its stream),
-    function, callsite (file:line or None), start_s, end_s, bytes (sent + received by
-    the call's records).
+    function, callsite (file:line or None), comm (the communicator, the same text on
+    every rank), start_s, end_s, bytes (sent + received by the call's records).
     ``links``: the point-to-point waits: call, partner (a call), kind ("message" or
     "sync_send"), bytes (the message's size), src, dst (world ranks).
     ``collectives``: one row per member of every collective instance (see
@@ -97,6 +97,7 @@ def _calls(ev, names):
         "rank": ev["rank"].to_numpy()[first].astype(np.int64),
         "thread": ev["thread"].to_numpy()[first].astype(np.int64),
         "function": name, "callsite": site,
+        "comm": ev["comm_key"].map(repr).to_numpy()[first],
         "start_s": ev["time_begin_s"].to_numpy()[first], "end_s": end, "bytes": nbytes})
     calls["stream"] = calls.groupby(["rank", "thread"], sort=True).ngroup()
     calls["pos"] = calls.groupby("stream").cumcount()

@@ -14,7 +14,8 @@
   non-root's entry - its entry (the data it reduces or gathers is not there before).
 
 Every wait is cut at the call's exit.  The *culprits* of a wait are the partners that
-entered last (within 5 % of the wait).
+entered last (within 5 % of the wait; for a collective, within half of the longest wait
+of its instance: its members arrive a little apart even when they do the same work).
 
 **Passed-on waits** (Scalasca's delay analysis, simplified): a culprit may be late
 because it was itself waiting.  The culprit's *interval* runs from its previous
@@ -40,8 +41,10 @@ pd = lazy("pandas")
 
 #: The smallest wait recorded (shorter ones are the cost of the call, not a wait).
 MIN_WAIT_S = 1e-6
-#: Partners that entered within this share of the wait of the last are culprits too.
+#: Partners that entered within this share of the wait of the last are culprits too (a
+#: collective's members arrive a little apart even when they do the same work).
 CULPRIT_TOLERANCE = 0.05
+COLLECTIVE_CULPRIT_TOLERANCE = 0.5
 
 COLLECTIVE_KINDS = {("1xn", "bcast"): "late_broadcast", ("1xn", "scatter"): "late_scatter",
                     ("1xn", "scatterv"): "late_scatter", ("nx1", "reduce"): "early_reduce",
@@ -165,7 +168,7 @@ def _collective_waits(tl):
                     np.where(col["pattern"] == "nx1", ~is_root, is_root))
     longest = col.groupby("instance")["lost"].transform("max").clip(lower=0)
     late = cand & (col["entry_s"] >= col["ready"].where(np.isfinite(col["ready"])).groupby(
-        col["instance"]).transform("max") - CULPRIT_TOLERANCE * longest)
+        col["instance"]).transform("max") - COLLECTIVE_CULPRIT_TOLERANCE * longest)
     late_rows = col[late]
     culprit_ranks = late_rows.groupby("instance")["rank"].agg(tuple)
     culprit_calls = late_rows.groupby("instance")["entry_call"].agg(tuple)
