@@ -66,7 +66,9 @@ TABLE_COLUMNS = {
     # open_run never index one they were not promised; "n": a number that may be NaN
     ("profile", "ranks"): {"rank": "i", "node": "O", "host": "O", "pid": "i", "state": "O",
                            "threads": "i", "lost_threads": "i", "lost_blocks": "i",
-                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n"},
+                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n",
+                           # how the rank ended (profile/endings.py; LATER_COLUMNS)
+                           "ending": "O", "ending_code": "n", "ended_s": "n"},
     ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "kind": "O",
                               "unit": "O", "value": "f"},
     # time_s is NaN without the timers
@@ -123,10 +125,13 @@ DERIVED_COLUMNS = {
 }
 
 
-#: Columns a later commscope added to a table: a run written before has none, and reads
-#: as if the column held only missing values (NaN: "not measured"), so it stays readable.
+#: Columns a later commscope added to a table, with the value they read as in a run
+#: written before (NaN: "not measured"), so that it stays readable.
 LATER_COLUMNS = {
-    ("profile", "size_bins"): ("time_s",),  # time per size bin, commscope 2026-11-27
+    ("profile", "size_bins"): {"time_s": float("nan")},  # time per size bin, 2026-11-27
+    # how each rank ended (profile/endings.py), 2026-11-28: not recorded before
+    ("profile", "ranks"): {"ending": "unknown", "ending_code": float("nan"),
+                           "ended_s": float("nan")},
 }
 
 

@@ -189,6 +189,17 @@ class Run:
     def raw_dir(self):
         return self.path / "raw"
 
+    @contextlib.contextmanager
+    def removed_if_refused(self):
+        """Around what comes between creating a run and starting its job: a launch refused
+        there (a bad option, no launcher) leaves no run directory marked running."""
+        try:
+            yield self
+        except BaseException:
+            import shutil
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
+
     def save_meta(self):
         _write_json_atomic(self.path / "meta.json", self.meta)
 
@@ -259,9 +270,9 @@ class Run:
                 df = pd.read_parquet(pq)
             except Exception as exc:  # pyarrow raises several types for bad files
                 raise InputError(pq, None, f"not a readable Parquet file ({exc})") from None
-        for col in LATER_COLUMNS.get((self.kind, table), ()):
+        for col, value in LATER_COLUMNS.get((self.kind, table), {}).items():
             if col not in df.columns:  # written before the column existed: not measured
-                df[col] = float("nan")
+                df[col] = value
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet

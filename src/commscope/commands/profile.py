@@ -76,7 +76,9 @@ def register(registry):
                         "the ranks that hold them (raw/summary.json, reduced in the job)")
     p.add_argument("--json", action="store_true", help="print the run, a row per rank and the job summary as JSON")
     p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
-    add_launch_options(p)
+    add_launch_options(p, quiet_help="keep the program's output off the terminal (the run "
+                                     "directory keeps it: stdout.txt and stderr.txt, the last "
+                                     "4 MiB of each)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                    help="the MPI program and its arguments, after --")
     p.set_defaults(func=_run)
@@ -168,9 +170,12 @@ def _run(args):
         print(run.path)
         if not status and not args.quiet:
             _print_diagnosis(run)
-    if status:
-        print(f"commscope profile: the program exited with status {status}; the counters made "
-              f"up to then are in {run.path}", file=sys.stderr)
+    if status:  # the last line names the ranks that ended badly, and how
+        what = run.meta.get("failure") or f"the program exited with status {status}"
+        if not what.startswith("the program exited with status"):
+            what += f"; the program's exit status {status}"
+        print(f"commscope profile: {what}; the counters made up to then are in {run.path}",
+              file=sys.stderr)
         return status
     problems = run.meta["profile"].get("problems", [])
     if problems:  # the program succeeded, the profile is partial

@@ -13,6 +13,7 @@ imbalance of eq. 4.1 (time outside MPI, eq. 4.2).  A time the run did not measur
 import html
 
 
+from ...profile.endings import sentence
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
 from ...profile.summary import NOT_MEASURED, TIMERS_HINT
 from ...profile.views import (MAX_RANK_ROWS, callsite_time_stats, rank_time_rows,
@@ -401,12 +402,19 @@ def _render_run(run):
                         f"{overview.get('lost_threads', 0)} threads and "
                         f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
                         "from the counts.</p>")
-    if overview.get("not_finalized_count"):
+    endings = overview.get("endings")
+    if endings:  # which ranks ended badly and how (profile/endings.py)
+        problems.append("<p class='note'>How the ranks ended: "
+                        + html.escape(sentence(endings, limit=6))
+                        + (". The counts of a rank that did not reach MPI_Finalize stop where "
+                           "it ended." if overview.get("not_finalized_count") else ".")
+                        + "</p>")
+    elif overview.get("not_finalized_count"):  # a run converted before endings were kept
         shown = overview["not_finalized"]
         more = overview["not_finalized_count"] - len(shown)
         problems.append(f"<p class='note'>Ranks {shown}{f' and {more} more' if more > 0 else ''} "
-                        "did not reach MPI_Finalize: their counts stop where the program was "
-                        "killed or crashed.</p>")
+                        "did not reach MPI_Finalize: their counts stop where they ended (how "
+                        "was not recorded by the commscope that made this run).</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     name = run.path.name
