@@ -109,9 +109,98 @@ PARTITIONED_METHODS = ("partitioned", "isend", "single")
 TABLE_VALUES = {("partitioned", t): {"method": PARTITIONED_METHODS}
                 for t in ("samples", "compute", "methods")}
 
-#: Columns that identify a row: a table with two rows of one key is damaged (the
-#: per-rank arithmetic of profile/imbalance.py aligns on it).
-TABLE_KEYS = {("profile", "ranks"): ("rank",)}
+#: Columns that identify a row, for every table: a table with two rows of one key is
+#: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
+#: tests/test_failures_read.py checks that every table of TABLE_COLUMNS has one.
+_OMPT_THREADS_KEY = ("trial", "rank", "iteration", "region", "instance", "thread", "segment")
+TABLE_KEYS = {
+    ("bsp", "intervals"): ("interval", "rank"),
+    ("bsp", "maxima"): ("interval",),
+    ("bsp", "neighbors"): ("rank", "direction"),
+    ("hvpingpong", "samples"): ("n_messages", "size_bytes", "order", "pair", "rep"),
+    ("hvpingpong", "queues"): ("n_messages", "size_bytes", "order", "rank"),
+    ("mtmatch", "trials"): ("config", "trial"),
+    ("mtmatch", "order"): ("config", "trial", "tag"),
+    ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
+    ("multirate", "reps"): ("mode", "threads", "rep"),
+    ("partitioned", "samples"): ("method", "size_bytes", "run"),
+    ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
+    ("partitioned", "methods"): ("method",),
+    ("pingpong", "samples"): ("size_bytes", "pair", "rep"),
+    ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
+    ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
+    ("threads", "threads"): _OMPT_THREADS_KEY,   # bench threads --ompt
+    ("profile", "threads"): _OMPT_THREADS_KEY,
+    ("profile", "ranks"): ("rank",),
+    ("profile", "counters"): ("rank", "thread", "counter"),
+    ("profile", "functions"): ("rank", "thread", "function"),
+    ("profile", "peers"): ("rank", "peer"),
+    ("profile", "files"): ("rank", "file_id"),
+    ("profile", "size_bins"): ("rank", "function", "bin"),
+    ("profile", "collective_bins"): ("rank", "function", "message_size", "communicator_size"),
+    ("profile", "snapshots"): ("rank", "seq"),
+    ("profile", "pvars"): ("rank", "seq", "pvar", "index"),
+    ("profile", "callsites"): ("rank", "function", "object", "offset", "depth", "stack"),
+    ("profile", "communicators"): ("rank", "comm_id"),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A rule between columns that readers rely on: ``bad(df)`` marks the rows that break
+    it (columns it names may be absent: a stopped run has no derived ones yet)."""
+    column: str          # the column an error names
+    rule: str            # what must hold, in words
+    bad: Callable
+
+
+def _col(df, name):
+    import pandas as pd
+    return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
+
+
+#: Checks between columns, per table (runs.Run.table applies them after the types).
+TABLE_CHECKS = {
+    ("mtmatch", "trials"): (
+        Check("messages", "at least 1 where a search depth or drain time was measured",
+              lambda d: (d["messages"] < 1) & ((_col(d, "avg_search_depth") > 0)
+                                               | (_col(d, "max_search_depth") > 0)
+                                               | (d["drain_time_s"] > 0))),
+        Check("max_search_depth", "at least avg_search_depth",
+              lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth")),
+        Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0)),
+    ("multirate", "reps"): (
+        Check("time_s", "positive where messages were sent (rates divide by it)",
+              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+    ("multirate", "threads"): (
+        Check("time_s", "positive where messages were sent (rates divide by it)",
+              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+    ("pingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
+    ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
+    ("partitioned", "samples"): (
+        Check("partition_bytes", "size_bytes / partitions",
+              lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"]),
+        Check("last_ready_s", "at least first_ready_s",
+              lambda d: d["last_ready_s"] < d["first_ready_s"])),
+    ("threads", "compute"): (Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),),
+    ("profile", "ranks"): (
+        Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
+    ("profile", "functions"): (
+        Check("calls", "not negative", lambda d: d["calls"] < 0),
+        Check("bytes", "not negative", lambda d: d["bytes"] < 0),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "callsites"): (
+        Check("calls", "not negative", lambda d: d["calls"] < 0),
+        Check("bytes", "not negative", lambda d: d["bytes"] < 0),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "size_bins"): (
+        Check("count", "not negative", lambda d: d["count"] < 0),
+        Check("max_bytes", "at least min_bytes", lambda d: d["max_bytes"] < d["min_bytes"]),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "peers"): tuple(
+        Check(c, "not negative", lambda d, c=c: d[c] < 0)
+        for c in ("messages_sent", "bytes_sent", "messages_received", "bytes_received")),
+}
 
 #: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
 #: required of a complete run (a stopped one has not derived them yet); the step that
@@ -197,3 +286,43 @@ POINTS = {
                       lambda p: [((t, i), p["ranks"] * p["threads"]) for t in range(p["trials"])
                                  for i in range(p["iterations"])]),
 }
+
+
+#: Tables a profile run whose ranks left counters always has (written before commscope
+#: listed them in meta.json's ``profile.tables``).
+PROFILE_CORE_TABLES = ("ranks", "counters", "functions")
+
+
+def profile_tables_expected(run, have):
+    """``(tables, problem)``: the tables profile run ``run`` should have (those its
+    conversion listed in meta.json, else the core ones when it counted ranks), and a
+    problem (InputError arguments) when none was ever converted."""
+    from pathlib import Path
+    prof = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
+    listed = prof.get("tables")
+    ranks = prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {}
+    if isinstance(listed, list) and all(isinstance(t, str) for t in listed):
+        want = set(listed)
+    elif ranks.get("count"):
+        want = set(PROFILE_CORE_TABLES)
+    else:
+        want = set()
+    path = Path(run.path)
+    converted = set(have) & {t for k, t in TABLE_COLUMNS if k == "profile"}
+    if not converted and list((path / "raw").glob("node.*.json")):
+        return want, (path / "ranks.parquet", None,
+                      "missing: the run's raw counters (raw/node.*) were never converted to "
+                      "tables (was its commscope stopped before the end?); convert them with "
+                      f"`commscope profile --convert {path}`")
+    return want, None
+
+
+def profile_table_gone(run, table):
+    """InputError arguments for table ``table`` of a profile run, which its conversion
+    wrote and which is gone."""
+    from pathlib import Path
+    path = Path(run.path)
+    again = (f"; convert again with `commscope profile --convert {path}`"
+             if list((path / "raw").glob("node.*.json")) else "")
+    return (path / f"{table}.parquet", None,
+            "missing, though the run's conversion wrote it (deleted or renamed?)" + again)

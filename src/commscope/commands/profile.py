@@ -16,6 +16,7 @@ examples:
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
   commscope profile --ompt --threads 4 -- ./hybrid   # + per-thread OMPT timing
   commscope profile --list-counters                    # what is counted
+  commscope profile --convert RUN                      # tables of a run stopped before its end
 
 Inside a Slurm allocation the same command starts the ranks with srun (sbatch scripts:
 `commscope profile -n $SLURM_NTASKS -- ./app`).  The program must be linked
@@ -76,6 +77,10 @@ def register(registry):
                         "the ranks that hold them (raw/summary.json, reduced in the job)")
     p.add_argument("--json", action="store_true", help="print the run, a row per rank and the job summary as JSON")
     p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
+    p.add_argument("--convert", metavar="RUN", default=None,
+                   help="convert the raw counter files of profile run RUN into its tables "
+                        "(a run whose commscope was stopped before it converted them, or "
+                        "whose tables were deleted) and exit; nothing is launched")
     add_launch_options(p, quiet_help="keep the program's output off the terminal (the run "
                                      "directory keeps it: stdout.txt and stderr.txt, the last "
                                      "4 MiB of each)")
@@ -107,6 +112,14 @@ def _run(args):
         from ..profile.catalog import catalog_markdown
         print(catalog_markdown(), end="")
         return 0
+    if args.convert:
+        from ..profile.run import convert_run
+        run = convert_run(args.convert)
+        problems = run.meta["profile"].get("problems") or []
+        for p in problems:
+            print(f"commscope profile: partial profile: {p}", file=sys.stderr)
+        print(run.path)
+        return 1 if problems else 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise InputError("PROGRAM", None, "name the program to profile after --, e.g. "

@@ -11,7 +11,11 @@ def register(registry):
         description="One HTML file with the figures inline (opens without a server): "
                     "measured versus modeled times per locality and protocol, residuals, the "
                     "fitted machine model, one section per kind of run, and every run's "
-                    "metadata.\n\nexample:\n  commscope report runs/ -o report.html")
+                    "metadata.\n\nEvery table of every run is read first: a damaged, missing or "
+                    "unreadable one stops the report with one error naming the file (exit "
+                    "status 2); of several runs, each damaged one is named in a warning, and "
+                    "--keep-going writes the report without them.\n\nexample:\n  commscope "
+                    "report runs/ -o report.html")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
     p.add_argument("-o", "--output", default="report.html", help="HTML path (default %(default)s)")
@@ -19,12 +23,16 @@ def register(registry):
                                      "ping-pong runs); 'bluewaters' for the published Blue "
                                      "Waters parameters")
     p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    p.add_argument("--keep-going", action="store_true",
+                   help="of several runs, write the report without the damaged ones (each "
+                        "named in a warning and in the report); default: a damaged run stops "
+                        "the report, exit status 2")
     p.set_defaults(func=_run)
 
 
 def _run(args):
     machine_model = load_machine_model(args.machine_model) if args.machine_model else None
     out = build_report(args.runs, args.output, machine_model=machine_model,
-                       overwrite=args.overwrite)
+                       overwrite=args.overwrite, keep_going=args.keep_going)
     print(out)
     return 0

@@ -325,3 +325,42 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                                      f"another MPI than {mpi.name} (pass --mpi with the mpicc it "
                                      "was built with); no run directory was kept")
     return run, (code if code is not None and code >= 0 else 128 - (code or 0))
+
+
+def convert_run(path):
+    """Convert the raw files of profile run ``path`` into its tables again: a run whose
+    commscope was stopped before the conversion (SIGKILL, a power cut), or whose tables
+    were deleted.  The run's status stays as it was (a "running" one whose commscope is
+    gone becomes "interrupted"); returns the :class:`Run`."""
+    from ..runs import open_run
+    from .counters import node_keys
+    from .ompt import OmptCollector, tool_status
+    run = open_run(path, warn=False)
+    if run.kind != "profile":
+        raise InputError(run.path / "meta.json", "kind", f"is a {run.kind!r} run; --convert "
+                                                         "converts profile runs")
+    if run.status == "running":
+        raise InputError(run.path / "meta.json", "status",
+                         f"still running (commscope pid {run.meta.get('commscope_pid')} on "
+                         f"{run.meta.get('commscope_host')}): it converts its files itself")
+    if not node_keys(run.raw_dir):
+        raise InputError(run.raw_dir, None, "holds no counter files (raw/node.*.json) to convert")
+    collectors = [CounterCollector("counters")]
+    if run.meta["parameters"].get("callsite_depth") or list(run.raw_dir.glob("callsites.*.jsonl")):
+        collectors.append(CallsiteCollector(run.meta["parameters"].get("callsite_depth") or 1))
+    if tool_status(run.raw_dir)["event_files"]:
+        collectors.append(OmptCollector("", ""))
+    run.meta.setdefault("profile", {}).setdefault("ranks", {"count": 0})
+    problems = []
+    for c in collectors:
+        c.finalize(run)
+        problems += getattr(c, "partial", [])
+    run.meta["profile"]["problems"] = problems
+    run.meta["profile"]["tables"] = sorted(p.stem for p in run.path.glob("*.parquet"))
+    run.meta["profile"]["converted"] = utc_now()
+    status = run.status  # "interrupted" for a run whose commscope is gone
+    if status != run.meta["status"]:
+        run.meta["status"] = status
+        run.meta.setdefault("end_time", None)
+    run.save_meta()
+    return run
