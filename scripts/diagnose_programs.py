@@ -122,17 +122,16 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log):
 
 def text_table(rows, title):
     from commscope.output import format_table
-    ms = lambda v: None if v is None else round(v * 1e3, 3)
     shown = []
     for r in rows:
         s = {"program": r["program"], "P x T": f"{r['ranks']} x {r['threads']}",
              "N": r["iters"], "unfixed_s": round(r["unfixed_s"], 3),
              "fixed_s": round(r["fixed_s"], 3),
-             "saving_ms/iter": ms(r["saving_per_iter_s"]),
-             "designed_ms/iter": ms(r["designed_per_iter_s"]),
+             "saving_per_iter_s": r["saving_per_iter_s"],
+             "designed_per_iter_s": r["designed_per_iter_s"],
              "ratio": None if r["ratio"] is None else round(r["ratio"], 2)}
         if any("predicted_per_iter_s" in x for x in rows):
-            s["predicted_ms/iter"] = ms(r.get("predicted_per_iter_s"))
+            s["predicted_per_iter_s"] = r.get("predicted_per_iter_s")
         s["measured"] = r["measured_per"] or ""
         shown.append(s)
     return format_table(shown, title=title)
