@@ -83,7 +83,7 @@ def test_a_crash_names_the_rank_and_how_it_ended(mpi, args, says, ending, ending
     first = run.meta["profile"]["ranks"]["endings"][0]
     assert (first["ranks"], first["ending"], first["code"]) == ([1], *ending)
     ranks = run.table("ranks").set_index("rank")
-    assert (ranks.loc[1, "ending"], int(ranks.loc[1, "ending_code"])) == ending
+    assert (ranks.loc[1, "ending"], int(ranks.loc[1, "ending_value"])) == ending
     assert ranks.loc[1, "state"] == "not finalized"
     _no_control_bytes(out + err, "stdout and stderr")
     # the report says the same
@@ -176,7 +176,7 @@ def test_endings_in_words():
     assert describe(False, "unknown", None).startswith("ended without MPI_Finalize")
     ranks = pd.DataFrame({"rank": [0, 1, 2, 3], "state": ["not finalized"] * 3 + ["finalized"],
                           "ending": ["signal", "abort", "signal", "exit"],
-                          "ending_code": [15.0, 2.0, 15.0, 0.0]})
+                          "ending_value": [15.0, 2.0, 15.0, 0.0]})
     groups = summarize(ranks)   # the culprit first, bystanders after, clean ranks left out
     assert [g["ranks"] for g in groups] == [[1], [0, 2]]
     assert sentence(groups) == ("rank 1 called MPI_Abort with error code 2; ranks 0, 2 killed "

@@ -212,7 +212,7 @@ def test_killed_rank_keeps_its_counts(capsys, runs_root, exact_openmpi, monkeypa
     assert run.meta["status"] == "failed"
     summary = run.table("ranks").set_index("rank")
     assert summary.loc[1, "state"] == "not finalized"
-    assert (summary.loc[1, "ending"], summary.loc[1, "ending_code"]) == ("signal", 9)
+    assert (summary.loc[1, "ending"], summary.loc[1, "ending_value"]) == ("signal", 9)
     assert 1 in run.meta["profile"]["ranks"]["not_finalized"]
     f = run.table("functions")
     recv = f[(f["rank"] == 1) & (f["function"] == "MPI_Recv")]["calls"].sum()

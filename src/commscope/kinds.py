@@ -68,7 +68,7 @@ TABLE_COLUMNS = {
                            "threads": "i", "lost_threads": "i", "lost_blocks": "i",
                            "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n",
                            # how the rank ended (profile/endings.py; LATER_COLUMNS)
-                           "ending": "O", "ending_code": "n", "ended_s": "n"},
+                           "ending": "O", "ending_value": "n", "ended_s": "n"},
     ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "kind": "O",
                               "unit": "O", "value": "f"},
     # time_s is NaN without the timers
@@ -219,7 +219,7 @@ DERIVED_COLUMNS = {
 LATER_COLUMNS = {
     ("profile", "size_bins"): {"time_s": float("nan")},  # time per size bin, 2026-11-27
     # how each rank ended (profile/endings.py), 2026-11-28: not recorded before
-    ("profile", "ranks"): {"ending": "unknown", "ending_code": float("nan"),
+    ("profile", "ranks"): {"ending": "unknown", "ending_value": float("nan"),
                            "ended_s": float("nan")},
 }
 

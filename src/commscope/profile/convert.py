@@ -8,7 +8,7 @@ operations over all its ranks at once.  Tables (columns in docs/profile.md):
 
 * ``ranks``: rank, node, host, pid, state, threads, lost_threads, lost_blocks,
   snapshots, thread_level, tick_s (one tick in seconds), wall_s, ending (exit, signal,
-  abort, unknown), ending_code (status, signal or error code), ended_s (after MPI_Init)
+  abort, unknown), ending_value (status, signal or error code), ended_s (after MPI_Init)
 * ``counters``: rank, thread, counter, kind, unit, value (thread -1: rank-wide)
 * ``functions``: rank, thread, function, calls, bytes, time_s (NaN without the
   bytes or timers set)
@@ -63,7 +63,7 @@ def _ranks_table(nc, key):
         "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9,
         # how the process ended (profile/endings.py): exit, signal, abort, or unknown
         "ending": np.array([HOW.get(int(x), "unknown") for x in h["end_how"]], dtype=object),
-        "ending_code": np.where(h["end_how"] > 0, h["end_code"].astype(np.float64), np.nan),
+        "ending_value": np.where(h["end_how"] > 0, h["end_code"].astype(np.float64), np.nan),
         "ended_s": np.where(h["end_how"] > 0, (h["end_ns"].astype(np.float64)
                                                - h["ns0"].astype(np.float64)) / 1e9, np.nan)})
 

@@ -7,7 +7,7 @@ the launcher's own report, kept in the run's ``stderr.txt``, may name the rank a
 signal (Open MPI's prterun: "process rank 1 with PID 123 on node vm exited on signal
 9"), and is used when the library has nothing.
 
-``ranks.parquet`` holds ``ending`` (exit, signal, abort or unknown), ``ending_code``
+``ranks.parquet`` holds ``ending`` (exit, signal, abort or unknown), ``ending_value``
 (the status, signal number or error code) and ``ended_s`` (seconds after the rank's
 MPI_Init); ``meta.json`` the same per group of ranks (``profile.ranks.endings``), culprits
 first; the last line of ``commscope profile`` and the report say it in one sentence.
@@ -68,13 +68,13 @@ def fill_from_launcher(ranks, stderr_text):
     unknown = ranks["ending"] == "unknown"
     for i in ranks.index[unknown & ranks["rank"].isin(said)]:
         ranks.at[i, "ending"] = "signal"
-        ranks.at[i, "ending_code"] = float(said[int(ranks.at[i, "rank"])])
+        ranks.at[i, "ending_value"] = float(said[int(ranks.at[i, "rank"])])
     return ranks
 
 
 def _rank(row):
     """Order of blame: who ended the job first in all likelihood (0 = first)."""
-    ending, code, finalized = row["ending"], row["ending_code"], row["state"] == "finalized"
+    ending, code, finalized = row["ending"], row["ending_value"], row["state"] == "finalized"
     if ending == "abort":
         return 0
     if ending == "signal" and int(code) not in STOP_SIGNALS and not finalized:
@@ -98,12 +98,12 @@ def summarize(ranks):
     groups = {}
     for row in ranks.to_dict("records"):
         finalized = row["state"] == "finalized"
-        code = row["ending_code"]
+        code = row["ending_value"]
         code = int(code) if code == code and code is not None else None
         text = describe(finalized, row["ending"], code)
         if text == "finalized":
             continue
-        key = (_rank({**row, "ending_code": code if code is not None else -1}), text)
+        key = (_rank({**row, "ending_value": code if code is not None else -1}), text)
         g = groups.setdefault(key, {"ranks": [], "ending": row["ending"], "code": code,
                                     "finalized": finalized, "text": text})
         g["ranks"].append(int(row["rank"]))
