@@ -2,7 +2,7 @@
 
 from ..models.machine_model import load_machine_model
 from ..report.build import build_report
-from .common_options import add_machine_model_option
+from .common_options import add_machine_model_option, add_overwrite_option
 
 
 def register(registry):
@@ -22,7 +22,7 @@ def register(registry):
     add_machine_model_option(p, help="machine model to model with (default: fitted from the "
                                      "ping-pong runs); 'bluewaters' for the published Blue "
                                      "Waters parameters")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing report")
+    add_overwrite_option(p, "report")
     p.add_argument("--keep-going", action="store_true",
                    help="of several runs, write the report without the damaged ones (each "
                         "named in a warning and in the report); default: a damaged run stops "
