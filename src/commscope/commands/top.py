@@ -7,16 +7,24 @@ examples:
   commscope top RUN --once --json                         # one frame for scripts
   commscope top RUN --callsites                           # top call sites (profile --callsites)
 
-Columns: wall_s is the rank's time since MPI_Init (to MPI_Finalize once it ended);
-mpi_time_s its time inside MPI calls (with several threads calling MPI, the mean over
-them) and mpi_pct its share of the wall time (mpiP's AppTime, MPITime and MPI%);
-msgs_per_s and bandwidth_Bps (printed bandwidth_MBps, MB = 10^6 bytes) count messages
-and bytes sent plus received.  Live and in a replay, mpi_pct and the rates cover
-the last interval (a call's time counts when it returns, so a long call that spans
-intervals can push one interval above 100 %); with --once (the first frame) the whole
-run so far.  Without the timers (a --counters list without timers) the times say "not
-measured" (null in --json).  outstanding_hwm and posted_hwm are the high watermarks of
-outstanding requests and posted receives.
+Columns (a row per rank; --json has the same keys):
+  rank, threads     the rank and its threads that called MPI
+  calls             MPI calls so far
+  wall_s            the rank's time since MPI_Init (to MPI_Finalize once it ended)
+  mpi_time_s        its time inside MPI calls (with several threads calling MPI, the
+                    mean over them)
+  mpi_pct           mpi_time_s as a share of wall_s (mpiP's AppTime, MPITime and MPI%)
+  msgs_per_s        messages sent plus received per second
+  bandwidth_Bps     bytes sent plus received per second (printed as bandwidth_MBps,
+                    MB = 10^6 bytes)
+  outstanding_hwm   high watermark of outstanding requests
+  posted_hwm        high watermark of posted receives
+  top_functions     the rank's three busiest MPI functions, by time (by calls
+                    without the timers)
+Live and in a replay, mpi_pct and the rates cover the last interval (a call's time
+counts when it returns, so a long call that spans intervals can push one interval above
+100 %); with --once (the first frame) the whole run so far.  Without the timers (a
+--counters list without timers) the times say "not measured" (null in --json).
 """
 
 from .common_options import number
