@@ -273,6 +273,11 @@ class Run:
         run; ``derived=False``: not even then, for the step that adds them."""
         pq, source = self.path / f"{table}.parquet", self.table_file(table)
         if source != pq:
+            if self.meta.get("status") == "complete" and (self.path, pq) not in _WARNED:
+                # the run converted it: the Parquet is gone, the raw rows are the same data
+                _WARNED.add((self.path, pq))
+                print(f"commscope: warning: {pq}: missing, though the run is complete; read "
+                      f"from {source}", file=sys.stderr)
             df = self._read_raw(table)
         elif not pq.exists():
             if self.kind == "profile":  # never converted, or a table the conversion wrote
