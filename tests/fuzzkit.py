@@ -516,7 +516,8 @@ def must_refuse(run_dir, original, victim, what):
     later = kinds.LATER_COLUMNS.get((kind, table), {})
     complete = meta.get("status") == "complete"
     derived = kinds.DERIVED_COLUMNS.get((kind, table), {}) if complete else {}
-    declared = {**columns, **derived}
+    optional = kinds.OPTIONAL_COLUMNS.get((kind, table), {})
+    declared = {**optional, **columns, **derived}
     m = re.match(r"(drop|rename|to text|to float|all null) column (\w+)$", what)
     if m:
         how, col = m.groups()
@@ -524,7 +525,8 @@ def must_refuse(run_dir, original, victim, what):
         if k is None or col in later:
             return ""
         if how in ("drop", "rename"):
-            return f"a required column ({col}) {'dropped' if how == 'drop' else 'renamed'}"
+            return "" if col in optional else \
+                f"a required column ({col}) {'dropped' if how == 'drop' else 'renamed'}"
         if how == "to text" and k in "ipfnb":
             return f"numbers of {col} turned into text"
         if how == "to float" and k in "ipbO":

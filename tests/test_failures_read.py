@@ -186,3 +186,24 @@ def test_a_complete_run_missing_points_is_damaged(fuzz_originals, tmp_path):
                                          r"complete") as exc:
         open_run(run_dir, warn=False).table("samples")
     assert exc.value.source == str(run_dir / "samples.parquet")
+
+
+@pytest.mark.mpi
+def test_a_profile_whose_commscope_was_killed_is_converted_on_request(fuzz_originals, tmp_path,
+                                                                      capsys):
+    """A SIGKILLed commscope leaves meta.json "running" and only raw/: readers say how
+    to convert it; --convert writes the tables and marks it interrupted."""
+    import json
+    run_dir = _copy(fuzz_originals, "profile", tmp_path)
+    for p in run_dir.glob("*.parquet"):
+        p.unlink()
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta.update(status="running", end_time=None, commscope_pid=2 ** 22 + 7,
+                commscope_pid_start=None)
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    code, _, err = _cli(capsys, "diagnose", str(run_dir))
+    assert code == 2 and f"commscope profile --convert {run_dir}" in err
+    assert _cli(capsys, "profile", "--convert", str(run_dir))[0] == 0
+    run = open_run(run_dir, warn=False)
+    assert run.meta["status"] == "interrupted" and run.check()
+    assert _cli(capsys, "diagnose", str(run_dir))[0] == 0

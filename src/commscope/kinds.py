@@ -214,6 +214,13 @@ DERIVED_COLUMNS = {
 }
 
 
+#: Columns typed when present, absent from runs of an earlier commscope (whose reader
+#: says so where it needs them): partitioned's per-partition call and arrival times.
+OPTIONAL_COLUMNS = {
+    ("partitioned", "compute"): {"call_s": "n", "arrived_s": "n"},
+}
+
+
 #: Columns a later commscope added to a table, with the value they read as in a run
 #: written before (NaN: "not measured"), so that it stays readable.
 LATER_COLUMNS = {
@@ -309,6 +316,10 @@ def profile_tables_expected(run, have):
         want = set()
     path = Path(run.path)
     converted = set(have) & {t for k, t in TABLE_COLUMNS if k == "profile"}
+    if not converted and list((path / "raw").glob("node.*.json")) and run.status == "running":
+        return want, (path / "ranks.parquet", None,
+                      "not written yet: the profile is still running (its tables are written "
+                      f"when it ends; `commscope top {path}` shows it live)")
     if not converted and list((path / "raw").glob("node.*.json")):
         return want, (path / "ranks.parquet", None,
                       "missing: the run's raw counters (raw/node.*) were never converted to "

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
-from .kinds import (DERIVED_COLUMNS, LATER_COLUMNS, POINTS, TABLE_CHECKS, TABLE_COLUMNS,
-                    TABLE_KEYS, TABLE_VALUES)
+from .kinds import (DERIVED_COLUMNS, LATER_COLUMNS, OPTIONAL_COLUMNS, POINTS, TABLE_CHECKS,
+                    TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES)
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -298,6 +298,8 @@ class Run:
             if col not in df.columns:  # written before the column existed: not measured
                 df[col] = value
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
+        _check_columns(df, {c: k for c, k in OPTIONAL_COLUMNS.get((self.kind, table), {}).items()
+                            if c in df.columns}, source)
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
             if source != pq:  # a raw CSV never has them
