@@ -1,5 +1,5 @@
 # commscope: the two commands of the README, and their parts.
-.PHONY: setup study test bench clean
+.PHONY: setup study test bench screenshots clean
 
 setup:
 	@scripts/setup.sh
@@ -19,6 +19,12 @@ test: setup
 # SCRIPTS="a b" runs only those.
 bench: setup
 	.venv/bin/python scripts/bench.py $(if $(filter-out 0,$(QUICK)),--quick) $(SCRIPTS)
+
+# Set up, then full-page screenshots of a study report and of its profile run's report at
+# 1366 and 1920 px into docs/screenshots/ (scripts/report_screenshots.py): the newest
+# study under studies/ (STUDY=DIR for another), else a new quick study first. Look at them.
+screenshots: setup
+	.venv/bin/python scripts/report_screenshots.py $(if $(STUDY),--study $(STUDY))
 
 clean:
 	rm -rf build .pytest_cache

@@ -12,16 +12,31 @@ docs cite.  Prints one line per script (status and wall time) and the total; a s
 that exits 3 with a line "skipped: <reason>" on stderr lacks something it needs (LAMMPS,
 PyPI, the OpenMP runtime, ...) and is reported as skipped.  Exits 1 naming the scripts
 that failed, after running all the others; 0 when none failed.
+
+The figures of a pass are kept and checked against the pass before (docs/compare.md,
+"commscope itself"): each script runs with COMMSCOPE_BENCH_FIGURES set, the figures it
+records (commscope.compare.figures.record, every repetition a sample) and its wall time
+go to OUT/<script>.figures.json, and the outputs of its previous run move to
+OUT/previous/ first.  At the end the figures of the scripts just run are compared with
+those of the previous pass (`commscope compare --bench OUT/previous OUT`, written to
+OUT/compare.txt) and the figures that moved beyond their noise are named.  A figure
+that moved does not fail the pass: the machine is shared.
 """
 
 import argparse
+import datetime
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from commscope.compare import figures as bench_figures  # noqa: E402
 
 #: Exit status of a script that cannot run here (its stderr says "skipped: <reason>").
 SKIPPED = 3
@@ -50,6 +65,8 @@ SCRIPTS = {
     "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),
     "advise_check": (True, "256 KiB and 1 MiB, 3 runs (skips without the OMPT runtime)"),
+    "earlybird_check": (True, "both programs at 3 imbalance levels, 1 run a side, Open MPI, "
+                              "fewer iterations (skips without the OMPT runtime)"),
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),
     "validate_lammps": (True, "shorter LAMMPS inputs (skips without Debian's lmp)"),
     "conformance": (True, "2 mpi4py test modules, Open MPI (skips without PyPI)"),
@@ -61,9 +78,10 @@ SCRIPTS = {
 #: both MPIs: 5 minutes here) is what tests/test_conformance.py runs.
 QUICK_EXTRA = {"conformance": ["--mpi", "openmpi", "--modules", "test_request,test_p2p_buf_part"]}
 
-#: scripts/*.py that are not benchmarks: this driver; the report's check in a browser
-#: (tests/test_report_browser.py runs it).
-NOT_BENCHMARKS = {"bench", "report_browser_check"}
+#: scripts/*.py that are not benchmarks: this driver; the report's checks in a browser
+#: (tests/test_report_browser.py runs report_browser_check and report_scan;
+#: `make screenshots` runs report_screenshots).
+NOT_BENCHMARKS = {"bench", "report_browser_check", "report_scan", "report_screenshots"}
 
 
 def skip_reason(log):
@@ -84,11 +102,45 @@ def quick_args(name, quick=True):
     return ["--quick", *QUICK_EXTRA.get(name, [])] if quick else []
 
 
+#: The outputs of one script in OUT: moved to OUT/previous/ before it runs again.
+OUTPUTS = (".txt", ".log", ".figures.json")
+
+
+def keep_previous(name, out):
+    """Move the outputs of ``name``'s last run in ``out`` to ``out/previous/`` (replacing
+    the ones there): the last two passes stay on disk."""
+    if not (out / f"{name}.txt").exists():
+        return
+    prev = out / "previous"
+    prev.mkdir(exist_ok=True)
+    for ext in OUTPUTS:
+        src = out / f"{name}{ext}"
+        if src.exists():
+            shutil.move(str(src), str(prev / f"{name}{ext}"))
+        else:
+            (prev / f"{name}{ext}").unlink(missing_ok=True)
+
+
+def write_figures(name, out, recorded, status, seconds, quick):
+    """OUT/<name>.figures.json: the figures the script recorded, and its wall time."""
+    doc = bench_figures.collect(recorded, name, status, seconds, "quick" if quick else "full",
+                                loadavg=os.getloadavg(),
+                                end_time=datetime.datetime.now(datetime.timezone.utc)
+                                .isoformat(timespec="seconds"))
+    (out / f"{name}.figures.json").write_text(json.dumps(doc, indent=1) + "\n")
+    recorded.unlink(missing_ok=True)
+
+
 def run_one(name, quick, out, timeout=None, env=None):
     """Run scripts/<name>.py; returns (status, seconds, detail).  status: "ok", "skipped",
-    "failed"; stdout -> out/<name>.txt, stderr -> out/<name>.log."""
+    "failed"; stdout -> out/<name>.txt, stderr -> out/<name>.log, its figures ->
+    out/<name>.figures.json (the previous run's outputs -> out/previous/)."""
     cmd = [sys.executable, str(ROOT / "scripts" / f"{name}.py"), *quick_args(name, quick)]
+    keep_previous(name, out)
     txt, log = out / f"{name}.txt", out / f"{name}.log"
+    recorded = out / f"{name}.figures.jsonl"
+    recorded.unlink(missing_ok=True)
+    env = dict(os.environ if env is None else env, **{bench_figures.ENV: str(recorded)})
     t0 = time.perf_counter()
     with open(txt, "w") as fo, open(log, "w") as fe:
         try:
@@ -97,6 +149,9 @@ def run_one(name, quick, out, timeout=None, env=None):
         except subprocess.TimeoutExpired:
             rc = None
     dt = time.perf_counter() - t0
+    status = ("failed" if rc not in (0, SKIPPED) or (rc == 0 and not txt.stat().st_size)
+              else "skipped" if rc == SKIPPED else "ok")
+    write_figures(name, out, recorded, status, dt, quick)
     if rc is None:
         return "failed", dt, f"timed out after {timeout:g} s; see {_shown(log)}"
     if rc == SKIPPED:
@@ -106,6 +161,45 @@ def run_one(name, quick, out, timeout=None, env=None):
     if not txt.stat().st_size:
         return "failed", dt, f"printed nothing; see {_shown(log)}"
     return "ok", dt, str(_shown(txt))
+
+
+def against_previous(out, names):
+    """Compare the figures of ``names`` with the previous pass's; print the figures that
+    moved beyond their noise, write the whole comparison to OUT/compare.txt."""
+    prev = out / "previous"
+    shared = [n for n in names if (prev / f"{n}.figures.json").exists()
+              and (out / f"{n}.figures.json").exists()]
+    if not shared:
+        print("bench: no previous pass of these scripts to compare with (the next pass will)")
+        return
+    import io
+    import tempfile
+    from commscope.compare.figures import compare_dirs
+    from commscope.compare.text import render
+    from commscope.errors import InputError
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = Path(tmp, "previous"), Path(tmp, "current")
+        a.mkdir(), b.mkdir()
+        for n in shared:
+            shutil.copy(prev / f"{n}.figures.json", a)
+            shutil.copy(out / f"{n}.figures.json", b)
+        try:
+            comparison = compare_dirs(a, b)
+        except InputError as exc:
+            print(f"bench: cannot compare with the previous pass: {exc}")
+            return
+    comparison["before"]["runs"], comparison["after"]["runs"] = [str(_shown(prev))], [str(_shown(out))]
+    text = io.StringIO()
+    render(comparison, text, top=1000)
+    (out / "compare.txt").write_text(text.getvalue())
+    moved = [f for f in comparison["figures"] if f["beyond_noise"]]
+    print(f"bench: against the previous pass ({len(shared)} scripts, "
+          f"{len(comparison['figures'])} figures): "
+          + (f"{len(moved)} moved beyond their noise: " + "; ".join(
+              f"{f['figure']} {f['ratio']:.3g}x" if f.get("ratio") is not None else f["figure"]
+              for f in moved[:8]) + (" ..." if len(moved) > 8 else "") if moved
+             else "none moved beyond its noise")
+          + f" (see {_shown(out / 'compare.txt')})")
 
 
 def main(argv=None):
@@ -142,6 +236,7 @@ def main(argv=None):
         print(f"{status:8s} {dt:7.1f} s  {detail}", flush=True)
         (failed if status == "failed" else skipped if status == "skipped" else []).append(name)
     total = time.perf_counter() - total
+    against_previous(out, [n for n in names if n not in failed and n not in skipped])
     print(f"bench: {len(names) - len(failed) - len(skipped)} ok, {len(skipped)} skipped, "
           f"{len(failed)} failed in {total:.1f} s"
           + (f"; skipped: {', '.join(skipped)}" if skipped else "")

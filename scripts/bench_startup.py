@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from commscope.compare.figures import record  # noqa: E402
 #: Each command with the spellings of older revisions (--size became --sizes, --profile
 #: became --machine-model), the newest first.
 COMMANDS = [
@@ -34,8 +37,9 @@ COMMANDS = [
 ]
 
 
-def median_time(src, variants, repeat):
-    """Median wall time of the first spelling that this tree accepts, or None."""
+def median_time(src, variants, repeat, samples=None):
+    """Median wall time of the first spelling that this tree accepts, or None; every
+    time measured goes to the list ``samples`` when one is given."""
     env = dict(os.environ, PYTHONPATH=str(src))
     for argv in variants:
         times = []
@@ -47,6 +51,8 @@ def median_time(src, variants, repeat):
             if proc.returncode != 0:
                 break
         else:
+            if samples is not None:
+                samples.extend(times)
             return statistics.median(times)
     return None
 
@@ -73,8 +79,11 @@ def main():
         for variants in COMMANDS:
             cells = []
             for name, src in trees.items():
-                t = median_time(src, variants, args.repeat)
+                samples = []
+                t = median_time(src, variants, args.repeat, samples)
                 cells.append(f"{t:>12.3f} s" if t is not None else f"{'failed':>14}")
+                if t is not None and name == "this tree":  # kept by `make bench`
+                    record(" ".join(variants[0]), samples)
                 if t is None and name == "this tree":
                     failed.append(" ".join(variants[0]))
             print(f"{'commscope ' + ' '.join(variants[0]):<60}" + "".join(cells))

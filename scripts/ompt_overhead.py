@@ -25,6 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from commscope.compare.figures import record
 from commscope import mpi as mpimod
 from commscope.errors import EnvironmentProblem
 from commscope.profile import ompt
@@ -60,6 +61,10 @@ def measure(probe, rt, tool, regions, threads, repeats):
     for k, v in times.items():
         print(f"{k:18s} median {med[k] / 1e3:8.2f} us/region, min {best[k] / 1e3:8.2f}   (runs: "
               + " ".join(f"{x / 1e3:.2f}" for x in v) + ")")
+    for k, v in times.items():  # kept by `make bench` and checked against the last pass
+        record(f"{threads} threads, {k}, per region", [x * 1e-9 for x in v])
+    record(f"{threads} threads, tool overhead per region",
+           [(t - b) * 1e-9 for t, b in zip(times["libiomp5 + tool"], times["libiomp5"])])
     per_region = events / (regions + 1)
     for label, d in (("median", med), ("min", best)):
         extra = d["libiomp5 + tool"] - d["libiomp5"]

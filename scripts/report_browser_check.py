@@ -7,7 +7,11 @@ Opens the report at each width (default 1024 and 1366 px) and checks:
 - no content is cut off: no element that hides its overflow has more content than room;
 - every image loaded and has a size (inline SVG figures: a size);
 - no number a person reads is in raw e-notation (``1.2e-06``), outside <pre>/<code>
-  (figure text included: tick labels, offsets, values written on a plot).
+  (figure text included: tick labels, offsets, values written on a plot);
+- with every <details> open, no figure text is drawn smaller than ``MIN_FONT_PX`` (at 1024 px
+  and wider; an inline SVG's from its font size and scale, a PNG's from the sizes
+  ``figures.figure_html`` wrote on it and its scale), and no two texts of an inline SVG
+  overlap as drawn (a PNG's overlaps as matplotlib laid them out).
 
 Prints a table of the findings per width and exits 1 on any problem, 2 when it cannot
 check (no report; Chromium not found: "skipped: ..." on stderr, or failing). With ``--screenshots DIR`` writes one PNG per report
@@ -44,7 +48,7 @@ from pathlib import Path
 #: Where the page's measurements are made: one JS function returning JSON-able findings.
 MEASURE_JS = r"""
 (() => {
-  const E = /(^|[^\w.])[-\u2212]?\d+(\.\d+)?[eE][-+\u2212]?\d+(?![\w.])/;
+  const E = /(^|[^\w.])[-\u2212]?\d+(\.\d+)?[eE][-+\u2212]?\d+(?![\d.])/;  // 1.2e+02x too
   const W = window.innerWidth, doc = document.documentElement;
   const found = {page_width: doc.scrollWidth, viewport: W, sideways: [], scrolling: [], cut: [], images: [],
                  enotation: [], figures: 0};
@@ -102,11 +106,65 @@ MEASURE_JS = r"""
       found.enotation.push(name(p) + ': "' + (at ? '...' : '') + text.slice(at, m.index + m[0].length + 20).trim() + '"');
     }
   }
-  found.sections = [...document.querySelectorAll('body > section')].map((s) => {
+  found.sections = [...document.querySelectorAll('body > section, main > section')].map((s) => {
     const r = s.getBoundingClientRect();
     return {id: s.id, x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
   });
   return found;
+})()
+"""
+
+
+#: No figure text is drawn smaller than this many CSS pixels (at 1024 px and wider).
+MIN_FONT_PX = 9.0
+
+#: Figure text as drawn, with every <details> open: the smallest font of each figure and
+#: the pairs of an inline SVG's texts whose boxes overlap.
+FIGURES_JS = r"""
+(() => {
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  const out = {small: [], overlaps: [], height: document.documentElement.scrollHeight};
+  const where = (el) => { const s = el.closest('section'); return (s ? s.id : '') + ' [' +
+    (el.getAttribute('aria-label') || el.getAttribute('alt') || '').slice(0, 50) + ']'; };
+  for (const svg of document.querySelectorAll('figure.fig > svg')) {
+    const r = svg.getBoundingClientRect(), vb = svg.viewBox.baseVal;
+    if (!r.width || !vb || !vb.width) continue;
+    const scale = r.width / vb.width;  // CSS px per user unit (a point of matplotlib's)
+    const boxes = [];
+    for (const t of svg.querySelectorAll('text')) {
+      const text = t.textContent.trim();
+      if (!text) continue;
+      const pt = parseFloat(getComputedStyle(t).fontSize) || 0;
+      if (pt * scale < """ + str(MIN_FONT_PX) + r""")
+        out.small.push(where(svg.parentElement) + ': "' + text.slice(0, 30) + '" at ' +
+                       (pt * scale).toFixed(1) + ' px');
+      const b = t.getBoundingClientRect();
+      if (b.width > 1 && b.height > 1) boxes.push([text, b]);
+    }
+    for (let i = 0; i < boxes.length; i++)
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [ta, a] = boxes[i], [tb, b] = boxes[j];
+        const same = ta === tb && Math.abs(a.x - b.x) < 1.5 && Math.abs(a.y - b.y) < 1.5;
+        if (!same && a.left + 1 < b.right - 1 && b.left + 1 < a.right - 1 &&
+            a.top + 1 < b.bottom - 1 && b.top + 1 < a.bottom - 1)
+          out.overlaps.push(where(svg.parentElement) + ': "' + ta.slice(0, 30) + '" and "' +
+                            tb.slice(0, 30) + '"');
+      }
+  }
+  for (const img of document.querySelectorAll('img[data-texts]')) {
+    const r = img.getBoundingClientRect();
+    if (!r.width || !img.naturalWidth) continue;
+    const dpi = parseFloat(img.dataset.dpi || '110');
+    const scale = r.width / img.naturalWidth * dpi / 72;  // CSS px per point
+    for (const t of JSON.parse(img.dataset.texts)) {
+      if (t.pt * scale < """ + str(MIN_FONT_PX) + r""")
+        out.small.push(where(img) + ': "' + t.text.slice(0, 30) + '" at ' +
+                       (t.pt * scale).toFixed(1) + ' px');
+    }
+    for (const pair of JSON.parse(img.dataset.overlaps || '[]'))
+      out.overlaps.push(where(img) + ': "' + pair[0] + '" and "' + pair[1] + '"');
+  }
+  return out;
 })()
 """
 
@@ -268,6 +326,8 @@ def check(report, widths=(1024, 1366), chromium=None, screenshots=None, timeout=
         for width in widths:
             browser.open(url, width)
             results[width] = browser.evaluate(MEASURE_JS)
+            results[width]["page_height"] = browser.evaluate("document.documentElement.scrollHeight")
+            results[width]["drawn"] = browser.evaluate(FIGURES_JS)
         if screenshots:
             out = Path(screenshots)
             out.mkdir(parents=True, exist_ok=True)
@@ -343,6 +403,10 @@ def problems(found):
     out += [("cut off", d) for d in found["cut"]]
     out += [("figure", d) for d in found["images"]]
     out += [("e-notation", d) for d in found["enotation"]]
+    drawn = found.get("drawn") or {}
+    if found["viewport"] >= 1024:  # narrower windows shrink figures below any minimum
+        out += [("small font", d) for d in drawn.get("small", [])]
+    out += [("overlapping text", d) for d in drawn.get("overlaps", [])]
     return out
 
 
@@ -375,12 +439,14 @@ def main(argv=None):
         print()
     bad = 0
     print(f"{'width':>6}  {'sideways':>8}  {'cut off':>7}  {'figures':>7}  {'bad figs':>8}  "
-          f"{'e-notation':>10}  {'tables scrolling inside':>23}")
+          f"{'e-notation':>10}  {'small fonts':>11}  {'overlaps':>8}  {'height px':>9}  "
+          f"{'tables scrolling inside':>23}")
     for width, found in results.items():
         kinds = [k for k, _ in problems(found)]
         print(f"{width:>6}  {kinds.count('sideways scroll'):>8}  {kinds.count('cut off'):>7}  "
               f"{found['figures']:>7}  {kinds.count('figure'):>8}  {kinds.count('e-notation'):>10}  "
-              f"{len(found['scrolling']):>23}")
+              f"{kinds.count('small font'):>11}  {kinds.count('overlapping text'):>8}  "
+              f"{found.get('page_height', 0):>9}  {len(found['scrolling']):>23}")
     for width, found in results.items():
         for detail in found["scrolling"]:  # allowed: the page stays put, the table scrolls
             print(f"{width} px: note: {detail}")

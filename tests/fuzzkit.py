@@ -222,6 +222,13 @@ def commands(kind, target, originals, out):
                                  str(out / "trace.json")], out / "trace.json"),
             ("diagnose", ["diagnose", t], None)],
     }
+    # compare: the damaged run as the after side of the original (commscope compare)
+    if kind in ("pingpong", "hvpingpong", "mtmatch", "multirate", "partitioned", "bsp",
+                "threads", "profile", "profile-ompt"):
+        by_kind[kind] = by_kind[kind] + [
+            ("compare", ["compare", str(o[kind]), t, "--json", "--top", "3"], None),
+            ("compare -o", ["compare", str(o[kind]), t, "-o", str(out / "compare.html")],
+             out / "compare.html")]
     return by_kind[kind] + [report]
 
 
@@ -466,6 +473,7 @@ def draw_mutant(d, originals, work):
                  "--max-laggards", "--replicas", "--confidence"],
                  "model": ["--bins", "--guard", "--threads-send", "--points", "--trials"],
                  "advise": ["--threshold", "--min-saving", "--min-fraction", "--seed"],
+                 "compare": ["--top", "--fail-if"],
                  "predict": ["--ppn", "--t-wait", "--confidence", "--ranks-per-node"]}
         choices = [argv[i] for i in opts] + [o for o in extra.get(argv[0], [])
                                              if argv[0] != "stats" or o in _STATS_OPTS[argv[1]]]

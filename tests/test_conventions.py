@@ -204,11 +204,20 @@ def test_table_columns_carry_their_unit():
     assert not problems, "\n".join(problems)
 
 
-def test_printed_tables_show_bandwidth_in_mb_per_s():
+def test_printed_tables_write_human_units():
+    """The printed tables follow the report's rule (issue 38): each value with its unit, no
+    e-notation, no nan or inf; the header is the stored name, the key of --json."""
     from commscope.output import format_table
-    text = format_table([{"size_bytes": 1024, "rate_Bps": 2.5e9, "time_s": 1e-6}])
-    assert text.split("\n")[0].split() == ["size_bytes", "rate_MBps", "time_s"]
-    assert "2500" in text
+    text = format_table([{"size_bytes": 1024, "rate_Bps": 2.5e9, "time_s": 1e-6,
+                          "alpha_s": 4.1503e-07, "R_N_Bps": float("inf"), "bytes": 2.6214e7,
+                          "rel_error": -0.168, "ci_s": (1e-6, 2e-6), "messages": 26}])
+    head, row = text.split("\n")
+    assert head.split() == ["size_bytes", "rate_Bps", "time_s", "alpha_s", "R_N_Bps", "bytes",
+                            "rel_error", "ci_s", "messages"]
+    cells = re.split(r"\s{2,}", row.strip())
+    assert cells == ["1 KiB", "2.5 GB/s", "1 us", "415 ns", "-", "25 MiB", "-16.8 %",
+                     "1 us .. 2 us", "26"]
+    assert not re.search(r"\d[eE][-+]?\d|nan|inf", text)
 
 
 def test_the_fit_table_uses_data_units():
@@ -216,7 +225,7 @@ def test_the_fit_table_uses_data_units():
     from commscope.machine_fit import machine_model_table
     for column in machine_model_table(bluewaters_machine_model())[0]:
         assert units.column_unit_problem(column, "f") is None or column in (
-            "locality", "protocol", "sizes_bytes", "quality"), column
+            "locality", "protocol", "sizes", "quality"), column
 
 
 def test_the_convention_is_written_down():
@@ -276,6 +285,7 @@ def test_format_seconds_with_fewer_digits_keeps_the_unit():
 #: ``json_inputs`` ({name} is a run's path, {tmp} a fresh directory).
 JSON_ARGS = {
     "advise": ["{threads}", "--size", "64K", "--replicas", "200"],
+    "compare": ["{profile}", "{profile}", "--fail-if", "runtime > +50%"],
     "diagnose": ["{profile}", "--what-if", "balance"],
     "bench multirate": ["--threads", "1,2", "--reps", "1", "-i", "20", "-x", "2",
                         "--runs", "{tmp}", "--quiet"],

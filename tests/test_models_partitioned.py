@@ -263,8 +263,9 @@ def test_cli_table_default_sweep(capsys):
                "--threads", "20", "--compute", "0.1", "--sigma", "1e-3"])
     assert rc == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    # printed tables show bandwidth in MB/s (docs/conventions.md); the sweep is bench's
-    assert "model_bandwidth_MBps" in lines[1] and "single_bandwidth_MBps" in lines[1]
+    # printed tables write bandwidth with its unit (docs/conventions.md); the sweep is bench's
+    assert "model_bandwidth_Bps" in lines[1] and "single_bandwidth_Bps" in lines[1]
+    assert "B/s" in lines[2] and "e+" not in lines[2]
     assert len(lines) == 2 + len(default_sizes())
 
 

@@ -204,11 +204,13 @@ def test_cli_machine_model_and_bad_input(runs, tmp_path, capsys):
     assert "no such run directory" in capsys.readouterr().err
 
 
-def test_report_section_first_when_the_runs_allow_it(runs, tmp_path):
+def test_report_section_below_the_measurements_when_the_runs_allow_it(runs, tmp_path):
     from commscope.report.build import build_report
     page = build_report([runs["root"]], tmp_path / "r.html", machine_model=runs["mm"]).read_text()
     assert "<h2>Do the models hold here?" in page
-    assert page.index("Do the models hold here?") < page.index("<h2>Machine model")
+    # the answer first (issue 38): the summary, the measurements, then the validation
+    assert page.index("<h2>Summary") < page.index("<h2>Machine model") \
+        < page.index("<h2>Do the models hold here?")
     assert "stencil counts" in page and "in-sample" in page
     # the counts need no machine model: an mtmatch run alone has the section
     alone = build_report([runs["mtmatch"]], tmp_path / "m.html").read_text()

@@ -2,12 +2,14 @@
 what `profile --summary` prints beyond PER_RANK_ROWS ranks, and its reader on bad input."""
 
 import json
+import re
 
 import pytest
 
 from commscope.cli import main
 from commscope.errors import InputError
 from commscope.profile import summary
+from commscope.units import format_seconds
 
 from test_profile import compile_program
 
@@ -32,10 +34,12 @@ def test_summary_beyond_per_rank_rows_prints_the_job_summary(capsys, runs_root, 
     from commscope.profile.views import rank_times
     from commscope.runs import open_run
     times = rank_times(open_run(run_dir)).set_index("rank")
-    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln.split()[:1] in
-            (["wall_s"], ["mpi_time_s"], ["mpi_pct"])}
-    assert float(rows["mpi_time_s"][1]) == pytest.approx(times["mpi_time_s"].sum(), rel=1e-4)
+    # cells are apart by two spaces or more; a value carries its unit ("7.71 s", "42 %")
+    rows = {ln.split()[0]: re.split(r"\s{2,}", ln.strip()) for ln in out.splitlines()
+            if ln.split()[:1] in (["wall_s"], ["mpi_time_s"], ["mpi_pct"])}
+    assert rows["mpi_time_s"][1] == format_seconds(times["mpi_time_s"].sum())
     assert rows["mpi_pct"][1] == "-"  # a share has no total
+    assert rows["mpi_pct"][2].endswith(" %")
     assert int(rows["mpi_pct"][6]) == times["mpi_pct"].idxmax()
     assert 0 < times["mpi_pct"].max() < 100
     # without timers: not measured, and the option that adds them

@@ -393,14 +393,17 @@ int main(int argc, char **argv)
         }
         printf("# commscope bsp (Dominguez-Trujillo 2021, Sec. 3.3): %d rank(s), workload %s",
                size, workload_names[wl]);
-        if (wl == W_FTQ || wl == W_FWQ)
-            printf(", %s(mean %g, sd %g)%s", dist_names[dist], mean, sd,
-                   wl == W_FTQ ? " s" : " additions");
+        if (wl == W_FTQ) {
+            char t_mean[24], t_sd[24];
+            printf(", %s(mean %s, sd %s)", dist_names[dist], cs_time_text(mean, t_mean, sizeof t_mean),
+                   cs_time_text(sd, t_sd, sizeof t_sd));
+        } else if (wl == W_FWQ)
+            printf(", %s(mean %g, sd %g) additions", dist_names[dist], mean, sd);
         else
             printf(", size %ld, reps %ld", nsize, reps);
         printf(", halo %lld B, seed %llu\n", halo_bytes, seed);
-        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max(s)", "Max Max(s)",
-               "Avg MaxBarr(s)");
+        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max", "Max Max",
+               "Avg MaxBarr");
         fflush(stdout);
     }
 
@@ -481,7 +484,10 @@ int main(int argc, char **argv)
                     }
                 char label[64];
                 snprintf(label, sizeof label, "%ld-%ld", block_start, it);
-                printf("%-20s %16.5g %16.5g %16.5g\n", label, sum_max / n, block_max, sum_bar / n);
+                char t_avg[24], t_max[24], t_bar[24];
+                printf("%-20s %16s %16s %16s\n", label, cs_time_text(sum_max / n, t_avg, sizeof t_avg),
+                       cs_time_text(block_max, t_max, sizeof t_max),
+                       cs_time_text(sum_bar / n, t_bar, sizeof t_bar));
                 fflush(stdout);
                 cs_progress(it + 1, intervals, "intervals");
             }
@@ -490,7 +496,9 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) {
-        printf("# runtime (sum of interval maxima): %.6f s over %ld intervals\n", total_max,
+        char t_total[24];
+        printf("# runtime (sum of interval maxima): %s over %ld intervals\n",
+               cs_time_text(total_max, t_total, sizeof t_total),
                intervals);
         fflush(stdout);
     }

@@ -306,7 +306,7 @@ int main(int argc, char **argv)
                    cs_locality(&places[a], &places[b]));
         }
         printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",
-               "Avg Time(s)", "Min Time(s)", "Max Time(s)", "Iters");
+               "Avg Time", "Min Time", "Max Time", "Iters");
         fflush(stdout);
     }
 
@@ -374,8 +374,11 @@ int main(int argc, char **argv)
                                      MPI_STATUS_IGNORE);
                     }
                     cs_sum_min_max(all, (size_t)ninit * reps, &sum, &lo, &hi);
-                    printf("%-10d %-12lld %-9s %14.5g %14.5g %14.5g %6d\n", n, s, order_name[o],
-                           sum / ((double)reps * ninit), lo, hi, reps);
+                    char t_avg[24], t_lo[24], t_hi[24];
+                    printf("%-10d %-12lld %-9s %14s %14s %14s %6d\n", n, s, order_name[o],
+                           cs_time_text(sum / ((double)reps * ninit), t_avg, sizeof t_avg),
+                           cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi),
+                           reps);
                     fflush(stdout);
                     if (samples)
                         for (int p = 0; p < ninit; p++) {

@@ -283,7 +283,7 @@ int main(int argc, char **argv)
                places[0].node, places[0].cpu, places[1].node, places[1].cpu, trials, warmup);
         printf("# ob1 queue-length pvars: %s\n", q_posted.ok ? "read" : "not available");
         printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
-               "Decomp", "T_r", "T_s", "M_t", "Avg Drain(s)", "Min Drain(s)", "Max Drain(s)",
+               "Decomp", "T_r", "T_s", "M_t", "Avg Drain", "Min Drain", "Max Drain",
                "PostedQ");
         fflush(stdout);
     }
@@ -358,9 +358,11 @@ int main(int argc, char **argv)
             }
         }
         if (rank == 0) {
-            printf("%-8d %-6s %-10s %5d %5d %7d %15.5g %15.5g %15.5g %9.0f\n", k, c->points,
-                   c->decomp, c->threads_recv, c->threads_send, c->messages, sum / trials, lo,
-                   hi, qlen);
+            char t_avg[24], t_lo[24], t_hi[24];
+            printf("%-8d %-6s %-10s %5d %5d %7d %15s %15s %15s %9.0f\n", k, c->points,
+                   c->decomp, c->threads_recv, c->threads_send, c->messages,
+                   cs_time_text(sum / trials, t_avg, sizeof t_avg),
+                   cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi), qlen);
             fflush(stdout);
         }
     }

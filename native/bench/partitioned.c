@@ -396,19 +396,23 @@ int main(int argc, char **argv)
             ctab = cs_open_table(out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s,"
                                                      "call_s,arrived_s");
         }
+        char t_compute[24], t_sigma[24];
         printf("# commscope partitioned (Dominguez-Trujillo 2021, Algorithm 2): %d threads/partitions, %s compute "
-               "mean %.6g s sd %.6g s (%s), %d runs, %d warm-up\n",
-               threads, DIST_NAME[dist], compute, sigma, MODE_NAME[mode], runs, warmup);
+               "mean %s sd %s (%s), %d runs, %d warm-up\n",
+               threads, DIST_NAME[dist], cs_time_text(compute, t_compute, sizeof t_compute),
+               cs_time_text(sigma, t_sigma, sizeof t_sigma), MODE_NAME[mode], runs, warmup);
         printf("# rank 0 (%s cpu %d) -> rank 1 (%s cpu %d): %s; MPI thread level %d\n",
                places[0].node, places[0].cpu, places[1].node, places[1].cpu,
                cs_locality(&places[0], &places[1]), provided);
-        printf("# clock: %s (ping-pong offset %.3g s, best round trip %.3g s)\n", clock_kind,
-               measured_offset, best_rtt);
+        char t_off[24], t_rt[24];
+        printf("# clock: %s (ping-pong offset %s, best round trip %s)\n", clock_kind,
+               cs_time_text(measured_offset, t_off, sizeof t_off),
+               cs_time_text(best_rtt, t_rt, sizeof t_rt));
         for (int m = 0; m < M_COUNT; m++)
             if (want[m] && !run_m[m])
                 printf("# method %s skipped: %s\n", METHOD_NAME[m], note[m]);
-        printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed(s)",
-               "Min elapsed(s)", "Max elapsed(s)", "Avg BW(MB/s)", "Runs");
+        printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed",
+               "Min elapsed", "Max elapsed", "Avg BW(MB/s)", "Runs");
         fflush(stdout);
     }
 
@@ -584,8 +588,11 @@ int main(int argc, char **argv)
                 MPI_Request_free(&preq);
 #endif
             if (rank == 0) {
-                printf("%-12lld %-12s %16.5g %16.5g %16.5g %14.2f %6d\n", size, METHOD_NAME[m],
-                       sum_el / runs, min_el, max_el, 1e-6 * sum_bw / runs, runs);
+                char t_avg[24], t_lo[24], t_hi[24];
+                printf("%-12lld %-12s %16s %16s %16s %14.2f %6d\n", size, METHOD_NAME[m],
+                       cs_time_text(sum_el / runs, t_avg, sizeof t_avg),
+                       cs_time_text(min_el, t_lo, sizeof t_lo), cs_time_text(max_el, t_hi, sizeof t_hi),
+                       1e-6 * sum_bw / runs, runs);
                 fflush(stdout);
                 cs_progress(++done, total, METHOD_NAME[m]);
             }

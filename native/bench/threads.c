@@ -239,14 +239,17 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# commscope threads: %d rank(s) x %d thread(s), %d trial(s) x %d iteration(s)\n",
                size, nthreads, trials, iters);
-        printf("# work %s mean %.3g s sd %.3g s, laggard p=%.3g extra %.3g s, seed %llu, "
-               "compute=%s\n", dist_names[im.dist], im.work, im.sd, im.lag_prob, im.lag_extra,
+        char t_work[24], t_sd[24], t_lag[24];
+        printf("# work %s mean %s sd %s, laggard p=%.3g extra %s, seed %llu, "
+               "compute=%s\n", dist_names[im.dist], cs_time_text(im.work, t_work, sizeof t_work),
+               cs_time_text(im.sd, t_sd, sizeof t_sd), im.lag_prob,
+               cs_time_text(im.lag_extra, t_lag, sizeof t_lag),
                (unsigned long long)im.seed, sleep_mode ? "sleep" : "spin");
         if ((long)nthreads * size > cores)
             printf("# oversubscribed: %d ranks x %d threads on %ld cores (if on one node)\n",
                    size, nthreads, cores);
-        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean(s)",
-               "Min(s)", "Max(s)", "MeanErr(s)", "MaxErr(s)", "Laggards");
+        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean",
+               "Min", "Max", "MeanErr", "MaxErr", "Laggards");
         fflush(stdout);
     }
 
@@ -296,8 +299,12 @@ int main(int argc, char **argv)
                         if (injected)
                             cs_row(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
                     }
-            printf("%-7d %9.0f %12.5g %12.5g %12.5g %13.5g %13.5g %9ld\n", trial, sum[2],
-                   sum[0] / sum[2], -ext[0], ext[1], sum[1] / sum[2], ext[2], laggards);
+            char t_mean[24], t_lo[24], t_hi[24], e_mean[24], e_max[24];
+            printf("%-7d %9.0f %12s %12s %12s %13s %13s %9ld\n", trial, sum[2],
+                   cs_time_text(sum[0] / sum[2], t_mean, sizeof t_mean),
+                   cs_time_text(-ext[0], t_lo, sizeof t_lo), cs_time_text(ext[1], t_hi, sizeof t_hi),
+                   cs_time_text(sum[1] / sum[2], e_mean, sizeof e_mean),
+                   cs_time_text(ext[2], e_max, sizeof e_max), laggards);
             fflush(stdout);
         }
     }

@@ -375,6 +375,32 @@ void *cs_xmalloc(size_t n)
     return p;
 }
 
+const char *cs_time_text(double seconds, char *buf, size_t n)
+{
+    static const struct { const char *unit; double scale; } units[] = {
+        {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
+    char digits[40];
+    if (!isfinite(seconds)) {
+        snprintf(buf, n, "-");
+        return buf;
+    }
+    snprintf(digits, sizeof digits, "%.3g", seconds);  /* first: 0.9996 ms is 1 ms */
+    double r = strtod(digits, NULL);
+    if (r == 0.0) {
+        snprintf(buf, n, "0 s");
+        return buf;
+    }
+    int i = 0;
+    while (i < 3 && fabs(r) < units[i].scale)
+        i++;
+    double v = r / units[i].scale;
+    if (fabs(v) >= 1000.0)
+        snprintf(buf, n, "%.0f %s", v, units[i].unit);
+    else
+        snprintf(buf, n, "%.3g %s", v, units[i].unit);
+    return buf;
+}
+
 void cs_sum_min_max(const double *v, size_t n, double *sum, double *min, double *max)
 {
     *sum = 0;

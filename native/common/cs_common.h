@@ -104,6 +104,11 @@ void *cs_xmalloc(size_t n);
 /* Sum, minimum and maximum of v[0..n-1], n >= 1 (the OSU-style summary rows). */
 void cs_sum_min_max(const double *v, size_t n, double *sum, double *min, double *max);
 
+/* A time for people, as commscope.units.format_seconds writes it: "61.3 us", "1.2 ms",
+ * "2 s" (three significant digits, never e-notation; "-" when not finite). The echo of
+ * every benchmark's table writes its times so (docs/conventions.md). Returns buf. */
+const char *cs_time_text(double seconds, char *buf, size_t n);
+
 /* The end of every benchmark's option loop on an unknown option or --help: usage
  * on rank 0 only, MPI_Finalize, and the exit status (0 for --help, 2 otherwise). */
 int cs_usage_exit(int rank, int help, void (*usage)(void));

@@ -14,6 +14,7 @@ from .models.fitting import fit_machine_model
 from .models.machine_model import LOCALITIES, PROTOCOLS
 from .runs import expand_run_paths, open_run
 from .topology import node_of, shared_hosts, shared_hosts_note
+from .units import format_bytes, human_value
 from .lazy import lazy
 
 pd = lazy("pandas")
@@ -223,10 +224,12 @@ def machine_model_table(machine_model):
             p = machine_model.params.get((proto, loc))
             if p is None:
                 continue
-            lo, hi = _size_span(bp, proto)
+            alpha_ci = p.fit.ci95.get("alpha_s", "-") if p.fit else "-"
+            # a fit that puts no fixed cost on the protocol: said in words, not "0 s .. 0 s"
+            unresolved = p.alpha_s == 0 and (alpha_ci == "-" or max(alpha_ci) == 0)
             rows.append({
-                "locality": loc, "protocol": proto, "sizes_bytes": f"{lo}..{hi}",
-                "alpha_s": p.alpha_s,
+                "locality": loc, "protocol": proto, "sizes": _size_span(bp, proto),
+                "alpha_s": "not resolved" if unresolved else p.alpha_s,
                 "bandwidth_Bps": p.Rb_Bps,  # printed in MB/s, as every table (output.py)
                 # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
                 "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
@@ -238,7 +241,7 @@ def machine_model_table(machine_model):
                 "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
                 "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
                 # 95 % bootstrap intervals over the kept repetitions (models/fitting.py)
-                "alpha_ci95_s": p.fit.ci95.get("alpha_s", "-") if p.fit else "-",
+                "alpha_ci95_s": "-" if unresolved else alpha_ci,
                 "bandwidth_ci95_Bps": p.fit.ci95.get("Rb_Bps", "-") if p.fit else "-",
                 "R_N_ci95_Bps": p.fit.ci95.get("R_N_Bps", "-") if p.fit else "-",
                 "quality": ("FLAGGED: " + "; ".join(p.fit.flags)) if p.fit and p.fit.flags
@@ -248,14 +251,17 @@ def machine_model_table(machine_model):
 
 
 def _size_span(bp, proto):
+    """The sizes a protocol covers, for people: 'up to 4 KiB', 'above 4 KiB, up to 1 MiB'."""
     short_max = bp.short_max_bytes if bp else None
     eager_max = bp.eager_max_bytes if bp else None
     if proto == "short":
-        return "0", str(short_max)
+        return f"up to {format_bytes(short_max)}" if short_max is not None else "all"
     if proto == "eager":
-        return str((short_max or 0) + 1 if short_max else 0), str(eager_max)
+        parts = ([f"above {format_bytes(short_max)}"] if short_max else []) + \
+                ([f"up to {format_bytes(eager_max)}"] if eager_max is not None else [])
+        return ", ".join(parts) or "all"
     lo = eager_max if eager_max is not None else short_max
-    return (str(lo + 1) if lo is not None else "0"), "max"
+    return f"above {format_bytes(lo)}" if lo is not None else "all"
 
 
 def queue_search_table(machine_model):
@@ -269,7 +275,9 @@ def queue_search_table(machine_model):
     for order in qs.orders:
         o = qs.order_dict(order)
         row = {"mpi": qs.mpi or "-", "order": order, "form": o["form"],
-               "parameters": ", ".join(f"{k}={o['params'][k]:.3g}" for k in PARAMS[o["form"]]),
+               "parameters": ", ".join(f"{k[:-2] if k.endswith('_s') else k} = "
+                                       f"{human_value(k, o['params'][k])[1]}"
+                                       for k in PARAMS[o["form"]]),
                "breakpoint_messages": o.get("breakpoint_messages") or "-"}
         row.update({f"bic:{f}": o["scores"].get(f, {}).get("bic", "-") for f in FORMS})
         chosen = o["scores"].get(o["form"], {})

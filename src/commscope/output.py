@@ -4,7 +4,7 @@ import json
 import math
 import sys
 
-from .units import display_column
+from .units import STATISTICS, human_value
 from .lazy import lazy
 
 np = lazy("numpy")
@@ -39,30 +39,45 @@ def dump_json(obj, stream=None):
 MISSING = "-"
 
 
-def format_value(v):
+def format_value(v, name=""):
+    """One value of a printed table for people, by the unit suffix of its column ``name``
+    (docs/conventions.md): ``1.23 us``, ``4 KiB``, ``812 MB/s``, ``12.5 %``, counts whole,
+    other numbers with three significant digits; never e-notation, ``nan`` or ``inf``
+    (``-``). ``--json`` keeps the stored SI numbers."""
     if isinstance(v, tuple):  # an interval (low, high)
-        return "..".join(format_value(x) for x in v)
+        return " .. ".join(format_value(x, name) for x in v)
     if v is None or type(v).__name__ == "NAType":
         return MISSING
-    if isinstance(v, (float, np.floating)):
-        v = float(v)
-        if not math.isfinite(v):
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        v = v.item() if hasattr(v, "item") else v
+        if isinstance(v, float) and not math.isfinite(v):
             return MISSING
-        return f"{v:.5g}"  # five significant digits whatever the scale (1e-7 s .. 1e10 B/s)
+        return human_value(str(name), v)[1]
     return str(v)
 
 
 def format_table(rows, columns=None, title=None):
-    """Aligned text table from a list of dicts (or a DataFrame); ``*_Bps`` printed as ``*_MBps``."""
+    """Aligned text table from a list of dicts (or a DataFrame), each value in human units
+    by its column's name (:func:`format_value`); the header is the column's stored name,
+    the key of ``--json``. A statistic column (``total``, ``mean``, ``min``, ``max``,
+    ``median``) is written in the unit of its row's ``name``."""
     if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
         columns = columns or list(rows.columns)
         rows = rows.to_dict("records")
     rows = list(rows)
     if columns is None:
         columns = list(rows[0].keys()) if rows else []
-    # one display conversion for every printed table: bandwidth in MB/s (docs/conventions.md)
-    cells = [[format_value(display_column(c, r.get(c, ""))[1]) for c in columns] for r in rows]
-    columns = [display_column(c, None)[0] for c in columns]
+
+    def unit_name(row, c):
+        if c in STATISTICS and isinstance(row.get("name"), str):
+            return row["name"]
+        return c
+    cells = [[format_value(r.get(c, ""), unit_name(r, c)) for c in columns] for r in rows]
+    columns = [str(c) for c in columns]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     lines = []
     if title:

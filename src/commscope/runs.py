@@ -27,6 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError
+from . import machine_load
 from .kinds import (DERIVED_COLUMNS, LATER_COLUMNS, OPTIONAL_COLUMNS, POINTS, TABLE_CHECKS,
                     TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES)
 from .paths import atomic_output, require_regular_file, write_text_atomic
@@ -180,6 +181,8 @@ class Run:
             "launch": {},
             "placement": [],
             "python": platform.python_version(),
+            # how busy the machine was: the report warns when others used it (machine_load)
+            "load": {"start": machine_load.sample()},
         }
         run = cls(path, meta)
         run.save_meta()
@@ -232,6 +235,10 @@ class Run:
         self.meta.update(extra)
         self.meta["status"] = status
         self.meta["end_time"] = utc_now()
+        load = self.meta.get("load")
+        if isinstance(load, dict):
+            load["end"] = machine_load.sample()
+            load["during"] = machine_load.between(load.get("start"), load["end"])
         self.save_meta()
         if problem is not None:
             raise problem

@@ -254,19 +254,46 @@ def format_rate(value, unit, digits=3):
     return f"{format_number(value, digits)} {unit}"
 
 
+#: A number without a unit whose name says it is a share of something (a fraction of 1):
+#: a person reads it in per cent (``laggard_share`` 0.0192 is ``1.92 %``; a relative
+#: error -0.168 is ``-16.8 %``; an idle ratio R/(n max) is a share of the slowest time).
+SHARE_NAMES = ("share", "fraction", "rel_error", "rel_err", "median_error", "idle_ratio",
+               "efficiency", "probability")
+
+
+def is_share(name):
+    """Whether a column without a unit suffix holds a share of 1 (:data:`SHARE_NAMES`,
+    whole words: ``laggard_share``, not ``shared_over_per_thread``)."""
+    low = "_" + name.lower().replace(" ", "_") + "_"
+    return not low.endswith("_pct_") and any(f"_{w}_" in low for w in SHARE_NAMES)
+
+
+def format_percent(share, digits=3):
+    """A share of 1 for people: ``0.0192`` -> ``1.92 %``, ``-0.168`` -> ``-16.8 %``."""
+    if share is None or not math.isfinite(share):
+        return "n/a"
+    value = float(f"{100.0 * share:.{digits}g}")
+    return f"{format_number(value, digits)} %"
+
+
 def human_value(name, value, digits=3):
     """``(name without its unit suffix, text)``: how the HTML report writes a value.
 
-    By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` as ``4 KiB``,
-    ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
-    ``_s_per_byte`` as ``0.4 ns/B``, ``_pct`` as ``12 %``; every other number plain (:func:`format_number`);
-    text as it is. A tuple is an interval, written ``low .. high``. The stored data, the
-    printed tables and ``--json`` keep their SI numbers: this is for people only.
+    By the unit suffix of the name: ``_s`` as ``1.2 us``, ``_bytes`` (and ``bytes``,
+    ``bytes_sent``, ``bytes_per_X``) as ``4 KiB``, ``_Bps`` as ``3.4 GB/s`` (SI, 10^9), ``_msgs_per_s`` as ``1.2 M msgs/s``,
+    ``_s_per_byte`` as ``0.4 ns/B``, ``_pct`` as ``12 %``; a share of 1 (a name of
+    :data:`SHARE_NAMES`: ``laggard_share``, ``rel_error``) in per cent, ``1.92 %``; every
+    other number plain (:func:`format_number`); text as it is. A tuple is an interval,
+    written ``low .. high``. The stored data and ``--json`` keep their SI numbers: this
+    is for people only (the report and the printed tables).
     """
     suffix = next((s for s in _HUMAN_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
     label = name[:-len(suffix)] if suffix else name
-    if name == "bytes":  # a bare "bytes" column: a size, its name kept
+    if name == "msgs_per_s":  # a bare message rate (top): not seconds
+        suffix, label = "_msgs_per_s", name
+    if name == "bytes" or (suffix is None and name.startswith("bytes_")):  # a size: bytes_sent
         suffix = "_bytes"
+    share = suffix is None and is_share(name)
     if isinstance(value, tuple):
         return label, " .. ".join(human_value(name, v, digits)[1] for v in value)
     if isinstance(value, bool) or type(value).__name__ in ("bool", "bool_"):  # numpy's too
@@ -290,4 +317,26 @@ def human_value(name, value, digits=3):
         return label, format_rate(value, "msgs/s", digits)
     if suffix == "_pct":
         return label, f"{format_number(float(f'{value:.{digits}g}'), digits)} %"
+    if share and not isinstance(value, int):
+        return label, format_percent(value, digits)
     return label, format_number(value, digits)
+
+
+#: Words of stored names written out in a header a person reads (:func:`header_words`).
+HEADER_WORDS = {"mpi": "MPI", "ci95": "95 % interval", "avg": "mean", "rel": "relative",
+                "err": "error", "prq": "posted-queue", "umq": "unexpected-queue",
+                "msgq": "message queue", "recvq": "receive queue", "cv": "left-out",
+                "pct": "%", "mc": "Monte Carlo", "bic": "BIC", "aic": "AIC",
+                "p05": "5th percentile", "p95": "95th percentile",
+                "se": "standard error", "num": "number of", "msgs": "messages",
+                "ci": "interval"}
+
+
+def header_words(name):
+    """A stored column name as a header a person reads: the unit suffix dropped, words
+    apart (``share_of_mpi_pct`` -> ``share of MPI``, ``alpha_ci95_s`` -> ``alpha 95 %
+    interval``); the stored name stays the header's tooltip."""
+    label = human_value(str(name), None)[0]
+    label = re.sub(r"\b([A-Z])_([A-Za-z])", "\\1\0\\2", label)  # a symbol of the papers: R_N
+    words = [HEADER_WORDS.get(w.lower(), w) for w in label.replace("_", " ").split()]
+    return " ".join(words).replace("\0", "_") or str(name)

@@ -7,6 +7,7 @@ from ..output import dump_json, print_table
 from ..paths import prepare_output
 from ..machine_fit import fit_runs, machine_model_table, queue_search_table
 from .common_options import add_overwrite_option, number
+from ..units import format_bytes, format_seconds
 
 
 def register(registry):
@@ -50,28 +51,29 @@ def _run(args):
     found = compare_breakpoints(machine_model)[["locality", "short_max_bytes",
                                                  "eager_max_bytes"]]
     print_table(found, title="protocol breakpoints found in the data (largest size of each)")
-    limits = ", ".join(f"{k}={v}" for k, v in sorted(machine_model.mpi_eager_limits.items()))
+    limits = ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(machine_model.mpi_eager_limits.items()))
     print(f"MPI_T eager/rendezvous limits reported by the MPI: {limits or 'none'}")
     for loc, sizes in machine_model.machine.get("regime_changes_bytes", {}).items():
         modelled = {p.capacity_bytes for (_, ploc), p in machine_model.params.items()
                     if ploc == loc and p.capacity_bytes is not None}
         for size in sizes:
-            print(f"{loc}: slower per byte above {size} bytes without a protocol change (caches "
+            print(f"{loc}: slower per byte above {format_bytes(size)} without a protocol change (caches "
                   "or memory bandwidth): " + ("modelled as a capacity regime" if size in modelled
                                               else "not modelled (fewer than 3 sizes beyond it)"))
     if machine_model.gamma_s is not None:
         ci = machine_model.machine.get("gamma_ci95_s")
-        print(f"\ngamma (queue search per element) = {machine_model.gamma_s:.3e} s"
-              + (f" (95 % bootstrap interval {ci[0]:.3e} .. {ci[1]:.3e} s)" if ci else ""))
+        print(f"\ngamma (queue search per element) = {format_seconds(machine_model.gamma_s)}"
+              + (f" (95 % bootstrap interval {format_seconds(ci[0])} .. {format_seconds(ci[1])})"
+                 if ci else ""))
     if machine_model.queue_search is not None:
         qs = machine_model.queue_search
         print()
         print_table(queue_search_table(machine_model),
                     title=f"queue-search model per order ({qs.mpi or 'MPI unknown'}, "
-                          f"{qs.size_bytes} B messages): form chosen by fit quality (BIC), "
-                          "times in seconds")
+                          f"{format_bytes(qs.size_bytes)} messages): form chosen by fit quality "
+                          "(BIC)")
     if machine_model.delta_s_per_byte is not None:
-        print(f"delta (contention per byte on a link) = {machine_model.delta_s_per_byte:.3e} s")
+        print(f"delta (contention per byte on a link) = {format_seconds(machine_model.delta_s_per_byte)}")
     for warning in machine_model.machine.get("warnings", []):
         print(f"warning: {warning}")
     print(f"\nmachine model written to {out}")

@@ -5,7 +5,7 @@ from ..errors import InputError
 from ..models import partitioned as pm
 from ..models.osu import load_osu
 from ..output import dump_json, print_table
-from ..units import parse_size_list
+from ..units import format_seconds, parse_size_list
 from ..lazy import lazy
 from .common_options import add_machine_model_option, add_monte_carlo_options, number
 
@@ -104,8 +104,9 @@ def run(args):
     cols.append("model_messages_overlapped")
     if "mc_messages_overlapped" in table:
         cols.append("mc_messages_overlapped")
-    title = (f"partitioned vs single send: {args.threads} threads, compute {args.compute} s, "
-             f"sigma {sigma:.4g} s, T_wait {args.t_wait} s")
+    title = (f"partitioned vs single send: {args.threads} threads, compute "
+             f"{format_seconds(args.compute)}, sigma {format_seconds(sigma)}, T_wait "
+             f"{format_seconds(args.t_wait)}")
     print_table(table, cols, title=title)
     return 0
 

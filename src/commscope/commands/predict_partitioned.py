@@ -5,6 +5,7 @@ import math
 from ..errors import InputError
 from .common_options import add_link_options, add_monte_carlo_options, number
 from ..output import MISSING, dump_json, format_value, print_table
+from ..units import format_bytes, format_seconds
 from ..predict.partitioned import (accuracy, comparison_table, peak, predict_partitioned,
                                    range_text, win_ranges)
 
@@ -13,8 +14,8 @@ def _term_text(name, t):
     """A term for one line: a value, or its calibrated size range."""
     if t.get("by_size"):
         sizes = sorted(int(k) for k in t["by_size"])
-        return f"{len(sizes)} sizes {sizes[0]}..{sizes[-1]} B"
-    return format_value(t.get("value"))
+        return f"{len(sizes)} sizes {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}"
+    return format_value(t.get("value"), name)
 
 EXAMPLES = """\
 examples:
@@ -80,8 +81,8 @@ def _run(args):
     a = df.attrs
     link = (f"machine model {a['source']} ({a['locality']})" if a.get("link") == "machine-model"
             else f"OSU {a.get('source')}" + (f" ({a['machine']})" if a.get("machine") else ""))
-    print(f"# {a['run']}: {a['threads']} threads, {a['dist']} compute mean {a['compute_s']} s, "
-          f"sd {a['sigma_s']:.4g} s; link: {link}")
+    print(f"# {a['run']}: {a['threads']} threads, {a['dist']} compute mean "
+          f"{format_seconds(a['compute_s'])}, sd {format_seconds(a['sigma_s'])}; link: {link}")
     for method, note in a.get("skipped", {}).items():
         print(f"# method {method} was skipped in this run: {note}")
     if a.get("model") == "calibrated":
@@ -94,24 +95,21 @@ def _run(args):
                  "model_partitioned_s", "ratio_partitioned", "measured_single_s",
                  "model_single_s", "ratio_single", "measured_verdict", "model_verdict",
                  "verdict_agrees"],
-                title=f"measured vs model ({a.get('model')}), elapsed time (s)")
+                title=f"measured vs model ({a.get('model')}), elapsed time")
     acc = accuracy(table)
-    print(f"sizes >= {acc['min_size_bytes']} B: median measured/model "
+    print(f"sizes >= {format_bytes(acc['min_size_bytes'])}: median measured/model "
           f"{format_value(acc['median_ratio'])}, farthest {format_value(acc['worst_ratio'])}; "
-          f"verdict differs at: {', '.join(map(str, acc['verdicts_differ_at'])) or 'no size'}")
+          f"verdict differs at: {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}")
     print()
     cols = ["size_bytes", "measured_partitioned_s", "measured_isend_s", "measured_single_s",
             "analytic_partitioned_s", "mc_partitioned_s", "mc_measured_partitioned_s",
             "analytic_single_s"]
     print_table(table, [c for c in cols if table[c].notna().any()],
-                title="elapsed time, last thread ready -> transfer complete (s; measured: median run)")
+                title="elapsed time, last thread ready -> transfer complete (measured: median run)")
     print()
-    mb = table.copy()
-    bcols = [c for c in mb.columns if c.endswith("_Bps")]
-    for c in bcols:
-        mb[c.replace("_Bps", "_MBps")] = mb[c] / 1e6
-    bcols = ["size_bytes"] + [c.replace("_Bps", "_MBps") for c in bcols if mb[c].notna().any()]
-    print_table(mb, bcols, title="effective bandwidth size / elapsed (MB/s = 1e6 B/s), eq. 4.3")
+    bcols = ["size_bytes"] + [c for c in table.columns
+                              if c.endswith("_Bps") and table[c].notna().any()]
+    print_table(table, bcols, title="effective bandwidth size / elapsed (MB/s = 10^6 B/s), eq. 4.3")
     print()
     print("where the early-bird send beats the single send (lower elapsed time):")
     labels = {"measured_partitioned": "measured, MPI-4 partitioned",
@@ -119,14 +117,14 @@ def _run(args):
               "analytic": "model, Algorithm 1", "mc": "model, Monte Carlo"}
     for key, label in labels.items():
         if key in ranges and (key != "measured_partitioned" or table["measured_partitioned_s"].notna().any()):
-            print(f"  {label:32s} {range_text(ranges[key])}")
+            print(f"  {label:32s} {range_text(ranges[key], format_bytes)}")
     def ratio(v):  # a model time of 0 or inf (an absurd --t-wait) makes it undefined: "-"
         return f"{v:.3g}" if math.isfinite(v) else MISSING
 
     for m, pk in peaks.items():
         if pk:
-            print(f"measured {m} peak: {format_value(pk['measured_Bps'] / 1e6)} MB/s at "
-                  f"{pk['size_bytes']} B; measured/analytic "
+            print(f"measured {m} peak: {format_value(pk['measured_Bps'], 'peak_Bps')} at "
+                  f"{format_bytes(pk['size_bytes'])}; measured/analytic "
                   f"{ratio(pk['measured_over_analytic'])}, measured/Monte-Carlo "
                   f"{ratio(pk['measured_over_mc'])}"
                   + (f", measured/MC(measured times) {pk['measured_over_mc_measured']:.3g}"

@@ -9,13 +9,15 @@ def register(registry):
     p = registry.command(
         "report", help="write one static HTML report for run directories",
         description="One HTML file with the figures inline (opens without a server): "
-                    "measured versus modeled times per locality and protocol, residuals, the "
-                    "fitted machine model, one section per kind of run, and every run's "
-                    "metadata.\n\nEvery table of every run is read first: a damaged, missing or "
+                    "first the answer (a study's summary of latency, bandwidth, protocol "
+                    "switches, message rate, queue search and early-bird sends, each with its "
+                    "uncertainty, and a banner when the machine was busy; a profile's "
+                    "diagnosis), then one section per kind of run, each its key figure with "
+                    "the rest folded, whether the models hold, and every run's metadata.\n\nEvery table of every run is read first: a damaged, missing or "
                     "unreadable one stops the report with one error naming the file (exit "
                     "status 2); of several runs, each damaged one is named in a warning, and "
-                    "--keep-going writes the report without them.\n\nexample:\n  commscope "
-                    "report runs/ -o report.html")
+                    "--keep-going writes the report without them."
+                    "\n\nexample:\n  commscope report runs/ -o report.html")
     p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run directories, or folders holding run directories")
     p.add_argument("-o", "--output", default="report.html", help="HTML path (default %(default)s)")

@@ -15,7 +15,7 @@ Columns (a row per rank; --json has the same keys):
                     mean over them)
   mpi_pct           mpi_time_s as a share of wall_s (mpiP's AppTime, MPITime and MPI%)
   msgs_per_s        messages sent plus received per second
-  bandwidth_Bps     bytes sent plus received per second (printed as bandwidth_MBps,
+  bandwidth_Bps     bytes sent plus received per second (printed as 3.4 MB/s,
                     MB = 10^6 bytes)
   outstanding_hwm   high watermark of outstanding requests
   posted_hwm        high watermark of posted receives

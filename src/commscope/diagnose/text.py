@@ -7,8 +7,10 @@ from ..units import format_seconds
 from .findings import MINOR_SHARE, replay_error_text
 
 
-def _pct(x):
-    return "n/a" if x is None else f"{100 * x:.0f} %"
+def percent(x):
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.1f} %" if 0 < abs(x) < 0.095 else f"{100 * x:.0f} %"
 
 
 def _ranks(ranks):  # compact, for table cells
@@ -40,10 +42,10 @@ def sentence(f, runtime_s):
     at = (f" in {f.waiting_function}" if f.waiting_function else "") + \
         (f" at {f.callsite}" if f.callsite else "")
     w, c = _who(f.waiting_ranks), _who(f.culprit_ranks)
-    cost = f"{format_seconds(f.lost_s)} ({_pct(f.share_of_runtime)} of the run)"
+    cost = f"{format_seconds(f.lost_s)} ({percent(f.share_of_runtime)} of the run)"
     held = f.evidence.get("held_up_s") or 0.0
     if held > 0.1 * f.lost_s * max(len(f.waiting_ranks), 1):
-        cost = (f"{format_seconds(f.lost_s)} ({_pct(f.share_of_runtime)} of the run, counting the "
+        cost = (f"{format_seconds(f.lost_s)} ({percent(f.share_of_runtime)} of the run, counting the "
                 "waits it held up elsewhere)")
     lose = _lose(f.waiting_ranks)
     return {
@@ -78,12 +80,12 @@ def headline(d):
         return (f"No problem costs more than {MINOR_SHARE:.0%} of the run "
                 f"({format_seconds(d.runtime_s)} on {d.ranks} ranks)" +
                 (f"; the largest, {d.findings[0].kind.replace('_', ' ')}, costs "
-                 f"{_pct(d.findings[0].share_of_runtime)}." if d.findings else "."))
+                 f"{percent(d.findings[0].share_of_runtime)}." if d.findings else "."))
     f = major[0]
     text = sentence(f, d.runtime_s)
     if f.predicted_saving_s is not None:
         text += (f" Fixed, the run saves about {format_seconds(f.predicted_saving_s)} "
-                 f"({_pct(f.predicted_saving_s / d.runtime_s)}).")
+                 f"({percent(f.predicted_saving_s / d.runtime_s)}).")
     return text
 
 
@@ -98,14 +100,14 @@ def render(d, stream):
             p(f"  where: {f.region}")
         if f.predicted_saving_s is not None:
             p(f"  saving: {format_seconds(f.predicted_saving_s)} "
-              f"({_pct(f.predicted_saving_s / d.runtime_s)} of the run): {f.basis}")
+              f"({percent(f.predicted_saving_s / d.runtime_s)} of the run): {f.basis}")
         p("")
         p("findings, ranked by the time they cost:")
         rows = [("#", "kind", "lost", "share", "culprits", "waiting", "where", "saving")]
         for i, f in enumerate(d.findings, 1):
             where = f.waiting_function or ""
             where += (" at " if where else "") + f.callsite if f.callsite else ""
-            rows.append((str(i), f.kind, format_seconds(f.lost_s), _pct(f.share_of_runtime),
+            rows.append((str(i), f.kind, format_seconds(f.lost_s), percent(f.share_of_runtime),
                          _ranks(f.culprit_ranks), _ranks(f.waiting_ranks), where or "-",
                          format_seconds(f.predicted_saving_s) if f.predicted_saving_s is not None
                          else "-"))
@@ -130,7 +132,7 @@ def render(d, stream):
         if o.get("thread_load_balance_efficiency") is not None:
             parts.append(f"thread load balance {o['thread_load_balance_efficiency']:.2f}")
         if o.get("outside_parallel_regions_share") is not None:
-            parts.append(f"{_pct(o['outside_parallel_regions_share'])} of the work outside "
+            parts.append(f"{percent(o['outside_parallel_regions_share'])} of the work outside "
                          "parallel regions")
         if parts:
             p("OpenMP: " + ", ".join(parts))

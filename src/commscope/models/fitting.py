@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..units import format_bytes
 from .machine_model import (PROTOCOLS, Breakpoints, FitQuality, MachineModel, ProtocolParams,
                             canonical_locality, check_machine_model)
 from ..lazy import lazy
@@ -551,8 +552,10 @@ def breakpoint_contradictions(machine_model):
         for name, b in (("short", bp.short_max_bytes), ("eager", bp.eager_max_bytes)):
             if b is None or any(b / 2 < v <= 4 * max(b, 1) for v in limits.values()):
                 continue
-            shown = ", ".join(f"{k}={v}" for k, v in sorted(limits.items(), key=lambda kv: kv[1]))
-            out.append(f"{loc}: the switch after {name} <= {b} B matches no eager limit the MPI "
+            shown = ", ".join(f"{k} {format_bytes(v)}"
+                              for k, v in sorted(limits.items(), key=lambda kv: kv[1]))
+            out.append(f"{loc}: the switch from {name} above {format_bytes(b)} matches no eager "
+                       "limit the MPI "
                        f"reports through MPI_T ({shown}); it may be noise or a cache effect, "
                        "not a protocol")
     return out

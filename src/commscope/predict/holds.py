@@ -144,7 +144,7 @@ class Check:
         elif not judged and self.points:
             excl = list(dict.fromkeys(p.excluded for p in self.points))
             _, m_all, _ = judge([p.ratio for p in self.points])
-            reason = excl + ([f"measured/model median {m_all:.3g} (not judged)"]
+            reason = excl + ([f"measured/model median {format_number(m_all)} (not judged)"]
                              if m_all else []) + reason
         elif judged:
             if self.extra_fail and verdict == "holds":
@@ -661,6 +661,6 @@ def printable_rows(table):
         row = {k: r[k] for k in TABLE_COLUMNS}
         row["points"] = f"{r['judged']}/{r['points']}" if r["points"] else None
         for k in ("ratio_median", "ratio_worst"):
-            row[k] = None if r[k] is None else f"{r[k]:.3g}"
+            row[k] = None if r[k] is None else format_number(float(f"{r[k]:.3g}"))  # 1,230
         out.append(row)
     return out

@@ -11,6 +11,7 @@ from ..paths import prepare_output, write_text_atomic
 from ..runs import expand_run_paths, open_run, utc_now
 from ..topology import shared_hosts, shared_hosts_note
 from . import sections
+from .sections.summary import load_banner, load_text
 from .tables import html_table
 
 
@@ -84,12 +85,36 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False, keep_
             if body:
                 rendered.append({"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1],
                                  "body": body})
+    return write_text_atomic(out_path, _page(rendered, runs, damaged))
+
+
+def build_comparison_report(comparison, out_path, overwrite=False):
+    """Write a comparison (:func:`commscope.compare.core.compare`) as one static HTML
+    file: the comparison section, then the metadata of every run of both sides (a
+    `make bench` comparison has no runs to list)."""
+    from .sections import comparison as section
+    out_path = prepare_output(out_path)
+    if out_path.exists() and not overwrite:
+        raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
+                                         "or pass --overwrite)")
+    runs = []
+    if comparison.get("kind") != "bench":
+        runs = [open_run(p, warn=False) for side in ("before", "after")
+                for p in comparison[side]["runs"]]
+    body = section.render_comparison(comparison)
+    sections_ = [{"title": section.TITLE, "id": "comparison", "body": body}]
+    return write_text_atomic(out_path, _page(sections_, runs))
+
+
+def _page(rendered, runs, damaged=()):
+    """The whole HTML page: the run metadata around the rendered sections (and the runs
+    left out as damaged)."""
     from jinja2 import Environment, PackageLoader, select_autoescape  # on first use: fast CLI
     env = Environment(loader=PackageLoader("commscope.report", "templates"),
                       autoescape=select_autoescape(["html"]))
-    page = env.get_template("report.html").render(
+    return env.get_template("report.html").render(
         sections=rendered, runs=runs, version=__version__, generated=utc_now(),
         damaged=[(str(p), str(exc)) for p, exc in damaged],
         esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
+        load_banner=load_banner(runs), load_text=load_text,
         shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
-    return write_text_atomic(out_path, page)

@@ -3,7 +3,9 @@
 import base64
 import html
 import io
+import json
 import os
+import re
 
 from ..lazy import lazy
 from ..units import format_bytes, format_number, format_rate, format_seconds
@@ -152,28 +154,150 @@ def human_axes(fig):
             set_label(label[:-len(unit)])
 
 
+#: No text of a report figure is smaller than this (points at the figure's own size):
+#: tick labels, legends, colour bars and values written on a plot. A figure shrunk to a
+#: 1024 px window is drawn at about 0.75 of its size, so this stays about 9 px there.
+MIN_FONT_PT = 9.0
+#: A figure grows with the window up to this many times its own size (beyond, a single
+#: panel fills a screen and says no more).
+MAX_GROW = 1.25
+
+
+def _texts(fig, drawn_only=False):
+    """Every visible, non-empty text of ``fig`` (titles, labels, ticks, legends, notes).
+
+    ``drawn_only``: of the tick labels only those matplotlib draws (ticks inside the
+    axis's view; the others exist, positioned beyond it)."""
+    ticks, drawn = set(), set()
+    if drawn_only:
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                for tick in axis.majorTicks + axis.minorTicks:
+                    ticks.update((id(tick.label1), id(tick.label2)))
+                if not ax.axison or not ax.get_visible():
+                    continue
+                for tick in axis._update_ticks():  # the ticks matplotlib draws
+                    drawn.update(id(lab) for lab, on in ((tick.label1, tick.label1.get_visible()),
+                                                         (tick.label2, tick.label2.get_visible()))
+                                 if on)
+    seen, out = set(), []
+    for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize")):
+        if id(t) in seen or not t.get_visible() or not str(t.get_text()).strip():
+            continue
+        if id(t) in ticks and id(t) not in drawn:
+            continue
+        seen.add(id(t))
+        out.append(t)
+    return out
+
+
+def enforce_min_font(fig, minimum=MIN_FONT_PT):
+    """Raise every text of ``fig`` smaller than ``minimum`` points to it."""
+    for t in _texts(fig):
+        if t.get_fontsize() < minimum:
+            t.set_fontsize(minimum)
+
+
+def figure_checks(fig):
+    """What a person could not read in ``fig``, as laid out for saving.
+
+    ``{"small": [(text, pt)], "overlaps": [(text, text)], "outside": [(what, n)]}``:
+    texts below :data:`MIN_FONT_PT`; pairs of texts whose boxes overlap (shrunk by a pixel,
+    so touching is not overlapping); per axes, plotted data points outside its limits.
+    """
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    shown = []
+    for t in _texts(fig, drawn_only=True):
+        try:
+            box = t.get_window_extent(renderer)
+        except (RuntimeError, ValueError):
+            continue
+        if box.width < 1 or box.height < 1 or not np.isfinite([box.x0, box.y0, box.x1, box.y1]).all():
+            continue
+        shown.append((t, box.expanded(1, 1).padded(-1)))
+    small = [(t.get_text(), float(t.get_fontsize())) for t, _ in shown
+             if t.get_fontsize() < MIN_FONT_PT - 1e-6]
+    overlaps = []
+    for i, (a, ba) in enumerate(shown):
+        for b, bb in shown[i + 1:]:
+            same = a.get_text() == b.get_text() and all(
+                abs(u - v) < 1.5 for u, v in zip(ba.extents, bb.extents))  # twin axes' ticks
+            if ba.overlaps(bb) and not same:
+                overlaps.append((a.get_text(), b.get_text()))
+    outside = []
+    for ax in fig.axes:
+        if not ax.get_visible() or not ax.has_data():
+            continue
+        (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
+        n = 0
+        for line in ax.get_lines():
+            if line.get_transform() != ax.transData or not line.get_visible():
+                continue
+            x, y = (np.asarray(v, float) for v in line.get_data())
+            ok = np.isfinite(x) & np.isfinite(y)
+            rx = (x[ok] >= x0 - 1e-9 * abs(x1 - x0)) & (x[ok] <= x1 + 1e-9 * abs(x1 - x0))
+            ry = (y[ok] >= y0 - 1e-9 * abs(y1 - y0)) & (y[ok] <= y1 + 1e-9 * abs(y1 - y0))
+            n += int((~(rx & ry)).sum())
+        if n:
+            outside.append((ax.get_title() or ax.get_ylabel() or "a panel", n))
+    return {"small": small, "overlaps": overlaps, "outside": outside}
+
+
+def empty_panel(ax, sentence):
+    """A panel with nothing to show says so in one sentence instead of empty axes."""
+    ax.clear()
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, sentence, ha="center", va="center", wrap=True, transform=ax.transAxes,
+            fontsize=10, color="0.3")
+
+
 def figure_html(fig, alt, dpi=110):
     """Close ``fig``; inline SVG (text kept as text) unless much larger than the PNG.
 
-    Axes in seconds or bytes get tick labels in human units first (:func:`human_axes`).
+    Axes in seconds or bytes get tick labels in human units first (:func:`human_axes`);
+    no text is smaller than :data:`MIN_FONT_PT`. The figure grows with the page up to
+    :data:`MAX_GROW` times its own size. What :func:`figure_checks` finds is written on the
+    element (``data-overlaps``, ``data-outside``; a PNG's texts in ``data-texts``), for
+    scripts/report_scan.py.
     """
     human_axes(fig)
+    enforce_min_font(fig)
+    found = figure_checks(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=dpi, bbox_inches="tight")
     data = base64.b64encode(png.getvalue()).decode("ascii")
     svg = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none"}):  # labels stay searchable text
         fig.savefig(svg, format="svg", bbox_inches="tight")
+    texts = [{"text": t.get_text(), "pt": round(float(t.get_fontsize()), 1)}
+             for t in _texts(fig, drawn_only=True)]
     plt.close(fig)
     text = svg.getvalue()
     alt = html.escape(alt)
+    attrs = "".join(f" data-{k}='{html.escape(json.dumps(v), quote=True)}'"
+                    for k, v in (("overlaps", found["overlaps"]), ("outside", found["outside"]))
+                    if v)
     if len(text) <= SVG_MAX_RATIO * len(data):
         body = text[text.index("<svg"):]  # drop the XML prologue and doctype
+        m = re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', body)
+        grow = f' style="max-width: {MAX_GROW * float(m.group(1)) * 4 / 3:.0f}px"' if m else ""
+        body = "<svg" + grow + attrs + body[len("<svg"):]
         return f'<figure class="fig" role="img" aria-label="{alt}">{body}</figure>'
-    return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+    width = _png_width(png.getvalue())
+    grow = f' style="max-width: {MAX_GROW * width * 96 / dpi:.0f}px"' if width else ""
+    attrs += f" data-texts='{html.escape(json.dumps(texts), quote=True)}' data-dpi='{dpi}'"
+    return f'<img alt="{alt}"{grow}{attrs} src="data:image/png;base64,{data}">'
 
 
-def legend_below(fig, fontsize=7, ncol=3):
+def _png_width(data):
+    """The pixel width of a PNG (its IHDR chunk), or None."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return int.from_bytes(data[16:20], "big")
+
+
+def legend_below(fig, fontsize=MIN_FONT_PT, ncol=3):
     """One legend for the whole figure, below its panels (labels shared by panels once).
 
     A legend inside a panel hides the points under it; no report figure puts one there.
@@ -274,6 +398,13 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
         ax.annotate(value_text(y, unit), (x, 1.0 if top else 0.0), xycoords=edge,
                     textcoords="offset points", xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
                     ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
-                    va="top" if top else "bottom", fontsize=7, color=color)
+                    va="top" if top else "bottom", fontsize=MIN_FONT_PT, color=color)
         drawn.append((x, y))
+    if far:  # a line through a point drawn at the edge stops there, not beyond the axis
+        gone = {(float(x), float(y)) for x, y, _, _ in far}
+        for line in ax.get_lines():
+            xs, ys = (np.asarray(v, float) for v in line.get_data())
+            hit = np.array([(float(a), float(b)) in gone for a, b in zip(xs, ys)], bool)
+            if hit.any() and len(xs) == len(ys):
+                line.set_data(xs, np.where(hit, np.nan, ys))
     return drawn

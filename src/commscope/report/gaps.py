@@ -6,7 +6,7 @@ to the figure, computed from the same table the figure is drawn from.
 
 import math
 
-from ..units import format_seconds
+from ..units import format_number, format_seconds
 
 #: measured / modelled beyond this factor (either way) is said.
 FACTOR = 2.0
@@ -30,5 +30,5 @@ def model_gap_note(rows, measured, modelled, where, model_name, factor=FACTOR):
     side = "above" if worst_ratio > 1 else "below"
     times = worst_ratio if worst_ratio > 1 else 1 / worst_ratio
     return (f"The measurement is far from the {model_name}: at {where(worst)} it is "
-            f"{times:.3g}x {side} it ({format_seconds(worst[measured])} measured, "
+            f"{format_number(float(f'{times:.3g}'))}x {side} it ({format_seconds(worst[measured])} measured, "
             f"{format_seconds(worst[modelled])} modelled).")

@@ -2,8 +2,9 @@
 
 Values are written for people (:func:`commscope.units.human_value`, docs/conventions.md):
 by the unit suffix of the column, ``1.2 us``, ``4 KiB``, ``3.4 GB/s``, other numbers with
-three significant digits, never e-notation; the header is the column's name without its
-unit suffix, the stored name its tooltip. A missing value (None, NaN, empty text, ``-``)
+three significant digits, never e-notation, a share of 1 in per cent; the header is the
+column's name in words without its unit suffix (:func:`commscope.units.header_words`), the
+stored name its tooltip. A missing value (None, NaN, empty text, ``-``)
 is printed as ``-``, and a column missing in every row is left out: an empty column
 says nothing and only widens the table. Text columns are left-aligned; a table
 wider than the page scrolls (the stylesheet), it never overflows.
@@ -13,7 +14,7 @@ import html
 import math
 
 from ..output import MISSING
-from ..units import human_value
+from ..units import header_words, human_value
 
 
 def is_missing(value):
@@ -58,14 +59,12 @@ def html_table(rows, columns=None, caption=None, folded=None):
         if title and title != content:
             cls += f' title="{html.escape(title)}"'
         body = html.escape(content)
-        if tag == "th":  # a long name may break after its underscores: narrower tables
-            body = body.replace("_", "_<wbr>")
         return f"<{tag}{cls}>{body}</{tag}>"
 
     out = ["<table>"]
     if caption:
         out.append(f"<caption>{html.escape(caption)}</caption>")
-    out.append("<tr>" + "".join(cell("th", c, human_value(str(c), None)[0], str(c))
+    out.append("<tr>" + "".join(cell("th", c, header_words(c), str(c))
                                 for c in columns) + "</tr>")
     for r in rows:
         out.append("<tr>" + "".join(

@@ -38,17 +38,22 @@ static inline double diag_now(void)
  * the core to another runnable thread (sched_yield: the rank stays runnable, it never
  * sleeps), so that on an oversubscribed machine (4 ranks on 2 cores) a spin ends within
  * microseconds of its deadline, not a scheduler time slice (milliseconds) after it,
- * when the spinner happens to be off the core at its deadline. */
+ * when the spinner happens to be off the core at its deadline.  DIAG_YIELD=0 in the
+ * environment turns the yield off (to compare). */
 static inline void work(double seconds)
 {
     if (seconds <= 0)
         return;
+    static int yield = -1;
+    if (yield < 0)
+        yield = getenv("DIAG_YIELD") ? atoi(getenv("DIAG_YIELD")) : 1;
     volatile double acc = 1.0;
     double deadline = diag_now() + seconds;
     do {
         for (int k = 0; k < 2048; k++)
             acc = acc * 1.000000001 + 1e-9;
-        sched_yield();
+        if (yield)
+            sched_yield();
     } while (diag_now() < deadline);
 }
 
@@ -105,6 +110,52 @@ static inline diag_t diag_options(int argc, char **argv, long default_iters)
         }
     }
     return d;
+}
+
+/* A program's own options, taken out of argv before diag_options() sees it (call after
+ * MPI_Init): diag_take_flag() removes every `name` and says whether there was one;
+ * diag_take_number() removes `name VALUE` and returns VALUE (else `fallback`), stopping
+ * every rank with status 2 when VALUE is not a number from `lo` to `hi`. */
+static inline void diag_drop_args(int *argc, char **argv, int at, int n)
+{
+    for (int j = at; j + n <= *argc; j++)
+        argv[j] = argv[j + n];
+    *argc -= n;
+}
+
+static inline int diag_take_flag(int *argc, char **argv, const char *name)
+{
+    int seen = 0;
+    for (int i = 1; i < *argc;) {
+        if (!strcmp(argv[i], name)) {
+            seen = 1;
+            diag_drop_args(argc, argv, i, 1);
+        } else {
+            i++;
+        }
+    }
+    return seen;
+}
+
+static inline double diag_take_number(int *argc, char **argv, const char *name, double fallback,
+                                      double lo, double hi)
+{
+    double value = fallback;
+    for (int i = 1; i < *argc;) {
+        if (strcmp(argv[i], name)) {
+            i++;
+            continue;
+        }
+        char *end = NULL;
+        if (i + 1 >= *argc || ((value = strtod(argv[i + 1], &end)), *end) || !(value >= lo && value <= hi)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "%s: expected a number from %g to %g, got ", name, lo, hi);
+            diag_rank0_say(msg, i + 1 < *argc ? argv[i + 1] : "nothing");
+            diag_stop(2);
+        }
+        diag_drop_args(argc, argv, i, 2);
+    }
+    return value;
 }
 
 /* Stop unless the job has `want` ranks. */

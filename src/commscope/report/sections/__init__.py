@@ -2,7 +2,8 @@
 
 Each module defines ``KINDS`` (the run kinds it renders, e.g. {"pingpong"}),
 ``TITLE`` and ``render(runs, context) -> str``: an HTML fragment (headings,
-tables, figures via ``commscope.report.figures.figure_html``).  ``runs`` are the
+tables, figures via ``commscope.report.figures.figure_html``): the key figure first,
+the rest behind :func:`more`.  ``runs`` are the
 opened :class:`commscope.runs.Run` objects of those kinds; ``context`` is a dict
 that may hold "machine_model" (the machine model given to the report) and "all_runs";
 sections get the machine model they model with from :func:`report_machine_model`.
@@ -12,6 +13,16 @@ import html
 from pathlib import Path
 
 from ...errors import InputError, warn
+
+
+def more(summary, body, open_=False):
+    """``body`` behind a disclosure whose one line is ``summary``: a section shows its key
+    figure, the rest (tables, notes, further runs) one click away. "" when ``body`` is empty.
+    """
+    if not body or not body.strip():
+        return ""
+    return (f"<details class=\"more\"{' open' if open_ else ''}><summary>"
+            f"{html.escape(summary)}</summary>{body}</details>")
 
 
 def per_run(runs, render_run):

@@ -18,10 +18,10 @@ from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_lo
 from ...profile.summary import NOT_MEASURED, TIMERS_HINT
 from ...profile.views import (MAX_RANK_ROWS, callsite_time_stats, rank_time_rows,
                               rank_time_summary, rank_times, run_timed, time_by_size)
-from ...units import format_seconds
+from ...units import format_bytes, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
-from . import per_run
+from . import more, per_run
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -70,10 +70,10 @@ def _function_table(run, functions):
 
 def _rank_times(run, name):
     """Time in MPI per rank (mpiP's AppTime, MPITime, MPI%) and IPM's sorted
-    communication-balance chart."""
+    communication-balance chart; ``(the chart and its sentence, the table)``."""
     times = rank_times(run)
     if times is None or times.empty:
-        return ""
+        return "", ""
     timed = run_timed(run)
     head = ("<h4>Time in MPI per rank</h4><p>Per rank: wall time from MPI_Init to "
             "MPI_Finalize (mpiP's AppTime), time inside MPI calls (MPITime) and its share "
@@ -82,9 +82,9 @@ def _rank_times(run, name):
     shown, left_out = rank_time_rows(times)
     rows = shown.to_dict("records")
     if not timed:
-        return (head + _not_measured("time in MPI per rank")
-                + html_table(_unmeasured(rows, ("mpi_time_s", "mpi_pct", "compute_s")),
-                             caption="time per rank"))
+        return (head + _not_measured("time in MPI per rank"),
+                html_table(_unmeasured(rows, ("mpi_time_s", "mpi_pct", "compute_s")),
+                           caption="time per rank"))
     summary = rank_time_summary(times)
     text = ""
     if summary:
@@ -92,9 +92,8 @@ def _rank_times(run, name):
                 f"rank {summary['max_rank']} the most ({format_seconds(summary['max_mpi_time_s'])}), "
                 f"rank {summary['min_rank']} the least ({format_seconds(summary['min_mpi_time_s'])}).</p>")
     note = f"<p>{html.escape(left_out)}.</p>" if left_out else ""
-    return (head + text + _balance_chart(times, name) + note
-            + html_table(rows, caption="time per rank"
-                         + (", the extremes" if left_out else "")))
+    return (head + text + _balance_chart(times, name) + note,
+            html_table(rows, caption="time per rank" + (", the extremes" if left_out else "")))
 
 
 def _balance_chart(times, name):
@@ -126,7 +125,7 @@ def _balance_chart(times, name):
         ranks = t["rank"].to_numpy()
         for i, where in ((0, "left"), (n - 1, "right")):
             ax.annotate(f"rank {ranks[i]}", (i, mpi[i]), textcoords="offset points",
-                        xytext=(4 if where == "left" else -4, 4), ha=where, fontsize=7)
+                        xytext=(4 if where == "left" else -4, 4), ha=where)
         ax.set_xlabel(f"{n} ranks, sorted by time in MPI (least at the left)")
     ax.set_ylabel("time (s)")
     ax.set_ylim(bottom=0)
@@ -143,13 +142,15 @@ def _size_histogram(bins, name):
     fig, axes = new_figure(width=7.5, height=3.6)
     ax = axes[0][0]
     width = 0.8 / len(funcs)
+    ticks = sorted(per["bin"].unique())
+    pos = {b: i for i, b in enumerate(ticks)}  # the bins present, side by side: labels apart
     for k, fn in enumerate(funcs):
         sub = per[per["function"] == fn]
-        ax.bar(sub["bin"] + (k - len(funcs) / 2) * width, sub["count"], width=width, label=fn)
-    ticks = sorted(per["bin"].unique())
-    ax.set_xticks(ticks)
-    ax.set_xticklabels(["0" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
-    ax.set_xlabel("message size (bytes, lower edge of the power-of-two bin)")
+        ax.bar(sub["bin"].map(pos) + (k - (len(funcs) - 1) / 2) * width, sub["count"],
+               width=width, label=fn)
+    ax.set_xticks(range(len(ticks)))
+    ax.set_xticklabels(["0 B" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
+    ax.set_xlabel("message size, lower edge of the power-of-two bin")
     ax.set_ylabel("messages or calls")
     ax.set_yscale("log")
     ax.set_ylim(bottom=0.5)  # bars start below one count, so every bar is visible
@@ -186,8 +187,8 @@ def _size_time(run, bins, functions, name):
         ax.bar(np.arange(len(ticks)), h, bottom=bottom, width=0.7, label=fn)
         bottom += h
     ax.set_xticks(np.arange(len(ticks)))
-    ax.set_xticklabels(["0" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
-    ax.set_xlabel("message size (bytes, lower edge of the power-of-two bin)")
+    ax.set_xticklabels(["0 B" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
+    ax.set_xlabel("message size, lower edge of the power-of-two bin")
     ax.set_ylabel("time in the calls (s)")
     ax.set_title("time per message size, all ranks and threads")
     legend_below(fig)
@@ -206,10 +207,7 @@ def _size_time(run, bins, functions, name):
 
 
 def _size_label(n):
-    for unit, f in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= f:
-            return f"{n // f}{unit}"
-    return str(n)
+    return format_bytes(n)
 
 
 #: More cells than this are drawn by groups: nodes when they are few enough, else
@@ -302,13 +300,16 @@ def _heatmaps(snaps, name, timed=True):
     s = s[s["k"] < n]
     ranks = np.sort(s["rank"].unique())
     t_end = s.groupby("rank")["time_s"].max().min()
-    fig, axes = new_figure(ncols=len(panels), width=5.4, height=3.2, wspace=None)
-    for ax, (col, label) in zip(axes[0], panels):
+    # one panel a row, the window's width each: time runs along the page
+    fig, axes = new_figure(nrows=len(panels), width=7.5, height=2.1, sharex=True)
+    for ax, (col, label) in zip(axes[:, 0], panels):
         grid = s.pivot(index="rank", columns="k", values=col).to_numpy(dtype=float)
         if len(ranks) <= 64:
             im = ax.imshow(grid, aspect="auto", cmap="magma", interpolation="nearest",
                            extent=(0, t_end, len(ranks) - 0.5, -0.5))
-            fig.colorbar(im, ax=ax, label=label)
+            # the unit on the colour bar, what it counts in the panel's title
+            fig.colorbar(im, ax=ax, pad=0.01, label=("time (s)" if col.endswith("_s") else
+                                                     "bytes (bytes)" if col == "bytes" else col))
             ax.set_ylabel("rank")
             step = -(-len(ranks) // 16)  # at most 16 rank labels: readable at 1024 px
             ax.set_yticks(range(0, len(ranks), step), [str(r) for r in ranks[::step]])
@@ -320,12 +321,13 @@ def _heatmaps(snaps, name, timed=True):
             ax.plot(t, np.nanmax(grid, axis=0), color="tab:red", label="max")
             k = int(np.nanargmax(np.nanmax(grid, axis=0)))
             top = int(ranks[int(np.nanargmax(grid[:, k]))])
-            ax.annotate(f"rank {top}", (t[k], float(np.nanmax(grid[:, k]))), fontsize=7)
+            ax.annotate(f"rank {top}", (t[k], float(np.nanmax(grid[:, k]))))
             ax.set_ylabel(label)
-            ax.legend(fontsize=7)
-        ax.set_xlabel("time since MPI_Init (s)")
-    fig.suptitle("rank x time, from the snapshots" if len(ranks) <= 64 else
-                 f"per interval over {len(ranks)} ranks, from the snapshots")
+        ax.set_title(label.split(" (")[0] + (", per rank" if len(ranks) <= 64 else
+                                             f", over {len(ranks)} ranks"), loc="left")
+    axes[-1][0].set_xlabel("time since MPI_Init (s)")
+    if len(ranks) > 64:
+        legend_below(fig, ncol=3)
     fig.tight_layout()
     return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}") + note
 
@@ -418,13 +420,16 @@ def _render_run(run):
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     name = run.path.name
-    return (head + "".join(problems) + _rank_times(run, name)
-            + _function_table(run, t["functions"]) + _callsites(run)
-            + _size_histogram(t["size_bins"], name)
-            + _size_time(run, t["size_bins"], t["functions"], name)
-            + _per_rank(run, name)
-            + _matrix(run, t["peers"], nranks, name)
-            + _heatmaps(t["snapshots"], name, run_timed(run)) + _imbalance(run))
+    key, table = _rank_times(run, name)
+    # the key figure (time in MPI per rank) and the imbalance; the rest one click away
+    return (head + "".join(problems) + key + _imbalance(run)
+            + more("per function, call sites, message sizes, who sends to whom, rank x time",
+                   table + _function_table(run, t["functions"]) + _callsites(run)
+                   + _size_histogram(t["size_bins"], name)
+                   + _size_time(run, t["size_bins"], t["functions"], name)
+                   + _per_rank(run, name)
+                   + _matrix(run, t["peers"], nranks, name)
+                   + _heatmaps(t["snapshots"], name, run_timed(run))))
 
 
 def render(runs, context):

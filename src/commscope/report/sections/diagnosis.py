@@ -4,7 +4,7 @@ where the others wait, the fix and the saving (commscope diagnose, docs/diagnose
 import html
 
 from ...diagnose.findings import MINOR_SHARE, diagnose, replay_error_text
-from ...diagnose.text import headline
+from ...diagnose.text import headline, percent
 from ...profile.api import Profile
 from ...units import format_seconds
 from ..figures import figure_html, legend_below, new_figure
@@ -37,7 +37,7 @@ def _render_run(run, context):
             parts.append(f"<p><b>Where:</b> {e(f.region)}</p>")
         if f.predicted_saving_s is not None:
             parts.append(f"<p><b>Predicted saving:</b> {e(format_seconds(f.predicted_saving_s))} "
-                         f"({100 * f.predicted_saving_s / d.runtime_s:.0f} % of the run), from a "
+                         f"({e(percent(f.predicted_saving_s / d.runtime_s))} of the run), from a "
                          f"{e(f.basis)}.</p>")
     parts.append(f'<p class="note">{e(run.path.name)}: {d.ranks} ranks, '
                  f"{e(format_seconds(d.runtime_s))}.</p></div>")
@@ -127,6 +127,7 @@ def _per_rank_figure(d):
         bottom = [b + v for b, v in zip(bottom, vals)]
     ax.set_xticks(x if len(x) <= 32 else x[::max(len(x) // 16, 1)])
     ax.set_xticklabels([str(ranks[i]) for i in ax.get_xticks()], fontsize=8)
+    ax.margins(y=0.12)  # the tallest bar clear of the frame
     ax.set_xlabel("rank")
     ax.set_ylabel("time lost (s)")
     legend_below(fig, fontsize=9, ncol=3)

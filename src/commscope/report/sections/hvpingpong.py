@@ -23,7 +23,7 @@ from ...units import format_bytes, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from ..gaps import model_gap_note
-from . import per_run, report_machine_model
+from . import more, per_run, report_machine_model
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -34,7 +34,7 @@ TITLE = "HighVolumePingPong: queue search (Bienz et al. 2018, Sec. 4.1)"
 ORDER = 25
 
 
-def _panel(ax, sub, order, show_models, qs=None):
+def _panel(ax, sub, order, show_models, qs=None, label=""):
     m = sub[sub["order"] == order].sort_values("n_messages")
     if m.empty:
         ax.set_visible(False)
@@ -50,7 +50,7 @@ def _panel(ax, sub, order, show_models, qs=None):
     if qs is not None and order in qs.orders and (m["size_bytes"] == qs.size_bytes).all():
         grid = np.unique(np.geomspace(n.min(), n.max(), 200).round())
         ax.plot(grid, qs.time(grid, order), "-.", color="tab:purple",
-                label="form fitted per MPI (queue_search.py)")
+                label="form fitted to this MPI")
     if order == "reversed" and m["ordered_plus_queue_s"].notna().any():
         ax.plot(n, m["ordered_plus_queue_s"], ":", color="tab:green",
                 label="measured ordered + gamma (n^2 - n)")
@@ -58,7 +58,8 @@ def _panel(ax, sub, order, show_models, qs=None):
     ax.set_yscale("log")
     ax.set_xlabel("messages n")
     ax.set_ylabel("one-way time (s)")
-    ax.set_title(f"receives {'in send order' if order == 'ordered' else 'reversed'}")
+    ax.set_title(f"{label}, receives {'in send order' if order == 'ordered' else 'reversed'}"
+                 if label else f"receives {'in send order' if order == 'ordered' else 'reversed'}")
     ax.grid(True, which="both", alpha=0.3)
 
 
@@ -130,7 +131,7 @@ def _fitted_form(run, qs, tab, machine_model=None):
     return "\n".join(parts)
 
 
-def _render_run(run, machine_model, model_note):
+def _render_run(run, machine_model, model_note, key=False):
     p = run.meta["parameters"]
     samples = run.table("samples")
     tab = model_table(samples, machine_model)
@@ -152,10 +153,9 @@ def _render_run(run, machine_model, model_note):
     groups = tab.groupby("size_bytes") if not p.get("total_bytes") else [("total", tab)]
     for size, sub in groups:
         fig, axes = new_figure(ncols=2, width=5.2, height=3.8)
-        for ax, order in zip(axes[0], ("ordered", "reversed")):
-            _panel(ax, sub, order, machine_model is not None, qs)
         label = f"{format_bytes(size)} messages" if size != "total" else sizes
-        fig.suptitle(f"HighVolumePingPong, {label}")
+        for ax, order in zip(axes[0], ("ordered", "reversed")):
+            _panel(ax, sub, order, machine_model is not None, qs, label)
         legend_below(fig)
         parts.append(figure_html(fig, f"HighVolumePingPong measured vs modelled, {label}, "
                                       f"{run.path.name}"))
@@ -171,12 +171,21 @@ def _render_run(run, machine_model, model_note):
     top = tab[tab["n_messages"] == tab["n_messages"].max()]
     cols = [c for c in ("n_messages", "size_bytes", "order", "median_s", "maxrate_s", "model_s",
                         "ordered_plus_queue_s") if c in top and top[c].notna().any()]
-    parts.append(html_table(top[cols], caption="largest n: measured vs modelled"))
+    rest = [html_table(top[cols], caption="largest n: measured vs modelled")]
     if qs is not None:
-        parts.append(_fitted_form(run, qs, tab, machine_model))
-    return "\n".join(parts)
+        rest.append(_fitted_form(run, qs, tab, machine_model))
+    if not key:
+        return "\n".join(parts + rest)
+    return "\n".join(parts) + more("the largest n, the forms fitted to this MPI and their "
+                                   "residuals", "\n".join(rest))
 
 
 def render(runs, context):
     machine_model, note = report_machine_model(context)
-    return per_run(runs, lambda run: _render_run(run, machine_model, note))
+    first, others = runs[:1], runs[1:]
+    out = per_run(first, lambda run: _render_run(run, machine_model, note, key=True))
+    if others:
+        out += more(f"{len(others)} more run{'s' * (len(others) != 1)}: "
+                    + ", ".join(r.path.name for r in others),
+                    per_run(others, lambda run: _render_run(run, machine_model, note)))
+    return out

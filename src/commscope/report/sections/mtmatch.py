@@ -17,7 +17,8 @@ from ...bench.mtmatch import BUDGETS_S, config_summary
 from ...errors import InputError
 from ..figures import figure_html, hold_scale, legend_below, new_figure
 from ..tables import html_table
-from . import per_run
+from ...units import format_bytes
+from . import more, per_run
 
 KINDS = {"mtmatch"}
 TITLE = "Multithreaded message matching (Schonbein et al. 2018)"
@@ -75,14 +76,15 @@ def _render_run(run):
     if top > BUDGETS_S[1]:
         ax_t.axhline(BUDGETS_S[1], color="0.5", ls=":", lw=1)
     ax_t.set_ylim(top=top)
+    ax_d.set_title("search depth (open markers: oversubscribed)")
+    ax_t.set_title("time to drain the queue")
     legend_below(fig)
-    fig.suptitle("search depth and queue drain (open markers: oversubscribed)")
     img = figure_html(fig, f"search depth and drain time against threads, {run.path.name}")
     note = ("Oversubscribed (threads x ranks on a node > cores): "
             + ", ".join(f"{o['threads_recv']} receiving / {o['threads_send']} sending threads"
                         for o in over) + ". ") if over else "No configuration was oversubscribed. "
     head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['trials']} trials per configuration "
-            f"after {p['warmup']} warm-up, {p['size_bytes']}-byte messages, "
+            f"after {p['warmup']} warm-up, {format_bytes(p['size_bytes'])} messages, "
             f"{html.escape(run.meta.get('mpi', {}).get('name', '?'))}. {html.escape(note)}"
             "Search depth: entries of an MPICH-style posted-receive list passed over before "
             "each match, from the recorded post and send orders.</p>")
@@ -90,7 +92,7 @@ def _render_run(run):
             "avg_search_depth", "max_search_depth", "ob1_posted_recvq_length", "drain_time_s",
             "oversubscribed"]
     table = html_table(summ[cols], caption="mean over trials")
-    return head + img + table
+    return head + img + more("every configuration: depths, ob1's queue, drain time", table)
 
 
 def render(runs, context):

@@ -15,9 +15,9 @@ import html
 
 from ...bench.multirate import MODES, config_summary, mode_ratio
 from ...units import format_bytes
-from ..figures import figure_html, hold_scale, legend_below, new_figure
+from ..figures import empty_panel, figure_html, hold_scale, legend_below, new_figure
 from ..tables import html_table
-from . import per_run
+from . import more, per_run
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -45,7 +45,7 @@ def _render_run(run):
     ax_r.set_yscale("log")
     for ax in (ax_r, ax_q):
         ax.set_xscale("log", base=2)
-    rates, rate_bars, queue_points = [], [], []
+    rates, rate_bars, queue_points, all_bars = [], [], [], []
     for mode in MODES:
         sub = summ[summ["mode"] == mode].sort_values("threads")
         if sub.empty:
@@ -61,23 +61,35 @@ def _render_run(run):
         rates += [(x, y, ov, color)
                   for x, y, ov in zip(sub["threads"], rate, over)]
         rate_bars += [*lo[~over], *hi[~over]]
+        all_bars += list(zip(sub["threads"], rate, lo, hi))
         if np.isfinite(sub["unexpected_msgq_max"]).any():
             ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "-", color=color, label=mode)
             _marks(ax_q, sub["threads"], sub["unexpected_msgq_max"], over, color)
             queue_points += [(x, y, ov, color) for x, y, ov
                              in zip(sub["threads"], sub["unexpected_msgq_max"], over)]
-    hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
-    hold_scale(ax_q, queue_points, unit="messages")
-    if not queue_points:
-        ax_q.text(0.5, 0.5, "this MPI exposes no queue-length pvars", ha="center",
-                  transform=ax_q.transAxes)
+    edge = hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
+    # the bars of every point on the axis stay on it too (an oversubscribed one's included)
+    shown = [(lo, hi) for x, y, lo, hi in all_bars if (x, y) not in edge and lo > 0]
+    if shown:
+        b, t = ax_r.get_ylim()
+        ax_r.set_ylim(min(b, min(lo for lo, _ in shown) / 1.1), max(t, max(hi for _, hi in shown) * 1.1))
     ax_r.set_ylabel("rate per thread, median (msgs/s)")
-    ax_q.set_ylabel("largest unexpected queue (ob1 pvar)")
-    for ax in (ax_r, ax_q):
+    ax_r.set_title("rate per thread (open markers: oversubscribed)")
+    panels = [ax_r]
+    if not queue_points:  # one sentence, not an empty axis
+        empty_panel(ax_q, "This MPI exposes no\nqueue-length pvars:\nno receiver queue to show.")
+    elif not any(y for _, y, _, _ in queue_points):
+        empty_panel(ax_q, "No unexpected message waited\nin the receiver's queue\n"
+                          "at any thread count (ob1 pvar).")
+    else:
+        hold_scale(ax_q, queue_points, unit="messages")
+        ax_q.set_ylabel("largest unexpected queue (ob1 pvar)")
+        ax_q.set_title("receiver queue")
+        panels.append(ax_q)
+    for ax in panels:
         ax.set_xlabel("threads per rank")
         ax.grid(True, which="both", alpha=0.3)
     legend_below(fig)
-    fig.suptitle("rate per thread and receiver queue (open markers: oversubscribed)")
     img = figure_html(fig, f"message rate per thread against threads, shared vs per-thread, "
                            f"{run.path.name}")
     queues = ("ob1 queue lengths sampled on the receiver after each window"
@@ -91,7 +103,7 @@ def _render_run(run):
     table = html_table(summ, caption="median over repetitions")
     if len(ratio):
         table += html_table(ratio, caption="rate per thread: shared communicator / one per thread")
-    return head + img + table
+    return head + img + more("the rates and queues per configuration", table)
 
 
 def render(runs, context):

@@ -13,12 +13,12 @@ send in the measurement; triangles along the bottom mark where the model says so
 import html
 
 from ...errors import InputError
-from ...units import format_bytes, format_seconds
+from ...units import format_bytes, format_number, format_seconds
 from ...predict.partitioned import (accuracy, comparison_table, measured_rows,
                                     predict_partitioned, range_text, win_ranges)
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
-from . import report_machine_model
+from . import more, report_machine_model
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -54,7 +54,7 @@ def _term_cell(t):
         return (f"{len(sizes)} sizes, {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}: "
                 + ", ".join(f"{format_bytes(k)} {format_seconds(t['by_size'][str(k)])}"
                             for k in sizes))
-    return "-" if t.get("value") is None else f"{t['value']:.3g}"
+    return "-" if t.get("value") is None else format_number(t["value"])
 
 
 def _held_html(df, table):
@@ -149,7 +149,10 @@ def _render_run(run, machine_model):
                        label=f"measured: {method}")
         bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 1e6, marker, ms=4, color=color,
                    label=f"measured: {method}")
+    calibrated = (df["source"] == "calibrated").any()
     for (source, method), (color, ls, label) in MODEL_STYLE.items():
+        if calibrated and source != "calibrated":  # the model the verdicts stand by, only:
+            continue  # Algorithm 1 and Monte Carlo are in the table below
         sub = df[(df["source"] == source) & (df["method"] == method)].sort_values("size_bytes")
         if sub.empty:
             continue
@@ -163,8 +166,9 @@ def _render_run(run, machine_model):
     if table[early].isna().all():
         early = "measured_isend_beats_single"
     meas_win = table[early].fillna(False).astype(bool).to_numpy()
-    model_win = table["analytic_beats_single"].fillna(False).astype(bool).to_numpy() \
-        if table["analytic_partitioned_s"].notna().any() else np.zeros(len(table), bool)
+    model_col = "model_beats_single" if calibrated else "analytic_beats_single"
+    model_win = table[model_col].fillna(False).astype(bool).to_numpy() \
+        if table["model_partitioned_s"].notna().any() else np.zeros(len(table), bool)
     for ax in (bw_ax, el_ax):
         _spans(ax, sizes, meas_win, color="tab:green", alpha=0.12,
                label="measured: early-bird wins" if ax is bw_ax else None)
@@ -174,7 +178,7 @@ def _render_run(run, machine_model):
         ax.set(xscale="log", yscale="log", xlabel="total buffer size (bytes)")
     bw_ax.set(ylabel="effective bandwidth (MB/s)", title="effective bandwidth (eq. 4.3)")
     el_ax.set(ylabel="elapsed time (s)", title="last thread ready -> transfer complete")
-    legend_below(fig)  # inside, the legend hid points and the "wins" markers
+    legend_below(fig, ncol=4)  # inside, the legend hid points and the "wins" markers
     ranges = win_ranges(table)
     label = early[: -len("_beats_single")]
 
@@ -184,11 +188,12 @@ def _render_run(run, machine_model):
             + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
                f"{range_text(ranges.get('mc'), format_bytes)}"
                if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
-    return head + "".join(notes) + held + figure_html(
+    return head + "".join(notes) + figure_html(
         fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
-             "size, early-bird sends vs a single send") + wins + html_table(
-        table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
-        folded="elapsed time per size, measured and modeled")
+             "size, early-bird sends vs a single send") + wins + more(
+        "the model's terms, measured vs model per size, every model's elapsed time",
+        held + html_table(table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
+                          caption="elapsed time per size, measured and modelled"))
 
 
 def render(runs, context):
@@ -201,4 +206,11 @@ def render(runs, context):
     intro += (f"Model parameters {html.escape(where)}.</p>" if machine_model is not None else
               f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --machine-model to "
               "overlay the model).</p>")
-    return intro + "".join(_render_run(r, machine_model) for r in runs)
+    main = [r for r in runs if not r.meta.get("parameters", {}).get("calibration")] or runs[:1]
+    others = [r for r in runs if r not in main[:1]]
+    out = intro + _render_run(main[0], machine_model)
+    if others:
+        out += more(f"{len(others)} more run{'s' * (len(others) != 1)}: "
+                    + ", ".join(r.path.name for r in others),
+                    "".join(_render_run(r, machine_model) for r in others))
+    return out

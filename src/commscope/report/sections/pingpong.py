@@ -6,7 +6,8 @@ from ...models.p2p import maxrate_time
 from ..figures import figure_html, legend_below, new_figure
 from ..gaps import model_gap_note
 from ..tables import html_table
-from . import report_machine_model
+from . import more, report_machine_model
+from ...units import format_bytes
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -58,12 +59,14 @@ def render(runs, context):
         intro = (f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
                  f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
                  "protocol each size falls in by the machine model's breakpoints; the middle panels "
-                 f"show the residuals (model - measured) / measured, the right ones {view}.")
+                 f"show the residuals (model - measured, in % of measured), the right ones {view}.")
     else:
         intro = f"{bars}; {html.escape(where)}, so no model is drawn. The right panels show {view}."
     parts = [f"<p>{intro}</p>"]
     rows = []
-    for (loc, ppn, over), sub in med.groupby(["locality", "pairs", "oversubscribed"]):
+    groups = sorted(med.groupby(["locality", "pairs", "oversubscribed"]),
+                    key=lambda g: (g[0][2], g[0][1] != 1, g[0][0]))  # 1 pair, not oversubscribed first
+    for (loc, ppn, over), sub in groups:
         sizes = sub["size_bytes"].to_numpy()
         times = sub["median_s"].to_numpy()
         modelled = machine_model is not None and any(k[1] == loc for k in machine_model.params)
@@ -71,7 +74,7 @@ def render(runs, context):
             model, protos = model_times(machine_model, loc, sizes, ppn)
         else:
             model, protos = np.full(len(sizes), np.nan), np.full(len(sizes), "")
-        fig, ax = new_figure(ncols=3 if modelled else 2, width=4.6)
+        fig, ax = new_figure(ncols=3 if modelled else 2, width=4.0, height=3.6)
         a, *b, c = ax[0]
         for proto in dict.fromkeys(protos):
             m = protos == proto
@@ -85,7 +88,7 @@ def render(runs, context):
             c.plot(x, sizes[m] / times[m] / 1e6, marker, ms=4, color=color)
             if modelled:
                 a.plot(x, model[m], "-", lw=1.5, color=color, alpha=0.7, label=f"model{what}")
-                b[0].plot(x, (model[m] - times[m]) / times[m], marker, ms=4, color=color)
+                b[0].plot(x, 100 * (model[m] - times[m]) / times[m], marker, ms=4, color=color)
                 c.plot(x, sizes[m] / model[m] / 1e6, "-", lw=1.5, color=color, alpha=0.7)
         title = f"{loc}, {ppn} pair(s)" + (", oversubscribed" if over else "")
         a.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="time (s)",
@@ -93,7 +96,7 @@ def render(runs, context):
         if modelled:
             b[0].axhline(0, color="k", lw=0.8)
             b[0].set(xscale="log", xlabel="message size (bytes)",
-                     ylabel="(model - measured) / measured", title="residuals")
+                     ylabel="model - measured, % of measured", title="residuals")
         c.set(xscale="log", yscale="log", xlabel="message size (bytes)",
               ylabel="size / one-way time (MB/s)",
               title="bandwidth view" + (", per pair" if ppn > 1 else ""))
@@ -106,12 +109,16 @@ def render(runs, context):
                          "include time-slicing of the cores.</p>")
         note = model_gap_note([{"size": s, "measured_s": t, "model_s": mdl} for s, t, mdl
                                in zip(sizes, times, model)], "measured_s", "model_s",
-                              lambda r: f"{r['size']} B", f"model ({loc}, {ppn} pair(s))")
+                              lambda r: format_bytes(r["size"]), f"model ({loc}, {ppn} pair(s))")
         if note:
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
         rows += [dict(locality=loc, pairs=ppn, size_bytes=s, protocol=proto, measured_s=t,
                       bandwidth_Bps=s / t, model_s=mdl, rel_error=(mdl - t) / t)
                  for s, t, mdl, proto in zip(sizes, times, model, protos)]
-    parts.append(html_table(rows, folded="measured" + (" and modelled" if machine_model else "")
-                            + " times per size"))
-    return "\n".join(parts)
+    table = html_table(rows, caption="measured" + (" and modelled" if machine_model else "")
+                       + " times per size")
+    first = [i for i, p in enumerate(parts) if p.startswith(("<figure", "<img"))]
+    cut = first[1] if len(first) > 1 else len(parts)  # the first group's figure and notes
+    others = len(groups) - 1
+    what = (f"{others} more locality / pair count{'s' * (others != 1)} and " if others else "")
+    return "\n".join(parts[:cut]) + more(what + "the times per size", "\n".join(parts[cut:]) + table)

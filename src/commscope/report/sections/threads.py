@@ -12,10 +12,10 @@ import html
 
 from ...bench.threads import compare_with_injected, load_tables, recovery_table
 from ...stats import arrivals
-from ...units import format_seconds
+from ...units import format_percent, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
-from . import per_run
+from . import more, per_run
 from ...lazy import lazy
 
 np = lazy("numpy")
@@ -78,7 +78,7 @@ def _histogram_figure(rep, name, threshold_s):
                     label="one thread")
             ax.set_ylim(0.5, len(values) + 0.5)
             ax.set_yticks(range(1, len(values) + 1))
-            ax.set_ylabel("thread, fastest first (too few for a histogram)", fontsize=8)
+            ax.set_ylabel("thread, fastest first (too few for a histogram)")
         else:
             edges = np.asarray(h["bin_edges_s"]) * 1e3
             ax.bar(edges[:-1], h["counts"], width=np.diff(edges), align="edge",
@@ -144,6 +144,8 @@ def render_run(run, threshold_s=THRESHOLD_S):
              _percentile_figure(compute, name),
              '<p class="note">Percentile plot (Marts et al. Figs 4, 6, 8): every thread\'s compute '
              'time of each iteration across ranks and trials; no idle ratio involved.</p>',
+             _summary_sentence(rep),
+             MORE,
              _histogram_figure(rep, name, threshold_s),
              f'<p class="note">Example process-iterations per class (Figs 5, 7, 9): laggard = '
              f'max - median &gt; {format_seconds(threshold_s)}; normal = no laggard and '
@@ -170,7 +172,25 @@ def render_run(run, threshold_s=THRESHOLD_S):
     parts.append(html_table(s, ["region", "process_iterations", "avg_reclaimable_s",
                                 "idle_ratio_printed", "idle_ratio_range", "laggard_fraction",
                                 "mean_median_arrival_s"]))
-    return "\n".join(x for x in parts if x)
+    cut = parts.index(MORE)
+    return ("\n".join(x for x in parts[:cut] if x)
+            + more("example iterations per class, idle time, normality, recovered vs injected",
+                   "\n".join(x for x in parts[cut + 1:] if x)))
+
+
+#: Where a run's key figure ends and the rest (behind a disclosure) begins.
+MORE = "<!-- more -->"
+
+
+def _summary_sentence(rep):
+    """What the threads did, in one sentence: laggards and reclaimable time per region."""
+    out = []
+    for r in rep.summary.to_dict("records"):
+        out.append(f"{html.escape(str(r.get('region')))}: laggards in "
+                   f"{format_percent(r.get('laggard_fraction') or 0)} of the process-iterations; "
+                   f"on average {format_seconds(r.get('avg_reclaimable_s'))} reclaimable per "
+                   "process-iteration (the time threads wait for the last one)")
+    return "<p>" + "; ".join(out) + ".</p>" if out else ""
 
 
 def render(runs, context):

@@ -15,6 +15,7 @@ from ...predict.variability import (experiment_key, measured_summary, note_refs,
                                     predict_variability, run_ranks)
 from ..figures import figure_html, hold_scale, legend_below, new_figure
 from ..tables import html_table
+from . import more
 from ...lazy import lazy
 
 pd = lazy("pandas")
@@ -56,8 +57,11 @@ def _barrier_table(runs):
 def _figure(pred, meas, label):
     data = pred[pred["statistic"] == "runtime_s"]
     kinds = [k for k in BOOTSTRAP_KINDS if k in set(data["kind"])]
-    fig, axes = new_figure(ncols=len(kinds), width=4.2, height=3.4)
+    fig, axes = new_figure(ncols=len(kinds), width=3.8, height=3.2, sharey=True)
+    # one runtime axis for every bootstrap, holding every interval: panels side by side compare
+    keep = [*data["ci_low_s"], *data["ci_high_s"], *data["median_s"]]
     for ax, kind in zip(axes[0], kinds):
+        ax.set_yscale("log")  # a wide interval and the medians inside it both read
         d = data[data["kind"] == kind].sort_values("target_ranks")
         ok = d["median_s"].notna()
         ax.fill_between(d["target_ranks"][ok], d["ci_low_s"][ok], d["ci_high_s"][ok],
@@ -74,14 +78,12 @@ def _figure(pred, meas, label):
         ax.set_xscale("log", base=2)
         hold_scale(ax, zip(meas["ranks"], meas["runtime_s"], over,
                            over.map({True: "tab:orange", False: "tab:red"})),
-                   keep=[*d["ci_low_s"], *d["ci_high_s"], *d["median_s"]],
-                   unit="s")
+                   keep=keep, unit="s")
         ax.set_xlabel("ranks")
-        ax.set_title(kind, fontsize=10)
-        ax.grid(alpha=0.3)
+        ax.set_title(f"{kind} bootstrap")
+        ax.grid(alpha=0.3, which="both")
     axes[0][0].set_ylabel("runtime, sum of interval maxima (s)")
-    legend_below(fig)
-    fig.suptitle(label, fontsize=10, y=1.03)
+    legend_below(fig, ncol=4)
     return figure_html(fig, f"predicted vs measured runtime, {label}")
 
 
@@ -93,27 +95,27 @@ def _repeats_text(repeats):
 
 
 def render(runs, context):
-    parts = []
+    key, rest = [], []
     summary = measured_summary(runs)
-    parts.append("<h3>Runs</h3>")
-    parts.append(html_table(summary.drop(columns=["run"])))
+    rest.append("<h3>Runs</h3>")
+    rest.append(html_table(summary.drop(columns=["run"])))
     if summary["oversubscribed"].any():
-        parts.append("<p>Some runs had more ranks than cores (oversubscribed): their "
-                     "maxima include time-slicing, not only system noise.</p>")
-    parts.append("<h3>Barrier time (Sec. 3.3.4)</h3>")
-    parts.append(html_table(_barrier_table(runs)))
+        rest.append("<p>Some runs had more ranks than cores (oversubscribed): their "
+                    "maxima include time-slicing, not only system noise.</p>")
+    rest.append("<h3>Barrier time (Sec. 3.3.4)</h3>")
+    rest.append(html_table(_barrier_table(runs)))
 
     groups = {}
     for run in runs:
         groups.setdefault(experiment_key(run), []).append(run)
-    for key, members in groups.items():
-        label = _label(key)
+    for key_, members in groups.items():
+        label = _label(key_)
         scales = sorted({run_ranks(r) for r in members})
-        parts.append(f"<h3>{html.escape(label)}</h3>")
         meas = summary[summary["run"].isin([str(r.path) for r in members])]
         if len(scales) < 2:
-            parts.append(f"<p>Measured at {scales[0]} rank(s) only: run the same experiment at "
-                         "other scales to compare predictions with measurements.</p>")
+            rest.append(f"<h3>{html.escape(label)}</h3><p>Measured at {scales[0]} rank(s) only: "
+                        "run the same experiment at other scales to compare predictions with "
+                        "measurements.</p>")
             continue
         base_runs = sorted((r for r in members if run_ranks(r) == scales[0]),
                            key=lambda r: r.meta["start_time"])
@@ -123,21 +125,35 @@ def render(runs, context):
                                        compare=[r for r in members if run_ranks(r) != scales[0]],
                                        repeats=base_runs[1:])
         except Exception as exc:  # a report must not die on one unfit experiment
-            parts.append(f"<p>No prediction: {html.escape(str(exc))}</p>")
+            rest.append(f"<h3>{html.escape(label)}</h3><p>No prediction: "
+                        f"{html.escape(str(exc))}</p>")
             continue
-        parts.append(f"<p>Calibrated on <code>{html.escape(cal.path.name)}</code> "
-                     f"({scales[0]} rank(s), {pred.attrs['intervals']} intervals"
-                     f"{_repeats_text(base_runs[1:])}); {REPLICAS} replicas, seed {SEED}. "
-                     "Each interval is for one target run's median interval maximum or "
-                     "runtime (autocorrelated intervals resampled in blocks, run-to-run "
-                     "spread from repeated calibration runs).</p>")
-        parts.append(_figure(pred, meas, label))
+        # the first experiment's figure is the section's key figure; the rest below it
+        out = key if not key else rest
+        out.append(f"<h3>{html.escape(label)}</h3>")
+        out.append(f"<p>Calibrated on <code>{html.escape(cal.path.name)}</code> "
+                   f"({scales[0]} rank(s), {pred.attrs['intervals']} intervals"
+                   f"{_repeats_text(base_runs[1:])}); {REPLICAS} replicas, seed {SEED}. "
+                   "Each interval is for one target run's median interval maximum or "
+                   "runtime (autocorrelated intervals resampled in blocks, run-to-run "
+                   "spread from repeated calibration runs).</p>")
+        out.append(_figure(pred, meas, label))
         refs, notes = note_refs(pred["note"])
-        table = pred.assign(notes=[r or "-" for r in refs])
+        table = pred.assign(notes=[r or "-" for r in refs],
+                            statistic=pred["statistic"].map(STATISTICS).fillna(pred["statistic"]))
         cols = ["kind", "statistic", "target_ranks", "median_s", "ci_low_s", "ci_high_s",
                 "measured_runs", "measured_median_s", "inside", "median_error", "notes"]
-        parts.append(html_table(table, cols))
+        detail = html_table(table, cols)
         if notes:
-            parts.append("<ol class=\"notes\">" + "".join(
-                f"<li>{html.escape(n)}</li>" for n in notes) + "</ol>")
-    return "\n".join(parts)
+            detail += "<ol class=\"notes\">" + "".join(
+                f"<li>{html.escape(n)}</li>" for n in notes) + "</ol>"
+        if out is key:
+            key.append(more(f"predicted vs measured, every scale and bootstrap ({label})", detail))
+        else:
+            rest.append(detail)
+    return "\n".join(key) + more("the other experiments, the runs and their barrier time",
+                                 "\n".join(rest))
+
+
+#: The statistics a prediction is made for, in words.
+STATISTICS = {"interval_max_s": "median interval maximum", "runtime_s": "runtime"}
