@@ -413,8 +413,8 @@ def _render_run(run):
                         + "</p>")
     elif overview.get("not_finalized_count"):  # a run converted before endings were kept
         shown = overview["not_finalized"]
-        more = overview["not_finalized_count"] - len(shown)
-        problems.append(f"<p class='note'>Ranks {shown}{f' and {more} more' if more > 0 else ''} "
+        others = overview["not_finalized_count"] - len(shown)
+        problems.append(f"<p class='note'>Ranks {shown}{f' and {others} more' if others > 0 else ''} "
                         "did not reach MPI_Finalize: their counts stop where they ended (how "
                         "was not recorded by the commscope that made this run).</p>")
     if t["functions"] is None:
