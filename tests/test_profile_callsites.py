@@ -248,6 +248,14 @@ def test_python_call_sites_name_the_script_line(capsys, runs_root, default_mpi):
     assert f"callsites_mpi4py.py:{L['send']}" in text and "__pyx" not in text
     notes = [line for line in text.splitlines() if line.startswith("# [")]
     assert len(notes) == len(set(notes))
+    # --callsite-depth 2: the Python caller above, in the stack column
+    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2", "--callsite-depth", "2",
+                 "--", sys.executable, str(script)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    sites = open_run(out.strip().splitlines()[-1]).table("callsites")
+    send = sites[(sites["function"] == "MPI_Send") & (sites["line"] == L["send"])]
+    assert list(send["stack"]) == [f"<module> (callsites_mpi4py.py:{L['exchange']})"]
 
 
 def test_without_g_stripped_rebuilt_and_moved_say_unknown_with_the_reason(capsys, runs_root, tmp_path,

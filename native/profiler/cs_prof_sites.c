@@ -276,8 +276,10 @@ static uint32_t py_site_of(PyObject_ *f, PyObject_ *code, const py_code_t *c)
     return k.id;
 }
 
-/* The Python site id of this call (made from mpi4py's module), 0 when there is none. */
-static uint32_t py_site(void)
+/* The Python site ids of this call (made from mpi4py's module) into key: the first
+ * frame outside mpi4py, then (--callsite-depth N) the N - 1 Python callers above it;
+ * 0 when there is none (key untouched). */
+static uint32_t py_site(uintptr_t *key)
 {
     if (!py.tried) py_find_api();
     if (!py.ok || py_busy || !py.is_initialized() || (py.finalizing && py.finalizing())) return 0;
@@ -287,13 +289,18 @@ static uint32_t py_site(void)
     py.err_fetch(&et, &ev, &etb); /* the program's pending exception, untouched */
     uint32_t id = 0;
     PyObject_ *f = py.get_frame(), *owned = 0; /* borrowed; `owned` is a new reference */
-    for (int depth = 0; f && depth < 64; depth++) {
+    int k = 0;
+    for (int depth = 0; f && depth < 256 && k < cs_site_depth; depth++) {
         PyObject_ *code = py.frame_code(f);
         if (!code) break;
         const py_code_t *c = py_code(code);
-        if (c && !c->skip) id = py_site_of(f, code, c);
+        uint32_t at = c && !c->skip ? py_site_of(f, code, c) : 0;
         py.decref(code);
-        if (!c || !c->skip) break;
+        if (!c || (!at && !c->skip)) break;
+        if (at) {
+            if (!k) id = at;
+            key[k++] = at;
+        }
         PyObject_ *back = py.frame_back(f);
         if (owned) py.decref(owned);
         f = owned = back;
@@ -417,9 +424,9 @@ uint64_t *cs_site_slow(int func, uintptr_t ra)
     cs_sites_t *t = cs_tl_sites;
     if (!t && !(t = cs_tl_sites = table_new())) return 0;
     uintptr_t key[16] = {ra};
-    uint32_t pyid = cs_site_python(ra) ? py_site() : 0;
-    if (pyid) key[0] = pyid; /* the Python line; no native callers above it */
-    else if (cs_site_depth > 1 || cs_site_passthrough(ra)) unwind(ra, key);
+    if (cs_site_python(ra) && py_site(key)) {
+        /* the Python line and its Python callers */
+    } else if (cs_site_depth > 1 || cs_site_passthrough(ra)) unwind(ra, key);
     uint64_t **at = slot(t, key, func);
     if (*at) return *at;
     if ((t->used + 1) * 2 > t->mask + 1) {

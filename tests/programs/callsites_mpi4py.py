@@ -25,7 +25,7 @@ def exchange(n):
         req.Wait()  # SITE: wait
 
 
-exchange(5)
+exchange(5)  # SITE: exchange
 comm.Barrier()  # SITE: barrier_a
 comm.Barrier()  # SITE: barrier_b
 pcomm = pkl5.Intracomm(comm)

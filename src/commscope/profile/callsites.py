@@ -430,6 +430,10 @@ def _site_rows(resolver, rec, tick, sets):
                 reason = MPI4PY_NO_LINE
         stack = []
         for a in addrs[1:]:
+            if int(a) < PY_SITE_MAX:  # a Python caller
+                f2, l2, c2 = python.get(int(a), (None, 0, UNKNOWN))
+                stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
+                continue
             _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
             stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
         rows.append({"rank": rank, "function": func, "file": file,
