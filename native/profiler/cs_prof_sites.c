@@ -96,6 +96,8 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+static void py_find_api(void);
+
 void cs_sites_init(int depth)
 {
     static int scanned;
@@ -107,6 +109,7 @@ void cs_sites_init(int depth)
         scanned = 1;
         dl_iterate_phdr(find_ranges, 0);
     }
+    if (cs_site_npy) py_find_api(); /* mpi4py is loaded: its Python, now (one thread) */
     if (cs_site_depth > 1 || cs_site_npass) { /* load the unwinder now, not inside a call */
         void *warm[4];
         backtrace(warm, 4);
@@ -128,7 +131,7 @@ void cs_sites_init(int depth)
  * not initialised or finalising: mpi4py's MPI_Finalize runs from Py_AtExit), no
  * Python frame, or a call re-entered from inside this code: the return address. */
 typedef void PyObject_;
-static struct {
+static struct { /* found at MPI_Init (cs_sites_init) when mpi4py is loaded */
     int tried, ok;
     int (*is_initialized)(void), (*finalizing)(void), (*gil_check)(void);
     int (*gil_ensure)(void);
@@ -156,6 +159,7 @@ static uint32_t py_nsites, py_sites_cap;
 
 static void py_find_api(void)
 {
+    if (py.tried) return;
     py.tried = 1;
 #define CS_PY(field, name) *(void **)&py.field = dlsym(RTLD_DEFAULT, name)
     CS_PY(is_initialized, "Py_IsInitialized");
@@ -281,7 +285,6 @@ static uint32_t py_site_of(PyObject_ *f, PyObject_ *code, const py_code_t *c)
  * 0 when there is none (key untouched). */
 static uint32_t py_site(uintptr_t *key)
 {
-    if (!py.tried) py_find_api();
     if (!py.ok || py_busy || !py.is_initialized() || (py.finalizing && py.finalizing())) return 0;
     py_busy = 1; /* a call made while we run Python code (a finaliser) is not walked */
     int held = py.gil_check(), gil = held ? 0 : py.gil_ensure();
