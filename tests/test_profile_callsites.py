@@ -308,6 +308,17 @@ def test_bad_callsite_input(capsys, runs_root, tmp_path, default_mpi):
     from commscope.errors import InputError
     with pytest.raises(InputError, match="sites"):
         callsites_table(run.raw_dir)
+    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1]], "objects": [], '
+                   '"python_sites": [[1, "a.py", "five", "f"]]}\n')
+    with pytest.raises(InputError, match="python_sites"):
+        callsites_table(run.raw_dir)
+    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1], ["MPI_Recv", 1, 0, 0, 2]], '
+                   '"objects": [], "python_sites": [[1, "/x/a.py", 5, "f"]]}\n')
+    df = callsites_table(run.raw_dir)
+    rows = {r["function"]: r for r in df.to_dict("records")}
+    assert (rows["MPI_Send"]["file"], rows["MPI_Send"]["line"], rows["MPI_Send"]["caller"]) == \
+        ("/x/a.py", 5, "f") and rows["MPI_Send"]["reason"] == ""
+    assert rows["MPI_Recv"]["file"] is None and "not listed" in rows["MPI_Recv"]["reason"]
 
 
 FORTRAN = [("mpif.h", ["-DMPIF_H"]), ("use mpi", []), ("use mpi_f08", ["-DF08"])]
