@@ -83,7 +83,7 @@ def _callsites(run, args):
     """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
     from ..errors import InputError
     from ..output import dump_json, format_table
-    from ..profile.callsites import site_label
+    from ..profile.callsites import reason_notes, site_label
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.views import callsite_time_stats
     if args.limit < 1:
@@ -104,11 +104,14 @@ def _callsites(run, args):
                  "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if is_timed else {}),
              **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
              "reason": r["reason"] or None} for r in top.to_dict("records")]
+    notes = reason_notes(rows)
     by = "time" if top["time_s"].notna().any() else "calls"
     print(format_table(printable(rows, is_timed),
                        title=f"commscope top {run.path}: top call sites by {by}"
                              + (" (time on one rank: min, mean, max over the ranks that called "
                                 "there)" if is_timed else "")))
+    for i, text in enumerate(notes, 1):
+        print(f"# [{i}] {text}")
     if not is_timed:
         print("# " + not_measured_note("time_s"))
     return 0
