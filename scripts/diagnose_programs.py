@@ -222,7 +222,8 @@ def text_table(rows, title):
     shown = []
     for r in rows:
         s = {"program": r["program"], "P x T": f"{r['ranks']} x {r['threads']}",
-             "N": r["iters"], "unfixed_s": r["unfixed_s"], "fixed_s": r["fixed_s"],
+             "N": r["iters"], "unfixed_s": round(r["unfixed_s"], 3),
+             "fixed_s": round(r["fixed_s"], 3),
              "saving_per_iter_s": r["saving_per_iter_s"],
              "designed_per_iter_s": r["designed_per_iter_s"],
              "ratio": None if r["ratio"] is None else round(r["ratio"], 2)}

@@ -13,8 +13,10 @@ child forked from this process (imports paid once), killed after --limit seconds
 
 A *case* is one mutated input run through one command.  Prints cases per command,
 outcomes by class (exit 0 / exit 2 naming the damaged file / exit 2 not naming it /
-crash / hang / invariant breaches: nan or inf shown, no output, input changed, output
-overwritten), and the crash and hang signatures with an example each.  --spot K runs K
+crash / hang / invariant breaches: nan or inf shown, no output, a silent success (exit 0
+without a word after reading a table damaged in a way kinds.py says every reader
+refuses), input changed, output overwritten), and the crash and hang signatures with an
+example each.  --spot K runs K
 cases again through the real entry point (`python -m commscope`, a new process each) and
 checks they end the same way.  Exits 1 when any case crashed, hung or broke an
 invariant.  --quick: 60 cases.  A report costs seconds (figures), every other command
@@ -197,7 +199,8 @@ def report(records, elapsed, setup_s, a, changed, spot):
         by_cmd[r["command"]][r["outcome"]] += 1
     short = {"exit 0": "exit0", "exit 2 naming": "exit2_named", "exit 2 not naming":
              "exit2_other", "crash": "crash", "hang": "hang", "insane output": "nan/empty",
-             "input changed": "in_changed", "output overwritten": "out_breach"}
+             "silent success": "silent", "input changed": "in_changed",
+             "output overwritten": "out_breach"}
     print()
     print(f"{'command':30s} {'cases':>6s} " + " ".join(f"{short[c]:>11s}" for c in classes))
     total = collections.Counter()

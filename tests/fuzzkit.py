@@ -3,7 +3,9 @@
 
 * :func:`make_originals` makes small real runs of every kind once (the benchmark kinds,
   a profile run with ``--trace``, ``--callsites``, snapshots and every counter, a ``profile --ompt`` run of
-  an OpenMP program, a ``bench threads --ompt`` run) and fits a machine model.
+  an OpenMP program, a ``bench threads --ompt`` run) and fits a machine model; the
+  commands that read them (:func:`commands`) include ``diagnose`` (text, ``--json`` and
+  ``--what-if balance``) and ``top --callsites``.
 * :func:`draw_mutant` copies one of them and damages it: one file of it changed (JSON
   fields changed, removed, renamed, retyped or wrapped; Parquet columns dropped, renamed,
   retyped, rows emptied; CSV headers and rows cut or changed; binary files cut or
@@ -53,8 +55,9 @@ NAN_TOKEN = re.compile(r"(?<![\w.])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity|infini
 #: Outcome classes; the first two are the only good ones.
 GOOD = ("exit 0", "exit 2 naming")
 CLASSES = ("exit 0", "exit 2 naming", "exit 2 not naming", "crash", "hang", "insane output",
-           "input changed", "output overwritten")
-FAILURES = ("crash", "hang", "insane output", "input changed", "output overwritten")
+           "silent success", "input changed", "output overwritten")
+FAILURES = ("crash", "hang", "insane output", "silent success", "input changed",
+            "output overwritten")
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,7 +206,12 @@ def commands(kind, target, originals, out):
             ("export perfetto", ["export", t, "--format", "perfetto", "-o",
                                  str(out / "trace.json")], out / "trace.json"),
             ("export otf2", ["export", t, "--format", "otf2", "-o",
-                             str(out / "trace.otf2")], out / "trace.otf2")],
+                             str(out / "trace.otf2")], out / "trace.otf2"),
+            # the diagnosis reads the trace (raw/trace.*.bin), the clock offsets
+            # (raw/clocks.*.jsonl), the call sites and the per-function timers
+            ("diagnose", ["diagnose", t], None),
+            ("diagnose --json", ["diagnose", t, "--json"], None),
+            ("diagnose --what-if", ["diagnose", t, "--what-if", "balance", "--json"], None)],
         "profile-ompt": [
             ("top --json", ["top", t, "--json"], None),
             ("stats imbalance --by-region", ["stats", "imbalance", t, "--by-region", "--json"],
@@ -211,7 +219,8 @@ def commands(kind, target, originals, out):
             ("stats arrivals", ["stats", "arrivals", f"{t}/threads.parquet", "--json"], None),
             ("advise", ["advise", t, "--replicas", "50", "--json"], None),
             ("export perfetto", ["export", t, "--format", "perfetto", "-o",
-                                 str(out / "trace.json")], out / "trace.json")],
+                                 str(out / "trace.json")], out / "trace.json"),
+            ("diagnose", ["diagnose", t], None)],
     }
     # compare: the damaged run as the after side of the original (commscope compare)
     if kind in ("pingpong", "hvpingpong", "mtmatch", "multirate", "partitioned", "bsp",
@@ -268,6 +277,10 @@ class Mutant:
     damaged: tuple         # names an error may mention (the file, what a link points at)
     commands: list         # (label, argv, output) to run on it
     planted: dict = field(default_factory=dict)   # output path -> bytes already there
+    # a damage every reader of the table must refuse (kinds.py declares what it checks),
+    # and the table: a command that read it and exited 0 without a word is a silent success
+    refuse: str = ""
+    table: str = ""
 
 
 def _json_paths(doc, prefix=()):
@@ -482,10 +495,64 @@ def draw_mutant(d, originals, work):
                           [(label, argv, output)], {output: b"already here\n"})
     files = _regular_files(target)
     victim = d.choice(files, "file")
+    original = src / victim.relative_to(target) if victim != target else src
     what = _damage_file(d, victim, files)
     name = str(victim.relative_to(target)) if victim != target else victim.name
     names = (victim.name, *([os.readlink(victim)] if victim.is_symlink() else []))
-    return Mutant(kind, target, f"{name}: {what}", tuple(Path(n).name for n in names), cmds)
+    refuse = must_refuse(target, original, victim, what) if victim != target else ""
+    return Mutant(kind, target, f"{name}: {what}", tuple(Path(n).name for n in names), cmds,
+                  refuse=refuse, table=victim.stem if refuse else "")
+
+
+def must_refuse(run_dir, original, victim, what):
+    """Why every reader of the damaged table must refuse this damage (the rules of
+    kinds.py: columns and their kinds, row keys, rows of a complete run), or "" when the
+    damage may be harmless (a nullable column emptied, bytes overwritten in a page)."""
+    if victim.parent != run_dir or victim.suffix != ".parquet":
+        return ""
+    from commscope import kinds
+    try:
+        meta = json.loads((run_dir / "meta.json").read_text())
+        import pyarrow.parquet as pq
+        rows = pq.ParquetFile(original).metadata.num_rows
+    except Exception:
+        return ""
+    kind, table = meta.get("kind"), victim.stem
+    columns = kinds.TABLE_COLUMNS.get((kind, table))
+    if columns is None:
+        return ""
+    later = kinds.LATER_COLUMNS.get((kind, table), {})
+    complete = meta.get("status") == "complete"
+    derived = kinds.DERIVED_COLUMNS.get((kind, table), {}) if complete else {}
+    optional = kinds.OPTIONAL_COLUMNS.get((kind, table), {})
+    declared = {**optional, **columns, **derived}
+    m = re.match(r"(drop|rename|to text|to float|all null) column (\w+)$", what)
+    if m:
+        how, col = m.groups()
+        k = declared.get(col)
+        if k is None or col in later:
+            return ""
+        if how in ("drop", "rename"):
+            return "" if col in optional else \
+                f"a required column ({col}) {'dropped' if how == 'drop' else 'renamed'}"
+        if how == "to text" and k in "ipfnb":
+            return f"numbers of {col} turned into text"
+        if how == "to float" and k in "ipbO":
+            return f"{col} ({ {'i': 'integers', 'p': 'integers', 'b': 'true/false', 'O': 'text'}[k]}) turned into floats"
+        if how == "all null" and k in "ipfb*" and rows:
+            return f"{col}, which is never missing, all null"
+        return ""
+    if what == "duplicate rows" and rows and (kind, table) in kinds.TABLE_KEYS:
+        return "every row twice (the row key repeats)"
+    if what == "no rows" and rows and complete:
+        points = kinds.POINTS.get(kind)
+        counted = ((meta.get("profile") or {}).get("ranks") or {}).get("count")
+        if (points and points.table == table) or (
+                kind == "profile" and table in kinds.PROFILE_CORE_TABLES and counted):
+            return "no rows in a table a complete run has rows in"
+    if what in ("garbage", "zeroed", "deleted", "renamed", "empty") or what.startswith("cut to "):
+        return f"the file {what}" if what != "empty" else "the file emptied"
+    return ""
 
 
 _STATS_OPTS = {"arrivals": ["--threshold", "--bin-width", "--max-laggards"],
@@ -555,6 +622,29 @@ class Result:
     out: str
     err: str
     seconds: float
+    reads: set | None = None   # tables and Parquet files the command read (None: not known)
+
+
+def _log_reads(path):
+    """In a forked child: note every table read through a run (Run.table) and every
+    Parquet file read, one name a line in ``path``."""
+    import pandas
+    from commscope import runs
+
+    def note(name):
+        with open(path, "a") as fh:
+            fh.write(f"{name}\n")
+    table, read_parquet = runs.Run.table, pandas.read_parquet
+
+    def logged_table(self, name, *args, **kwargs):
+        note(name)
+        return table(self, name, *args, **kwargs)
+
+    def logged_read_parquet(source, *args, **kwargs):
+        note(Path(str(source)).stem)
+        return read_parquet(source, *args, **kwargs)
+    runs.Run.table = logged_table
+    pandas.read_parquet = logged_read_parquet
 
 
 def fork_cli(argv, cwd, limit_s=60.0):
@@ -569,7 +659,8 @@ CRASH = 70  # the child's exit status when an exception escaped cli.main
 
 def run_forked(argv, cwd, limit_s=60.0):
     cwd = Path(cwd)
-    fout, ferr = cwd / ".stdout", cwd / ".stderr"
+    fout, ferr, freads = cwd / ".stdout", cwd / ".stderr", cwd / ".reads"
+    freads.unlink(missing_ok=True)
     sys.stdout.flush()
     sys.stderr.flush()
     t0 = time.perf_counter()
@@ -589,6 +680,7 @@ def run_forked(argv, cwd, limit_s=60.0):
             sys.stdout = open(1, "w", closefd=False)
             sys.stderr = open(2, "w", closefd=False)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _log_reads(freads)
             from commscope import cli
             try:
                 status = cli.main(list(argv))
@@ -623,10 +715,12 @@ def run_forked(argv, cwd, limit_s=60.0):
     seconds = time.perf_counter() - t0
     out = fout.read_text(errors="replace") if fout.exists() else ""
     err = ferr.read_text(errors="replace") if ferr.exists() else ""
+    reads = set(freads.read_text().split()) if freads.exists() else set()
     fout.unlink(missing_ok=True)
     ferr.unlink(missing_ok=True)
+    freads.unlink(missing_ok=True)
     status = None if hung else os.waitstatus_to_exitcode(wstatus)
-    return Result(status, out, err, seconds)
+    return Result(status, out, err, seconds, reads)
 
 
 def run_subprocess(argv, cwd, limit_s=60.0):
@@ -751,6 +845,14 @@ def check(mutant, label, argv, output, result, before):
         if cell:
             case.outcome, case.detail = "insane output", f"{cell.group()} in the report"
             case.signature = f"{cell.group(1)} in the report"
+            return case
+    # exit 0 after reading a table damaged in a way every reader must refuse, without a
+    # word naming it: a silent success (the lie the checks of kinds.py are there to stop)
+    said = any(name in ln for ln in err.splitlines() for name in mutant.damaged)
+    if mutant.refuse and result.reads is not None and mutant.table in result.reads and not said:
+        case.outcome = "silent success"
+        case.detail = f"{mutant.refuse}: read {mutant.table}, exit 0, nothing said"
+        case.signature = f"silent: {label} on {mutant.kind} {mutant.table}: {mutant.refuse}"[:150]
     return case
 
 

@@ -33,9 +33,9 @@ SECONDS_OPTIONS = ("--compute", "--sigma", "--timeout", "--interval", "--thresho
 FILE_METAVARS = {"RUN", "FILE", "CSV", "TABLE"}
 RENAMED = {"--out": "-o/--output", "--work": "--compute", "--mean": "--compute",
            "--threads-per-rank": "--threads", "--size-list": "--sizes", "--n": "--draws",
-           "--profile": "--machine-model"}
+           "--profile": "--machine-model", "--force": "--overwrite"}
 #: Old names still accepted for one release (hidden, with a warning): old -> new.
-DEPRECATED = {"--profile": "--machine-model"}
+DEPRECATED = {"--profile": "--machine-model", "--force": "--overwrite"}
 
 
 def leaf_commands(parser=None, path=()):

@@ -271,14 +271,14 @@ def test_otf2_of_a_threaded_program(runs, capsys):
     pytest.importorskip("otf2")
     run = runs["threads"]
     # the archive's parts: threads.otf2, threads.def and threads/, the run directory
-    # itself here: never replaced, even with --force
+    # itself here: never replaced, even with --overwrite
     code, _, err = export(capsys, run, "--format", "otf2", "-o", run.parent / "threads.otf2",
                           "--force")
     assert code == 2 and "not an earlier export" in err and (run / "meta.json").is_file()
     out_path = run.parent / "threads-trace.otf2"
     code, out, err = export(capsys, run, "--format", "otf2", "-o", out_path)
     assert code == 0, err
-    code, out, err = export(capsys, run, "--format", "otf2", "-o", out_path, "--force")
+    code, out, err = export(capsys, run, "--format", "otf2", "-o", out_path, "--overwrite")
     assert code == 0, err
     groups, locations, _, _, ev, _ = read_otf2(out_path)
     assert len(groups) == 2
@@ -312,9 +312,9 @@ def test_an_existing_output_is_kept_unless_forced(runs, capsys, tmp_path):
     target = tmp_path / "mine.json"
     target.write_text("precious")
     code, _, err = export(capsys, run, "--format", "perfetto", "-o", target)
-    assert code == 2 and str(target) in err and "--force" in err
+    assert code == 2 and str(target) in err and "--overwrite" in err
     assert target.read_text() == "precious"
-    code, _, err = export(capsys, run, "--format", "perfetto", "-o", target, "--force")
+    code, _, err = export(capsys, run, "--format", "perfetto", "-o", target, "--overwrite")
     assert code == 0, err
     assert json.loads(target.read_text())["traceEvents"]
     # an OTF2 archive is refused when any of its parts exists

@@ -74,7 +74,7 @@ def _tables(o, d):
                              "--target-ranks", "4", "--replicas", "200", "--seed", "1"]),
         ("model matching", ["model", "matching", str(o["profile"]), "-t", "2"]),
         ("export", ["export", str(o["profile"]), "--format", "perfetto", "-o", "t.json",
-                    "--force"]),
+                    "--overwrite"]),
     ]
     for name in ("profile", "profile-ompt", "profile-no-timers"):
         run = o.get(name) or d.get(name)

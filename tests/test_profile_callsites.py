@@ -209,6 +209,60 @@ def test_depth_two_splits_a_helper_by_its_callers(capsys, runs_root, tmp_path, d
     assert all(r["time_s"] is None for r in json.loads(capsys.readouterr().out))
 
 
+@pytest.mark.parametrize("which", ["default", "mpich"])
+def test_python_call_sites_name_the_script_line(capsys, runs_root, request, which):
+    """mpi4py: a call's site is the first Python frame outside mpi4py (script:line in
+    function), also through mpi4py's own Python code (mpi4py.util.pkl5); the reason is
+    empty, and the sums per function are the functions table's.  (mpi4py calls the
+    large-count MPI_Send_c ... where the MPI has them: compared by base name.)"""
+    pytest.importorskip("mpi4py")
+    import sys
+    request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
+    mpi = ["--mpi", "mpich"] if which == "mpich" else []
+    script = PROGRAMS / "callsites_mpi4py.py"
+    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2", "--callsites",
+                 "--counters", "all", *mpi, "--", sys.executable, str(script)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    run = open_run(out.strip().splitlines()[-1])
+    sites = run.table("callsites")
+    L = site_lines(script)
+    mine = sites[sites["file"] == str(script.resolve())]
+    assert (mine["reason"] == "").all() and set(mine["caller"]) == {"exchange", "<module>"}
+    assert not sites["caller"].str.contains("__pyx|PyMPI", regex=True).any()
+    # rank 0 Sends 5 x 800 B; both Isend, Recv and Wait 5 x 800 B; two barriers
+    common = {("MPI_Init_thread", L["init"]): (1, 0), ("MPI_Isend", L["isend"]): (5, 4000),
+              ("MPI_Recv", L["recv2"]): (5, 4000), ("MPI_Wait", L["wait"]): (5, 0),
+              ("MPI_Barrier", L["barrier_a"]): (1, 0), ("MPI_Barrier", L["barrier_b"]): (1, 0)}
+    got = [{(f[:-2] if f.endswith("_c") else f, line): v for (f, line), v in per_site(mine, r).items()}
+           for r in (0, 1)]
+    assert {k: v for k, v in got[0].items() if k[1] != L["pkl5_send"]} == {
+        **common, ("MPI_Send", L["send"]): (5, 4000)}
+    assert {k: v for k, v in got[1].items() if k[1] != L["pkl5_recv"]} == {
+        **common, ("MPI_Recv", L["recv"]): (5, 4000)}
+    # pkl5's calls (its Python code calls mpi4py) are at the script's line
+    assert any(f == "MPI_Send" for f, line in got[0] if line == L["pkl5_send"])
+    assert any(f in ("MPI_Recv", "MPI_Mrecv") for f, line in got[1] if line == L["pkl5_recv"])
+    assert dict(zip(mine["line"].astype(int), mine["caller"]))[L["send"]] == "exchange"
+    funcs = run.table("functions").groupby(["rank", "function"])[["calls", "bytes"]].sum()
+    by_site = sites.groupby(["rank", "function"])[["calls", "bytes"]].sum()
+    assert by_site.equals(funcs)
+    # top: the script's lines, and a reason (if any) said once, below the table
+    assert main(["top", str(run.path), "--callsites", "--limit", "30"]) == 0
+    text = capsys.readouterr().out
+    assert f"callsites_mpi4py.py:{L['send']}" in text and "__pyx" not in text
+    notes = [line for line in text.splitlines() if line.startswith("# [")]
+    assert len(notes) == len(set(notes))
+    # --callsite-depth 2: the Python caller above, in the stack column
+    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2", "--callsite-depth", "2",
+                 *mpi, "--", sys.executable, str(script)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    sites = open_run(out.strip().splitlines()[-1]).table("callsites")
+    send = sites[sites["function"].str.startswith("MPI_Send") & (sites["line"] == L["send"])]
+    assert list(send["stack"]) == [f"<module> (callsites_mpi4py.py:{L['exchange']})"]
+
+
 def test_without_g_stripped_rebuilt_and_moved_say_unknown_with_the_reason(capsys, runs_root, tmp_path,
                                                                            default_mpi):
     plain = build_c(default_mpi.mpicc, tmp_path / "plain")  # no -g: function+offset
@@ -254,6 +308,17 @@ def test_bad_callsite_input(capsys, runs_root, tmp_path, default_mpi):
     from commscope.errors import InputError
     with pytest.raises(InputError, match="sites"):
         callsites_table(run.raw_dir)
+    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1]], "objects": [], '
+                   '"python_sites": [[1, "a.py", "five", "f"]]}\n')
+    with pytest.raises(InputError, match="python_sites"):
+        callsites_table(run.raw_dir)
+    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1], ["MPI_Recv", 1, 0, 0, 2]], '
+                   '"objects": [], "python_sites": [[1, "/x/a.py", 5, "f"]]}\n')
+    df = callsites_table(run.raw_dir)
+    rows = {r["function"]: r for r in df.to_dict("records")}
+    assert (rows["MPI_Send"]["file"], rows["MPI_Send"]["line"], rows["MPI_Send"]["caller"]) == \
+        ("/x/a.py", 5, "f") and rows["MPI_Send"]["reason"] == ""
+    assert rows["MPI_Recv"]["file"] is None and "not listed" in rows["MPI_Recv"]["reason"]
 
 
 FORTRAN = [("mpif.h", ["-DMPIF_H"]), ("use mpi", []), ("use mpi_f08", ["-DF08"])]

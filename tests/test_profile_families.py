@@ -161,7 +161,8 @@ def expect_io(rank, directory):
              "MPI_File_iwrite_at": 1, "MPI_File_iread_at": 1, "MPI_Wait": 2,
              "MPI_File_write_shared": 1, "MPI_File_sync": 2, "MPI_Barrier": 1,
              "MPI_File_seek_shared": 3, "MPI_File_read_shared": 1,
-             "MPI_File_write_ordered": 1, "MPI_File_read_ordered": 1, "MPI_File_delete": 1}
+             "MPI_File_write_ordered": 1, "MPI_File_read_ordered": 1, "MPI_File_delete": 1,
+             "MPI_File_get_size": 1}
     counters = dict(io_bytes_written=sum(writes) + 100, io_bytes_read=sum(reads) + 50,
                     requests_started=2, requests_completed=2, outstanding_requests_hwm=1)
     function_bytes = {"MPI_File_write_at": 16 * INT + 100, "MPI_File_read_at": 16 * INT + 50 + 16 * INT + 8,

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cs_prof_clocks.h"
+#include "cs_prof_end.h"
 #include "cs_prof_init.h"
 #include "cs_prof_snap.h"
 #include "cs_prof_summary.h"
@@ -305,6 +306,7 @@ void cs_profile_start(int thread_level, cs_session_t session)
     if (session == CS_NO_SESSION) cs_summary_init();
     int sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
     set_up(thread_level, session, sets);
+    cs_end_watch(); /* how this process ends: exit, a fatal signal, MPI_Abort */
     /* collective too (the trace's clock alignment); a rank without files takes part */
     if (session == CS_NO_SESSION && (sets & CS_SET_TRACE)) {
         char path[4400];

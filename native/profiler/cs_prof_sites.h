@@ -12,6 +12,14 @@
  * asked for callers above the immediate one (--callsite-depth) or when the immediate
  * caller is the MPI's own Fortran library calling the C MPI_* function (MPICH's
  * mpif.h layer), whose caller is the program's line.
+ *
+ * Python (mpi4py): a return address inside mpi4py's extension module is the same for
+ * every Python line that calls one method, so such calls (and only those: the check is
+ * a range compare, and only with --callsites) take the slow path, which keys them by
+ * the first Python frame outside mpi4py (cs_prof_sites.c: code object and bytecode
+ * offset, read through the CPython C API found with dlsym).  Their entry's "address"
+ * is then a small Python site id (< CS_PY_SITE_MAX), resolved to file:line in function
+ * by the record's "python_sites" list.
  */
 #ifndef CS_PROF_SITES_H
 #define CS_PROF_SITES_H
@@ -48,6 +56,9 @@ extern int cs_site_depth;  /* 0: call sites off; 1: the immediate caller; N: N c
 extern int cs_site_width;  /* words per entry */
 extern int cs_site_npass;  /* text ranges of the MPI's Fortran libraries (pass-through) */
 extern uintptr_t cs_site_pass[8][2];
+extern int cs_site_npy;    /* text ranges of mpi4py's extension modules (Python sites) */
+extern uintptr_t cs_site_py[4][2];
+enum { CS_PY_SITE_MAX = 1 << 20 }; /* entry addresses below this are Python site ids */
 extern __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
 extern __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
 /* The entry of the call this thread is in (set when the call is counted), which a
@@ -72,6 +83,13 @@ static inline int cs_site_passthrough(uintptr_t ra)
     return 0;
 }
 
+static inline int cs_site_python(uintptr_t ra)
+{
+    for (int i = 0; i < cs_site_npy; i++)
+        if (ra - cs_site_py[i][0] < cs_site_py[i][1] - cs_site_py[i][0]) return 1;
+    return 0;
+}
+
 /* One call of `func` made from return address `ra0` (unless an outer entry point of
  * ours saved the program's): its entry, with the call counted (0 when it could not be
  * recorded); also this thread's current site. */
@@ -83,8 +101,11 @@ static inline uint64_t *cs_site_enter(int func, void *ra0)
     /* The table's keys are program addresses (a return address in the MPI's Fortran
      * layer is unwound to one by the slow path, and never a key itself unless it
      * cannot be unwound, which the slow path would find again), so a hit needs no
-     * test of the pass-through ranges; a miss, or deeper call sites, go the slow way. */
-    if (__builtin_expect(t != 0 && cs_site_depth == 1, 1)) {
+     * test of the pass-through ranges; a miss, or deeper call sites, go the slow way.
+     * A return address in mpi4py is keyed by its Python line, never by itself, unless
+     * the Python stack could not be read (cs_site_slow), so it always goes that way
+     * (no range to test in a C program: cs_site_npy is 0). */
+    if (__builtin_expect(t != 0 && cs_site_depth == 1 && !cs_site_python(ra), 1)) {
         for (uint64_t i = ((ra + (uint64_t)func) * 0x9E3779B97F4A7C15ull) >> 32 & t->mask;; i = (i + 1) & t->mask) {
             uint64_t *x = t->slot[i];
             if (!x) break;

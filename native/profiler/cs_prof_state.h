@@ -134,9 +134,14 @@ typedef struct {
     uint32_t nfiles;       /* MPI-IO files seen (rows of the file counters used) */
     uint32_t lost_blocks;  /* bin rows or peer tables that could not grow: counts lost */
     int32_t thread_level;  /* what MPI provides */
+    /* how the process ended (cs_prof_end.c): CS_END_*, its code (exit status, signal
+     * number or MPI_Abort error code) and when (CLOCK_MONOTONIC ns); 0: not recorded */
+    int32_t end_how, end_code;
+    uint64_t end_ns;
 } cs_header_t;
 
 enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
+enum { CS_END_EXIT = 1, CS_END_SIGNAL = 2, CS_END_ABORT = 3 };
 
 /* ---- a slab, in words --------------------------------------------------------------- */
 #define CS_NBINS 40 /* bin 0: 0 bytes; bin b: [2^(b-1), 2^b) bytes; the last is open */

@@ -6,8 +6,10 @@ Command handlers take the parsed ``args`` and return an exit status.
 """
 
 import argparse
+import difflib
 import importlib
 import pkgutil
+import re
 import signal
 import sys
 
@@ -21,6 +23,65 @@ GROUP_HELP = {
     "stats": "statistics: extreme values, bootstrap, thread arrivals",
     "predict": "predict from measured runs with the models",
 }
+
+
+START_HERE = """\
+start here:
+  commscope profile -n 4 -- ./my_app                   # profile an MPI program: counters, time in MPI
+  commscope report runs/<time>-profile -o report.html  # report it: one HTML file with the figures
+  commscope study -o studies/first                     # run the study: every benchmark, fit, report
+
+Every command has --help with examples; commscope doctor checks the MPI and this machine.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with commscope's errors: a mistake in a command's options shows that
+    command's usage (not the top level's), and a mistyped option or command gets its
+    close match ("did you mean --trace?")."""
+
+    def error(self, message):
+        super().error(message + _close_match(self, message))
+
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:  # an option no (sub)command knows: said by the command it was given to
+            where = _command_parser(self, args)
+            where.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _command_parser(parser, argv):
+    """The parser of the (sub)command named by the words of ``argv`` (``stats bootstrap``)."""
+    words = iter(argv)
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = next((w for w in words if sub is not None and w in sub.choices), None)
+        if name is None:
+            return parser
+        parser = sub.choices[name]
+
+
+def _close_match(parser, message):
+    """`` (did you mean X?)`` for a mistyped command, choice or option, else ""."""
+    m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if m:
+        choices = re.findall(r"'([^']*)'", m.group(2))
+        found = difflib.get_close_matches(m.group(1), choices, n=1, cutoff=0.6)
+        return f" (did you mean {found[0]}?)" if found else ""
+    m = re.match(r"unrecognized arguments: (.*)", message)
+    if m:
+        known = [o for a in parser._actions for o in a.option_strings
+                 if o.startswith("--") and a.help != argparse.SUPPRESS]
+        guesses = []
+        for word in m.group(1).split():
+            if word.startswith("--"):
+                found = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+                if found:
+                    guesses.append(found[0])
+        return f" (did you mean {' or '.join(dict.fromkeys(guesses))}?)" if guesses else ""
+    return ""
 
 
 class Registry:
@@ -48,9 +109,10 @@ class Registry:
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
-        prog="commscope",
-        description="Measure, instrument and model MPI communication in multithreaded codes.",
+    parser = Parser(
+        prog="commscope", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=START_HERE + "\nMeasure, instrument and model MPI communication in "
+                                 "multithreaded codes.",
     )
     parser.add_argument("--version", action="version", version=f"commscope {__version__}")
     registry = Registry(parser)

@@ -66,7 +66,9 @@ TABLE_COLUMNS = {
     # open_run never index one they were not promised; "n": a number that may be NaN
     ("profile", "ranks"): {"rank": "i", "node": "O", "host": "O", "pid": "i", "state": "O",
                            "threads": "i", "lost_threads": "i", "lost_blocks": "i",
-                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n"},
+                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n",
+                           # how the rank ended (profile/endings.py; LATER_COLUMNS)
+                           "ending": "O", "ending_value": "n", "ended_s": "n"},
     ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "kind": "O",
                               "unit": "O", "value": "f"},
     # time_s is NaN without the timers
@@ -107,9 +109,98 @@ PARTITIONED_METHODS = ("partitioned", "isend", "single")
 TABLE_VALUES = {("partitioned", t): {"method": PARTITIONED_METHODS}
                 for t in ("samples", "compute", "methods")}
 
-#: Columns that identify a row: a table with two rows of one key is damaged (the
-#: per-rank arithmetic of profile/imbalance.py aligns on it).
-TABLE_KEYS = {("profile", "ranks"): ("rank",)}
+#: Columns that identify a row, for every table: a table with two rows of one key is
+#: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
+#: tests/test_failures_read.py checks that every table of TABLE_COLUMNS has one.
+_OMPT_THREADS_KEY = ("trial", "rank", "iteration", "region", "instance", "thread", "segment")
+TABLE_KEYS = {
+    ("bsp", "intervals"): ("interval", "rank"),
+    ("bsp", "maxima"): ("interval",),
+    ("bsp", "neighbors"): ("rank", "direction"),
+    ("hvpingpong", "samples"): ("n_messages", "size_bytes", "order", "pair", "rep"),
+    ("hvpingpong", "queues"): ("n_messages", "size_bytes", "order", "rank"),
+    ("mtmatch", "trials"): ("config", "trial"),
+    ("mtmatch", "order"): ("config", "trial", "tag"),
+    ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
+    ("multirate", "reps"): ("mode", "threads", "rep"),
+    ("partitioned", "samples"): ("method", "size_bytes", "run"),
+    ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
+    ("partitioned", "methods"): ("method",),
+    ("pingpong", "samples"): ("size_bytes", "pair", "rep"),
+    ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
+    ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
+    ("threads", "threads"): _OMPT_THREADS_KEY,   # bench threads --ompt
+    ("profile", "threads"): _OMPT_THREADS_KEY,
+    ("profile", "ranks"): ("rank",),
+    ("profile", "counters"): ("rank", "thread", "counter"),
+    ("profile", "functions"): ("rank", "thread", "function"),
+    ("profile", "peers"): ("rank", "peer"),
+    ("profile", "files"): ("rank", "file_id"),
+    ("profile", "size_bins"): ("rank", "function", "bin"),
+    ("profile", "collective_bins"): ("rank", "function", "message_size", "communicator_size"),
+    ("profile", "snapshots"): ("rank", "seq"),
+    ("profile", "pvars"): ("rank", "seq", "pvar", "index"),
+    ("profile", "callsites"): ("rank", "function", "object", "offset", "depth", "stack"),
+    ("profile", "communicators"): ("rank", "comm_id"),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A rule between columns that readers rely on: ``bad(df)`` marks the rows that break
+    it (columns it names may be absent: a stopped run has no derived ones yet)."""
+    column: str          # the column an error names
+    rule: str            # what must hold, in words
+    bad: Callable
+
+
+def _col(df, name):
+    import pandas as pd
+    return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
+
+
+#: Checks between columns, per table (runs.Run.table applies them after the types).
+TABLE_CHECKS = {
+    ("mtmatch", "trials"): (
+        Check("messages", "at least 1 where a search depth or drain time was measured",
+              lambda d: (d["messages"] < 1) & ((_col(d, "avg_search_depth") > 0)
+                                               | (_col(d, "max_search_depth") > 0)
+                                               | (d["drain_time_s"] > 0))),
+        Check("max_search_depth", "at least avg_search_depth",
+              lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth")),
+        Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0)),
+    ("multirate", "reps"): (
+        Check("time_s", "positive where messages were sent (rates divide by it)",
+              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+    ("multirate", "threads"): (
+        Check("time_s", "positive where messages were sent (rates divide by it)",
+              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+    ("pingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
+    ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
+    ("partitioned", "samples"): (
+        Check("partition_bytes", "size_bytes / partitions",
+              lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"]),
+        Check("last_ready_s", "at least first_ready_s",
+              lambda d: d["last_ready_s"] < d["first_ready_s"])),
+    ("threads", "compute"): (Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),),
+    ("profile", "ranks"): (
+        Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
+    ("profile", "functions"): (
+        Check("calls", "not negative", lambda d: d["calls"] < 0),
+        Check("bytes", "not negative", lambda d: d["bytes"] < 0),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "callsites"): (
+        Check("calls", "not negative", lambda d: d["calls"] < 0),
+        Check("bytes", "not negative", lambda d: d["bytes"] < 0),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "size_bins"): (
+        Check("count", "not negative", lambda d: d["count"] < 0),
+        Check("max_bytes", "at least min_bytes", lambda d: d["max_bytes"] < d["min_bytes"]),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+    ("profile", "peers"): tuple(
+        Check(c, "not negative", lambda d, c=c: d[c] < 0)
+        for c in ("messages_sent", "bytes_sent", "messages_received", "bytes_received")),
+}
 
 #: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
 #: required of a complete run (a stopped one has not derived them yet); the step that
@@ -123,10 +214,20 @@ DERIVED_COLUMNS = {
 }
 
 
-#: Columns a later commscope added to a table: a run written before has none, and reads
-#: as if the column held only missing values (NaN: "not measured"), so it stays readable.
+#: Columns typed when present, absent from runs of an earlier commscope (whose reader
+#: says so where it needs them): partitioned's per-partition call and arrival times.
+OPTIONAL_COLUMNS = {
+    ("partitioned", "compute"): {"call_s": "n", "arrived_s": "n"},
+}
+
+
+#: Columns a later commscope added to a table, with the value they read as in a run
+#: written before (NaN: "not measured"), so that it stays readable.
 LATER_COLUMNS = {
-    ("profile", "size_bins"): ("time_s",),  # time per size bin, commscope 2026-11-27
+    ("profile", "size_bins"): {"time_s": float("nan")},  # time per size bin, 2026-11-27
+    # how each rank ended (profile/endings.py), 2026-11-28: not recorded before
+    ("profile", "ranks"): {"ending": "unknown", "ending_value": float("nan"),
+                           "ended_s": float("nan")},
 }
 
 
@@ -192,3 +293,47 @@ POINTS = {
                       lambda p: [((t, i), p["ranks"] * p["threads"]) for t in range(p["trials"])
                                  for i in range(p["iterations"])]),
 }
+
+
+#: Tables a profile run whose ranks left counters always has (written before commscope
+#: listed them in meta.json's ``profile.tables``).
+PROFILE_CORE_TABLES = ("ranks", "counters", "functions")
+
+
+def profile_tables_expected(run, have):
+    """``(tables, problem)``: the tables profile run ``run`` should have (those its
+    conversion listed in meta.json, else the core ones when it counted ranks), and a
+    problem (InputError arguments) when none was ever converted."""
+    from pathlib import Path
+    prof = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
+    listed = prof.get("tables")
+    ranks = prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {}
+    if isinstance(listed, list) and all(isinstance(t, str) for t in listed):
+        want = set(listed)
+    elif ranks.get("count"):
+        want = set(PROFILE_CORE_TABLES)
+    else:
+        want = set()
+    path = Path(run.path)
+    converted = set(have) & {t for k, t in TABLE_COLUMNS if k == "profile"}
+    if not converted and list((path / "raw").glob("node.*.json")) and run.status == "running":
+        return want, (path / "ranks.parquet", None,
+                      "not written yet: the profile is still running (its tables are written "
+                      f"when it ends; `commscope top {path}` shows it live)")
+    if not converted and list((path / "raw").glob("node.*.json")):
+        return want, (path / "ranks.parquet", None,
+                      "missing: the run's raw counters (raw/node.*) were never converted to "
+                      "tables (was its commscope stopped before the end?); convert them with "
+                      f"`commscope profile --convert {path}`")
+    return want, None
+
+
+def profile_table_gone(run, table):
+    """InputError arguments for table ``table`` of a profile run, which its conversion
+    wrote and which is gone."""
+    from pathlib import Path
+    path = Path(run.path)
+    again = (f"; convert again with `commscope profile --convert {path}`"
+             if list((path / "raw").glob("node.*.json")) else "")
+    return (path / f"{table}.parquet", None,
+            "missing, though the run's conversion wrote it (deleted or renamed?)" + again)

@@ -85,6 +85,30 @@ def wrap_env(program, args, preload=(), env=None):
     return shutil.which("env") or "/usr/bin/env", [*words, str(program), *map(str, args)]
 
 
+def _whole(value, least):
+    try:
+        return int(value) == value and value >= least
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def check_request(nranks, threads=1, bind="auto", launcher="auto", ranks_per_node=None):
+    """Refuse a launch that cannot be planned, before anything (a run directory) is made;
+    returns the launcher asked for ("auto" resolved from COMMSCOPE_LAUNCHER only)."""
+    if not _whole(nranks, 1):
+        raise InputError("--ranks", None, f"needs at least one rank, got {nranks}")
+    if not _whole(threads, 1):
+        raise InputError("--threads", None, f"needs at least one thread, got {threads}")
+    if ranks_per_node is not None and ranks_per_node < 1:
+        raise InputError("--ranks-per-node", None, f"must be at least 1, got {ranks_per_node}")
+    if bind not in ("auto", "core", "none"):
+        raise InputError("--bind", None, f"expected auto, core or none, got {bind!r}")
+    launcher = launcher if launcher != "auto" else os.environ.get("COMMSCOPE_LAUNCHER", "auto")
+    if launcher not in ("auto", "srun", "mpiexec"):
+        raise InputError("--launcher", None, f"expected auto, srun or mpiexec, got {launcher!r}")
+    return launcher
+
+
 def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=None,
                 threads=1, bind="auto", launcher="auto", omp_wait_policy="passive"):
     """Build the command line and environment to run ``program`` on ``nranks`` ranks.
@@ -96,15 +120,7 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
     allocation, else mpiexec; "mpiexec" inside an allocation lets the MPI's own
     launcher start its daemons through Slurm.
     """
-    if nranks < 1:
-        raise InputError("--ranks", None, f"needs at least one rank, got {nranks}")
-    if threads < 1:
-        raise InputError("--threads", None, f"needs at least one thread, got {threads}")
-    if bind not in ("auto", "core", "none"):
-        raise InputError("--bind", None, f"expected auto, core or none, got {bind!r}")
-    launcher = launcher if launcher != "auto" else os.environ.get("COMMSCOPE_LAUNCHER", "auto")
-    if launcher not in ("auto", "srun", "mpiexec"):
-        raise InputError("--launcher", None, f"expected auto, srun or mpiexec, got {launcher!r}")
+    launcher = check_request(nranks, threads, bind, launcher)
     if launcher == "auto":
         launcher = "srun" if in_slurm_allocation() else "mpiexec"
     hosts = list(hosts or [])
@@ -245,13 +261,61 @@ class _ProgressBar:
                 sys.stderr.flush()
 
 
+#: Bytes of each of a job's streams kept (the last ones): a program that prints for
+#: hours cannot fill the memory or the run directory.
+KEEP_BYTES = 4 << 20
+
+#: What never reaches a terminal or a file from a job's output: terminal escape
+#: sequences and control bytes other than tab and newline (Open MPI 5's prterun ends its
+#: MPI_Abort notice with a NUL byte).
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+
+
+def clean_line(line):
+    """``line`` without terminal escapes and control bytes (a CR before the newline too)."""
+    return _ESCAPES.sub("", line)
+
+
+class _Tail:
+    """The last ``limit`` bytes of a stream, by whole lines, and how much was dropped."""
+
+    def __init__(self, limit=KEEP_BYTES):
+        import collections
+        self.limit, self.lines, self.size = limit, collections.deque(), 0
+        self.dropped_bytes = self.dropped_lines = 0
+
+    def add(self, line):
+        self.lines.append(line)
+        self.size += len(line)
+        while self.size > self.limit and len(self.lines) > 1:
+            old = self.lines.popleft()
+            self.size -= len(old)
+            self.dropped_bytes += len(old)
+            self.dropped_lines += 1
+
+    def text(self):
+        return "".join(self.lines)
+
+
 @dataclass
 class JobResult:
     returncode: int
-    stdout: str
-    stderr: str
+    stdout: str                    # the last KEEP_BYTES of the job's stdout, cleaned
+    stderr: str                    # the same of its stderr (progress lines left out)
     wall_s: float
     timed_out: bool = False
+    stdout_dropped: tuple = (0, 0)  # (bytes, lines) cut from the start of stdout
+    stderr_dropped: tuple = (0, 0)
+    own_lines: str = ""            # every stderr line of commscope's native parts, kept whole
+
+    def kept(self, stream):
+        """A stream's text as a file of the run keeps it: a note first when it was cut."""
+        text = self.stdout if stream == "stdout" else self.stderr
+        nbytes, lines = self.stdout_dropped if stream == "stdout" else self.stderr_dropped
+        if not nbytes:
+            return text
+        return (f"[commscope: the first {nbytes:,} bytes ({lines:,} lines) of the program's "
+                f"{stream} are not kept; the last {len(text.encode()):,} bytes follow]\n" + text)
 
 
 #: Seconds a stopped job gets to end cleanly before its processes are SIGKILLed.
@@ -267,11 +331,13 @@ def guarded_argv(argv, grace_s=GRACE_S):
 
 
 def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True,
-            echo_stderr=False, grace_s=GRACE_S):
+            echo_stderr=False, grace_s=GRACE_S, keep_bytes=None):
     """Run a planned job; stream its stdout (when ``echo``) and show progress.
 
     ``echo_stderr`` passes the job's own stderr through as well (a profiled
-    program's messages); it is kept in the result either way.
+    program's messages); it is kept in the result either way, the last ``keep_bytes``
+    of each stream.  Every line, echoed or kept, is cleaned of terminal escapes and
+    control bytes (:func:`clean_line`), and decoded as UTF-8 with bad bytes replaced.
 
     Returns a :class:`JobResult`; a non-zero exit is the caller's to interpret
     (the samples already written stay on disk either way).  SIGINT, SIGTERM or
@@ -289,37 +355,49 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     if session:  # the guard removes it even when commscope is SIGKILLed
         env["TMPDIR"] = env["COMMSCOPE_JOB_TMPDIR"] = session
     try:
-        return _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s)
+        return _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s,
+                            keep_bytes or KEEP_BYTES)
     finally:
         if session:  # off Linux there is no guard to remove it
             shutil.rmtree(session, ignore_errors=True)
 
 
-def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s):
+#: The prefixes of commscope's own native parts on a job's stderr (their failed writes
+#: and notes are read after the job, wherever they fell in a long output).
+_OWN = ("commscope", "[commscope")
+
+
+def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s,
+                 keep_bytes=KEEP_BYTES):
     bar = _ProgressBar(title, progress)
-    out_lines, err_lines = [], []
+    out_lines, err_lines, own = _Tail(keep_bytes), _Tail(keep_bytes), []
     stopped, timed_out = [], False
     start = time.monotonic()
     try:
         proc = subprocess.Popen(guarded_argv(plan.argv, grace_s), cwd=cwd, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                bufsize=1, start_new_session=True)
+                                encoding="utf-8", errors="replace", bufsize=1,
+                                start_new_session=True)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot start {plan.argv[0]}: {exc}") from exc
 
     def pump_stdout():
         for line in proc.stdout:
-            out_lines.append(line)
+            line = clean_line(line)
+            out_lines.add(line)
             if echo:
                 bar.echo(line, sys.stdout)
 
     def pump_stderr():
         for line in proc.stderr:
+            line = clean_line(line)
             m = _PROGRESS.match(line.rstrip("\n"))
             if m:
                 bar.update(int(m.group(1)), int(m.group(2)), m.group(3))
             else:
-                err_lines.append(line)
+                err_lines.add(line)
+                if line.startswith(_OWN) and len(own) < 1000:
+                    own.append(line)
                 if echo_stderr:
                     bar.echo(line, sys.stderr)
 
@@ -338,7 +416,7 @@ def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, gr
                 _stop(proc, signal.SIGTERM)
                 proc.wait()
                 timed_out = True
-                err_lines.append(f"commscope: job killed after {timeout} s timeout\n")
+                err_lines.add(f"commscope: job killed after {timeout} s timeout\n")
             except BaseException:
                 _stop(proc, signal.SIGTERM)
                 proc.wait()
@@ -349,8 +427,10 @@ def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, gr
         bar.close()  # a job that stopped short leaves no half bar for the next message
     if stopped:
         raise Interrupted(stopped[0])
-    return JobResult(proc.returncode, "".join(out_lines), "".join(err_lines),
-                     time.monotonic() - start, timed_out)
+    return JobResult(proc.returncode, out_lines.text(), err_lines.text(),
+                     time.monotonic() - start, timed_out,
+                     (out_lines.dropped_bytes, out_lines.dropped_lines),
+                     (err_lines.dropped_bytes, err_lines.dropped_lines), "".join(own))
 
 
 def _stop(proc, signum):

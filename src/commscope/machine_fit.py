@@ -55,7 +55,9 @@ def fit_runs(paths, hops=None):
     model's terms. Other partitioned runs are ignored: a machine model is never fitted
     from the runs it predicts. ``machine.term_sources`` says which runs each term came from.
     """
-    runs = [open_run(p) for p in expand_run_paths(paths)]
+    # every table of every run read first (Run.check): a damaged one is the error, never
+    # a term quietly left out of the model ("no partitioned terms")
+    runs = [open_run(p).check() for p in expand_run_paths(paths)]
     pp = [r for r in runs if r.kind in PINGPONG_KINDS]
     if not pp:
         raise InputError(", ".join(map(str, paths)), "kind",

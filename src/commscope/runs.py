@@ -28,7 +28,8 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError
 from . import machine_load
-from .kinds import DERIVED_COLUMNS, LATER_COLUMNS, POINTS, TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES
+from .kinds import (DERIVED_COLUMNS, LATER_COLUMNS, OPTIONAL_COLUMNS, POINTS, TABLE_CHECKS,
+                    TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES)
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -192,6 +193,17 @@ class Run:
     def raw_dir(self):
         return self.path / "raw"
 
+    @contextlib.contextmanager
+    def removed_if_refused(self):
+        """Around what comes between creating a run and starting its job: a launch refused
+        there (a bad option, no launcher) leaves no run directory marked running."""
+        try:
+            yield self
+        except BaseException:
+            import shutil
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
+
     def save_meta(self):
         _write_json_atomic(self.path / "meta.json", self.meta)
 
@@ -234,8 +246,19 @@ class Run:
 
     # -- reading -----------------------------------------------------------
     def tables(self):
+        """The tables this run has, and those it should have (a profile's conversion lists
+        the tables it wrote): a reader asking for one that is gone hears so, by name,
+        rather than that the run never had it."""
         names = {p.stem for p in self.path.glob("*.parquet")}
-        return sorted(names | set(self._raw_tables()))
+        return sorted(names | set(self._raw_tables()) | self._listed_tables())
+
+    def _listed_tables(self):
+        listed = (self.meta.get("profile") or {}).get("tables") if self.kind == "profile" \
+            and isinstance(self.meta.get("profile"), dict) else None
+        return {t for t in listed if isinstance(t, str)} if isinstance(listed, list) else set()
+
+    def _present(self):
+        return {p.stem for p in self.path.glob("*.parquet")} | set(self._raw_tables())
 
     def _raw_tables(self):
         """Tables the native program wrote (in raw/ and in raw/resume-<k>/ of a resumed run)."""
@@ -257,8 +280,20 @@ class Run:
         run; ``derived=False``: not even then, for the step that adds them."""
         pq, source = self.path / f"{table}.parquet", self.table_file(table)
         if source != pq:
+            if self.meta.get("status") == "complete" and (self.path, pq) not in _WARNED:
+                # the run converted it: the Parquet is gone, the raw rows are the same data
+                _WARNED.add((self.path, pq))
+                print(f"commscope: warning: {pq}: missing, though the run is complete; read "
+                      f"from {source}", file=sys.stderr)
             df = self._read_raw(table)
         elif not pq.exists():
+            if self.kind == "profile":  # never converted, or a table the conversion wrote
+                from .kinds import profile_table_gone, profile_tables_expected
+                want, problem = profile_tables_expected(self, self._present())
+                if problem:
+                    raise InputError(*problem)
+                if table in want:
+                    raise InputError(*profile_table_gone(self, table))
             raise InputError(pq, None, "missing (no such table in this run)")
         else:
             require_regular_file(pq)
@@ -266,10 +301,12 @@ class Run:
                 df = pd.read_parquet(pq)
             except Exception as exc:  # pyarrow raises several types for bad files
                 raise InputError(pq, None, f"not a readable Parquet file ({exc})") from None
-        for col in LATER_COLUMNS.get((self.kind, table), ()):
+        for col, value in LATER_COLUMNS.get((self.kind, table), {}).items():
             if col not in df.columns:  # written before the column existed: not measured
-                df[col] = float("nan")
+                df[col] = value
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
+        _check_columns(df, {c: k for c, k in OPTIONAL_COLUMNS.get((self.kind, table), {}).items()
+                            if c in df.columns}, source)
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
             if source != pq:  # a raw CSV never has them
@@ -282,17 +319,59 @@ class Run:
                 raise InputError(source, col, f"{bad.iloc[0]!r} is not one of "
                                               f"{', '.join(allowed)}")
         key = TABLE_KEYS.get((self.kind, table))
-        if key and df.duplicated(list(key)).any():
-            first = df[df.duplicated(list(key))].iloc[0]
-            raise InputError(source, ",".join(key), "two rows for "
-                             + ", ".join(f"{k} {first[k]}" for k in key))
+        if key:
+            _check_key(df, key, source)
+        for check in TABLE_CHECKS.get((self.kind, table), ()):
+            _apply_check(df, check, key, source)
+        if self.kind == "profile" and not len(df):
+            _check_profile_rows(self, table, source)
         points = POINTS.get(self.kind)
-        if self.status != "complete" and points and points.table == table:
-            done = self._planned_or_none(lambda: {k for k, _ in self.complete_points(df)})
-            if done is not None:
-                keys = list(zip(*(df[c] for c in points.key)))
-                df = df[[k in done for k in keys]].reset_index(drop=True)
+        if points and points.table == table:
+            if self.status != "complete":
+                done = self._planned_or_none(lambda: {k for k, _ in self.complete_points(df)})
+                if done is not None:
+                    keys = list(zip(*(df[c] for c in points.key)))
+                    df = df[[k in done for k in keys]].reset_index(drop=True)
+            else:
+                self._check_complete(df, points, source)
         return df
+
+    def _check_complete(self, df, points, source):
+        """A complete run has rows, and (but partitioned, whose methods an MPI may lack)
+        every point it planned: fewer is a damaged or cut table, not a smaller run."""
+        if not len(df):
+            raise InputError(source, None, "no rows, though the run is complete (damaged or "
+                                           "cut short)")
+        if self.kind == "partitioned":
+            return
+        planned = self._planned_or_none(lambda: points.planned(self.meta["parameters"]))
+        done = self._planned_or_none(lambda: self.complete_points(df))
+        if planned is not None and done is not None and len(done) < len(planned):
+            raise InputError(source, ",".join(points.key),
+                             f"only {len(done)} of {len(planned)} {points.unit} complete, though "
+                             "the run is complete (rows missing: damaged or cut short)")
+
+    def check(self):
+        """Read every table the run has (and, for a profile, those it should have): one
+        InputError naming the file for the first that is damaged, missing or unreadable.
+        A reader that shows a run whole (report, model holds) calls it first, so no part
+        of it is silently left out."""
+        for table in self.expected_tables():
+            self.table(table)
+        return self
+
+    def expected_tables(self):
+        """Tables this run has, and those its meta.json says it should have (a profile
+        lists the tables its conversion wrote; one whose tables were never converted is
+        refused, saying how to convert it)."""
+        have = self._present()
+        if self.kind == "profile":
+            from .kinds import profile_tables_expected
+            want, problem = profile_tables_expected(self, have)
+            if problem:
+                raise InputError(*problem)
+            have |= want
+        return sorted(have)
 
     def _planned_or_none(self, compute):
         """``compute()``, or None when the parameters do not say what was planned."""
@@ -416,6 +495,52 @@ def read_csv_table(path):
         raise InputError(path, None, "empty file (no header)") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise InputError(path, None, f"malformed CSV ({exc})") from None
+
+
+def _check_profile_rows(run, table, source):
+    """A profile whose ranks left counters has rows in its core tables (every rank counts
+    its MPI_Init): none there is a damaged table, not a program without MPI calls."""
+    from .kinds import PROFILE_CORE_TABLES
+    ranks = (run.meta.get("profile") or {}).get("ranks") if isinstance(
+        run.meta.get("profile"), dict) else None
+    count = ranks.get("count") if isinstance(ranks, dict) else None
+    if table in PROFILE_CORE_TABLES and isinstance(count, int) and count > 0:
+        raise InputError(source, None, f"no rows, though {count} rank{'s' if count > 1 else ''} "
+                                       "left counters (meta.json profile.ranks.count): damaged "
+                                       "or cut short")
+
+
+def _row_label(row, key):
+    return ", ".join(f"{k} {row[k]}" for k in key)
+
+
+def _check_key(df, key, source):
+    """Two rows of one key are damage (every table declares its key in kinds.py)."""
+    for k in key:
+        if k not in df.columns:
+            raise InputError(source, k, "required column is missing (it identifies a row)")
+    dup = df.duplicated(list(key))
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise InputError(source, ",".join(key),
+                         f"{int(dup.sum())} row{'s' if dup.sum() > 1 else ''} repeat another "
+                         f"row's key (the first: {_row_label(first, key)}): the table is "
+                         "damaged (rows counted twice)")
+
+
+def _apply_check(df, check, key, source):
+    """A rule between columns (kinds.TABLE_CHECKS) that a reader relies on."""
+    try:
+        bad = check.bad(df)
+    except (TypeError, ValueError, KeyError):  # a column of the wrong kind: the types say so
+        return
+    bad = bad.fillna(False).astype(bool) if hasattr(bad, "fillna") else bad
+    if bad.any():
+        row = df[bad].iloc[0]
+        where = f" ({_row_label(row, key)})" if key else ""
+        raise InputError(source, check.column,
+                         f"must be {check.rule}; {int(bad.sum())} row{'s' if bad.sum() > 1 else ''} "
+                         f"are not{where}: {check.column} = {row[check.column]}")
 
 
 def missing_names(values):

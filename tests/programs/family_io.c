@@ -36,7 +36,7 @@
  *     100 BYTE at 0 (write 100), MPI_File_read_at 50 BYTE at 10 (read 50), MPI_File_close.
  * 12. MPI_File_open(MPI_COMM_WORLD, the shared file, RDONLY) again: MPI_File_read_at
  *     16 INT at r*64 (read 64), MPI_File_read_at 64 BYTE at 740 (read 8: the end of the
- *     file), MPI_File_close.
+ *     file), MPI_File_get_size (748 bytes; counted: IOR calls it), MPI_File_close.
  * 13. MPI_File_delete of its own file; MPI_Finalize.
  * The program checks every read returns the bytes it expects.
  *
@@ -168,6 +168,9 @@ int main(int argc, char **argv)
     char tail[64];
     MPI_File_read_at(fh, 740, tail, 64, MPI_BYTE, &st);
     got(&st, 8, "MPI_File_read_at at the end of the file");
+    MPI_Offset size = -1;
+    MPI_File_get_size(fh, &size);
+    CHECK(size == 748, "MPI_File_get_size");
     MPI_File_close(&fh);
 
     /* 13 */

@@ -120,6 +120,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     status "failed" and whatever samples were written.
     """
     _check_launch_options(timeout, ranks_per_node)
+    launch.check_request(nranks, threads, bind, launcher, ranks_per_node)
     mpi = mpimod.select_mpi(mpi_spec)
     binary = mpimod.binary(mpi, program)
     info = mpi_info(mpi)
@@ -137,9 +138,10 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
         program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
                                         {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
                                          **{k: v for c in collectors for k, v in c.env.items()}})
-    plan = launch.plan_launch(mpi, nranks, program, argv,
-                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
-                              bind=bind, launcher=launcher)
+    with run.removed_if_refused():  # a launch refused here leaves no run directory
+        plan = launch.plan_launch(mpi, nranks, program, argv,
+                                  hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
+                                  bind=bind, launcher=launcher)
     plan.notes += [n for c in collectors for n in c.notes]
     if extra_env:
         plan.env.update(extra_env)
@@ -264,7 +266,7 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
         res = launch.run_job(plan, title=kind, timeout=timeout, echo=echo, progress=progress)
         # a failed write fails the run even when the job goes on and exits 0 (the OMPT tool
         # stops timing threads but lets the benchmark finish)
-        write_error = native_write_error(res.stderr)
+        write_error = native_write_error(res.own_lines + res.stderr)
         status = "complete" if res.returncode == 0 and write_error is None else "failed"
         if write_error is not None:
             extra["failure"] = describe_os_error(write_error)
@@ -272,9 +274,9 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
             extra["failure"] = (f"timed out after {timeout} s" if res.timed_out
                                 else f"job exited with status {res.returncode}")
         try:
-            _append(run.path / "stdout.txt", res.stdout)
+            _append(run.path / "stdout.txt", res.kept("stdout"))
             if res.stderr:
-                _append(run.path / "stderr.txt", res.stderr)
+                _append(run.path / "stderr.txt", res.kept("stderr"))
         except OSError:
             if write_error is None:
                 raise  # else the disk is full: the native program's error is the one to name

@@ -51,7 +51,7 @@ def _run(args):
     from ..predict import earlybird as eb
     if args.replicas < 1:
         raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
-    run = open_run(args.run)
+    run = open_run(args.run).check()  # a damaged table: the error, naming it
     machine_model = args.machine_model if args.machine_model or args.osu else "bluewaters"
     link, info = eb.link_for(run, machine_model=machine_model, osu=args.osu, machine=args.machine,
                              locality=args.locality)

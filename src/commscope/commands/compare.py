@@ -2,6 +2,8 @@
 
 import sys
 
+from .common_options import add_overwrite_option
+
 EXAMPLES = """\
 examples:
   commscope compare runs/before runs/after                  # one run each side
@@ -66,7 +68,7 @@ def register(registry):
                         '"beyond_noise"}, ...} with every level')
     p.add_argument("-o", "--output", default=None, metavar="HTML",
                    help="also write the comparison as an HTML report there")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing -o file")
+    add_overwrite_option(p, "the -o file")
     p.set_defaults(func=_run)
 
 

@@ -16,8 +16,11 @@ examples:
   commscope profile --trace -n 4 -- ./halo
   commscope export runs/<time>-profile --format perfetto       # RUN/export/trace.json
   commscope export runs/<time>-profile --format otf2           # RUN/export/traces.otf2
-  commscope export RUN --format perfetto -o halo.json --force --json
+  commscope export RUN --format perfetto -o halo.json --overwrite --json
 """
+
+
+from .common_options import add_overwrite_option
 
 
 def register(registry):
@@ -33,8 +36,7 @@ def register(registry):
                    help="the file to write (default: RUN/export/trace.json for perfetto, "
                         "RUN/export/traces.otf2 for otf2, whose traces.def and traces/ sit "
                         "next to it)")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing output (default: refuse, exit status 2)")
+    add_overwrite_option(p, "output")
     p.add_argument("--json", action="store_true",
                    help="print what was written (path, events, ranks, threads, bytes) as JSON")
     p.set_defaults(func=_run)
@@ -47,7 +49,7 @@ def _run(args):
     from ..runs import open_run
     run = open_run(args.run)
     require_profile(run)
-    out = export_run(run, args.format, output=args.output, force=args.force)
+    out = export_run(run, args.format, output=args.output, force=args.overwrite)
     if not out["trace"]:
         warn(no_trace_note(run))
     if args.json:

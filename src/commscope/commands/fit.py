@@ -6,7 +6,7 @@ from ..models.machine_model import DEFAULT_FILE, save_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
 from ..machine_fit import fit_runs, machine_model_table, queue_search_table
-from .common_options import number
+from .common_options import add_overwrite_option, number
 from ..units import format_bytes, format_seconds
 
 
@@ -26,7 +26,7 @@ def register(registry):
     p.add_argument("-o", "--output", default=DEFAULT_FILE,
                    help="machine-model path (default %(default)s); never overwritten unless "
                         "--overwrite")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing machine model")
+    add_overwrite_option(p, "machine model")
     p.add_argument("--hops", type=number, default=None,
                    help="links each byte crosses in --contention HighVolumePingPong runs, for "
                         "delta (Bienz et al. 2018, eq. 7; default N/2 for N nodes in a line, Fig. 6)")

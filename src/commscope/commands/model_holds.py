@@ -79,10 +79,11 @@ def resolve_machine_model(given, runs, study_model):
 
 
 def run(args):
-    from ..predict.holds import holds_table, printable_rows
+    from ..predict.holds import holds_table, open_runs, printable_rows
     runs, study_model = study_parts(args.runs)
+    opened = open_runs(runs)  # a damaged run: exit 2 naming the file, before any verdict
     mm, where = resolve_machine_model(args.machine_model, runs, study_model)
-    table = holds_table(runs, mm, where)
+    table = holds_table(opened, mm, where)
     if args.json:
         dump_json(table)
         return 0

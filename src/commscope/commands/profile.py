@@ -14,18 +14,38 @@ examples:
   commscope profile --trace -- ./halo                  # + an event trace of p2p calls and collectives
   commscope profile --callsites -- ./app               # + file:line of every MPI call (build with -g)
   commscope profile --mpi /usr/bin/mpicc -- ./app      # a program built with the system MPI
-  commscope profile --ompt --threads 4 -- ./hybrid   # + per-thread OMPT timing
+  commscope profile --ompt --threads 4 -- ./hybrid     # + per-thread OMPT timing
   commscope profile --list-counters                    # what is counted
+  commscope profile --convert RUN                      # tables of a run stopped before its end
 
 Inside a Slurm allocation the same command starts the ranks with srun (sbatch scripts:
 `commscope profile -n $SLURM_NTASKS -- ./app`).  The program must be linked
 dynamically against the selected MPI (the library is preloaded).  While it runs,
-`commscope top RUN` shows the counters live.  The run directory holds counters.parquet,
-functions.parquet, peers.parquet, size_bins.parquet, collective_bins.parquet,
-snapshots.parquet and pvars.parquet; with --threads also threads.parquet (per-thread
-arrivals of every OpenMP region, the input of `commscope stats arrivals` and `commscope
-advise`).  Exit status: the program's own; 2 when --threads could not time the program's
-threads (the counters are kept).
+`commscope top RUN` shows the counters live.
+
+The run directory (docs/profile.md, "Files"):
+  meta.json                what ran, and how each rank ended (profile.ranks.endings)
+  stdout.txt, stderr.txt   the program's output, the last 4 MiB of each (also with --quiet)
+  ranks.parquet            a row per rank: wall time, how it ended (ending, ending_value)
+  counters.parquet         every counter, per rank and thread
+  functions.parquet        calls, bytes and time per MPI function, rank and thread
+  size_bins.parquet        messages and time per power-of-two message size
+  collective_bins.parquet  collectives by message and communicator size (when there are any)
+  communicators.parquet    the communicators each rank saw
+  snapshots.parquet        every counter over time (--snapshot-every)
+  peers.parquet            the rank x rank matrix (when ranks sent each other messages)
+  pvars.parquet            MPI_T performance variables where they changed (when the MPI has any)
+  files.parquet            MPI-IO per file (when the program opened files with MPI-IO)
+  callsites.parquet        with --callsites: calls, bytes and time per call site
+  threads.parquet          with --ompt: per-thread arrivals of every OpenMP region (the
+                           input of `commscope stats arrivals` and `commscope advise`)
+  raw/                     the node files; with --trace also trace.<rank>.<thread>.bin and
+                           clocks.<node>.jsonl
+
+Exit status: the program's own as its launcher reports it, the last line naming
+the ranks that crashed, aborted or exited without MPI_Finalize, and how; 1 when the
+program exited 0 but the profile is partial (a rank left no counters, or exited without
+MPI_Finalize); 2 when --ompt could not time the program's threads (the counters are kept).
 """
 
 
@@ -39,7 +59,8 @@ def register(registry):
                     "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
     p.add_argument("--threads", type=int, default=1, metavar="T",
-                   help="OMP_NUM_THREADS for the program (default %(default)s)")
+                   help="OMP_NUM_THREADS for the program (default %(default)s); alone it "
+                        "times no thread: --ompt records each thread's time")
     p.add_argument("--counters", default="default", metavar="SET",
                    help="default (every set, time in MPI included; all is the same), or a "
                         "comma list of: bytes, peers, bins, requests, timers, pvars (without "
@@ -49,12 +70,15 @@ def register(registry):
                         "start and end (default %(default)s)")
     p.add_argument("--trace", action="store_true",
                    help="also record an event trace: every point-to-point call (send, "
-                        "receive, post, start, completion, probe) and every collective, each "
+                        "receive, post, start, completion, probe) and every collective "
+                        "(blocking, nonblocking, persistent; not one-sided or MPI-IO), each "
                         "with its call site (file:line, resolved after the run; build with "
                         "-g), and each rank's clock offset to rank 0 so that nodes share one "
                         "time line (raw/trace.*.bin, raw/clocks.*.jsonl)")
     p.add_argument("--trace-limit", default="1G", metavar="SIZE",
-                   help="trace bytes per rank before records are dropped (default %(default)s)")
+                   help="bytes of trace each rank writes before it drops records: 1G is 1 "
+                        "GiB, K, M and G are powers of 2 (KiB, MiB, GiB), KB, MB and GB "
+                        "powers of 10 (default %(default)s = 1 GiB)")
     p.add_argument("--callsites", action="store_true",
                    help="also record where each MPI call was made (file, line, function; "
                         "function+offset without -g), resolved after the run into "
@@ -76,7 +100,13 @@ def register(registry):
                         "the ranks that hold them (raw/summary.json, reduced in the job)")
     p.add_argument("--json", action="store_true", help="print the run, a row per rank and the job summary as JSON")
     p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
-    add_launch_options(p)
+    p.add_argument("--convert", metavar="RUN", default=None,
+                   help="convert the raw counter files of profile run RUN into its tables "
+                        "(a run whose commscope was stopped before it converted them, or "
+                        "whose tables were deleted) and exit; nothing is launched")
+    add_launch_options(p, quiet_help="keep the program's output off the terminal (the run "
+                                     "directory keeps it: stdout.txt and stderr.txt, the last "
+                                     "4 MiB of each)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                    help="the MPI program and its arguments, after --")
     p.set_defaults(func=_run)
@@ -105,6 +135,14 @@ def _run(args):
         from ..profile.catalog import catalog_markdown
         print(catalog_markdown(), end="")
         return 0
+    if args.convert:
+        from ..profile.run import convert_run
+        run = convert_run(args.convert)
+        problems = run.meta["profile"].get("problems") or []
+        for p in problems:
+            print(f"commscope profile: partial profile: {p}", file=sys.stderr)
+        print(run.path)
+        return 1 if problems else 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         raise InputError("PROGRAM", None, "name the program to profile after --, e.g. "
@@ -168,9 +206,12 @@ def _run(args):
         print(run.path)
         if not status and not args.quiet:
             _print_diagnosis(run)
-    if status:
-        print(f"commscope profile: the program exited with status {status}; the counters made "
-              f"up to then are in {run.path}", file=sys.stderr)
+    if status:  # the last line names the ranks that ended badly, and how
+        what = run.meta.get("failure") or f"the program exited with status {status}"
+        if not what.startswith("the program exited with status"):
+            what += f"; the program's exit status {status}"
+        print(f"commscope profile: {what}; the counters made up to then are in {run.path}",
+              file=sys.stderr)
         return status
     problems = run.meta["profile"].get("problems", [])
     if problems:  # the program succeeded, the profile is partial

@@ -7,16 +7,24 @@ examples:
   commscope top RUN --once --json                         # one frame for scripts
   commscope top RUN --callsites                           # top call sites (profile --callsites)
 
-Columns: wall_s is the rank's time since MPI_Init (to MPI_Finalize once it ended);
-mpi_time_s its time inside MPI calls (with several threads calling MPI, the mean over
-them) and mpi_pct its share of the wall time (mpiP's AppTime, MPITime and MPI%);
-msgs_per_s and bandwidth_Bps (printed as 1.2 k msgs/s and 3.4 MB/s, MB = 10^6 bytes) count messages
-and bytes sent plus received.  Live and in a replay, mpi_pct and the rates cover
-the last interval (a call's time counts when it returns, so a long call that spans
-intervals can push one interval above 100 %); with --once (the first frame) the whole
-run so far.  Without the timers (a --counters list without timers) the times say "not
-measured" (null in --json).  outstanding_hwm and posted_hwm are the high watermarks of
-outstanding requests and posted receives.
+Columns (a row per rank; --json has the same keys):
+  rank, threads     the rank and its threads that called MPI
+  calls             MPI calls so far
+  wall_s            the rank's time since MPI_Init (to MPI_Finalize once it ended)
+  mpi_time_s        its time inside MPI calls (with several threads calling MPI, the
+                    mean over them)
+  mpi_pct           mpi_time_s as a share of wall_s (mpiP's AppTime, MPITime and MPI%)
+  msgs_per_s        messages sent plus received per second
+  bandwidth_Bps     bytes sent plus received per second (printed as 3.4 MB/s,
+                    MB = 10^6 bytes)
+  outstanding_hwm   high watermark of outstanding requests
+  posted_hwm        high watermark of posted receives
+  top_functions     the rank's three busiest MPI functions, by time (by calls
+                    without the timers)
+Live and in a replay, mpi_pct and the rates cover the last interval (a call's time
+counts when it returns, so a long call that spans intervals can push one interval above
+100 %); with --once (the first frame) the whole run so far.  Without the timers (a
+--counters list without timers) the times say "not measured" (null in --json).
 """
 
 from .common_options import number
@@ -75,7 +83,7 @@ def _callsites(run, args):
     """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
     from ..errors import InputError
     from ..output import dump_json, format_table
-    from ..profile.callsites import site_label
+    from ..profile.callsites import reason_notes, site_label
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.views import callsite_time_stats
     if args.limit < 1:
@@ -96,11 +104,14 @@ def _callsites(run, args):
                  "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if is_timed else {}),
              **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
              "reason": r["reason"] or None} for r in top.to_dict("records")]
+    notes = reason_notes(rows)
     by = "time" if top["time_s"].notna().any() else "calls"
     print(format_table(printable(rows, is_timed),
                        title=f"commscope top {run.path}: top call sites by {by}"
                              + (" (time on one rank: min, mean, max over the ranks that called "
                                 "there)" if is_timed else "")))
+    for i, text in enumerate(notes, 1):
+        print(f"# [{i}] {text}")
     if not is_timed:
         print("# " + not_measured_note("time_s"))
     return 0

@@ -212,13 +212,16 @@ def _x(f):
 
 # --- runs -----------------------------------------------------------------------------------
 
-def _open(runs):
+def open_runs(runs):
+    """Run directories (or folders of them, or opened runs), each table of each read
+    (Run.check): a damaged, missing or empty table is one error naming the file, never a
+    model "not tested here" for want of the data it holds."""
     out = []
     for r in runs:
         if isinstance(r, Run):
-            out.append(r)
+            out.append(r.check())
         else:
-            out.extend(open_run(p) for p in expand_run_paths([r]))
+            out.extend(open_run(p).check() for p in expand_run_paths([r]))
     return out
 
 
@@ -620,7 +623,7 @@ def holds_table(runs, machine_model, where=None):
     (then every model that needs one is "not tested here" with ``where`` as the reason).
     ``where``: where the machine model comes from, shown above the table.
     """
-    runs = _open(runs)
+    runs = open_runs(runs)
     checks = []
     if machine_model is None:
         why = f"no machine model ({where})" if where else "no machine model"

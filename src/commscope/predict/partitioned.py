@@ -62,6 +62,7 @@ COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s
 
 def _as_run(obj):
     run = obj if isinstance(obj, Run) else open_run(obj)
+    run.check()  # a damaged table is the error, never a model quietly left out
     if run.kind != KIND:
         raise InputError(run.path / "meta.json", "kind",
                          f"is {run.kind!r}; expected a partitioned run "

@@ -75,6 +75,7 @@ COLUMNS = ["workload", "halo_bytes", "kind", "method", "statistic", "base_ranks"
 
 def _as_run(obj):
     run = obj if isinstance(obj, Run) else open_run(obj)
+    run.check()  # a damaged table is the error, never a kind "not computed"
     if run.kind != "bsp":
         raise InputError(run.path / "meta.json", "kind",
                          f"is {run.kind!r}; variability prediction needs a 'bsp' run "
@@ -140,12 +141,12 @@ def _collect_compare(compare, calibration):
         else:
             p = Path(entry)
             if (p / "meta.json").exists():
-                candidates, explicit = [open_run(p)], True
+                candidates, explicit = [open_run(p).check()], True
             elif p.is_dir():
                 found = sorted(q.parent for q in p.glob("*/meta.json"))
                 if not found:
                     raise InputError(p, None, "holds no run directories (no */meta.json)")
-                candidates, explicit = [open_run(q) for q in found], False
+                candidates, explicit = [open_run(q).check() for q in found], False
             else:
                 raise InputError(p, None, "no such run directory")
         for run in candidates:

@@ -17,6 +17,11 @@ wrong line: an object that is gone, whose build id (or, without one, size and mt
 no longer matches the run, or that has neither debug information nor symbols, gives
 ``caller`` "unknown" and the reason.
 
+Python (mpi4py): a call made from mpi4py's compiled module is recorded at the first
+Python frame outside mpi4py (cs_prof_sites.c); the record's ``python_sites`` list
+([id, file, line, function]) names it and the site's address is that id (below
+``PY_SITE_MAX``).  Its row has the script as file and object, the line as offset.
+
 Table ``callsites``: rank, function (the MPI function), file, line, caller (the
 function containing the call), object, offset (the return address in the object),
 depth (frames recorded), stack (the callers above, "f (file:line) <- g (file:line)",
@@ -72,6 +77,13 @@ def read_records(path):
                 all(_whole(v) for v in s[1:]) for s in rec["sites"]):
             raise InputError(path, f"line {i}: sites", "expected [function, calls, bytes, ticks, "
                                                        "address, ...] lists")
+        py = rec.get("python_sites", [])
+        if not isinstance(py, list) or not all(
+                isinstance(p, list) and len(p) == 4 and _whole(p[0]) and isinstance(p[1], str)
+                and isinstance(p[2], int) and not isinstance(p[2], bool) and isinstance(p[3], str)
+                for p in py):
+            raise InputError(path, f"line {i}: python_sites", "expected [id, file, line, function] "
+                                                              "lists")
         if not isinstance(rec["objects"], list) or not all(_object_ok(o) for o in rec["objects"]):
             raise InputError(path, f"line {i}: objects", "expected {path, base, segments: "
                                                          "[[low, high], ...], ...} objects")
@@ -390,15 +402,38 @@ def resolve_addresses(addresses, objects, resolver=None):
     return out
 
 
+#: Site "addresses" below this are Python sites (cs_prof_sites.h: CS_PY_SITE_MAX).
+PY_SITE_MAX = 1 << 20
+#: The reason of a site in mpi4py's compiled module that no Python line made (mpi4py's
+#: own calls at MPI_Finalize, e.g. freeing its communicator copies): said once, short.
+MPI4PY_NO_LINE = "made by mpi4py itself, not from a Python line (e.g. at MPI_Finalize)"
+
+
+def _is_mpi4py(path):
+    p = Path(path or "")
+    return p.parent.name == "mpi4py" and p.name.startswith("MPI.")
+
+
 def _site_rows(resolver, rec, tick, sets):
     """The table's rows of one rank's record."""
     rows = []
     rank, objects = int(rec["rank"]), rec["objects"]
+    python = {int(p[0]): p[1:] for p in rec.get("python_sites", [])}
     for site in rec["sites"]:
         func, calls, nbytes, ticks, addrs = site[0], site[1], site[2], site[3], site[4:]
-        obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
+        if int(addrs[0]) < PY_SITE_MAX:  # a Python line (mpi4py): file, line, function
+            file, line, caller = python.get(int(addrs[0]), (None, 0, UNKNOWN))
+            obj, rel, reason = file, line, "" if file else f"Python site {addrs[0]} not listed"
+        else:
+            obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(addrs[0]))
+            if reason and _is_mpi4py(obj):
+                reason = MPI4PY_NO_LINE
         stack = []
         for a in addrs[1:]:
+            if int(a) < PY_SITE_MAX:  # a Python caller
+                f2, l2, c2 = python.get(int(a), (None, 0, UNKNOWN))
+                stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
+                continue
             _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
             stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
         rows.append({"rank": rank, "function": func, "file": file,
@@ -464,6 +499,21 @@ def top_callsites(df, n=10, by=None):
     return g.sort_values(order, ascending=False, kind="stable", na_position="last").head(n).reset_index(drop=True)
 
 
+def reason_notes(rows, key="reason"):
+    """Say each distinct reason once: a row's ``key`` becomes ``[n]``, and the list of
+    the reasons (the n-th is note n) is returned, in order of first use."""
+    notes = []
+    for r in rows:
+        text = r.get(key)
+        if not isinstance(text, str) or not text:  # none (None, NaN or "")
+            r[key] = None
+        else:
+            if text not in notes:
+                notes.append(text)
+            r[key] = f"[{notes.index(text) + 1}]"
+    return notes
+
+
 def site_label(file, line):
     """``name.c:42`` of a call site row; None for an unresolved one (its file missing:
     None or NaN, as a table gives it)."""
@@ -477,4 +527,4 @@ def site_label(file, line):
 
 
 __all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject",
-           "site_label", "objects_by_rank", "resolve_addresses", "Resolver", "UNKNOWN"]
+           "site_label", "reason_notes", "objects_by_rank", "resolve_addresses", "Resolver", "UNKNOWN"]

@@ -7,7 +7,8 @@ unreadable is named and left out, the others still convert) and with array
 operations over all its ranks at once.  Tables (columns in docs/profile.md):
 
 * ``ranks``: rank, node, host, pid, state, threads, lost_threads, lost_blocks,
-  snapshots, thread_level, tick_s (one tick in seconds), wall_s
+  snapshots, thread_level, tick_s (one tick in seconds), wall_s, ending (exit, signal,
+  abort, unknown), ending_value (status, signal or error code), ended_s (after MPI_Init)
 * ``counters``: rank, thread, counter, kind, unit, value (thread -1: rank-wide)
 * ``functions``: rank, thread, function, calls, bytes, time_s (NaN without the
   bytes or timers set)
@@ -29,6 +30,7 @@ import warnings
 
 from ..errors import InputError
 from .counters import NodeFile, node_keys, read_snapshots
+from .endings import HOW, fill_from_launcher, summarize
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -54,11 +56,16 @@ def _ranks_table(nc, key):
     return pd.DataFrame({
         "rank": nc.ranks, "node": key, "host": nc.meta.get("host", key),
         "pid": h["pid"].astype(np.int64),
-        "state": np.where(h["state"] == 2, "finalized", "not finalized (killed or crashed)"),
+        "state": np.where(h["state"] == 2, "finalized", "not finalized"),
         "threads": threads.astype(np.int64), "lost_threads": h["lost_threads"].astype(np.int64),
         "lost_blocks": h["lost_blocks"].astype(np.int64), "snapshots": h["seq"].astype(np.int64),
         "thread_level": h["thread_level"].astype(np.int64), "tick_s": 1.0 / nc.ticks_per_s,
-        "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9})
+        "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9,
+        # how the process ended (profile/endings.py): exit, signal, abort, or unknown
+        "ending": np.array([HOW.get(int(x), "unknown") for x in h["end_how"]], dtype=object),
+        "ending_value": np.where(h["end_how"] > 0, h["end_code"].astype(np.float64), np.nan),
+        "ended_s": np.where(h["end_how"] > 0, (h["end_ns"].astype(np.float64)
+                                               - h["ns0"].astype(np.float64)) / 1e9, np.nan)})
 
 
 def _counters_table(nc):
@@ -281,6 +288,9 @@ def convert(run, jobs=None):
         lost += tables.pop("_lost_ranks", 0)
         for name, df in tables.items():
             frames.setdefault(name, []).append(df)
+    if "ranks" in frames:  # endings the library could not record (SIGKILL), from the launcher
+        frames["ranks"] = [fill_from_launcher(pd.concat(frames["ranks"], ignore_index=True),
+                                              _launcher_said(run))]
     for name, parts in frames.items():
         df = pd.concat(parts, ignore_index=True)
         if "rank" in df.columns:
@@ -291,12 +301,22 @@ def convert(run, jobs=None):
     return rank_overview(ranks, problems, lost)
 
 
+def _launcher_said(run):
+    """The launcher's report (kept in stderr.txt), for the endings the library missed."""
+    path = run.path / "stderr.txt"
+    try:
+        return path.read_text(errors="replace") if path.is_file() and not path.is_symlink() else ""
+    except OSError:
+        return ""
+
+
 def rank_overview(ranks, problems=(), lost_ranks=0):
     """What meta.json records about the ranks (the per-rank rows are ranks.parquet)."""
     if ranks is None or not len(ranks):
         return dict(count=0, problems=list(problems), lost_ranks=lost_ranks)
     unfinished = ranks.loc[ranks["state"] != "finalized", "rank"].astype(int).tolist()
     return dict(count=int(len(ranks)), nodes=int(ranks["node"].nunique()),
+                endings=summarize(ranks.sort_values("rank")),
                 threads_max=int(ranks["threads"].max()),
                 not_finalized=unfinished[:64], not_finalized_count=len(unfinished),
                 lost_threads=int(ranks["lost_threads"].sum()), lost_blocks=int(ranks["lost_blocks"].sum()),

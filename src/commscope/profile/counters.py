@@ -51,7 +51,9 @@ HEADER_FIELDS = [
     ("slabs_mapped", "<u4"), ("nslabs", "<u4"), ("nonce", "<u8"), ("rank", "<i4"),
     ("world_size", "<i4"), ("pid", "<i4"), ("state", "<i4"), ("seq", "<u8"),
     ("tick0", "<u8"), ("ns0", "<u8"), ("tick1", "<u8"), ("ns1", "<u8"),
-    ("lost_threads", "<u4"), ("nfiles", "<u4"), ("lost_blocks", "<u4"), ("thread_level", "<i4")]
+    ("lost_threads", "<u4"), ("nfiles", "<u4"), ("lost_blocks", "<u4"), ("thread_level", "<i4"),
+    # how the process ended (cs_prof_end.c; zero in files of a library before it)
+    ("end_how", "<i4"), ("end_code", "<i4"), ("end_ns", "<u8")]
 STATES = {1: "running", 2: "finalized"}
 SNAP_HEADER_BYTES = 64
 _RECORD_HEAD = struct.Struct("<IiQQQII")

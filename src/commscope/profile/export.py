@@ -784,7 +784,7 @@ def _size(path):
 
 
 def _replaceable(path, fmt):
-    """Whether --force may replace ``path``: a file, or an OTF2 archive's directory of
+    """Whether --overwrite may replace ``path``: a file, or an OTF2 archive's directory of
     per-location files (never, say, a run directory that happens to share its name)."""
     if path.is_symlink() or not path.is_dir():
         return True
@@ -811,12 +811,12 @@ def export_run(run, fmt, output=None, force=False):
     parts = otf2_parts(path) if fmt == "otf2" else [path]
     existing = [p for p in parts if p.exists() or p.is_symlink()]
     if existing and not force:
-        raise InputError(existing[0], None, "exists; not overwriting it (use --force)")
+        raise InputError(existing[0], None, "exists; not overwriting it (pass --overwrite to replace it)")
     for p in existing:
         if not _replaceable(p, fmt):
             raise InputError(p, None, "exists and is not an earlier export (a directory other "
                                       "than an OTF2 archive's event files); not replacing it, "
-                                      "even with --force: choose another -o")
+                                      "even with --overwrite: choose another -o")
     if fmt == "otf2":
         _otf2()  # say what is missing before reading anything
     c = Contents(run)

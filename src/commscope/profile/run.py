@@ -209,6 +209,13 @@ def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
     return CounterCollector("counters", preload=[str(lib)], env=env, notes=notes)
 
 
+def ending_problem(endings, code):
+    """How the ranks that did not end well ended, in one sentence (None: all finalized
+    and exited 0): ``rank 1 killed by SIGSEGV (signal 11); rank 0 killed by SIGTERM``."""
+    from .endings import sentence
+    return sentence(endings) if endings else None
+
+
 def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                 snapshot_every="0.5s", trace=False, trace_limit=None,
                 callsites=None, collectors=(),
@@ -227,6 +234,7 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
     sites = callsite_collector(callsites)
     if timeout is not None and not timeout > 0:
         raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")
+    launch.check_request(nranks, threads, launcher=launcher, ranks_per_node=ranks_per_node)
     path = resolve_program(str(program))
     mpi = mpimod.select_mpi(mpi_spec)
     lib = mpimod.build(mpi, target="commscope") / "libcommscope.so"
@@ -240,26 +248,27 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                   counters=list(sets), snapshot_every_s=snapshot_s, trace=trace,
                   callsite_depth=callsites)
     run = Run.create(runs_root or default_runs_root(), "profile", params, name=run_name)
-    os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
-    env = {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve())}
-    preload = [lib for c in collectors for lib in c.preload]
-    for c in collectors:
-        env.update(c.env)
-    if os.environ.get("LD_PRELOAD"):
-        preload.append(os.environ["LD_PRELOAD"])
-    wrapped = [f"LD_PRELOAD={':'.join(preload)}", *(f"{k}={v}" for k, v in env.items()),
-               str(path), *map(str, args)]
-    plan = launch.plan_launch(mpi, nranks, shutil.which("env") or "/usr/bin/env", wrapped,
-                              hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
-                              launcher=launcher)
-    plan.notes += [n for c in collectors for n in c.notes]
-    run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
-        "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
-    run.meta["launch"] = plan.to_dict()
-    run.meta["hosts"] = plan.hosts
-    run.meta["topology"] = node_topology()
-    run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": {"count": 0}}
-    run.save_meta()
+    with run.removed_if_refused():  # a launch refused here leaves no run directory
+        os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
+        env = {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve())}
+        preload = [lib for c in collectors for lib in c.preload]
+        for c in collectors:
+            env.update(c.env)
+        if os.environ.get("LD_PRELOAD"):
+            preload.append(os.environ["LD_PRELOAD"])
+        wrapped = [f"LD_PRELOAD={':'.join(preload)}", *(f"{k}={v}" for k, v in env.items()),
+                   str(path), *map(str, args)]
+        plan = launch.plan_launch(mpi, nranks, shutil.which("env") or "/usr/bin/env", wrapped,
+                                  hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
+                                  launcher=launcher)
+        plan.notes += [n for c in collectors for n in c.notes]
+        run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
+            "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
+        run.meta["launch"] = plan.to_dict()
+        run.meta["hosts"] = plan.hosts
+        run.meta["topology"] = node_topology()
+        run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": {"count": 0}}
+        run.save_meta()
     res, extra = None, {}
     try:
         res = launch.run_job(plan, title="profile", timeout=timeout, echo=echo, progress=False,
@@ -269,10 +278,13 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
         raise
     finally:
         code = res.returncode if res else None
-        write_error = native_write_error(res.stderr) if res else None
+        write_error = native_write_error(res.own_lines + res.stderr) if res else None
         problems = []
         try:  # a full disk here still ends the run, failed, naming the file
-            write_text_atomic(run.path / "stderr.txt", res.stderr if res else "")
+            # the program's own output, whatever --quiet kept off the terminal (the launcher's
+            # report in stderr.txt also names ranks a signal ended: convert reads it)
+            write_text_atomic(run.path / "stdout.txt", res.kept("stdout") if res else "")
+            write_text_atomic(run.path / "stderr.txt", res.kept("stderr") if res else "")
             for c in collectors:
                 try:
                     c.finalize(run)
@@ -283,8 +295,18 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
             write_error = write_error or exc
         record_placement(run)
         run.meta["profile"]["problems"] = problems
+        run.meta["profile"]["tables"] = sorted(p.stem for p in run.path.glob("*.parquet"))
+        ending = ending_problem(run.meta["profile"]["ranks"].get("endings") or [], code)
+        if ending and code == 0 and not extra.get("interrupted"):
+            problems.append(ending)  # every rank exited 0, some without MPI_Finalize
         if write_error is not None:
             extra["failure"] = describe_os_error(write_error)
+        elif ending and not extra.get("interrupted"):
+            extra["failure"] = ending
+        elif res is not None and res.timed_out:
+            extra["failure"] = f"timed out after {timeout} s"
+        elif code:
+            extra["failure"] = f"the program exited with status {code}"
         status = ("interrupted" if extra.get("interrupted") else
                   "complete" if code == 0 and not problems and not write_error else "failed")
         run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None,
@@ -303,3 +325,42 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
                                      f"another MPI than {mpi.name} (pass --mpi with the mpicc it "
                                      "was built with); no run directory was kept")
     return run, (code if code is not None and code >= 0 else 128 - (code or 0))
+
+
+def convert_run(path):
+    """Convert the raw files of profile run ``path`` into its tables again: a run whose
+    commscope was stopped before the conversion (SIGKILL, a power cut), or whose tables
+    were deleted.  The run's status stays as it was (a "running" one whose commscope is
+    gone becomes "interrupted"); returns the :class:`Run`."""
+    from ..runs import open_run
+    from .counters import node_keys
+    from .ompt import OmptCollector, tool_status
+    run = open_run(path, warn=False)
+    if run.kind != "profile":
+        raise InputError(run.path / "meta.json", "kind", f"is a {run.kind!r} run; --convert "
+                                                         "converts profile runs")
+    if run.status == "running":
+        raise InputError(run.path / "meta.json", "status",
+                         f"still running (commscope pid {run.meta.get('commscope_pid')} on "
+                         f"{run.meta.get('commscope_host')}): it converts its files itself")
+    if not node_keys(run.raw_dir):
+        raise InputError(run.raw_dir, None, "holds no counter files (raw/node.*.json) to convert")
+    collectors = [CounterCollector("counters")]
+    if run.meta["parameters"].get("callsite_depth") or list(run.raw_dir.glob("callsites.*.jsonl")):
+        collectors.append(CallsiteCollector(run.meta["parameters"].get("callsite_depth") or 1))
+    if tool_status(run.raw_dir)["event_files"]:
+        collectors.append(OmptCollector("", ""))
+    run.meta.setdefault("profile", {}).setdefault("ranks", {"count": 0})
+    problems = []
+    for c in collectors:
+        c.finalize(run)
+        problems += getattr(c, "partial", [])
+    run.meta["profile"]["problems"] = problems
+    run.meta["profile"]["tables"] = sorted(p.stem for p in run.path.glob("*.parquet"))
+    run.meta["profile"]["converted"] = utc_now()
+    status = run.status  # "interrupted" for a run whose commscope is gone
+    if status != run.meta["status"]:
+        run.meta["status"] = status
+        run.meta.setdefault("end_time", None)
+    run.save_meta()
+    return run

@@ -12,7 +12,7 @@ sections get the machine model they model with from :func:`report_machine_model`
 import html
 from pathlib import Path
 
-from ...errors import InputError
+from ...errors import InputError, warn
 
 
 def more(summary, body, open_=False):
@@ -26,12 +26,17 @@ def more(summary, body, open_=False):
 
 
 def per_run(runs, render_run):
-    """One fragment per run; a run whose tables cannot be read gets a note, not a failed report."""
+    """One fragment per run.  Every table was read before (report.build.open_runs: a
+    damaged run never gets here); what a section still cannot show of a run (a stopped
+    run without its derived columns, say) is a note in the report and a warning on
+    stderr, never silent."""
     out = []
     for run in runs:
         try:
             out.append(render_run(run))
         except InputError as exc:
+            warn(f"{run.path}: the report cannot show this run's {render_run.__module__.rsplit('.', 1)[-1]} "
+                 f"section: {exc}")
             out.append(f'<p class="note">{html.escape(run.path.name)}: cannot show '
                        f'({html.escape(str(exc))})</p>')
     return "\n".join(out)

@@ -13,6 +13,7 @@ imbalance of eq. 4.1 (time outside MPI, eq. 4.2).  A time the run did not measur
 import html
 
 
+from ...profile.endings import sentence
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
 from ...profile.summary import NOT_MEASURED, TIMERS_HINT
 from ...profile.views import (MAX_RANK_ROWS, callsite_time_stats, rank_time_rows,
@@ -354,6 +355,7 @@ def _callsites(run):
     from ...profile.callsites import site_label, top_callsites
     sites = run.table("callsites")
     timed = run_timed(run)
+    notes = []  # each reason said once, below the tables (rows point to it: [n])
 
     def rows(top, stats=False):
         out = [{"function": r["function"],
@@ -363,6 +365,11 @@ def _callsites(run):
                 **({"min_time_s": r["min_time_s"], "mean_time_s": r["mean_time_s"],
                     "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if stats else {}),
                 "stack": r["stack"], "reason": r["reason"]} for r in top.to_dict("records")]
+        for r in out:  # numbered across the tables of this section
+            text = r["reason"] if isinstance(r["reason"], str) and r["reason"] else None
+            if text and text not in notes:
+                notes.append(text)
+            r["reason"] = f"[{notes.index(text) + 1}]" if text else None
         return out if timed else _unmeasured(out, ("time_s",))
     parts = []
     if timed:
@@ -378,7 +385,9 @@ def _callsites(run):
             "calls (file:line and the enclosing function, from the return address of each "
             "call), summed over ranks and threads; a receive's bytes count at the call that "
             "posted it (MPI_Irecv), not at the Wait that completed it. A site that could not "
-            "be resolved says why.</p>" + "".join(parts))
+            "be resolved says why.</p>" + "".join(parts)
+            + ("<p>" + "<br>".join(f"[{i}] {html.escape(t)}" for i, t in enumerate(notes, 1))
+               + "</p>" if notes else ""))
 
 
 def _tables(run):
@@ -403,12 +412,19 @@ def _render_run(run):
                         f"{overview.get('lost_threads', 0)} threads and "
                         f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
                         "from the counts.</p>")
-    if overview.get("not_finalized_count"):
+    endings = overview.get("endings")
+    if endings:  # which ranks ended badly and how (profile/endings.py)
+        problems.append("<p class='note'>How the ranks ended: "
+                        + html.escape(sentence(endings, limit=6))
+                        + (". The counts of a rank that did not reach MPI_Finalize stop where "
+                           "it ended." if overview.get("not_finalized_count") else ".")
+                        + "</p>")
+    elif overview.get("not_finalized_count"):  # a run converted before endings were kept
         shown = overview["not_finalized"]
-        extra = overview["not_finalized_count"] - len(shown)
-        problems.append(f"<p class='note'>Ranks {shown}{f' and {extra} more' if extra > 0 else ''} "
-                        "did not reach MPI_Finalize: their counts stop where the program was "
-                        "killed or crashed.</p>")
+        others = overview["not_finalized_count"] - len(shown)
+        problems.append(f"<p class='note'>Ranks {shown}{f' and {others} more' if others > 0 else ''} "
+                        "did not reach MPI_Finalize: their counts stop where they ended (how "
+                        "was not recorded by the commscope that made this run).</p>")
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     name = run.path.name
