@@ -5,9 +5,7 @@ derived from that description, per thread, under MPI_THREAD_MULTIPLE.
 """
 
 import json
-import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess

@@ -28,7 +28,7 @@ import pytest
 from commscope.bench.multirate import config_summary
 from commscope.cli import main
 from commscope.predict.variability import measured_summary
-from commscope.report.figures import OFF_SCALE_LABEL, hold_scale, new_figure, value_text
+from commscope.report.figures import hold_scale, new_figure, value_text
 from commscope.report.tables import html_table
 from commscope.runs import open_run
 

@@ -1,5 +1,7 @@
 """commscope top"""
 
+from .common_options import number
+
 EXAMPLES = """\
 examples:
   commscope top runs/20261123T071404Z-profile             # live while the program runs
@@ -18,8 +20,6 @@ run so far.  Without the timers (a --counters list without timers) the times say
 measured" (null in --json).  outstanding_hwm and posted_hwm are the high watermarks of
 outstanding requests and posted receives.
 """
-
-from .common_options import number
 
 
 def register(registry):
