@@ -219,6 +219,7 @@ def test_refuses_runs_with_corrupted_data(prun, tmp_path):
         predict_partitioned(open_run(copy), link=ConstantLink(1e-6, 1e10))
 
 
+@pytest.mark.slow  # builds a whole report
 def test_report_section(prun, machine_model_path, tmp_path):
     from commscope.models.machine_model import load_machine_model
     out = build_report([prun.path], tmp_path / "with.html",
