@@ -33,3 +33,19 @@ def needs(ok, reason):
 
 def importable(name):
     return importlib.util.find_spec(name) is not None
+
+
+def need_module(name, reason):
+    """The module ``name``, imported; ``need`` when it cannot be (``reason`` says where
+    it comes from)."""
+    need(importable(name), f"{name} is not importable: {reason}")
+    return importlib.import_module(name)
+
+
+#: What the OMPT tests say when Intel's OpenMP runtime is missing.
+OMPT_RUNTIME = "intel-openmp wheel not installed (scripts/setup.sh installs it)"
+
+
+def need_ompt_runtime():
+    from commscope.profile import ompt
+    need(ompt.runtime_library() is not None, OMPT_RUNTIME)

@@ -19,14 +19,14 @@ from commscope.bench.threads import compare_ompt_with_listing1, run_threads
 from commscope.cli import main as cli_main
 from commscope.errors import InputError
 from commscope.profile import ompt
+from needs import need, need_ompt_runtime
 
 QUIET = dict(echo=False, progress=False, timeout=180)
 
 
 @pytest.fixture(scope="module")
 def tool(default_mpi):
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    need_ompt_runtime()
     return ompt.tool_library(default_mpi)
 
 
@@ -117,9 +117,9 @@ def test_binaries_that_cannot_be_timed(tool, default_mpi, tmp_path):
     src.write_text("#include <omp.h>\nint main(void){int n=0;\n#pragma omp parallel\n"
                    "{\n#pragma omp atomic\nn++;}\nreturn n<1;}\n")
     exe = tmp_path / "static_omp"
-    if subprocess.run(["gcc", "-fopenmp", "-static", str(src), "-o", str(exe)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("no static libgomp to build the static case")
+    need(subprocess.run(["gcc", "-fopenmp", "-static", str(src), "-o", str(exe)],
+                        capture_output=True).returncode == 0,
+         "no static libgomp to build the static case (GCC's libgomp.a)")
     with pytest.raises(InputError, match="cannot be replaced"):
         ompt.plan_for_binary(exe, tool)
 
