@@ -33,9 +33,9 @@ failed=()
 if ! .venv/bin/ruff check --quiet .; then
     failed+=("ruff check")
 fi
-if ! out=$(.venv/bin/ruff format --check . 2>&1); then
-    echo "$out" | grep -v '^Would reformat' >&2 || true
-    echo "test: ruff format would change $(echo "$out" | grep -c '^Would reformat') files; run scripts/format.sh" >&2
+if ! out=$(.venv/bin/ruff format --check --output-format concise . 2>&1); then
+    echo "$out" | grep -v 'File would be reformatted$' >&2 || true  # errors, if any
+    echo "test: ruff format would change $(echo "$out" | grep -c 'File would be reformatted$') files ($(echo "$out" | grep 'File would be reformatted$' | head -3 | cut -d: -f1 | tr '\n' ' ')...); run scripts/format.sh" >&2
     failed+=("ruff format --check")
 fi
 if command -v clang-format >/dev/null; then
