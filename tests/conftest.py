@@ -5,12 +5,13 @@ browser) carries the ``mpi`` marker (``browser`` for the browser), set here for 
 test that uses an MPI fixture (``MPI_FIXTURES``) and by hand (or ``pytestmark``) for the
 rest; ``make check`` runs ``-m "not mpi and not browser and not slow"``.  The marker is
 kept honest: a test without it that starts a job, builds, or runs a launcher or a browser
-(here or in a child process) fails, naming itself (``_no_jobs_without_the_marker``).
+(here or in a child process) fails, naming itself (``_guard``).
 """
 
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,11 +35,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.mpi)
 
 
-def pytest_runtest_setup(item):
-    for mark in item.iter_markers("needs"):
-        need(mark.kwargs["ok"], mark.kwargs["reason"])
-
-
 _QUERIES = {"--version", "-V", "--mpi=list"}
 
 
@@ -51,19 +47,19 @@ def _program(args):
     return Path(argv[0]).name
 
 
-@pytest.fixture(autouse=True)
-def _no_jobs_without_the_marker(request, monkeypatch, tmp_path_factory):
-    """A test without the ``mpi`` marker that starts an MPI job (commscope's launcher,
-    here or in a child process through COMMSCOPE_TEST_NO_JOBS), a build, an MPI compiler
-    or launcher, or (without ``browser``) a browser fails, naming itself and what it ran."""
-    node = request.node
-    if node.get_closest_marker("mpi"):
-        yield
-        return
-    browser = node.get_closest_marker("browser") is not None
-    record = tmp_path_factory.getbasetemp() / f"jobs-{os.getpid()}-{id(node)}.txt"
-    record.unlink(missing_ok=True)
-    monkeypatch.setenv("COMMSCOPE_TEST_NO_JOBS", str(record))
+def _guard(item):
+    """For a test without the ``mpi`` marker, from the start of its set-up (its module's and
+    session's fixtures included) to the end of its teardown: a job commscope's launcher
+    would start (here or in a child process, through COMMSCOPE_TEST_NO_JOBS), a build, an
+    MPI launcher or (without ``browser``) a browser is not started but written down; the
+    test then fails, naming itself and what it ran.  Returns (undo, record) or None."""
+    if item.get_closest_marker("mpi"):
+        return None
+    browser = item.get_closest_marker("browser") is not None
+    fd, record = tempfile.mkstemp(prefix="commscope-test-jobs-", suffix=".txt")
+    os.close(fd)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("COMMSCOPE_TEST_NO_JOBS", record)
     execute = subprocess.Popen._execute_child
 
     def guarded(self, args, *rest, **kw):
@@ -74,14 +70,35 @@ def _no_jobs_without_the_marker(request, monkeypatch, tmp_path_factory):
             raise OSError(f"{name}: not started (a test without the mpi marker)")
         return execute(self, args, *rest, **kw)
 
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", guarded)
-    yield
-    launched = record.read_text().splitlines() if record.exists() else []
-    record.unlink(missing_ok=True)
-    if launched:
-        pytest.fail(f"{node.nodeid} launches jobs or builds but has no mpi marker (add "
-                    f"@pytest.mark.mpi or use an MPI fixture): {'; '.join(launched[:3])}",
-                    pytrace=False)
+    mp.setattr(subprocess.Popen, "_execute_child", guarded)
+    return mp, Path(record)
+
+
+@pytest.hookimpl(tryfirst=True)  # before any fixture of the test is set up
+def pytest_runtest_setup(item):
+    item.stash[_GUARD] = _guard(item)
+    for mark in item.iter_markers("needs"):
+        need(mark.kwargs["ok"], mark.kwargs["reason"])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        guard = item.stash.get(_GUARD, None)
+        if guard:
+            mp, record = guard
+            mp.undo()
+            launched = record.read_text().splitlines()
+            record.unlink(missing_ok=True)
+            if launched:
+                pytest.fail(f"{item.nodeid} launches jobs or builds but has no mpi marker (add "
+                            f"@pytest.mark.mpi or use an MPI fixture): "
+                            f"{'; '.join(launched[:3])}", pytrace=False)
+
+
+_GUARD = pytest.StashKey()
 
 
 @pytest.fixture(autouse=True)

@@ -40,6 +40,18 @@ def test_mpiexec_started_by_hand():
         subprocess.run(["mpiexec", "-n", "1", "true"])
 
 
+@pytest.fixture(scope="module")
+def module_job():
+    try:
+        launch.run_job(PLAN, echo=False, progress=False)
+    except Exception:
+        pass
+
+
+def test_with_a_module_fixture_that_launches(module_job):
+    pass
+
+
 def test_a_version_query_is_allowed():
     subprocess.run(["mpiexec", "--version"], capture_output=True)
 
@@ -85,9 +97,9 @@ def test_unmarked_launches_fail_naming_themselves(suite, monkeypatch):
     monkeypatch.delenv("COMMSCOPE_REQUIRE_ALL", raising=False)
     res = suite.runpytest_subprocess("-m", "not mpi", "-p", "no:cacheprovider", "-rfEs")
     out = res.stdout.str()
-    res.assert_outcomes(passed=5, errors=3, skipped=2, deselected=2)
+    res.assert_outcomes(passed=6, errors=4, skipped=2, deselected=2)
     for name in ("test_job_in_process_swallowed", "test_job_in_a_child",
-                 "test_mpiexec_started_by_hand"):
+                 "test_mpiexec_started_by_hand", "test_with_a_module_fixture_that_launches"):
         assert f"test_suite.py::{name} launches jobs or builds but has no mpi marker" in out
     assert "test_a_version_query_is_allowed launches" not in out
     assert "SKIPPED [2]" in out and "no frobnicator here" in out
