@@ -1,5 +1,5 @@
 # commscope: the two commands of the README, and their parts.
-.PHONY: setup study test bench screenshots clean
+.PHONY: setup study test check format bench screenshots clean
 
 setup:
 	@scripts/setup.sh
@@ -12,6 +12,15 @@ study: setup
 # 4-node Slurm testbed too (scripts/test.sh).
 test: setup
 	@scripts/test.sh
+
+# Set up, then the lint and format checks and the fast tier: every test that launches no
+# MPI job, builds nothing and opens no browser (under a minute; scripts/test.sh --fast).
+check: setup
+	@scripts/test.sh --fast
+
+# Format the tree (ruff format, clang-format on native/); `make test` checks it.
+format: setup
+	@scripts/format.sh
 
 # Set up, then run every benchmark and figure script in scripts/ (scripts/bench.py):
 # `make bench` the full pass, the figures the docs cite, into build/bench/full/<script>.txt;

@@ -51,7 +51,8 @@ SCRIPTS = {
     "bench_arrivals": (False, "1 trial (76,800 samples) once; paper table, 200 replicas"),
     "matchsim_throughput": (False, "2,000 messages, once per engine and stream"),
     "bench_startup": (False, "each command once, this tree only"),
-    "ompt_overhead": (False, "2,000 regions, 1 repeat (skips without the OMPT runtime)"),
+    "ompt_overhead": (True, "2,000 regions, 1 repeat, a short bench threads under the tool "
+                            "(skips without the OMPT runtime)"),
     "compare_mpi4py": (True, "1 B .. 64 KiB, 50 iterations, plain and huge pages, mpi4py"),
     "profile_overhead": (True, "Open MPI, 1 round of the 5 configurations, 1 B .. 64 KiB"),
     "hotpath_instructions": (True, "Open MPI, default counters, 200 iterations per phase under "

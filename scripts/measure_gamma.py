@@ -117,7 +117,7 @@ def _compare_env(setting, a, kw):
             med.setdefault(label, []).append(s.groupby(["n_messages", "order"])["time_s"].median())
     os.environ.pop(key, None)
     tab = pd.DataFrame({f"{label} r{i}": m for label, ms in med.items() for i, m in enumerate(ms)})
-    tab[f"with / without (sum of rounds)"] = (sum(med[setting]) / sum(med["default"]))
+    tab["with / without (sum of rounds)"] = (sum(med[setting]) / sum(med["default"]))
     with pd.option_context("display.float_format", "{:.3g}".format, "display.width", 200):
         print(f"median one-way time (s) without and with {setting}, rounds alternating")
         print(tab.to_string())

@@ -14,7 +14,7 @@ from commscope.cli import main as cli_main
 from commscope.models import partitioned as pm
 from commscope.models.machine_model import load_machine_model
 from commscope.predict import earlybird as eb
-from commscope.profile import ompt
+from needs import need_ompt_runtime, needs
 
 QUIET = dict(echo=False, progress=False, timeout=180)
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -22,8 +22,7 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 
 @pytest.fixture(scope="module")
 def partitioned_run(tmp_path_factory, default_mpi):
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed")
+    need_ompt_runtime()
     return run_partitioned(threads=2, compute_s=0.004, sigma_s=1e-3, sizes=[1 << 20, 4 << 20],
                            runs_per_size=6, methods=["partitioned", "single"], ompt=True,
                            runs_root=tmp_path_factory.mktemp("runs"), **QUIET)
@@ -65,8 +64,7 @@ def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
 
 @pytest.mark.mpi
 def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mpi, capsys):
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed")
+    need_ompt_runtime()
     run = run_threads(ranks=1, threads=2, iterations=20, work=5e-4, dist="constant",
                       compute="sleep", ompt=True, runs_root=tmp_path, **QUIET)
     assert cli_main(["advise", str(run.path), "--size", "64"]) == 0
@@ -85,14 +83,12 @@ def test_advise_needs_thread_arrivals(tmp_path, capsys):
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(shutil.which("lmp") is None or not os.access("/usr/bin/mpicc", os.X_OK),
-                    reason="Debian's lammps and Open MPI are not installed: run "
-                           "scripts/install_validation_apps.sh (as root)")
+@needs(shutil.which("lmp") is not None and os.access("/usr/bin/mpicc", os.X_OK),
+       "Debian's lammps and Open MPI are not installed: scripts/setup.sh (as root) installs them")
 def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
     """A real MPI+OpenMP program not part of commscope: Debian's LAMMPS (built with GCC's
     OpenMP, no OPENMP package; PPPM runs FFTW's threads)."""
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed")
+    need_ompt_runtime()
     runs = tmp_path / "runs"
     code = cli_main(["profile", "--mpi", "/usr/bin/mpicc", "--ompt", "--trace",
                      "--threads", "2", "-n", "2", "--runs", str(runs), "--quiet",

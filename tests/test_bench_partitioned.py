@@ -17,7 +17,7 @@ QUIET = dict(echo=False, progress=False, timeout=180)
 
 
 @pytest.fixture(scope="module")
-def small_run(tmp_path_factory):
+def small_run(tmp_path_factory, default_mpi):  # a real run: its users get the mpi marker
     """3 threads, a size that is not a multiple of 3, every method."""
     root = tmp_path_factory.mktemp("runs")
     return run_partitioned(threads=3, compute_s=0.003, variability=0.3, sizes=[65536, 1000001],

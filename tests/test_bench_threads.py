@@ -26,6 +26,7 @@ QUIET = dict(echo=False, progress=False, timeout=180)
 KEYS = ["trial", "rank", "iteration", "thread"]
 
 
+@pytest.mark.mpi
 def test_rows_and_times_follow_the_requested_work(runs_root):
     work, sd = 2e-3, 2e-4
     run = run_threads(ranks=2, threads=2, iterations=10, trials=2, work=work, dist="uniform",
@@ -60,6 +61,7 @@ def test_rows_and_times_follow_the_requested_work(runs_root):
     assert err.median() < work
 
 
+@pytest.mark.mpi
 def test_same_seed_same_injected_times_under_both_mpis(runs_root):
     kw = dict(ranks=2, threads=2, iterations=4, work=5e-4, dist="normal", sd=1e-4,
               laggard_prob=0.3, laggard_extra=1e-3, seed=11, compute="sleep",
@@ -72,6 +74,7 @@ def test_same_seed_same_injected_times_under_both_mpis(runs_root):
     assert (a.loc[a["laggard"] == 1, "intended_time_s"] > 1e-3).all()
 
 
+@pytest.mark.mpi
 def test_injected_laggards_are_found(runs_root, tmp_path):
     threshold = 5e-3
     run = run_threads(ranks=2, threads=2, iterations=20, work=2e-3, dist="constant",
@@ -104,6 +107,7 @@ def test_injected_laggards_are_found(runs_root, tmp_path):
     assert page.count("data:image/png;base64") + page.count('<figure class="fig"') >= 3
 
 
+@pytest.mark.mpi
 def test_no_laggards_when_none_injected(runs_root):
     threshold = 5e-3
     run = run_threads(ranks=2, threads=2, iterations=20, work=2e-3, dist="normal", sd=5e-5,
@@ -195,6 +199,7 @@ def _run_app(m, exe, out, cap):
     return res
 
 
+@pytest.mark.mpi
 def test_header_in_an_application(header_program, tmp_path):
     m, exe = header_program
     out = tmp_path / "tt.csv"
@@ -220,6 +225,7 @@ def test_header_in_an_application(header_program, tmp_path):
     assert len(lag) == 2 * 6
 
 
+@pytest.mark.mpi
 def test_header_counts_records_that_do_not_fit(header_program, tmp_path):
     m, exe = header_program
     out = tmp_path / "tt.csv"

@@ -18,6 +18,7 @@ from commscope.cli import main
 from commscope.errors import InputError
 from commscope.matching.trace import read_trace
 from commscope.profile.run import run_profile
+from needs import need_module, need_ompt_runtime
 
 pytestmark = pytest.mark.mpi
 PROGRAMS = Path(__file__).parent / "programs"
@@ -219,7 +220,7 @@ def test_every_kind_of_call_and_message_is_exported(runs, capsys):
 # ---- OTF2 --------------------------------------------------------------------------------
 
 def read_otf2(anchor):
-    otf2 = pytest.importorskip("otf2")
+    otf2 = need_module("otf2", "the export extra (scripts/setup.sh)")
     with otf2.reader.open(str(anchor)) as trace:
         d = trace.definitions
         groups = sorted(g.name for g in d.location_groups)
@@ -235,7 +236,7 @@ def read_otf2(anchor):
 
 
 def test_otf2_archive_reads_back_with_every_event(runs, capsys):
-    pytest.importorskip("otf2")
+    need_module("otf2", "the export extra (scripts/setup.sh)")
     run = runs["mix"]
     code, out, err = export(capsys, run, "--format", "otf2", "--json")
     assert code == 0, err
@@ -268,7 +269,7 @@ def test_otf2_archive_reads_back_with_every_event(runs, capsys):
 
 
 def test_otf2_of_a_threaded_program(runs, capsys):
-    pytest.importorskip("otf2")
+    need_module("otf2", "the export extra (scripts/setup.sh)")
     run = runs["threads"]
     # the archive's parts: threads.otf2, threads.def and threads/, the run directory
     # itself here: never replaced, even with --overwrite
@@ -300,7 +301,7 @@ def test_a_run_without_trace_exports_counters_and_says_how_to_trace(runs, capsys
     assert not by["X"] and not by["s"] and by["C"]
     doc = json.loads(out_path.read_text())
     assert doc["otherData"]["trace"] is False and doc["otherData"]["functions"]
-    if pytest.importorskip("otf2"):
+    if need_module("otf2", "the export extra (scripts/setup.sh)"):
         code, _, err = export(capsys, run, "--format", "otf2", "-o", tmp_path / "t.otf2")
         assert code == 0 and "profile --trace" in err
         _, _, _, _, ev, _ = read_otf2(tmp_path / "t.otf2")
@@ -424,7 +425,7 @@ def check_coll_trace(run):
 def check_coll_otf2(anchor, ev, snapshots):
     """Read the archive back with the OTF2 reader: per rank and event kind, the counts
     the program implies and the trace holds; collective events inside their call."""
-    otf2 = pytest.importorskip("otf2")
+    otf2 = need_module("otf2", "the export extra (scripts/setup.sh)")
     per_rank = collections.defaultdict(collections.Counter)
     with otf2.reader.open(str(anchor)) as trace:
         assert sorted(g.name for g in trace.definitions.location_groups) == ["rank 0", "rank 1"]
@@ -589,11 +590,9 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
     OpenMP thread with an Enter and a Leave per segment and per barrier wait, on the MPI
     trace's clock, and the same slices in the Perfetto file."""
     from commscope import mpi as mpimod
-    from commscope.profile import ompt
     import pandas as pd
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
-    pytest.importorskip("otf2")
+    need_ompt_runtime()
+    need_module("otf2", "the export extra (scripts/setup.sh)")
     runs_dir = tmp_path / "runs"
     assert main(["profile", "--counters", "all", "--ompt", "--trace", "--threads", str(OMP_THREADS),
                  "-n", "2", "--runs", str(runs_dir), "--quiet", "--",

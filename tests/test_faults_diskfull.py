@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from commscope.runs import open_run
+from needs import need_ompt_runtime
 
 ARGS = ["bench", "pingpong", "-m", "1:4M", "-i", "1000", "-I", "200", "--quiet", "--name", "pp"]
 
@@ -125,8 +126,7 @@ def test_ompt_tool_stops_at_a_full_disk_with_one_message(default_mpi, tmp_path, 
     """The OMPT tool's files: the first failed write stops the tool, named once on stderr."""
     from commscope import mpi as mpimod
     from commscope.profile import ompt
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    need_ompt_runtime()
     tool = ompt.tool_library(default_mpi)
     (tmp_path / victim).symlink_to("/dev/full")
     env = {**os.environ, "LD_PRELOAD": str(ompt.runtime_library()),
@@ -171,9 +171,7 @@ def test_ompt_write_failure_fails_a_job_that_exits_0(default_mpi, tmp_path, caps
     (exit 0): the run is still failed with the file named, and commscope exits 2."""
     from commscope import mpi as mpimod
     from commscope.cli import main
-    from commscope.profile import ompt
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed (scripts/setup.sh installs it)")
+    need_ompt_runtime()
     full_run_file("ompt.0.maps")
     runs = tmp_path / "runs"
     program = [str(mpimod.binary(default_mpi, a)) if a == "threads" else a for a in program]

@@ -28,6 +28,7 @@ def test_partial_last_line_dropped_with_warning(tmp_path, capsys):
     assert str(f) in err and "line 6" in err and "incomplete" in err
 
 
+@pytest.mark.slow  # a growing file: a writer process that sleeps
 @pytest.mark.parametrize("argv", [
     ["stats", "gev", "{f}", "--draws", "4"],
     ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4",
@@ -47,6 +48,7 @@ def test_stats_read_growing_files(tmp_path, argv):
     assert f"{f}: line 202 is incomplete" in proc.stderr
 
 
+@pytest.mark.slow
 def test_arrivals_read_growing_file(tmp_path):
     rows = ["trial,rank,iteration,thread,compute_time_s"]
     rng = np.random.default_rng(1)

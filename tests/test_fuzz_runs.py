@@ -22,7 +22,6 @@ pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 MUTANTS = int(os.environ.get("COMMSCOPE_MUTANTS", "8"))
 LIMIT_S = 90  # a report of a damaged profile run takes up to 30 s on a loaded machine
-TALLY = {}
 
 
 def _explain(cases):
@@ -38,10 +37,7 @@ def test_damaged_runs_exit_0_or_2_naming_the_file(fuzz_originals, tmp_path_facto
     work = tmp_path_factory.mktemp("mutant")
     mutant = fuzzkit.draw_mutant(fuzzkit.HypothesisDraw(data), fuzz_originals, work)
     cases = fuzzkit.run_mutant(mutant, limit_s=LIMIT_S)
-    for c in cases:
-        TALLY[c.outcome] = TALLY.get(c.outcome, 0) + 1
-    assert all(c.outcome in fuzzkit.GOOD + ("exit 2 not naming",) for c in cases), \
-        _explain(cases)
+    assert cases and all(c.outcome in fuzzkit.GOOD for c in cases), _explain(cases)
     shutil.rmtree(work)
 
 
@@ -91,7 +87,3 @@ def test_forked_and_real_entry_point_agree(fuzz_originals, tmp_path):
             shutil.rmtree(tmp_path / where)
         assert results[0] == results[1]
 
-
-def test_zz_report_the_tally():
-    """Printed with -s: outcomes of the quick pass."""
-    print(f"\nfuzz quick pass, cases by outcome: {TALLY}")

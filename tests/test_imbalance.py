@@ -11,7 +11,7 @@ from commscope import mpi as mpimod
 from commscope.cli import main as cli_main
 from commscope.errors import InputError
 from commscope.profile import imbalance as im
-from commscope.profile import ompt
+from needs import need_ompt_runtime
 
 GPU = Path(__file__).resolve().parent / "data" / "gpu"
 
@@ -70,8 +70,7 @@ def test_gpu_files_with_missing_parts_name_file_and_column(tmp_path, capsys):
 
 @pytest.mark.mpi
 def test_imbalance_of_a_profiled_hybrid_run(tmp_path, default_mpi, capsys):
-    if ompt.runtime_library() is None:
-        pytest.skip("intel-openmp wheel not installed")
+    need_ompt_runtime()
     prog = mpimod.binary(default_mpi, "threads")
     runs = tmp_path / "runs"
     assert cli_main(["profile", "--counters", "all", "--ompt", "--threads", "2",

@@ -7,6 +7,7 @@ import pytest
 from commscope import launch, mpi
 from commscope.errors import InputError
 from commscope.launch import available_cores, plan_launch
+from needs import needs
 
 
 @pytest.fixture
@@ -92,8 +93,8 @@ DEBIAN = {flavor: (f"/usr/bin/mpicc.{flavor}", f"/usr/bin/mpiexec.{flavor}")
 
 def _needs_debian(*flavors):
     missing = [p for f in flavors for p in DEBIAN[f] if not os.path.exists(p)]
-    return pytest.mark.skipif(bool(missing), reason=f"Debian's MPI is not installed here "
-                                                    f"(no {', '.join(missing)})")
+    return needs(not missing, f"Debian's MPI is not installed here (no {', '.join(missing)}; "
+                              "scripts/setup.sh installs it as root)")
 
 
 @_needs_debian("mpich")

@@ -361,6 +361,7 @@ def test_clean_fit_is_not_flagged_and_its_intervals_are_tight():
         assert hi - lo < 0.2 * p.alpha_s + 1e-9
 
 
+@pytest.mark.slow
 def test_gamma_and_r_n_get_bootstrap_intervals():
     machine_model = fit_machine_model(pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9))
     lo, hi = machine_model.machine["gamma_ci95_s"]

@@ -20,6 +20,7 @@ import pytest
 
 from fuzzkit import NAN_TOKEN, PROGRAMS, fork_cli
 from test_faults_runstate import _killed_after_first_sizes, _until_quiet
+from needs import OMPT_RUNTIME, need
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -168,8 +169,7 @@ def test_undefined_values_are_dash_in_text_and_null_in_json(degenerate, tmp_path
                                   "threads-one-iteration"])
 def test_report_shows_no_nan_or_inf(fuzz_originals, degenerate, tmp_path, name):
     run = fuzz_originals.get(name) or degenerate.get(name)
-    if run is None:
-        pytest.skip(f"no {name} run here (needs the OpenMP runtime)")
+    need(run is not None, f"no {name} run here (needs the OpenMP runtime: {OMPT_RUNTIME})")
     argv = ["report", str(run), "-o", str(tmp_path / "r.html")]
     if name == "pingpong":
         argv += ["--machine-model", str(fuzz_originals["machine-model"])]

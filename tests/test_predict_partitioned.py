@@ -26,14 +26,14 @@ SIZES = [65536, 1048576, 4194304]
 
 
 @pytest.fixture(scope="module")
-def prun(tmp_path_factory):
+def prun(tmp_path_factory, default_mpi):  # a real run: its users get the mpi marker
     root = tmp_path_factory.mktemp("runs")
     return run_partitioned(threads=2, compute_s=0.004, variability=0.4, sizes=SIZES,
                            runs_per_size=3, seed=5, runs_root=root, **QUIET)
 
 
 @pytest.fixture(scope="module")
-def machine_model_path(tmp_path_factory):
+def machine_model_path(tmp_path_factory, default_mpi):
     root = tmp_path_factory.mktemp("pp")
     run = run_pingpong(min_size=1, max_size=4 << 20, iters=50, warmup=5, large_iters=10,
                        large_warmup=2, runs_root=root, **QUIET)
@@ -219,6 +219,7 @@ def test_refuses_runs_with_corrupted_data(prun, tmp_path):
         predict_partitioned(open_run(copy), link=ConstantLink(1e-6, 1e10))
 
 
+@pytest.mark.slow  # builds a whole report
 def test_report_section(prun, machine_model_path, tmp_path):
     from commscope.models.machine_model import load_machine_model
     out = build_report([prun.path], tmp_path / "with.html",

@@ -5,9 +5,7 @@ derived from that description, per thread, under MPI_THREAD_MULTIPLE.
 """
 
 import json
-import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
@@ -21,6 +19,7 @@ import pytest
 from commscope.cli import main
 from commscope.profile.counters import CounterFile, counter_ranks
 from commscope.runs import open_run
+from needs import importable, need
 
 pytestmark = pytest.mark.mpi
 PROGRAMS = Path(__file__).parent / "programs"
@@ -460,7 +459,7 @@ def test_a_venv_python_runs_in_its_venv(capsys, runs_root, tmp_path):
     python = Path(sys.prefix) / "bin" / "python"
     if sys.prefix == sys.base_prefix or not python.is_symlink():
         pytest.skip("the tests do not run in a venv")
-    pytest.importorskip("mpi4py")  # installed in the venv only
+    need(importable("mpi4py"), "mpi4py is not installed (the test extra: scripts/setup.sh)")
     script = tmp_path / "prog.py"
     script.write_text("import sys\nfrom mpi4py import MPI\n"
                       "for _ in range(3):\n    MPI.COMM_WORLD.Barrier()\n"

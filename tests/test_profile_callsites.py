@@ -18,6 +18,7 @@ from commscope.cli import main
 from commscope.matching.trace import read_trace
 from commscope.profile.callsites import callsites_table
 from commscope.runs import open_run
+from needs import need
 
 pytestmark = pytest.mark.mpi
 PROGRAMS = Path(__file__).parent / "programs"
@@ -329,7 +330,7 @@ FORTRAN = [("mpif.h", ["-DMPIF_H"]), ("use mpi", []), ("use mpi_f08", ["-DF08"])
 def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags):
     mpif90, mpicc = shutil.which(f"mpif90.{flavour}"), shutil.which(f"mpicc.{flavour}")
     if not (mpif90 and mpicc):
-        pytest.skip(f"mpif90.{flavour} or mpicc.{flavour} not found (Debian as root: apt-get "
+        need(False, f"mpif90.{flavour} or mpicc.{flavour} not found (Debian as root: apt-get "
                     f"install gfortran {'libopenmpi-dev' if flavour == 'openmpi' else 'libmpich-dev'})")
     exe = tmp_path / "callsites_f"
     subprocess.run([mpif90, "-g", "-O0", "-cpp", *flags, str(PROGRAMS / "callsites.f90"), "-o", str(exe)],

@@ -17,6 +17,7 @@ import pytest
 
 from commscope.cli import main
 from commscope.runs import open_run
+from needs import need
 
 pytestmark = pytest.mark.mpi
 PROGRAMS = Path(__file__).parent / "programs"
@@ -29,7 +30,7 @@ def tools(flavour):
     found = {tool: shutil.which(f"{tool}.{flavour}") for tool in ("mpif90", "mpicc", "mpiexec")}
     missing = [f"{tool}.{flavour}" for tool, path in found.items() if not path]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not found: Fortran tests need the system MPI with "
+        need(False, f"{', '.join(missing)} not found: Fortran tests need the system MPI with "
                     f"Fortran (Debian/Ubuntu as root: apt-get install gfortran "
                     f"{'libopenmpi-dev openmpi-bin' if flavour == 'openmpi' else 'libmpich-dev mpich'})")
     return found["mpif90"], found["mpicc"]

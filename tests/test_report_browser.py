@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from commscope.units import human_value
+from needs import needs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,9 +26,12 @@ def _checker():
 
 
 check = _checker()
-needs_chromium = pytest.mark.skipif(
-    check.find_chromium() is None,
-    reason="no chromium on PATH (Debian: apt-get install chromium; scripts/setup.sh as root)")
+
+
+def needs_chromium(test):
+    return pytest.mark.browser(needs(check.find_chromium() is not None,
+                                     "no chromium on PATH (Debian: apt-get install chromium; "
+                                     "scripts/setup.sh as root)")(test))
 
 
 @pytest.mark.parametrize("name, value, text", [

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from needs import need
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -58,8 +60,7 @@ def test_quick_mode(name, tmp_path, short_tmpdir):
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"),
                                                         os.environ.get("PYTHONPATH")])))
     status, seconds, detail = bench.run_one(name, True, tmp_path, timeout=600, env=env)
-    if status == "skipped":
-        pytest.skip(f"scripts/{name}.py: {detail}")
+    need(status != "skipped", f"scripts/{name}.py: {detail}")
     log = (tmp_path / f"{name}.log").read_text(errors="replace")
     assert status == "ok", f"scripts/{name}.py {' '.join(bench.quick_args(name))}: {detail}\n" \
                            f"{log[-3000:]}"

@@ -131,6 +131,7 @@ def test_parametric_interval_covers_truth(kind):
     assert hits / repeats >= 0.9
 
 
+@pytest.mark.slow
 def test_single_group_parametric_bootstrap_is_calibrated():
     # One node holding all ranks: a plain percentile bootstrap of the EMMA estimate, so
     # its 95% interval should cover the true expected maximum close to 95% of the time.
@@ -143,6 +144,7 @@ def test_single_group_parametric_bootstrap_is_calibrated():
     assert 0.84 <= hits / repeats <= 0.99
 
 
+@pytest.mark.slow
 def test_parametric_interval_narrows_with_more_data():
     rng = np.random.default_rng(9)
     widths = []

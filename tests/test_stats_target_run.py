@@ -44,6 +44,7 @@ def test_block_length_sees_autocorrelation():
     assert r > bound == pytest.approx(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("statistic", ["median", "sum"])
 def test_block_bootstrap_holds_nominal_coverage_on_correlated_series(statistic):
     # lag-1 autocorrelation 0.6: the independent resample is too narrow, blocks are not
@@ -53,6 +54,7 @@ def test_block_bootstrap_holds_nominal_coverage_on_correlated_series(statistic):
     assert iid <= blocks - 0.1, (iid, blocks)
 
 
+@pytest.mark.slow
 def test_independent_series_keep_nominal_coverage_both_kinds():
     assert coverage(0.0, "median", tr.block_length) >= 0.88
     assert coverage(0.0, "sum", tr.block_length, trials=30, parametric=True) >= 0.85
@@ -97,6 +99,7 @@ def run_effect_coverage(run_df, trials=80, runs=3, tau=0.1, seed=6):
     return held / trials
 
 
+@pytest.mark.slow
 def test_run_effect_estimated_from_three_runs_needs_students_t():
     # the spread is estimated from 3 runs: a normal with that sd is too narrow for a new
     # run's level (about 80 % here); t with 2 degrees of freedom holds near 95 %

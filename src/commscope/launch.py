@@ -345,6 +345,7 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     SIGKILL after ``grace_s``) and then raise :class:`~commscope.errors.Interrupted`;
     a SIGKILLed commscope takes the job with it (see :mod:`commscope.jobguard`).
     """
+    _refuse_where_jobs_are_forbidden(plan.argv)
     env = dict(os.environ, **plan.env)
     # A single-node mpiexec keeps its session files (Open MPI: <TMPDIR>/ompi.<pid>, PMIx
     # sockets) in a directory of this job's own: a killed launcher leaves its directory
@@ -365,6 +366,18 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
 #: The prefixes of commscope's own native parts on a job's stderr (their failed writes
 #: and notes are read after the job, wherever they fell in a long output).
 _OWN = ("commscope", "[commscope")
+
+
+def _refuse_where_jobs_are_forbidden(argv):
+    """The test suite's guard (tests/conftest.py): a test without the ``mpi`` marker runs
+    with COMMSCOPE_TEST_NO_JOBS naming a file; a job it starts, here or in a child
+    process, is written there (the test then fails naming itself) and not started."""
+    record = os.environ.get("COMMSCOPE_TEST_NO_JOBS")
+    if record:
+        with open(record, "a") as f:
+            f.write(" ".join(map(str, argv)) + "\n")
+        raise EnvironmentProblem(f"{argv[0]}: no MPI job may start here (a test without "
+                                 "the mpi marker, COMMSCOPE_TEST_NO_JOBS)")
 
 
 def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s,

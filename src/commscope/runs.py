@@ -154,7 +154,8 @@ class Run:
                 break
             except FileExistsError:
                 if name:
-                    raise InputError(path, None, "run directory exists; not overwriting it")
+                    raise InputError(path, None,
+                                     "run directory exists; not overwriting it") from None
                 suffix += 1
                 path = root / f"{base}-{suffix}"
         (path / "raw").mkdir()

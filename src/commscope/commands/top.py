@@ -1,5 +1,7 @@
 """commscope top"""
 
+from .common_options import number
+
 EXAMPLES = """\
 examples:
   commscope top runs/20261123T071404Z-profile             # live while the program runs
@@ -26,8 +28,6 @@ counts when it returns, so a long call that spans intervals can push one interva
 100 %); with --once (the first frame) the whole run so far.  Without the timers (a
 --counters list without timers) the times say "not measured" (null in --json).
 """
-
-from .common_options import number
 
 
 def register(registry):

@@ -32,7 +32,7 @@ from ..errors import InputError
 from ..models import stencil
 from ..models.p2p import node_aware_time, require_term
 from . import engines as eng
-from .replay import random_interleave, summarize
+from .replay import random_interleave
 from ..lazy import lazy
 
 np = lazy("numpy")

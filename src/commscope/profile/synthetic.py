@@ -71,7 +71,6 @@ def write_run(path, template, ranks=16384, ranks_per_node=128, threads=1, iterat
     from ..runs import Run
     path = Path(path)
     tmeta = json.loads(Path(template).read_text())
-    lay = tmeta["layout"]
     nodes = (ranks + ranks_per_node - 1) // ranks_per_node
     params = dict(program="synthetic-stencil", args=[], ranks=ranks, threads=threads,
                   counters=list(tmeta["sets"]), snapshot_every_s=tmeta["snapshot_interval_s"],
@@ -151,7 +150,6 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
     slab_starts = np.concatenate([blocks[:, None] + at + np.arange(n)[None, :] * slab_bytes
                                   for at, n in zip(chunk_at, chunk_sizes)], axis=1)[:, :nslabs]
     bin_block_at = blocks + lay["rank_block_bytes"] + sum(chunk_sizes) * slab_bytes
-    gw = world[:, None]
     mult = np.where(heavy[world], 2, 1)[:, None]
     msgs = iterations * 6 * mult  # per rank, thread 0 does the point-to-point work
     totals = {}

@@ -3,7 +3,6 @@
 import html
 import importlib
 import pkgutil
-from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError, warn

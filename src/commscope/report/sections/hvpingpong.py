@@ -143,7 +143,7 @@ def _render_run(run, machine_model, model_note, key=False):
              f"<p>{p['pairs']} pair(s), {html.escape(p.get('layout', ''))}; "
              f"{html.escape(sizes)}; {p.get('iters', '?')} repetitions per cell after "
              f"{p.get('warmup', '?')} "
-             f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality']))))}. "
+             f"warm-up; locality {html.escape(', '.join(sorted(set(samples['locality'].dropna().astype(str)))))}. "
              + (f"gamma fitted from this run (upper bound, eq. 3): {format_seconds(gamma)} per element. "
                 if gamma is not None else "")
              + (f"Model parameters {html.escape(model_note)}."

@@ -74,7 +74,7 @@ def _busy_sentence(busy, runs):
                     f"{html.escape(_range_of(clauses))} during {runs_text}")
     if over:
         said.append(("it" if len(runs) == 1 else f"{len(over)} run{'s' * (len(over) != 1)}")
-                    + f" had more ranks x threads than cores (oversubscribed)")
+                    + " had more ranks x threads than cores (oversubscribed)")
     return "; ".join(said)
 
 
