@@ -143,3 +143,33 @@ def test_what_if_needs_a_known_change(programs, runs_root, capsys):
     run = profile("late_sender", programs["late_sender"], runs_root, capsys)
     assert main(["diagnose", str(run.path), "--what-if", "faster"]) == 2
     assert "--what-if" in capsys.readouterr().err
+
+
+def test_efficiency_per_phase_marked_with_pcontrol(default_mpi, tmp_path, runs_root, capsys):
+    """tests/programs/diagnose/phases.c: a balanced phase, then one where rank 3 works
+    3U and the others U; the trace's MPI_Pcontrol marks bound three phases."""
+    from pathlib import Path
+    src = Path(__file__).parent / "programs" / "diagnose" / "phases.c"
+    exe = tmp_path / "phases"
+    import subprocess
+    subprocess.run([default_mpi.mpicc, "-O2", "-g", str(src), "-o", str(exe)], check=True)
+    assert main(["profile", "--runs", str(runs_root), "--quiet", "-n", "4", "--callsites",
+                 "--trace", "--", str(exe), "--iters", "30", "--unit", "0.004"]) == 0
+    capsys.readouterr()
+    run = sorted(runs_root.iterdir())[-1]
+    assert main(["diagnose", str(run), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    phases = out["efficiency"]["phases"]
+    lines = [n for n, text in enumerate(src.read_text().splitlines(), 1) if "MPI_Pcontrol(1)" in text]
+    assert [(p["phase"], p["begin"], p["end"]) for p in phases] == [
+        (0, "MPI_Init", f"phases.c:{lines[0]}"), (1, f"phases.c:{lines[0]}", f"phases.c:{lines[1]}"),
+        (2, f"phases.c:{lines[1]}", "MPI_Finalize")]
+    assert phases[0]["load_balance_efficiency"] > 0.8
+    assert 0.35 < phases[1]["load_balance_efficiency"] < 0.7
+    assert phases[1]["communication_efficiency"] > 0.8
+    assert phases[1]["transfer_efficiency"] is not None
+    first = out["findings"][0]
+    assert first["kind"] == "load_imbalance" and first["culprit_ranks"] == [3]
+    assert first["region"].endswith(f"in phase 1 (phases.c:{lines[0]} .. phases.c:{lines[1]})")
+    assert main(["diagnose", str(run)]) == 0
+    assert "phase 1 (phases.c:" in capsys.readouterr().out

@@ -367,11 +367,19 @@ CS_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provid
 }
 
 /* MPI_Pcontrol(2) takes a snapshot at that point of the program; other levels are
- * only counted (profiling stays on: counts stay exact). */
+ * only counted (profiling stays on: counts stay exact).  With the trace, every call is
+ * a MARK record (its level in bytes): the phases `commscope diagnose` gives
+ * efficiencies for start at each mark. */
 CS_EXPORT int MPI_Pcontrol(const int level, ...)
 {
     cs_count_call(CS_F_MPI_Pcontrol);
     CS_SITE_CALL(CS_F_MPI_Pcontrol);
+    if (cs_sets & CS_SET_TRACE) {
+        int own = !cs_tl_site; /* a Fortran wrapper saved the program's address already */
+        if (own) cs_tl_site = __builtin_return_address(0);
+        cs_trace(CS_EV_MARK, CS_F_MPI_Pcontrol, cs_ticks(), 0, level, -1, 0, -1, 0);
+        if (own) cs_tl_site = 0;
+    }
     if (level == 2 && cs_hdr) cs_snap_now();
     return MPI_SUCCESS;
 }

@@ -16,6 +16,13 @@ over their summed maximum) and the share of the useful time spent outside parall
 regions; per region, the same thread balance and the balance of the region's time
 over ranks.
 
+Per marked phase (the program's MPI_Pcontrol calls, recorded by ``--trace``): phase k
+of rank p runs from its k-th mark to its next (the first from MPI_Init, the last to
+MPI_Finalize); its useful time is that span minus the rank's time in the MPI calls that
+began in it, its run time the latest end over ranks minus the earliest start, and the
+same formulas give the phase's MPI level (the ideal replay's mark times its transfer
+split).
+
 A rank with several threads calling MPI counts the mean of its threads' time in MPI,
 as ``stats imbalance`` does (profile/imbalance.py), so u stays a share of the rank's
 wall time.
@@ -69,6 +76,60 @@ def mpi_level(useful, runtime_s, ideal_runtime_s=None):
         out.update(ideal_runtime_s=float(ideal_runtime_s),
                    transfer_efficiency=float(min(ideal_runtime_s / runtime_s, 1.0)),
                    serialisation_efficiency=float(min(u.max() / ideal_runtime_s, 1.0)))
+    return out
+
+
+#: The function whose traced calls mark phase boundaries.
+MARK_FUNCTION = "MPI_Pcontrol"
+
+
+def phase_levels(timeline, ideal=None):
+    """The MPI level per marked phase: a list of dicts (phase, begin, end: the marks'
+    call sites, "MPI_Init" and "MPI_Finalize" at the ends; and mpi_level's keys); []
+    without marks.  ``ideal``: the network=ideal :class:`~.replay.Replay` (the transfer
+    split).  Ranks that marked different numbers of phases raise ValueError."""
+    c = timeline.calls
+    is_mark = (c["function"] == MARK_FUNCTION).to_numpy()
+    if not is_mark.any():
+        return []
+    win = timeline.window.set_index("rank")
+    marks = c[is_mark].sort_values(["rank", "start_s"])
+    per_rank = marks.groupby("rank").size().reindex(win.index).fillna(0).astype(int)
+    if per_rank.nunique() != 1:
+        raise ValueError("ranks marked different numbers of phases with MPI_Pcontrol ("
+                         + ", ".join(f"rank {r}: {n}" for r, n in per_rank.items()) + ")")
+    k = int(per_rank.iloc[0])
+    sites = marks.groupby("rank")["callsite"].apply(list).iloc[0]
+    names = ["MPI_Init"] + [s or MARK_FUNCTION for s in sites] + ["MPI_Finalize"]
+    bounds = {r: np.r_[win.at[r, "init_s"], g["start_s"].to_numpy(), win.at[r, "fin_s"]]
+              for r, g in marks.groupby("rank")}
+    ideal_bounds = None
+    if ideal is not None and ideal.call_end_s is not None:
+        ideal_bounds = {r: np.r_[win.at[r, "init_s"], ideal.call_end_s[g.index.to_numpy()],
+                                 ideal.end_s.get(r, win.at[r, "fin_s"])]
+                        for r, g in marks.groupby("rank")}
+    calls = c[~is_mark]
+    nthreads = calls.groupby("rank")["thread"].nunique()
+    mpi = np.zeros((len(bounds), k + 1))
+    order = sorted(bounds)
+    for i, r in enumerate(order):
+        g = calls[calls["rank"] == r]
+        phase = np.clip(np.searchsorted(bounds[r], g["start_s"].to_numpy(), "right") - 1, 0, k)
+        np.add.at(mpi[i], phase, (g["end_s"] - g["start_s"]).to_numpy())
+        mpi[i] /= max(int(nthreads.get(r, 1)), 1)
+    out = []
+    for j in range(k + 1):
+        lo = np.array([bounds[r][j] for r in order])
+        hi = np.array([bounds[r][j + 1] for r in order])
+        span = hi - lo
+        useful = pd.DataFrame({"useful_s": np.maximum(span - np.minimum(mpi[:, j], span), 0)})
+        ideal_s = None
+        if ideal_bounds is not None:
+            ideal_s = float(max(ideal_bounds[r][j + 1] for r in order)
+                            - min(ideal_bounds[r][j] for r in order))
+        level = mpi_level(useful, float(hi.max() - lo.min()), ideal_s)
+        if level is not None:
+            out.append({"phase": j, "begin": names[j], "end": names[j + 1], **level})
     return out
 
 

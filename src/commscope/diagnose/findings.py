@@ -130,7 +130,13 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         ideal = rp.run("network=ideal", network="ideal")
     efficiency = {"mpi": eff.mpi_level(useful, runtime, ideal.runtime_s if ideal else None)
               if useful is not None else None,
-              "openmp": eff.openmp_level(profile.threads, useful), "useful_basis": useful_basis}
+              "openmp": eff.openmp_level(profile.threads, useful), "useful_basis": useful_basis,
+              "phases": []}
+    if tl is not None and len(tl.calls):
+        try:
+            efficiency["phases"] = eff.phase_levels(tl, ideal)
+        except ValueError as exc:
+            notes.append(f"no efficiency per phase: {exc}")
     ctx = _Context(profile, tl, rp, base, useful, runtime, nranks, machine_model)
     findings = []
     if tl is not None:
@@ -315,6 +321,8 @@ def _region_of_culprit(ctx, f, ws, keys):
     function = c["function"].to_numpy()
     stream = c["stream"].to_numpy()
     site = [x if isinstance(x, str) else fn for x, fn in zip(c["callsite"], function)]
+    is_mark = function == eff.MARK_FUNCTION
+    phase = pd.Series(is_mark.astype(int)).groupby(stream).cumsum().to_numpy()  # marks before
     votes = {}
     for calls, lost in zip(w["culprit_calls"], w["direct_s"]):
         for j in calls:
@@ -330,12 +338,19 @@ def _region_of_culprit(ctx, f, ws, keys):
             if burst[k] > burst[best]:
                 best = k
             before = site[best - 1] if best > 0 and stream[best - 1] == stream[best] else "MPI_Init"
-            key = (before, site[best])
+            key = (before, site[best], int(phase[best]))
             votes[key] = votes.get(key, 0.0) + lost / len(calls)
     if not votes:
         return None
-    before, after = max(votes, key=votes.get)
-    return f"the work between {before} and {after}"
+    before, after, k = max(votes, key=votes.get)
+    where = (f"the work before each {after} (from the previous one)" if before == after
+             else f"the work between {before} and {after}")
+    if is_mark.any():  # the program marked phases (MPI_Pcontrol): name the culprit's
+        bounds = ["MPI_Init"] + [site[i] for i in np.flatnonzero(is_mark & (stream == stream[0]))] \
+            + ["MPI_Finalize"]
+        if k + 1 < len(bounds):
+            where += f", in phase {k} ({bounds[k]} .. {bounds[k + 1]})"
+    return where
 
 
 #: Calls that end a culprit's way back: it had synchronised there.

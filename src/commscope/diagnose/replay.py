@@ -44,11 +44,13 @@ pd = lazy("pandas")
 
 @dataclass
 class Replay:
-    """The result of one replay: ``runtime_s``; ``end_s`` per rank (its MPI_Finalize)."""
+    """The result of one replay: ``runtime_s``; ``end_s`` per rank (its MPI_Finalize);
+    ``call_end_s``: every call's replayed end (indexed as the timeline's calls)."""
 
     runtime_s: float
     end_s: dict
     change: str
+    call_end_s: object = None
 
 
 class Replayer:
@@ -238,7 +240,8 @@ class Replayer:
         init = self.tl.window["init_s"].min()
         for r, fin in zip(self.tl.window["rank"], self.tl.window["fin_s"]):
             ends.setdefault(int(r), float(fin))  # a rank that made no traced call
-        return Replay(runtime_s=float(max(ends.values()) - init), end_s=ends, change=change)
+        return Replay(runtime_s=float(max(ends.values()) - init), end_s=ends, change=change,
+                      call_end_s=end)
 
     def _partners_known(self, c, start, known):
         for p, _, _ in self.p2p[c]:

@@ -126,6 +126,11 @@ def render(d, stream):
         p(f"efficiency (POP): parallel {e['parallel_efficiency']:.2f} = load balance "
           f"{e['load_balance_efficiency']:.2f} x communication {e['communication_efficiency']:.2f}"
           + split)
+    for ph in d.efficiency.get("phases") or []:
+        p(f"  phase {ph['phase']} ({ph['begin']} .. {ph['end']}, "
+          f"{format_seconds(ph['runtime_s'])}): parallel {ph['parallel_efficiency']:.2f} = "
+          f"load balance {ph['load_balance_efficiency']:.2f} x communication "
+          f"{ph['communication_efficiency']:.2f}")
     o = d.efficiency.get("openmp")
     if o:
         parts = []

@@ -57,12 +57,13 @@ VERSION = 3
 RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD}   # the record of each version
 NO_FUNCTION = 0xFFFF     # func of a record whose function is unknown (and of version 1)
 EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE",
-          7: "COLL", 8: "ICOLL", 9: "COLL_DONE"}
+          7: "COLL", 8: "ICOLL", 9: "COLL_DONE", 10: "MARK"}   # MARK: MPI_Pcontrol, level in bytes
 STARTS = (2, 4, 8)       # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
 COMPLETES = (5, 9)       # COMPLETE, COLL_DONE
 COLLECTIVE = (7, 8, 9)   # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
                          # collective's function id
 RECV_SIDE = 1            # flags bit 0: a receive-side completion
+MARK = 10                # an MPI_Pcontrol call (no communicator, its level in bytes)
 _NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
 
 
@@ -216,16 +217,17 @@ def _check_records(path, rec, comm_sizes, rank, comm_list):
             raise InputError(path, f"record {i}", f"out of order: ends before record {i - 1} "
                                                   "(records are written as calls return)")
     comm = rec["comm"]
-    known = np.isin(comm, list(comm_sizes))
+    known = np.isin(comm, list(comm_sizes)) | ((ev == MARK) & (comm == -1))  # a mark has none
     if not known.all():
         i = int(np.argmax(~known))
         raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
                                               f"(not in rank {rank}'s communicator list, {comm_list})")
-    size = pd.Series(comm).map(comm_sizes).to_numpy(dtype=np.int64)
+    mark = ev == MARK
+    size = pd.Series(comm).map(comm_sizes).fillna(0).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     coll = np.isin(ev, COLLECTIVE)  # peer: the root
-    off = ((peer < -1) & ~coll) | (peer < -3) | (peer >= size) | \
-        ((peer < 0) & ~np.isin(ev, (3, 4, 6, *COLLECTIVE)))
+    off = (((peer < -1) & ~coll) | (peer < -3) | (peer >= size) |
+           ((peer < 0) & ~np.isin(ev, (3, 4, 6, *COLLECTIVE)))) & ~(mark & (peer == -1))
     if off.any():
         i = int(np.argmax(off))
         raise InputError(path, f"record {i}", f"{'root' if coll[i] else 'peer'} {int(peer[i])} "

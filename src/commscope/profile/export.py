@@ -50,8 +50,9 @@ DEFAULT_NAMES = {"perfetto": "trace.json", "otf2": "traces.otf2"}
 #: do not name their MPI function (version 1 traces; docs/export.md).
 KIND_NAMES = {"SEND": "send", "ISEND": "isend", "RECV": "recv", "IRECV": "irecv",
               "COMPLETE": "wait/test", "PROBE": "probe", "COLL": "collective",
-              "ICOLL": "icollective", "COLL_DONE": "wait/test"}
-_KIND_ORDER = ("SEND", "ISEND", "RECV", "IRECV", "PROBE", "COMPLETE", "COLL", "ICOLL", "COLL_DONE")
+              "ICOLL": "icollective", "COLL_DONE": "wait/test", "MARK": "mark"}
+_KIND_ORDER = ("SEND", "ISEND", "RECV", "IRECV", "PROBE", "COMPLETE", "COLL", "ICOLL", "COLL_DONE",
+               "MARK")
 COLLECTIVE_EVENTS = ("COLL", "ICOLL", "COLL_DONE")
 
 #: OTF2 collective operation of each collective's stem (MPI_Ibcast, MPI_Bcast_init and

@@ -93,7 +93,17 @@ def _efficiency_html(d):
         rows.append({"level": "OpenMP thread load balance",
                      "value": pct(o["thread_load_balance_efficiency"]),
                      "meaning": "threads' mean busy time over the slowest thread's, per region"})
-    return html_table(rows, caption="efficiency (POP metrics; docs/diagnose.md)")
+    out = html_table(rows, caption="efficiency (POP metrics; docs/diagnose.md)")
+    phases = d.efficiency.get("phases") or []
+    if phases:
+        out += html_table([{"phase": f"{ph['phase']}: {ph['begin']} .. {ph['end']}",
+                            "time": format_seconds(ph["runtime_s"]),
+                            "parallel efficiency": pct(ph["parallel_efficiency"]),
+                            "load balance": pct(ph["load_balance_efficiency"]),
+                            "communication efficiency": pct(ph["communication_efficiency"]),
+                            "transfer": pct(ph["transfer_efficiency"])} for ph in phases],
+                          caption="efficiency per phase (between the program's MPI_Pcontrol calls)")
+    return out
 
 
 def _per_rank_figure(d):
