@@ -207,7 +207,8 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
            "disturbed": sum(len(times[v]) - len(clean[v]) for v in (False, True))}
     if case.measured_per:
         label, count = case.measured_per
-        row["measured_per"] = f"{(unfixed - fixed) / count(iters):.3g} {label}"
+        from commscope.units import format_seconds
+        row["measured_per"] = f"{format_seconds((unfixed - fixed) / count(iters))} {label}"
     # the prediction from each unfixed run: their median; named first in how many runs
     row["named_first"] = f"{sum(k == case.first_finding for k in firsts)}/{len(firsts)}"
     row["first_findings"] = firsts

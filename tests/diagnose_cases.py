@@ -98,14 +98,14 @@ _CASES = [
          saving=lambda U, N: U,
          summary="rank 0 receives from 1 (arrives at 2U) before 2 (arrived at 0.2U)"),
     Case("small_messages", ranks=2, iters=60, culprits=(0,), waiting="MPI_Recv",
-         saving=None, measured_per=("s per message", lambda N: N * (SMALL_MESSAGES_K - 1)),
+         saving=None, measured_per=("per message", lambda N: N * (SMALL_MESSAGES_K - 1)),
          summary=f"{SMALL_MESSAGES_K} messages of 8 B per iteration instead of one"),
     Case("thread_imbalance", ranks=2, threads=2, needs_openmp=True, iters=80,
          culprits=(0, 1), waiting="omp closing barrier", saving=lambda U, N: U,
          summary="thread 0 spins 3U, thread 1 U: thread 1 waits at the region's end"),
     Case("queue_search", ranks=2, iters=50, culprits=(0,), waiting="MPI_Waitall",
          saving=None, measured_per=(
-             "s per comparison", lambda N: N * (QUEUE_SEARCH_M * (QUEUE_SEARCH_M + 1) // 2
+             "per comparison", lambda N: N * (QUEUE_SEARCH_M * (QUEUE_SEARCH_M + 1) // 2
                                                 - QUEUE_SEARCH_M)),
          summary=f"{QUEUE_SEARCH_M} messages arrive in the reverse of their posted order"),
     Case("shared_communicator", ranks=2, threads=4, iters=1000, culprits=(0, 1),
