@@ -37,6 +37,7 @@ def ompt_missing(mpi_spec=None):
     """Why `bench partitioned --ompt` cannot run here, or None."""
     from commscope import mpi as mpimod
     from commscope.profile import ompt
+
     if ompt.runtime_library() is None:
         return "no libiomp5.so in this environment (the intel-openmp wheel; scripts/setup.sh)"
     try:
@@ -68,21 +69,35 @@ def main():
         from commscope.bench.pingpong import run_pingpong
         from commscope.models.machine_model import save_machine_model
         from commscope.machine_fit import fit_runs
+
         short = dict(max_size=4 << 20, iters=100, warmup=10, large_iters=10, large_warmup=1)
         pp = run_pingpong(runs_root=root, echo=False, progress=False, **(short if a.quick else {}))
         machine_model = root / "machine-model.json"
         save_machine_model(fit_runs([pp.path]), machine_model)
     sizes = [parse_size(s) for s in a.sizes.split(",")]
-    run = run_partitioned(threads=a.threads, compute_s=a.compute, sigma_s=a.sigma, sizes=sizes,
-                          runs_per_size=a.runs, methods=["partitioned", "single"], ompt=True,
-                          runs_root=root, echo=False, progress=False)
+    run = run_partitioned(
+        threads=a.threads,
+        compute_s=a.compute,
+        sigma_s=a.sigma,
+        sizes=sizes,
+        runs_per_size=a.runs,
+        methods=["partitioned", "single"],
+        ompt=True,
+        runs_root=root,
+        echo=False,
+        progress=False,
+    )
     link, info = eb.link_for(run, machine_model=str(machine_model))
     samples = run.table("samples")
-    print(f"# run {run.path}; link {info['source']} ({info['locality']}); {a.threads} threads, "
-          f"compute {a.compute} s, sigma {a.sigma} s, {a.runs} runs per size and method")
-    print(f"{'size':>10} {'meas single':>12} {'meas part':>12} {'meas saving':>12} "
-          f"{'p25..p75':>20} {'pred single':>12} {'pred alg1':>12} {'pred MC':>12} "
-          f"{'pred saving':>12}   (us, medians)")
+    print(
+        f"# run {run.path}; link {info['source']} ({info['locality']}); {a.threads} threads, "
+        f"compute {a.compute} s, sigma {a.sigma} s, {a.runs} runs per size and method"
+    )
+    print(
+        f"{'size':>10} {'meas single':>12} {'meas part':>12} {'meas saving':>12} "
+        f"{'p25..p75':>20} {'pred single':>12} {'pred alg1':>12} {'pred MC':>12} "
+        f"{'pred saving':>12}   (us, medians)"
+    )
     for size in sizes:
         s = samples[samples["size_bytes"] == (size // a.threads) * a.threads]
         single = s[s["method"] == "single"].sort_values("run")["elapsed_s"].to_numpy()
@@ -93,13 +108,17 @@ def main():
         paired = single - part  # same run index: same thread-time draws
         t = eb.advise(run, link, message_size=size, replicas=4000)
         row = t[~t["region"].str.contains("#")].iloc[0]
-        print(f"{size:>10} {np.median(single) * 1e6:12.1f} {np.median(part) * 1e6:12.1f} "
-              f"{np.median(paired) * 1e6:12.1f} "
-              f"{np.percentile(paired, 25) * 1e6:9.1f}..{np.percentile(paired, 75) * 1e6:<9.1f} "
-              f"{row['single_s'] * 1e6:12.1f} {row['partitioned_alg1_s'] * 1e6:12.1f} "
-              f"{row['partitioned_mc_s'] * 1e6:12.1f} {row['saving_mc_s'] * 1e6:12.1f}")
-    print(f"# advisor region: {row['region']}, {row['instances']} instances, arrival spread "
-          f"{row['spread_s'] * 1e6:.0f} us; verdict at the largest size: {row['verdict']}")
+        print(
+            f"{size:>10} {np.median(single) * 1e6:12.1f} {np.median(part) * 1e6:12.1f} "
+            f"{np.median(paired) * 1e6:12.1f} "
+            f"{np.percentile(paired, 25) * 1e6:9.1f}..{np.percentile(paired, 75) * 1e6:<9.1f} "
+            f"{row['single_s'] * 1e6:12.1f} {row['partitioned_alg1_s'] * 1e6:12.1f} "
+            f"{row['partitioned_mc_s'] * 1e6:12.1f} {row['saving_mc_s'] * 1e6:12.1f}"
+        )
+    print(
+        f"# advisor region: {row['region']}, {row['instances']} instances, arrival spread "
+        f"{row['spread_s'] * 1e6:.0f} us; verdict at the largest size: {row['verdict']}"
+    )
     return 0
 
 

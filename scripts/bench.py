@@ -51,25 +51,43 @@ SCRIPTS = {
     "bench_arrivals": (False, "1 trial (76,800 samples) once; paper table, 200 replicas"),
     "matchsim_throughput": (False, "2,000 messages, once per engine and stream"),
     "bench_startup": (False, "each command once, this tree only"),
-    "ompt_overhead": (True, "2,000 regions, 1 repeat, a short bench threads under the tool "
-                            "(skips without the OMPT runtime)"),
+    "ompt_overhead": (
+        True,
+        "2,000 regions, 1 repeat, a short bench threads under the tool "
+        "(skips without the OMPT runtime)",
+    ),
     "compare_mpi4py": (True, "1 B .. 64 KiB, 50 iterations, plain and huge pages, mpi4py"),
     "profile_overhead": (True, "Open MPI, 1 round of the 5 configurations, 1 B .. 64 KiB"),
-    "hotpath_instructions": (True, "Open MPI, default counters, 200 iterations per phase under "
-                                   "callgrind (skips without valgrind)"),
-    "measure_gamma": (True, "HighVolumePingPong n = 1 .. 100, 1 iteration, both wheels; short ping-pong"),
+    "hotpath_instructions": (
+        True,
+        "Open MPI, default counters, 200 iterations per phase under "
+        "callgrind (skips without valgrind)",
+    ),
+    "measure_gamma": (
+        True,
+        "HighVolumePingPong n = 1 .. 100, 1 iteration, both wheels; short ping-pong",
+    ),
     "measure_arrivals": (True, "4 cs_threads jobs of 20 iterations (spin, sleep)"),
     "measure_stop": (True, "Open MPI only, one kill per signal"),
     "multirate_profile": (True, "2 threads, 1 repetition, both modes, profiled"),
-    "diagnose_programs": (True, "each diagnose test program once unfixed, once fixed, "
-                                "a quarter of its iterations, Open MPI"),
-    "diagnose_scaling": (True, "8 ranks, 10 iterations of the traced ring: diagnose and report timed"),
+    "diagnose_programs": (
+        True,
+        "each diagnose test program once unfixed, once fixed, "
+        "a quarter of its iterations, Open MPI",
+    ),
+    "diagnose_scaling": (
+        True,
+        "8 ranks, 10 iterations of the traced ring: diagnose and report timed",
+    ),
     "variability_study": (True, "ftq at 1 and 2 ranks, 20 intervals, 500 replicas"),
     "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),
     "advise_check": (True, "256 KiB and 1 MiB, 3 runs (skips without the OMPT runtime)"),
-    "earlybird_check": (True, "both programs at 3 imbalance levels, 1 run a side, Open MPI, "
-                              "fewer iterations (skips without the OMPT runtime)"),
+    "earlybird_check": (
+        True,
+        "both programs at 3 imbalance levels, 1 run a side, Open MPI, "
+        "fewer iterations (skips without the OMPT runtime)",
+    ),
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),
     "validate_lammps": (True, "shorter LAMMPS inputs (skips without Debian's lmp)"),
     "conformance": (True, "2 mpi4py test modules, Open MPI (skips without PyPI)"),
@@ -126,10 +144,15 @@ def keep_previous(name, out):
 
 def write_figures(name, out, recorded, status, seconds, quick):
     """OUT/<name>.figures.json: the figures the script recorded, and its wall time."""
-    doc = bench_figures.collect(recorded, name, status, seconds, "quick" if quick else "full",
-                                loadavg=os.getloadavg(),
-                                end_time=datetime.datetime.now(datetime.timezone.utc)
-                                .isoformat(timespec="seconds"))
+    doc = bench_figures.collect(
+        recorded,
+        name,
+        status,
+        seconds,
+        "quick" if quick else "full",
+        loadavg=os.getloadavg(),
+        end_time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )
     (out / f"{name}.figures.json").write_text(json.dumps(doc, indent=1) + "\n")
     recorded.unlink(missing_ok=True)
 
@@ -147,13 +170,25 @@ def run_one(name, quick, out, timeout=None, env=None):
     t0 = time.perf_counter()
     with open(txt, "w") as fo, open(log, "w") as fe:
         try:
-            rc = subprocess.run(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, cwd=ROOT,
-                                env=env, timeout=timeout).returncode
+            rc = subprocess.run(
+                cmd,
+                stdout=fo,
+                stderr=fe,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=env,
+                timeout=timeout,
+            ).returncode
         except subprocess.TimeoutExpired:
             rc = None
     dt = time.perf_counter() - t0
-    status = ("failed" if rc not in (0, SKIPPED) or (rc == 0 and not txt.stat().st_size)
-              else "skipped" if rc == SKIPPED else "ok")
+    status = (
+        "failed"
+        if rc not in (0, SKIPPED) or (rc == 0 and not txt.stat().st_size)
+        else "skipped"
+        if rc == SKIPPED
+        else "ok"
+    )
     write_figures(name, out, recorded, status, dt, quick)
     if rc is None:
         return "failed", dt, f"timed out after {timeout:g} s; see {_shown(log)}"
@@ -170,8 +205,11 @@ def against_previous(out, names):
     """Compare the figures of ``names`` with the previous pass's; print the figures that
     moved beyond their noise, write the whole comparison to OUT/compare.txt."""
     prev = out / "previous"
-    shared = [n for n in names if (prev / f"{n}.figures.json").exists()
-              and (out / f"{n}.figures.json").exists()]
+    shared = [
+        n
+        for n in names
+        if (prev / f"{n}.figures.json").exists() and (out / f"{n}.figures.json").exists()
+    ]
     if not shared:
         print("bench: no previous pass of these scripts to compare with (the next pass will)")
         return
@@ -180,6 +218,7 @@ def against_previous(out, names):
     from commscope.compare.figures import compare_dirs
     from commscope.compare.text import render
     from commscope.errors import InputError
+
     with tempfile.TemporaryDirectory() as tmp:
         a, b = Path(tmp, "previous"), Path(tmp, "current")
         a.mkdir(), b.mkdir()
@@ -191,33 +230,51 @@ def against_previous(out, names):
         except InputError as exc:
             print(f"bench: cannot compare with the previous pass: {exc}")
             return
-    comparison["before"]["runs"], comparison["after"]["runs"] = [str(_shown(prev))], [str(_shown(out))]
+    comparison["before"]["runs"], comparison["after"]["runs"] = (
+        [str(_shown(prev))],
+        [str(_shown(out))],
+    )
     text = io.StringIO()
     render(comparison, text, top=1000)
     (out / "compare.txt").write_text(text.getvalue())
     moved = [f for f in comparison["figures"] if f["beyond_noise"]]
-    print(f"bench: against the previous pass ({len(shared)} scripts, "
-          f"{len(comparison['figures'])} figures): "
-          + (f"{len(moved)} moved beyond their noise: " + "; ".join(
-              f"{f['figure']} {f['ratio']:.3g}x" if f.get("ratio") is not None else f["figure"]
-              for f in moved[:8]) + (" ..." if len(moved) > 8 else "") if moved
-             else "none moved beyond its noise")
-          + f" (see {_shown(out / 'compare.txt')})")
+    print(
+        f"bench: against the previous pass ({len(shared)} scripts, "
+        f"{len(comparison['figures'])} figures): "
+        + (
+            f"{len(moved)} moved beyond their noise: "
+            + "; ".join(
+                f"{f['figure']} {f['ratio']:.3g}x" if f.get("ratio") is not None else f["figure"]
+                for f in moved[:8]
+            )
+            + (" ..." if len(moved) > 8 else "")
+            if moved
+            else "none moved beyond its noise"
+        )
+        + f" (see {_shown(out / 'compare.txt')})"
+    )
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="each script's --quick mode")
-    ap.add_argument("--out", default=None,
-                    help="output directory (default build/bench, or build/bench/full)")
-    ap.add_argument("--timeout", type=float, default=None,
-                    help="seconds per script (default: 600 with --quick, none without)")
+    ap.add_argument(
+        "--out", default=None, help="output directory (default build/bench, or build/bench/full)"
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds per script (default: 600 with --quick, none without)",
+    )
     ap.add_argument("--list", action="store_true", help="list the scripts and exit")
     ap.add_argument("scripts", nargs="*", metavar="SCRIPT", help="only these (default: all)")
     a = ap.parse_args(argv)
     if a.list:
         for name, (uses_mpi, quick) in SCRIPTS.items():
-            print(f"{name:20s} {'MPI' if uses_mpi else '   '}  {' '.join(quick_args(name))}: {quick}")
+            print(
+                f"{name:20s} {'MPI' if uses_mpi else '   '}  {' '.join(quick_args(name))}: {quick}"
+            )
         return 0
     names = [s.removesuffix(".py").removeprefix("scripts/") for s in a.scripts] or list(SCRIPTS)
     unknown = [n for n in names if n not in SCRIPTS]
@@ -229,9 +286,11 @@ def main(argv=None):
     src = str(ROOT / "src")
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=src + (os.pathsep + path if path else ""))
-    print(f"bench: {len(names)} scripts, {'quick' if a.quick else 'full'} pass, outputs in "
-          f"{_shown(out.resolve())}",
-          flush=True)
+    print(
+        f"bench: {len(names)} scripts, {'quick' if a.quick else 'full'} pass, outputs in "
+        f"{_shown(out.resolve())}",
+        flush=True,
+    )
     failed, skipped, total = [], [], time.perf_counter()
     for name in names:
         print(f"  {name:20s} ", end="", flush=True)
@@ -240,10 +299,12 @@ def main(argv=None):
         (failed if status == "failed" else skipped if status == "skipped" else []).append(name)
     total = time.perf_counter() - total
     against_previous(out, [n for n in names if n not in failed and n not in skipped])
-    print(f"bench: {len(names) - len(failed) - len(skipped)} ok, {len(skipped)} skipped, "
-          f"{len(failed)} failed in {total:.1f} s"
-          + (f"; skipped: {', '.join(skipped)}" if skipped else "")
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"bench: {len(names) - len(failed) - len(skipped)} ok, {len(skipped)} skipped, "
+        f"{len(failed)} failed in {total:.1f} s"
+        + (f"; skipped: {', '.join(skipped)}" if skipped else "")
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

@@ -38,8 +38,15 @@ def synthetic_arrivals(seed=0, trials=10):
     n = trials * 8 * 200
     lag = rng.random(n) < 0.05
     t.reshape(n, 48)[lag, rng.integers(0, 48, lag.sum())] += 3e-3
-    return pd.DataFrame({"trial": idx[0], "rank": idx[1], "iteration": idx[2],
-                         "thread": idx[3], "compute_time_s": t})
+    return pd.DataFrame(
+        {
+            "trial": idx[0],
+            "rank": idx[1],
+            "iteration": idx[2],
+            "thread": idx[3],
+            "compute_time_s": t,
+        }
+    )
 
 
 def bench_arrivals(repeat, trials=10):
@@ -49,8 +56,10 @@ def bench_arrivals(repeat, trials=10):
         t0 = time.perf_counter()
         rep = arrivals.analyse_arrivals(df)
         times.append(time.perf_counter() - t0)
-    print(f"# thread-arrival analysis, {len(df):,} samples "
-          f"({len(rep.process_iterations):,} process-iterations x 48 threads)")
+    print(
+        f"# thread-arrival analysis, {len(df):,} samples "
+        f"({len(rep.process_iterations):,} process-iterations x 48 threads)"
+    )
     print(f"analyse_arrivals_s  best {min(times):.3f}  median {np.median(times):.3f}  (n={repeat})")
     print(f"laggard fraction {rep.summary.laggard_fraction[0]:.4f} (injected ~0.05)")
     print()
@@ -83,8 +92,14 @@ def paper_table(replicas=2000, mc_replicas=20000):
         ("Ex 4.3.1 BW (MiB/s)", 41_425, p.bandwidth_Bps / MIB),
     ]
     for name, paper, ours in ex:
-        rows.append({"quantity": name, "paper": paper, "commscope": round(ours, 1),
-                     "note": "thesis x1.048576 slip; corrected" if "MiB" in name else ""})
+        rows.append(
+            {
+                "quantity": name,
+                "paper": paper,
+                "commscope": round(ours, 1),
+                "note": "thesis x1.048576 slip; corrected" if "MiB" in name else "",
+            }
+        )
 
     sizes = pm.buffer_sweep_bytes()
     figs = [  # machine, threads, variability, paper peak size MB, peak thesis-MiB/s, region
@@ -94,39 +109,85 @@ def paper_table(replicas=2000, mc_replicas=20000):
         ("quartz", 18, 0.25, None, None, "?-2304"),
     ]
     for machine, threads, var, pk_size, pk_bw, region in figs:
-        t = pm.compare_partitioned(load_osu(OSU, machine), threads, sizes, 0.1,
-                                   variability=var, monte_carlo=True, replicas=replicas, seed=1)
+        t = pm.compare_partitioned(
+            load_osu(OSU, machine),
+            threads,
+            sizes,
+            0.1,
+            variability=var,
+            monte_carlo=True,
+            replicas=replicas,
+            seed=1,
+        )
         i = t["model_bandwidth_Bps"].idxmax()
         j = t["mc_bandwidth_Bps"].idxmax()
         tag = f"{machine} {threads}thr {var:.0%}"
         if pk_size is not None:
-            rows.append({"quantity": f"{tag} peak size (MiB)", "paper": pk_size,
-                         "commscope": t.size_bytes[i] / MIB,
-                         "note": f"Monte Carlo peak at {t.size_bytes[j] / MIB:g}"})
-            rows.append({"quantity": f"{tag} peak BW (thesis MiB/s)", "paper": pk_bw,
-                         "commscope": round(_thesis_mibps(t.model_bandwidth_Bps[i])),
-                         "note": f"correct MiB/s {t.model_bandwidth_Bps[i] / MIB:,.0f}; "
-                                 f"MC {t.mc_bandwidth_Bps[j] / MIB:,.0f}"})
+            rows.append(
+                {
+                    "quantity": f"{tag} peak size (MiB)",
+                    "paper": pk_size,
+                    "commscope": t.size_bytes[i] / MIB,
+                    "note": f"Monte Carlo peak at {t.size_bytes[j] / MIB:g}",
+                }
+            )
+            rows.append(
+                {
+                    "quantity": f"{tag} peak BW (thesis MiB/s)",
+                    "paper": pk_bw,
+                    "commscope": round(_thesis_mibps(t.model_bandwidth_Bps[i])),
+                    "note": f"correct MiB/s {t.model_bandwidth_Bps[i] / MIB:,.0f}; "
+                    f"MC {t.mc_bandwidth_Bps[j] / MIB:,.0f}",
+                }
+            )
         if machine == "lassen" and var == 0.25:
             k = int(np.argmin(np.abs(sizes - 72 * MIB)))
-            rows.append({"quantity": f"{tag} BW at 72 MB (thesis MiB/s)", "paper": 136_000,
-                         "commscope": round(_thesis_mibps(t.model_bandwidth_Bps[k])), "note": ""})
-        rows.append({"quantity": f"{tag} beats single send (MiB)", "paper": region,
-                     "commscope": _region(t), "note": f"Monte Carlo {_region(t, 'mc_bandwidth_Bps')}"})
-    print_table(rows, ["quantity", "paper", "commscope", "note"],
-                title="partitioned model: paper vs commscope (T_wait = 0, OSU clamped outside table)")
+            rows.append(
+                {
+                    "quantity": f"{tag} BW at 72 MB (thesis MiB/s)",
+                    "paper": 136_000,
+                    "commscope": round(_thesis_mibps(t.model_bandwidth_Bps[k])),
+                    "note": "",
+                }
+            )
+        rows.append(
+            {
+                "quantity": f"{tag} beats single send (MiB)",
+                "paper": region,
+                "commscope": _region(t),
+                "note": f"Monte Carlo {_region(t, 'mc_bandwidth_Bps')}",
+            }
+        )
+    print_table(
+        rows,
+        ["quantity", "paper", "commscope", "note"],
+        title="partitioned model: paper vs commscope (T_wait = 0, OSU clamped outside table)",
+    )
     t0 = time.perf_counter()
-    pm.simulate_partitioned(load_osu(OSU, "lassen"), 20, sizes, pm.thread_time_distribution(0.1, 1e-3),
-                            replicas=mc_replicas, seed=0)
-    print(f"\nmonte_carlo_s (20 threads, 15 sizes, {mc_replicas} replicas): "
-          f"{time.perf_counter() - t0:.3f}")
+    pm.simulate_partitioned(
+        load_osu(OSU, "lassen"),
+        20,
+        sizes,
+        pm.thread_time_distribution(0.1, 1e-3),
+        replicas=mc_replicas,
+        seed=0,
+    )
+    print(
+        f"\nmonte_carlo_s (20 threads, 15 sizes, {mc_replicas} replicas): "
+        f"{time.perf_counter() - t0:.3f}"
+    )
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--quick", action="store_true",
-                    help="1 trial analysed once; 200 (2000) Monte Carlo replicas")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 trial analysed once; 200 (2000) Monte Carlo replicas",
+    )
     args = ap.parse_args()
     if args.quick:
         bench_arrivals(1, trials=1)

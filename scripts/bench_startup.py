@@ -23,16 +23,27 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from commscope.compare.figures import record  # noqa: E402
+
 #: Each command with the spellings of older revisions (--size became --sizes, --profile
 #: became --machine-model), the newest first.
 COMMANDS = [
     [["--help"]],
     [["--version"]],
     [["model", "stencil", "--points", "27", "--decomp", "2x2x2"]],
-    [["model", "p2p", "--machine-model", "bluewaters", "--sizes", "1024", "--locality",
-      "inter-node"],
-     ["model", "p2p", "--profile", "bluewaters", "--sizes", "1024", "--locality", "inter-node"],
-     ["model", "p2p", "--profile", "bluewaters", "--size", "1024", "--locality", "inter-node"]],
+    [
+        [
+            "model",
+            "p2p",
+            "--machine-model",
+            "bluewaters",
+            "--sizes",
+            "1024",
+            "--locality",
+            "inter-node",
+        ],
+        ["model", "p2p", "--profile", "bluewaters", "--sizes", "1024", "--locality", "inter-node"],
+        ["model", "p2p", "--profile", "bluewaters", "--size", "1024", "--locality", "inter-node"],
+    ],
     [["bench", "pingpong", "--help"]],
 ]
 
@@ -45,8 +56,12 @@ def median_time(src, variants, repeat, samples=None):
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "commscope", *argv], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.run(
+                [sys.executable, "-m", "commscope", *argv],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             times.append(time.perf_counter() - t0)
             if proc.returncode != 0:
                 break
@@ -58,11 +73,13 @@ def median_time(src, variants, repeat, samples=None):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--repeat", type=int, default=7, help="runs per command (default %(default)s)")
-    ap.add_argument("--compare", metavar="REV", default=None,
-                    help="also time this git revision (e.g. main~5)")
+    ap.add_argument(
+        "--compare", metavar="REV", default=None, help="also time this git revision (e.g. main~5)"
+    )
     ap.add_argument("--quick", action="store_true", help="each command once, no --compare")
     args = ap.parse_args()
     if args.quick:
@@ -71,8 +88,12 @@ def main():
     tmp, failed = None, []
     if args.compare:
         tmp = tempfile.mkdtemp(prefix="commscope-startup-")
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.compare],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", tmp, args.compare],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         trees = {args.compare: Path(tmp) / "src", **trees}
     try:
         print(f"{'command':<60}" + "".join(f"{name:>14}" for name in trees))
@@ -89,10 +110,15 @@ def main():
             print(f"{'commscope ' + ' '.join(variants[0]):<60}" + "".join(cells))
     finally:
         if tmp:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    print(f"median of {args.repeat} fresh processes each; target < 0.3 s for --help, --version "
-          "and the model commands")
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", tmp],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+    print(
+        f"median of {args.repeat} fresh processes each; target < 0.3 s for --help, --version "
+        "and the model commands"
+    )
     if failed:
         print(f"bench_startup: failed in this tree: {'; '.join(failed)}", file=sys.stderr)
         return 1

@@ -62,20 +62,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: --quick: modules touching every family the profiler wraps, about half a minute a run.
 QUICK = (
-    "test_cco_nb_buf",       # nonblocking collectives
-    "test_cco_ngh_buf",      # neighbourhood collectives, blocking and nonblocking
-    "test_cco_pr_ngh_buf",   # persistent neighbourhood collectives
-    "test_cco_pr_buf",       # persistent collectives
-    "test_grequest",         # generalized requests (their error paths too)
-    "test_handle",           # handles of every kind (an inactive persistent request freed)
-    "test_io",               # MPI-IO: blocking, nonblocking, split collective, shared pointer
-    "test_msgzero",          # zero-size and null-buffer messages
-    "test_p2p_buf",          # point to point: blocking, nonblocking, persistent, probe, cancel
-    "test_p2p_buf_part",     # partitioned (MPI 4)
-    "test_request",          # Wait/Test any/some/all, Request_free, cancel
-    "test_rma",              # one-sided: fence, PSCW, lock, flush
-    "test_rma_nb",           # request-based one-sided
-    "test_session",          # sessions
+    "test_cco_nb_buf",  # nonblocking collectives
+    "test_cco_ngh_buf",  # neighbourhood collectives, blocking and nonblocking
+    "test_cco_pr_ngh_buf",  # persistent neighbourhood collectives
+    "test_cco_pr_buf",  # persistent collectives
+    "test_grequest",  # generalized requests (their error paths too)
+    "test_handle",  # handles of every kind (an inactive persistent request freed)
+    "test_io",  # MPI-IO: blocking, nonblocking, split collective, shared pointer
+    "test_msgzero",  # zero-size and null-buffer messages
+    "test_p2p_buf",  # point to point: blocking, nonblocking, persistent, probe, cancel
+    "test_p2p_buf_part",  # partitioned (MPI 4)
+    "test_request",  # Wait/Test any/some/all, Request_free, cancel
+    "test_rma",  # one-sided: fence, PSCW, lock, flush
+    "test_rma_nb",  # request-based one-sided
+    "test_session",  # sessions
 )
 
 #: Tests --quick leaves out (fnmatch patterns, main.py -x): the costliest repeats of what
@@ -96,8 +96,13 @@ UNAVAILABLE = 3
 MAX_LISTED = 40
 
 OUTCOMES = ("pass", "fail", "error", "skip", "xfail", "xpass")
-LEDGER = ("requests_started", "requests_completed", "requests_cancelled", "requests_freed",
-          "outstanding_requests")
+LEDGER = (
+    "requests_started",
+    "requests_completed",
+    "requests_cancelled",
+    "requests_freed",
+    "outstanding_requests",
+)
 
 
 class SuiteUnavailable(RuntimeError):
@@ -106,12 +111,14 @@ class SuiteUnavailable(RuntimeError):
 
 # ---- the suite ------------------------------------------------------------------
 
+
 def cache_dir():
     return Path(os.environ.get("COMMSCOPE_CONFORMANCE_CACHE") or ROOT / "build" / "conformance")
 
 
 def mpi4py_version():
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("mpi4py")
     except PackageNotFoundError:
@@ -121,6 +128,7 @@ def mpi4py_version():
 def fetch_suite(version=None, timeout=300):
     """The test/ directory of mpi4py ``version``'s sdist (fetched once with pip, cached)."""
     import fcntl
+
     version = version or mpi4py_version()
     dest = cache_dir() / f"mpi4py-{version}"
     if (dest / "test" / "main.py").is_file():
@@ -138,25 +146,47 @@ def _fetch(version, dest, timeout):
         # --no-binary mpi4py, not :all:: the build backend pip installs to read the
         # sdist's metadata then comes as wheels (from source, Cython took minutes).
         # --timeout/--retries: without PyPI this fails in about a minute
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", "mpi4py",
-               "--disable-pip-version-check", "--timeout", "15", "--retries", "2", "-q",
-               "-d", tmp, f"mpi4py=={version}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--no-binary",
+            "mpi4py",
+            "--disable-pip-version-check",
+            "--timeout",
+            "15",
+            "--retries",
+            "2",
+            "-q",
+            "-d",
+            tmp,
+            f"mpi4py=={version}",
+        ]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise SuiteUnavailable(f"pip download mpi4py=={version} took over {timeout} s "
-                                   "(is PyPI reachable?)") from None
+            raise SuiteUnavailable(
+                f"pip download mpi4py=={version} took over {timeout} s (is PyPI reachable?)"
+            ) from None
         sdists = sorted(Path(tmp).glob(f"mpi4py-{version}.tar.gz"))
         if proc.returncode != 0 or not sdists:
             tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-            raise SuiteUnavailable(f"pip could not download mpi4py=={version}'s sdist "
-                                   f"(is PyPI reachable?):\n{tail}")
+            raise SuiteUnavailable(
+                f"pip could not download mpi4py=={version}'s sdist (is PyPI reachable?):\n{tail}"
+            )
         top = f"mpi4py-{version}/test/"
         unpacked = Path(tmp) / "unpacked"
         with tarfile.open(sdists[0]) as tar:
             # only test/'s regular files and folders, none outside it
-            members = [m for m in tar.getmembers() if m.name.startswith(top)
-                       and ".." not in Path(m.name).parts and (m.isfile() or m.isdir())]
+            members = [
+                m
+                for m in tar.getmembers()
+                if m.name.startswith(top)
+                and ".." not in Path(m.name).parts
+                and (m.isfile() or m.isdir())
+            ]
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(unpacked, members=members, **safe)
         if not (unpacked / top / "main.py").is_file():
@@ -171,9 +201,11 @@ def suite_modules(testdir):
 
 # ---- one rank: run the suite, write outcomes -------------------------------------
 
+
 def rank_main(outdir, testdir, argv):
     """Run mpi4py's test/main.py on this rank; write outcomes.<rank>.json into outdir."""
     import unittest
+
     sys.dont_write_bytecode = True
     sys.path.insert(0, str(testdir))
     sys.argv = [str(Path(testdir) / "main.py"), *argv]
@@ -231,8 +263,12 @@ def rank_main(outdir, testdir, argv):
         def addSubTest(self, test, subtest, err):
             super().addSubTest(test, subtest, err)
             if err is not None:
-                note(test, "fail" if issubclass(err[0], test.failureException) else "error",
-                     err, self)
+                note(
+                    test,
+                    "fail" if issubclass(err[0], test.failureException) else "error",
+                    err,
+                    self,
+                )
 
     class Runner(unittest.TextTestRunner):
         resultclass = Result
@@ -240,6 +276,7 @@ def rank_main(outdir, testdir, argv):
     class Program(suite.TestProgram):
         def runTests(self):
             from mpi4py import MPI
+
             rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
             library = MPI.Get_library_version().splitlines()[0].strip()
             progress.append(Path(outdir) / f"running.{rank}.txt")
@@ -249,11 +286,20 @@ def rank_main(outdir, testdir, argv):
             finally:
                 out = Path(outdir) / f"outcomes.{rank}.json"
                 tmp = out.with_suffix(".tmp")
-                tmp.write_text(json.dumps({
-                    "rank": rank, "size": size, "library": library,
-                    "wall_s": round(time.perf_counter() - t0, 3),
-                    "tests": records, "time_s_by_test": times, "messages": messages},
-                    indent=1))
+                tmp.write_text(
+                    json.dumps(
+                        {
+                            "rank": rank,
+                            "size": size,
+                            "library": library,
+                            "wall_s": round(time.perf_counter() - t0, 3),
+                            "tests": records,
+                            "time_s_by_test": times,
+                            "messages": messages,
+                        },
+                        indent=1,
+                    )
+                )
                 os.replace(tmp, out)
                 progress[0].unlink(missing_ok=True)
 
@@ -261,6 +307,7 @@ def rank_main(outdir, testdir, argv):
 
 
 # ---- launching: commscope's flags, made fit for MPI_Comm_spawn ---------------------
+
 
 def spawnable(plan):
     """``plan`` (from commscope.launch.plan_launch) with its binding kept but given so
@@ -281,7 +328,7 @@ def spawnable(plan):
                 argv[i + 1] = "core:overload-allowed"
             elif flag == "-bind-to":
                 plan.env["HYDRA_BINDING"] = argv[i + 1]
-                del argv[i:i + 2]
+                del argv[i : i + 2]
     plan.argv = argv
     return plan
 
@@ -291,11 +338,13 @@ def profile_main(argv):
     import functools
     from commscope import launch
     from commscope.cli import main as cli_main
+
     plan_launch = launch.plan_launch
 
     @functools.wraps(plan_launch)
     def planned(*args, **kwargs):
         return spawnable(plan_launch(*args, **kwargs))
+
     launch.plan_launch = planned
     return cli_main(argv)
 
@@ -320,15 +369,19 @@ def mpi_option(mpi):
 
 def job_env(mpi, launcher, testdir):
     """Variables both runs of a job get on top of what commscope's launcher adds."""
-    env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", **libmpi_env(mpi),
-           # the workers test_util_pool's pools start (mpi4py.futures, MPI_Comm_spawn)
-           # import the test module by name: "No module named 'test_util_pool'" without
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(testdir),
-                                                       os.environ.get("PYTHONPATH")]))}
+    env = {
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        **libmpi_env(mpi),
+        # the workers test_util_pool's pools start (mpi4py.futures, MPI_Comm_spawn)
+        # import the test module by name: "No module named 'test_util_pool'" without
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(testdir), os.environ.get("PYTHONPATH")])),
+    }
     if launcher != "spawnable":
         return env
-    if mpi.flavor == "openmpi" and not any(k in os.environ for k in ("OMPI_MCA_pml",
-                                                                       "OMPI_MCA_btl")):
+    if mpi.flavor == "openmpi" and not any(
+        k in os.environ for k in ("OMPI_MCA_pml", "OMPI_MCA_btl")
+    ):
         # The launcher's single-node choice is pml ob1 with the self and sm BTLs; sm
         # cannot reach the ranks of another job, so MPI_Comm_spawn (test_spawn) and
         # connect/accept (test_dynproc) fail with "unable to reach each other" and
@@ -354,8 +407,15 @@ def suite_args(modules, exclude=()):
 
 
 def rank_argv(outdir, testdir, modules, verbose, exclude=()):
-    return [str(Path(__file__).resolve()), "_rank", str(outdir), str(testdir), "--",
-            *(["-v"] if verbose else ["-q"]), *suite_args(modules, exclude)]
+    return [
+        str(Path(__file__).resolve()),
+        "_rank",
+        str(outdir),
+        str(testdir),
+        "--",
+        *(["-v"] if verbose else ["-q"]),
+        *suite_args(modules, exclude),
+    ]
 
 
 def read_outcomes(outdir, nranks):
@@ -380,15 +440,16 @@ def died_in(outdir, nranks):
 @dataclass
 class Job:
     """One comparison: the suite (or ``modules`` of it) on ``nranks`` ranks of ``mpi``."""
-    mpi: object                    # commscope.mpi.MPIInstall
+
+    mpi: object  # commscope.mpi.MPIInstall
     nranks: int
     testdir: Path
     workdir: Path
-    modules: tuple = ()            # test modules (all when empty)
-    exclude: tuple = ()            # fnmatch patterns of tests left out
-    timeout: float = 1800.0        # seconds per run
+    modules: tuple = ()  # test modules (all when empty)
+    exclude: tuple = ()  # fnmatch patterns of tests left out
+    timeout: float = 1800.0  # seconds per run
     verbose: bool = False
-    launcher: str = "spawnable"    # or "commscope": its flags unchanged
+    launcher: str = "spawnable"  # or "commscope": its flags unchanged
 
     def argv(self, outdir):
         return rank_argv(outdir, self.testdir, self.modules, self.verbose, self.exclude)
@@ -396,6 +457,7 @@ class Job:
 
 def run_plain(job):
     from commscope import launch
+
     outdir = Path(job.workdir) / "plain"
     outdir.mkdir(parents=True)
     plan = launch.plan_launch(job.mpi, job.nranks, sys.executable, job.argv(outdir))
@@ -405,9 +467,14 @@ def run_plain(job):
     res = launch.run_job(plan, echo=False, progress=False, timeout=job.timeout)
     (outdir / "stdout.txt").write_text(res.stdout)
     (outdir / "stderr.txt").write_text(res.stderr)
-    return dict(returncode=res.returncode, wall_s=res.wall_s, timed_out=res.timed_out,
-                ranks=read_outcomes(outdir, job.nranks), died_in=died_in(outdir, job.nranks),
-                log=str(outdir / "stderr.txt"))
+    return dict(
+        returncode=res.returncode,
+        wall_s=res.wall_s,
+        timed_out=res.timed_out,
+        ranks=read_outcomes(outdir, job.nranks),
+        died_in=died_in(outdir, job.nranks),
+        log=str(outdir / "stderr.txt"),
+    )
 
 
 def run_profiled(job):
@@ -415,16 +482,35 @@ def run_profiled(job):
     outdir.mkdir(parents=True)
     runs = Path(job.workdir) / "runs"
     runs.mkdir()
-    cli = ([sys.executable, "-m", "commscope"] if job.launcher == "commscope" else
-           [sys.executable, str(Path(__file__).resolve()), "_profile"])
-    cmd = [*cli, "profile", "--mpi", mpi_option(job.mpi), "-n", str(job.nranks), "--quiet",
-           "--runs", str(runs), "--name", "suite", "--timeout", str(job.timeout),
-           "--", sys.executable, *job.argv(outdir)]
+    cli = (
+        [sys.executable, "-m", "commscope"]
+        if job.launcher == "commscope"
+        else [sys.executable, str(Path(__file__).resolve()), "_profile"]
+    )
+    cmd = [
+        *cli,
+        "profile",
+        "--mpi",
+        mpi_option(job.mpi),
+        "-n",
+        str(job.nranks),
+        "--quiet",
+        "--runs",
+        str(runs),
+        "--name",
+        "suite",
+        "--timeout",
+        str(job.timeout),
+        "--",
+        sys.executable,
+        *job.argv(outdir),
+    ]
     t0 = time.monotonic()
     try:
         env = dict(os.environ, **job_env(job.mpi, job.launcher, job.testdir))
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=job.timeout + 600)  # + the conversion to Parquet
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=env, timeout=job.timeout + 600
+        )  # + the conversion to Parquet
         returncode, out, err = proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired as exc:
         returncode, out, err = None, exc.stdout or "", (exc.stderr or "") + "\n(timed out)"
@@ -438,13 +524,20 @@ def run_profiled(job):
     if (run_dir / "stderr.txt").exists():
         log = run_dir / "stderr.txt"
     timed_out = returncode is None or "job killed after" in log.read_text(errors="replace")
-    return dict(returncode=returncode, wall_s=meta.get("wall_s") or wall, command_wall_s=wall,
-                timed_out=timed_out, ranks=read_outcomes(outdir, job.nranks),
-                died_in=died_in(outdir, job.nranks),
-                run=str(run_dir) if run_dir.exists() else None, log=str(log))
+    return dict(
+        returncode=returncode,
+        wall_s=meta.get("wall_s") or wall,
+        command_wall_s=wall,
+        timed_out=timed_out,
+        ranks=read_outcomes(outdir, job.nranks),
+        died_in=died_in(outdir, job.nranks),
+        run=str(run_dir) if run_dir.exists() else None,
+        log=str(log),
+    )
 
 
 # ---- checks --------------------------------------------------------------------
+
 
 def tally(ranks):
     """Outcome counts of rank 0 (every rank runs the same tests)."""
@@ -462,11 +555,19 @@ def differences(plain, profiled, nranks):
         a = plain["ranks"].get(r, {}).get("tests")
         b = profiled["ranks"].get(r, {}).get("tests")
         if a is None or b is None:
-            ended = [f"{which} ended during {job['died_in'][r]}"
-                     for which, job in (("plain", plain), ("profiled", profiled))
-                     if r in job.get("died_in", {})]
-            diffs.append((r, f"<no outcomes: {'; '.join(ended) or 'rank did not report'}>",
-                          "missing" if a is None else "ran", "missing" if b is None else "ran"))
+            ended = [
+                f"{which} ended during {job['died_in'][r]}"
+                for which, job in (("plain", plain), ("profiled", profiled))
+                if r in job.get("died_in", {})
+            ]
+            diffs.append(
+                (
+                    r,
+                    f"<no outcomes: {'; '.join(ended) or 'rank did not report'}>",
+                    "missing" if a is None else "ran",
+                    "missing" if b is None else "ran",
+                )
+            )
             continue
         for tid in sorted(set(a) | set(b)):
             if a.get(tid) != b.get(tid):
@@ -477,6 +578,7 @@ def differences(plain, profiled, nranks):
 def ledger(run_dir):
     """Per rank: the ledger's terms, untracked requests, distinct functions, total calls."""
     from commscope.runs import open_run
+
     run = open_run(run_dir, warn=False)
     c = run.table("counters")
     f = run.table("functions")
@@ -486,9 +588,12 @@ def ledger(run_dir):
         got = {k: int(totals.get((rank, k), 0)) for k in (*LEDGER, "requests_untracked")}
         ended = sum(got[k] for k in LEDGER[1:])
         fr = f[(f["rank"] == rank) & (f["calls"] > 0)]
-        out[int(rank)] = dict(got, balanced=got["requests_started"] == ended,
-                              functions=int(fr["function"].nunique()),
-                              calls=int(fr["calls"].sum()))
+        out[int(rank)] = dict(
+            got,
+            balanced=got["requests_started"] == ended,
+            functions=int(fr["function"].nunique()),
+            calls=int(fr["calls"].sum()),
+        )
     return out
 
 
@@ -508,8 +613,9 @@ def check(job):
     if diffs:
         problems.append(f"{len(diffs)} outcome difference(s)")
     if profiled["returncode"] != plain["returncode"]:
-        problems.append(f"exit status {profiled['returncode']} profiled, "
-                        f"{plain['returncode']} plain")
+        problems.append(
+            f"exit status {profiled['returncode']} profiled, {plain['returncode']} plain"
+        )
     for r in range(nranks):
         e = led.get(r)
         if e is None:
@@ -518,17 +624,29 @@ def check(job):
         if not e["balanced"]:
             problems.append(f"rank {r}: ledger unbalanced")
         if e["outstanding_requests"]:
-            problems.append(f"rank {r}: {e['outstanding_requests']} requests outstanding at the "
-                            "end (the suite completes or frees every request it starts)")
+            problems.append(
+                f"rank {r}: {e['outstanding_requests']} requests outstanding at the "
+                "end (the suite completes or frees every request it starts)"
+            )
         if e["requests_untracked"]:
             problems.append(f"rank {r}: {e['requests_untracked']} untracked requests")
-    return dict(mpi=job.mpi.name, ranks=nranks, launcher=job.launcher,
-                modules=list(job.modules), exclude=list(job.exclude), plain=plain,
-                profiled=profiled, differences=diffs, ledger=led, problems=problems,
-                ok=not problems)
+    return dict(
+        mpi=job.mpi.name,
+        ranks=nranks,
+        launcher=job.launcher,
+        modules=list(job.modules),
+        exclude=list(job.exclude),
+        plain=plain,
+        profiled=profiled,
+        differences=diffs,
+        ledger=led,
+        problems=problems,
+        ok=not problems,
+    )
 
 
 # ---- output ----------------------------------------------------------------------
+
 
 def counts_text(ranks):
     t = tally(ranks)
@@ -545,33 +663,45 @@ def ledger_text(led, nranks):
             parts.append(f"{r}: none")
             continue
         ok = e["balanced"] and not e["outstanding_requests"]
-        parts.append(f"{r}: {'yes' if ok else 'NO'} {e['requests_started']}="
-                     f"{e['requests_completed']}+{e['requests_cancelled']}+"
-                     f"{e['requests_freed']}+{e['outstanding_requests']}")
+        parts.append(
+            f"{r}: {'yes' if ok else 'NO'} {e['requests_started']}="
+            f"{e['requests_completed']}+{e['requests_cancelled']}+"
+            f"{e['requests_freed']}+{e['outstanding_requests']}"
+        )
     return "; ".join(parts)
 
 
 def print_report(results):
     from commscope.output import format_table
+
     rows = []
     for res in results:
         led = res["ledger"]
-        rows.append({
-            "mpi": res["mpi"], "ranks": res["ranks"],
-            "tests": tally(res["plain"]["ranks"])["tests"],
-            "plain p/f/e/s": counts_text(res["plain"]["ranks"]),
-            "profiled p/f/e/s": counts_text(res["profiled"]["ranks"]),
-            "diffs": len(res["differences"]),
-            "ledger (started=completed+cancelled+freed+outstanding)":
-                ledger_text(led, res["ranks"]),
-            "untracked": sum(e["requests_untracked"] for e in led.values()),
-            "functions": max((e["functions"] for e in led.values()), default=0),
-            "calls": sum(e["calls"] for e in led.values()),
-            "plain_s": round(res["plain"]["wall_s"], 1),
-            "profiled_s": round(res["profiled"]["wall_s"], 1),
-        })
-    print(format_table(rows, title="mpi4py test suite, plain vs under commscope profile "
-                                   "(p/f/e/s: passed/failed/errors/skipped on rank 0)"))
+        rows.append(
+            {
+                "mpi": res["mpi"],
+                "ranks": res["ranks"],
+                "tests": tally(res["plain"]["ranks"])["tests"],
+                "plain p/f/e/s": counts_text(res["plain"]["ranks"]),
+                "profiled p/f/e/s": counts_text(res["profiled"]["ranks"]),
+                "diffs": len(res["differences"]),
+                "ledger (started=completed+cancelled+freed+outstanding)": ledger_text(
+                    led, res["ranks"]
+                ),
+                "untracked": sum(e["requests_untracked"] for e in led.values()),
+                "functions": max((e["functions"] for e in led.values()), default=0),
+                "calls": sum(e["calls"] for e in led.values()),
+                "plain_s": round(res["plain"]["wall_s"], 1),
+                "profiled_s": round(res["profiled"]["wall_s"], 1),
+            }
+        )
+    print(
+        format_table(
+            rows,
+            title="mpi4py test suite, plain vs under commscope profile "
+            "(p/f/e/s: passed/failed/errors/skipped on rank 0)",
+        )
+    )
     for res in results:
         head = f"  {res['mpi']} x{res['ranks']}"
         diffs = res["differences"]
@@ -582,8 +712,10 @@ def print_report(results):
         for which in ("plain", "profiled"):
             job = res[which]
             if job["returncode"] not in (0, 1) or len(job["ranks"]) < res["ranks"]:
-                print(f"{head} {which}: exit {job['returncode']}, {len(job['ranks'])}/"
-                      f"{res['ranks']} ranks reported; see {job['log']}")
+                print(
+                    f"{head} {which}: exit {job['returncode']}, {len(job['ranks'])}/"
+                    f"{res['ranks']} ranks reported; see {job['log']}"
+                )
             for r, tid in sorted(job.get("died_in", {}).items()):
                 print(f"{head} {which}: rank {r} ended during {tid}")
         if res["problems"]:
@@ -609,34 +741,66 @@ def main(argv=None):
         return rank_main(outdir, testdir, rest[1:] if rest[:1] == ["--"] else rest)
     if argv[:1] == ["_profile"]:
         return profile_main(argv[1:])
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mpi", default="openmpi,mpich",
-                    help="comma list of openmpi, mpich (default: both)")
-    ap.add_argument("-n", "--ranks", default="2",
-                    help="rank counts, comma-separated (default %(default)s; e.g. 1,2)")
-    ap.add_argument("--quick", action="store_true",
-                    help=f"only {len(QUICK)} modules, one or more of every family")
-    ap.add_argument("--modules", default=None,
-                    help="comma list of test modules (test_rma,test_io); overrides --quick")
-    ap.add_argument("--launcher", choices=("spawnable", "commscope"), default="spawnable",
-                    help="spawnable (default): commscope's launch flags with the binding "
-                         "given so that MPI_Comm_spawn works (see spawnable()); commscope: "
-                         "its flags unchanged (test_spawn then errors both ways with Open "
-                         "MPI on as many cores as ranks, and aborts the MPICH job)")
-    ap.add_argument("--exclude", action="append", metavar="PATTERN",
-                    help="leave out tests whose id matches (mpi4py main.py -x; repeatable)")
-    ap.add_argument("--timeout", type=float, default=1800,
-                    help="seconds per job before it is killed (default %(default)s)")
-    ap.add_argument("--workdir", default=None,
-                    help="keep outcomes, logs and run directories here (default: a temporary "
-                         "directory, removed unless --keep)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--mpi", default="openmpi,mpich", help="comma list of openmpi, mpich (default: both)"
+    )
+    ap.add_argument(
+        "-n",
+        "--ranks",
+        default="2",
+        help="rank counts, comma-separated (default %(default)s; e.g. 1,2)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"only {len(QUICK)} modules, one or more of every family",
+    )
+    ap.add_argument(
+        "--modules",
+        default=None,
+        help="comma list of test modules (test_rma,test_io); overrides --quick",
+    )
+    ap.add_argument(
+        "--launcher",
+        choices=("spawnable", "commscope"),
+        default="spawnable",
+        help="spawnable (default): commscope's launch flags with the binding "
+        "given so that MPI_Comm_spawn works (see spawnable()); commscope: "
+        "its flags unchanged (test_spawn then errors both ways with Open "
+        "MPI on as many cores as ranks, and aborts the MPICH job)",
+    )
+    ap.add_argument(
+        "--exclude",
+        action="append",
+        metavar="PATTERN",
+        help="leave out tests whose id matches (mpi4py main.py -x; repeatable)",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=1800,
+        help="seconds per job before it is killed (default %(default)s)",
+    )
+    ap.add_argument(
+        "--workdir",
+        default=None,
+        help="keep outcomes, logs and run directories here (default: a temporary "
+        "directory, removed unless --keep)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
-    ap.add_argument("-v", "--verbose", action="store_true",
-                    help="unittest -v on every rank (in the logs)")
+    ap.add_argument(
+        "-v", "--verbose", action="store_true", help="unittest -v on every rank (in the logs)"
+    )
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    ap.add_argument("--report", metavar="JSON", default=None,
-                    help="print the table of an earlier --json output and exit (status as then)")
+    ap.add_argument(
+        "--report",
+        metavar="JSON",
+        default=None,
+        help="print the table of an earlier --json output and exit (status as then)",
+    )
     a = ap.parse_args(argv)
     if a.report:
         results = load_results(a.report)
@@ -644,6 +808,7 @@ def main(argv=None):
         return 0 if results and all(r["ok"] for r in results) else 1
 
     from commscope import mpi as mpimod
+
     try:
         testdir = fetch_suite()
     except SuiteUnavailable as exc:
@@ -660,8 +825,10 @@ def main(argv=None):
     known = set(suite_modules(testdir))
     unknown = [m for m in modules if m not in known]
     if unknown:
-        print(f"conformance: no such test module(s) in {testdir}: {', '.join(unknown)}",
-              file=sys.stderr)
+        print(
+            f"conformance: no such test module(s) in {testdir}: {', '.join(unknown)}",
+            file=sys.stderr,
+        )
         return 2
     work = Path(a.workdir) if a.workdir else Path(tempfile.mkdtemp(prefix="conformance-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -672,12 +839,29 @@ def main(argv=None):
             mpimod.build(m, target="commscope")
             for n in [int(x) for x in a.ranks.split(",")]:
                 sub = Path(tempfile.mkdtemp(prefix=f"{name}-{n}-", dir=work))
-                print(f"conformance: {name}, {n} rank(s), "
-                      f"{len(modules) or 'all'} module(s) ...", file=sys.stderr, flush=True)
-                results.append(check(Job(m, n, testdir, sub, tuple(modules), tuple(exclude),
-                                         a.timeout, a.verbose, a.launcher)))
+                print(
+                    f"conformance: {name}, {n} rank(s), {len(modules) or 'all'} module(s) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                results.append(
+                    check(
+                        Job(
+                            m,
+                            n,
+                            testdir,
+                            sub,
+                            tuple(modules),
+                            tuple(exclude),
+                            a.timeout,
+                            a.verbose,
+                            a.launcher,
+                        )
+                    )
+                )
         if a.json:
             from commscope.output import dump_json
+
             dump_json({"suite": str(testdir), "workdir": str(work), "results": results})
         else:
             print_report(results)

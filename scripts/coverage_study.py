@@ -50,9 +50,18 @@ def collect(root, workload, pairs, intervals, seed, mpi):
             if (path / "meta.json").exists() and open_run(path).status == "complete":
                 pair[p] = open_run(path)
                 continue
-            pair[p] = run_bsp(workload, ranks=p, intervals=intervals,
-                              seed=seed + 1000 * i + p, runs_root=root, run_name=name,
-                              mpi_spec=mpi, echo=False, progress=False, **WORKLOADS[workload])
+            pair[p] = run_bsp(
+                workload,
+                ranks=p,
+                intervals=intervals,
+                seed=seed + 1000 * i + p,
+                runs_root=root,
+                run_name=name,
+                mpi_spec=mpi,
+                echo=False,
+                progress=False,
+                **WORKLOADS[workload],
+            )
         out.append(pair)
     return out
 
@@ -62,8 +71,9 @@ def main():
     ap.add_argument("--runs", default=None, help="where to keep the runs (default: a temp dir)")
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--repeats", type=int, default=3, help="1-rank runs per calibration")
-    ap.add_argument("--intervals", type=int, default=None,
-                    help="intervals per run (default ftq 200, dgemm 300)")
+    ap.add_argument(
+        "--intervals", type=int, default=None, help="intervals per run (default ftq 200, dgemm 300)"
+    )
     ap.add_argument("--replicas", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mpi", default=None)
@@ -75,8 +85,10 @@ def main():
     root = Path(args.runs or tempfile.mkdtemp(prefix="commscope-coverage-"))
     root.mkdir(parents=True, exist_ok=True)
     repeats = max(1, min(args.repeats, args.pairs - 1))
-    print(f"# runs in {root}; {args.pairs} pairs per workload, calibration on {repeats} "
-          "1-rank runs, target one 2-rank run")
+    print(
+        f"# runs in {root}; {args.pairs} pairs per workload, calibration on {repeats} "
+        "1-rank runs, target one 2-rank run"
+    )
 
     rows = []
     for wl in args.workloads:
@@ -84,24 +96,44 @@ def main():
         for i, pair in enumerate(pairs):
             cal = [pairs[(i + j) % len(pairs)][1] for j in range(repeats)]
             for interval in ("thesis", "run"):
-                df = predict_variability(cal[0], [2], compare=[pair[2]], repeats=cal[1:],
-                                         replicas=args.replicas, seed=args.seed + i,
-                                         interval=interval)
+                df = predict_variability(
+                    cal[0],
+                    [2],
+                    compare=[pair[2]],
+                    repeats=cal[1:],
+                    replicas=args.replicas,
+                    seed=args.seed + i,
+                    interval=interval,
+                )
                 for r in df.itertuples():
-                    rows.append(dict(workload=wl, pair=i, interval=interval, kind=r.kind,
-                                     statistic=r.statistic, inside=r.inside,
-                                     low=r.ci_low_s, high=r.ci_high_s,
-                                     measured=r.measured_median_s, note=r.note))
+                    rows.append(
+                        dict(
+                            workload=wl,
+                            pair=i,
+                            interval=interval,
+                            kind=r.kind,
+                            statistic=r.statistic,
+                            inside=r.inside,
+                            low=r.ci_low_s,
+                            high=r.ci_high_s,
+                            measured=r.measured_median_s,
+                            note=r.note,
+                        )
+                    )
     df = pd.DataFrame(rows)
     if args.runs:
         df.to_csv(root / "coverage.csv", index=False)
     judged = df[df["inside"].notna()]
-    table = (judged.groupby(["interval", "kind", "statistic", "workload"], sort=False)["inside"]
-             .agg(held=lambda s: int(s.astype(bool).sum()), total="size").reset_index())
+    table = (
+        judged.groupby(["interval", "kind", "statistic", "workload"], sort=False)["inside"]
+        .agg(held=lambda s: int(s.astype(bool).sum()), total="size")
+        .reset_index()
+    )
     table["coverage"] = table["held"] / table["total"]
     table["nominal"] = 0.95
-    print_table(table, title="measured 2-rank value inside the predicted 95% interval "
-                             "(held / total pairs)")
+    print_table(
+        table, title="measured 2-rank value inside the predicted 95% interval (held / total pairs)"
+    )
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ def predicted_saving(case, run, unit, iters, machine_model=None):
     own kind, in seconds; None when it has no finding of that kind)."""
     import commscope
     from commscope.diagnose.findings import diagnose
+
     d = diagnose(commscope.open(run.path), machine_model=machine_model)
     first = d.findings[0].kind if d.findings else None
     mine = next((f for f in d.findings if f.kind == case.first_finding), None)
@@ -64,9 +65,15 @@ def fitted_machine_model(mpi_spec, runs, log):
     from commscope.bench.hvpingpong import run_hvpingpong
     from commscope.bench.pingpong import run_pingpong
     from commscope.machine_fit import fit_runs
+
     log("measuring this machine's model (ping-pong, HighVolumePingPong, fit)")
-    kw = dict(runs_root=runs, echo=False, progress=False, timeout=600,
-              **({"mpi_spec": mpi_spec} if mpi_spec else {}))
+    kw = dict(
+        runs_root=runs,
+        echo=False,
+        progress=False,
+        timeout=600,
+        **({"mpi_spec": mpi_spec} if mpi_spec else {}),
+    )
     pp = run_pingpong(min_size=1, max_size=1 << 20, iters=500, warmup=50, **kw)
     hv = run_hvpingpong(counts=[1, 10, 100, 1000, 3000], iters=5, warmup=1, **kw)
     return fit_runs([pp.path, hv.path])
@@ -93,8 +100,13 @@ def cpu_sample():
     except (OSError, ValueError):
         return None
     hz = os.sysconf("SC_CLK_TCK")
-    ours = sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
-                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
+    ours = sum(
+        u.ru_utime + u.ru_stime
+        for u in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
     return sum(v) / hz, (sum(v) - v[3] - v[4]) / hz, ours
 
 
@@ -110,10 +122,12 @@ def others_share(before, after):
 def cpu_busy(interval=1.0):
     """Fraction of the machine's CPU time that was busy over ``interval`` seconds (from
     /proc/stat: every process of the machine, other users' too); None off Linux."""
+
     def sample():
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
         return sum(v), v[3] + v[4]  # total, idle + iowait
+
     try:
         t0, i0 = sample()
         time.sleep(interval)
@@ -139,6 +153,7 @@ def ompt_problem(mpi):
     """Why OMPT cannot time OpenMP programs here (None: it can)."""
     from commscope.errors import EnvironmentProblem
     from commscope.profile import ompt
+
     if ompt.runtime_library() is None:
         return "no libiomp5.so (the intel-openmp wheel; scripts/setup.sh installs it)"
     try:
@@ -152,22 +167,38 @@ def profile_once(case, exe, fixed, iters, unit, mpi_spec, runs, name, use_ompt):
     """One profiled run; returns (runtime in s, the run)."""
     from commscope.cli import main
     from commscope.runs import open_run
-    argv = ["profile", "--runs", str(runs), "--name", name, "--quiet", "--timeout", "300",
-            *(["--mpi", mpi_spec] if mpi_spec else []), *profile_options(case, use_ompt),
-            "--", str(exe), *program_args(case, fixed, iters, unit)]
+
+    argv = [
+        "profile",
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+        "--quiet",
+        "--timeout",
+        "300",
+        *(["--mpi", mpi_spec] if mpi_spec else []),
+        *profile_options(case, use_ompt),
+        "--",
+        str(exe),
+        *program_args(case, fixed, iters, unit),
+    ]
     before = cpu_sample()
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(argv)
     others = others_share(before, cpu_sample())
     run = open_run(Path(runs) / name)
     if code or run.meta.get("status") != "complete":
-        raise SystemExit(f"{case.name}{' --fixed' if fixed else ''}: commscope profile exited "
-                         f"with status {code} (run {run.path}, status {run.meta.get('status')})")
+        raise SystemExit(
+            f"{case.name}{' --fixed' if fixed else ''}: commscope profile exited "
+            f"with status {code} (run {run.path}, status {run.meta.get('status')})"
+        )
     return float(run.table("ranks")["wall_s"].max()), run, others
 
 
-def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0,
-            machine_model=None):
+def measure(
+    case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wait=0, machine_model=None
+):
     """R alternating pairs of runs of ``case``; returns its table row.  With
     ``idle_wait`` > 0, each run waits up to that long for the machine to be idle.  A run
     during which other users took more than DISTURBED of the CPUs is disturbed: the
@@ -181,13 +212,24 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
             if idle_wait > 0:
                 busy = wait_idle(idle_wait, log=log)
                 busy_starts += busy is not None and busy >= 0.25
-            t, run, others = profile_once(case, exe, fixed, iters, unit, mpi_spec, runs,
-                                          f"{case.name}-{variant}-{rep}", use_ompt)
+            t, run, others = profile_once(
+                case,
+                exe,
+                fixed,
+                iters,
+                unit,
+                mpi_spec,
+                runs,
+                f"{case.name}-{variant}-{rep}",
+                use_ompt,
+            )
             times[fixed].append(t)
             if others is None or others <= DISTURBED:
                 clean[fixed].append(t)
-            log(f"  {case.name} {variant} #{rep + 1}: {t:.3f} s"
-                + ("" if others is None else f" (other users: {others:.0%} of the CPUs)"))
+            log(
+                f"  {case.name} {variant} #{rep + 1}: {t:.3f} s"
+                + ("" if others is None else f" (other users: {others:.0%} of the CPUs)")
+            )
             if not fixed:
                 first, p = predicted_saving(case, run, unit, iters, machine_model)
                 firsts.append(first)
@@ -196,18 +238,29 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
     unfixed, fixed = (min(clean[v] or times[v]) for v in (False, True))
     per_iter = (unfixed - fixed) / iters
     designed = case.designed_saving(unit, iters)
-    row = {"program": case.name, "ranks": case.ranks, "threads": case.threads,
-           "iters": iters, "unit_s": unit, "unfixed_s": unfixed, "fixed_s": fixed,
-           "saving_s": unfixed - fixed, "saving_per_iter_s": per_iter,
-           "designed_per_iter_s": designed,
-           "ratio": per_iter / designed if designed else None,
-           "measured_per": None, "ompt": bool(case.needs_openmp and use_ompt),
-           "unfixed_all_s": times[False], "fixed_all_s": times[True],
-           "busy_starts": busy_starts,
-           "disturbed": sum(len(times[v]) - len(clean[v]) for v in (False, True))}
+    row = {
+        "program": case.name,
+        "ranks": case.ranks,
+        "threads": case.threads,
+        "iters": iters,
+        "unit_s": unit,
+        "unfixed_s": unfixed,
+        "fixed_s": fixed,
+        "saving_s": unfixed - fixed,
+        "saving_per_iter_s": per_iter,
+        "designed_per_iter_s": designed,
+        "ratio": per_iter / designed if designed else None,
+        "measured_per": None,
+        "ompt": bool(case.needs_openmp and use_ompt),
+        "unfixed_all_s": times[False],
+        "fixed_all_s": times[True],
+        "busy_starts": busy_starts,
+        "disturbed": sum(len(times[v]) - len(clean[v]) for v in (False, True)),
+    }
     if case.measured_per:
         label, count = case.measured_per
         from commscope.units import format_seconds
+
         row["measured_per"] = f"{format_seconds((unfixed - fixed) / count(iters))} {label}"
     # the prediction from each unfixed run: their median; named first in how many runs
     row["named_first"] = f"{sum(k == case.first_finding for k in firsts)}/{len(firsts)}"
@@ -220,19 +273,25 @@ def measure(case, exe, reps, iters, unit, mpi_spec, runs, use_ompt, log, idle_wa
 
 def text_table(rows, title):
     from commscope.output import format_table
+
     shown = []
     for r in rows:
-        s = {"program": r["program"], "P x T": f"{r['ranks']} x {r['threads']}",
-             "N": r["iters"], "unfixed_s": round(r["unfixed_s"], 3),
-             "fixed_s": round(r["fixed_s"], 3),
-             "saving_per_iter_s": r["saving_per_iter_s"],
-             "designed_per_iter_s": r["designed_per_iter_s"],
-             "ratio": None if r["ratio"] is None else round(r["ratio"], 2)}
+        s = {
+            "program": r["program"],
+            "P x T": f"{r['ranks']} x {r['threads']}",
+            "N": r["iters"],
+            "unfixed_s": round(r["unfixed_s"], 3),
+            "fixed_s": round(r["fixed_s"], 3),
+            "saving_per_iter_s": r["saving_per_iter_s"],
+            "designed_per_iter_s": r["designed_per_iter_s"],
+            "ratio": None if r["ratio"] is None else round(r["ratio"], 2),
+        }
         s["named_first"] = r.get("named_first")
         if any("predicted_per_iter_s" in x for x in rows):
             s["predicted_per_iter_s"] = r.get("predicted_per_iter_s")
-            s["predicted_over_measured"] = (None if r.get("predicted_ratio") is None
-                                            else round(r["predicted_ratio"], 2))
+            s["predicted_over_measured"] = (
+                None if r.get("predicted_ratio") is None else round(r["predicted_ratio"], 2)
+            )
         s["measured"] = r["measured_per"] or ""
         s["disturbed"] = r["disturbed"]
         shown.append(s)
@@ -241,31 +300,61 @@ def text_table(rows, title):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("programs", nargs="*", metavar="PROGRAM",
-                    help=f"programs to run (default all: {', '.join(CASES)})")
+    ap.add_argument(
+        "programs",
+        nargs="*",
+        metavar="PROGRAM",
+        help=f"programs to run (default all: {', '.join(CASES)})",
+    )
     ap.add_argument("--mpi", default=None, help="openmpi (default) or mpich")
     ap.add_argument("--reps", type=int, default=3, help="runs of each variant (default 3)")
-    ap.add_argument("--unit", type=float, default=DEFAULT_UNIT,
-                    help="the work unit U in seconds (default %(default)s)")
-    ap.add_argument("--iters", type=int, default=None,
-                    help="iterations of every program (default: each program's own)")
-    ap.add_argument("--runs", default=None, help="keep the runs here (default: a temporary "
-                                                 "directory, removed at the end)")
-    ap.add_argument("--idle-wait", type=float, default=30, metavar="S",
-                    help="before each run, wait up to S seconds for a second in which the "
-                         "CPUs were less than 25%% busy (other users' jobs; default "
-                         "%(default)s, 0 under --quick: no wait)")
-    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                    help="set NAME=VALUE for the profiled programs (repeatable; the "
-                         "launcher passes this script's environment to the ranks), e.g. "
-                         "MPIR_CVAR_CH4_PROGRESS_THROTTLE=1 for MPICH on oversubscribed cores")
-    ap.add_argument("--machine-model", default=None, metavar="FILE",
-                    help="machine model for the predictions (queue_search needs its "
-                         "queue-search cost); default: measured now (about 30 s), none "
-                         "under --quick")
+    ap.add_argument(
+        "--unit",
+        type=float,
+        default=DEFAULT_UNIT,
+        help="the work unit U in seconds (default %(default)s)",
+    )
+    ap.add_argument(
+        "--iters",
+        type=int,
+        default=None,
+        help="iterations of every program (default: each program's own)",
+    )
+    ap.add_argument(
+        "--runs",
+        default=None,
+        help="keep the runs here (default: a temporary directory, removed at the end)",
+    )
+    ap.add_argument(
+        "--idle-wait",
+        type=float,
+        default=30,
+        metavar="S",
+        help="before each run, wait up to S seconds for a second in which the "
+        "CPUs were less than 25%% busy (other users' jobs; default "
+        "%(default)s, 0 under --quick: no wait)",
+    )
+    ap.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set NAME=VALUE for the profiled programs (repeatable; the "
+        "launcher passes this script's environment to the ranks), e.g. "
+        "MPIR_CVAR_CH4_PROGRESS_THROTTLE=1 for MPICH on oversubscribed cores",
+    )
+    ap.add_argument(
+        "--machine-model",
+        default=None,
+        metavar="FILE",
+        help="machine model for the predictions (queue_search needs its "
+        "queue-search cost); default: measured now (about 30 s), none "
+        "under --quick",
+    )
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--quick", action="store_true",
-                    help="once each way, a quarter of the iterations")
+    ap.add_argument(
+        "--quick", action="store_true", help="once each way, a quarter of the iterations"
+    )
     args = ap.parse_args(argv)
     unknown = [p for p in args.programs if p not in CASES]
     if unknown:
@@ -279,6 +368,7 @@ def main(argv=None):
     cases = [CASES[p] for p in args.programs or CASES]
     reps = 1 if args.quick else args.reps
     from commscope import mpi as mpimod
+
     mpi = mpimod.select_mpi(args.mpi)
     mpimod.build(mpi)
     no_ompt = ompt_problem(mpi) if any(c.needs_openmp for c in cases) else None
@@ -286,8 +376,9 @@ def main(argv=None):
         print(f"skipped: OpenMP programs cannot be timed with OMPT: {no_ompt}", file=sys.stderr)
         return 3
     if no_ompt:
-        print(f"note: without OMPT ({no_ompt}): OpenMP programs run without --ompt",
-              file=sys.stderr)
+        print(
+            f"note: without OMPT ({no_ompt}): OpenMP programs run without --ompt", file=sys.stderr
+        )
     tmp = tempfile.mkdtemp(prefix="diag-programs-")
     runs = Path(args.runs) if args.runs else Path(tmp) / "runs"
     runs.mkdir(parents=True, exist_ok=True)
@@ -297,6 +388,7 @@ def main(argv=None):
     try:
         if args.machine_model:
             from commscope.models.machine_model import load_machine_model
+
             machine_model = load_machine_model(args.machine_model)
         elif not args.quick and any(c.name == "queue_search" for c in cases):
             machine_model = fitted_machine_model(args.mpi, runs, log)
@@ -304,34 +396,65 @@ def main(argv=None):
             machine_model = None
         for case in cases:
             exe = compile_case(case, mpi, tmp)
-            iters = args.iters or (max(case.ranks, case.iters // 4) if args.quick
-                                   else case.iters)
-            rows.append(measure(case, exe, reps, iters, args.unit, args.mpi, runs,
-                                no_ompt is None, log, 0 if args.quick else args.idle_wait,
-                                machine_model))
+            iters = args.iters or (max(case.ranks, case.iters // 4) if args.quick else case.iters)
+            rows.append(
+                measure(
+                    case,
+                    exe,
+                    reps,
+                    iters,
+                    args.unit,
+                    args.mpi,
+                    runs,
+                    no_ompt is None,
+                    log,
+                    0 if args.quick else args.idle_wait,
+                    machine_model,
+                )
+            )
     finally:
         if not args.runs:
             shutil.rmtree(tmp, ignore_errors=True)
     load_after = loadavg()
-    info = {"mpi": mpi.name, "env": env, "reps": reps, "unit_s": args.unit,
-            "loadavg_before": load_before,
-            "loadavg_after": load_after, "seconds": round(time.perf_counter() - t0, 1),
-            "cores": os.cpu_count()}
+    info = {
+        "mpi": mpi.name,
+        "env": env,
+        "reps": reps,
+        "unit_s": args.unit,
+        "loadavg_before": load_before,
+        "loadavg_after": load_after,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "cores": os.cpu_count(),
+    }
     if args.json:
         print(json.dumps({**info, "rows": rows}, indent=1))
         return 0
-    print(text_table(rows, f"diagnose programs under commscope profile, {mpi.name}, "
-                           f"U = {args.unit * 1e3:g} ms, best of {reps}"
-                           + "".join(f", {k}={v}" for k, v in env.items())))
+    print(
+        text_table(
+            rows,
+            f"diagnose programs under commscope profile, {mpi.name}, "
+            f"U = {args.unit * 1e3:g} ms, best of {reps}"
+            + "".join(f", {k}={v}" for k, v in env.items()),
+        )
+    )
     busy = sum(r["busy_starts"] for r in rows)
     disturbed = sum(r["disturbed"] for r in rows)
-    print(f"load average {load_before} before, {load_after} after; {info['cores']} cores; "
-          f"{info['seconds']} s"
-          + (f"; {busy} of {2 * reps * len(rows)} runs started on a busy machine (over "
-             f"25% busy after {args.idle_wait:g} s of waiting)" if busy else "")
-          + (f"; {disturbed} runs disturbed (other users took over {DISTURBED:.0%} of the "
-             "CPUs; a variant's best is of its undisturbed runs when it has any)"
-             if disturbed else ""))
+    print(
+        f"load average {load_before} before, {load_after} after; {info['cores']} cores; "
+        f"{info['seconds']} s"
+        + (
+            f"; {busy} of {2 * reps * len(rows)} runs started on a busy machine (over "
+            f"25% busy after {args.idle_wait:g} s of waiting)"
+            if busy
+            else ""
+        )
+        + (
+            f"; {disturbed} runs disturbed (other users took over {DISTURBED:.0%} of the "
+            "CPUs; a variant's best is of its undisturbed runs when it has any)"
+            if disturbed
+            else ""
+        )
+    )
     return 0
 
 

@@ -85,6 +85,7 @@ def loadavg():
 
 def ompt_problem(mpi):
     from commscope.profile import ompt
+
     if ompt.runtime_library() is None:
         return "no libiomp5.so (the intel-openmp wheel; scripts/setup.sh installs it)"
     try:
@@ -107,10 +108,17 @@ def machine_model(mpi_name, root, quick):
     from commscope.bench.pingpong import run_pingpong
     from commscope.machine_fit import fit_runs
     from commscope.models.machine_model import save_machine_model
+
     short = dict(max_size=4 << 20, iters=100, warmup=10, large_iters=10, large_warmup=1)
     full = dict(max_size=8 << 20, iters=300, warmup=30, large_iters=50, large_warmup=5)
-    pp = run_pingpong(mpi_spec=mpi_name, runs_root=root, echo=False, progress=False,
-                      timeout=600, **(short if quick else full))
+    pp = run_pingpong(
+        mpi_spec=mpi_name,
+        runs_root=root,
+        echo=False,
+        progress=False,
+        timeout=600,
+        **(short if quick else full),
+    )
     path = Path(root) / f"machine-model-{mpi_name}.json"
     save_machine_model(fit_runs([pp.path]), path)
     return path
@@ -121,8 +129,27 @@ def profile(exe, args, mpi_name, runs, name, timeout):
     when it did not complete (a hang stopped by the timeout, a failure)."""
     from commscope.cli import main
     from commscope.runs import open_run
-    argv = ["profile", "--runs", str(runs), "--name", name, "--quiet", "--timeout", str(timeout),
-            "--mpi", mpi_name, "-n", "2", "--ompt", "--threads", "2", "--", str(exe), *args]
+
+    argv = [
+        "profile",
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+        "--quiet",
+        "--timeout",
+        str(timeout),
+        "--mpi",
+        mpi_name,
+        "-n",
+        "2",
+        "--ompt",
+        "--threads",
+        "2",
+        "--",
+        str(exe),
+        *args,
+    ]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = main(argv)
     path = Path(runs) / name
@@ -138,115 +165,210 @@ def predict(run_path, mm):
     the spread and the bytes it used."""
     from commscope.predict import earlybird as eb
     from commscope.runs import open_run
+
     run = open_run(run_path, warn=False)
     link, _ = eb.link_for(run, machine_model=str(mm))
     table = eb.advise(run, link, replicas=2000)
     main_rows = table[~table["region"].str.contains(" #")]
     row = main_rows.sort_values("instances", ascending=False).iloc[0]
-    return {"region": row["region"], "spread_s": float(row["spread_s"]),
-            "bytes_per_iteration": float(row["bytes_per_iteration"]),
-            "single_s": float(row["single_s"]), "predicted_saving_s": float(row["saving_mc_s"]),
-            "predicted_alg1_s": float(row["saving_alg1_s"]), "verdict": row["verdict"]}
+    return {
+        "region": row["region"],
+        "spread_s": float(row["spread_s"]),
+        "bytes_per_iteration": float(row["bytes_per_iteration"]),
+        "single_s": float(row["single_s"]),
+        "predicted_saving_s": float(row["saving_mc_s"]),
+        "predicted_alg1_s": float(row["saving_alg1_s"]),
+        "verdict": row["verdict"],
+    }
 
 
 def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
-    args = ["--imbalance", repr(level), "--unit", repr(a.unit), "--iters", str(a.iters),
-            "--bytes", str(a.bytes)]
+    args = [
+        "--imbalance",
+        repr(level),
+        "--unit",
+        repr(a.unit),
+        "--iters",
+        str(a.iters),
+        "--bytes",
+        str(a.bytes),
+    ]
     bulk, part, multiple, hung = [], [], [], 0
     tag = f"{mpi_name}-{program}-K{level:g}-{variant}"
     for rep in range(a.repeats):
         b = profile(exe, args, mpi_name, runs, f"{tag}-bulk-{rep}", a.timeout)
         p = profile(exe, [*args, VARIANTS[variant]], mpi_name, runs, f"{tag}-part-{rep}", a.timeout)
         if a.control:
-            m = profile(exe, [*args, "--thread-multiple"], mpi_name, runs,
-                        f"{tag}-multiple-{rep}", a.timeout)
+            m = profile(
+                exe,
+                [*args, "--thread-multiple"],
+                mpi_name,
+                runs,
+                f"{tag}-multiple-{rep}",
+                a.timeout,
+            )
             multiple += [m] if m else []
         bulk += [b] if b else []
         part += [p] if p else []
         hung += p is None
-        log(f"  {tag} #{rep + 1}: bulk {'ok' if b else 'FAILED'}, partitioned "
-            f"{'ok' if p else 'did not complete'}")
+        log(
+            f"  {tag} #{rep + 1}: bulk {'ok' if b else 'FAILED'}, partitioned "
+            f"{'ok' if p else 'did not complete'}"
+        )
         if p is None:
             break  # a hang is not noise: do not wait for it again
-    row = {"mpi": mpi_name, "program": program, "variant": variant, "imbalance_k": level,
-           "spread_designed_s": level * a.unit, "iterations": a.iters, "bytes": a.bytes,
-           "runs_bulk": len(bulk), "runs_partitioned": len(part)}
+    row = {
+        "mpi": mpi_name,
+        "program": program,
+        "variant": variant,
+        "imbalance_k": level,
+        "spread_designed_s": level * a.unit,
+        "iterations": a.iters,
+        "bytes": a.bytes,
+        "runs_bulk": len(bulk),
+        "runs_partitioned": len(part),
+    }
     if not bulk:
         row["note"] = "the bulk runs failed"
         return row
     row.update(predict(bulk[0], mm))
     if not part:
-        row["note"] = (f"the partitioned run did not complete within {a.timeout:g} s "
-                       f"({'a known hang' if (mpi_name, variant) in HANGS else 'hang or failure'})")
+        row["note"] = (
+            f"the partitioned run did not complete within {a.timeout:g} s "
+            f"({'a known hang' if (mpi_name, variant) in HANGS else 'hang or failure'})"
+        )
         return row
     c = compare(bulk, part, findings=False, statistic="median")["runtime"]
     n = a.iters
     if multiple:
         m = compare(bulk, multiple, findings=False, statistic="median")["runtime"]
-        row.update(thread_multiple_cost_s=m["difference_s"] / n,
-                   thread_multiple_beyond_noise=m["beyond_noise"])
-    row.update(runtime_bulk_s=c["before_s"], runtime_partitioned_s=c["after_s"],
-               measured_saving_s=-c["difference_s"] / n,
-               measured_ci95_low_s=-c["ci95_s"][1] / n if c["ci95_s"] else None,
-               measured_ci95_high_s=-c["ci95_s"][0] / n if c["ci95_s"] else None,
-               beyond_noise=c["beyond_noise"])
+        row.update(
+            thread_multiple_cost_s=m["difference_s"] / n,
+            thread_multiple_beyond_noise=m["beyond_noise"],
+        )
+    row.update(
+        runtime_bulk_s=c["before_s"],
+        runtime_partitioned_s=c["after_s"],
+        measured_saving_s=-c["difference_s"] / n,
+        measured_ci95_low_s=-c["ci95_s"][1] / n if c["ci95_s"] else None,
+        measured_ci95_high_s=-c["ci95_s"][0] / n if c["ci95_s"] else None,
+        beyond_noise=c["beyond_noise"],
+    )
     p = row["predicted_saving_s"]
     row["measured_over_predicted"] = row["measured_saving_s"] / p if p and p > 0 else None
     if len(bulk) == len(part):
         from commscope.runs import open_run
-        walls = [[float(open_run(x, warn=False).table("ranks")["wall_s"].max()) for x in side]
-                 for side in (bulk, part)]
-        record(f"{mpi_name} {program} K={level:g} {variant}: measured saving per iteration",
-               [(wb - wp) / n for wb, wp in zip(*walls)])
+
+        walls = [
+            [float(open_run(x, warn=False).table("ranks")["wall_s"].max()) for x in side]
+            for side in (bulk, part)
+        ]
+        record(
+            f"{mpi_name} {program} K={level:g} {variant}: measured saving per iteration",
+            [(wb - wp) / n for wb, wp in zip(*walls)],
+        )
     return row
 
 
 def text(rows, info):
     from commscope.output import format_table
-    cols = ["mpi", "program", "variant", "imbalance_k", "spread_s", "bytes_per_iteration",
-            "single_s", "predicted_saving_s", "measured_saving_s", "measured_ci95_low_s",
-            "measured_ci95_high_s", "beyond_noise", "measured_over_predicted"]
+
+    cols = [
+        "mpi",
+        "program",
+        "variant",
+        "imbalance_k",
+        "spread_s",
+        "bytes_per_iteration",
+        "single_s",
+        "predicted_saving_s",
+        "measured_saving_s",
+        "measured_ci95_low_s",
+        "measured_ci95_high_s",
+        "beyond_noise",
+        "measured_over_predicted",
+    ]
     if any("thread_multiple_cost_s" in r for r in rows):
         cols += ["thread_multiple_cost_s", "thread_multiple_beyond_noise"]
     shown = [{c: r.get(c) for c in cols} for r in rows]
-    out = [format_table(shown, columns=cols, title=(
-        "early-bird advice against a partitioned rewrite: saving per iteration, predicted by "
-        f"`commscope advise` on the bulk run, measured by `commscope compare --statistic median` "
-        f"(median bulk - median partitioned run time / {info['iterations']} iterations; "
-        f"{info['repeats']} run(s) a side, U = {info['unit_s'] * 1e3:g} ms, spread = K U)"))]
+    out = [
+        format_table(
+            shown,
+            columns=cols,
+            title=(
+                "early-bird advice against a partitioned rewrite: saving per iteration, predicted by "
+                f"`commscope advise` on the bulk run, measured by `commscope compare --statistic median` "
+                f"(median bulk - median partitioned run time / {info['iterations']} iterations; "
+                f"{info['repeats']} run(s) a side, U = {info['unit_s'] * 1e3:g} ms, spread = K U)"
+            ),
+        )
+    ]
     for r in rows:
         if r.get("note"):
-            out.append(f"# {r['mpi']} {r['program']} K={r['imbalance_k']:g} {r['variant']}: {r['note']}")
-    out.append(f"load average {info['loadavg_before']} before, {info['loadavg_after']} after; "
-               f"{info['cores']} cores; {info['seconds']} s")
+            out.append(
+                f"# {r['mpi']} {r['program']} K={r['imbalance_k']:g} {r['variant']}: {r['note']}"
+            )
+    out.append(
+        f"load average {info['loadavg_before']} before, {info['loadavg_after']} after; "
+        f"{info['cores']} cores; {info['seconds']} s"
+    )
     return "\n".join(out)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mpi", default="openmpi,mpich", help="MPIs, comma-separated (default %(default)s)")
+    ap.add_argument(
+        "--mpi", default="openmpi,mpich", help="MPIs, comma-separated (default %(default)s)"
+    )
     ap.add_argument("--programs", default=",".join(PROGRAMS), help="default %(default)s")
-    ap.add_argument("--levels", default="0.1,0.5,2",
-                    help="imbalance levels K: the slow thread works (1+K)U (default %(default)s)")
+    ap.add_argument(
+        "--levels",
+        default="0.1,0.5,2",
+        help="imbalance levels K: the slow thread works (1+K)U (default %(default)s)",
+    )
     ap.add_argument("--unit", type=float, default=0.001, help="U, seconds (default %(default)s)")
-    ap.add_argument("--bytes", type=int, default=4 << 20,
-                    help="message bytes (thread_imbalance) and halo bytes per direction "
-                         "(halo_threads) (default %(default)s)")
+    ap.add_argument(
+        "--bytes",
+        type=int,
+        default=4 << 20,
+        help="message bytes (thread_imbalance) and halo bytes per direction "
+        "(halo_threads) (default %(default)s)",
+    )
     ap.add_argument("--iters", type=int, default=200, help="iterations (default %(default)s)")
     ap.add_argument("--repeats", type=int, default=7, help="runs a side (default %(default)s)")
-    ap.add_argument("--variant", choices=("auto", "wait", "poll", "both"), default="both",
-                    help="partitioned variants run (default %(default)s; see above)")
-    ap.add_argument("--timeout", type=float, default=120,
-                    help="seconds per run before it counts as a hang (default %(default)s)")
-    ap.add_argument("--control", action="store_true",
-                    help="also run the bulk program under MPI_THREAD_MULTIPLE (see above)")
-    ap.add_argument("--machine-model", default=None,
-                    help="machine model JSON for every MPI (default: fit a ping-pong run per MPI)")
-    ap.add_argument("--runs", default=None, help="keep the runs here (default: a temporary "
-                                                 "directory, removed at the end)")
+    ap.add_argument(
+        "--variant",
+        choices=("auto", "wait", "poll", "both"),
+        default="both",
+        help="partitioned variants run (default %(default)s; see above)",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=120,
+        help="seconds per run before it counts as a hang (default %(default)s)",
+    )
+    ap.add_argument(
+        "--control",
+        action="store_true",
+        help="also run the bulk program under MPI_THREAD_MULTIPLE (see above)",
+    )
+    ap.add_argument(
+        "--machine-model",
+        default=None,
+        help="machine model JSON for every MPI (default: fit a ping-pong run per MPI)",
+    )
+    ap.add_argument(
+        "--runs",
+        default=None,
+        help="keep the runs here (default: a temporary directory, removed at the end)",
+    )
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--quick", action="store_true",
-                    help="Open MPI only, 1 run a side, 100 iterations, a short ping-pong fit")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="Open MPI only, 1 run a side, 100 iterations, a short ping-pong fit",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.mpi, a.repeats, a.iters = "openmpi", 1, 100
@@ -255,9 +377,13 @@ def main(argv=None):
     levels = [float(x) for x in a.levels.split(",")]
     bad = [p for p in programs if p not in PROGRAMS]
     if bad or a.repeats < 1 or a.iters < 1 or not a.unit > 0 or a.bytes % 16:
-        ap.error(f"unknown program {bad}" if bad else
-                 "--repeats, --iters >= 1, --unit > 0, --bytes a multiple of 16")
+        ap.error(
+            f"unknown program {bad}"
+            if bad
+            else "--repeats, --iters >= 1, --unit > 0, --bytes a multiple of 16"
+        )
     from commscope import mpi as mpimod
+
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     tmp = tempfile.mkdtemp(prefix="earlybird-")
     runs = Path(a.runs) if a.runs else Path(tmp) / "runs"
@@ -274,23 +400,35 @@ def main(argv=None):
                 continue
             mm = Path(a.machine_model) if a.machine_model else machine_model(mpi_name, tmp, a.quick)
             log(f"{mpi_name}: machine model {mm}")
-            variants = {"auto": ["wait"] if mpi_name == "openmpi" else ["poll"],
-                        "both": [v for v in VARIANTS if (mpi_name, v) not in HANGS],
-                        "wait": ["wait"], "poll": ["poll"]}[a.variant]
+            variants = {
+                "auto": ["wait"] if mpi_name == "openmpi" else ["poll"],
+                "both": [v for v in VARIANTS if (mpi_name, v) not in HANGS],
+                "wait": ["wait"],
+                "poll": ["poll"],
+            }[a.variant]
             for program in programs:
                 exe = build(program, mpi, tmp)
                 for variant in variants:
                     for level in levels:
-                        rows.append(measure(program, exe, mpi_name, variant, level, a, runs, mm, log))
+                        rows.append(
+                            measure(program, exe, mpi_name, variant, level, a, runs, mm, log)
+                        )
     finally:
         if not a.runs:
             shutil.rmtree(tmp, ignore_errors=True)
     if not rows:
         print(f"skipped: {'; '.join(skipped) or 'nothing to run'}", file=sys.stderr)
         return SKIPPED
-    info = {"repeats": a.repeats, "iterations": a.iters, "unit_s": a.unit,
-            "loadavg_before": load_before, "loadavg_after": loadavg(), "cores": os.cpu_count(),
-            "seconds": round(time.perf_counter() - t0, 1), "skipped": skipped}
+    info = {
+        "repeats": a.repeats,
+        "iterations": a.iters,
+        "unit_s": a.unit,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
+        "cores": os.cpu_count(),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "skipped": skipped,
+    }
     if a.json:
         print(json.dumps({**info, "rows": rows}, indent=1, default=str))
     else:

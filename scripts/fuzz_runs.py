@@ -52,7 +52,7 @@ def worker(index, jobs, cases, seed, originals, scratch, limit, sink, report_eve
             mutant = fuzzkit.draw_mutant(fuzzkit.Draw(seed * 1_000_003 + k), originals, work)
             if k % report_every and len(mutant.commands) > 1:  # reports take seconds each
                 mutant.commands = [c for c in mutant.commands if c[0] != "report"]
-            mutant.commands = mutant.commands[:share - done]
+            mutant.commands = mutant.commands[: share - done]
             for case in fuzzkit.run_mutant(mutant, limit_s=limit):
                 fh.write(json.dumps({"mutant_no": k, "kind": mutant.kind, **vars(case)}) + "\n")
                 fh.flush()
@@ -66,8 +66,9 @@ def spot_check(records, originals, scratch, limit, k):
     by_mutant = collections.defaultdict(list)
     for r in records:
         by_mutant[r["mutant_no"]].append(r)
-    picked = sorted(by_mutant, key=lambda m: (all(r["outcome"] in fuzzkit.GOOD
-                                                  for r in by_mutant[m]), m))[:k]
+    picked = sorted(
+        by_mutant, key=lambda m: (all(r["outcome"] in fuzzkit.GOOD for r in by_mutant[m]), m)
+    )[:k]
     same = differ = 0
     notes = []
     for m in picked:
@@ -81,8 +82,10 @@ def spot_check(records, originals, scratch, limit, k):
                 same += 1
             else:
                 differ += 1
-                notes.append(f"{case.command} on {mutant.what}: forked {want[case.command]}, "
-                             f"subprocess {case.outcome}")
+                notes.append(
+                    f"{case.command} on {mutant.what}: forked {want[case.command]}, "
+                    f"subprocess {case.outcome}"
+                )
         shutil.rmtree(work, ignore_errors=True)
     return same, differ, notes
 
@@ -109,22 +112,46 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="60 cases, 2 spot checks")
     ap.add_argument("--seed", type=int, default=1, help="seed of the mutants (default 1)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
-    ap.add_argument("--limit", type=float, default=60.0,
-                    help="seconds a command may take before it counts as a hang (default 60; "
-                         "a report takes up to 30 s on a loaded 2-core machine)")
-    ap.add_argument("--report-every", type=int, default=1, metavar="K",
-                    help="run `report` on one mutant in K (default 1: all; a report costs "
-                         "seconds, the other commands tenths)")
-    ap.add_argument("--spot", type=int, default=10,
-                    help="mutants re-run through `python -m commscope` (default 10)")
-    ap.add_argument("--originals", default=None,
-                    help="where the real runs are made and kept (default: a temporary dir)")
-    ap.add_argument("--minutes", type=float, default=None,
-                    help="stop drawing mutants after this long (the totals say how many ran)")
+    ap.add_argument(
+        "--limit",
+        type=float,
+        default=60.0,
+        help="seconds a command may take before it counts as a hang (default 60; "
+        "a report takes up to 30 s on a loaded 2-core machine)",
+    )
+    ap.add_argument(
+        "--report-every",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run `report` on one mutant in K (default 1: all; a report costs "
+        "seconds, the other commands tenths)",
+    )
+    ap.add_argument(
+        "--spot",
+        type=int,
+        default=10,
+        help="mutants re-run through `python -m commscope` (default 10)",
+    )
+    ap.add_argument(
+        "--originals",
+        default=None,
+        help="where the real runs are made and kept (default: a temporary dir)",
+    )
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="stop drawing mutants after this long (the totals say how many ran)",
+    )
     ap.add_argument("--cases-out", default=None, help="write every case as JSON lines here")
-    ap.add_argument("--rerun", default=None, metavar="CASES",
-                    help="instead: run again every mutant that failed in an earlier pass's "
-                         "--cases-out file (after a fix: all of them must pass now)")
+    ap.add_argument(
+        "--rerun",
+        default=None,
+        metavar="CASES",
+        help="instead: run again every mutant that failed in an earlier pass's "
+        "--cases-out file (after a fix: all of them must pass now)",
+    )
     a = ap.parse_args(argv)
     if a.quick:
         a.cases, a.spot = min(a.cases, 60), min(a.spot, 2)
@@ -132,6 +159,7 @@ def main(argv=None):
         ap.error("--cases, --jobs, --report-every and --limit must be positive")
 
     from commscope import mpi
+
     scratch = Path(tempfile.mkdtemp(prefix="cs-fuzz-"))
     try:
         originals_dir = Path(a.originals).resolve() if a.originals else scratch / "originals"
@@ -140,8 +168,9 @@ def main(argv=None):
         print("real runs to damage:", file=sys.stderr)
         m = mpi.select_mpi()
         mpi.build(m)
-        originals = fuzzkit.make_originals(originals_dir, m,
-                                           log=lambda s: print(s, file=sys.stderr))
+        originals = fuzzkit.make_originals(
+            originals_dir, m, log=lambda s: print(s, file=sys.stderr)
+        )
         kept = {k: fuzzkit.digest(p) for k, p in originals.items()}
         (scratch / "warm").mkdir()
         fuzzkit.warm_up(originals, scratch / "warm")
@@ -157,8 +186,18 @@ def main(argv=None):
             if pid == 0:
                 status = 1
                 try:
-                    worker(i, a.jobs, a.cases, a.seed, originals, scratch, a.limit, sink,
-                           a.report_every, until)
+                    worker(
+                        i,
+                        a.jobs,
+                        a.cases,
+                        a.seed,
+                        originals,
+                        scratch,
+                        a.limit,
+                        sink,
+                        a.report_every,
+                        until,
+                    )
                     status = 0
                 except BaseException:
                     traceback.print_exc()
@@ -188,19 +227,30 @@ def main(argv=None):
 def report(records, elapsed, setup_s, a, changed, spot):
     n = len(records)
     mutants = len({r["mutant_no"] for r in records})
-    print(f"# fuzz_runs: {n} cases (one damaged input through one command) on {mutants} "
-          f"mutants, seed {a.seed}, {a.jobs} worker(s), limit {a.limit:g} s per command, "
-          f"report on one mutant in {a.report_every}")
-    print(f"# {elapsed:.0f} s ({elapsed / max(n, 1) * 1000:.0f} ms per case), "
-          f"real runs and imports {setup_s:.0f} s")
+    print(
+        f"# fuzz_runs: {n} cases (one damaged input through one command) on {mutants} "
+        f"mutants, seed {a.seed}, {a.jobs} worker(s), limit {a.limit:g} s per command, "
+        f"report on one mutant in {a.report_every}"
+    )
+    print(
+        f"# {elapsed:.0f} s ({elapsed / max(n, 1) * 1000:.0f} ms per case), "
+        f"real runs and imports {setup_s:.0f} s"
+    )
     classes = fuzzkit.CLASSES
     by_cmd = collections.defaultdict(collections.Counter)
     for r in records:
         by_cmd[r["command"]][r["outcome"]] += 1
-    short = {"exit 0": "exit0", "exit 2 naming": "exit2_named", "exit 2 not naming":
-             "exit2_other", "crash": "crash", "hang": "hang", "insane output": "nan/empty",
-             "silent success": "silent", "input changed": "in_changed",
-             "output overwritten": "out_breach"}
+    short = {
+        "exit 0": "exit0",
+        "exit 2 naming": "exit2_named",
+        "exit 2 not naming": "exit2_other",
+        "crash": "crash",
+        "hang": "hang",
+        "insane output": "nan/empty",
+        "silent success": "silent",
+        "input changed": "in_changed",
+        "output overwritten": "out_breach",
+    }
     print()
     print(f"{'command':30s} {'cases':>6s} " + " ".join(f"{short[c]:>11s}" for c in classes))
     total = collections.Counter()
@@ -218,17 +268,19 @@ def report(records, elapsed, setup_s, a, changed, spot):
     print(f"\nfailure signatures: {len(sigs)}")
     for (outcome, sig), rs in sorted(sigs.items(), key=lambda kv: -len(kv[1])):
         ex = rs[0]
-        print(f"  {len(rs):5d}  {outcome}: {sig}\n         e.g. {ex['command']} on {ex['kind']} "
-              f"{ex['mutant']} (seed {ex['seed']})")
-    unnamed = collections.Counter((r["command"], r["detail"][:110]) for r in records
-                                  if r["outcome"] == "exit 2 not naming")
+        print(
+            f"  {len(rs):5d}  {outcome}: {sig}\n         e.g. {ex['command']} on {ex['kind']} "
+            f"{ex['mutant']} (seed {ex['seed']})"
+        )
+    unnamed = collections.Counter(
+        (r["command"], r["detail"][:110]) for r in records if r["outcome"] == "exit 2 not naming"
+    )
     if unnamed:
         print("\nexit 2 not naming the damaged file (most common):")
         for (cmd, line), k in unnamed.most_common(8):
             print(f"  {k:5d}  {cmd}: {line}")
     same, differ, notes = spot
-    print(f"\nspot check through `python -m commscope`: {same} cases end the same, "
-          f"{differ} differ")
+    print(f"\nspot check through `python -m commscope`: {same} cases end the same, {differ} differ")
     for note in notes:
         print(f"  {note}")
     if changed:

@@ -29,14 +29,22 @@ def main(argv=None):
     if BEGIN not in text or END not in text:
         print(f"{DOC.relative_to(ROOT)}: no generated-table markers", file=sys.stderr)
         return 1
-    new = re.sub(re.escape(BEGIN) + ".*?" + re.escape(END),
-                 lambda m: BEGIN + catalog_markdown() + END, text, flags=re.S)
+    new = re.sub(
+        re.escape(BEGIN) + ".*?" + re.escape(END),
+        lambda m: BEGIN + catalog_markdown() + END,
+        text,
+        flags=re.S,
+    )
     rows = catalog_markdown().count("\n")
     if a.check or a.quick:
-        print(f"{DOC.relative_to(ROOT)}: {'current' if new == text else 'OUT OF DATE'} ({rows} table lines)")
+        print(
+            f"{DOC.relative_to(ROOT)}: {'current' if new == text else 'OUT OF DATE'} ({rows} table lines)"
+        )
         return 0 if new == text else 1
     DOC.write_text(new)
-    print(f"{DOC.relative_to(ROOT)}: {'updated' if new != text else 'already current'} ({rows} table lines)")
+    print(
+        f"{DOC.relative_to(ROOT)}: {'updated' if new != text else 'already current'} ({rows} table lines)"
+    )
     return 0
 
 

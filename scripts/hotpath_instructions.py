@@ -52,7 +52,6 @@ or its callgrind.h.
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -65,8 +64,16 @@ PROGRAM = ROOT / "tests" / "programs" / "hotpath.c"
 CLOCK_PROGRAM = ROOT / "tests" / "programs" / "clock_cost.c"
 SKIPPED = 3
 
-HOOK_ORDER = ("wrapper", "message count", "size bin", "peer entry", "request table", "clock",
-              "call site", "trace record")
+HOOK_ORDER = (
+    "wrapper",
+    "message count",
+    "size bin",
+    "peer entry",
+    "request table",
+    "clock",
+    "call site",
+    "trace record",
+)
 
 #: Functions of native/profiler/ by hook (inlined or not); any other line of the
 #: library is the wrapper's.
@@ -93,14 +100,24 @@ FUNCTION_HOOK = {name: hook for hook, names in HOOKS.items() for name in names.s
 #: Lines of a function that belong to another hook (the library before the hooks
 #: were split into functions of their own: cs_count_message counted bytes, the bin
 #: and the peer in one body).
-LINE_HOOKS = {"cs_count_message": (("cs_count_bin", "size bin"), ("cs_world_of", "peer entry"),
-                                   ("cs_peer(", "peer entry"), ("p[", "peer entry"),
-                                   ("w >= 0", "peer entry"), ("CS_SET_PEERS", "peer entry")),
-              "cs_leave_time": (("cs_tl_bin", "size bin"), ("*bt", "size bin"),
-                                ("if (bt)", "size bin"))}
+LINE_HOOKS = {
+    "cs_count_message": (
+        ("cs_count_bin", "size bin"),
+        ("cs_world_of", "peer entry"),
+        ("cs_peer(", "peer entry"),
+        ("p[", "peer entry"),
+        ("w >= 0", "peer entry"),
+        ("CS_SET_PEERS", "peer entry"),
+    ),
+    "cs_leave_time": (("cs_tl_bin", "size bin"), ("*bt", "size bin"), ("if (bt)", "size bin")),
+}
 
-CONFIGS = {"default": ("default", False), "no_timers": ("bytes,peers,bins,requests,pvars", False),
-           "callsites": ("default", True), "trace": ("default,trace", False)}
+CONFIGS = {
+    "default": ("default", False),
+    "no_timers": ("bytes,peers,bins,requests,pvars", False),
+    "callsites": ("default", True),
+    "trace": ("default,trace", False),
+}
 PHASES = {"blocking_8": 2, "blocking_1k": 2, "nonblocking_8": 3}  # wrapped calls per iteration
 SYSTEM_OBJECTS = re.compile(r"(^|/)(libc[.-]|ld-linux|libpthread|libdl|librt|linux-vdso|\[vdso\])")
 
@@ -160,6 +177,7 @@ class HookMap:
 
 # ---- callgrind's output format --------------------------------------------------------
 
+
 def _compressed(table, value):
     """callgrind's name compression: "(12) name" defines id 12, "(12)" refers to it."""
     m = re.match(r"\((\d+)\)\s*(.*)", value)
@@ -185,7 +203,9 @@ def parse_dump(path, hooks):
         if not raw or raw.startswith("#"):
             continue
         if raw.startswith("desc: Trigger:"):
-            trigger = raw.split("Client Request:", 1)[-1].strip() if "Client Request" in raw else raw
+            trigger = (
+                raw.split("Client Request:", 1)[-1].strip() if "Client Request" in raw else raw
+            )
             continue
         if raw.startswith("events:"):
             events = raw.split()[1:]
@@ -242,6 +262,7 @@ def parse_dump(path, hooks):
 
 # ---- running the program -----------------------------------------------------------
 
+
 def skip(reason):
     print(f"skipped: {reason}", file=sys.stderr)
     sys.exit(SKIPPED)
@@ -251,8 +272,12 @@ def valgrind_ready(mpicc):
     """None when valgrind and its callgrind.h are there, else why not."""
     if not shutil.which("valgrind"):
         return "valgrind is not installed"
-    probe = subprocess.run([mpicc, "-E", "-x", "c", "-"], input="#include <valgrind/callgrind.h>\n",
-                           capture_output=True, text=True)
+    probe = subprocess.run(
+        [mpicc, "-E", "-x", "c", "-"],
+        input="#include <valgrind/callgrind.h>\n",
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
         return "valgrind/callgrind.h is missing (valgrind's headers)"
     return None
@@ -267,17 +292,34 @@ def compile_program(m, out_dir):
 def measure(m, lib, exe, config, iters, phases, cache=False, tmp=None):
     """{phase: {"events": [...], "calls": n, "hooks": {hook: [per event]}}} of one job."""
     from commscope import launch
+
     counters, sites = CONFIGS[config]
     out = Path(tempfile.mkdtemp(prefix=f"hp-{config}-", dir=tmp))
-    env = [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}", f"COMMSCOPE_PROFILE_DIR={out}/profile",
-           "COMMSCOPE_SNAPSHOT_MS=0", *(["COMMSCOPE_CALLSITES=1"] if sites else [])]
-    vg = ["--tool=callgrind", "--instr-atstart=no", "--trace-children=yes",
-          f"--callgrind-out-file={out}/cg.%p", *(["--cache-sim=yes"] if cache else []),
-          shutil.which("env"), *env, str(exe), str(iters), *phases]
+    env = [
+        f"LD_PRELOAD={lib}",
+        f"COMMSCOPE_COUNTERS={counters}",
+        f"COMMSCOPE_PROFILE_DIR={out}/profile",
+        "COMMSCOPE_SNAPSHOT_MS=0",
+        *(["COMMSCOPE_CALLSITES=1"] if sites else []),
+    ]
+    vg = [
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--trace-children=yes",
+        f"--callgrind-out-file={out}/cg.%p",
+        *(["--cache-sim=yes"] if cache else []),
+        shutil.which("env"),
+        *env,
+        str(exe),
+        str(iters),
+        *phases,
+    ]
     plan = launch.plan_launch(m, 2, shutil.which("valgrind"), vg, bind="none")
     res = launch.run_job(plan, echo=False, progress=False, timeout=1800)
     if res.returncode != 0:
-        raise RuntimeError(f"hotpath under callgrind failed ({m.name}, {config}):\n{res.stderr[-3000:]}")
+        raise RuntimeError(
+            f"hotpath under callgrind failed ({m.name}, {config}):\n{res.stderr[-3000:]}"
+        )
     hooks = HookMap()
     result = {}
     for dump in sorted(out.glob("cg.*.*")):
@@ -294,7 +336,9 @@ def measure(m, lib, exe, config, iters, phases, cache=False, tmp=None):
                 acc[i] += c
     missing = [p for p in phases if p not in result or result[p]["calls"] != 2 * PHASES[p] * iters]
     if missing:
-        raise RuntimeError(f"hotpath under callgrind: no dump of both ranks for {', '.join(missing)} in {out}")
+        raise RuntimeError(
+            f"hotpath under callgrind: no dump of both ranks for {', '.join(missing)} in {out}"
+        )
     shutil.rmtree(out, ignore_errors=True)
     return result
 
@@ -311,42 +355,74 @@ def per_call(r, event="Ir"):
 def clock_cost(out_dir):
     """{name: ns} from tests/programs/clock_cost.c (compiled with the system's cc)."""
     exe = Path(out_dir) / "clock_cost"
-    subprocess.run([shutil.which("cc") or "gcc", "-O2", str(CLOCK_PROGRAM), "-o", str(exe)], check=True)
+    subprocess.run(
+        [shutil.which("cc") or "gcc", "-O2", str(CLOCK_PROGRAM), "-o", str(exe)], check=True
+    )
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
-    return {name: float(v) for name, v in (line.split() for line in out.splitlines() if line.strip())}
+    return {
+        name: float(v) for name, v in (line.split() for line in out.splitlines() if line.strip())
+    }
 
 
 def rows_of(mpi_name, config, result, cache):
     rows = []
     for phase, r in result.items():
         hooks, total = per_call(r)
-        row = {"mpi": mpi_name, "config": config, "phase": phase, "calls": r["calls"],
-               "Ir_per_call": round(total, 1)}
+        row = {
+            "mpi": mpi_name,
+            "config": config,
+            "phase": phase,
+            "calls": r["calls"],
+            "Ir_per_call": round(total, 1),
+        }
         row.update({h: round(v, 1) for h, v in hooks.items()})
         if cache:
-            for name, evs in (("D1_miss_per_call", ("D1mr", "D1mw")), ("LL_miss_per_call", ("DLmr", "DLmw"))):
+            for name, evs in (
+                ("D1_miss_per_call", ("D1mr", "D1mw")),
+                ("LL_miss_per_call", ("DLmr", "DLmw")),
+            ):
                 row[name] = round(sum(per_call(r, e)[1] for e in evs), 3)
         rows.append(row)
     return rows
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mpi", default="openmpi,mpich", help="comma list (default %(default)s)")
-    ap.add_argument("--configs", default="default,no_timers,callsites,trace",
-                    help=f"comma list of {', '.join(CONFIGS)} (default %(default)s)")
+    ap.add_argument(
+        "--configs",
+        default="default,no_timers,callsites,trace",
+        help=f"comma list of {', '.join(CONFIGS)} (default %(default)s)",
+    )
     ap.add_argument("--phases", default=",".join(PHASES), help="comma list (default %(default)s)")
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--lib", default=None, help="another libcommscope.so ({mpi}: the MPI's name)")
-    ap.add_argument("--cache", action="store_true", help="simulate the caches: data misses per call")
+    ap.add_argument(
+        "--cache", action="store_true", help="simulate the caches: data misses per call"
+    )
     ap.add_argument("--json", default=None, help="also write the rows as JSON here")
-    ap.add_argument("--record", default=None,
-                    help="write the default path's instructions per call here (regression guard)")
-    ap.add_argument("--quick", action="store_true", help="Open MPI, default counters, 200 iterations")
-    ap.add_argument("--clock", action="store_true",
-                    help="also time a clock read on this machine (rdtsc beside a memcpy; clock_gettime)")
-    ap.add_argument("--lines", type=int, default=0, metavar="N",
-                    help="also print the N source lines with the most instructions per call, per phase")
+    ap.add_argument(
+        "--record",
+        default=None,
+        help="write the default path's instructions per call here (regression guard)",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="Open MPI, default counters, 200 iterations"
+    )
+    ap.add_argument(
+        "--clock",
+        action="store_true",
+        help="also time a clock read on this machine (rdtsc beside a memcpy; clock_gettime)",
+    )
+    ap.add_argument(
+        "--lines",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N source lines with the most instructions per call, per phase",
+    )
     a = ap.parse_args()
     if a.quick:
         a.mpi, a.configs, a.iters = "openmpi", "default", 200
@@ -357,6 +433,7 @@ def main():
         ap.error(f"unknown configuration or phase: {', '.join(bad)}")
     from commscope import mpi as mpimod
     from commscope.output import format_table
+
     rows = []
     with tempfile.TemporaryDirectory(prefix="cs-hotpath-") as tmp:
         for spec in (x for x in a.mpi.split(",") if x):
@@ -364,8 +441,11 @@ def main():
             reason = valgrind_ready(m.mpicc)
             if reason:
                 skip(reason)
-            lib = (Path(a.lib.replace("{mpi}", m.name)) if a.lib
-                   else mpimod.build(m, target="commscope") / "libcommscope.so")
+            lib = (
+                Path(a.lib.replace("{mpi}", m.name))
+                if a.lib
+                else mpimod.build(m, target="commscope") / "libcommscope.so"
+            )
             if not lib.is_file():
                 sys.exit(f"--lib: {lib}: no such library")
             exe = compile_program(m, tmp)
@@ -376,17 +456,23 @@ def main():
                     sys.exit(str(e))
                 rows += rows_of(m.name, config, result, a.cache)
                 for phase, r in result.items() if a.lines else ():
-                    print(f"# {m.name} {config} {phase}: the {a.lines} costliest lines, instructions per call")
-                    top = sorted(r["lines"].items(), key=lambda kv: -kv[1])[:a.lines]
+                    print(
+                        f"# {m.name} {config} {phase}: the {a.lines} costliest lines, instructions per call"
+                    )
+                    top = sorted(r["lines"].items(), key=lambda kv: -kv[1])[: a.lines]
                     for (f, line, hook), c in top:
                         print(f"#   {c / r['calls']:7.2f}  {Path(f or '?').name}:{line}  ({hook})")
                 print(f"{m.name}: {config} done", file=sys.stderr)
     cols = ["mpi", "config", "phase", "Ir_per_call", *HOOK_ORDER]
     if a.cache:
         cols += ["D1_miss_per_call", "LL_miss_per_call"]
-    print(format_table([{c: r[c] for c in cols} for r in rows],
-                       title=f"libcommscope instructions per wrapped MPI call (callgrind, 2 ranks, "
-                             f"{a.iters} iterations per phase, steady state)"))
+    print(
+        format_table(
+            [{c: r[c] for c in cols} for r in rows],
+            title=f"libcommscope instructions per wrapped MPI call (callgrind, 2 ranks, "
+            f"{a.iters} iterations per phase, steady state)",
+        )
+    )
     clock = None
     if a.clock:
         with tempfile.TemporaryDirectory(prefix="cs-clock-") as tmp:
@@ -396,13 +482,20 @@ def main():
         for name, ns in clock.items():
             print(f"{name:32s} {ns:7.2f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({"rows": rows, "clock_ns": clock} if clock else rows, indent=1) + "\n")
+        Path(a.json).write_text(
+            json.dumps({"rows": rows, "clock_ns": clock} if clock else rows, indent=1) + "\n"
+        )
     if a.record:
-        ref = {"what": "libcommscope instructions per wrapped MPI call, default counters "
-                       "(timers included), steady state, scripts/hotpath_instructions.py",
-               "iters": a.iters,
-               "figures": {f"{r['mpi']}/{r['phase']}": r["Ir_per_call"] for r in rows
-                           if r["config"] == "default"}}
+        ref = {
+            "what": "libcommscope instructions per wrapped MPI call, default counters "
+            "(timers included), steady state, scripts/hotpath_instructions.py",
+            "iters": a.iters,
+            "figures": {
+                f"{r['mpi']}/{r['phase']}": r["Ir_per_call"]
+                for r in rows
+                if r["config"] == "default"
+            },
+        }
         Path(a.record).write_text(json.dumps(ref, indent=1) + "\n")
     return 0
 

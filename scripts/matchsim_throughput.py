@@ -47,7 +47,9 @@ def mixed_stream(n, rng):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--messages", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--bins", type=int, default=engines.DEFAULT_BINS)
@@ -57,7 +59,10 @@ def main():
         args.messages, args.repeat = 2000, 1
     engines.load()  # build once, outside the timing
     rng = np.random.default_rng(0)
-    streams = {"reversed": reversed_stream(args.messages, rng), "mixed": mixed_stream(args.messages, rng)}
+    streams = {
+        "reversed": reversed_stream(args.messages, rng),
+        "mixed": mixed_stream(args.messages, rng),
+    }
     rows = []
     for name, (arr, comm, src, tag) in streams.items():
         for engine in engines.ENGINES:
@@ -67,13 +72,24 @@ def main():
                 *_, compared = engines.run_engine(engine, arr, comm, src, tag, bins=args.bins)
                 best = min(best, time.perf_counter() - t0)
                 cpu = min(cpu, time.process_time() - c0)
-            rows.append({"stream": name, "engine": engine, "events": len(arr), "compared": compared,
-                         "seconds": best, "compared_per_s": compared / best,
-                         "events_per_s": len(arr) / best,
-                         "compared_per_cpu_s": compared / cpu if cpu > 0 else float("nan"),
-                         "vs_target": compared / best / TARGET})
-    print_table(rows, title=f"matching simulator, {args.messages} messages "
-                            f"(target {TARGET:.0e} entries compared per second)")
+            rows.append(
+                {
+                    "stream": name,
+                    "engine": engine,
+                    "events": len(arr),
+                    "compared": compared,
+                    "seconds": best,
+                    "compared_per_s": compared / best,
+                    "events_per_s": len(arr) / best,
+                    "compared_per_cpu_s": compared / cpu if cpu > 0 else float("nan"),
+                    "vs_target": compared / best / TARGET,
+                }
+            )
+    print_table(
+        rows,
+        title=f"matching simulator, {args.messages} messages "
+        f"(target {TARGET:.0e} entries compared per second)",
+    )
 
 
 if __name__ == "__main__":

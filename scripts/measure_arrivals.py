@@ -28,19 +28,25 @@ def measure(label, threshold, **kw):
     compute, injected = load_tables(run)
     s = compare_with_injected(compute, injected, threshold)
     lag = injected[injected["laggard"] == 1]
-    print(f"\n## {label}: {kw['ranks']} ranks x {kw['threads']} threads x "
-          f"{kw['iterations']} iterations, compute={kw['compute']}  ({run.path})")
+    print(
+        f"\n## {label}: {kw['ranks']} ranks x {kw['threads']} threads x "
+        f"{kw['iterations']} iterations, compute={kw['compute']}  ({run.path})"
+    )
     over = run.meta.get("oversubscription", {})
     if over.get("oversubscribed"):
         print(f"#  oversubscribed: {over['threads_per_node']} threads on {over['cores']} cores")
-    print(f"injected laggard thread-iterations: {len(lag)} (extra {kw['laggard_extra'] * 1e3:g} ms "
-          f"each), in {s['injected_laggard_iterations']} process-iterations")
+    print(
+        f"injected laggard thread-iterations: {len(lag)} (extra {kw['laggard_extra'] * 1e3:g} ms "
+        f"each), in {s['injected_laggard_iterations']} process-iterations"
+    )
     print(format_table(recovery_table(s)))
     print(f"false positives {s['false_positives']}, false negatives {s['false_negatives']}")
     e = s
-    print(f"compute - intended: mean {e['error_mean_s'] * 1e6:.1f} us, median "
-          f"{e['error_median_s'] * 1e6:.1f} us, p95 {e['error_p95_s'] * 1e6:.1f} us, "
-          f"max {e['error_max_s'] * 1e6:.1f} us")
+    print(
+        f"compute - intended: mean {e['error_mean_s'] * 1e6:.1f} us, median "
+        f"{e['error_median_s'] * 1e6:.1f} us, p95 {e['error_p95_s'] * 1e6:.1f} us, "
+        f"max {e['error_max_s'] * 1e6:.1f} us"
+    )
     return s
 
 
@@ -64,19 +70,43 @@ def main(argv=None):
     if a.quick:
         a.iterations = 20
     root = a.runs or tempfile.mkdtemp(prefix="measure_arrivals-")
-    common = dict(ranks=a.ranks, threads=a.threads, iterations=a.iterations, trials=a.trials,
-                  work=a.work, sd=a.sd, seed=a.seed, mpi_spec=a.mpi, runs_root=root)
-    print(f"# work normal mean {a.work * 1e3:g} ms sd {a.sd * 1e3:g} ms; laggards p={a.laggard_prob} "
-          f"extra {a.laggard_extra * 1e3:g} ms; threshold {a.threshold * 1e3:g} ms")
+    common = dict(
+        ranks=a.ranks,
+        threads=a.threads,
+        iterations=a.iterations,
+        trials=a.trials,
+        work=a.work,
+        sd=a.sd,
+        seed=a.seed,
+        mpi_spec=a.mpi,
+        runs_root=root,
+    )
+    print(
+        f"# work normal mean {a.work * 1e3:g} ms sd {a.sd * 1e3:g} ms; laggards p={a.laggard_prob} "
+        f"extra {a.laggard_extra * 1e3:g} ms; threshold {a.threshold * 1e3:g} ms"
+    )
     modes = ("spin", "sleep") if a.compute == "both" else (a.compute,)
     for mode in modes:
-        measure(f"imbalance, {mode}", a.threshold, dist="normal", laggard_prob=a.laggard_prob,
-                laggard_extra=a.laggard_extra, compute=mode, **common)
+        measure(
+            f"imbalance, {mode}",
+            a.threshold,
+            dist="normal",
+            laggard_prob=a.laggard_prob,
+            laggard_extra=a.laggard_extra,
+            compute=mode,
+            **common,
+        )
     # The compute model alone: constant work, no laggards, one thread per rank.
     for mode in modes:
-        s = measure(f"accuracy, {mode}, constant work", a.threshold,
-                    **{**common, "threads": 1, "ranks": 1}, dist="constant",
-                    laggard_prob=0.0, laggard_extra=0.0, compute=mode)
+        s = measure(
+            f"accuracy, {mode}, constant work",
+            a.threshold,
+            **{**common, "threads": 1, "ranks": 1},
+            dist="constant",
+            laggard_prob=0.0,
+            laggard_extra=0.0,
+            compute=mode,
+        )
         if not np.isfinite(s["error_mean_s"]):
             print("no samples", file=sys.stderr)
     return 0

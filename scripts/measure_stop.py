@@ -48,25 +48,37 @@ def main():
                     argv = long_pingpong_argv(mpi_name, runs)
                     # every other trial; with one trial (--quick), every other signal
                     running = (k + (i if opts.trials == 1 else 0)) % 2 == 1
-                    t = kill_at(argv, str(runs), sig,
-                                rng.uniform(0, 2) if running else rng.uniform(0.3, 3),
-                                after_ranks_start=running)
+                    t = kill_at(
+                        argv,
+                        str(runs),
+                        sig,
+                        rng.uniform(0, 2) if running else rng.uniform(0.3, 3),
+                        after_ranks_start=running,
+                    )
                     rows.append((mpi_name, t))
-                    print(f"{mpi_name:8s} {t.signal:8s} at {t.delay_s:4.2f} s  job started "
-                          f"{'yes' if t.job_started else 'no ':3s}  exit {t.exit_code:4d}  "
-                          f"survivors {t.survivors}  gone after {t.gone_after_s:6.3f} s",
-                          flush=True)
+                    print(
+                        f"{mpi_name:8s} {t.signal:8s} at {t.delay_s:4.2f} s  job started "
+                        f"{'yes' if t.job_started else 'no ':3s}  exit {t.exit_code:4d}  "
+                        f"survivors {t.survivors}  gone after {t.gone_after_s:6.3f} s",
+                        flush=True,
+                    )
     print("\nper MPI and signal (trials where the ranks were running when the signal came):")
-    print(f"{'MPI':8s} {'signal':8s} {'trials':>6s} {'running':>7s} {'survivors':>9s} "
-          f"{'median gone s':>13s} {'max gone s':>10s}")
+    print(
+        f"{'MPI':8s} {'signal':8s} {'trials':>6s} {'running':>7s} {'survivors':>9s} "
+        f"{'median gone s':>13s} {'max gone s':>10s}"
+    )
     for mpi_name in opts.mpi.split(","):
         for sig in SIGNALS:
             ts = [t for m, t in rows if m == mpi_name and t.signal == sig.name]
-            started = [t.gone_after_s for t in ts if t.job_started and not math.isnan(t.gone_after_s)]
+            started = [
+                t.gone_after_s for t in ts if t.job_started and not math.isnan(t.gone_after_s)
+            ]
             med = f"{statistics.median(started):.3f}" if started else "-"
             mx = f"{max(started):.3f}" if started else "-"
-            print(f"{mpi_name:8s} {sig.name:8s} {len(ts):6d} {sum(t.job_started for t in ts):7d} "
-                  f"{sum(t.survivors for t in ts):9d} {med:>13s} {mx:>10s}")
+            print(
+                f"{mpi_name:8s} {sig.name:8s} {len(ts):6d} {sum(t.job_started for t in ts):7d} "
+                f"{sum(t.survivors for t in ts):9d} {med:>13s} {mx:>10s}"
+            )
     total = sum(t.survivors for _, t in rows)
     print(f"\n{len(rows)} kills, {total} surviving processes")
     return 1 if total else 0

@@ -27,13 +27,20 @@ def profile_mode(mode, threads, reps, mpi_spec, runs_root):
     """One profiled run of cs_multirate in ``mode``; returns (profile run, reps table)."""
     from commscope import mpi as mpimod
     from commscope.profile.run import run_profile
+
     binary = mpimod.binary(mpimod.select_mpi(mpi_spec), "multirate")
     bench_out = Path(runs_root) / f"multirate-{mode}-tables"
-    run, status = run_profile(binary, ["--threads", threads, "--modes", mode, "--reps", reps,
-                                       "--out", bench_out],
-                              nranks=2, threads=threads, counters="all", mpi_spec=mpi_spec,
-                              runs_root=runs_root, run_name=f"profile-multirate-{mode}",
-                              echo=False)
+    run, status = run_profile(
+        binary,
+        ["--threads", threads, "--modes", mode, "--reps", reps, "--out", bench_out],
+        nranks=2,
+        threads=threads,
+        counters="all",
+        mpi_spec=mpi_spec,
+        runs_root=runs_root,
+        run_name=f"profile-multirate-{mode}",
+        echo=False,
+    )
     if status:
         raise SystemExit(f"cs_multirate exited with status {status} ({run.path})")
     return run, pd.read_csv(bench_out / "reps.csv")
@@ -44,15 +51,19 @@ def mode_row(mode, run, reps):
     per_call = lambda rank, fn: f.loc[(rank, fn), "time_s"] / f.loc[(rank, fn), "calls"]
     mpi_time = f["time_s"].groupby(level="rank").sum()
     rate = reps["messages"] / reps["time_s"]
-    return {"mode": mode, "rate_msgs_per_s": rate.median(),
-            "isend_calls": int(f.loc[(0, "MPI_Isend"), "calls"]),
-            "irecv_calls": int(f.loc[(1, "MPI_Irecv"), "calls"]),
-            "isend_s": per_call(0, "MPI_Isend"), "irecv_s": per_call(1, "MPI_Irecv"),
-            "ack_recv_s": per_call(0, "MPI_Recv"),
-            "waitall_s_per_window": per_call(1, "MPI_Waitall"),
-            "waitall_share_of_mpi_time": f.loc[(1, "MPI_Waitall"), "time_s"] / mpi_time[1],
-            "posted_recvq_mean": reps["posted_recvq_mean"].mean(),
-            "unexpected_msgq_max": reps["unexpected_msgq_max"].max()}
+    return {
+        "mode": mode,
+        "rate_msgs_per_s": rate.median(),
+        "isend_calls": int(f.loc[(0, "MPI_Isend"), "calls"]),
+        "irecv_calls": int(f.loc[(1, "MPI_Irecv"), "calls"]),
+        "isend_s": per_call(0, "MPI_Isend"),
+        "irecv_s": per_call(1, "MPI_Irecv"),
+        "ack_recv_s": per_call(0, "MPI_Recv"),
+        "waitall_s_per_window": per_call(1, "MPI_Waitall"),
+        "waitall_share_of_mpi_time": f.loc[(1, "MPI_Waitall"), "time_s"] / mpi_time[1],
+        "posted_recvq_mean": reps["posted_recvq_mean"].mean(),
+        "unexpected_msgq_max": reps["unexpected_msgq_max"].max(),
+    }
 
 
 def main(argv=None):
@@ -68,6 +79,7 @@ def main(argv=None):
     if args.runs is None:
         args.runs = tempfile.mkdtemp(prefix="multirate-profile-") if args.quick else "runs"
     from commscope.output import format_table
+
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     rows = []
     for mode in ("shared", "per-thread"):
@@ -75,9 +87,14 @@ def main(argv=None):
         run, reps = profile_mode(mode, args.threads, args.reps, args.mpi, args.runs)
         rows.append(mode_row(mode, run, reps))
         print(f"run: {run.path}", file=sys.stderr)
-    print(format_table(pd.DataFrame(rows), title=f"multirate, {args.threads} threads per rank, "
-                                                 "under commscope profile --counters all "
-                                                 "(times per call in seconds; rank 0 sends)"))
+    print(
+        format_table(
+            pd.DataFrame(rows),
+            title=f"multirate, {args.threads} threads per rank, "
+            "under commscope profile --counters all "
+            "(times per call in seconds; rank 0 sends)",
+        )
+    )
     return 0
 
 

@@ -43,8 +43,13 @@ SKIPPED = 3
 
 
 def once(probe, regions, threads, env):
-    out = subprocess.run([str(probe), str(regions), str(threads)], env={**os.environ, **env},
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        [str(probe), str(regions), str(threads)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return float(out[2])
 
 
@@ -58,27 +63,45 @@ def measure(probe, rt, tool, regions, threads, repeats):
             times["libiomp5"].append(once(probe, regions, threads, {"LD_PRELOAD": str(rt)}))
             for f in Path(tmp).glob("ompt.*"):
                 f.unlink()
-            times["libiomp5 + tool"].append(once(probe, regions, threads, {
-                "LD_PRELOAD": str(rt), "OMP_TOOL_LIBRARIES": str(tool),
-                "COMMSCOPE_PROFILE_DIR": tmp}))
+            times["libiomp5 + tool"].append(
+                once(
+                    probe,
+                    regions,
+                    threads,
+                    {
+                        "LD_PRELOAD": str(rt),
+                        "OMP_TOOL_LIBRARIES": str(tool),
+                        "COMMSCOPE_PROFILE_DIR": tmp,
+                    },
+                )
+            )
             events = sum(len(ompt.read_events(f)) for f in Path(tmp).glob("ompt.*.bin"))
     med = {k: statistics.median(v) for k, v in times.items()}
     best = {k: min(v) for k, v in times.items()}
-    print(f"# {regions} regions x {threads} threads, median of {repeats} runs "
-          f"(cores: {os.cpu_count()}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')})")
+    print(
+        f"# {regions} regions x {threads} threads, median of {repeats} runs "
+        f"(cores: {os.cpu_count()}, OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')})"
+    )
     for k, v in times.items():
-        print(f"{k:18s} median {med[k] / 1e3:8.2f} us/region, min {best[k] / 1e3:8.2f}   (runs: "
-              + " ".join(f"{x / 1e3:.2f}" for x in v) + ")")
+        print(
+            f"{k:18s} median {med[k] / 1e3:8.2f} us/region, min {best[k] / 1e3:8.2f}   (runs: "
+            + " ".join(f"{x / 1e3:.2f}" for x in v)
+            + ")"
+        )
     for k, v in times.items():  # kept by `make bench` and checked against the last pass
         record(f"{threads} threads, {k}, per region", [x * 1e-9 for x in v])
-    record(f"{threads} threads, tool overhead per region",
-           [(t - b) * 1e-9 for t, b in zip(times["libiomp5 + tool"], times["libiomp5"])])
+    record(
+        f"{threads} threads, tool overhead per region",
+        [(t - b) * 1e-9 for t, b in zip(times["libiomp5 + tool"], times["libiomp5"])],
+    )
     per_region = events / (regions + 1)
     for label, d in (("median", med), ("min", best)):
         extra = d["libiomp5 + tool"] - d["libiomp5"]
-        print(f"tool overhead ({label:6s}) {extra / 1e3:8.2f} us/region instance "
-              f"({per_region:.0f} events per instance, {extra / per_region:.0f} ns per event "
-              f"recorded; threads record in parallel)")
+        print(
+            f"tool overhead ({label:6s}) {extra / 1e3:8.2f} us/region instance "
+            f"({per_region:.0f} events per instance, {extra / per_region:.0f} ns per event "
+            f"recorded; threads record in parallel)"
+        )
 
 
 #: Bounds on OMPT's closing-barrier segment minus Listing 1's compute time (seconds).
@@ -88,21 +111,41 @@ MEDIAN_BOUND_S, P99_BOUND_S = 50e-6, 1e-3
 def agreement(iterations, enforce):
     """bench threads under the tool: OMPT vs Listing 1; False when beyond the bounds."""
     from commscope.bench.threads import compare_ompt_with_listing1, run_threads
+
     with tempfile.TemporaryDirectory() as tmp:
-        run = run_threads(ranks=1, threads=2, iterations=iterations, trials=2, warmup=2,
-                          work=1e-3, dist="uniform", sd=2e-4, ompt=True, runs_root=tmp,
-                          echo=False, progress=False, timeout=180)
+        run = run_threads(
+            ranks=1,
+            threads=2,
+            iterations=iterations,
+            trials=2,
+            warmup=2,
+            work=1e-3,
+            dist="uniform",
+            sd=2e-4,
+            ompt=True,
+            runs_root=tmp,
+            echo=False,
+            progress=False,
+            timeout=180,
+        )
         _, d = compare_ompt_with_listing1(run)
     record("OMPT minus Listing 1, median", [d["median_s"]])
     record("OMPT minus Listing 1, p99", [d["p99_s"]])
     ok = d["median_s"] < MEDIAN_BOUND_S and d["p99_s"] < P99_BOUND_S
-    print(f"# bench threads under the tool, 2 threads, {iterations} iterations x 2 trials: "
-          f"OMPT's closing-barrier segment minus Listing 1's compute time")
-    print(f"median {d['median_s'] * 1e6:.2f} us (bound {MEDIAN_BOUND_S * 1e6:.0f} us), "
-          f"p99 {d['p99_s'] * 1e6:.2f} us (bound {P99_BOUND_S * 1e6:.0f} us), "
-          f"{d['samples']} samples: " + ("within the bounds" if ok else
-                                        "BEYOND the bounds" + ("" if enforce else
-                                                               " (not enforced with --quick)")))
+    print(
+        f"# bench threads under the tool, 2 threads, {iterations} iterations x 2 trials: "
+        f"OMPT's closing-barrier segment minus Listing 1's compute time"
+    )
+    print(
+        f"median {d['median_s'] * 1e6:.2f} us (bound {MEDIAN_BOUND_S * 1e6:.0f} us), "
+        f"p99 {d['p99_s'] * 1e6:.2f} us (bound {P99_BOUND_S * 1e6:.0f} us), "
+        f"{d['samples']} samples: "
+        + (
+            "within the bounds"
+            if ok
+            else "BEYOND the bounds" + ("" if enforce else " (not enforced with --quick)")
+        )
+    )
     return ok or not enforce
 
 
@@ -117,8 +160,11 @@ def main():
         a.regions, a.repeats, a.threads = 2000, 1, "2"
     rt = ompt.runtime_library()
     if rt is None:
-        print("skipped: no libiomp5.so in this environment (the intel-openmp wheel; "
-              "scripts/setup.sh installs it)", file=sys.stderr)
+        print(
+            "skipped: no libiomp5.so in this environment (the intel-openmp wheel; "
+            "scripts/setup.sh installs it)",
+            file=sys.stderr,
+        )
         return SKIPPED
     m = mpimod.select_mpi(None)
     probe = mpimod.binary(m, "ompt_probe")

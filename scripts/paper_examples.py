@@ -14,7 +14,11 @@ import csv
 import math
 
 from commscope.models.p2p import queue_search_time
-from commscope.models.machine_model import bluewaters_machine_model, canonical_locality, canonical_protocol
+from commscope.models.machine_model import (
+    bluewaters_machine_model,
+    canonical_locality,
+    canonical_protocol,
+)
 from commscope.models.stencil import stencil_counts
 from commscope.output import print_table
 from commscope.paths import DATA_DIR
@@ -40,29 +44,52 @@ STENCIL_EXAMPLES = [
 def stencil_rows():
     for points, dims, quantity, paper, note in STENCIL_EXAMPLES:
         ours = getattr(stencil_counts(points, dims), quantity)
-        yield {"example": f"{points}pt {'x'.join(map(str, dims))} {quantity}", "paper": paper,
-               "commscope": ours, "match": "yes" if ours == paper else "no", "note": note}
+        yield {
+            "example": f"{points}pt {'x'.join(map(str, dims))} {quantity}",
+            "paper": paper,
+            "commscope": ours,
+            "match": "yes" if ours == paper else "no",
+            "note": note,
+        }
 
 
 def bluewaters_rows():
     machine_model = bluewaters_machine_model()
     with open(DATA_DIR / "bluewaters_node_aware_maxrate.csv") as fh:
         for row in csv.DictReader(fh):
-            p = machine_model.get(canonical_protocol(row["protocol"]), canonical_locality(row["locality"]))
-            for name, paper, ours in (("alpha_s", float(row["alpha_s"]), p.alpha_s),
-                                      ("R_b_Bps", float(row["Rb_Bps"]), p.Rb_Bps),
-                                      ("R_N_Bps", float(row["RN_Bps"]), p.R_N_Bps)):
+            p = machine_model.get(
+                canonical_protocol(row["protocol"]), canonical_locality(row["locality"])
+            )
+            for name, paper, ours in (
+                ("alpha_s", float(row["alpha_s"]), p.alpha_s),
+                ("R_b_Bps", float(row["Rb_Bps"]), p.Rb_Bps),
+                ("R_N_Bps", float(row["RN_Bps"]), p.R_N_Bps),
+            ):
                 same = math.isclose(paper, ours, rel_tol=1e-12) or paper == ours
-                yield {"example": f"Table 1 {row['protocol']} {row['locality']} {name}",
-                       "paper": paper, "commscope": ours, "match": "yes" if same else "no",
-                       "note": ""}
-    yield {"example": "eq. 4 gamma (s)", "paper": 8.4e-9, "commscope": machine_model.gamma_s,
-           "match": "yes" if machine_model.gamma_s == 8.4e-9 else "no", "note": ""}
+                yield {
+                    "example": f"Table 1 {row['protocol']} {row['locality']} {name}",
+                    "paper": paper,
+                    "commscope": ours,
+                    "match": "yes" if same else "no",
+                    "note": "",
+                }
+    yield {
+        "example": "eq. 4 gamma (s)",
+        "paper": 8.4e-9,
+        "commscope": machine_model.gamma_s,
+        "match": "yes" if machine_model.gamma_s == 8.4e-9 else "no",
+        "note": "",
+    }
     # eq. 3 with eq. 4: the queue-search term for 10,000 reversed messages
-    yield {"example": "eq. 3 gamma n^2 at n = 10,000 (s)", "paper": 8.4e-9 * 1e8,
-           "commscope": queue_search_time(machine_model.gamma_s, 10_000, "upper"), "match": "yes"
-           if math.isclose(queue_search_time(machine_model.gamma_s, 10_000, "upper"), 0.84) else "no",
-           "note": "0.84 s"}
+    yield {
+        "example": "eq. 3 gamma n^2 at n = 10,000 (s)",
+        "paper": 8.4e-9 * 1e8,
+        "commscope": queue_search_time(machine_model.gamma_s, 10_000, "upper"),
+        "match": "yes"
+        if math.isclose(queue_search_time(machine_model.gamma_s, 10_000, "upper"), 0.84)
+        else "no",
+        "note": "0.84 s",
+    }
 
 
 def main():

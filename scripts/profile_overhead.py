@@ -66,18 +66,22 @@ from commscope.output import format_table
 from commscope.runs import read_csv_table
 from commscope.units import format_seconds
 
-CONFIGS = {"none": None, "default": "default",
-           "no_timers": "bytes,peers,bins,requests,pvars",
-           "trace": "default,trace",
-           "callsites": "default+sites",  # +sites: COMMSCOPE_CALLSITES=1
-           # --baseline-lib: the default's sets, named (an older library's default differs)
-           "baseline": "bytes,peers,bins,requests,timers,pvars",
-           "baseline_callsites": "bytes,peers,bins,requests,timers,pvars+sites",
-           "baseline_trace": "bytes,peers,bins,requests,timers,pvars,trace",
-           # --mpip: mpiP preloaded instead, with its default options and with -k 0
-           "mpip": "mpip:", "mpip_k0": "mpip:-k 0",
-           # only by --configs: calls counted and nothing else (the cost of the wrapper)
-           "calls": "calls"}
+CONFIGS = {
+    "none": None,
+    "default": "default",
+    "no_timers": "bytes,peers,bins,requests,pvars",
+    "trace": "default,trace",
+    "callsites": "default+sites",  # +sites: COMMSCOPE_CALLSITES=1
+    # --baseline-lib: the default's sets, named (an older library's default differs)
+    "baseline": "bytes,peers,bins,requests,timers,pvars",
+    "baseline_callsites": "bytes,peers,bins,requests,timers,pvars+sites",
+    "baseline_trace": "bytes,peers,bins,requests,timers,pvars,trace",
+    # --mpip: mpiP preloaded instead, with its default options and with -k 0
+    "mpip": "mpip:",
+    "mpip_k0": "mpip:-k 0",
+    # only by --configs: calls counted and nothing else (the cost of the wrapper)
+    "calls": "calls",
+}
 #: Ratio targets at 8 B by MPI (issue 37), and from 64 KiB on; added nanoseconds.
 RATIO_TARGET_8B = {"openmpi": 1.07, "mpich": 1.02}
 RATIO_TARGET_LARGE = 1.01
@@ -90,6 +94,7 @@ TRACE_TARGET_S = 100e-9  # the trace's cost per traced event at 8 B (issue)
 def trace_records(profile_dir):
     """The trace_records counter summed over every rank and thread of a run's node files."""
     from commscope.profile.counters import NodeFile, node_keys
+
     total = 0
     for key in node_keys(profile_dir):
         nf = NodeFile(profile_dir, key)
@@ -114,17 +119,38 @@ def one_way_trips(df, iters, large_iters):
 
 def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M", records=None):
     sites = counters is not None and counters.endswith("+sites")
-    counters = counters[:-len("+sites")] if sites else counters
+    counters = counters[: -len("+sites")] if sites else counters
     if counters is not None and counters.startswith("mpip:"):  # lib is libmpiP.so
-        opts = counters[len("mpip:"):]
+        opts = counters[len("mpip:") :]
         env = [f"LD_PRELOAD={lib}", f"MPIP=-f {out} {opts}".strip()]
         counters = None
     else:
-        env = [] if counters is None else [f"LD_PRELOAD={lib}", f"COMMSCOPE_COUNTERS={counters}",
-                                           f"COMMSCOPE_PROFILE_DIR={out}/profile",
-                                           *(["COMMSCOPE_CALLSITES=1"] if sites else [])]
-    args = [*env, str(program), "-m", f"1:{max_size}", "-i", str(iters), "-x", str(iters // 10),
-            "-I", str(large_iters), "-X", str(max(1, large_iters // 10)), "--out", str(out)]
+        env = (
+            []
+            if counters is None
+            else [
+                f"LD_PRELOAD={lib}",
+                f"COMMSCOPE_COUNTERS={counters}",
+                f"COMMSCOPE_PROFILE_DIR={out}/profile",
+                *(["COMMSCOPE_CALLSITES=1"] if sites else []),
+            ]
+        )
+    args = [
+        *env,
+        str(program),
+        "-m",
+        f"1:{max_size}",
+        "-i",
+        str(iters),
+        "-x",
+        str(iters // 10),
+        "-I",
+        str(large_iters),
+        "-X",
+        str(max(1, large_iters // 10)),
+        "--out",
+        str(out),
+    ]
     plan = launch.plan_launch(m, 2, shutil.which("env"), args)
     res = launch.run_job(plan, echo=False, progress=False, timeout=900)
     if res.returncode != 0:
@@ -137,8 +163,16 @@ def one_run(m, program, lib, counters, out, iters, large_iters, max_size="4M", r
     return df.groupby("size_bytes")["time_s"].apply(lambda t: t[t <= t.quantile(0.95)].mean())
 
 
-def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFIGS),
-             baseline_lib=None, mpip=None):
+def overhead(
+    mpi_spec,
+    rounds,
+    iters,
+    large_iters,
+    max_size,
+    configs=tuple(CONFIGS),
+    baseline_lib=None,
+    mpip=None,
+):
     """Rows of the overhead table of one MPI: per size, each configuration's median, its
     median ratio to the run without the library and the median time it adds; prints
     the table and the targets."""
@@ -151,8 +185,13 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
     mpip_lib = Path(mpip.replace("{mpi}", m.name)) if mpip else None
     if mpip_lib is not None and not mpip_lib.is_file():
         sys.exit(f"--mpip: {mpip_lib}: no such library")
-    libs = {"baseline": base, "baseline_callsites": base, "baseline_trace": base,
-            "mpip": mpip_lib, "mpip_k0": mpip_lib}
+    libs = {
+        "baseline": base,
+        "baseline_callsites": base,
+        "baseline_trace": base,
+        "mpip": mpip_lib,
+        "mpip_k0": mpip_lib,
+    }
     trace_mode = configs[:2] == TRACE_CONFIGS
     medians = {c: [] for c in configs}
     records = {c: [] for c in configs}  # trace records per one-way trip, per trace run
@@ -163,51 +202,87 @@ def overhead(mpi_spec, rounds, iters, large_iters, max_size, configs=tuple(CONFI
                 counters = CONFIGS[c]
                 out = Path(tmp) / f"{c}-{r}"
                 out.mkdir()
-                medians[c].append(one_run(m, program, libs.get(c) or lib,
-                                          counters, out, iters, large_iters, max_size, records[c]))
+                medians[c].append(
+                    one_run(
+                        m,
+                        program,
+                        libs.get(c) or lib,
+                        counters,
+                        out,
+                        iters,
+                        large_iters,
+                        max_size,
+                        records[c],
+                    )
+                )
             print(f"{m.name}: round {r + 1}/{rounds} done", file=sys.stderr)
     rows = []
     for size in medians[ref][0].index:
-        row = {"size_bytes": int(size),
-               f"{ref}_s": statistics.median(s[size] for s in medians[ref])}
+        row = {
+            "size_bytes": int(size),
+            f"{ref}_s": statistics.median(s[size] for s in medians[ref]),
+        }
         for c in configs[1:]:
             row[f"{c}_s"] = statistics.median(s[size] for s in medians[c])
             row[f"{c}_ratio" if ref == "none" else f"{c}_over_{ref}_ratio"] = statistics.median(
-                x[size] / n[size] for x, n in zip(medians[c], medians[ref]))
+                x[size] / n[size] for x, n in zip(medians[c], medians[ref])
+            )
             row[f"{c}_added_s" if ref == "none" else f"{c}_over_{ref}_added_s"] = statistics.median(
-                x[size] - n[size] for x, n in zip(medians[c], medians[ref]))
+                x[size] - n[size] for x, n in zip(medians[c], medians[ref])
+            )
         if {"no_timers", "default"} <= set(configs):  # the timers on top of the other counters
             row["timers_over_no_timers_ratio"] = statistics.median(
-                x[size] / d[size] for x, d in zip(medians["default"], medians["no_timers"]))
+                x[size] / d[size] for x, d in zip(medians["default"], medians["no_timers"])
+            )
         if {"baseline", "default"} <= set(configs):  # this build over the baseline build
             row["default_over_baseline_ratio"] = statistics.median(
-                x[size] / d[size] for x, d in zip(medians["default"], medians["baseline"]))
+                x[size] / d[size] for x, d in zip(medians["default"], medians["baseline"])
+            )
         if trace_mode:  # per traced event, the round's own records per trip
             row["added_s_per_event"] = statistics.median(
-                (x[size] - d[size]) / k for x, d, k in zip(medians["trace"], medians["default"],
-                                                           records["trace"]))
+                (x[size] - d[size]) / k
+                for x, d, k in zip(medians["trace"], medians["default"], records["trace"])
+            )
             if "baseline_trace" in configs:
                 row["baseline_added_s_per_event"] = statistics.median(
-                    (x[size] - d[size]) / k for x, d, k in zip(medians["baseline_trace"], medians["baseline"],
-                                                               records["baseline_trace"]))
+                    (x[size] - d[size]) / k
+                    for x, d, k in zip(
+                        medians["baseline_trace"], medians["baseline"], records["baseline_trace"]
+                    )
+                )
         if "baseline_callsites" in configs:
             row["baseline_callsites_over_baseline_ratio"] = statistics.median(
-                x[size] / d[size] for x, d in zip(medians["baseline_callsites"], medians["baseline"]))
+                x[size] / d[size]
+                for x, d in zip(medians["baseline_callsites"], medians["baseline"])
+            )
         if {"callsites", "default"} <= set(configs):  # call sites on top of the default counters
             row["callsites_over_default_ratio"] = statistics.median(
-                x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"]))
+                x[size] / d[size] for x, d in zip(medians["callsites"], medians["default"])
+            )
         rows.append(row)
-    print(format_table(rows, title=f"commscope profile overhead, {m.name}, one-way latency, "
-                                   f"median of {rounds} alternating rounds"))
+    print(
+        format_table(
+            rows,
+            title=f"commscope profile overhead, {m.name}, one-way latency, "
+            f"median of {rounds} alternating rounds",
+        )
+    )
     if records.get("trace"):
-        print(f"trace records per one-way trip: {statistics.median(records['trace']):.3f} "
-              f"(median of {len(records['trace'])} runs; a send and a receive, and the barriers)")
+        print(
+            f"trace records per one-way trip: {statistics.median(records['trace']):.3f} "
+            f"(median of {len(records['trace'])} runs; a send and a receive, and the barriers)"
+        )
     for r in rows if trace_mode else ():
         if r["size_bytes"] == 8:
-            print(f"trace at 8 B: {format_seconds(r['added_s_per_event'])} per traced event "
-                  f"(target < {format_seconds(TRACE_TARGET_S)})"
-                  + (f"; baseline build: {format_seconds(r['baseline_added_s_per_event'])}"
-                     if "baseline_added_s_per_event" in r else ""))
+            print(
+                f"trace at 8 B: {format_seconds(r['added_s_per_event'])} per traced event "
+                f"(target < {format_seconds(TRACE_TARGET_S)})"
+                + (
+                    f"; baseline build: {format_seconds(r['baseline_added_s_per_event'])}"
+                    if "baseline_added_s_per_event" in r
+                    else ""
+                )
+            )
     for line in target_lines(m.name, rows):
         print(line)
     return m.name, rows
@@ -223,27 +298,37 @@ def target_lines(mpi_name, rows):
     for c, target in ADDED_TARGET_S.items():
         if f"{c}_added_s" in at8:
             got = at8[f"{c}_added_s"]
-            out.append(f"{c} at 8 B: {ns(got)} added per one-way trip (target <= {ns(target)}): "
-                       f"{'met' if got <= target else 'NOT met'}")
+            out.append(
+                f"{c} at 8 B: {ns(got)} added per one-way trip (target <= {ns(target)}): "
+                f"{'met' if got <= target else 'NOT met'}"
+            )
     if "default_added_s" in at8:
         mid = [r for r in rows if 8 <= r["size_bytes"] <= 65536]
         worst = max(mid, key=lambda r: r["default_added_s"])
         ok = worst["default_added_s"] <= at8["default_added_s"] + FLAT_TARGET_S
-        out.append(f"default from 8 B to 64 KiB: at most {ns(worst['default_added_s'])} added (at "
-                   f"{worst['size_bytes']} B; target <= the 8 B figure + {ns(FLAT_TARGET_S)}): "
-                   f"{'met' if ok else 'NOT met'}")
+        out.append(
+            f"default from 8 B to 64 KiB: at most {ns(worst['default_added_s'])} added (at "
+            f"{worst['size_bytes']} B; target <= the 8 B figure + {ns(FLAT_TARGET_S)}): "
+            f"{'met' if ok else 'NOT met'}"
+        )
         target = RATIO_TARGET_8B.get(mpi_name, RATIO_TARGET_8B["openmpi"])
         got = at8["default_ratio"]
-        out.append(f"default at 8 B: ratio {got:.3f} (target <= {target}): {'met' if got <= target else 'NOT met'}")
+        out.append(
+            f"default at 8 B: ratio {got:.3f} (target <= {target}): {'met' if got <= target else 'NOT met'}"
+        )
         big = [r["default_ratio"] for r in rows if r["size_bytes"] >= 65536]
         if big:
-            out.append(f"default from 64 KiB: worst ratio {max(big):.3f} (target <= {RATIO_TARGET_LARGE}): "
-                       f"{'met' if max(big) <= RATIO_TARGET_LARGE else 'NOT met'}")
+            out.append(
+                f"default from 64 KiB: worst ratio {max(big):.3f} (target <= {RATIO_TARGET_LARGE}): "
+                f"{'met' if max(big) <= RATIO_TARGET_LARGE else 'NOT met'}"
+            )
     for c in ("mpip", "mpip_k0"):
         if f"{c}_added_s" in at8:
-            out.append(f"{c} at 8 B: ratio {at8[f'{c}_ratio']:.3f}, {ns(at8[f'{c}_added_s'])} added "
-                       f"(commscope default: {at8.get('default_ratio', float('nan')):.3f}, "
-                       f"{ns(at8.get('default_added_s', float('nan')))})")
+            out.append(
+                f"{c} at 8 B: ratio {at8[f'{c}_ratio']:.3f}, {ns(at8[f'{c}_added_s'])} added "
+                f"(commscope default: {at8.get('default_ratio', float('nan')):.3f}, "
+                f"{ns(at8.get('default_added_s', float('nan')))})"
+            )
     return out
 
 
@@ -256,31 +341,59 @@ def loadavg():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mpi", default="openmpi,mpich",
-                    help="comma list of openmpi, mpich or mpicc paths (default %(default)s)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--mpi",
+        default="openmpi,mpich",
+        help="comma list of openmpi, mpich or mpicc paths (default %(default)s)",
+    )
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=2000)
     ap.add_argument("--large-iters", type=int, default=200)
     ap.add_argument("--max", default="4M", help="largest message (default %(default)s)")
-    ap.add_argument("--json", default=None,
-                    help="also write the tables as JSON here (a list: mpi and rows per MPI)")
-    ap.add_argument("--quick", action="store_true",
-                    help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large")
-    ap.add_argument("--callsites", action="store_true",
-                    help="only none, default and callsites (default counters + --callsites)")
-    ap.add_argument("--trace", action="store_true",
-                    help="only default and trace (default counters + --trace): the trace's "
-                         "cost per traced event")
-    ap.add_argument("--baseline-lib", metavar="PATH", default=None,
-                    help="another libcommscope.so ({mpi}: the MPI's name) run with the default "
-                         "counter sets, alternating with the others: configuration 'baseline'")
-    ap.add_argument("--configs", default=None,
-                    help="comma list of configurations to run instead of the mode's (the first is "
-                         f"the ratios' reference): {', '.join(CONFIGS)}")
-    ap.add_argument("--mpip", metavar="PATH", default=None,
-                    help="mpiP's libmpiP.so ({mpi}: the MPI's name), preloaded with its default "
-                         "options and with -k 0, alternating with the others: 'mpip', 'mpip_k0'")
+    ap.add_argument(
+        "--json",
+        default=None,
+        help="also write the tables as JSON here (a list: mpi and rows per MPI)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="Open MPI, 1 round, up to 64K, 100 iterations, 10 large",
+    )
+    ap.add_argument(
+        "--callsites",
+        action="store_true",
+        help="only none, default and callsites (default counters + --callsites)",
+    )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="only default and trace (default counters + --trace): the trace's "
+        "cost per traced event",
+    )
+    ap.add_argument(
+        "--baseline-lib",
+        metavar="PATH",
+        default=None,
+        help="another libcommscope.so ({mpi}: the MPI's name) run with the default "
+        "counter sets, alternating with the others: configuration 'baseline'",
+    )
+    ap.add_argument(
+        "--configs",
+        default=None,
+        help="comma list of configurations to run instead of the mode's (the first is "
+        f"the ratios' reference): {', '.join(CONFIGS)}",
+    )
+    ap.add_argument(
+        "--mpip",
+        metavar="PATH",
+        default=None,
+        help="mpiP's libmpiP.so ({mpi}: the MPI's name), preloaded with its default "
+        "options and with -k 0, alternating with the others: 'mpip', 'mpip_k0'",
+    )
     a = ap.parse_args()
     if a.callsites and a.trace:
         ap.error("--callsites and --trace are separate modes: pass one")
@@ -291,22 +404,46 @@ def main():
     for i, spec in enumerate(x for x in a.mpi.split(",") if x):
         if i:
             print()
-        configs = (("none", "default", "callsites") if a.callsites else TRACE_CONFIGS if a.trace
-                   else tuple(c for c in CONFIGS if c not in ("baseline", "baseline_callsites",
-                                                             "baseline_trace", "mpip", "mpip_k0", "calls")))
+        configs = (
+            ("none", "default", "callsites")
+            if a.callsites
+            else TRACE_CONFIGS
+            if a.trace
+            else tuple(
+                c
+                for c in CONFIGS
+                if c
+                not in (
+                    "baseline",
+                    "baseline_callsites",
+                    "baseline_trace",
+                    "mpip",
+                    "mpip_k0",
+                    "calls",
+                )
+            )
+        )
         if a.configs:
             configs = tuple(c for c in a.configs.split(",") if c)
             bad = [c for c in configs if c not in CONFIGS]
             if bad:
-                ap.error(f"--configs: unknown configuration {', '.join(bad)} (known: {', '.join(CONFIGS)})")
+                ap.error(
+                    f"--configs: unknown configuration {', '.join(bad)} (known: {', '.join(CONFIGS)})"
+                )
         if a.baseline_lib:
-            configs += (("baseline", "baseline_callsites") if a.callsites
-                        else ("baseline", "baseline_trace") if a.trace else ("baseline",))
+            configs += (
+                ("baseline", "baseline_callsites")
+                if a.callsites
+                else ("baseline", "baseline_trace")
+                if a.trace
+                else ("baseline",)
+            )
         if a.mpip and not a.trace:
             configs += ("mpip", "mpip_k0")
         configs = tuple(dict.fromkeys(configs))  # --configs may name them too
-        name, rows = overhead(spec, a.rounds, a.iters, a.large_iters, a.max, configs,
-                              a.baseline_lib, a.mpip)
+        name, rows = overhead(
+            spec, a.rounds, a.iters, a.large_iters, a.max, configs, a.baseline_lib, a.mpip
+        )
         tables.append({"mpi": name, "rows": rows})
     print(f"# load average after: {loadavg()}")
     if a.json:

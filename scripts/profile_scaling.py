@@ -59,9 +59,24 @@ def measured(m, exe, n, rounds, tmp):
             sys.exit(f"plain run of {n} ranks failed:\n{res.stderr[-2000:]}")
         plain.append(time.perf_counter() - t)
         runs = Path(tmp) / f"runs-{n}-{r}"
-        dt, out = timed([sys.executable, "-m", "commscope", "profile", "-n", str(n), "--quiet",
-                         "--mpi", m.mpicc if m.name == "system" else m.name,
-                         "--runs", str(runs), "--", str(exe)], timeout=1800)
+        dt, out = timed(
+            [
+                sys.executable,
+                "-m",
+                "commscope",
+                "profile",
+                "-n",
+                str(n),
+                "--quiet",
+                "--mpi",
+                m.mpicc if m.name == "system" else m.name,
+                "--runs",
+                str(runs),
+                "--",
+                str(exe),
+            ],
+            timeout=1800,
+        )
         prof.append(dt)
         run = Path(out.stdout.strip().splitlines()[-1])
     size, files = dir_usage(run)
@@ -70,17 +85,29 @@ def measured(m, exe, n, rounds, tmp):
     report_s, report_bytes = report(run, Path(tmp) / f"report-{n}.html")
     # where the time goes: the job under the library (launch, run, in-job reduction) and
     # the rest of `commscope profile` (its start-up, conversion to Parquet)
-    return dict(ranks=n, plain_s=min(plain), profile_s=min(prof), ratio=min(prof) / min(plain),
-                job_s=job_s, outside_job_s=prof[-1] - job_s if job_s else None,
-                bytes_per_rank=size / n, files=files, files_per_rank=files / n,
-                convert_s=convert_s, report_s=report_s, report_bytes=report_bytes), run
+    return dict(
+        ranks=n,
+        plain_s=min(plain),
+        profile_s=min(prof),
+        ratio=min(prof) / min(plain),
+        job_s=job_s,
+        outside_job_s=prof[-1] - job_s if job_s else None,
+        bytes_per_rank=size / n,
+        files=files,
+        files_per_rank=files / n,
+        convert_s=convert_s,
+        report_s=report_s,
+        report_bytes=report_bytes,
+    ), run
 
 
 def reconvert(run):
     """Conversion alone, on a copy of the run's raw files (one core)."""
-    code = ("import sys, time; from commscope.runs import open_run; "
-            "from commscope.profile.convert import convert; r = open_run(sys.argv[1]); "
-            "t = time.perf_counter(); convert(r, jobs=1); print(time.perf_counter() - t)")
+    code = (
+        "import sys, time; from commscope.runs import open_run; "
+        "from commscope.profile.convert import convert; r = open_run(sys.argv[1]); "
+        "t = time.perf_counter(); convert(r, jobs=1); print(time.perf_counter() - t)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         copy = Path(tmp) / run.name
         shutil.copytree(run, copy)
@@ -98,25 +125,42 @@ def report(run, out):
 
 def synthetic(template, ranks, tmp):
     from commscope.profile import synthetic as syn
-    path = syn.write_run(Path(tmp) / f"synthetic-{ranks}", template, ranks=ranks,
-                         ranks_per_node=128, laggards=[ranks // 3])
+
+    path = syn.write_run(
+        Path(tmp) / f"synthetic-{ranks}",
+        template,
+        ranks=ranks,
+        ranks_per_node=128,
+        laggards=[ranks // 3],
+    )
     size, files = dir_usage(path)
-    code = ("import sys, time, resource; from commscope.runs import open_run; "
-            "from commscope.profile.convert import convert; r = open_run(sys.argv[1]); "
-            "t = time.perf_counter(); convert(r, jobs=1); "
-            "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import sys, time, resource; from commscope.runs import open_run; "
+        "from commscope.profile.convert import convert; r = open_run(sys.argv[1]); "
+        "t = time.perf_counter(); convert(r, jobs=1); "
+        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     _, res = timed([sys.executable, "-c", code, str(path)])
     convert_s, rss_kib = res.stdout.split()
     report_s, report_bytes = report(path, Path(tmp) / f"report-syn-{ranks}.html")
-    out = dict(ranks=ranks, bytes_per_rank=size / ranks, files=files, files_per_rank=files / ranks,
-               convert_s=float(convert_s), convert_peak_bytes=int(rss_kib) * 1024,
-               report_s=report_s, report_bytes=report_bytes)
+    out = dict(
+        ranks=ranks,
+        bytes_per_rank=size / ranks,
+        files=files,
+        files_per_rank=files / ranks,
+        convert_s=float(convert_s),
+        convert_peak_bytes=int(rss_kib) * 1024,
+        report_s=report_s,
+        report_bytes=report_bytes,
+    )
     shutil.rmtree(path)
     return out
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mpi", default=None, help="openmpi (default), mpich or an mpicc path")
     ap.add_argument("--ranks", default="16,32,64,128,256")
     ap.add_argument("--synthetic", default="1024,4096,16384")
@@ -137,13 +181,24 @@ def main():
             print(f"{n} ranks: ratio {row['ratio']:.2f}", file=sys.stderr)
         template = next((run / "raw").glob("node.*.json"))
         syn = [synthetic(template, int(n), tmp) for n in a.synthetic.split(",") if n]
-    print(format_table(rows, title=f"commscope profile at scale, {m.name}: measured on this "
-                                   f"machine ({a.rounds} alternating rounds, best of each)"))
-    print(format_table(syn, title="synthetic run directories (a 3-D stencil, 128 ranks per "
-                                  "node): conversion on one core"))
+    print(
+        format_table(
+            rows,
+            title=f"commscope profile at scale, {m.name}: measured on this "
+            f"machine ({a.rounds} alternating rounds, best of each)",
+        )
+    )
+    print(
+        format_table(
+            syn,
+            title="synthetic run directories (a 3-D stencil, 128 ranks per "
+            "node): conversion on one core",
+        )
+    )
     if a.json:
-        Path(a.json).write_text(json.dumps({"mpi": m.name, "measured": rows, "synthetic": syn},
-                                           indent=1))
+        Path(a.json).write_text(
+            json.dumps({"mpi": m.name, "measured": rows, "synthetic": syn}, indent=1)
+        )
 
 
 if __name__ == "__main__":

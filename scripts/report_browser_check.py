@@ -120,7 +120,8 @@ MIN_FONT_PX = 9.0
 
 #: Figure text as drawn, with every <details> open: the smallest font of each figure and
 #: the pairs of an inline SVG's texts whose boxes overlap.
-FIGURES_JS = r"""
+FIGURES_JS = (
+    r"""
 (() => {
   document.querySelectorAll('details').forEach((d) => { d.open = true; });
   const out = {small: [], overlaps: [], height: document.documentElement.scrollHeight};
@@ -135,7 +136,9 @@ FIGURES_JS = r"""
       const text = t.textContent.trim();
       if (!text) continue;
       const pt = parseFloat(getComputedStyle(t).fontSize) || 0;
-      if (pt * scale < """ + str(MIN_FONT_PX) + r""")
+      if (pt * scale < """
+    + str(MIN_FONT_PX)
+    + r""")
         out.small.push(where(svg.parentElement) + ': "' + text.slice(0, 30) + '" at ' +
                        (pt * scale).toFixed(1) + ' px');
       const b = t.getBoundingClientRect();
@@ -157,7 +160,9 @@ FIGURES_JS = r"""
     const dpi = parseFloat(img.dataset.dpi || '110');
     const scale = r.width / img.naturalWidth * dpi / 72;  // CSS px per point
     for (const t of JSON.parse(img.dataset.texts)) {
-      if (t.pt * scale < """ + str(MIN_FONT_PX) + r""")
+      if (t.pt * scale < """
+    + str(MIN_FONT_PX)
+    + r""")
         out.small.push(where(img) + ': "' + t.text.slice(0, 30) + '" at ' +
                        (t.pt * scale).toFixed(1) + ' px');
     }
@@ -167,6 +172,7 @@ FIGURES_JS = r"""
   return out;
 })()
 """
+)
 
 
 class Chromium:
@@ -190,14 +196,31 @@ class Chromium:
             os.dup2(to_child_r, 3)
             os.dup2(from_child_w, 4)
 
-        args = [binary, "--headless=new", "--remote-debugging-pipe", "--no-sandbox",
-                "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--no-default-browser-check", "--hide-scrollbars", "--mute-audio",
-                "--disable-extensions", "--disable-background-networking",
-                f"--user-data-dir={self.profile}", "about:blank"]
-        self.proc = subprocess.Popen(args, preexec_fn=fds, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     close_fds=True, pass_fds=(3, 4))
+        args = [
+            binary,
+            "--headless=new",
+            "--remote-debugging-pipe",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--hide-scrollbars",
+            "--mute-audio",
+            "--disable-extensions",
+            "--disable-background-networking",
+            f"--user-data-dir={self.profile}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            preexec_fn=fds,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            pass_fds=(3, 4),
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._buf, self._id, self.events = b"", 0, []
@@ -244,9 +267,11 @@ class Chromium:
 
     def open(self, url, width, height=900):
         target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
-        self.session = self.send("Target.attachToTarget", {"targetId": target["targetId"],
-                                                           "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.send(
+            "Target.attachToTarget",
+            {"targetId": target["targetId"], "flatten": True},
+            session=False,
+        )["sessionId"]
         self.send("Page.enable")
         self.resize(width, height)
         self.events.clear()
@@ -256,19 +281,25 @@ class Chromium:
         self.wait_event("Page.loadEventFired")
 
     def resize(self, width, height):
-        self.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                         "deviceScaleFactor": 1, "mobile": False})
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
 
     def evaluate(self, expression):
-        res = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True,
-                                             "awaitPromise": True})
+        res = self.send(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+        )
         if "exceptionDetails" in res:
             raise RuntimeError(res["exceptionDetails"].get("text", "script failed"))
         return res["result"].get("value")
 
     def screenshot(self, clip):
-        data = self.send("Page.captureScreenshot", {"format": "png", "clip": {**clip, "scale": 1},
-                                                    "captureBeyondViewport": True})["data"]
+        data = self.send(
+            "Page.captureScreenshot",
+            {"format": "png", "clip": {**clip, "scale": 1}, "captureBeyondViewport": True},
+        )["data"]
         return base64.b64decode(data)
 
     def close(self):
@@ -295,6 +326,7 @@ def small_png(data):
     import io
 
     from PIL import Image  # matplotlib's dependency: always there with commscope
+
     image = Image.open(io.BytesIO(data)).convert("RGB").quantize(256, dither=Image.Dither.NONE)
     out = io.BytesIO()
     image.save(out, format="PNG", optimize=True)
@@ -303,8 +335,11 @@ def small_png(data):
 
 def find_chromium(given=None):
     """The Chromium binary to use (``given``, else the first on PATH), or None."""
-    for name in [given] if given else ["chromium", "chromium-browser", "google-chrome",
-                                       "google-chrome-stable"]:
+    for name in (
+        [given]
+        if given
+        else ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
+    ):
         path = shutil.which(name) if name else None
         if path:
             return path
@@ -326,7 +361,9 @@ def check(report, widths=(1024, 1366), chromium=None, screenshots=None, timeout=
         for width in widths:
             browser.open(url, width)
             results[width] = browser.evaluate(MEASURE_JS)
-            results[width]["page_height"] = browser.evaluate("document.documentElement.scrollHeight")
+            results[width]["page_height"] = browser.evaluate(
+                "document.documentElement.scrollHeight"
+            )
             results[width]["drawn"] = browser.evaluate(FIGURES_JS)
         if screenshots:
             out = Path(screenshots)
@@ -334,15 +371,20 @@ def check(report, widths=(1024, 1366), chromium=None, screenshots=None, timeout=
             width = max(widths)
             browser.open(url, width)
             # every <details> open: a screenshot shows what the section holds
-            browser.evaluate("document.querySelectorAll('section details')"
-                             ".forEach(d => d.open = true)")
+            browser.evaluate(
+                "document.querySelectorAll('section details').forEach(d => d.open = true)"
+            )
             sections = browser.evaluate(MEASURE_JS)["sections"]
             for s in sections:
                 if s["id"] == "runs" or s["height"] < 1:
                     continue
                 # a little margin around the section, the heading included
-                clip = {"x": 0, "y": max(0, s["y"] - 8), "width": width,
-                        "height": min(s["height"] + 16, 12000)}
+                clip = {
+                    "x": 0,
+                    "y": max(0, s["y"] - 8),
+                    "width": width,
+                    "height": min(s["height"] + 16, 12000),
+                }
                 (out / f"{s['id']}.png").write_bytes(small_png(browser.screenshot(clip)))
     finally:
         browser.close()
@@ -362,16 +404,67 @@ def build_report(workdir):
     small = ["-i", "20", "-x", "2", "-I", "5", "-X", "1"]
     benches = {
         "pingpong": ["pingpong", "-m", "1:64K", *small],
-        "hvpingpong": ["hvpingpong", "--messages", "1:1000", "--per-decade", "2", "-i", "3",
-                       "-x", "1"],
-        "threads": ["threads", "--ranks", "2", "--threads", "2", "--iterations", "20",
-                    "--trials", "1", "--compute", "0.002", "--compute-mode", "sleep",
-                    "--laggard-prob", "0.3", "--laggard-extra", "0.005", "--seed", "1"],
-        "multirate": ["multirate", "--threads", "1,2", "--window", "32", "-i", "10", "-x", "1",
-                      "--reps", "3"],
+        "hvpingpong": [
+            "hvpingpong",
+            "--messages",
+            "1:1000",
+            "--per-decade",
+            "2",
+            "-i",
+            "3",
+            "-x",
+            "1",
+        ],
+        "threads": [
+            "threads",
+            "--ranks",
+            "2",
+            "--threads",
+            "2",
+            "--iterations",
+            "20",
+            "--trials",
+            "1",
+            "--compute",
+            "0.002",
+            "--compute-mode",
+            "sleep",
+            "--laggard-prob",
+            "0.3",
+            "--laggard-extra",
+            "0.005",
+            "--seed",
+            "1",
+        ],
+        "multirate": [
+            "multirate",
+            "--threads",
+            "1,2",
+            "--window",
+            "32",
+            "-i",
+            "10",
+            "-x",
+            "1",
+            "--reps",
+            "3",
+        ],
         "bsp": ["bsp", "-w", "ftq", "-n", "2", "-k", "20", "--compute", "0.002", "--seed", "1"],
-        "partitioned": ["partitioned", "--threads", "2", "--compute", "0.004", "--variability",
-                        "0.4", "--sizes", "64K,1M", "--runs-per-size", "3", "--seed", "5"],
+        "partitioned": [
+            "partitioned",
+            "--threads",
+            "2",
+            "--compute",
+            "0.004",
+            "--variability",
+            "0.4",
+            "--sizes",
+            "64K,1M",
+            "--runs-per-size",
+            "3",
+            "--seed",
+            "5",
+        ],
         "mtmatch": ["mtmatch", "--points", "9", "--decomp", "2x2", "-t", "3", "-x", "1"],
     }
     for name, argv in benches.items():
@@ -382,10 +475,38 @@ def build_report(workdir):
         lib = mpi.select_mpi()
         mpi.build(lib)
         exe = workdir / "ring_imbalance"
-        subprocess.run([lib.mpicc, "-O2", "-g", str(ROOT / "tests" / "programs" / "ring_imbalance.c"),
-                        "-o", str(exe)], check=True)
-        if commscope(["profile", "-n", "4", "--trace", "--callsites", "--runs", str(runs),
-                      "--name", "ring", "--quiet", "--", str(exe), "20", "2000"]) != 0:
+        subprocess.run(
+            [
+                lib.mpicc,
+                "-O2",
+                "-g",
+                str(ROOT / "tests" / "programs" / "ring_imbalance.c"),
+                "-o",
+                str(exe),
+            ],
+            check=True,
+        )
+        if (
+            commscope(
+                [
+                    "profile",
+                    "-n",
+                    "4",
+                    "--trace",
+                    "--callsites",
+                    "--runs",
+                    str(runs),
+                    "--name",
+                    "ring",
+                    "--quiet",
+                    "--",
+                    str(exe),
+                    "20",
+                    "2000",
+                ]
+            )
+            != 0
+        ):
             raise RuntimeError("profile of ring_imbalance failed")
     report = workdir / "report.html"
     if commscope(["report", str(runs), "-o", str(report), "--overwrite"]) != 0:
@@ -397,8 +518,12 @@ def problems(found):
     """The problems of one width's findings, as (kind, detail) pairs."""
     out = []
     if found["page_width"] > found["viewport"]:
-        out.append(("sideways scroll", f"page {found['page_width']} px wide in a "
-                                       f"{found['viewport']} px window"))
+        out.append(
+            (
+                "sideways scroll",
+                f"page {found['page_width']} px wide in a {found['viewport']} px window",
+            )
+        )
     out += [("sideways scroll", d) for d in found["sideways"]]
     out += [("cut off", d) for d in found["cut"]]
     out += [("figure", d) for d in found["images"]]
@@ -413,8 +538,12 @@ def problems(found):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("report", nargs="?", help="the HTML report (commscope report -o)")
-    ap.add_argument("--build", metavar="DIR", help="first make small real runs and their "
-                    "report in DIR (DIR/report.html), then check that")
+    ap.add_argument(
+        "--build",
+        metavar="DIR",
+        help="first make small real runs and their "
+        "report in DIR (DIR/report.html), then check that",
+    )
     ap.add_argument("--widths", default="1024,1366", help="window widths, px (default 1024,1366)")
     ap.add_argument("--screenshots", metavar="DIR", help="write one PNG per section here")
     ap.add_argument("--chromium", help="the Chromium binary (default: chromium on PATH)")
@@ -438,15 +567,19 @@ def main(argv=None):
         json.dump({str(w): f for w, f in results.items()}, sys.stdout, indent=2)
         print()
     bad = 0
-    print(f"{'width':>6}  {'sideways':>8}  {'cut off':>7}  {'figures':>7}  {'bad figs':>8}  "
-          f"{'e-notation':>10}  {'small fonts':>11}  {'overlaps':>8}  {'height px':>9}  "
-          f"{'tables scrolling inside':>23}")
+    print(
+        f"{'width':>6}  {'sideways':>8}  {'cut off':>7}  {'figures':>7}  {'bad figs':>8}  "
+        f"{'e-notation':>10}  {'small fonts':>11}  {'overlaps':>8}  {'height px':>9}  "
+        f"{'tables scrolling inside':>23}"
+    )
     for width, found in results.items():
         kinds = [k for k, _ in problems(found)]
-        print(f"{width:>6}  {kinds.count('sideways scroll'):>8}  {kinds.count('cut off'):>7}  "
-              f"{found['figures']:>7}  {kinds.count('figure'):>8}  {kinds.count('e-notation'):>10}  "
-              f"{kinds.count('small font'):>11}  {kinds.count('overlapping text'):>8}  "
-              f"{found.get('page_height', 0):>9}  {len(found['scrolling']):>23}")
+        print(
+            f"{width:>6}  {kinds.count('sideways scroll'):>8}  {kinds.count('cut off'):>7}  "
+            f"{found['figures']:>7}  {kinds.count('figure'):>8}  {kinds.count('e-notation'):>10}  "
+            f"{kinds.count('small font'):>11}  {kinds.count('overlapping text'):>8}  "
+            f"{found.get('page_height', 0):>9}  {len(found['scrolling']):>23}"
+        )
     for width, found in results.items():
         for detail in found["scrolling"]:  # allowed: the page stays put, the table scrolls
             print(f"{width} px: note: {detail}")

@@ -43,8 +43,11 @@ _INT = r"(?<![\d.,\w])(?:\d{1,3}(?:,\d{3})+|\d{5,})(?![\d\w]|[.,]\d)"
 INT = re.compile(_INT)
 FRACTION = re.compile(r"(?<![\d.\w])[-\u2212]?0\.\d+(?![\d\w]|\s*%)")
 SIZE_WORDS = re.compile(r"(size|bytes|byte|eager|rendezvous|buffer|halo|message|msg)s?\b", re.I)
-SHARE_WORDS = re.compile(r"(?<![a-z])(shares?|fractions?|error|err|efficiency|idle|prob|"
-                         r"probability|pct|percent)(?![a-z])", re.I)
+SHARE_WORDS = re.compile(
+    r"(?<![a-z])(shares?|fractions?|error|err|efficiency|idle|prob|"
+    r"probability|pct|percent)(?![a-z])",
+    re.I,
+)
 FIELD = re.compile(r"\b[A-Za-z][a-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 #: Names that are not field names: MPI functions, papers' symbols, code.
 FIELD_OK = re.compile(r"^(MPI_\w+|R_[NbB]\w*|ob1_\w*|OMP_\w+|osu_\w+|btl_\w+|[A-Z]_[A-Za-z])$")
@@ -54,8 +57,8 @@ def _is_size(text, m, context):
     """Whether the number matched by ``m`` in ``text`` is a size (``context``: its column
     header or the figure axis it labels)."""
     value = int(m.group().replace(",", ""))
-    after = text[m.end():m.end() + 8]
-    before = text[max(0, m.start() - 24):m.start()]
+    after = text[m.end() : m.end() + 8]
+    before = text[max(0, m.start() - 24) : m.start()]
     if re.match(r"\s*(B|bytes?|KiB|MiB)\b", after):
         return True
     if re.match(r"\s*\.\.", after) or before.rstrip().endswith(".."):
@@ -76,17 +79,17 @@ class _Report(HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.items = []      # (kind, text, context)
-        self.figures = []    # attributes of figure elements (data-texts, data-overlaps)
+        self.items = []  # (kind, text, context)
+        self.figures = []  # attributes of figure elements (data-texts, data-overlaps)
         self.stack = []
-        self.headers = []    # the current table's header row
-        self.row = []        # cells of the current row: (tag, text)
+        self.headers = []  # the current table's header row
+        self.row = []  # cells of the current row: (tag, text)
         self.cell = None
         self.svg_text = None
         self.svg_font = None
-        self.skip = 0        # inside <pre>, <code>, <script>, <style>
+        self.skip = 0  # inside <pre>, <code>, <script>, <style>
         self.section = ""
-        self.text = []       # prose of the current block
+        self.text = []  # prose of the current block
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -149,8 +152,11 @@ class _Report(HTMLParser):
         for i, (kind, t) in enumerate(cells):
             if kind == "th":  # a row label (the runs' tables)
                 continue
-            head = self.headers[i] if i < len(self.headers) else (
-                cells[0][1] if cells and cells[0][0] == "th" else "")
+            head = (
+                self.headers[i]
+                if i < len(self.headers)
+                else (cells[0][1] if cells and cells[0][0] == "th" else "")
+            )
             self.items.append(("cell", t, head, self.section, None))
 
     def _flush(self, tag=None):
@@ -181,8 +187,14 @@ def scan(page):
     p = _Report()
     p.feed(page)
     p._flush()
-    found = {"bare sizes": [], "share fractions": [], "field-name headers": [],
-             "small fonts": [], "overlapping labels": [], "points outside axes": []}
+    found = {
+        "bare sizes": [],
+        "share fractions": [],
+        "field-name headers": [],
+        "small fonts": [],
+        "overlapping labels": [],
+        "points outside axes": [],
+    }
     items = list(p.items)
     for section, a in p.figures:
         for t in json.loads(a.get("data-texts") or "[]"):
@@ -190,24 +202,32 @@ def scan(page):
         for pair in json.loads(a.get("data-overlaps") or "[]"):
             found["overlapping labels"].append(f"{section}: {pair[0]!r} overlaps {pair[1]!r}")
         for panel, n in json.loads(a.get("data-outside") or "[]"):
-            found["points outside axes"].append(f"{section}: {n} point(s) beyond the axes of "
-                                                f"{panel!r}")
+            found["points outside axes"].append(
+                f"{section}: {n} point(s) beyond the axes of {panel!r}"
+            )
     seen_fig = set()
     for kind, text, context, section, size in items:
         where = f"{section}: {kind}"
         for m in INT.finditer(text):
-            near = context if kind == "cell" else text[max(0, m.start() - 40):m.start()]
-            if _is_size(text, m, near if kind == "cell" else
-                        (context if SIZE_WORDS.search(near or "") else None)):
-                found["bare sizes"].append(f"{where}: {_clip(text, m)}"
-                                           + (f" (column {context!r})" if kind == "cell" else ""))
+            near = context if kind == "cell" else text[max(0, m.start() - 40) : m.start()]
+            if _is_size(
+                text,
+                m,
+                near if kind == "cell" else (context if SIZE_WORDS.search(near or "") else None),
+            ):
+                found["bare sizes"].append(
+                    f"{where}: {_clip(text, m)}"
+                    + (f" (column {context!r})" if kind == "cell" else "")
+                )
         for m in FRACTION.finditer(text):
-            before = text[max(0, m.start() - 30):m.start()]
+            before = text[max(0, m.start() - 30) : m.start()]
             if (kind == "cell" and SHARE_WORDS.search(context)) or (
-                    kind != "cell" and re.search(SHARE_WORDS.pattern + r"\w*\s*[:=]?\s*$",
-                                                 before, re.I)):
-                found["share fractions"].append(f"{where}: {_clip(text, m)}"
-                                                + (f" (column {context!r})" if kind == "cell" else ""))
+                kind != "cell" and re.search(SHARE_WORDS.pattern + r"\w*\s*[:=]?\s*$", before, re.I)
+            ):
+                found["share fractions"].append(
+                    f"{where}: {_clip(text, m)}"
+                    + (f" (column {context!r})" if kind == "cell" else "")
+                )
         if kind == "header" or kind == "figure":
             names = [n for n in FIELD.findall(text) if not FIELD_OK.match(n)]
             if names:

@@ -29,8 +29,9 @@ TILE = 8000
 
 
 def _checker():
-    spec = importlib.util.spec_from_file_location("report_browser_check",
-                                                  ROOT / "scripts" / "report_browser_check.py")
+    spec = importlib.util.spec_from_file_location(
+        "report_browser_check", ROOT / "scripts" / "report_browser_check.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -41,17 +42,23 @@ def find_study(given=None):
     else a new quick study in build/screenshots/study."""
     if given:
         return Path(given)
-    done = sorted((p.parent for p in (ROOT / "studies").glob("*/runs")
-                   if any(p.glob("profile*/meta.json"))), key=lambda p: p.name)
+    done = sorted(
+        (p.parent for p in (ROOT / "studies").glob("*/runs") if any(p.glob("profile*/meta.json"))),
+        key=lambda p: p.name,
+    )
     if done:
         return done[-1]
     out = ROOT / "build" / "screenshots" / "study"
     if not (out / "runs").is_dir():
-        print(f"report_screenshots: no study under studies/: running commscope study --quick "
-              f"-o {out}", file=sys.stderr)
+        print(
+            f"report_screenshots: no study under studies/: running commscope study --quick "
+            f"-o {out}",
+            file=sys.stderr,
+        )
         out.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "commscope.cli", "study", "--quick", "-o", str(out)],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "commscope.cli", "study", "--quick", "-o", str(out)], check=True
+        )
     return out
 
 
@@ -67,8 +74,19 @@ def render(study, workdir):
     reports["study"] = workdir / "study.html"
     profile = sorted((study / "runs").glob("profile*"))
     if profile:
-        subprocess.run([sys.executable, "-m", "commscope.cli", "report", str(profile[0]), "-o",
-                        str(workdir / "profile.html"), "--overwrite"], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "commscope.cli",
+                "report",
+                str(profile[0]),
+                "-o",
+                str(workdir / "profile.html"),
+                "--overwrite",
+            ],
+            check=True,
+        )
         reports["profile"] = workdir / "profile.html"
     return reports
 
@@ -76,6 +94,7 @@ def render(study, workdir):
 def full_page(browser, check, width, screen_height):
     """(whole page PNG, first screen PNG, page height px) of the page open in ``browser``."""
     from PIL import Image
+
     height = int(browser.evaluate("document.documentElement.scrollHeight"))
     tiles = []
     for y in range(0, height, TILE):
@@ -91,8 +110,10 @@ def full_page(browser, check, width, screen_height):
     def png(image):  # 256 colours chosen by an octree: a figure's rarer colours stay apart
         buf = io.BytesIO()
         image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE).save(
-            buf, format="PNG", optimize=True)
+            buf, format="PNG", optimize=True
+        )
         return buf.getvalue()
+
     return png(page), png(first), height
 
 
@@ -113,7 +134,9 @@ def shoot(reports, out, widths=(1366, 1920), screen_height=768, chromium=None, o
             for width in widths:
                 browser.open(url, width, screen_height)
                 if open_all:  # every disclosure open: to look at what each holds
-                    browser.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+                    browser.evaluate(
+                        "document.querySelectorAll('details').forEach(d => d.open = true)"
+                    )
                 whole, first, height = full_page(browser, check, width, screen_height)
                 (out / f"{name}-{width}.png").write_bytes(whole)
                 (out / f"{name}-{width}-first-screen.png").write_bytes(first)
@@ -125,13 +148,19 @@ def shoot(reports, out, widths=(1366, 1920), screen_height=768, chromium=None, o
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--study", help="a study folder (default: the newest under studies/, "
-                    "else a new quick study)")
+    ap.add_argument(
+        "--study",
+        help="a study folder (default: the newest under studies/, else a new quick study)",
+    )
     ap.add_argument("--reports", help="comma-separated NAME=REPORT.html to shoot instead")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
     ap.add_argument("--widths", default="1366,1920")
-    ap.add_argument("--screen-height", type=int, default=768,
-                    help="px of one screen (default 768: a 1366 x 768 laptop)")
+    ap.add_argument(
+        "--screen-height",
+        type=int,
+        default=768,
+        help="px of one screen (default 768: a 1366 x 768 laptop)",
+    )
     ap.add_argument("--chromium")
     ap.add_argument("--open", action="store_true", help="open every <details> first")
     args = ap.parse_args(argv)
@@ -141,14 +170,15 @@ def main(argv=None):
         reports = render(find_study(args.study), ROOT / "build" / "screenshots")
     widths = [int(w) for w in args.widths.split(",")]
     try:
-        heights = shoot(reports, args.out, widths, args.screen_height, args.chromium,
-                        args.open)
+        heights = shoot(reports, args.out, widths, args.screen_height, args.chromium, args.open)
     except _checker().NoBrowser as exc:
         print(f"skipped: {exc}", file=sys.stderr)
         return 2
     for (name, width), height in heights.items():
-        print(f"{name} at {width} px: {height:,} px high = {height / args.screen_height:.1f} "
-              f"screens of {args.screen_height} px; {args.out}/{name}-{width}.png")
+        print(
+            f"{name} at {width} px: {height:,} px high = {height / args.screen_height:.1f} "
+            f"screens of {args.screen_height} px; {args.out}/{name}-{width}.png"
+        )
     return 0
 
 

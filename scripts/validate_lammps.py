@@ -63,11 +63,15 @@ thermo          {thermo}
 run             {steps}
 """
 #: Two inputs that differ in steps, rebuild interval, thermo interval and input lines.
-CASES = (dict(steps=200, every=10, thermo=50, extra_lines=0),
-         dict(steps=300, every=20, thermo=10, extra_lines=3))
+CASES = (
+    dict(steps=200, every=10, thermo=50, extra_lines=0),
+    dict(steps=300, every=20, thermo=10, extra_lines=3),
+)
 #: --quick: the same checks on shorter runs.
-QUICK_CASES = (dict(steps=40, every=10, thermo=20, extra_lines=0),
-               dict(steps=60, every=20, thermo=10, extra_lines=3))
+QUICK_CASES = (
+    dict(steps=40, every=10, thermo=20, extra_lines=0),
+    dict(steps=60, every=20, thermo=10, extra_lines=3),
+)
 #: Exit status when lmp or its MPI is missing (scripts/bench.py: skipped).
 SKIPPED = 3
 
@@ -87,8 +91,12 @@ def write_input(path, steps, every, thermo, extra_lines=0):
 def expected_p2p(steps, rebuilds):
     """Point-to-point calls per rank (see the module docstring)."""
     swaps = 3 * (rebuilds + 1) + 2 * (steps - rebuilds) + 2 * (steps + 1)
-    return {"MPI_Sendrecv": 3 * (rebuilds + 1), "MPI_Irecv": swaps, "MPI_Send": swaps,
-            "MPI_Wait": swaps}
+    return {
+        "MPI_Sendrecv": 3 * (rebuilds + 1),
+        "MPI_Irecv": swaps,
+        "MPI_Send": swaps,
+        "MPI_Wait": swaps,
+    }
 
 
 def thermo_outputs(steps, thermo):
@@ -108,14 +116,20 @@ def read_log(path):
 def profile_case(case, workdir, runs_root, mpicc=MPICC, name=None):
     """Profile one input on 2 ranks; returns (run, rebuilds, grid, input lines)."""
     from commscope.profile.run import run_profile
+
     workdir = Path(workdir)
     tag = name or f"lammps-{case['steps']}-{case['every']}-{case['thermo']}"
     inp, log = workdir / f"{tag}.in", workdir / f"{tag}.log"
     lines = write_input(inp, case["steps"], case["every"], case["thermo"], case["extra_lines"])
-    run, status = run_profile(lammps_binary(), ["-in", str(inp), "-log", str(log), "-screen",
-                                                "none", "-nocite"],
-                              nranks=2, mpi_spec=mpicc, runs_root=runs_root, run_name=tag,
-                              echo=False)
+    run, status = run_profile(
+        lammps_binary(),
+        ["-in", str(inp), "-log", str(log), "-screen", "none", "-nocite"],
+        nranks=2,
+        mpi_spec=mpicc,
+        runs_root=runs_root,
+        run_name=tag,
+        echo=False,
+    )
     if status != 0:
         raise RuntimeError(f"lmp exited with status {status} (see {run.path})")
     rebuilds, grid = read_log(log)
@@ -125,8 +139,10 @@ def profile_case(case, workdir, runs_root, mpicc=MPICC, name=None):
 def calls_per_rank(run):
     """{rank: {function: calls}} summed over threads, from the profile's functions table."""
     f = run.table("functions")
-    return {int(r): {fn: int(c) for fn, c in g.groupby("function")["calls"].sum().items()}
-            for r, g in f.groupby("rank")}
+    return {
+        int(r): {fn: int(c) for fn, c in g.groupby("function")["calls"].sum().items()}
+        for r, g in f.groupby("rank")
+    }
 
 
 def comparison_rows(cases):
@@ -138,8 +154,9 @@ def comparison_rows(cases):
     counted = [calls_per_rank(run) for _, run, *_ in cases]
     for (case, run, rebuilds, grid, _), calls in zip(cases, counted):
         label = f"{case['steps']} steps, every {case['every']}"
-        rows.append((f"{label}: neighbor list builds", "-", case["steps"] // case["every"],
-                     rebuilds))
+        rows.append(
+            (f"{label}: neighbor list builds", "-", case["steps"] // case["every"], rebuilds)
+        )
         rows.append((f"{label}: ranks per dimension, sorted", "-", (1, 1, 2), tuple(sorted(grid))))
         want = expected_p2p(case["steps"], rebuilds)
         for rank in (0, 1):
@@ -149,47 +166,84 @@ def comparison_rows(cases):
         for rank in (0, 1):
             row = peers[(peers["rank"] == rank) & (peers["peer"] == 1 - rank)]
             sent = int(row["messages_sent"].sum()) if len(row) else 0
-            rows.append((f"{label}: messages to the other rank", rank,
-                         want["MPI_Send"] + want["MPI_Sendrecv"], sent))
+            rows.append(
+                (
+                    f"{label}: messages to the other rank",
+                    rank,
+                    want["MPI_Send"] + want["MPI_Sendrecv"],
+                    sent,
+                )
+            )
     (a, _, _, _, lines_a), (b, _, _, _, lines_b) = cases[0], cases[1]
     d_out = thermo_outputs(b["steps"], b["thermo"]) - thermo_outputs(a["steps"], a["thermo"])
     for rank in (0, 1):
-        rows.append(("difference: MPI_Bcast (2 per input line)", rank, 2 * (lines_b - lines_a),
-                     counted[1][rank].get("MPI_Bcast", 0) - counted[0][rank].get("MPI_Bcast", 0)))
-        rows.append(("difference: MPI_Allreduce (2 per thermo output)", rank, 2 * d_out,
-                     counted[1][rank].get("MPI_Allreduce", 0)
-                     - counted[0][rank].get("MPI_Allreduce", 0)))
+        rows.append(
+            (
+                "difference: MPI_Bcast (2 per input line)",
+                rank,
+                2 * (lines_b - lines_a),
+                counted[1][rank].get("MPI_Bcast", 0) - counted[0][rank].get("MPI_Bcast", 0),
+            )
+        )
+        rows.append(
+            (
+                "difference: MPI_Allreduce (2 per thermo output)",
+                rank,
+                2 * d_out,
+                counted[1][rank].get("MPI_Allreduce", 0) - counted[0][rank].get("MPI_Allreduce", 0),
+            )
+        )
     return rows
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", default=MPICC, help="mpicc of the MPI lmp is linked with")
-    ap.add_argument("--runs", default=None,
-                    help="where the profile run directories go (default: runs/)")
+    ap.add_argument(
+        "--runs", default=None, help="where the profile run directories go (default: runs/)"
+    )
     ap.add_argument("--quick", action="store_true", help="shorter inputs, runs in a temp dir")
     args = ap.parse_args(argv)
     if not lammps_binary():
-        print("skipped: no lmp on PATH; install it with "
-              "scripts/install_validation_apps.sh (root)", file=sys.stderr)
+        print(
+            "skipped: no lmp on PATH; install it with scripts/install_validation_apps.sh (root)",
+            file=sys.stderr,
+        )
         return SKIPPED
     if not Path(args.mpi).exists():
-        print(f"skipped: no {args.mpi} (the MPI lmp is linked with; "
-              "scripts/install_validation_apps.sh)", file=sys.stderr)
+        print(
+            f"skipped: no {args.mpi} (the MPI lmp is linked with; "
+            "scripts/install_validation_apps.sh)",
+            file=sys.stderr,
+        )
         return SKIPPED
     if args.runs is None:
         args.runs = tempfile.mkdtemp(prefix="validate-lammps-") if args.quick else "runs"
     Path(args.runs).mkdir(parents=True, exist_ok=True)
     from commscope.output import format_table
+
     cases = []
     for case in QUICK_CASES if args.quick else CASES:
         print(f"profiling lmp: {case}", file=sys.stderr)
         cases.append((case, *profile_case(case, args.runs, args.runs, args.mpi)))
     rows = comparison_rows(cases)
-    table = [{"check": w, "rank": r, "expected": str(e), "counted": str(g),
-              "agrees": "yes" if g == e else "NO"} for w, r, e, g in rows]
-    print(format_table(table, title="LAMMPS melt on 2 ranks: counts implied by LAMMPS's logic "
-                                    "vs counted by commscope profile"))
+    table = [
+        {
+            "check": w,
+            "rank": r,
+            "expected": str(e),
+            "counted": str(g),
+            "agrees": "yes" if g == e else "NO",
+        }
+        for w, r, e, g in rows
+    ]
+    print(
+        format_table(
+            table,
+            title="LAMMPS melt on 2 ranks: counts implied by LAMMPS's logic "
+            "vs counted by commscope profile",
+        )
+    )
     for case, run, *_ in cases:
         print(f"run: {run.path}")
     return 0 if all(t["agrees"] == "yes" for t in table) else 1

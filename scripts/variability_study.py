@@ -42,43 +42,71 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mpi", default=None)
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
-    ap.add_argument("--quick", action="store_true",
-                    help="ftq, 1 and 2 ranks, 20 intervals, 500 replicas")
+    ap.add_argument(
+        "--quick", action="store_true", help="ftq, 1 and 2 ranks, 20 intervals, 500 replicas"
+    )
     args = ap.parse_args()
     if args.quick:
         args.workloads, args.scales, args.intervals, args.replicas = ["ftq"], [1, 2], 20, 500
     root = Path(args.runs or tempfile.mkdtemp(prefix="commscope-variability-"))
     scales = sorted(args.scales)
-    print(f"# runs in {root}; scales {scales} (above 2 ranks this 2-core machine is "
-          "oversubscribed)")
+    print(
+        f"# runs in {root}; scales {scales} (above 2 ranks this 2-core machine is oversubscribed)"
+    )
 
     frames = []
     for wl in args.workloads:
         runs = {}
         for p in scales:
             for rep in range(1 if p == scales[0] else args.repeats):
-                run = run_bsp(wl, ranks=p, intervals=args.intervals, seed=args.seed + 100 * p + rep,
-                              runs_root=root, run_name=f"{wl}-{p}-{rep}", mpi_spec=args.mpi,
-                              echo=False, progress=False, **WORKLOADS[wl])
+                run = run_bsp(
+                    wl,
+                    ranks=p,
+                    intervals=args.intervals,
+                    seed=args.seed + 100 * p + rep,
+                    runs_root=root,
+                    run_name=f"{wl}-{p}-{rep}",
+                    mpi_spec=args.mpi,
+                    echo=False,
+                    progress=False,
+                    **WORKLOADS[wl],
+                )
                 runs.setdefault(p, []).append(run)
                 m = run.table("maxima")["max_interval_s"]
-                print(f"{wl:6s} {p} ranks rep {rep}: runtime {m.sum():.4f} s, median max "
-                      f"{m.median() * 1e3:.3f} ms, p95 {m.quantile(0.95) * 1e3:.3f} ms, "
-                      f"oversubscribed {run.meta['launch']['oversubscribed']}")
+                print(
+                    f"{wl:6s} {p} ranks rep {rep}: runtime {m.sum():.4f} s, median max "
+                    f"{m.median() * 1e3:.3f} ms, p95 {m.quantile(0.95) * 1e3:.3f} ms, "
+                    f"oversubscribed {run.meta['launch']['oversubscribed']}"
+                )
         cal = runs[scales[0]][0]
         others = [r for p in scales[1:] for r in runs[p]]
-        df = predict_variability(cal, scales[1:], compare=others, replicas=args.replicas,
-                                 seed=args.seed)
+        df = predict_variability(
+            cal, scales[1:], compare=others, replicas=args.replicas, seed=args.seed
+        )
         frames.append(df)
-        cols = ["kind", "statistic", "target_ranks", "median_s", "ci_low_s", "ci_high_s",
-                "measured_median_s", "inside", "median_error"]
-        print_table(df[cols].astype(object).where(df[cols].notna(), "-"),
-                    title=f"{wl}: calibrated on {scales[0]} rank(s)")
+        cols = [
+            "kind",
+            "statistic",
+            "target_ranks",
+            "median_s",
+            "ci_low_s",
+            "ci_high_s",
+            "measured_median_s",
+            "inside",
+            "median_error",
+        ]
+        print_table(
+            df[cols].astype(object).where(df[cols].notna(), "-"),
+            title=f"{wl}: calibrated on {scales[0]} rank(s)",
+        )
         print()
 
     allp = pd.concat(frames, ignore_index=True)
-    print_table(verdict_summary(allp), title="fraction of predicted intervals holding the "
-                                             "measured median (all workloads and scales)")
+    print_table(
+        verdict_summary(allp),
+        title="fraction of predicted intervals holding the "
+        "measured median (all workloads and scales)",
+    )
     judged = allp["inside"].notna()
     total = int(allp.loc[judged, "inside"].astype(bool).sum())
     print(f"\noverall: {total}/{int(judged.sum())} = {total / max(judged.sum(), 1):.2f}")

@@ -24,8 +24,10 @@ MPI_FIXTURES = {"default_mpi", "mpich_mpi", "fuzz_originals"}
 
 #: Programs a test without the ``mpi`` (or ``browser``) marker may not start.
 #: (Asking one its version, or srun its plugins, is allowed: select_mpi and plan_launch do.)
-_FORBIDDEN = re.compile(r"(mpiexec|mpirun|orterun|prterun|srun|cmake|ninja|chromium|"
-                        r"chromium-browser|google-chrome|chrome|headless_shell)([.-][\w.-]*)?")
+_FORBIDDEN = re.compile(
+    r"(mpiexec|mpirun|orterun|prterun|srun|cmake|ninja|chromium|"
+    r"chromium-browser|google-chrome|chrome|headless_shell)([.-][\w.-]*)?"
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
@@ -40,8 +42,11 @@ _QUERIES = {"--version", "-V", "--mpi=list"}
 
 def _program(args):
     """The name of the program ``args`` starts, or None for a query (``--version``)."""
-    argv = os.fsdecode(args).split() if isinstance(args, (str, bytes, os.PathLike)) else \
-        [os.fsdecode(a) for a in args]
+    argv = (
+        os.fsdecode(args).split()
+        if isinstance(args, (str, bytes, os.PathLike))
+        else [os.fsdecode(a) for a in args]
+    )
     if not argv or _QUERIES & set(argv[1:]):
         return None
     return Path(argv[0]).name
@@ -93,9 +98,12 @@ def pytest_runtest_teardown(item, nextitem):
             launched = record.read_text().splitlines()
             record.unlink(missing_ok=True)
             if launched:
-                pytest.fail(f"{item.nodeid} launches jobs or builds but has no mpi marker (add "
-                            f"@pytest.mark.mpi or use an MPI fixture): "
-                            f"{'; '.join(launched[:3])}", pytrace=False)
+                pytest.fail(
+                    f"{item.nodeid} launches jobs or builds but has no mpi marker (add "
+                    f"@pytest.mark.mpi or use an MPI fixture): "
+                    f"{'; '.join(launched[:3])}",
+                    pytrace=False,
+                )
 
 
 _GUARD = pytest.StashKey()
@@ -120,6 +128,7 @@ def runs_root(tmp_path):
 def default_mpi():
     """The default MPI (Open MPI wheel unless COMMSCOPE_MPI says otherwise), built."""
     from commscope import mpi
+
     m = mpi.select_mpi()
     mpi.build(m)
     return m
@@ -129,6 +138,7 @@ def default_mpi():
 def mpich_mpi():
     """The mpich wheel (installed into .mpi/mpich by setup, or on first use)."""
     from commscope import mpi
+
     m = mpi.select_mpi("mpich")
     mpi.build(m)
     return m
@@ -136,8 +146,9 @@ def mpich_mpi():
 
 #: What a run of each kind must record to be read (its meta.json schema requires it).
 MINIMAL_PARAMETERS = {
-    "pingpong": dict(pairs=1, min_size=1, max_size=4, iters=1, warmup=0, large_iters=1,
-                     large_warmup=0),
+    "pingpong": dict(
+        pairs=1, min_size=1, max_size=4, iters=1, warmup=0, large_iters=1, large_warmup=0
+    ),
     "bsp": dict(workload="ftq", ranks=2, intervals=4, warmup=0),
 }
 
@@ -150,6 +161,7 @@ def new_run(runs_root):
 
     def make(kind, root=None, **parameters):
         return Run.create(root or runs_root, kind, {**MINIMAL_PARAMETERS[kind], **parameters})
+
     return make
 
 
@@ -158,5 +170,5 @@ def fuzz_originals(tmp_path_factory, default_mpi):
     """Small real runs of every kind and a fitted machine model (tests/fuzzkit.py; about
     10 s): what the mutation test damages and the no-nan test reads."""
     from fuzzkit import make_originals
-    return make_originals(tmp_path_factory.mktemp("originals"), default_mpi,
-                          log=lambda line: None)
+
+    return make_originals(tmp_path_factory.mktemp("originals"), default_mpi, log=lambda line: None)

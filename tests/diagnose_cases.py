@@ -35,19 +35,20 @@ QUEUE_SEARCH_M = 2000
 @dataclass(frozen=True)
 class Case:
     """One problem kind and its program."""
-    name: str                 # the problem kind; the program is PROGRAMS/<name>.c
-    ranks: int                # P, the ranks it is written for (it refuses others)
-    iters: int                # N by default (a run of about 0.2-0.6 s at U = 2 ms)
-    culprits: tuple           # world ranks whose behaviour causes the loss
-    waiting: str              # the MPI function where the others lose the time, or
-                              # "omp closing barrier" (an OpenMP region's end)
+
+    name: str  # the problem kind; the program is PROGRAMS/<name>.c
+    ranks: int  # P, the ranks it is written for (it refuses others)
+    iters: int  # N by default (a run of about 0.2-0.6 s at U = 2 ms)
+    culprits: tuple  # world ranks whose behaviour causes the loss
+    waiting: str  # the MPI function where the others lose the time, or
+    # "omp closing barrier" (an OpenMP region's end)
     #: designed saving per iteration, f(U, N) in seconds; None: it must be measured
     saving: Optional[Callable[[float, int], float]]
-    summary: str              # the problem in one line
-    threads: int = 1          # threads per rank (OpenMP or pthreads)
+    summary: str  # the problem in one line
+    threads: int = 1  # threads per rank (OpenMP or pthreads)
     needs_openmp: bool = False
-    args: tuple = ()          # program arguments besides --fixed, --iters, --unit
-    finding: str = ""         # the kind `commscope diagnose` should name first ("" = name)
+    args: tuple = ()  # program arguments besides --fixed, --iters, --unit
+    finding: str = ""  # the kind `commscope diagnose` should name first ("" = name)
     #: for a measured saving: what one unit of it is and how many a run has, f(N)
     measured_per: Optional[tuple] = None
 
@@ -70,47 +71,133 @@ def _rotating_barrier_saving(U, N, P=4):
 
 
 _CASES = [
-    Case("load_imbalance", ranks=4, threads=2, needs_openmp=True, iters=80, culprits=(2,),
-         waiting="MPI_Allreduce", saving=lambda U, N: 1.5 * U,
-         summary="rank 2's OpenMP region lasts 3U, the others' U; they wait in MPI_Allreduce"),
-    Case("wait_at_collective", ranks=4, iters=80, culprits=(0, 1, 2, 3),
-         waiting="MPI_Barrier", saving=_rotating_barrier_saving,
-         summary="an unneeded MPI_Barrier after a rotating 3U / U imbalance"),
-    Case("late_broadcast", ranks=4, iters=80, culprits=(0,), waiting="MPI_Bcast",
-         saving=lambda U, N: 2.25 * U,
-         summary="root 0 prepares 64 KiB alone (3U) before MPI_Bcast"),
-    Case("late_scatter", ranks=4, iters=80, culprits=(0,), waiting="MPI_Scatter",
-         saving=lambda U, N: 2.25 * U,
-         summary="root 0 prepares every 16 KiB chunk (3U) before MPI_Scatter"),
-    Case("early_reduce", ranks=4, iters=150, culprits=(1, 2, 3), waiting="MPI_Reduce",
-         saving=lambda U, N: 0.5 * U,
-         summary="non-roots work 2U, root 0 none, then MPI_Reduce of 1 KiB"),
-    Case("early_gather", ranks=4, iters=150, culprits=(1, 2, 3), waiting="MPI_Gather",
-         saving=lambda U, N: 0.5 * U,
-         summary="non-roots work 2U, root 0 none, then MPI_Gather of 1 KiB each"),
-    Case("late_sender", ranks=2, iters=60, culprits=(0,), waiting="MPI_Recv",
-         saving=lambda U, N: 2 * U,
-         summary="rank 0 works 2U before sending x (4 KiB) that rank 1 needs"),
-    Case("late_receiver", ranks=2, iters=120, culprits=(1,), waiting="MPI_Ssend",
-         saving=lambda U, N: U,
-         summary="rank 0's MPI_Ssend waits for rank 1's receive, posted after U of work"),
-    Case("wrong_order", ranks=3, iters=60, culprits=(1,), waiting="MPI_Recv",
-         saving=lambda U, N: U,
-         summary="rank 0 receives from 1 (arrives at 2U) before 2 (arrived at 0.2U)"),
-    Case("small_messages", ranks=2, iters=60, culprits=(0,), waiting="MPI_Recv",
-         saving=None, measured_per=("per message", lambda N: N * (SMALL_MESSAGES_K - 1)),
-         summary=f"{SMALL_MESSAGES_K} messages of 8 B per iteration instead of one"),
-    Case("thread_imbalance", ranks=2, threads=2, needs_openmp=True, iters=80,
-         culprits=(0, 1), waiting="omp closing barrier", saving=lambda U, N: U,
-         summary="thread 0 spins 3U, thread 1 U: thread 1 waits at the region's end"),
-    Case("queue_search", ranks=2, iters=50, culprits=(0,), waiting="MPI_Waitall",
-         saving=None, measured_per=(
-             "per comparison", lambda N: N * (QUEUE_SEARCH_M * (QUEUE_SEARCH_M + 1) // 2
-                                                - QUEUE_SEARCH_M)),
-         summary=f"{QUEUE_SEARCH_M} messages arrive in the reverse of their posted order"),
-    Case("shared_communicator", ranks=2, threads=4, iters=1000, culprits=(0, 1),
-         waiting="MPI_Waitall", saving=None,
-         summary="4 threads per rank send windows on MPI_COMM_WORLD, not a dup each"),
+    Case(
+        "load_imbalance",
+        ranks=4,
+        threads=2,
+        needs_openmp=True,
+        iters=80,
+        culprits=(2,),
+        waiting="MPI_Allreduce",
+        saving=lambda U, N: 1.5 * U,
+        summary="rank 2's OpenMP region lasts 3U, the others' U; they wait in MPI_Allreduce",
+    ),
+    Case(
+        "wait_at_collective",
+        ranks=4,
+        iters=80,
+        culprits=(0, 1, 2, 3),
+        waiting="MPI_Barrier",
+        saving=_rotating_barrier_saving,
+        summary="an unneeded MPI_Barrier after a rotating 3U / U imbalance",
+    ),
+    Case(
+        "late_broadcast",
+        ranks=4,
+        iters=80,
+        culprits=(0,),
+        waiting="MPI_Bcast",
+        saving=lambda U, N: 2.25 * U,
+        summary="root 0 prepares 64 KiB alone (3U) before MPI_Bcast",
+    ),
+    Case(
+        "late_scatter",
+        ranks=4,
+        iters=80,
+        culprits=(0,),
+        waiting="MPI_Scatter",
+        saving=lambda U, N: 2.25 * U,
+        summary="root 0 prepares every 16 KiB chunk (3U) before MPI_Scatter",
+    ),
+    Case(
+        "early_reduce",
+        ranks=4,
+        iters=150,
+        culprits=(1, 2, 3),
+        waiting="MPI_Reduce",
+        saving=lambda U, N: 0.5 * U,
+        summary="non-roots work 2U, root 0 none, then MPI_Reduce of 1 KiB",
+    ),
+    Case(
+        "early_gather",
+        ranks=4,
+        iters=150,
+        culprits=(1, 2, 3),
+        waiting="MPI_Gather",
+        saving=lambda U, N: 0.5 * U,
+        summary="non-roots work 2U, root 0 none, then MPI_Gather of 1 KiB each",
+    ),
+    Case(
+        "late_sender",
+        ranks=2,
+        iters=60,
+        culprits=(0,),
+        waiting="MPI_Recv",
+        saving=lambda U, N: 2 * U,
+        summary="rank 0 works 2U before sending x (4 KiB) that rank 1 needs",
+    ),
+    Case(
+        "late_receiver",
+        ranks=2,
+        iters=120,
+        culprits=(1,),
+        waiting="MPI_Ssend",
+        saving=lambda U, N: U,
+        summary="rank 0's MPI_Ssend waits for rank 1's receive, posted after U of work",
+    ),
+    Case(
+        "wrong_order",
+        ranks=3,
+        iters=60,
+        culprits=(1,),
+        waiting="MPI_Recv",
+        saving=lambda U, N: U,
+        summary="rank 0 receives from 1 (arrives at 2U) before 2 (arrived at 0.2U)",
+    ),
+    Case(
+        "small_messages",
+        ranks=2,
+        iters=60,
+        culprits=(0,),
+        waiting="MPI_Recv",
+        saving=None,
+        measured_per=("per message", lambda N: N * (SMALL_MESSAGES_K - 1)),
+        summary=f"{SMALL_MESSAGES_K} messages of 8 B per iteration instead of one",
+    ),
+    Case(
+        "thread_imbalance",
+        ranks=2,
+        threads=2,
+        needs_openmp=True,
+        iters=80,
+        culprits=(0, 1),
+        waiting="omp closing barrier",
+        saving=lambda U, N: U,
+        summary="thread 0 spins 3U, thread 1 U: thread 1 waits at the region's end",
+    ),
+    Case(
+        "queue_search",
+        ranks=2,
+        iters=50,
+        culprits=(0,),
+        waiting="MPI_Waitall",
+        saving=None,
+        measured_per=(
+            "per comparison",
+            lambda N: N * (QUEUE_SEARCH_M * (QUEUE_SEARCH_M + 1) // 2 - QUEUE_SEARCH_M),
+        ),
+        summary=f"{QUEUE_SEARCH_M} messages arrive in the reverse of their posted order",
+    ),
+    Case(
+        "shared_communicator",
+        ranks=2,
+        threads=4,
+        iters=1000,
+        culprits=(0, 1),
+        waiting="MPI_Waitall",
+        saving=None,
+        summary="4 threads per rank send windows on MPI_COMM_WORLD, not a dup each",
+    ),
 ]
 
 CASES = {c.name: c for c in _CASES}
@@ -120,8 +207,16 @@ def compile_case(case, mpi, out_dir):
     """Build ``case``'s program with ``mpi``'s mpicc (``-O2 -g``, ``-fopenmp`` where it
     needs OpenMP) into ``out_dir``; returns the executable's path."""
     exe = Path(out_dir) / f"{case.name}-{mpi.name}"
-    cmd = [mpi.mpicc, "-O2", "-g", "-pthread", *(["-fopenmp"] if case.needs_openmp else []),
-           str(case.source), "-o", str(exe)]
+    cmd = [
+        mpi.mpicc,
+        "-O2",
+        "-g",
+        "-pthread",
+        *(["-fopenmp"] if case.needs_openmp else []),
+        str(case.source),
+        "-o",
+        str(exe),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr}")
@@ -143,6 +238,9 @@ def profile_options(case, ompt=True):
 
 def program_args(case, fixed, iters=None, unit=None):
     """The program's arguments: the case's own, then --fixed, --iters and --unit."""
-    return [*case.args, *(["--fixed"] if fixed else []),
-            *(["--iters", str(iters)] if iters is not None else []),
-            *(["--unit", repr(float(unit))] if unit is not None else [])]
+    return [
+        *case.args,
+        *(["--fixed"] if fixed else []),
+        *(["--iters", str(iters)] if iters is not None else []),
+        *(["--unit", repr(float(unit))] if unit is not None else []),
+    ]

@@ -46,22 +46,54 @@ ROOT = Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "tests" / "programs"
 
 #: Values of every JSON type, and numbers out of range for any field.
-WRONG_VALUES = ["text", "", True, False, None, 0, -1, 1.5, 1e308, -1e308, [], [1, "a"], {},
-                {"a": 1}, "NaN", 2 ** 63]
+WRONG_VALUES = [
+    "text",
+    "",
+    True,
+    False,
+    None,
+    0,
+    -1,
+    1.5,
+    1e308,
+    -1e308,
+    [],
+    [1, "a"],
+    {},
+    {"a": 1},
+    "NaN",
+    2**63,
+]
 
 #: A number shown to a person as if it were one (docs/conventions.md: "-" instead).
 NAN_TOKEN = re.compile(r"(?<![\w.])[-+]?(nan|NaN|NAN|inf|Inf|INF|Infinity|infinity)(?![\w])")
 
 #: Outcome classes; the first two are the only good ones.
 GOOD = ("exit 0", "exit 2 naming")
-CLASSES = ("exit 0", "exit 2 naming", "exit 2 not naming", "crash", "hang", "insane output",
-           "silent success", "input changed", "output overwritten")
-FAILURES = ("crash", "hang", "insane output", "silent success", "input changed",
-            "output overwritten")
+CLASSES = (
+    "exit 0",
+    "exit 2 naming",
+    "exit 2 not naming",
+    "crash",
+    "hang",
+    "insane output",
+    "silent success",
+    "input changed",
+    "output overwritten",
+)
+FAILURES = (
+    "crash",
+    "hang",
+    "insane output",
+    "silent success",
+    "input changed",
+    "output overwritten",
+)
 
 
 # ---------------------------------------------------------------------------------------
 # the real runs every mutant starts from
+
 
 def make_originals(root, mpi, log=print):
     """Small real runs of every kind under ``root`` (about a minute on 2 cores); returns
@@ -92,50 +124,144 @@ def make_originals(root, mpi, log=print):
         log(f"  {kind:14s} {time.perf_counter() - t0:5.1f} s  {made[kind]}")
 
     # up to 16 MiB: the machine model then has a capacity regime (past 2 MiB here) to damage
-    step("pingpong", lambda: run_pingpong(min_size=1, max_size=16 << 20, iters=20, warmup=2,
-                                          large_iters=5, large_warmup=1, **quiet).path)
-    step("hvpingpong", lambda: run_hvpingpong(counts=[1, 10, 50], sizes=[8], iters=2, warmup=1,
-                                              **quiet).path)
+    step(
+        "pingpong",
+        lambda: (
+            run_pingpong(
+                min_size=1,
+                max_size=16 << 20,
+                iters=20,
+                warmup=2,
+                large_iters=5,
+                large_warmup=1,
+                **quiet,
+            ).path
+        ),
+    )
+    step(
+        "hvpingpong",
+        lambda: run_hvpingpong(counts=[1, 10, 50], sizes=[8], iters=2, warmup=1, **quiet).path,
+    )
     step("mtmatch", lambda: run_mtmatch("27", "2x1x1", None, trials=2, warmup=1, **quiet).path)
-    step("multirate", lambda: run_multirate(threads=[1, 2], reps=1, iterations=5, warmup=1,
-                                            window=16, **quiet).path)
+    step(
+        "multirate",
+        lambda: (
+            run_multirate(threads=[1, 2], reps=1, iterations=5, warmup=1, window=16, **quiet).path
+        ),
+    )
     has_ompt = ompt.runtime_library() is not None
-    step("threads", lambda: run_threads(ranks=2, threads=2, iterations=8, trials=1, warmup=1,
-                                        work=1e-3, compute="sleep", ompt=has_ompt,
-                                        **quiet).path)
-    step("partitioned", lambda: run_partitioned(threads=2, compute_s=2e-3, variability=0.1,
-                                                sizes=[1 << 16, 1 << 18], runs_per_size=2,
-                                                warmup=1, **quiet).path)
+    step(
+        "threads",
+        lambda: (
+            run_threads(
+                ranks=2,
+                threads=2,
+                iterations=8,
+                trials=1,
+                warmup=1,
+                work=1e-3,
+                compute="sleep",
+                ompt=has_ompt,
+                **quiet,
+            ).path
+        ),
+    )
+    step(
+        "partitioned",
+        lambda: (
+            run_partitioned(
+                threads=2,
+                compute_s=2e-3,
+                variability=0.1,
+                sizes=[1 << 16, 1 << 18],
+                runs_per_size=2,
+                warmup=1,
+                **quiet,
+            ).path
+        ),
+    )
     # a calibration: the machine model's partitioned terms, and their fit, to damage
-    step("partitioned-calibration", lambda: run_partitioned(
-        threads=2, compute_s=2e-3, calibrate=True, sizes=[1 << 16, 1 << 18, 1 << 20],
-        runs_per_size=2, warmup=1, run_name="calibration", **quiet).path)
-    step("bsp", lambda: run_bsp("ftq", ranks=2, intervals=10, warmup=1, mean=1e-3, sd=1e-4,
-                                seed=3, **quiet).path)
+    step(
+        "partitioned-calibration",
+        lambda: (
+            run_partitioned(
+                threads=2,
+                compute_s=2e-3,
+                calibrate=True,
+                sizes=[1 << 16, 1 << 18, 1 << 20],
+                runs_per_size=2,
+                warmup=1,
+                run_name="calibration",
+                **quiet,
+            ).path
+        ),
+    )
+    step(
+        "bsp",
+        lambda: (
+            run_bsp(
+                "ftq", ranks=2, intervals=10, warmup=1, mean=1e-3, sd=1e-4, seed=3, **quiet
+            ).path
+        ),
+    )
 
     def profiled(*argv):
         out, err = io.StringIO(), io.StringIO()
         from contextlib import redirect_stderr, redirect_stdout
+
         with redirect_stdout(out), redirect_stderr(err):
-            status = cli.main(["profile", "-n", "2", "--runs", str(runs / "profiles"),
-                               "--quiet", *argv])
+            status = cli.main(
+                ["profile", "-n", "2", "--runs", str(runs / "profiles"), "--quiet", *argv]
+            )
         assert status == 0, err.getvalue()
         return out.getvalue().strip().splitlines()[-1]
 
     exe = root / "exact_threads"
-    subprocess.run([mpi.mpicc, "-O2", "-g", "-pthread", str(PROGRAMS / "exact_threads.c"),
-                    "-o", str(exe)], check=True)
-    step("profile", lambda: profiled("--trace", "--callsites", "--counters", "all",
-                                     "--snapshot-every", "20ms", "--", str(exe), "2"))
+    subprocess.run(
+        [mpi.mpicc, "-O2", "-g", "-pthread", str(PROGRAMS / "exact_threads.c"), "-o", str(exe)],
+        check=True,
+    )
+    step(
+        "profile",
+        lambda: profiled(
+            "--trace",
+            "--callsites",
+            "--counters",
+            "all",
+            "--snapshot-every",
+            "20ms",
+            "--",
+            str(exe),
+            "2",
+        ),
+    )
     if has_ompt:
         prog = mpimod.binary(mpi, "threads")
-        step("profile-ompt", lambda: profiled("--ompt", "--trace", "--counters", "all",
-                                              "--threads", "2", "--", str(prog), "-n", "8",
-                                              "-x", "1", "--compute", "sleep"))
+        step(
+            "profile-ompt",
+            lambda: profiled(
+                "--ompt",
+                "--trace",
+                "--counters",
+                "all",
+                "--threads",
+                "2",
+                "--",
+                str(prog),
+                "-n",
+                "8",
+                "-x",
+                "1",
+                "--compute",
+                "sleep",
+            ),
+        )
     model = root / "machine-model.json"
     if not model.exists():
-        _, _, err = fork_cli(["fit", str(made["pingpong"]), str(made["partitioned-calibration"]),
-                              "-o", str(model)], root)
+        _, _, err = fork_cli(
+            ["fit", str(made["pingpong"]), str(made["partitioned-calibration"]), "-o", str(model)],
+            root,
+        )
         assert model.exists(), err
     made["machine-model"] = model
     index.write_text(json.dumps({k: str(v) for k, v in made.items()}, indent=1))
@@ -146,8 +272,22 @@ def make_originals(root, mpi, log=print):
 # the commands that read each kind
 
 #: Options whose values :func:`draw_mutant` makes absurd, and the values it tries.
-ABSURD = ["0", "-1", "-0", "nan", "inf", "-inf", "1e308", "1e-308", "99999999999999999999",
-          "abc", "", "1,,2", "0x10", "1e9"]
+ABSURD = [
+    "0",
+    "-1",
+    "-0",
+    "nan",
+    "inf",
+    "-inf",
+    "1e308",
+    "1e-308",
+    "99999999999999999999",
+    "abc",
+    "",
+    "1,,2",
+    "0x10",
+    "1e9",
+]
 
 
 def commands(kind, target, originals, out):
@@ -158,43 +298,162 @@ def commands(kind, target, originals, out):
     t = str(target)
     report = ("report", ["report", t, "-o", str(out / "report.html")], out / "report.html")
     if kind == "machine-model":
-        return [("model p2p", ["model", "p2p", "--machine-model", t, "--sizes", "1K,64K",
-                               "--locality", "intra-socket", "--json"], None),
-                ("predict partitioned", ["predict", "partitioned", str(o["partitioned"]),
-                                         "--machine-model", t, "--model", "postal",
-                                         "--replicas", "50"], None),
-                ("predict partitioned calibrated", ["predict", "partitioned",
-                                                    str(o["partitioned"]), "--machine-model", t,
-                                                    "--replicas", "50", "--json"], None),
-                ("report", ["report", str(o["pingpong"]), "--machine-model", t, "-o",
-                            str(out / "report.html")], out / "report.html"),
-                *([("advise", ["advise", str(o["threads"]), "--machine-model", t,
-                               "--replicas", "50", "--size", "64K"], None)]
-                  if "profile-ompt" in o else [])]
+        return [
+            (
+                "model p2p",
+                [
+                    "model",
+                    "p2p",
+                    "--machine-model",
+                    t,
+                    "--sizes",
+                    "1K,64K",
+                    "--locality",
+                    "intra-socket",
+                    "--json",
+                ],
+                None,
+            ),
+            (
+                "predict partitioned",
+                [
+                    "predict",
+                    "partitioned",
+                    str(o["partitioned"]),
+                    "--machine-model",
+                    t,
+                    "--model",
+                    "postal",
+                    "--replicas",
+                    "50",
+                ],
+                None,
+            ),
+            (
+                "predict partitioned calibrated",
+                [
+                    "predict",
+                    "partitioned",
+                    str(o["partitioned"]),
+                    "--machine-model",
+                    t,
+                    "--replicas",
+                    "50",
+                    "--json",
+                ],
+                None,
+            ),
+            (
+                "report",
+                [
+                    "report",
+                    str(o["pingpong"]),
+                    "--machine-model",
+                    t,
+                    "-o",
+                    str(out / "report.html"),
+                ],
+                out / "report.html",
+            ),
+            *(
+                [
+                    (
+                        "advise",
+                        [
+                            "advise",
+                            str(o["threads"]),
+                            "--machine-model",
+                            t,
+                            "--replicas",
+                            "50",
+                            "--size",
+                            "64K",
+                        ],
+                        None,
+                    )
+                ]
+                if "profile-ompt" in o
+                else []
+            ),
+        ]
     model = out / "model.json"
-    fit = [("fit", ["fit", t, "-o", str(model)], model),
-           ("fit --json", ["fit", t, "--json", "-o", str(model)], model)]
+    fit = [
+        ("fit", ["fit", t, "-o", str(model)], model),
+        ("fit --json", ["fit", t, "--json", "-o", str(model)], model),
+    ]
     by_kind = {
         "pingpong": fit,
         "hvpingpong": [("fit", ["fit", str(o["pingpong"]), t, "-o", str(model)], model)],
         "mtmatch": [],
         "multirate": [],
-        "partitioned-calibration": [("fit", ["fit", str(o["pingpong"]), t, "-o", str(model)],
-                                     model)],
-        "partitioned": [("predict partitioned", ["predict", "partitioned", t,
-                                                 "--machine-model", mm, "--model", "postal",
-                                                 "--replicas", "50", "--json"], None)],
-        "bsp": [("predict variability", ["predict", "variability", t, "--target-ranks", "4",
-                                         "--replicas", "200", "--seed", "1"], None),
-                ("stats bootstrap", ["stats", "bootstrap", f"{t}/intervals.parquet",
-                                     "--target-ranks", "4", "--replicas", "200", "--seed",
-                                     "1", "--json"], None),
-                ("stats gev", ["stats", "gev", f"{t}/maxima.parquet",
-                               "--column", "max_interval_s"], None)],
-        "threads": [("stats arrivals", ["stats", "arrivals", f"{t}/compute.parquet"], None),
-                    ("stats arrivals --json", ["stats", "arrivals", f"{t}/compute.parquet",
-                                               "--json"], None),
-                    ("advise", ["advise", t, "--replicas", "50", "--size", "64K"], None)],
+        "partitioned-calibration": [
+            ("fit", ["fit", str(o["pingpong"]), t, "-o", str(model)], model)
+        ],
+        "partitioned": [
+            (
+                "predict partitioned",
+                [
+                    "predict",
+                    "partitioned",
+                    t,
+                    "--machine-model",
+                    mm,
+                    "--model",
+                    "postal",
+                    "--replicas",
+                    "50",
+                    "--json",
+                ],
+                None,
+            )
+        ],
+        "bsp": [
+            (
+                "predict variability",
+                [
+                    "predict",
+                    "variability",
+                    t,
+                    "--target-ranks",
+                    "4",
+                    "--replicas",
+                    "200",
+                    "--seed",
+                    "1",
+                ],
+                None,
+            ),
+            (
+                "stats bootstrap",
+                [
+                    "stats",
+                    "bootstrap",
+                    f"{t}/intervals.parquet",
+                    "--target-ranks",
+                    "4",
+                    "--replicas",
+                    "200",
+                    "--seed",
+                    "1",
+                    "--json",
+                ],
+                None,
+            ),
+            (
+                "stats gev",
+                ["stats", "gev", f"{t}/maxima.parquet", "--column", "max_interval_s"],
+                None,
+            ),
+        ],
+        "threads": [
+            ("stats arrivals", ["stats", "arrivals", f"{t}/compute.parquet"], None),
+            (
+                "stats arrivals --json",
+                ["stats", "arrivals", f"{t}/compute.parquet", "--json"],
+                None,
+            ),
+            ("advise", ["advise", t, "--replicas", "50", "--size", "64K"], None),
+        ],
         "profile": [
             ("top --once", ["top", t, "--once"], None),
             ("top --json", ["top", t, "--json"], None),
@@ -203,37 +462,65 @@ def commands(kind, target, originals, out):
             ("stats imbalance", ["stats", "imbalance", t], None),
             ("stats imbalance --json", ["stats", "imbalance", t, "--json"], None),
             ("model matching", ["model", "matching", t, "--json", "-t", "2"], None),
-            ("export perfetto", ["export", t, "--format", "perfetto", "-o",
-                                 str(out / "trace.json")], out / "trace.json"),
-            ("export otf2", ["export", t, "--format", "otf2", "-o",
-                             str(out / "trace.otf2")], out / "trace.otf2"),
+            (
+                "export perfetto",
+                ["export", t, "--format", "perfetto", "-o", str(out / "trace.json")],
+                out / "trace.json",
+            ),
+            (
+                "export otf2",
+                ["export", t, "--format", "otf2", "-o", str(out / "trace.otf2")],
+                out / "trace.otf2",
+            ),
             # the diagnosis reads the trace (raw/trace.*.bin), the clock offsets
             # (raw/clocks.*.jsonl), the call sites and the per-function timers
             ("diagnose", ["diagnose", t], None),
             ("diagnose --json", ["diagnose", t, "--json"], None),
-            ("diagnose --what-if", ["diagnose", t, "--what-if", "balance", "--json"], None)],
+            ("diagnose --what-if", ["diagnose", t, "--what-if", "balance", "--json"], None),
+        ],
         "profile-ompt": [
             ("top --json", ["top", t, "--json"], None),
-            ("stats imbalance --by-region", ["stats", "imbalance", t, "--by-region", "--json"],
-             None),
+            (
+                "stats imbalance --by-region",
+                ["stats", "imbalance", t, "--by-region", "--json"],
+                None,
+            ),
             ("stats arrivals", ["stats", "arrivals", f"{t}/threads.parquet", "--json"], None),
             ("advise", ["advise", t, "--replicas", "50", "--json"], None),
-            ("export perfetto", ["export", t, "--format", "perfetto", "-o",
-                                 str(out / "trace.json")], out / "trace.json"),
-            ("diagnose", ["diagnose", t], None)],
+            (
+                "export perfetto",
+                ["export", t, "--format", "perfetto", "-o", str(out / "trace.json")],
+                out / "trace.json",
+            ),
+            ("diagnose", ["diagnose", t], None),
+        ],
     }
     # compare: the damaged run as the after side of the original (commscope compare)
-    if kind in ("pingpong", "hvpingpong", "mtmatch", "multirate", "partitioned", "bsp",
-                "threads", "profile", "profile-ompt"):
+    if kind in (
+        "pingpong",
+        "hvpingpong",
+        "mtmatch",
+        "multirate",
+        "partitioned",
+        "bsp",
+        "threads",
+        "profile",
+        "profile-ompt",
+    ):
         by_kind[kind] = by_kind[kind] + [
             ("compare", ["compare", str(o[kind]), t, "--json", "--top", "3"], None),
-            ("compare -o", ["compare", str(o[kind]), t, "-o", str(out / "compare.html")],
-             out / "compare.html")]
+            (
+                "compare -o",
+                ["compare", str(o[kind]), t, "-o", str(out / "compare.html")],
+                out / "compare.html",
+            ),
+        ]
     return by_kind[kind] + [report]
 
 
 # ---------------------------------------------------------------------------------------
 # choices: hypothesis in the test, random.Random in the script
+
 
 class Draw:
     """Choices from a seeded ``random.Random``; :class:`HypothesisDraw` has the same API."""
@@ -254,6 +541,7 @@ class Draw:
 class HypothesisDraw(Draw):
     def __init__(self, data):
         from hypothesis import strategies as st
+
         self.data, self.st = data, st
 
     def choice(self, options, label=None):
@@ -269,14 +557,15 @@ class HypothesisDraw(Draw):
 # ---------------------------------------------------------------------------------------
 # mutants
 
+
 @dataclass
 class Mutant:
-    kind: str              # run kind (or "machine-model")
-    target: Path           # the damaged copy (run directory or machine model)
-    what: str              # what was done, for a person
-    damaged: tuple         # names an error may mention (the file, what a link points at)
-    commands: list         # (label, argv, output) to run on it
-    planted: dict = field(default_factory=dict)   # output path -> bytes already there
+    kind: str  # run kind (or "machine-model")
+    target: Path  # the damaged copy (run directory or machine model)
+    what: str  # what was done, for a person
+    damaged: tuple  # names an error may mention (the file, what a link points at)
+    commands: list  # (label, argv, output) to run on it
+    planted: dict = field(default_factory=dict)  # output path -> bytes already there
     # a damage every reader of the table must refuse (kinds.py declares what it checks),
     # and the table: a command that read it and exited 0 without a word is a silent success
     refuse: str = ""
@@ -286,8 +575,9 @@ class Mutant:
 def _json_paths(doc, prefix=()):
     """Every field path in a JSON document (containers and leaves)."""
     yield prefix
-    items = (doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list)
-             else ())
+    items = (
+        doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    )
     for key, value in items:
         yield from _json_paths(value, (*prefix, key))
 
@@ -321,12 +611,14 @@ def _damage_json(d, path, raw):
     value = d.choice(WRONG_VALUES, "value") if how == "replace" else None
     path.write_text(json.dumps(_mutate_json(doc, list(where), how, value)))
     return f"{how} field {'/'.join(map(str, where)) or '(top)'}" + (
-        f" -> {value!r}" if how == "replace" else "")
+        f" -> {value!r}" if how == "replace" else ""
+    )
 
 
 def _damage_parquet(d, path):
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     try:
         table = pq.read_table(path)
     except Exception:
@@ -334,8 +626,9 @@ def _damage_parquet(d, path):
     if not table.column_names:
         return None
     col = d.choice(table.column_names, "column")
-    how = d.choice(["drop", "rename", "to text", "to float", "all null", "no rows",
-                    "duplicate rows"], "change")
+    how = d.choice(
+        ["drop", "rename", "to text", "to float", "all null", "no rows", "duplicate rows"], "change"
+    )
     i = table.column_names.index(col)
     if how == "drop":
         table = table.drop([col])
@@ -362,17 +655,26 @@ def _damage_csv(d, path, raw):
     lines = raw.decode(errors="replace").splitlines(keepends=True)
     if not lines:
         return None
-    how = d.choice(["drop header", "rename column", "drop column", "cut rows", "text cell",
-                    "empty cell"], "change")
+    how = d.choice(
+        ["drop header", "rename column", "drop column", "cut rows", "text cell", "empty cell"],
+        "change",
+    )
     header = lines[0].rstrip("\n").split(",")
     col = d.integer(0, len(header) - 1, "column")
     if how == "drop header":
         lines = lines[1:]
     elif how == "cut rows":
-        lines = lines[:d.integer(1, max(1, len(lines) - 1), "rows")]
+        lines = lines[: d.integer(1, max(1, len(lines) - 1), "rows")]
     elif how in ("rename column", "drop column"):
-        lines = [",".join(c for j, c in enumerate(ln.rstrip("\n").split(","))
-                          if how == "rename column" or j != col) + "\n" for ln in lines]
+        lines = [
+            ",".join(
+                c
+                for j, c in enumerate(ln.rstrip("\n").split(","))
+                if how == "rename column" or j != col
+            )
+            + "\n"
+            for ln in lines
+        ]
         if how == "rename column":
             lines[0] = ",".join(c + "_x" if j == col else c for j, c in enumerate(header)) + "\n"
     elif len(lines) > 1:
@@ -389,8 +691,20 @@ def _damage_file(d, path, run_files):
     """Damage ``path`` in place; what was done."""
     how = d.choice(["content"] * 6 + ["bytes"] * 3 + ["special"] * 2, "how")
     if how == "special":
-        kind = d.choice(["fifo", "directory", "empty", "deleted", "link loop", "/dev/zero",
-                         "link to another", "renamed", "fifo elsewhere"], "special")
+        kind = d.choice(
+            [
+                "fifo",
+                "directory",
+                "empty",
+                "deleted",
+                "link loop",
+                "/dev/zero",
+                "link to another",
+                "renamed",
+                "fifo elsewhere",
+            ],
+            "special",
+        )
         path.unlink()
         if kind == "fifo":
             os.mkfifo(path)
@@ -438,7 +752,7 @@ def _damage_file(d, path, run_files):
         path.write_bytes(raw + d.blob(1, 64, "bytes"))
         return "bytes appended"
     junk = d.blob(1, 64, "bytes")
-    path.write_bytes(raw[:at] + junk + raw[at + len(junk):])
+    path.write_bytes(raw[:at] + junk + raw[at + len(junk) :])
     return f"{len(junk)} bytes overwritten at {at}"
 
 
@@ -466,17 +780,25 @@ def draw_mutant(d, originals, work):
     how = d.choice(["file"] * 8 + ["option", "output"], "mutation")
     if how == "option":
         label, argv, output = d.choice(cmds, "command")
-        opts = [i for i, a in enumerate(argv) if a.startswith("-") and i + 1 < len(argv)
-                and not argv[i + 1].startswith("-") and a not in ("-o", "--output", "--format",
-                                                                   "--machine-model")]
-        extra = {"top": ["--interval", "--speed"], "stats": ["--threshold", "--bin-width",
-                 "--max-laggards", "--replicas", "--confidence"],
-                 "model": ["--bins", "--guard", "--threads-send", "--points", "--trials"],
-                 "advise": ["--threshold", "--min-saving", "--min-fraction", "--seed"],
-                 "compare": ["--top", "--fail-if"],
-                 "predict": ["--ppn", "--t-wait", "--confidence", "--ranks-per-node"]}
-        choices = [argv[i] for i in opts] + [o for o in extra.get(argv[0], [])
-                                             if argv[0] != "stats" or o in _STATS_OPTS[argv[1]]]
+        opts = [
+            i
+            for i, a in enumerate(argv)
+            if a.startswith("-")
+            and i + 1 < len(argv)
+            and not argv[i + 1].startswith("-")
+            and a not in ("-o", "--output", "--format", "--machine-model")
+        ]
+        extra = {
+            "top": ["--interval", "--speed"],
+            "stats": ["--threshold", "--bin-width", "--max-laggards", "--replicas", "--confidence"],
+            "model": ["--bins", "--guard", "--threads-send", "--points", "--trials"],
+            "advise": ["--threshold", "--min-saving", "--min-fraction", "--seed"],
+            "compare": ["--top", "--fail-if"],
+            "predict": ["--ppn", "--t-wait", "--confidence", "--ranks-per-node"],
+        }
+        choices = [argv[i] for i in opts] + [
+            o for o in extra.get(argv[0], []) if argv[0] != "stats" or o in _STATS_OPTS[argv[1]]
+        ]
         if choices:
             opt = d.choice(choices, "option")
             value = d.choice(ABSURD, "value")
@@ -491,8 +813,14 @@ def draw_mutant(d, originals, work):
         with_output = [c for c in cmds if c[2] is not None]
         if with_output:
             label, argv, output = d.choice(with_output, "command")
-            return Mutant(kind, target, f"{output.name} already there", (output.name,),
-                          [(label, argv, output)], {output: b"already here\n"})
+            return Mutant(
+                kind,
+                target,
+                f"{output.name} already there",
+                (output.name,),
+                [(label, argv, output)],
+                {output: b"already here\n"},
+            )
     files = _regular_files(target)
     victim = d.choice(files, "file")
     original = src / victim.relative_to(target) if victim != target else src
@@ -500,8 +828,15 @@ def draw_mutant(d, originals, work):
     name = str(victim.relative_to(target)) if victim != target else victim.name
     names = (victim.name, *([os.readlink(victim)] if victim.is_symlink() else []))
     refuse = must_refuse(target, original, victim, what) if victim != target else ""
-    return Mutant(kind, target, f"{name}: {what}", tuple(Path(n).name for n in names), cmds,
-                  refuse=refuse, table=victim.stem if refuse else "")
+    return Mutant(
+        kind,
+        target,
+        f"{name}: {what}",
+        tuple(Path(n).name for n in names),
+        cmds,
+        refuse=refuse,
+        table=victim.stem if refuse else "",
+    )
 
 
 def must_refuse(run_dir, original, victim, what):
@@ -511,9 +846,11 @@ def must_refuse(run_dir, original, victim, what):
     if victim.parent != run_dir or victim.suffix != ".parquet":
         return ""
     from commscope import kinds
+
     try:
         meta = json.loads((run_dir / "meta.json").read_text())
         import pyarrow.parquet as pq
+
         rows = pq.ParquetFile(original).metadata.num_rows
     except Exception:
         return ""
@@ -533,12 +870,15 @@ def must_refuse(run_dir, original, victim, what):
         if k is None or col in later:
             return ""
         if how in ("drop", "rename"):
-            return "" if col in optional else \
-                f"a required column ({col}) {'dropped' if how == 'drop' else 'renamed'}"
+            return (
+                ""
+                if col in optional
+                else f"a required column ({col}) {'dropped' if how == 'drop' else 'renamed'}"
+            )
         if how == "to text" and k in "ipfnb":
             return f"numbers of {col} turned into text"
         if how == "to float" and k in "ipbO":
-            return f"{col} ({ {'i': 'integers', 'p': 'integers', 'b': 'true/false', 'O': 'text'}[k]}) turned into floats"
+            return f"{col} ({ {'i': 'integers', 'p': 'integers', 'b': 'true/false', 'O': 'text'}[k] }) turned into floats"
         if how == "all null" and k in "ipfb*" and rows:
             return f"{col}, which is never missing, all null"
         return ""
@@ -548,16 +888,20 @@ def must_refuse(run_dir, original, victim, what):
         points = kinds.POINTS.get(kind)
         counted = ((meta.get("profile") or {}).get("ranks") or {}).get("count")
         if (points and points.table == table) or (
-                kind == "profile" and table in kinds.PROFILE_CORE_TABLES and counted):
+            kind == "profile" and table in kinds.PROFILE_CORE_TABLES and counted
+        ):
             return "no rows in a table a complete run has rows in"
     if what in ("garbage", "zeroed", "deleted", "renamed", "empty") or what.startswith("cut to "):
         return f"the file {what}" if what != "empty" else "the file emptied"
     return ""
 
 
-_STATS_OPTS = {"arrivals": ["--threshold", "--bin-width", "--max-laggards"],
-               "bootstrap": ["--replicas", "--confidence"], "gev": [],
-               "imbalance": []}
+_STATS_OPTS = {
+    "arrivals": ["--threshold", "--bin-width", "--max-laggards"],
+    "bootstrap": ["--replicas", "--confidence"],
+    "gev": [],
+    "imbalance": [],
+}
 
 
 def digest(top):
@@ -579,6 +923,7 @@ def digest(top):
 # ---------------------------------------------------------------------------------------
 # running a command in a forked child
 
+
 def warm_up(originals=None, scratch=None):
     """Import what the commands import, once, before forking; with ``originals``, run
     every command once on them here (lazy imports, compiled schemas), stdout discarded.
@@ -588,16 +933,24 @@ def warm_up(originals=None, scratch=None):
     import pkgutil
 
     import matplotlib
+
     matplotlib.use("Agg")
     import commscope
     from commscope import cli
+
     for mod in pkgutil.walk_packages(commscope.__path__, "commscope."):
         if mod.name.endswith("__main__"):  # would run the CLI
             continue
         with contextlib.suppress(Exception):
             importlib.import_module(mod.name)
-    for name in ("jsonschema", "matplotlib.pyplot", "scipy.stats", "scipy.optimize",
-                 "pyarrow.parquet", "pyarrow.csv"):
+    for name in (
+        "jsonschema",
+        "matplotlib.pyplot",
+        "scipy.stats",
+        "scipy.optimize",
+        "pyarrow.parquet",
+        "pyarrow.csv",
+    ):
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
     if originals is not None:
@@ -606,8 +959,11 @@ def warm_up(originals=None, scratch=None):
             for label, argv, output in commands(kind, originals[kind], originals, scratch):
                 if label == "report" and kind != "bsp":  # one report warms matplotlib
                     continue
-                with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), \
-                        contextlib.redirect_stderr(null):
+                with (
+                    open(os.devnull, "w") as null,
+                    contextlib.redirect_stdout(null),
+                    contextlib.redirect_stderr(null),
+                ):
                     with contextlib.suppress(BaseException):
                         cli.main(argv)
                 for p in scratch.iterdir():
@@ -618,11 +974,11 @@ def warm_up(originals=None, scratch=None):
 
 @dataclass
 class Result:
-    status: int | None     # exit status (None: killed as a hang; negative: a signal)
+    status: int | None  # exit status (None: killed as a hang; negative: a signal)
     out: str
     err: str
     seconds: float
-    reads: set | None = None   # tables and Parquet files the command read (None: not known)
+    reads: set | None = None  # tables and Parquet files the command read (None: not known)
 
 
 def _log_reads(path):
@@ -634,6 +990,7 @@ def _log_reads(path):
     def note(name):
         with open(path, "a") as fh:
             fh.write(f"{name}\n")
+
     table, read_parquet = runs.Run.table, pandas.read_parquet
 
     def logged_table(self, name, *args, **kwargs):
@@ -643,6 +1000,7 @@ def _log_reads(path):
     def logged_read_parquet(source, *args, **kwargs):
         note(Path(str(source)).stem)
         return read_parquet(source, *args, **kwargs)
+
     runs.Run.table = logged_table
     pandas.read_parquet = logged_read_parquet
 
@@ -670,9 +1028,11 @@ def run_forked(argv, cwd, limit_s=60.0):
         try:
             os.setpgid(0, 0)
             os.chdir(cwd)
-            for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
-                                    (1, fout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                                    (2, ferr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+            for fd, path, flags in (
+                (0, os.devnull, os.O_RDONLY),
+                (1, fout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                (2, ferr, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+            ):
                 f = os.open(path, flags, 0o644)
                 os.dup2(f, fd)
                 os.close(f)
@@ -682,6 +1042,7 @@ def run_forked(argv, cwd, limit_s=60.0):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             _log_reads(freads)
             from commscope import cli
+
             try:
                 status = cli.main(list(argv))
             except SystemExit as exc:  # argparse refusing an option
@@ -726,11 +1087,20 @@ def run_forked(argv, cwd, limit_s=60.0):
 def run_subprocess(argv, cwd, limit_s=60.0):
     """The real entry point (``python -m commscope``), for the spot check."""
     t0 = time.perf_counter()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])))
-    p = subprocess.Popen([sys.executable, "-m", "commscope", *argv], cwd=cwd, env=env,
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    )
+    p = subprocess.Popen(
+        [sys.executable, "-m", "commscope", *argv],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = p.communicate(timeout=limit_s)
         status = p.returncode
@@ -744,13 +1114,14 @@ def run_subprocess(argv, cwd, limit_s=60.0):
 # ---------------------------------------------------------------------------------------
 # one case
 
+
 @dataclass
 class Case:
     command: str
     mutant: str
     outcome: str
-    detail: str = ""        # the error line, or why the case failed
-    signature: str = ""     # crash/hang signature: exception and innermost commscope frame
+    detail: str = ""  # the error line, or why the case failed
+    signature: str = ""  # crash/hang signature: exception and innermost commscope frame
     seconds: float = 0.0
 
 
@@ -761,7 +1132,7 @@ def crash_signature(err):
     where = ""
     if ours:
         f, fn = ours[-1]
-        where = f" at {f[f.rindex('/commscope/') + 1:]}:{fn}"
+        where = f" at {f[f.rindex('/commscope/') + 1 :]}:{fn}"
     last = [ln for ln in err.strip().splitlines() if ln and not ln.startswith(" ")]
     exc = last[-1] if last else "no message"
     exc = re.sub(r"/\S+", "PATH", exc)[:120]
@@ -772,6 +1143,7 @@ def _json_strict(text, machine_model=False):
     """Bare NaN/Infinity refused; a string "nan"/"inf" standing for a number too, except
     in a machine model (``fit --json``), whose format writes an unbounded rate or
     interval end as "inf" (docs/machine-model.md)."""
+
     def refuse(token):
         raise ValueError(f"{token} in --json output")
 
@@ -782,9 +1154,13 @@ def _json_strict(text, machine_model=False):
         elif isinstance(v, list):
             for x in v:
                 walk(x, key)
-        elif isinstance(v, str) and NAN_TOKEN.fullmatch(v.strip()) and not (
-                machine_model and v == "inf"):
+        elif (
+            isinstance(v, str)
+            and NAN_TOKEN.fullmatch(v.strip())
+            and not (machine_model and v == "inf")
+        ):
             raise ValueError(f'"{key}": "{v}" in --json output')
+
     walk(json.loads(text, parse_constant=refuse))
 
 
@@ -797,8 +1173,11 @@ def check(mutant, label, argv, output, result, before):
         return case
     if status not in (0, 2) or "Traceback" in err:
         case.outcome = "crash"
-        case.signature = (crash_signature(err) if "Traceback" in err
-                          else f"exit {status}: {err.strip().splitlines()[-1:] or ''}")
+        case.signature = (
+            crash_signature(err)
+            if "Traceback" in err
+            else f"exit {status}: {err.strip().splitlines()[-1:] or ''}"
+        )
         case.detail = err[-3000:]
         return case
     if digest(mutant.target.parent) != before:
@@ -809,16 +1188,23 @@ def check(mutant, label, argv, output, result, before):
             case.outcome, case.detail = "output overwritten", str(path)
             return case
     if status == 2:
-        errors = [ln for ln in err.splitlines() if ln.startswith(("commscope: error",
-                                                                  "commscope ", "usage:"))
-                  and not ln.startswith("commscope: warning")]
+        errors = [
+            ln
+            for ln in err.splitlines()
+            if ln.startswith(("commscope: error", "commscope ", "usage:"))
+            and not ln.startswith("commscope: warning")
+        ]
         lines = [ln for ln in err.splitlines() if "error" in ln]
         case.detail = lines[-1] if lines else err.strip()[-300:]
-        named = (len([ln for ln in errors if "error" in ln]) == 1
-                 and any(name in case.detail for name in mutant.damaged))
+        named = len([ln for ln in errors if "error" in ln]) == 1 and any(
+            name in case.detail for name in mutant.damaged
+        )
         case.outcome = "exit 2 naming" if named else "exit 2 not naming"
-        if output is not None and output not in mutant.planted and any(
-                p.exists() for p in _parts(output)):
+        if (
+            output is not None
+            and output not in mutant.planted
+            and any(p.exists() for p in _parts(output))
+        ):
             case.outcome, case.detail = "output overwritten", f"failed {label} left {output}"
         return case
     # exit 0: sane output
@@ -828,7 +1214,7 @@ def check(mutant, label, argv, output, result, before):
         return case
     bad = NAN_TOKEN.search(out) if "--json" not in argv else None
     if bad:
-        line = out[out.rfind("\n", 0, bad.start()) + 1:out.find("\n", bad.end())]
+        line = out[out.rfind("\n", 0, bad.start()) + 1 : out.find("\n", bad.end())]
         case.outcome, case.detail = "insane output", f"{bad.group()!r} in: {line.strip()[:200]}"
         case.signature = f"{bad.group()} in {label}"
         return case
@@ -840,8 +1226,10 @@ def check(mutant, label, argv, output, result, before):
             case.signature = f"{exc} of {label}"[:150]
             return case
     if produced and output.suffix == ".html":
-        cell = re.search(r"<t[dh][^>]*>\s*[-+]?(nan|NaN|inf|Infinity)\s*</t[dh]>",
-                         output.read_text(errors="replace"))
+        cell = re.search(
+            r"<t[dh][^>]*>\s*[-+]?(nan|NaN|inf|Infinity)\s*</t[dh]>",
+            output.read_text(errors="replace"),
+        )
         if cell:
             case.outcome, case.detail = "insane output", f"{cell.group()} in the report"
             case.signature = f"{cell.group(1)} in the report"

@@ -21,8 +21,7 @@ def need(ok, reason):
     if ok:
         return
     if REQUIRE_ALL:
-        pytest.fail(f"missing dependency (COMMSCOPE_REQUIRE_ALL=1, CI): {reason}",
-                    pytrace=False)
+        pytest.fail(f"missing dependency (COMMSCOPE_REQUIRE_ALL=1, CI): {reason}", pytrace=False)
     pytest.skip(reason)
 
 
@@ -48,4 +47,5 @@ OMPT_RUNTIME = "intel-openmp wheel not installed (scripts/setup.sh installs it)"
 
 def need_ompt_runtime():
     from commscope.profile import ompt
+
     need(ompt.runtime_library() is not None, OMPT_RUNTIME)

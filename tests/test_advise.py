@@ -23,9 +23,17 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 @pytest.fixture(scope="module")
 def partitioned_run(tmp_path_factory, default_mpi):
     need_ompt_runtime()
-    return run_partitioned(threads=2, compute_s=0.004, sigma_s=1e-3, sizes=[1 << 20, 4 << 20],
-                           runs_per_size=6, methods=["partitioned", "single"], ompt=True,
-                           runs_root=tmp_path_factory.mktemp("runs"), **QUIET)
+    return run_partitioned(
+        threads=2,
+        compute_s=0.004,
+        sigma_s=1e-3,
+        sizes=[1 << 20, 4 << 20],
+        runs_per_size=6,
+        methods=["partitioned", "single"],
+        ompt=True,
+        runs_root=tmp_path_factory.mktemp("runs"),
+        **QUIET,
+    )
 
 
 def test_measured_arrival_vectors_are_resampled_whole():
@@ -41,15 +49,14 @@ def test_measured_arrival_vectors_are_resampled_whole():
 
 @pytest.mark.mpi
 def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
-    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB",
-                     "--json"]) == 0
+    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     regions = d["regions"]
     savings = [r["saving_mc_s"] for r in regions]
     assert savings == sorted(savings, reverse=True)
     main = next(r for r in regions if "#" not in r["region"])
     assert main["region"].startswith("partitioned.c:")
-    assert main["instances"] == 2 * 2 * 7          # sizes x methods x (runs + warm-up)
+    assert main["instances"] == 2 * 2 * 7  # sizes x methods x (runs + warm-up)
     assert main["threads"] == 2 and main["bytes_per_iteration"] == 4 << 20
     # sigma 1 ms: the threads' arrivals spread by about a millisecond
     assert 2e-4 < main["spread_s"] < 5e-3
@@ -65,35 +72,65 @@ def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
 @pytest.mark.mpi
 def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mpi, capsys):
     need_ompt_runtime()
-    run = run_threads(ranks=1, threads=2, iterations=20, work=5e-4, dist="constant",
-                      compute="sleep", ompt=True, runs_root=tmp_path, **QUIET)
+    run = run_threads(
+        ranks=1,
+        threads=2,
+        iterations=20,
+        work=5e-4,
+        dist="constant",
+        compute="sleep",
+        ompt=True,
+        runs_root=tmp_path,
+        **QUIET,
+    )
     assert cli_main(["advise", str(run.path), "--size", "64"]) == 0
     out = capsys.readouterr().out
     assert "Nothing worth changing" in out
-    t = eb.advise(run, eb.link_for(run)[0])             # counters absent: bytes unknown
+    t = eb.advise(run, eb.link_for(run)[0])  # counters absent: bytes unknown
     assert t["bytes_source"].str.contains("give --size").all()
     assert not t["worth_changing"].any()
 
 
 def test_advise_needs_thread_arrivals(tmp_path, capsys):
     from commscope.runs import Run
+
     run = Run.create(tmp_path, "threads", dict(ranks=1, threads=1, iterations=1, trials=1))
     assert cli_main(["advise", str(run.path)]) == 2
     assert "profile --ompt" in capsys.readouterr().err
 
 
 @pytest.mark.mpi
-@needs(shutil.which("lmp") is not None and os.access("/usr/bin/mpicc", os.X_OK),
-       "Debian's lammps and Open MPI are not installed: scripts/setup.sh (as root) installs them")
+@needs(
+    shutil.which("lmp") is not None and os.access("/usr/bin/mpicc", os.X_OK),
+    "Debian's lammps and Open MPI are not installed: scripts/setup.sh (as root) installs them",
+)
 def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
     """A real MPI+OpenMP program not part of commscope: Debian's LAMMPS (built with GCC's
     OpenMP, no OPENMP package; PPPM runs FFTW's threads)."""
     need_ompt_runtime()
     runs = tmp_path / "runs"
-    code = cli_main(["profile", "--mpi", "/usr/bin/mpicc", "--ompt", "--trace",
-                     "--threads", "2", "-n", "2", "--runs", str(runs), "--quiet",
-                     "--", shutil.which("lmp"), "-in", str(PROGRAMS / "lammps_pppm.in"),
-                     "-log", "none"])
+    code = cli_main(
+        [
+            "profile",
+            "--mpi",
+            "/usr/bin/mpicc",
+            "--ompt",
+            "--trace",
+            "--threads",
+            "2",
+            "-n",
+            "2",
+            "--runs",
+            str(runs),
+            "--quiet",
+            "--",
+            shutil.which("lmp"),
+            "-in",
+            str(PROGRAMS / "lammps_pppm.in"),
+            "-log",
+            "none",
+        ]
+    )
     assert code == 0
     run_dir = next(runs.iterdir())
     capsys.readouterr()
@@ -109,15 +146,18 @@ def test_profile_threads_and_advise_on_lammps(tmp_path, capsys):
 @pytest.mark.mpi
 def test_report_has_an_advisor_section(partitioned_run, tmp_path):
     from commscope.report.build import build_report
+
     out = build_report([partitioned_run.path], tmp_path / "r.html")
     html = Path(out).read_text()
     assert "Early-bird advisor" in html and "partitioned.c:" in html
-    assert "bytes sent unknown" in html          # a bench run has no MPI counters
+    assert "bytes sent unknown" in html  # a bench run has no MPI counters
 
 
 @pytest.mark.mpi
 def test_advise_refuses_huge_replicas(partitioned_run, capsys):
-    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB",
-                     "--replicas", str(10**11)]) == 2
+    assert (
+        cli_main(["advise", str(partitioned_run.path), "--size", "4MiB", "--replicas", str(10**11)])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--replicas" in err and "limit" in err

@@ -54,16 +54,22 @@ def test_circle_finder_finds_a_circle_and_only_circles():
 
 def test_layers_are_kept():
     """Fails (never skips) without import-linter: the test extra installs it."""
-    assert importlib.util.find_spec("importlinter"), \
+    assert importlib.util.find_spec("importlinter"), (
         "import-linter is not installed: pip install -e '.[test]' (scripts/setup.sh does)"
+    )
     lint = Path(sys.executable).parent / "lint-imports"
-    res = subprocess.run([str(lint), "--config", str(ROOT / ".importlinter")], cwd=ROOT,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [str(lint), "--config", str(ROOT / ".importlinter")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout[-3000:]
 
 
 def test_no_circle_of_python_modules():
     import grimp  # import-linter's graph library: installed with it
+
     g = grimp.build_graph("commscope")
     graph = {m: g.find_modules_directly_imported_by(m) for m in g.modules}
     assert circles(graph) == []

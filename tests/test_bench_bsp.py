@@ -38,8 +38,18 @@ def _check_maxima_match(run, ranks, intervals):
 
 def test_ftq_maxima_draws_and_halo(runs_root, default_mpi):
     mean, sd, k, seed = 2e-3, 5e-4, 60, 12345
-    run = run_bsp("ftq", ranks=2, intervals=k, mean=mean, sd=sd, halo_bytes=1024, seed=seed,
-                  flush_every=7, runs_root=runs_root, **QUIET)
+    run = run_bsp(
+        "ftq",
+        ranks=2,
+        intervals=k,
+        mean=mean,
+        sd=sd,
+        halo_bytes=1024,
+        seed=seed,
+        flush_every=7,
+        runs_root=runs_root,
+        **QUIET,
+    )
     assert run.meta["status"] == "complete"
     assert run.meta["seeds"]["bsp"] == seed
     assert run.meta["parameters"]["workload"] == "ftq"
@@ -79,8 +89,17 @@ def test_same_seed_same_draws(runs_root, default_mpi):
 
 def test_fwq_uniform_draws_and_work(runs_root, default_mpi):
     mean, sd = 200_000, 40_000
-    run = run_bsp("fwq", ranks=1, intervals=80, dist="uniform", mean=mean, sd=sd, seed=3,
-                  runs_root=runs_root, **QUIET)
+    run = run_bsp(
+        "fwq",
+        ranks=1,
+        intervals=80,
+        dist="uniform",
+        mean=mean,
+        sd=sd,
+        seed=3,
+        runs_root=runs_root,
+        **QUIET,
+    )
     _check_maxima_match(run, 1, 80)
     iv = run.table("intervals")
     ops = iv["requested_ops"].to_numpy()
@@ -93,9 +112,18 @@ def test_fwq_uniform_draws_and_work(runs_root, default_mpi):
 
 
 def test_fwq_exponential_draws_keep_mean_and_sd(runs_root, default_mpi):
-    mean, sd = 100_000, 20_000                  # shifted: mean - sd + Exp(scale sd)
-    run = run_bsp("fwq", ranks=1, intervals=300, dist="exponential", mean=mean, sd=sd, seed=5,
-                  runs_root=runs_root, **QUIET)
+    mean, sd = 100_000, 20_000  # shifted: mean - sd + Exp(scale sd)
+    run = run_bsp(
+        "fwq",
+        ranks=1,
+        intervals=300,
+        dist="exponential",
+        mean=mean,
+        sd=sd,
+        seed=5,
+        runs_root=runs_root,
+        **QUIET,
+    )
     ops = run.table("intervals")["requested_ops"].to_numpy()
     assert ops.min() >= mean - sd - 1
     assert stats.kstest(ops, "expon", args=(mean - sd, sd)).pvalue > 0.01
@@ -103,8 +131,9 @@ def test_fwq_exponential_draws_keep_mean_and_sd(runs_root, default_mpi):
 
 def test_dgemm_result(runs_root, default_mpi):
     n = 48
-    run = run_bsp("dgemm", ranks=2, intervals=4, dim=n, reps=2, seed=1, runs_root=runs_root,
-                  **QUIET)
+    run = run_bsp(
+        "dgemm", ranks=2, intervals=4, dim=n, reps=2, seed=1, runs_root=runs_root, **QUIET
+    )
     _check_maxima_match(run, 2, 4)
     iv = run.table("intervals")
     want = expected_checksum("dgemm", size=n)
@@ -116,8 +145,7 @@ def test_dgemm_result(runs_root, default_mpi):
 
 def test_spmv_result(runs_root, default_mpi):
     n = 40
-    run = run_bsp("spmv", ranks=2, intervals=4, dim=n, reps=3, seed=1, runs_root=runs_root,
-                  **QUIET)
+    run = run_bsp("spmv", ranks=2, intervals=4, dim=n, reps=3, seed=1, runs_root=runs_root, **QUIET)
     _check_maxima_match(run, 2, 4)
     iv = run.table("intervals")
     # the 5-point Laplacian applied to x = 1..7 repeating, checked with scipy.sparse
@@ -128,8 +156,9 @@ def test_spmv_result(runs_root, default_mpi):
 
 def test_halo_on_a_2x2_grid(runs_root, default_mpi):
     # 4 ranks oversubscribe this 2-core machine; a few tiny intervals suffice
-    run = run_bsp("ftq", ranks=4, intervals=5, mean=2e-4, halo_bytes=256, seed=2,
-                  runs_root=runs_root, **QUIET)
+    run = run_bsp(
+        "ftq", ranks=4, intervals=5, mean=2e-4, halo_bytes=256, seed=2, runs_root=runs_root, **QUIET
+    )
     _check_maxima_match(run, 4, 5)
     nb = run.table("neighbors")
     # periodic 2 x 2 grid: each rank's x neighbours are one rank, y neighbours another
@@ -146,9 +175,20 @@ def test_halo_on_a_2x2_grid(runs_root, default_mpi):
 
 def test_killed_run_keeps_finished_intervals(runs_root, default_mpi):
     with pytest.raises(EnvironmentProblem):
-        run_bsp("ftq", ranks=2, intervals=100_000, mean=2e-3, sd=0, dist="constant",
-                flush_every=1, seed=1, runs_root=runs_root, timeout=6, run_name="killed",
-                **QUIET)
+        run_bsp(
+            "ftq",
+            ranks=2,
+            intervals=100_000,
+            mean=2e-3,
+            sd=0,
+            dist="constant",
+            flush_every=1,
+            seed=1,
+            runs_root=runs_root,
+            timeout=6,
+            run_name="killed",
+            **QUIET,
+        )
     run = open_run(runs_root / "killed")
     assert run.meta["status"] == "failed"
     mx, iv = run.table("maxima"), run.table("intervals")
@@ -158,17 +198,23 @@ def test_killed_run_keeps_finished_intervals(runs_root, default_mpi):
     assert (full.iloc[:-1] == 2).all()
 
 
-@pytest.mark.parametrize("argv, where", [
-    (["--workload", "ftq", "--halo-bytes", "12"], "--halo-bytes"),
-    (["--workload", "ftq", "--compute", "-1"], "--compute"),
-    (["--workload", "fwq", "--ops", "-1"], "--ops"),
-    (["--workload", "ftq", "--ops", "100"], "--ops"),
-    (["--workload", "dgemm", "--compute", "0.1"], "--compute"),
-    (["--workload", "spmv", "--dim", "0"], "--dim"),
-    (["--workload", "ftq", "--intervals", "0"], "--intervals"),
-    (["--workload", "fwq", "--dim", "10"], "--dim"),
-    (["--workload", "ftq", "--dist", "exponential", "--compute", "0.01", "--sd", "0.02"], "--sd"),
-])
+@pytest.mark.parametrize(
+    "argv, where",
+    [
+        (["--workload", "ftq", "--halo-bytes", "12"], "--halo-bytes"),
+        (["--workload", "ftq", "--compute", "-1"], "--compute"),
+        (["--workload", "fwq", "--ops", "-1"], "--ops"),
+        (["--workload", "ftq", "--ops", "100"], "--ops"),
+        (["--workload", "dgemm", "--compute", "0.1"], "--compute"),
+        (["--workload", "spmv", "--dim", "0"], "--dim"),
+        (["--workload", "ftq", "--intervals", "0"], "--intervals"),
+        (["--workload", "fwq", "--dim", "10"], "--dim"),
+        (
+            ["--workload", "ftq", "--dist", "exponential", "--compute", "0.01", "--sd", "0.02"],
+            "--sd",
+        ),
+    ],
+)
 def test_bad_input_exit_2(argv, where, runs_root, capsys):
     rc = cli.main(["bench", "bsp", *argv, "--runs", str(runs_root), "--quiet"])
     err = capsys.readouterr().err

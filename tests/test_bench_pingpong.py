@@ -12,20 +12,38 @@ pytestmark = pytest.mark.mpi
 
 
 def test_cli_run_keeps_every_repetition_with_locality(runs_root, capsys, default_mpi):
-    rc = main(["bench", "pingpong", "-m", "1:16K", "-i", "20", "-x", "2", "-I", "5", "-X", "1",
-               "--runs", str(runs_root), "--name", "pp"])
+    rc = main(
+        [
+            "bench",
+            "pingpong",
+            "-m",
+            "1:16K",
+            "-i",
+            "20",
+            "-x",
+            "2",
+            "-I",
+            "5",
+            "-X",
+            "1",
+            "--runs",
+            str(runs_root),
+            "--name",
+            "pp",
+        ]
+    )
     assert rc == 0
     out = capsys.readouterr().out
-    assert "# Size" in out and "Avg Lat(us)" in out          # OSU-style table on stdout
+    assert "# Size" in out and "Avg Lat(us)" in out  # OSU-style table on stdout
     run = open_run(runs_root / "pp")
     assert run.meta["status"] == "complete"
     df = run.table("samples")
     sizes = [1 << k for k in range(15)]
     assert sorted(df["size_bytes"].unique()) == sizes
     counts = df.groupby("size_bytes").size()
-    assert all(counts[s] == (20 if s <= 8192 else 5) for s in sizes)   # fewer above 8 KiB
+    assert all(counts[s] == (20 if s <= 8192 else 5) for s in sizes)  # fewer above 8 KiB
     assert (df["time_s"] > 0).all() and (df["time_s"] < 1).all()
-    assert len(set(df["locality"])) == 1             # one pair, one node
+    assert len(set(df["locality"])) == 1  # one pair, one node
     assert set(df["locality"]) <= {"intra-socket", "cross-socket"}
     # Larger messages take longer (medians, 1 B vs 16 KiB: a factor, not a timing bound).
     med = df.groupby("size_bytes")["time_s"].median()
@@ -39,8 +57,17 @@ def test_cli_run_keeps_every_repetition_with_locality(runs_root, capsys, default
 
 
 def test_multi_pair_run_labels_pairs(runs_root, default_mpi):
-    run = run_pingpong(pairs=2, min_size=64 << 10, max_size=128 << 10, iters=5, warmup=1,
-                       large_iters=5, large_warmup=1, runs_root=runs_root, echo=False)
+    run = run_pingpong(
+        pairs=2,
+        min_size=64 << 10,
+        max_size=128 << 10,
+        iters=5,
+        warmup=1,
+        large_iters=5,
+        large_warmup=1,
+        runs_root=runs_root,
+        echo=False,
+    )
     df = run.table("samples")
     assert set(df["pairs"]) == {2} and set(df["pair"]) == {0, 1}
     assert len(df) == 2 * 2 * 5
@@ -51,9 +78,18 @@ def test_multi_pair_run_labels_pairs(runs_root, default_mpi):
 def test_killed_run_keeps_samples_already_written(runs_root, default_mpi):
     # Many repetitions of large sizes: the first sizes finish, the job is killed mid-way.
     with pytest.raises(EnvironmentProblem, match="partial results kept"):
-        run_pingpong(min_size=1, max_size=4 << 20, iters=20000, warmup=0, large_iters=20000,
-                     large_warmup=0, runs_root=runs_root, run_name="killed", timeout=3,
-                     echo=False)
+        run_pingpong(
+            min_size=1,
+            max_size=4 << 20,
+            iters=20000,
+            warmup=0,
+            large_iters=20000,
+            large_warmup=0,
+            runs_root=runs_root,
+            run_name="killed",
+            timeout=3,
+            echo=False,
+        )
     run = open_run(runs_root / "killed")
     assert run.meta["status"] == "failed"
     df = run.table("samples")
@@ -64,27 +100,37 @@ def test_killed_run_keeps_samples_already_written(runs_root, default_mpi):
     assert (counts.iloc[:-1] == 20000).all() and 0 < counts.iloc[-1] <= 20000
 
 
-@pytest.mark.parametrize("argv, field", [
-    (["--pairs", "0"], "--pairs"),
-    (["-m", "64:1"], "-m"),
-    (["-m", "lots"], "-m"),
-    (["-i", "0"], "--iterations"),      # the option's name, not the parameter's
-    (["-I", "0"], "--large-iterations"),
-    (["-m", "1:2G"], "2 GiB"),
-    (["--timeout", "0"], "--timeout"),
-    (["--ranks-per-node", "0"], "--ranks-per-node"),
-])
+@pytest.mark.parametrize(
+    "argv, field",
+    [
+        (["--pairs", "0"], "--pairs"),
+        (["-m", "64:1"], "-m"),
+        (["-m", "lots"], "-m"),
+        (["-i", "0"], "--iterations"),  # the option's name, not the parameter's
+        (["-I", "0"], "--large-iterations"),
+        (["-m", "1:2G"], "2 GiB"),
+        (["--timeout", "0"], "--timeout"),
+        (["--ranks-per-node", "0"], "--ranks-per-node"),
+    ],
+)
 def test_bad_options_exit_2(runs_root, capsys, argv, field):
     assert main(["bench", "pingpong", "--runs", str(runs_root), *argv]) == 2
     err = capsys.readouterr().err
     assert field in err
-    assert not any(runs_root.iterdir())     # nothing created
+    assert not any(runs_root.iterdir())  # nothing created
 
 
 @pytest.mark.mpich
 def test_mpich_wheel_smoke(runs_root, mpich_mpi):
-    run = run_pingpong(min_size=1, max_size=4096, iters=10, warmup=1, runs_root=runs_root,
-                       mpi_spec="mpich", echo=False)
+    run = run_pingpong(
+        min_size=1,
+        max_size=4096,
+        iters=10,
+        warmup=1,
+        runs_root=runs_root,
+        mpi_spec="mpich",
+        echo=False,
+    )
     assert "MPICH" in run.meta["mpi"]["library_version"]
     assert run.meta["mpi"]["name"] == "mpich"
     df = run.table("samples")

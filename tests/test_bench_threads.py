@@ -29,8 +29,18 @@ KEYS = ["trial", "rank", "iteration", "thread"]
 @pytest.mark.mpi
 def test_rows_and_times_follow_the_requested_work(runs_root):
     work, sd = 2e-3, 2e-4
-    run = run_threads(ranks=2, threads=2, iterations=10, trials=2, work=work, dist="uniform",
-                      sd=sd, seed=7, runs_root=runs_root, **QUIET)
+    run = run_threads(
+        ranks=2,
+        threads=2,
+        iterations=10,
+        trials=2,
+        work=work,
+        dist="uniform",
+        sd=sd,
+        seed=7,
+        runs_root=runs_root,
+        **QUIET,
+    )
     run = open_run(run.path)
     assert run.meta["status"] == "complete"
     assert run.meta["parameters"]["dist"] == "uniform" and run.meta["seeds"] == {"threads": 7}
@@ -40,8 +50,10 @@ def test_rows_and_times_follow_the_requested_work(runs_root):
     # One row per (trial, rank, iteration, thread), in both tables, and the same keys.
     assert len(compute) == 2 * 2 * 10 * 2 == len(injected)
     assert not compute.duplicated(KEYS).any()
-    assert compute[KEYS].sort_values(KEYS).to_numpy().tolist() == \
-        injected[KEYS].sort_values(KEYS).to_numpy().tolist()
+    assert (
+        compute[KEYS].sort_values(KEYS).to_numpy().tolist()
+        == injected[KEYS].sort_values(KEYS).to_numpy().tolist()
+    )
     assert set(compute["region"]) == {"compute"}
     assert sorted(compute["thread"].unique()) == [0, 1]
     assert sorted(compute["trial"].unique()) == [0, 1]
@@ -63,9 +75,20 @@ def test_rows_and_times_follow_the_requested_work(runs_root):
 
 @pytest.mark.mpi
 def test_same_seed_same_injected_times_under_both_mpis(runs_root):
-    kw = dict(ranks=2, threads=2, iterations=4, work=5e-4, dist="normal", sd=1e-4,
-              laggard_prob=0.3, laggard_extra=1e-3, seed=11, compute="sleep",
-              runs_root=runs_root, **QUIET)
+    kw = dict(
+        ranks=2,
+        threads=2,
+        iterations=4,
+        work=5e-4,
+        dist="normal",
+        sd=1e-4,
+        laggard_prob=0.3,
+        laggard_extra=1e-3,
+        seed=11,
+        compute="sleep",
+        runs_root=runs_root,
+        **QUIET,
+    )
     a = load_tables(run_threads(**kw))[1].sort_values(KEYS).reset_index(drop=True)
     b = load_tables(run_threads(mpi_spec="mpich", **kw))[1].sort_values(KEYS).reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
@@ -77,16 +100,26 @@ def test_same_seed_same_injected_times_under_both_mpis(runs_root):
 @pytest.mark.mpi
 def test_injected_laggards_are_found(runs_root, tmp_path):
     threshold = 5e-3
-    run = run_threads(ranks=2, threads=2, iterations=20, work=2e-3, dist="constant",
-                      laggard_prob=0.15, laggard_extra=30e-3, seed=3, compute="sleep",
-                      runs_root=runs_root, **QUIET)
+    run = run_threads(
+        ranks=2,
+        threads=2,
+        iterations=20,
+        work=2e-3,
+        dist="constant",
+        laggard_prob=0.15,
+        laggard_extra=30e-3,
+        seed=3,
+        compute="sleep",
+        runs_root=runs_root,
+        **QUIET,
+    )
     compute, injected = load_tables(run)
     s = compare_with_injected(compute, injected, threshold)
     assert s["missing"] == 0 and s["samples"] == 80
     assert s["injected_laggard_threads"] == int(injected["laggard"].sum()) > 0
     assert s["expected_laggards"] > 0
-    assert s["true_positives"] == s["expected_laggards"]   # every one found
-    assert s["false_positives"] <= 2                          # loose: shared machine
+    assert s["true_positives"] == s["expected_laggards"]  # every one found
+    assert s["false_positives"] <= 2  # loose: shared machine
     assert s["laggard_thread_matches"] >= s["true_positives"]
 
     # The laggard threads the analysis names are the injected ones.
@@ -110,12 +143,23 @@ def test_injected_laggards_are_found(runs_root, tmp_path):
 @pytest.mark.mpi
 def test_no_laggards_when_none_injected(runs_root):
     threshold = 5e-3
-    run = run_threads(ranks=2, threads=2, iterations=20, work=2e-3, dist="normal", sd=5e-5,
-                      laggard_prob=0.0, seed=5, compute="sleep", runs_root=runs_root, **QUIET)
+    run = run_threads(
+        ranks=2,
+        threads=2,
+        iterations=20,
+        work=2e-3,
+        dist="normal",
+        sd=5e-5,
+        laggard_prob=0.0,
+        seed=5,
+        compute="sleep",
+        runs_root=runs_root,
+        **QUIET,
+    )
     compute, injected = load_tables(run)
     s = compare_with_injected(compute, injected, threshold)
     assert s["expected_laggards"] == 0 and s["injected_laggard_threads"] == 0
-    assert s["found_laggards"] <= 2   # of 40 process-iterations; loose: shared machine
+    assert s["found_laggards"] <= 2  # of 40 process-iterations; loose: shared machine
     assert s["process_iterations"] == 40
 
 
@@ -184,8 +228,20 @@ def header_program(tmp_path_factory):
     src.write_text(HEADER_PROGRAM)
     exe = d / "app"
     m = mpimod.select_mpi()
-    cmd = [m.mpicc, "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-O2", "-Wall", "-Wextra",
-           "-Werror", "-fopenmp", f"-I{native_dir() / 'include'}", str(src), "-o", str(exe)]
+    cmd = [
+        m.mpicc,
+        "-std=c11",
+        "-D_POSIX_C_SOURCE=200809L",
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-fopenmp",
+        f"-I{native_dir() / 'include'}",
+        str(src),
+        "-o",
+        str(exe),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return m, exe
@@ -203,11 +259,19 @@ def _run_app(m, exe, out, cap):
 def test_header_in_an_application(header_program, tmp_path):
     m, exe = header_program
     out = tmp_path / "tt.csv"
-    _run_app(m, exe, out, 6)     # room for 3 iterations x 2 regions between flushes
+    _run_app(m, exe, out, 6)  # room for 3 iterations x 2 regions between flushes
     df = pd.read_csv(out)
-    assert list(df.columns) == ["trial", "rank", "iteration", "region", "thread", "start_s",
-                                "end_s", "compute_time_s"]
-    assert len(df) == 2 * 2 * 6 * 2   # ranks x threads x iterations x regions
+    assert list(df.columns) == [
+        "trial",
+        "rank",
+        "iteration",
+        "region",
+        "thread",
+        "start_s",
+        "end_s",
+        "compute_time_s",
+    ]
+    assert len(df) == 2 * 2 * 6 * 2  # ranks x threads x iterations x regions
     assert set(df["trial"]) == {3}
     assert set(df["region"]) == {"matvec", "dot"}
     counts = df.groupby(["rank", "iteration", "region"])["thread"].apply(lambda s: sorted(s))
@@ -229,7 +293,7 @@ def test_header_in_an_application(header_program, tmp_path):
 def test_header_counts_records_that_do_not_fit(header_program, tmp_path):
     m, exe = header_program
     out = tmp_path / "tt.csv"
-    res = _run_app(m, exe, out, 4)   # 6 records per thread per flush, room for 4
+    res = _run_app(m, exe, out, 4)  # 6 records per thread per flush, room for 4
     df = pd.read_csv(out)
     assert len(df) == 2 * 2 * 2 * 4  # ranks x threads x flushes x capacity
     assert "records dropped" in res.stderr

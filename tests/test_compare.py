@@ -26,12 +26,16 @@ from commscope.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SPIN = ROOT / "tests" / "programs" / "compare_spin.c"
-ALLREDUCE_LINE = next(i for i, line in enumerate(SPIN.read_text().splitlines(), 1)
-                      if "MPI_Allreduce(" in line and not line.lstrip().startswith("*"))
+ALLREDUCE_LINE = next(
+    i
+    for i, line in enumerate(SPIN.read_text().splitlines(), 1)
+    if "MPI_Allreduce(" in line and not line.lstrip().startswith("*")
+)
 SLOW, FAST = "0.006", "0.001"
 
 
 # ---- without MPI: the noise test and the gate's grammar -------------------------------
+
 
 def test_change_with_repeats_and_without():
     c = noise.change([1.0, 1.1, 0.9], [0.5, 0.55, 0.45])
@@ -58,28 +62,40 @@ def test_the_median_is_not_moved_by_one_stalled_run():
     assert noise.change(before, after, statistic="median") == median  # seeded
 
 
-@pytest.mark.parametrize("text, level, key, op, amount, relative", [
-    ("runtime > +5%", "runtime", None, ">", 5.0, True),
-    ("runtime>5%", "runtime", None, ">", 5.0, True),
-    ("mpi < -10%", "mpi_time", None, "<", -10.0, True),
-    ("MPI_Allreduce > +10%", "functions", "MPI_Allreduce", ">", 10.0, True),
-    ("callsite halo.c:69 > +1ms", "callsites", "halo.c:69", ">", 1e-3, False),
-    ("function MPI_* >= 250us", "functions", "MPI_*", ">=", 250e-6, False),
-    ("counter bytes_sent > +1000", "counters", "bytes_sent", ">", 1000.0, False),
-    ("finding late_sender > 0.5s", "findings", "late_sender", ">", 0.5, False),
-    ("point 4096 > +3%", "points", "4096", ">", 3.0, True),
-])
+@pytest.mark.parametrize(
+    "text, level, key, op, amount, relative",
+    [
+        ("runtime > +5%", "runtime", None, ">", 5.0, True),
+        ("runtime>5%", "runtime", None, ">", 5.0, True),
+        ("mpi < -10%", "mpi_time", None, "<", -10.0, True),
+        ("MPI_Allreduce > +10%", "functions", "MPI_Allreduce", ">", 10.0, True),
+        ("callsite halo.c:69 > +1ms", "callsites", "halo.c:69", ">", 1e-3, False),
+        ("function MPI_* >= 250us", "functions", "MPI_*", ">=", 250e-6, False),
+        ("counter bytes_sent > +1000", "counters", "bytes_sent", ">", 1000.0, False),
+        ("finding late_sender > 0.5s", "findings", "late_sender", ">", 0.5, False),
+        ("point 4096 > +3%", "points", "4096", ">", 3.0, True),
+    ],
+)
 def test_gate_grammar(text, level, key, op, amount, relative):
     r = gate.parse(text)
     assert (r.level, r.key, r.op, r.relative) == (level, key, op, relative)
     assert r.amount == pytest.approx(amount)
 
 
-@pytest.mark.parametrize("text, token", [
-    ("runtime >> 5%", ">"), ("runtime > 5 parsecs", "parsecs"), ("runtime > five", "five"),
-    ("fnction MPI_Send > 1%", "fnction"), ("runtme > 5%", "runtme"), ("runtime 5%", "5%"),
-    ("> 5%", ">"), ("runtime >", ">"), ("function a b > 1%", "b"),
-])
+@pytest.mark.parametrize(
+    "text, token",
+    [
+        ("runtime >> 5%", ">"),
+        ("runtime > 5 parsecs", "parsecs"),
+        ("runtime > five", "five"),
+        ("fnction MPI_Send > 1%", "fnction"),
+        ("runtme > 5%", "runtme"),
+        ("runtime 5%", "5%"),
+        ("> 5%", ">"),
+        ("runtime >", ">"),
+        ("function a b > 1%", "b"),
+    ],
+)
 def test_gate_refuses_what_it_cannot_parse_naming_the_token(text, token):
     with pytest.raises(InputError) as err:
         gate.parse(text)
@@ -88,21 +104,29 @@ def test_gate_refuses_what_it_cannot_parse_naming_the_token(text, token):
 
 # ---- `make bench` figures: kept, compared, gated (no MPI) ----------------------------------
 
+
 def _figures_dir(path, samples, wall=10.0, script="bench_startup"):
     path.mkdir(parents=True)
     rec = path / "rec.jsonl"
-    rec.write_text("".join(json.dumps({"name": n, "unit": "s", "samples": s}) + "\n"
-                           for n, s in samples.items()))
+    rec.write_text(
+        "".join(
+            json.dumps({"name": n, "unit": "s", "samples": s}) + "\n" for n, s in samples.items()
+        )
+    )
     doc = bench_figures.collect(rec, script, "ok", wall, "full")
     (path / f"{script}.figures.json").write_text(json.dumps(doc))
     return path
 
 
 def test_bench_figures_flag_a_figure_beyond_its_noise(tmp_path, capsys):
-    old = _figures_dir(tmp_path / "previous", {"--help": [0.20, 0.21, 0.19, 0.20, 0.205],
-                                               "--version": [0.10, 0.12, 0.09, 0.11, 0.10]})
-    new = _figures_dir(tmp_path / "full", {"--help": [0.30, 0.31, 0.29, 0.30, 0.305],
-                                           "--version": [0.11, 0.09, 0.12, 0.10, 0.10]})
+    old = _figures_dir(
+        tmp_path / "previous",
+        {"--help": [0.20, 0.21, 0.19, 0.20, 0.205], "--version": [0.10, 0.12, 0.09, 0.11, 0.10]},
+    )
+    new = _figures_dir(
+        tmp_path / "full",
+        {"--help": [0.30, 0.31, 0.29, 0.30, 0.305], "--version": [0.11, 0.09, 0.12, 0.10, 0.10]},
+    )
     assert main(["compare", "--bench", str(old), str(new), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out)[0] == "runtime"
@@ -113,11 +137,33 @@ def test_bench_figures_flag_a_figure_beyond_its_noise(tmp_path, capsys):
     assert by["bench_startup:wall"]["beyond_noise"] is None  # one sample a pass
     assert not list(units.json_unit_problems(out))
     # the gate: --help moved beyond its noise, --version within it
-    assert main(["compare", "--bench", str(old), str(new),
-                 "--fail-if", "figure bench_startup:--version > +5%"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--bench",
+                str(old),
+                str(new),
+                "--fail-if",
+                "figure bench_startup:--version > +5%",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    assert main(["compare", "--bench", str(old), str(new),
-                 "--fail-if", "figure bench_startup:--* > +20%"]) == 1
+    assert (
+        main(
+            [
+                "compare",
+                "--bench",
+                str(old),
+                str(new),
+                "--fail-if",
+                "figure bench_startup:--* > +20%",
+            ]
+        )
+        == 1
+    )
     captured = capsys.readouterr()
     assert "bench_startup:--help" in captured.err and "--version" not in captured.err
     assert "FAILED" in captured.out
@@ -145,18 +191,47 @@ def test_record_is_a_no_op_outside_make_bench(tmp_path, monkeypatch):
 
 # ---- real profile runs --------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def spin(default_mpi, tmp_path_factory):
     exe = tmp_path_factory.mktemp("compare") / "compare_spin"
-    subprocess.run([default_mpi.mpicc, "-O2", "-g", "-I", str(ROOT / "tests" / "programs"),
-                    str(SPIN), "-o", str(exe)], check=True)
+    subprocess.run(
+        [
+            default_mpi.mpicc,
+            "-O2",
+            "-g",
+            "-I",
+            str(ROOT / "tests" / "programs"),
+            str(SPIN),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+    )
     return exe
 
 
 def _profile(exe, root, name, unit, ranks=2):
     with contextlib.redirect_stdout(io.StringIO()):  # capsys is per test: drop the output
-        code = main(["profile", "-n", str(ranks), "--callsites", "--runs", str(root), "--name",
-                     name, "--quiet", "--", str(exe), "--iters", "30", "--unit", unit])
+        code = main(
+            [
+                "profile",
+                "-n",
+                str(ranks),
+                "--callsites",
+                "--runs",
+                str(root),
+                "--name",
+                name,
+                "--quiet",
+                "--",
+                str(exe),
+                "--iters",
+                "30",
+                "--unit",
+                unit,
+            ]
+        )
     assert code == 0
     return root / name
 
@@ -190,8 +265,12 @@ def test_a_faster_change_is_faster_beyond_the_noise(spin_runs, capsys):
     assert rt["runs_before"] == rt["runs_after"] == 3
     assert rt["ci95_s"][1] < 0
     # the finer levels, in the same shape
-    for level, field in (("ranks", "rank"), ("functions", "function"), ("callsites", "callsite"),
-                         ("counters", "counter")):
+    for level, field in (
+        ("ranks", "rank"),
+        ("functions", "function"),
+        ("callsites", "callsite"),
+        ("counters", "counter"),
+    ):
         assert out[level], level
         for rec in out[level]:
             assert field in rec and "beyond_noise" in rec and "ratio" in rec
@@ -226,8 +305,17 @@ def test_other_rank_counts_are_compared_on_what_they_share(spin, spin_runs, tmp_
 @pytest.mark.mpi
 def test_text_ranks_the_changes(spin_runs, capsys, tmp_path):
     report = tmp_path / "compare.html"
-    code = main(["compare", "--before", *map(str, spin_runs["before"]), "--after",
-                 *map(str, spin_runs["after"]), "-o", str(report)])
+    code = main(
+        [
+            "compare",
+            "--before",
+            *map(str, spin_runs["before"]),
+            "--after",
+            *map(str, spin_runs["after"]),
+            "-o",
+            str(report),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     line = next(ln for ln in text.splitlines() if ln.startswith("run time:"))
@@ -237,8 +325,12 @@ def test_text_ranks_the_changes(spin_runs, capsys, tmp_path):
     page = report.read_text()
     assert "Before and after" in page and "faster" in page
     assert not re.search(r"\d[eE][-+]\d", re.sub(r"<svg.*?</svg>|<[^>]+>", " ", page, flags=re.S))
-    assert main(["compare", str(spin_runs["before"][0]), str(spin_runs["after"][0]),
-                 "-o", str(report)]) == 2  # never overwritten unasked
+    assert (
+        main(
+            ["compare", str(spin_runs["before"][0]), str(spin_runs["after"][0]), "-o", str(report)]
+        )
+        == 2
+    )  # never overwritten unasked
     assert "exists" in capsys.readouterr().err
 
 
@@ -246,8 +338,16 @@ def test_text_ranks_the_changes(spin_runs, capsys, tmp_path):
 def test_the_gate_fails_a_slower_change_and_passes_a_faster_one(spin_runs, capsys):
     slow, fast = spin_runs["before"], spin_runs["after"]
     site = f"compare_spin.c:{ALLREDUCE_LINE}"
-    gates = ["--fail-if", "runtime > +5%", "--fail-if", "MPI_Allreduce > +10%",
-             "--fail-if", f"callsite {site} > +1ms", "--fail-if", "counter collective_bytes > +1%"]
+    gates = [
+        "--fail-if",
+        "runtime > +5%",
+        "--fail-if",
+        "MPI_Allreduce > +10%",
+        "--fail-if",
+        f"callsite {site} > +1ms",
+        "--fail-if",
+        "counter collective_bytes > +1%",
+    ]
     # after is the slow side: a regression, beyond the noise
     code = main(["compare", "--before", *map(str, fast), "--after", *map(str, slow), *gates])
     captured = capsys.readouterr()
@@ -262,8 +362,11 @@ def test_the_gate_fails_a_slower_change_and_passes_a_faster_one(spin_runs, capsy
     out = _compare_json(capsys, "--before", *slow, "--after", *fast, "--fail-if", "runtime > +5%")
     assert out["gate"]["passed"] is True and out["gate"]["failed"] == []
     # a gate that does not parse, or names nothing there: exit 2, before any work
-    for bad, token in (("runtime >> 5%", "'>'"), ("MPI_Bcast > +10%", "MPI_Bcast"),
-                       ("callsite nowhere.c:1 > 1ms", "nowhere.c:1")):
+    for bad, token in (
+        ("runtime >> 5%", "'>'"),
+        ("MPI_Bcast > +10%", "MPI_Bcast"),
+        ("callsite nowhere.c:1 > 1ms", "nowhere.c:1"),
+    ):
         assert main(["compare", str(slow[0]), str(fast[0]), "--fail-if", bad]) == 2
         assert token in capsys.readouterr().err
 
@@ -271,9 +374,18 @@ def test_the_gate_fails_a_slower_change_and_passes_a_faster_one(spin_runs, capsy
 @pytest.mark.mpi
 def test_bad_input_is_one_error_naming_the_run_and_file(spin_runs, tmp_path, capsys):
     from commscope.bench.pingpong import run_pingpong
+
     run = spin_runs["before"][0]
-    pp = run_pingpong(min_size=1, max_size=64, iters=20, warmup=2, runs_root=tmp_path / "pp",
-                      echo=False, progress=False, timeout=120).path
+    pp = run_pingpong(
+        min_size=1,
+        max_size=64,
+        iters=20,
+        warmup=2,
+        runs_root=tmp_path / "pp",
+        echo=False,
+        progress=False,
+        timeout=120,
+    ).path
     # a benchmark and a profile
     assert main(["compare", str(run), str(pp)]) == 2
     err = capsys.readouterr().err
@@ -293,14 +405,17 @@ def test_bad_input_is_one_error_naming_the_run_and_file(spin_runs, tmp_path, cap
     err = capsys.readouterr().err
     assert str(broken / "functions.parquet") in err and err.count("\n") == 1
     # repeats of two configurations on one side
-    assert main(["compare", "--before", str(run), str(spin_runs["after"][0]),
-                 "--after", str(run)]) == 2
+    assert (
+        main(["compare", "--before", str(run), str(spin_runs["after"][0]), "--after", str(run)])
+        == 2
+    )
     assert "one configuration" in capsys.readouterr().err
 
 
 @pytest.mark.mpi
 def test_benchmark_runs_compare_their_figure_per_point(tmp_path, capsys):
     from commscope.bench.pingpong import run_pingpong
+
     quiet = dict(runs_root=tmp_path, echo=False, progress=False, timeout=120)
     a = run_pingpong(min_size=1, max_size=1024, iters=50, warmup=5, **quiet).path
     b = run_pingpong(min_size=1, max_size=1024, iters=50, warmup=5, **quiet).path

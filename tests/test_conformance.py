@@ -41,14 +41,18 @@ def suite():
 
 
 def check_quick(mpi, suite, tmp_path):
-    res = conformance.check(conformance.Job(mpi, 2, suite, tmp_path, conformance.QUICK,
-                                            conformance.QUICK_EXCLUDE, timeout=300))
+    res = conformance.check(
+        conformance.Job(
+            mpi, 2, suite, tmp_path, conformance.QUICK, conformance.QUICK_EXCLUDE, timeout=300
+        )
+    )
     for which in ("plain", "profiled"):
         job = res[which]
         assert not job["timed_out"], f"{which}: timed out; {job['log']}"
         assert sorted(job["ranks"]) == [0, 1], (
             f"{which}: not every rank reported (exit {job['returncode']}, ended during "
-            f"{job['died_in']}); {job['log']}")
+            f"{job['died_in']}); {job['log']}"
+        )
     tally = conformance.tally(res["plain"]["ranks"])
     assert tally["tests"] > 100 and tally["pass"] > tally["tests"] // 2, tally
     # every family of the subset ran (a renamed module would silently drop out)
@@ -71,6 +75,7 @@ def check_quick(mpi, suite, tmp_path):
 @pytest.mark.slow
 def test_quick_subset_unchanged_under_the_profiler_open_mpi(suite, tmp_path):
     from commscope import mpi
+
     check_quick(mpi.select_mpi("openmpi"), suite, tmp_path)
 
 
@@ -83,18 +88,27 @@ def test_quick_subset_unchanged_under_the_profiler_mpich(suite, mpich_mpi, tmp_p
 
 # ---- the script's own logic, without MPI --------------------------------------------
 
+
 def test_differences_name_each_rank_and_test():
     plain = {"ranks": {0: {"tests": {"a": "pass", "b": "skip"}}, 1: {"tests": {"a": "pass"}}}}
     profiled = {"ranks": {0: {"tests": {"a": "fail", "b": "skip", "c": "pass"}}}}
     assert conformance.differences(plain, profiled, 2) == [
-        (0, "a", "pass", "fail"), (0, "c", "not run", "pass"),
-        (1, "<no outcomes: rank did not report>", "ran", "missing")]
+        (0, "a", "pass", "fail"),
+        (0, "c", "not run", "pass"),
+        (1, "<no outcomes: rank did not report>", "ran", "missing"),
+    ]
 
 
 def test_spawnable_keeps_the_binding_but_lets_the_mpi_spawn():
     ompi = SimpleNamespace(argv=["mpiexec", "-n", "2", "--bind-to", "core", "python"], env={})
-    assert conformance.spawnable(ompi).argv == ["mpiexec", "-n", "2", "--bind-to",
-                                                "core:overload-allowed", "python"]
+    assert conformance.spawnable(ompi).argv == [
+        "mpiexec",
+        "-n",
+        "2",
+        "--bind-to",
+        "core:overload-allowed",
+        "python",
+    ]
     unbound = SimpleNamespace(argv=["mpiexec", "-n", "2", "--bind-to", "none", "python"], env={})
     assert conformance.spawnable(unbound).argv[3:5] == ["--bind-to", "none"]
     hydra = SimpleNamespace(argv=["mpiexec", "-n", "2", "-bind-to", "core", "python"], env={})

@@ -37,6 +37,7 @@ def machine_model(default_mpi, tmp_path_factory):
     from commscope.bench.hvpingpong import run_hvpingpong
     from commscope.bench.pingpong import run_pingpong
     from commscope.machine_fit import fit_runs
+
     root = tmp_path_factory.mktemp("mm")
     quiet = dict(runs_root=root, echo=False, progress=False, timeout=300)
     pp = run_pingpong(min_size=1, max_size=1 << 20, iters=200, warmup=20, **quiet)
@@ -48,8 +49,19 @@ def machine_model(default_mpi, tmp_path_factory):
 
 def profile(name, exe, runs_root, capsys, fixed=False, extra=()):
     case = CASES[name]
-    code = main(["profile", "--runs", str(runs_root), "--quiet", *profile_options(case), *extra,
-                 "--", str(exe), *program_args(case, fixed)])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--quiet",
+            *profile_options(case),
+            *extra,
+            "--",
+            str(exe),
+            *program_args(case, fixed),
+        ]
+    )
     capsys.readouterr()
     assert code == 0
     return open_run(sorted(runs_root.iterdir())[-1])
@@ -80,25 +92,52 @@ def test_the_problem_is_named_first(name, programs, runs_root, capsys, request):
 def test_a_fixed_program_has_no_major_finding(programs, runs_root, capsys):
     run = profile("late_receiver", programs["late_receiver"], runs_root, capsys, fixed=True)
     d = diagnose(commscope.open(run.path))
-    assert not [f for f in d.major if f.kind == "late_receiver" and f.waiting_function == "MPI_Ssend"]
+    assert not [
+        f for f in d.major if f.kind == "late_receiver" and f.waiting_function == "MPI_Ssend"
+    ]
 
 
 def test_json_has_efficiency_and_findings(programs, runs_root, capsys):
     run = profile("load_imbalance", programs["load_imbalance"], runs_root, capsys)
-    assert main(["diagnose", str(run.path), "--json", "--what-if", "balance",
-                 "--what-if", "network=ideal"]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                str(run.path),
+                "--json",
+                "--what-if",
+                "balance",
+                "--what-if",
+                "network=ideal",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert list(out)[:3] == ["run", "ranks", "runtime_s"]
     e = out["efficiency"]["mpi"]
     assert e["parallel_efficiency"] == pytest.approx(
-        e["load_balance_efficiency"] * e["communication_efficiency"], rel=1e-6)
+        e["load_balance_efficiency"] * e["communication_efficiency"], rel=1e-6
+    )
     assert e["communication_efficiency"] == pytest.approx(
-        e["serialisation_efficiency"] * e["transfer_efficiency"], rel=0.05)
-    assert e["load_balance_efficiency"] < 0.8      # rank 2 works three times as long
+        e["serialisation_efficiency"] * e["transfer_efficiency"], rel=0.05
+    )
+    assert e["load_balance_efficiency"] < 0.8  # rank 2 works three times as long
     assert out["efficiency"]["openmp"]["regions"]  # --ompt: the region is there
     f = out["findings"][0]
-    for key in ("kind", "culprit_ranks", "waiting_ranks", "waiting_function", "callsite", "region",
-                "lost_s", "share_of_runtime", "fix", "predicted_saving_s", "basis"):
+    for key in (
+        "kind",
+        "culprit_ranks",
+        "waiting_ranks",
+        "waiting_function",
+        "callsite",
+        "region",
+        "lost_s",
+        "share_of_runtime",
+        "fix",
+        "predicted_saving_s",
+        "basis",
+    ):
         assert key in f
     assert f["culprit_ranks"] == [2] and f["waiting_ranks"] == [0, 1, 3]
     assert "OpenMP region" in f["region"]
@@ -109,8 +148,20 @@ def test_json_has_efficiency_and_findings(programs, runs_root, capsys):
 
 def test_without_trace_only_what_needs_no_trace(programs, runs_root, capsys):
     case = CASES["load_imbalance"]
-    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", str(case.ranks),
-                 "--threads", "2", "--", str(programs["load_imbalance"])])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--quiet",
+            "-n",
+            str(case.ranks),
+            "--threads",
+            "2",
+            "--",
+            str(programs["load_imbalance"]),
+        ]
+    )
     assert code == 0
     capsys.readouterr()
     run = sorted(runs_root.iterdir())[-1]
@@ -149,21 +200,46 @@ def test_efficiency_per_phase_marked_with_pcontrol(default_mpi, tmp_path, runs_r
     """tests/programs/diagnose/phases.c: a balanced phase, then one where rank 3 works
     3U and the others U; the trace's MPI_Pcontrol marks bound three phases."""
     from pathlib import Path
+
     src = Path(__file__).parent / "programs" / "diagnose" / "phases.c"
     exe = tmp_path / "phases"
     import subprocess
+
     subprocess.run([default_mpi.mpicc, "-O2", "-g", str(src), "-o", str(exe)], check=True)
-    assert main(["profile", "--runs", str(runs_root), "--quiet", "-n", "4", "--callsites",
-                 "--trace", "--", str(exe), "--iters", "30", "--unit", "0.004"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--runs",
+                str(runs_root),
+                "--quiet",
+                "-n",
+                "4",
+                "--callsites",
+                "--trace",
+                "--",
+                str(exe),
+                "--iters",
+                "30",
+                "--unit",
+                "0.004",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     run = sorted(runs_root.iterdir())[-1]
     assert main(["diagnose", str(run), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     phases = out["efficiency"]["phases"]
-    lines = [n for n, text in enumerate(src.read_text().splitlines(), 1) if "MPI_Pcontrol(1)" in text]
+    lines = [
+        n for n, text in enumerate(src.read_text().splitlines(), 1) if "MPI_Pcontrol(1)" in text
+    ]
     assert [(p["phase"], p["begin"], p["end"]) for p in phases] == [
-        (0, "MPI_Init", f"phases.c:{lines[0]}"), (1, f"phases.c:{lines[0]}", f"phases.c:{lines[1]}"),
-        (2, f"phases.c:{lines[1]}", "MPI_Finalize")]
+        (0, "MPI_Init", f"phases.c:{lines[0]}"),
+        (1, f"phases.c:{lines[0]}", f"phases.c:{lines[1]}"),
+        (2, f"phases.c:{lines[1]}", "MPI_Finalize"),
+    ]
     assert phases[0]["load_balance_efficiency"] > 0.8
     assert 0.35 < phases[1]["load_balance_efficiency"] < 0.7
     assert phases[1]["communication_efficiency"] > 0.8

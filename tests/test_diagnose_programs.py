@@ -16,8 +16,14 @@ from commscope.cli import main
 from commscope.profile import ompt
 from commscope.runs import open_run
 
-from diagnose_cases import CASES, QUEUE_SEARCH_M as M, SMALL_MESSAGES_K as K, compile_case, \
-    profile_options, program_args
+from diagnose_cases import (
+    CASES,
+    QUEUE_SEARCH_M as M,
+    SMALL_MESSAGES_K as K,
+    compile_case,
+    profile_options,
+    program_args,
+)
 
 pytestmark = pytest.mark.mpi
 
@@ -72,8 +78,12 @@ def expected_calls(name, fixed, n):
         add([1], Irecv=M * n, Send=n, Waitall=n)
     elif name == "shared_communicator":
         windows = T_SHARED * n
-        add(every, Waitall=windows, Comm_dup=T_SHARED if fixed else 0,
-            Comm_free=T_SHARED if fixed else 0)
+        add(
+            every,
+            Waitall=windows,
+            Comm_dup=T_SHARED if fixed else 0,
+            Comm_free=T_SHARED if fixed else 0,
+        )
         add([0], Isend=WINDOW * windows, Recv=windows)
         add([1], Irecv=WINDOW * windows, Send=windows)
     else:
@@ -97,9 +107,23 @@ def have_ompt(default_mpi):
 
 def profile(runs_root, case, exe, fixed, n, use_ompt, mpi_args=()):
     name = f"{case.name}-{'fixed' if fixed else 'unfixed'}"
-    code = main(["profile", "--runs", str(runs_root), "--name", name, "--quiet", *mpi_args,
-                 "--timeout", "120", *profile_options(case, use_ompt), "--", str(exe),
-                 *program_args(case, fixed, n, UNIT)])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--name",
+            name,
+            "--quiet",
+            *mpi_args,
+            "--timeout",
+            "120",
+            *profile_options(case, use_ompt),
+            "--",
+            str(exe),
+            *program_args(case, fixed, n, UNIT),
+        ]
+    )
     run = open_run(runs_root / name)
     assert code == 0, (run.path / "stderr.txt").read_text()[-2000:]
     assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
@@ -109,8 +133,9 @@ def profile(runs_root, case, exe, fixed, n, use_ompt, mpi_args=()):
 def check_specifics(name, fixed, n, run):
     """What else the logic implies, beyond calls per function."""
     counters = run.table("counters")
-    total = lambda rank, counter: int(counters[(counters["rank"] == rank)
-                                               & (counters["counter"] == counter)]["value"].sum())
+    total = lambda rank, counter: int(
+        counters[(counters["rank"] == rank) & (counters["counter"] == counter)]["value"].sum()
+    )
     if name == "small_messages":  # the same bytes in K messages or in one
         peers = run.table("peers").set_index(["rank", "peer"])
         assert peers.loc[(0, 1), "bytes_sent"] == 8 * K * n
@@ -144,8 +169,10 @@ def check_specifics(name, fixed, n, run):
 def check_run(name, fixed, n, run, have_ompt):
     case = CASES[name]
     f = run.table("functions")
-    got = {r: {fn: int(c) for fn, c in g.groupby("function")["calls"].sum().items() if c}
-           for r, g in f.groupby("rank")}
+    got = {
+        r: {fn: int(c) for fn, c in g.groupby("function")["calls"].sum().items() if c}
+        for r, g in f.groupby("rank")
+    }
     assert got == expected_calls(name, fixed, n)
     ranks = run.table("ranks")
     assert sorted(ranks["rank"]) == list(range(case.ranks)) and (ranks["wall_s"] > 0).all()
@@ -200,6 +227,7 @@ def test_registry_matches_the_programs():
         assert case.needs_openmp == ("<omp.h>" in text)
         saving = case.designed_saving()
         assert saving is None or saving > 0
-        assert (saving is None) == (case.measured_per is not None or case.name ==
-                                    "shared_communicator")
+        assert (saving is None) == (
+            case.measured_per is not None or case.name == "shared_communicator"
+        )
     assert CASES["wait_at_collective"].designed_saving(0.002, 80) == pytest.approx(0.003)

@@ -27,9 +27,11 @@ T = 2  # threads per rank of exact_threads
 
 def _compile(mpi, name, out_dir):
     import subprocess
+
     exe = Path(out_dir) / name
-    subprocess.run([mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / f"{name}.c"), "-o", str(exe)],
-                   check=True)
+    subprocess.run(
+        [mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / f"{name}.c"), "-o", str(exe)], check=True
+    )
     return exe
 
 
@@ -43,10 +45,12 @@ def runs(default_mpi, tmp_path_factory):
     coll = _compile(default_mpi, "export_coll", root)
     kw = dict(runs_root=root / "runs", echo=False, timeout=120)
     out = {}
-    for name, program, args, trace in (("threads", threads, [str(T)], True),
-                                       ("mix", mix, [], True),
-                                       ("coll", coll, [], True),
-                                       ("untraced", threads, [str(T)], False)):
+    for name, program, args, trace in (
+        ("threads", threads, [str(T)], True),
+        ("mix", mix, [], True),
+        ("coll", coll, [], True),
+        ("untraced", threads, [str(T)], False),
+    ):
         run, status = run_profile(program, args, counters="all", trace=trace, run_name=name, **kw)
         assert status == 0
         out[name] = run.path
@@ -60,6 +64,7 @@ def export(capsys, *argv):
 
 
 # ---- what the programs imply ---------------------------------------------------------------
+
 
 def threads_calls_per_rank():
     """exact_threads, thread t: 100+t blocking, 10+t Irecv, 10+t Isend, 1 Waitall,
@@ -78,11 +83,13 @@ MIX_MESSAGES = 14
 
 # ---- Perfetto: the trace-event schema ------------------------------------------------------
 
-REQUIRED = {"X": {"name", "ph", "ts", "dur", "pid", "tid"},
-            "s": {"name", "cat", "ph", "id", "ts", "pid", "tid"},
-            "f": {"name", "cat", "ph", "id", "ts", "pid", "tid", "bp"},
-            "C": {"name", "ph", "ts", "pid", "args"},
-            "M": {"name", "ph", "pid", "args"}}
+REQUIRED = {
+    "X": {"name", "ph", "ts", "dur", "pid", "tid"},
+    "s": {"name", "cat", "ph", "id", "ts", "pid", "tid"},
+    "f": {"name", "cat", "ph", "id", "ts", "pid", "tid", "bp"},
+    "C": {"name", "ph", "ts", "pid", "args"},
+    "M": {"name", "ph", "pid", "args"},
+}
 
 
 METADATA_NAMES = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
@@ -140,6 +147,7 @@ def check_trace_event_schema(doc):
         for (b0, e0), (b1, _) in zip(spans, spans[1:]):
             assert e0 <= b1 + 1e-3
     import bisect
+
     for e in by["s"] + by["f"]:
         spans = slices[(e["pid"], e["tid"])]
         i = bisect.bisect_right(spans, (e["ts"], float("inf"))) - 1
@@ -175,7 +183,10 @@ def test_perfetto_json_has_a_slice_per_call_and_an_arrow_per_message(runs, capsy
 
     processes = names(by, "process_name")
     host = p.ranks["host"].iloc[0]
-    assert {pid: n for (pid, _), n in processes.items()} == {0: f"rank 0 ({host})", 1: f"rank 1 ({host})"}
+    assert {pid: n for (pid, _), n in processes.items()} == {
+        0: f"rank 0 ({host})",
+        1: f"rank 1 ({host})",
+    }
     threads = names(by, "thread_name")
     assert {(e["pid"], e["tid"]) for e in by["X"]} <= set(threads)
     assert threads[(0, 1)] == "thread 1"
@@ -185,7 +196,9 @@ def test_perfetto_json_has_a_slice_per_call_and_an_arrow_per_message(runs, capsy
     assert {e["args"]["bytes"] for e in sends} == {8 * (t + 1) for t in range(T)}
     assert all(e["args"]["peer"] == 1 and e["args"]["comm"] == "MPI_COMM_WORLD" for e in sends)
     waitall = [e for e in by["X"] if e["name"] == "MPI_Waitall"]
-    assert sorted(e["args"]["records"] for e in waitall) == sorted([2 * (10 + t) for t in range(T)] * 2)
+    assert sorted(e["args"]["records"] for e in waitall) == sorted(
+        [2 * (10 + t) for t in range(T)] * 2
+    )
     # snapshots as counter tracks: messages, bytes, calls and (counters all) time in MPI
     assert {e["name"] for e in by["C"]} == {"messages", "bytes", "calls", "mpi_time_s"}
     last = {}
@@ -218,6 +231,7 @@ def test_every_kind_of_call_and_message_is_exported(runs, capsys):
 
 
 # ---- OTF2 --------------------------------------------------------------------------------
+
 
 def read_otf2(anchor):
     otf2 = need_module("otf2", "the export extra (scripts/setup.sh)")
@@ -273,8 +287,9 @@ def test_otf2_of_a_threaded_program(runs, capsys):
     run = runs["threads"]
     # the archive's parts: threads.otf2, threads.def and threads/, the run directory
     # itself here: never replaced, even with --overwrite
-    code, _, err = export(capsys, run, "--format", "otf2", "-o", run.parent / "threads.otf2",
-                          "--force")
+    code, _, err = export(
+        capsys, run, "--format", "otf2", "-o", run.parent / "threads.otf2", "--force"
+    )
     assert code == 2 and "not an earlier export" in err and (run / "meta.json").is_file()
     out_path = run.parent / "threads-trace.otf2"
     code, out, err = export(capsys, run, "--format", "otf2", "-o", out_path)
@@ -290,6 +305,7 @@ def test_otf2_of_a_threaded_program(runs, capsys):
 
 
 # ---- without a trace; refusals ------------------------------------------------------------
+
 
 def test_a_run_without_trace_exports_counters_and_says_how_to_trace(runs, capsys, tmp_path):
     run = runs["untraced"]
@@ -345,6 +361,7 @@ def test_bad_input_is_one_clear_error(runs, capsys, tmp_path, new_run):
 
 # ---- the Python API ----------------------------------------------------------------------
 
+
 def test_open_returns_the_tables(runs):
     p = commscope.open(runs["threads"])
     assert p.meta["kind"] == "profile"
@@ -352,7 +369,9 @@ def test_open_returns_the_tables(runs):
         assert len(getattr(p, name)) > 0, name
     assert p.callsites is None and p.threads is None  # no --callsites; no --ompt
     f = p.functions
-    assert f[(f["rank"] == 0) & (f["function"] == "MPI_Send")]["calls"].sum() == sum(100 + t for t in range(T))
+    assert f[(f["rank"] == 0) & (f["function"] == "MPI_Send")]["calls"].sum() == sum(
+        100 + t for t in range(T)
+    )
     assert len(p.trace) == len(read_trace(runs["threads"] / "raw").events)
     assert len(p.calls()) == 2 * threads_calls_per_rank()
     m = p.messages()
@@ -379,9 +398,15 @@ COLL_BYTES = {  # collective -> {rank: (root, bytes sent, bytes received)}, from
 
 def coll_records(rank):
     """export_coll: one worker thread's trace records by (event, function)."""
-    rec = {("IRECV", "MPI_Irecv"): 2, ("ISEND", "MPI_Isend"): 2, ("COMPLETE", "MPI_Waitall"): 4,
-           ("ICOLL", "MPI_Iallreduce"): 1, ("ICOLL", "MPI_Ibcast"): 1, ("ICOLL", "MPI_Start"): 2,
-           ("COLL_DONE", "MPI_Wait"): 4}
+    rec = {
+        ("IRECV", "MPI_Irecv"): 2,
+        ("ISEND", "MPI_Isend"): 2,
+        ("COMPLETE", "MPI_Waitall"): 4,
+        ("ICOLL", "MPI_Iallreduce"): 1,
+        ("ICOLL", "MPI_Ibcast"): 1,
+        ("ICOLL", "MPI_Start"): 2,
+        ("COLL_DONE", "MPI_Wait"): 4,
+    }
     rec[("SEND", "MPI_Send") if rank == 0 else ("RECV", "MPI_Recv")] = 3
     for f in ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Barrier"):
         rec[("COLL", f)] = 1
@@ -393,11 +418,20 @@ COLL_CALLS = 21  # per thread and rank: records, with the Waitall's 4 as one cal
 
 def coll_otf2_events(rank):
     """export_coll: the OTF2 events one rank's threads must hold, from the program."""
-    return {"Enter": CT * COLL_CALLS, "Leave": CT * COLL_CALLS,
-            "MpiSend": CT * 3 * (rank == 0), "MpiRecv": CT * 3 * (rank == 1),
-            "MpiIsend": CT * 2, "MpiIrecvRequest": CT * 2, "MpiIrecv": CT * 2,
-            "MpiIsendComplete": CT * 2, "MpiCollectiveBegin": CT * 5, "MpiCollectiveEnd": CT * 5,
-            "NonBlockingCollectiveRequest": CT * 4, "NonBlockingCollectiveComplete": CT * 4}
+    return {
+        "Enter": CT * COLL_CALLS,
+        "Leave": CT * COLL_CALLS,
+        "MpiSend": CT * 3 * (rank == 0),
+        "MpiRecv": CT * 3 * (rank == 1),
+        "MpiIsend": CT * 2,
+        "MpiIrecvRequest": CT * 2,
+        "MpiIrecv": CT * 2,
+        "MpiIsendComplete": CT * 2,
+        "MpiCollectiveBegin": CT * 5,
+        "MpiCollectiveEnd": CT * 5,
+        "NonBlockingCollectiveRequest": CT * 4,
+        "NonBlockingCollectiveComplete": CT * 4,
+    }
 
 
 def check_coll_trace(run):
@@ -429,8 +463,9 @@ def check_coll_otf2(anchor, ev, snapshots):
     per_rank = collections.defaultdict(collections.Counter)
     with otf2.reader.open(str(anchor)) as trace:
         assert sorted(g.name for g in trace.definitions.location_groups) == ["rank 0", "rank 1"]
-        threads = collections.Counter(l.group.name for l in trace.definitions.locations
-                                      if str(l.type).endswith("CPU_THREAD"))
+        threads = collections.Counter(
+            l.group.name for l in trace.definitions.locations if str(l.type).endswith("CPU_THREAD")
+        )
         assert threads == {"rank 0": CT + 1, "rank 1": CT + 1}  # + the main thread
         open_region = {}
         for location, event in trace.events:
@@ -448,8 +483,11 @@ def check_coll_otf2(anchor, ev, snapshots):
             if kind == "MpiCollectiveEnd":
                 root, sent, received = COLL_BYTES[open_region[key]][rank]
                 assert str(event.collective_op).split(".")[-1] == open_region[key][4:].upper()
-                assert (event.root if root >= 0 else -1, event.size_sent, event.size_received) == \
-                    (root, sent, received)
+                assert (event.root if root >= 0 else -1, event.size_sent, event.size_received) == (
+                    root,
+                    sent,
+                    received,
+                )
             if kind == "NonBlockingCollectiveComplete":
                 assert open_region[key] == "MPI_Wait"
                 assert str(event.collective_op).split(".")[-1] in ("ALLREDUCE", "BCAST")
@@ -458,12 +496,18 @@ def check_coll_otf2(anchor, ev, snapshots):
         mine = ev[ev["rank"] == rank]
         n = collections.Counter(mine["event"])
         recv_done = int(((mine["event"] == "COMPLETE") & (mine["flags"] & 1 == 1)).sum())
-        from_trace = {"MpiSend": n["SEND"], "MpiRecv": n["RECV"], "MpiIsend": n["ISEND"],
-                      "MpiIrecvRequest": n["IRECV"], "MpiIrecv": recv_done,
-                      "MpiIsendComplete": n["COMPLETE"] - recv_done,
-                      "MpiCollectiveBegin": n["COLL"], "MpiCollectiveEnd": n["COLL"],
-                      "NonBlockingCollectiveRequest": n["ICOLL"],
-                      "NonBlockingCollectiveComplete": n["COLL_DONE"]}
+        from_trace = {
+            "MpiSend": n["SEND"],
+            "MpiRecv": n["RECV"],
+            "MpiIsend": n["ISEND"],
+            "MpiIrecvRequest": n["IRECV"],
+            "MpiIrecv": recv_done,
+            "MpiIsendComplete": n["COMPLETE"] - recv_done,
+            "MpiCollectiveBegin": n["COLL"],
+            "MpiCollectiveEnd": n["COLL"],
+            "NonBlockingCollectiveRequest": n["ICOLL"],
+            "NonBlockingCollectiveComplete": n["COLL_DONE"],
+        }
         expected = coll_otf2_events(rank)
         got = per_rank[rank]
         for kind, count in expected.items():
@@ -496,7 +540,11 @@ def test_export_names_functions_and_writes_collectives_openmpi(runs, capsys):
             assert (a["root"], a["bytes_sent"], a["bytes_received"]) == (root, sent, received), e
             assert a["collective"] == e["name"] and a["comm"].startswith("comm ")
     waits = [e for e in by["X"] if e["name"] == "MPI_Wait"]
-    assert {e["args"]["collective"] for e in waits} == {"MPI_Iallreduce", "MPI_Ibcast", "MPI_Allreduce_init"}
+    assert {e["args"]["collective"] for e in waits} == {
+        "MPI_Iallreduce",
+        "MPI_Ibcast",
+        "MPI_Allreduce_init",
+    }
 
     code, out, err = export(capsys, run, "--format", "otf2", "--json")
     assert code == 0, err
@@ -507,8 +555,17 @@ def test_export_names_functions_and_writes_collectives_openmpi(runs, capsys):
 
 def test_export_of_collectives_mpich(mpich_mpi, tmp_path, capsys):
     exe = _compile(mpich_mpi, "export_coll", tmp_path)
-    run, status = run_profile(exe, [], counters="all", trace=True, run_name="coll", mpi_spec="mpich",
-                              runs_root=tmp_path / "runs", echo=False, timeout=120)
+    run, status = run_profile(
+        exe,
+        [],
+        counters="all",
+        trace=True,
+        run_name="coll",
+        mpi_spec="mpich",
+        runs_root=tmp_path / "runs",
+        echo=False,
+        timeout=120,
+    )
     assert status == 0
     ev = check_coll_trace(run.path)
     code, out, err = export(capsys, run.path, "--format", "otf2", "--json")
@@ -521,6 +578,7 @@ def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
     its calls named by what they did."""
     import numpy as np
     from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V1
+
     old = tmp_path / "old"
     shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))
     for f in (old / "raw").glob("trace.*.bin"):
@@ -547,6 +605,7 @@ def test_a_version_2_trace_has_no_call_sites_and_still_exports(runs, tmp_path, c
     its call sites None and the reason; its calls still export."""
     import numpy as np
     from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V2
+
     old = tmp_path / "old"
     shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))
     for f in (old / "raw").glob("trace.*.bin"):
@@ -591,13 +650,39 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
     trace's clock, and the same slices in the Perfetto file."""
     from commscope import mpi as mpimod
     import pandas as pd
+
     need_ompt_runtime()
     need_module("otf2", "the export extra (scripts/setup.sh)")
     runs_dir = tmp_path / "runs"
-    assert main(["profile", "--counters", "all", "--ompt", "--trace", "--threads", str(OMP_THREADS),
-                 "-n", "2", "--runs", str(runs_dir), "--quiet", "--",
-                 str(mpimod.binary(default_mpi, "threads")), "-n", str(OMP_ITERS), "--warmup",
-                 str(OMP_WARMUP), "--compute", "sleep", "--work", "1e-3"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--counters",
+                "all",
+                "--ompt",
+                "--trace",
+                "--threads",
+                str(OMP_THREADS),
+                "-n",
+                "2",
+                "--runs",
+                str(runs_dir),
+                "--quiet",
+                "--",
+                str(mpimod.binary(default_mpi, "threads")),
+                "-n",
+                str(OMP_ITERS),
+                "--warmup",
+                str(OMP_WARMUP),
+                "--compute",
+                "sleep",
+                "--work",
+                "1e-3",
+            ]
+        )
+        == 0
+    )
     run = next(runs_dir.iterdir())
     capsys.readouterr()
     table = pd.read_parquet(run / "threads.parquet")
@@ -635,28 +720,40 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
             t0 = int(mine["rank_t0_ns"].iloc[0])
             seg = events[0::4], events[1::4]
             got = sorted((a.time, b.time) for a, b in zip(*seg))
-            want = sorted((t0 + round(s * 1e9), t0 + round(a * 1e9))
-                          for s, a in zip(mine["start_s"], mine["arrival_s"]))
+            want = sorted(
+                (t0 + round(s * 1e9), t0 + round(a * 1e9))
+                for s, a in zip(mine["start_s"], mine["arrival_s"])
+            )
             assert got == want
-            closing = [(e.region.name, b.time) for e, b in zip(events[2::4], events[3::4])
-                       if e.region.name.startswith("closing barrier")]
+            closing = [
+                (e.region.name, b.time)
+                for e, b in zip(events[2::4], events[3::4])
+                if e.region.name.startswith("closing barrier")
+            ]
             assert len(closing) == steps
-            omp_slices[(r, k)] = [(e.region.name, e.time, b.time)
-                                  for e, b in zip(events[::2], events[1::2])]
+            omp_slices[(r, k)] = [
+                (e.region.name, e.time, b.time) for e, b in zip(events[::2], events[1::2])
+            ]
         # the same clock as the MPI trace: on OpenMP thread 0 (the master, which calls
         # MPI) each step's region ends before the step's MPI_Barrier, which ends before
         # the next region begins
         mpi = per_location[(f"rank {r}", "thread 0")]
-        enters = [e.time for e in mpi if type(e).__name__ == "Enter" and e.region.name == "MPI_Barrier"]
-        leaves = [e.time for e in mpi if type(e).__name__ == "Leave" and e.region.name == "MPI_Barrier"]
+        enters = [
+            e.time for e in mpi if type(e).__name__ == "Enter" and e.region.name == "MPI_Barrier"
+        ]
+        leaves = [
+            e.time for e in mpi if type(e).__name__ == "Leave" and e.region.name == "MPI_Barrier"
+        ]
         barriers = list(zip(enters, leaves))
         assert len(enters) == len(leaves)
         assert len(barriers) == steps
         master = rows[rows["thread"] == 0]
         t0 = int(master["rank_t0_ns"].iloc[0])
         spans = master.groupby("instance").agg(b=("start_s", "min"), e=("leave_s", "max"))
-        region_spans = [(t0 + round(b * 1e9), t0 + round(e * 1e9))
-                        for b, e in spans.sort_values("b").itertuples(index=False)]
+        region_spans = [
+            (t0 + round(b * 1e9), t0 + round(e * 1e9))
+            for b, e in spans.sort_values("b").itertuples(index=False)
+        ]
         assert len(region_spans) == steps
         for k, (b, e) in enumerate(barriers):
             assert region_spans[k][1] <= b
@@ -667,12 +764,15 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
     assert code == 0, err
     doc = json.loads((run / "export" / "trace.json").read_text())
     by = check_trace_event_schema(doc)
-    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in by["M"] if e["name"] == "thread_name"}
+    tracks = {
+        (e["pid"], e["tid"]): e["args"]["name"] for e in by["M"] if e["name"] == "thread_name"
+    }
     for (r, k), slices in omp_slices.items():
         tid = [t for (p, t), n in tracks.items() if p == r and n == f"OpenMP thread {k}"]
         assert len(tid) == 1
-        mine = sorted((e for e in by["X"] if (e["pid"], e["tid"]) == (r, tid[0])),
-                      key=lambda e: e["ts"])
+        mine = sorted(
+            (e for e in by["X"] if (e["pid"], e["tid"]) == (r, tid[0])), key=lambda e: e["ts"]
+        )
         assert all(e["cat"] == "openmp" for e in mine)
         assert [e["name"] for e in mine] == [s[0] for s in slices]
         base_us, base_ns = mine[0]["ts"], slices[0][1]

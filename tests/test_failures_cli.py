@@ -5,10 +5,8 @@ docs name is compared with what the command writes (real runs: tests/fuzzkit.py)
 import argparse
 import json
 import re
-import shutil
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from commscope import kinds
@@ -45,15 +43,21 @@ def test_an_unknown_option_is_said_by_its_command(command, capsys):
     assert f"commscope {command}: error: " in err
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["profile", "--trcae", "--", "./app"],
-     "commscope profile: error: unrecognized arguments: --trcae (did you mean --trace?)"),
-    (["reprot", "runs"], "(did you mean report?)"),
-    (["stats", "imbalanse", "x"], "(did you mean imbalance?)"),
-    (["bench", "pingpnog"], "(did you mean pingpong?)"),
-    (["report", "r", "--overwirte"], "(did you mean --overwrite?)"),
-    (["export", "r", "--format", "perfeto"], "(did you mean perfetto?)"),
-    (["profile", "--xyzzy", "--", "./app"], "unrecognized arguments: --xyzzy\n")])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (
+            ["profile", "--trcae", "--", "./app"],
+            "commscope profile: error: unrecognized arguments: --trcae (did you mean --trace?)",
+        ),
+        (["reprot", "runs"], "(did you mean report?)"),
+        (["stats", "imbalanse", "x"], "(did you mean imbalance?)"),
+        (["bench", "pingpnog"], "(did you mean pingpong?)"),
+        (["report", "r", "--overwirte"], "(did you mean --overwrite?)"),
+        (["export", "r", "--format", "perfeto"], "(did you mean perfetto?)"),
+        (["profile", "--xyzzy", "--", "./app"], "unrecognized arguments: --xyzzy\n"),
+    ],
+)
 def test_close_matches_are_suggested(argv, says, capsys):
     code, err = _exit(capsys, argv)
     assert code == 2 and says in err, err
@@ -67,7 +71,9 @@ def test_one_overwrite_flag_everywhere():
     for command in _leaves(parser):
         p = parser
         for word in command.split():
-            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[word]
+            p = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices[
+                word
+            ]
         opts = p._option_string_actions
         if "--overwrite" in opts:
             with_flag.add(command)
@@ -84,8 +90,9 @@ def test_force_still_works_with_a_warning(fuzz_originals, tmp_path, capsys):
     assert main(["export", run, "--format", "perfetto", "-o", str(out)]) == 2
     assert "pass --overwrite to replace it" in capsys.readouterr().err
     assert main(["export", run, "--format", "perfetto", "-o", str(out), "--force"]) == 0
-    assert capsys.readouterr().err == ("commscope: warning: --force is deprecated: use "
-                                       "--overwrite\n")
+    assert capsys.readouterr().err == (
+        "commscope: warning: --force is deprecated: use --overwrite\n"
+    )
     assert main(["export", run, "--format", "perfetto", "-o", str(out), "--overwrite"]) == 0
     assert capsys.readouterr().err == ""
     html = tmp_path / "r.html"
@@ -100,9 +107,12 @@ def test_top_level_help_starts_here(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "start here:"
     examples = [ln.split("#")[0].split() for ln in lines[3:6]]
-    assert [e[:2] for e in examples] == [["commscope", "profile"], ["commscope", "report"],
-                                         ["commscope", "study"]]
-    for e in examples:   # each one parses
+    assert [e[:2] for e in examples] == [
+        ["commscope", "profile"],
+        ["commscope", "report"],
+        ["commscope", "study"],
+    ]
+    for e in examples:  # each one parses
         build_parser().parse_args(e[1:])
 
 
@@ -118,6 +128,7 @@ def test_help_texts_the_issue_named():
 
 # ---- documented files and columns against what the commands write ------------------------
 
+
 def _profile_epilog_files():
     """{name: condition or None} of the run directory's files in `profile --help`."""
     block = profile_cmd.EXAMPLES.split("The run directory")[1].split("\n\n")[0]
@@ -127,9 +138,15 @@ def _profile_epilog_files():
         if not m:
             continue
         what = m.group(2)
-        cond = ("--callsites" if what.startswith("with --callsites") else
-                "--ompt" if what.startswith("with --ompt") else
-                "when" if "(when " in what else None)
+        cond = (
+            "--callsites"
+            if what.startswith("with --callsites")
+            else "--ompt"
+            if what.startswith("with --ompt")
+            else "when"
+            if "(when " in what
+            else None
+        )
         for name in re.split(r",\s*", m.group(1)):
             files[name] = cond
     return files
@@ -158,15 +175,19 @@ def test_profile_help_names_every_file_the_run_has(fuzz_originals):
 @pytest.mark.mpi
 def test_top_help_names_every_column(fuzz_originals, capsys):
     block = top_cmd.EXAMPLES.split("Columns")[1].split("\nLive")[0]
-    named = {w for line in block.splitlines()[1:] if re.match(r"  \S", line)
-             for w in re.split(r",\s*", re.match(r"  (\S.*?)\s{2,}", line).group(1))}
+    named = {
+        w
+        for line in block.splitlines()[1:]
+        if re.match(r"  \S", line)
+        for w in re.split(r",\s*", re.match(r"  (\S.*?)\s{2,}", line).group(1))
+    }
     run = str(fuzz_originals["profile"])
     assert main(["top", run, "--json"]) == 0
     keys = set(json.loads(capsys.readouterr().out)[0])
     assert keys == named
     assert main(["top", run, "--once"]) == 0
     header = capsys.readouterr().out.splitlines()[1].split()
-    assert set(header) == named   # bandwidth_Bps printed as 63.1 kB/s
+    assert set(header) == named  # bandwidth_Bps printed as 63.1 kB/s
 
 
 def _doc_profile_tables():
@@ -176,7 +197,7 @@ def _doc_profile_tables():
     tables = {}
     for item in re.split(r"\n- ", "\n" + part)[1:]:
         name = re.match(r"`(\w+)`", item).group(1)
-        cols = item.split(":")[1]   # "value: a row where ...": the columns end at a colon
+        cols = item.split(":")[1]  # "value: a row where ...": the columns end at a colon
         while re.search(r"\([^()]*\)", cols):
             cols = re.sub(r"\([^()]*\)", "", cols)
         cols = [c.strip() for c in re.split(r",|\band\b", cols.strip().rstrip(";.")) if c.strip()]
@@ -212,7 +233,8 @@ def test_run_directory_md_columns_are_written(fuzz_originals):
     assert set(doc) == declared
     for (kind, table), cols in doc.items():
         allowed = set(kinds.TABLE_COLUMNS[(kind, table)]) | set(
-            kinds.DERIVED_COLUMNS.get((kind, table), {}))
+            kinds.DERIVED_COLUMNS.get((kind, table), {})
+        )
         assert cols <= allowed, f"{kind}/{table}: documented, not declared: {cols - allowed}"
         if kind in fuzz_originals and table in open_run(fuzz_originals[kind], warn=False).tables():
             have = set(open_run(fuzz_originals[kind], warn=False).table(table).columns)

@@ -20,7 +20,7 @@ CONTROL = set(range(32)) - {9, 10}
 
 
 def _no_control_bytes(text, where):
-    bad = sorted({ord(c) for c in text if ord(c) in CONTROL or 0x7f <= ord(c) <= 0x9f})
+    bad = sorted({ord(c) for c in text if ord(c) in CONTROL or 0x7F <= ord(c) <= 0x9F})
     assert not bad, f"{where}: control bytes {bad}"
 
 
@@ -30,8 +30,9 @@ def endings(default_mpi, mpich_mpi, tmp_path_factory):
     exes = {}
     for mpi in (default_mpi, mpich_mpi):
         exe = out / f"endings-{mpi.name}"
-        subprocess.run([mpi.mpicc, "-O1", "-g", str(PROGRAMS / "endings.c"), "-o", str(exe)],
-                       check=True)
+        subprocess.run(
+            [mpi.mpicc, "-O1", "-g", str(PROGRAMS / "endings.c"), "-o", str(exe)], check=True
+        )
         exes[mpi.name] = exe
     return exes
 
@@ -43,9 +44,14 @@ def _profile(capfd, runs_root, *argv):
     return code, out, err, (open_run(runs[-1], warn=False) if runs else None)
 
 
-@pytest.mark.parametrize("argv, option", [
-    (["-n", "0"], "--ranks"), (["--threads", "0"], "--threads"),
-    (["--ranks-per-node", "0"], "--ranks-per-node")])
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["-n", "0"], "--ranks"),
+        (["--threads", "0"], "--threads"),
+        (["--ranks-per-node", "0"], "--ranks-per-node"),
+    ],
+)
 def test_a_refused_launch_leaves_no_run_directory(argv, option, runs_root, capsys):
     code = main(["profile", "--runs", str(runs_root), *argv, "--", "/bin/true"])
     err = capsys.readouterr().err
@@ -71,13 +77,15 @@ CASES = [
 @pytest.mark.mpi
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
 @pytest.mark.parametrize("args, says, ending", CASES, ids=[c[0][0] for c in CASES])
-def test_a_crash_names_the_rank_and_how_it_ended(mpi, args, says, ending, endings, runs_root,
-                                                 capfd, tmp_path):
-    code, out, err, run = _profile(capfd, runs_root, "--mpi", mpi, "--timeout", "120", "--",
-                                   str(endings[mpi]), *args)
+def test_a_crash_names_the_rank_and_how_it_ended(
+    mpi, args, says, ending, endings, runs_root, capfd, tmp_path
+):
+    code, out, err, run = _profile(
+        capfd, runs_root, "--mpi", mpi, "--timeout", "120", "--", str(endings[mpi]), *args
+    )
     assert code != 0
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"commscope profile: {says}; "), last   # the culprit first
+    assert last.startswith(f"commscope profile: {says}; "), last  # the culprit first
     assert str(run.path) in last
     assert run.meta["status"] == "failed" and run.meta["failure"].startswith(says)
     first = run.meta["profile"]["ranks"]["endings"][0]
@@ -94,10 +102,10 @@ def test_a_crash_names_the_rank_and_how_it_ended(mpi, args, says, ending, ending
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("mpi", ["openmpi", "mpich"])
-def test_exiting_without_finalize_is_said_even_when_the_job_exits_0(mpi, endings, runs_root,
-                                                                    capfd):
-    code, out, err, run = _profile(capfd, runs_root, "--mpi", mpi, "--quiet", "--",
-                                   str(endings[mpi]), "nofinalize")
+def test_exiting_without_finalize_is_said_even_when_the_job_exits_0(mpi, endings, runs_root, capfd):
+    code, out, err, run = _profile(
+        capfd, runs_root, "--mpi", mpi, "--quiet", "--", str(endings[mpi]), "nofinalize"
+    )
     assert code != 0
     # both ranks, or the first to exit while the launcher stops the other (MPICH, a race)
     says = "exited with status 0 without calling MPI_Finalize"
@@ -108,21 +116,28 @@ def test_exiting_without_finalize_is_said_even_when_the_job_exits_0(mpi, endings
 
 @pytest.mark.mpi
 def test_a_rank_that_finalizes_then_fails_is_named(endings, runs_root, capfd):
-    code, out, err, run = _profile(capfd, runs_root, "--quiet", "--", str(endings["openmpi"]),
-                                   "status", "1", "4")
+    code, out, err, run = _profile(
+        capfd, runs_root, "--quiet", "--", str(endings["openmpi"]), "status", "1", "4"
+    )
     assert code == 4
     assert run.meta["failure"] == "rank 1 finalized, then exited with status 4"
-    assert err.strip().splitlines()[-1].startswith(
-        "commscope profile: rank 1 finalized, then exited with status 4; the program's exit "
-        "status 4; ")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            "commscope profile: rank 1 finalized, then exited with status 4; the program's exit "
+            "status 4; "
+        )
+    )
 
 
 @pytest.mark.mpi
 def test_the_abort_notice_reaches_the_terminal_without_a_nul(endings, runs_root, capfd):
     """Open MPI 5's prterun ends its MPI_Abort notice with a NUL byte: it is cleaned from
     the echoed stream and from stderr.txt."""
-    code, out, err, run = _profile(capfd, runs_root, "--", str(endings["openmpi"]),
-                                   "abort", "1", "3")
+    code, out, err, run = _profile(
+        capfd, runs_root, "--", str(endings["openmpi"]), "abort", "1", "3"
+    )
     assert code == 3 and "MPI_ABORT was invoked on rank 1" in err
     _no_control_bytes(out + err, "the terminal")
     _no_control_bytes((run.path / "stderr.txt").read_text(), "stderr.txt")
@@ -131,27 +146,37 @@ def test_the_abort_notice_reaches_the_terminal_without_a_nul(endings, runs_root,
 @pytest.mark.mpi
 @pytest.mark.parametrize("quiet", [True, False])
 def test_the_programs_output_is_kept_with_or_without_quiet(quiet, endings, runs_root, capfd):
-    code, out, err, run = _profile(capfd, runs_root, *(["--quiet"] if quiet else []), "--",
-                                   str(endings["openmpi"]), "print", "3000")
+    code, out, err, run = _profile(
+        capfd,
+        runs_root,
+        *(["--quiet"] if quiet else []),
+        "--",
+        str(endings["openmpi"]),
+        "print",
+        "3000",
+    )
     assert code == 0, err
     kept = (run.path / "stdout.txt").read_text()
     assert kept.startswith("endings: line 000000000 ") and len(kept) >= 3000
     assert (run.path / "stderr.txt").read_text() == "endings: a line on stderr\n"
     shown = "endings: line 000000000" in out and "endings: a line on stderr" in err
-    assert shown != quiet   # --quiet: the terminal only
+    assert shown != quiet  # --quiet: the terminal only
     assert out.strip().splitlines()[-1] if quiet else True
 
 
 @pytest.mark.mpi
 def test_kept_output_is_bounded_with_a_note(endings, runs_root, capfd, monkeypatch):
     monkeypatch.setattr(launch, "KEEP_BYTES", 4096)
-    code, out, err, run = _profile(capfd, runs_root, "--quiet", "--", str(endings["openmpi"]),
-                                   "print", "100000")
+    code, out, err, run = _profile(
+        capfd, runs_root, "--quiet", "--", str(endings["openmpi"]), "print", "100000"
+    )
     assert code == 0, err
     kept = (run.path / "stdout.txt").read_text()
     note, rest = kept.split("\n", 1)
-    assert note.startswith("[commscope: the first ") and "of the program's stdout are not " \
-        "kept; the last" in note
+    assert (
+        note.startswith("[commscope: the first ")
+        and "of the program's stdout are not kept; the last" in note
+    )
     assert len(rest.encode()) <= 4096 and rest.endswith("of the program's own output\n")
 
 
@@ -164,21 +189,29 @@ def test_a_stream_is_kept_by_whole_lines_and_cleaned():
     res = launch.JobResult(0, "y\n", "", 0.0, stdout_dropped=(6, 1))
     assert res.kept("stdout").splitlines()[0] == (
         "[commscope: the first 6 bytes (1 lines) of the program's stdout are not kept; the "
-        "last 2 bytes follow]")
+        "last 2 bytes follow]"
+    )
     assert res.kept("stderr") == ""
 
 
 def test_endings_in_words():
     from commscope.profile.endings import describe, sentence, summarize
     import pandas as pd
+
     assert describe(False, "signal", 11) == "killed by SIGSEGV (signal 11)"
     assert describe(True, "exit", 0) == "finalized"
     assert describe(False, "unknown", None).startswith("ended without MPI_Finalize")
-    ranks = pd.DataFrame({"rank": [0, 1, 2, 3], "state": ["not finalized"] * 3 + ["finalized"],
-                          "ending": ["signal", "abort", "signal", "exit"],
-                          "ending_value": [15.0, 2.0, 15.0, 0.0]})
-    groups = summarize(ranks)   # the culprit first, bystanders after, clean ranks left out
+    ranks = pd.DataFrame(
+        {
+            "rank": [0, 1, 2, 3],
+            "state": ["not finalized"] * 3 + ["finalized"],
+            "ending": ["signal", "abort", "signal", "exit"],
+            "ending_value": [15.0, 2.0, 15.0, 0.0],
+        }
+    )
+    groups = summarize(ranks)  # the culprit first, bystanders after, clean ranks left out
     assert [g["ranks"] for g in groups] == [[1], [0, 2]]
-    assert sentence(groups) == ("rank 1 called MPI_Abort with error code 2; ranks 0, 2 killed "
-                                "by SIGTERM (signal 15)")
+    assert sentence(groups) == (
+        "rank 1 called MPI_Abort with error code 2; ranks 0, 2 killed by SIGTERM (signal 15)"
+    )
     assert json.loads(json.dumps(groups)) == groups

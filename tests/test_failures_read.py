@@ -21,11 +21,14 @@ def test_every_table_declares_its_row_key():
     for (kind, table), columns in kinds.TABLE_COLUMNS.items():
         key = kinds.TABLE_KEYS.get((kind, table))
         assert key, f"{kind}/{table}: no row key in kinds.TABLE_KEYS"
-        assert set(key) <= set(columns) | set(kinds.DERIVED_COLUMNS.get((kind, table), {})), \
+        assert set(key) <= set(columns) | set(kinds.DERIVED_COLUMNS.get((kind, table), {})), (
             f"{kind}/{table}: key {key} names undeclared columns"
+        )
     for (kind, table), checks in kinds.TABLE_CHECKS.items():
-        columns = {**kinds.TABLE_COLUMNS[(kind, table)],
-                   **kinds.DERIVED_COLUMNS.get((kind, table), {})}
+        columns = {
+            **kinds.TABLE_COLUMNS[(kind, table)],
+            **kinds.DERIVED_COLUMNS.get((kind, table), {}),
+        }
         for check in checks:
             assert check.column in columns, f"{kind}/{table}: check names {check.column}"
 
@@ -59,10 +62,18 @@ def test_real_runs_of_every_kind_pass_every_check(fuzz_originals):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("kind, table", [("pingpong", "samples"), ("mtmatch", "trials"),
-                                         ("profile", "callsites"), ("profile", "functions"),
-                                         ("profile", "ranks"), ("bsp", "intervals"),
-                                         ("partitioned", "samples")])
+@pytest.mark.parametrize(
+    "kind, table",
+    [
+        ("pingpong", "samples"),
+        ("mtmatch", "trials"),
+        ("profile", "callsites"),
+        ("profile", "functions"),
+        ("profile", "ranks"),
+        ("bsp", "intervals"),
+        ("partitioned", "samples"),
+    ],
+)
 def test_rows_twice_are_refused_by_the_key(kind, table, fuzz_originals, tmp_path):
     run_dir = _copy(fuzz_originals, kind, tmp_path)
     path = _edit(run_dir, table, lambda d: pd.concat([d, d]))
@@ -92,9 +103,11 @@ def test_columns_that_contradict_each_other_are_damage(fuzz_originals, tmp_path,
     out = tmp_path / "r.html"
     code, _, err = _cli(capsys, "report", str(run_dir), "-o", str(out))
     assert code == 2 and not out.exists()
-    assert err == (f"commscope: error: {run_dir}/trials.parquet: messages: must be at least 1 "
-                   "where a search depth or drain time was measured; 2 rows are not (config "
-                   "0, trial 0): messages = 0\n")
+    assert err == (
+        f"commscope: error: {run_dir}/trials.parquet: messages: must be at least 1 "
+        "where a search depth or drain time was measured; 2 rows are not (config "
+        "0, trial 0): messages = 0\n"
+    )
 
 
 @pytest.mark.mpi
@@ -115,7 +128,7 @@ def test_report_of_one_damaged_profile_is_one_error(damage, fuzz_originals, tmp_
     code, stdout, err = _cli(capsys, "report", str(run_dir), "-o", str(out), "--overwrite")
     assert code == 2 and stdout == ""
     assert err.startswith(f"commscope: error: {victim}: ") and err.count("\n") == 1, err
-    assert out.read_text() == "an older report\n"   # nothing overwritten
+    assert out.read_text() == "an older report\n"  # nothing overwritten
     if damage == "delete":
         assert "missing, though the run's conversion wrote it" in err
     if damage == "no rows":  # every rank counts its MPI_Init: none is damage
@@ -137,8 +150,9 @@ def test_report_of_several_runs_warns_per_damaged_run(fuzz_originals, tmp_path, 
     assert all(ln.startswith("commscope: warning: ") for ln in lines[:2])
     assert lines[-1].startswith(f"commscope: error: {bad}/functions.parquet: ")
     assert "and 1 more damaged run" in lines[-1] and "--keep-going" in lines[-1]
-    code, _, err = _cli(capsys, "report", str(bad), str(good), str(bad2), "-o", str(out),
-                        "--keep-going")
+    code, _, err = _cli(
+        capsys, "report", str(bad), str(good), str(bad2), "-o", str(out), "--keep-going"
+    )
     assert code == 0 and out.exists(), err
     assert err.count("damaged, left out of the report") == 2
     html = out.read_text()
@@ -155,10 +169,12 @@ def test_a_profile_never_converted_says_how(fuzz_originals, tmp_path, capsys):
         p.unlink()
     code, _, err = _cli(capsys, "report", str(run_dir), "-o", str(tmp_path / "r.html"))
     assert code == 2
-    assert err == (f"commscope: error: {run_dir}/ranks.parquet: missing: the run's raw counters "
-                   "(raw/node.*) were never converted to tables (was its commscope stopped "
-                   "before the end?); convert them with `commscope profile --convert "
-                   f"{run_dir}`\n")
+    assert err == (
+        f"commscope: error: {run_dir}/ranks.parquet: missing: the run's raw counters "
+        "(raw/node.*) were never converted to tables (was its commscope stopped "
+        "before the end?); convert them with `commscope profile --convert "
+        f"{run_dir}`\n"
+    )
     code, out, err = _cli(capsys, "profile", "--convert", str(run_dir))
     assert code == 0, err
     assert out.strip() == str(run_dir)
@@ -174,32 +190,37 @@ def test_model_holds_with_an_empty_table_names_it_on_stderr(fuzz_originals, tmp_
     path = _edit(run_dir, "samples", lambda d: d.iloc[:0])
     code, out, err = _cli(capsys, "model", "holds", str(run_dir))
     assert code == 2 and out == ""
-    assert err == (f"commscope: error: {path}: no rows, though the run is complete (damaged or "
-                   "cut short)\n")
+    assert err == (
+        f"commscope: error: {path}: no rows, though the run is complete (damaged or cut short)\n"
+    )
 
 
 @pytest.mark.mpi
 def test_a_complete_run_missing_points_is_damaged(fuzz_originals, tmp_path):
     run_dir = _copy(fuzz_originals, "pingpong", tmp_path)
     _edit(run_dir, "samples", lambda d: d[d["size_bytes"] <= 64])
-    with pytest.raises(InputError, match=r"only 7 of 25 sizes complete, though the run is "
-                                         r"complete") as exc:
+    with pytest.raises(
+        InputError,
+        match=r"only 7 of 25 sizes complete, though the run is "
+        r"complete",
+    ) as exc:
         open_run(run_dir, warn=False).table("samples")
     assert exc.value.source == str(run_dir / "samples.parquet")
 
 
 @pytest.mark.mpi
-def test_a_profile_whose_commscope_was_killed_is_converted_on_request(fuzz_originals, tmp_path,
-                                                                      capsys):
+def test_a_profile_whose_commscope_was_killed_is_converted_on_request(
+    fuzz_originals, tmp_path, capsys
+):
     """A SIGKILLed commscope leaves meta.json "running" and only raw/: readers say how
     to convert it; --convert writes the tables and marks it interrupted."""
     import json
+
     run_dir = _copy(fuzz_originals, "profile", tmp_path)
     for p in run_dir.glob("*.parquet"):
         p.unlink()
     meta = json.loads((run_dir / "meta.json").read_text())
-    meta.update(status="running", end_time=None, commscope_pid=2 ** 22 + 7,
-                commscope_pid_start=None)
+    meta.update(status="running", end_time=None, commscope_pid=2**22 + 7, commscope_pid_start=None)
     (run_dir / "meta.json").write_text(json.dumps(meta))
     code, _, err = _cli(capsys, "diagnose", str(run_dir))
     assert code == 2 and f"commscope profile --convert {run_dir}" in err

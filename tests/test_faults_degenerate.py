@@ -64,12 +64,15 @@ def test_one_usable_fit_claims_no_agreement():
     assert s.agree is None and s.to_dict()["agree"] is None
 
 
-@pytest.mark.parametrize("sample, reason", [
-    ([1.0, 1.0, 2.0, 2.0, 1.0, 2.0], "only 2 distinct values"),
-    ([3.0] * 20, "all values are equal"),
-    ([1.0, 2.0], "at least 3"),
-    ([1.0, 2.0, np.inf, 3.0], "NaN or infinite"),
-])
+@pytest.mark.parametrize(
+    "sample, reason",
+    [
+        ([1.0, 1.0, 2.0, 2.0, 1.0, 2.0], "only 2 distinct values"),
+        ([3.0] * 20, "all values are equal"),
+        ([1.0, 2.0], "at least 3"),
+        ([1.0, 2.0, np.inf, 3.0], "NaN or infinite"),
+    ],
+)
 def test_gev_degenerate_samples_say_why(sample, reason):
     with pytest.raises(InputError, match=reason):
         evt.fit_all(sample)
@@ -96,9 +99,16 @@ def test_bootstrap_constant_and_tied_samples():
 
 def test_fit_on_too_few_sizes_says_why(tmp_path, capsys, new_run):
     run = new_run("pingpong", max_size=2)
-    pd.DataFrame({"size_bytes": [1, 1, 2, 2], "pair": 0, "rep": [0, 1, 0, 1],
-                  "time_s": [1e-6, 1.1e-6, 1.2e-6, 1.3e-6], "locality": "intra-socket",
-                  "pairs": 1}).to_csv(run.raw_dir / "samples.csv", index=False)
+    pd.DataFrame(
+        {
+            "size_bytes": [1, 1, 2, 2],
+            "pair": 0,
+            "rep": [0, 1, 0, 1],
+            "time_s": [1e-6, 1.1e-6, 1.2e-6, 1.3e-6],
+            "locality": "intra-socket",
+            "pairs": 1,
+        }
+    ).to_csv(run.raw_dir / "samples.csv", index=False)
     run.finish("complete")
     assert main(["fit", str(run.path), "-o", str(tmp_path / "p.json")]) == 2
     assert "distinct sizes" in capsys.readouterr().err
@@ -106,33 +116,72 @@ def test_fit_on_too_few_sizes_says_why(tmp_path, capsys, new_run):
 
 # --- huge options -----------------------------------------------------------------------
 
+
 def test_bootstrap_replicas_refused_before_allocating(tmp_path, capsys):
     f = tmp_path / "m.csv"
     pd.DataFrame({"max_time_s": np.random.default_rng(0).gumbel(1e-3, 1e-5, 100)}).to_csv(
-        f, index=False)
-    assert main(["stats", "bootstrap", str(f), "--base-ranks", "4", "--target-ranks", "64",
-                 "--replicas", "1e12"]) == 2
+        f, index=False
+    )
+    assert (
+        main(
+            [
+                "stats",
+                "bootstrap",
+                str(f),
+                "--base-ranks",
+                "4",
+                "--target-ranks",
+                "64",
+                "--replicas",
+                "1e12",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--replicas" in err and "1e+12 needs about" in err and "limit" in err
-    assert main(["stats", "bootstrap", str(f), "--base-ranks", "4", "--target-ranks", "64",
-                 "--replicas", "1e4", "--seed", "1"]) == 0  # float notation accepted
+    assert (
+        main(
+            [
+                "stats",
+                "bootstrap",
+                str(f),
+                "--base-ranks",
+                "4",
+                "--target-ranks",
+                "64",
+                "--replicas",
+                "1e4",
+                "--seed",
+                "1",
+            ]
+        )
+        == 0
+    )  # float notation accepted
     assert "--replicas" in main_help("stats", "bootstrap") and "24 bytes" in main_help(
-        "stats", "bootstrap")
+        "stats", "bootstrap"
+    )
 
 
 def test_a_library_check_names_the_option_given(tmp_path, capsys):
     # the bootstrap checks its parameter target_ranks; the user typed --target-ranks
     f = tmp_path / "m.csv"
     pd.DataFrame({"max_time_s": np.random.default_rng(0).gumbel(1e-3, 1e-5, 100)}).to_csv(
-        f, index=False)
+        f, index=False
+    )
     assert main(["stats", "bootstrap", str(f), "--base-ranks", "4", "--target-ranks", "0"]) == 2
-    assert capsys.readouterr().err == "commscope: error: --target-ranks: must be positive, got 0.0\n"
+    assert (
+        capsys.readouterr().err == "commscope: error: --target-ranks: must be positive, got 0.0\n"
+    )
 
 
 def test_arrivals_bin_width_refused_before_allocating(tmp_path, capsys):
     rng = np.random.default_rng(1)
-    rows = [dict(trial=0, rank=0, iteration=i, thread=t, compute_time_s=rng.normal(1e-3, 1e-5))
-            for i in range(30) for t in range(4)]
+    rows = [
+        dict(trial=0, rank=0, iteration=i, thread=t, compute_time_s=rng.normal(1e-3, 1e-5))
+        for i in range(30)
+        for t in range(4)
+    ]
     rows[5]["compute_time_s"] = 5e-3  # one laggard, so an example histogram is drawn
     f = tmp_path / "a.csv"
     pd.DataFrame(rows).to_csv(f, index=False)
@@ -150,6 +199,7 @@ def test_arrivals_bin_width_refused_before_allocating(tmp_path, capsys):
 def main_help(*words):
     import contextlib
     import io
+
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf), contextlib.suppress(SystemExit):
         main([*words, "--help"])

@@ -24,8 +24,13 @@ ARGS = ["bench", "pingpong", "-m", "1:4M", "-i", "1000", "-I", "200", "--quiet",
 
 
 def _bench(runs, preexec=None):
-    return subprocess.run([sys.executable, "-m", "commscope", *ARGS, "--runs", str(runs)],
-                          capture_output=True, text=True, timeout=300, preexec_fn=preexec)
+    return subprocess.run(
+        [sys.executable, "-m", "commscope", *ARGS, "--runs", str(runs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=preexec,
+    )
 
 
 def _check_failed_run(run_dir, proc, reason):
@@ -40,8 +45,9 @@ def _check_failed_run(run_dir, proc, reason):
     done, planned, _ = run.progress()
     assert 0 < done < planned == 23
     counts = df.groupby("size_bytes").size()
-    assert len(counts) == done and (counts == [1000 if s <= 8192 else 200
-                                               for s in counts.index]).all()
+    assert (
+        len(counts) == done and (counts == [1000 if s <= 8192 else 200 for s in counts.index]).all()
+    )
 
 
 @pytest.fixture
@@ -60,8 +66,11 @@ def _tmpfs(tmp_path, size):
     mnt.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
     yield mnt
@@ -78,15 +87,21 @@ def test_full_disk(default_mpi, tiny_tmpfs):
 def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_path):
     """No root needed: the table is a link to /dev/full, where every write fails."""
     from commscope import launch, mpi
+
     out = tmp_path / "raw"
     out.mkdir()
     (out / "samples.csv").symlink_to("/dev/full")
-    plan = launch.plan_launch(default_mpi, 2, mpi.binary(default_mpi, "pingpong"),
-                              ["-m", "1:64", "-i", "10", "-I", "10", "--out", out])
+    plan = launch.plan_launch(
+        default_mpi,
+        2,
+        mpi.binary(default_mpi, "pingpong"),
+        ["-m", "1:64", "-i", "10", "-I", "10", "--out", out],
+    )
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     assert res.returncode != 0
     assert f"cannot write {out}/samples.csv: No space left on device [errno 28]" in res.stderr
     from commscope.bench.driver import native_write_error
+
     err = native_write_error(res.stderr)
     assert err.errno == 28 and err.filename == f"{out}/samples.csv"
 
@@ -94,6 +109,7 @@ def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_
 def test_only_commscope_s_own_write_failures_fail_a_run():
     """A profiled program's own message of the same form is its business, not a failed run."""
     from commscope.bench.driver import native_write_error
+
     own = "commscope profile: rank 1: cannot write /r/c.json: No space left on device [errno 28]"
     app = "solver: cannot write out.dat: Permission denied [errno 13]"
     assert native_write_error(f"{app}\n{own}; stops\n").filename == "/r/c.json"
@@ -104,11 +120,13 @@ def test_table_conversion_failure_names_file_and_marks_run(new_run, monkeypatch)
     """No root needed: the Parquet writer fails as pyarrow does on a full disk."""
     run = new_run("pingpong")
     (run.raw_dir / "samples.csv").write_text(
-        "size_bytes,pair,rep,time_s,locality,pairs\n1,0,0,1e-6,intra-socket,1\n")
+        "size_bytes,pair,rep,time_s,locality,pairs\n1,0,0,1e-6,intra-socket,1\n"
+    )
 
     def full(self, path, **kw):
         open(path, "wb").write(b"PAR1")  # a partial file, then the failure
         raise OSError("Error writing bytes to file. Detail: [errno 28] No space left on device")
+
     monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
     with pytest.raises(OSError) as info:
         run.finish("complete")
@@ -126,15 +144,23 @@ def test_ompt_tool_stops_at_a_full_disk_with_one_message(default_mpi, tmp_path, 
     """The OMPT tool's files: the first failed write stops the tool, named once on stderr."""
     from commscope import mpi as mpimod
     from commscope.profile import ompt
+
     need_ompt_runtime()
     tool = ompt.tool_library(default_mpi)
     (tmp_path / victim).symlink_to("/dev/full")
-    env = {**os.environ, "LD_PRELOAD": str(ompt.runtime_library()),
-           "OMP_TOOL_LIBRARIES": str(tool), "COMMSCOPE_PROFILE_DIR": str(tmp_path),
-           "COMMSCOPE_OMPT_BUFFER": "64", "OMP_NUM_THREADS": "2", "OMPI_COMM_WORLD_RANK": "0"}
+    env = {
+        **os.environ,
+        "LD_PRELOAD": str(ompt.runtime_library()),
+        "OMP_TOOL_LIBRARIES": str(tool),
+        "COMMSCOPE_PROFILE_DIR": str(tmp_path),
+        "COMMSCOPE_OMPT_BUFFER": "64",
+        "OMP_NUM_THREADS": "2",
+        "OMPI_COMM_WORLD_RANK": "0",
+    }
     probe = mpimod.binary(default_mpi, "ompt_probe")
-    res = subprocess.run([str(probe), "2000", "2"], env=env, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [str(probe), "2000", "2"], env=env, capture_output=True, text=True, timeout=120
+    )
     line = f"commscope_ompt: cannot write {tmp_path / victim}: No space left on device [errno 28]"
     assert res.stderr.count("commscope_ompt: cannot write") == 1 and line in res.stderr
     # it stopped writing: the metadata was not finalized, the other files did not grow
@@ -148,6 +174,7 @@ def full_run_file(monkeypatch):
     """``full_run_file(name)``: runs created from then on have ``raw/<name>`` linked to
     /dev/full, so the one write that fails is that file's (no root needed)."""
     from commscope.runs import Run
+
     create = Run.create.__func__
 
     def plant(name):
@@ -155,22 +182,46 @@ def full_run_file(monkeypatch):
             run = create(cls, *args, **kw)
             (run.raw_dir / name).symlink_to("/dev/full")
             return run
+
         monkeypatch.setattr(Run, "create", classmethod(create_then_plant))
+
     return plant
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("command, program", [
-    (["bench", "partitioned", "--ompt", "--threads", "2", "--compute", "0.001",
-      "--runs-per-size", "2", "--sizes", "64K,128K"], []),
-    (["profile", "--ompt", "--threads", "2", "-n", "2"],
-     ["--", "threads", "-n", "4", "-x", "1", "--compute", "sleep"])])
-def test_ompt_write_failure_fails_a_job_that_exits_0(default_mpi, tmp_path, capsys,
-                                                      full_run_file, command, program):
+@pytest.mark.parametrize(
+    "command, program",
+    [
+        (
+            [
+                "bench",
+                "partitioned",
+                "--ompt",
+                "--threads",
+                "2",
+                "--compute",
+                "0.001",
+                "--runs-per-size",
+                "2",
+                "--sizes",
+                "64K,128K",
+            ],
+            [],
+        ),
+        (
+            ["profile", "--ompt", "--threads", "2", "-n", "2"],
+            ["--", "threads", "-n", "4", "-x", "1", "--compute", "sleep"],
+        ),
+    ],
+)
+def test_ompt_write_failure_fails_a_job_that_exits_0(
+    default_mpi, tmp_path, capsys, full_run_file, command, program
+):
     """The OMPT tool stops timing threads at a failed write and lets the program finish
     (exit 0): the run is still failed with the file named, and commscope exits 2."""
     from commscope import mpi as mpimod
     from commscope.cli import main
+
     need_ompt_runtime()
     full_run_file("ompt.0.maps")
     runs = tmp_path / "runs"
@@ -191,14 +242,39 @@ def test_profiler_on_a_full_disk_fails_the_run_naming_the_file(default_mpi, tini
     """The counter library reserves its blocks and finds the disk full: the profiled program
     runs on unprofiled, and the run is failed with the file named (exit 2)."""
     from commscope import mpi as mpimod
-    proc = subprocess.run([sys.executable, "-m", "commscope", "profile", "-n", "2", "--quiet",
-                           "--runs", str(tinier_tmpfs), "--name", "prof", "--",
-                           str(mpimod.binary(default_mpi, "threads")), "-n", "4", "-x", "1",
-                           "--compute", "sleep"], capture_output=True, text=True, timeout=300)
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "commscope",
+            "profile",
+            "-n",
+            "2",
+            "--quiet",
+            "--runs",
+            str(tinier_tmpfs),
+            "--name",
+            "prof",
+            "--",
+            str(mpimod.binary(default_mpi, "threads")),
+            "-n",
+            "4",
+            "-x",
+            "1",
+            "--compute",
+            "sleep",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "commscope: error:" in line]
     assert len(lines) == 1 and lines[0].endswith(": No space left on device"), proc.stderr
     meta = json.loads((tinier_tmpfs / "prof" / "meta.json").read_text())
     assert meta["status"] == "failed" and meta["exit_status"] == 0
-    assert re.fullmatch(rf"no space left on device: {tinier_tmpfs}/prof/raw/node\.[\w.-]+\.(bin|json|snap)",
-                        meta["failure"]), meta["failure"]
+    assert re.fullmatch(
+        rf"no space left on device: {tinier_tmpfs}/prof/raw/node\.[\w.-]+\.(bin|json|snap)",
+        meta["failure"],
+    ), meta["failure"]

@@ -29,11 +29,25 @@ def test_partial_last_line_dropped_with_warning(tmp_path, capsys):
 
 
 @pytest.mark.slow  # a growing file: a writer process that sleeps
-@pytest.mark.parametrize("argv", [
-    ["stats", "gev", "{f}", "--draws", "4"],
-    ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4",
-     "--replicas", "100", "--seed", "1"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stats", "gev", "{f}", "--draws", "4"],
+        [
+            "stats",
+            "bootstrap",
+            "{f}",
+            "--target-ranks",
+            "8",
+            "--base-ranks",
+            "4",
+            "--replicas",
+            "100",
+            "--seed",
+            "1",
+        ],
+    ],
+)
 def test_stats_read_growing_files(tmp_path, argv):
     rng = np.random.default_rng(3)
     f = tmp_path / "maxima.csv"
@@ -42,8 +56,12 @@ def test_stats_read_growing_files(tmp_path, argv):
     f.write_text(f"{col}\n{body}\n0.0012")  # last row still being written
     if "gev" in argv:
         argv = argv + ["--column", col]
-    proc = subprocess.run([sys.executable, "-m", "commscope", *[a.format(f=f) for a in argv]],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "commscope", *[a.format(f=f) for a in argv]],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"{f}: line 202 is incomplete" in proc.stderr
 
@@ -57,8 +75,12 @@ def test_arrivals_read_growing_file(tmp_path):
             rows.append(f"0,0,{it},{t},{rng.normal(1e-3, 1e-5):.9f}")
     f = tmp_path / "arrivals.csv"
     f.write_text("\n".join(rows) + "\n0,0,20,0,0.00")
-    proc = subprocess.run([sys.executable, "-m", "commscope", "stats", "arrivals", str(f)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "commscope", "stats", "arrivals", str(f)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"{f}: line 82 is incomplete" in proc.stderr
 
@@ -66,7 +88,8 @@ def test_arrivals_read_growing_file(tmp_path):
 def test_raw_table_of_running_run_reads_complete_rows(new_run, capsys):
     run = new_run("bsp")
     (run.raw_dir / "maxima.csv").write_text(
-        "interval,max_interval_s,max_workload_s,argmax_rank,wall_s\n0,1e-3,1e-3,0,1e-3\n1,2e")
+        "interval,max_interval_s,max_workload_s,argmax_rank,wall_s\n0,1e-3,1e-3,0,1e-3\n1,2e"
+    )
     df = open_run(run.path).table("maxima")
     assert len(df) == 1
     assert "maxima.csv: line 3 is incomplete" in capsys.readouterr().err
@@ -79,8 +102,12 @@ def _fifo(path):
 
 def _run_cli(argv, timeout=60):
     """The CLI in a subprocess: a reader blocking on a FIFO times out instead of hanging."""
-    return subprocess.run([sys.executable, "-m", "commscope", *map(str, argv)],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "commscope", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_fifo_meta_json_refused(new_run, tmp_path):
@@ -97,22 +124,26 @@ def test_fifo_run_table_refused(new_run):
     run = new_run("bsp")
     run.finish("complete")
     _fifo(run.path / "maxima.parquet")
-    code = ("import sys\nfrom commscope.runs import open_run\n"
-            "from commscope.errors import InputError\n"
-            f"try:\n    open_run({str(run.path)!r}).table('maxima')\n"
-            "except InputError as e:\n    print(e); sys.exit(2)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import sys\nfrom commscope.runs import open_run\n"
+        "from commscope.errors import InputError\n"
+        f"try:\n    open_run({str(run.path)!r}).table('maxima')\n"
+        "except InputError as e:\n    print(e); sys.exit(2)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "is a FIFO" in proc.stdout
 
 
-@pytest.mark.parametrize("argv", [
-    ["stats", "gev", "{f}"],
-    ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4"],
-    ["stats", "arrivals", "{f}"],
-    ["model", "pattern", "--machine-model", "bluewaters", "--messages", "{f}"],
-    ["model", "p2p", "--machine-model", "{f}", "--size", "8", "--locality", "intra-socket"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stats", "gev", "{f}"],
+        ["stats", "bootstrap", "{f}", "--target-ranks", "8", "--base-ranks", "4"],
+        ["stats", "arrivals", "{f}"],
+        ["model", "pattern", "--machine-model", "bluewaters", "--messages", "{f}"],
+        ["model", "p2p", "--machine-model", "{f}", "--size", "8", "--locality", "intra-socket"],
+    ],
+)
 def test_fifo_and_device_inputs_refused(tmp_path, argv):
     for name, target in (("in.csv", None), ("dev.csv", "/dev/zero")):
         f = tmp_path / name

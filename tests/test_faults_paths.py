@@ -36,8 +36,9 @@ def _assert_untouched(victim, dest_dir, planted):
     assert victim.read_text() == "untouched\n"
     for name in planted:
         assert (dest_dir / name).is_symlink()  # still the attacker's link, not followed
-    leftovers = [p.name for p in dest_dir.iterdir()
-                 if p.name.endswith(".tmp") and p.name not in planted]
+    leftovers = [
+        p.name for p in dest_dir.iterdir() if p.name.endswith(".tmp") and p.name not in planted
+    ]
     assert leftovers == []
 
 
@@ -84,8 +85,9 @@ def test_parquet_tables_ignore_planted_links_and_concurrent_writers(new_run, vic
     run = new_run("pingpong")
     planted = [".samples.parquet.tmp", f".samples.parquet.{os.getpid()}.tmp"]
     _plant(run.path, planted, victim)
-    frames = [pd.DataFrame({"size_bytes": [i] * 1000, "time_s": [float(i)] * 1000})
-              for i in range(8)]
+    frames = [
+        pd.DataFrame({"size_bytes": [i] * 1000, "time_s": [float(i)] * 1000}) for i in range(8)
+    ]
     errors = []
 
     def write(df):
@@ -128,12 +130,35 @@ def test_plot_ignores_planted_links(tmp_path, victim):
     dest = tmp_path / "dest"
     dest.mkdir()
     csv = tmp_path / "m.csv"
-    pd.DataFrame({"rank": [0, 1], "peer_locality": ["inter-node", "intra-socket"],
-                  "size_bytes": [8000, 100], "count": [10, 5]}).to_csv(csv, index=False)
+    pd.DataFrame(
+        {
+            "rank": [0, 1],
+            "peer_locality": ["inter-node", "intra-socket"],
+            "size_bytes": [8000, 100],
+            "count": [10, 5],
+        }
+    ).to_csv(csv, index=False)
     planted = [f".p.png.{os.getpid()}.tmp"]
     _plant(dest, planted, victim)
-    assert main(["model", "pattern", "--machine-model", "bluewaters", "--messages", str(csv),
-                 "--ppn", "16", "--hops", "2", "--plot", str(dest / "p.png")]) == 0
+    assert (
+        main(
+            [
+                "model",
+                "pattern",
+                "--machine-model",
+                "bluewaters",
+                "--messages",
+                str(csv),
+                "--ppn",
+                "16",
+                "--hops",
+                "2",
+                "--plot",
+                str(dest / "p.png"),
+            ]
+        )
+        == 0
+    )
     assert (dest / "p.png").read_bytes()[:4] == b"\x89PNG"
     _assert_untouched(victim, dest, planted)
 

@@ -21,10 +21,21 @@ from commscope.runs import open_run
 
 def kill_mid_sweep(runs, name, bench_argv, table, rows, sig=signal.SIGKILL):
     """Start ``commscope bench ...``, send ``sig`` once ``raw/<table>.csv`` has ``rows`` rows."""
-    argv = [sys.executable, "-m", "commscope", "bench", *bench_argv, "--quiet",
-            "--runs", str(runs), "--name", name]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "commscope",
+        "bench",
+        *bench_argv,
+        "--quiet",
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     path = runs / name / "raw" / f"{table}.csv"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -66,28 +77,67 @@ def each_point_once(df, key, values, unique, group, rows):
 @pytest.mark.mpi
 def test_hvpingpong_resumes_from_first_incomplete_count(default_mpi, runs_root, capsys):
     counts, iters = [1, 2, 4, 8, 16, 32, 64], 1000
-    path = kill_mid_sweep(runs_root, "hv", ["hvpingpong", "--counts", ",".join(map(str, counts)),
-                                            "-i", str(iters), "--sizes", "8"],
-                          "samples", 3 * 2 * iters)
-    run = interrupted_then_resumed(path, "hvpingpong", "message counts", capsys,
-                                   "n_messages", counts)
-    per = each_point_once(run.table("samples"), "n_messages", counts,
-                          ["n_messages", "order", "pair", "rep"], ["n_messages", "order"], iters)
+    path = kill_mid_sweep(
+        runs_root,
+        "hv",
+        ["hvpingpong", "--counts", ",".join(map(str, counts)), "-i", str(iters), "--sizes", "8"],
+        "samples",
+        3 * 2 * iters,
+    )
+    run = interrupted_then_resumed(
+        path, "hvpingpong", "message counts", capsys, "n_messages", counts
+    )
+    per = each_point_once(
+        run.table("samples"),
+        "n_messages",
+        counts,
+        ["n_messages", "order", "pair", "rep"],
+        ["n_messages", "order"],
+        iters,
+    )
     assert len(per) == 14
 
 
 @pytest.mark.mpi
 def test_partitioned_resumes_with_the_same_draws(default_mpi, runs_root, capsys):
     sizes, runs = [64 << 10, 128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20], 15
-    argv = ["partitioned", "--threads", "2", "--compute", "0.002", "--runs-per-size", str(runs),
-            "--sizes", ",".join(map(str, sizes))]
+    argv = [
+        "partitioned",
+        "--threads",
+        "2",
+        "--compute",
+        "0.002",
+        "--runs-per-size",
+        str(runs),
+        "--sizes",
+        ",".join(map(str, sizes)),
+    ]
     path = kill_mid_sweep(runs_root, "part", argv, "samples", 2 * 3 * runs)
     run = interrupted_then_resumed(path, "partitioned", "sizes", capsys, "size_bytes", sizes)
-    each_point_once(run.table("samples"), "size_bytes", sizes, ["method", "size_bytes", "run"],
-                    ["method", "size_bytes"], runs)
+    each_point_once(
+        run.table("samples"),
+        "size_bytes",
+        sizes,
+        ["method", "size_bytes", "run"],
+        ["method", "size_bytes"],
+        runs,
+    )
     # a resumed size draws the thread times the uninterrupted sweep would have drawn
-    assert main(["bench", "partitioned", *argv[1:], "--quiet", "--runs", str(runs_root),
-                 "--name", "whole"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "partitioned",
+                *argv[1:],
+                "--quiet",
+                "--runs",
+                str(runs_root),
+                "--name",
+                "whole",
+            ]
+        )
+        == 0
+    )
     key = ["method", "size_bytes", "run", "thread"]
     resumed = run.table("compute").sort_values(key).reset_index(drop=True)
     whole = open_run(runs_root / "whole").table("compute").sort_values(key).reset_index(drop=True)
@@ -99,9 +149,13 @@ def test_multirate_resumes_and_derives_rates(default_mpi, runs_root, capsys):
     threads, reps = [1, 2, 3, 4], 4
     # killed once the first thread count is on disk: the job that outlives commscope
     # for a moment (its guard then stops it) has three more to go, ~1 s each
-    path = kill_mid_sweep(runs_root, "mr", ["multirate", "--threads", ",".join(map(str, threads)),
-                                            "--reps", str(reps), "-i", "500"],
-                          "reps", 2 * reps)
+    path = kill_mid_sweep(
+        runs_root,
+        "mr",
+        ["multirate", "--threads", ",".join(map(str, threads)), "--reps", str(reps), "-i", "500"],
+        "reps",
+        2 * reps,
+    )
     run = interrupted_then_resumed(path, "multirate", "thread counts", capsys, "threads", threads)
     df = run.table("reps")
     each_point_once(df, "threads", threads, ["threads", "mode", "rep"], ["threads", "mode"], reps)
@@ -116,8 +170,21 @@ def test_mtmatch_resumes_from_first_incomplete_configuration(default_mpi, runs_r
     # long warm-ups (not recorded) keep every configuration busy for a while (~0.5 s on a
     # quiet 2-core machine), so the kill lands between the first and the last, and the job
     # cannot finish all 16 in the moment it outlives commscope (8 once did, in CI)
-    argv = ["mtmatch", "--points", "naive", "--k", "8", "--sweep", ",".join(["2"] * configs),
-            "--trials", str(trials), "--warmup", "4000", "-s", "64K"]
+    argv = [
+        "mtmatch",
+        "--points",
+        "naive",
+        "--k",
+        "8",
+        "--sweep",
+        ",".join(["2"] * configs),
+        "--trials",
+        str(trials),
+        "--warmup",
+        "4000",
+        "-s",
+        "64K",
+    ]
     path = kill_mid_sweep(runs_root, "mt", argv, "trials", trials, sig=signal.SIGTERM)
     stopped = open_run(path, warn=False)
     assert stopped.meta["interrupted"]["signal"] == "SIGTERM"
@@ -131,32 +198,59 @@ def test_mtmatch_resumes_from_first_incomplete_configuration(default_mpi, runs_r
     assert f"{path}/plan.csv: missing" in capsys.readouterr().err
     (path / "plan.kept").rename(path / "plan.csv")
     assert {f: f.read_bytes() for f in path.rglob("*") if f.is_file()} == files
-    run = interrupted_then_resumed(path, "mtmatch", "configurations", capsys, "config",
-                                   list(range(configs)))
+    run = interrupted_then_resumed(
+        path, "mtmatch", "configurations", capsys, "config", list(range(configs))
+    )
     trials_df, order = run.table("trials"), run.table("order")
     assert len(trials_df) == trials * configs
-    each_point_once(trials_df, "config", list(range(configs)), ["config", "trial"], ["config"],
-                    trials)
-    each_point_once(order, "config", list(range(configs)), ["config", "trial", "tag"],
-                    ["config"], messages * trials)
+    each_point_once(
+        trials_df, "config", list(range(configs)), ["config", "trial"], ["config"], trials
+    )
+    each_point_once(
+        order,
+        "config",
+        list(range(configs)),
+        ["config", "trial", "tag"],
+        ["config"],
+        messages * trials,
+    )
     assert trials_df["avg_search_depth"].notna().all()  # derived after the resume too
     assert trials_df["max_search_depth"].notna().all()
     # the configurations measured before the kill are untouched
-    for table, df, cols in (("trials", trials_df, ["config", "trial", "drain_time_s"]),
-                            ("order", order, ["config", "trial", "tag", "post_seq", "send_seq"])):
-        before, after = (d[d["config"] < done][cols].sort_values(cols).reset_index(drop=True)
-                         for d in (kept[table], df))
+    for table, df, cols in (
+        ("trials", trials_df, ["config", "trial", "drain_time_s"]),
+        ("order", order, ["config", "trial", "tag", "post_seq", "send_seq"]),
+    ):
+        before, after = (
+            d[d["config"] < done][cols].sort_values(cols).reset_index(drop=True)
+            for d in (kept[table], df)
+        )
         assert len(before) and after.equals(before)
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("bench, argv, table, rows, unit", [
-    ("bsp", ["-w", "ftq", "-k", "400", "--compute", "0.005", "--sd", "0"], "maxima", 30,
-     "intervals"),
-    ("threads", ["-i", "40", "-t", "6", "--compute", "0.002"], "compute", 2 * 2 * 40,
-     "iterations")])
-def test_non_sweeps_say_how_far_and_refuse_resume(default_mpi, runs_root, capsys,
-                                                   bench, argv, table, rows, unit):
+@pytest.mark.parametrize(
+    "bench, argv, table, rows, unit",
+    [
+        (
+            "bsp",
+            ["-w", "ftq", "-k", "400", "--compute", "0.005", "--sd", "0"],
+            "maxima",
+            30,
+            "intervals",
+        ),
+        (
+            "threads",
+            ["-i", "40", "-t", "6", "--compute", "0.002"],
+            "compute",
+            2 * 2 * 40,
+            "iterations",
+        ),
+    ],
+)
+def test_non_sweeps_say_how_far_and_refuse_resume(
+    default_mpi, runs_root, capsys, bench, argv, table, rows, unit
+):
     path = kill_mid_sweep(runs_root, bench, [bench, *argv], table, rows)
     run = open_run(path)
     done, planned, got = run.progress()

@@ -21,10 +21,24 @@ PARAMS = ["-m", "1:1M", "-i", "4000", "-I", "1000"]
 
 
 def _killed_after_first_sizes(runs, name, sig=signal.SIGKILL, mpi="openmpi"):
-    argv = [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi", mpi, *PARAMS,
-            "--quiet", "--runs", str(runs), "--name", name]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "commscope",
+        "bench",
+        "pingpong",
+        "--mpi",
+        mpi,
+        *PARAMS,
+        "--quiet",
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     samples = runs / name / "raw" / "samples.csv"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # 3 sizes written: 1, 2, 4 bytes done
@@ -39,6 +53,7 @@ def _killed_after_first_sizes(runs, name, sig=signal.SIGKILL, mpi="openmpi"):
 def _until_quiet(path, still_s=1.0, limit_s=30):
     """Wait until nothing writes ``path`` any more (the killed commscope's ranks are gone)."""
     import time
+
     last, since, end = None, time.monotonic(), time.monotonic() + limit_s
     while time.monotonic() < end:
         size = path.stat().st_size if path.exists() else -1
@@ -78,7 +93,7 @@ def test_killed_run_reads_as_interrupted_and_resumes(default_mpi, runs_root, cap
     assert len(counts) == 21
     assert all(counts[s] == (4000 if s <= 8192 else 1000) for s in counts.index)
     resumed = run.meta["resumed"]
-    assert len(resumed) == 1 and resumed[0]["from"]["size_bytes"] == 2 ** done
+    assert len(resumed) == 1 and resumed[0]["from"]["size_bytes"] == 2**done
     assert run.meta["parameters"]["iters"] == 4000
 
     # a complete run is not resumed again
@@ -124,10 +139,20 @@ def test_resume_refuses_what_it_cannot_resume(new_run, capsys):
 @pytest.mark.mpi
 def test_study_resume_keeps_complete_runs(default_mpi, tmp_path):
     out = tmp_path / "study"
-    argv = [sys.executable, "-m", "commscope", "study", "--quick", "--only", "pingpong",
-            "--output", str(out)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "commscope",
+        "study",
+        "--quick",
+        "--only",
+        "pingpong",
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     second = out / "runs" / "pingpong-2pairs" / "raw" / "samples.csv"
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not (second.exists() and second.stat().st_size):
@@ -151,6 +176,7 @@ def test_an_unreaped_writer_counts_as_gone():
     import subprocess
     import time as _time
     from commscope.runs import process_alive, process_start_ticks
+
     child = subprocess.Popen(["true"])
     start = process_start_ticks(child.pid)
     deadline = _time.monotonic() + 10

@@ -17,8 +17,6 @@ from commscope.runs import open_run
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL)
 
 
-
-
 @pytest.mark.mpi
 @pytest.mark.parametrize("which", ["openmpi", "mpich"])
 def test_random_kills_leave_no_process(which, tmp_path, request):
@@ -29,8 +27,9 @@ def test_random_kills_leave_no_process(which, tmp_path, request):
         runs = tmp_path / f"runs{i}"
         running = i >= len(SIGNALS)  # first round: any moment; second: ranks running
         delay = rng.uniform(0, 1.5) if running else rng.uniform(0.3, 3.0)
-        trial = kill_at(long_pingpong_argv(which, runs), str(runs), sig, delay,
-                        after_ranks_start=running)
+        trial = kill_at(
+            long_pingpong_argv(which, runs), str(runs), sig, delay, after_ranks_start=running
+        )
         trials.append(trial)
         assert trial.survivors == 0, trial
         if sig != signal.SIGKILL and not (runs / "pp").exists():
@@ -47,4 +46,4 @@ def test_random_kills_leave_no_process(which, tmp_path, request):
             if (runs / "pp" / "meta.json").exists():
                 # the reader sees through the stale "running"
                 assert open_run(runs / "pp").status in ("interrupted", "complete")
-    assert all(t.job_started for t in trials[len(SIGNALS):])
+    assert all(t.job_started for t in trials[len(SIGNALS) :])

@@ -25,13 +25,20 @@ LIMIT_S = 90  # a report of a damaged profile run takes up to 30 s on a loaded m
 
 
 def _explain(cases):
-    return "\n".join(f"{c.command} on {c.mutant}: {c.outcome}: {c.signature or c.detail}"
-                     for c in cases if c.outcome not in fuzzkit.GOOD)
+    return "\n".join(
+        f"{c.command} on {c.mutant}: {c.outcome}: {c.signature or c.detail}"
+        for c in cases
+        if c.outcome not in fuzzkit.GOOD
+    )
 
 
-@settings(max_examples=MUTANTS, deadline=None, derandomize=True,
-          phases=[Phase.explicit, Phase.generate],  # no shrinking: a case says what it did
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=MUTANTS,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: a case says what it did
+    suppress_health_check=list(HealthCheck),
+)
 @given(data=st.data())
 def test_damaged_runs_exit_0_or_2_naming_the_file(fuzz_originals, tmp_path_factory, data):
     work = tmp_path_factory.mktemp("mutant")
@@ -50,27 +57,33 @@ class Scripted(fuzzkit.Draw):
     def choice(self, options, label=None):
         want = self.answers[label]
         options = list(options)
-        return next(o for o in options if want == o or (hasattr(o, "name") and
-                                                          str(o).endswith(str(want))))
+        return next(
+            o for o in options if want == o or (hasattr(o, "name") and str(o).endswith(str(want)))
+        )
 
 
 @pytest.mark.parametrize("victim", ["raw/trace.0.1.bin", "peers.parquet", "raw/summary.json"])
 @pytest.mark.parametrize("special", ["fifo", "fifo elsewhere", "/dev/zero"])
-def test_pipes_and_devices_are_refused_by_name_never_read(fuzz_originals, tmp_path, victim,
-                                                         special):
+def test_pipes_and_devices_are_refused_by_name_never_read(
+    fuzz_originals, tmp_path, victim, special
+):
     """model matching hung on a trace file that was a named pipe (issue 25)."""
     d = Scripted(kind="profile", mutation="file", file=victim, how="special", special=special)
     mutant = fuzzkit.draw_mutant(d, fuzz_originals, tmp_path)
     cases = fuzzkit.run_mutant(mutant, limit_s=LIMIT_S)
     assert len(cases) >= 8
-    assert all(c.outcome == "exit 2 naming" for c in cases), _explain(cases) or \
-        [(c.command, c.outcome, c.detail) for c in cases]
+    assert all(c.outcome == "exit 2 naming" for c in cases), _explain(cases) or [
+        (c.command, c.outcome, c.detail) for c in cases
+    ]
 
 
 def test_the_runner_kills_a_command_over_its_time_limit(fuzz_originals, tmp_path):
     """A hang fails the case: the child (and its process group) is killed at the limit."""
-    r = fuzzkit.run_forked(["report", str(fuzz_originals["profile"]), "-o",
-                            str(tmp_path / "r.html")], tmp_path, limit_s=0.2)
+    r = fuzzkit.run_forked(
+        ["report", str(fuzz_originals["profile"]), "-o", str(tmp_path / "r.html")],
+        tmp_path,
+        limit_s=0.2,
+    )
     assert r.status is None and r.seconds < 10
 
 
@@ -80,10 +93,14 @@ def test_forked_and_real_entry_point_agree(fuzz_originals, tmp_path):
         results = []
         for runner, where in ((fuzzkit.run_forked, "f"), (fuzzkit.run_subprocess, "s")):
             mutant = fuzzkit.draw_mutant(fuzzkit.Draw(seed), fuzz_originals, tmp_path / where)
-            mutant.commands = [c for c in mutant.commands if c[0] != "report"][:2] or \
-                mutant.commands[:1]
-            results.append([(c.command, c.outcome, c.detail.replace(str(tmp_path / where), ""))
-                            for c in fuzzkit.run_mutant(mutant, runner=runner, limit_s=LIMIT_S)])
+            mutant.commands = [c for c in mutant.commands if c[0] != "report"][
+                :2
+            ] or mutant.commands[:1]
+            results.append(
+                [
+                    (c.command, c.outcome, c.detail.replace(str(tmp_path / where), ""))
+                    for c in fuzzkit.run_mutant(mutant, runner=runner, limit_s=LIMIT_S)
+                ]
+            )
             shutil.rmtree(tmp_path / where)
         assert results[0] == results[1]
-

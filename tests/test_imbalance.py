@@ -17,16 +17,22 @@ GPU = Path(__file__).resolve().parent / "data" / "gpu"
 
 
 def test_thread_efficiency_and_hierarchical_form():
-    th = pd.DataFrame({"rank": [0, 0, 0, 1, 1, 1], "thread": [0, 1, 2, 0, 1, 2],
-                       "region": "r", "instance": 1,
-                       "compute_time_s": [1.0, 2.0, 3.0, 2.0, 2.0, 2.0]})
+    th = pd.DataFrame(
+        {
+            "rank": [0, 0, 0, 1, 1, 1],
+            "thread": [0, 1, 2, 0, 1, 2],
+            "region": "r",
+            "instance": 1,
+            "compute_time_s": [1.0, 2.0, 3.0, 2.0, 2.0, 2.0],
+        }
+    )
     per = im.thread_imbalance(th).set_index("rank")
     assert per.loc[0, "efficiency"] == pytest.approx(2 / 3)
     assert per.loc[0, "thread_imbalance_pct"] == pytest.approx(50.0)
     assert per.loc[1, "efficiency"] == 1.0 and per.loc[1, "thread_imbalance_pct"] == 0.0
     loads = pd.DataFrame({"rank": [0, 1], "load_s": [15.0, 10.0]})
     rows, summary = im.hierarchical_imbalance(loads, per.reset_index())
-    assert summary["process_imbalance_pct"] == pytest.approx(20.0)     # (15 - 12.5) / 12.5
+    assert summary["process_imbalance_pct"] == pytest.approx(20.0)  # (15 - 12.5) / 12.5
     assert rows["adjusted_load_s"].tolist() == pytest.approx([10.0, 10.0])
     assert summary["adjusted_imbalance_pct"] == pytest.approx(0.0)
     reg = im.region_process_imbalance(th).iloc[0]
@@ -73,10 +79,36 @@ def test_imbalance_of_a_profiled_hybrid_run(tmp_path, default_mpi, capsys):
     need_ompt_runtime()
     prog = mpimod.binary(default_mpi, "threads")
     runs = tmp_path / "runs"
-    assert cli_main(["profile", "--counters", "all", "--ompt", "--threads", "2",
-                     "-n", "2", "--runs", str(runs), "--quiet", "--", str(prog), "-n", "10",
-                     "--compute", "sleep", "--work", "2e-3", "--laggard-prob", "0.3",
-                     "--laggard-extra", "3e-3"]) == 0
+    assert (
+        cli_main(
+            [
+                "profile",
+                "--counters",
+                "all",
+                "--ompt",
+                "--threads",
+                "2",
+                "-n",
+                "2",
+                "--runs",
+                str(runs),
+                "--quiet",
+                "--",
+                str(prog),
+                "-n",
+                "10",
+                "--compute",
+                "sleep",
+                "--work",
+                "2e-3",
+                "--laggard-prob",
+                "0.3",
+                "--laggard-extra",
+                "3e-3",
+            ]
+        )
+        == 0
+    )
     run_dir = next(runs.iterdir())
     capsys.readouterr()
     assert cli_main(["stats", "imbalance", str(run_dir), "--by-region", "--json"]) == 0

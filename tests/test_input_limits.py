@@ -23,16 +23,75 @@ def _run(capsys, argv):
     return status, err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["model", "p2p", "--machine-model", "bluewaters", "--sizes", str(2 ** 64),
-      "--locality", "inter-node"], "--sizes"),
-    (["model", "p2p", "--machine-model", "bluewaters", "--sizes", "1:16EB",
-      "--locality", "inter-node"], "--sizes"),
-    (["model", "partitioned", "--latency", "1e-6", "--bandwidth", "1e9", "--threads", "2",
-      "--compute", "0.01", "--sigma", "0.001", "--sizes", "1e23"], "--sizes"),
-    (["model", "partitioned", "--latency", "1e-6", "--bandwidth", "1e9", "--threads", "2",
-      "--compute", "0.01", "--sigma", "0.001", "--sizes", str(2 ** 63)], "larger than 2^63"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (
+            [
+                "model",
+                "p2p",
+                "--machine-model",
+                "bluewaters",
+                "--sizes",
+                str(2**64),
+                "--locality",
+                "inter-node",
+            ],
+            "--sizes",
+        ),
+        (
+            [
+                "model",
+                "p2p",
+                "--machine-model",
+                "bluewaters",
+                "--sizes",
+                "1:16EB",
+                "--locality",
+                "inter-node",
+            ],
+            "--sizes",
+        ),
+        (
+            [
+                "model",
+                "partitioned",
+                "--latency",
+                "1e-6",
+                "--bandwidth",
+                "1e9",
+                "--threads",
+                "2",
+                "--compute",
+                "0.01",
+                "--sigma",
+                "0.001",
+                "--sizes",
+                "1e23",
+            ],
+            "--sizes",
+        ),
+        (
+            [
+                "model",
+                "partitioned",
+                "--latency",
+                "1e-6",
+                "--bandwidth",
+                "1e9",
+                "--threads",
+                "2",
+                "--compute",
+                "0.01",
+                "--sigma",
+                "0.001",
+                "--sizes",
+                str(2**63),
+            ],
+            "larger than 2^63",
+        ),
+    ],
+)
 def test_sizes_beyond_int64_are_refused(capsys, argv, needle):
     status, err = _run(capsys, argv)
     assert status == 2 and needle in err
@@ -43,7 +102,7 @@ def test_an_output_outside_the_current_directory_needs_its_parent(tmp_path, caps
     status, err = _run(capsys, ["slurm", "-o", "/nonexistent-commscope/dir/s.sbatch"])
     assert status == 2 and "does not exist" in err and "/nonexistent-commscope/dir" in err
     assert not __import__("os").path.exists("/nonexistent-commscope")
-    status, err = _run(capsys, ["slurm", "-o", "new/sub/s.sbatch"])   # inside: created, said
+    status, err = _run(capsys, ["slurm", "-o", "new/sub/s.sbatch"])  # inside: created, said
     assert status == 0 and (tmp_path / "new/sub/s.sbatch").exists() and "created" in err
     (tmp_path / "plain").write_text("x")
     status, err = _run(capsys, ["slurm", "-o", "plain/s.sbatch"])
@@ -65,8 +124,19 @@ def test_a_program_that_is_not_an_mpicc_is_refused_before_building(capsys, runs_
 
 
 def test_a_directory_where_a_file_belongs(tmp_path, capsys):
-    status, err = _run(capsys, ["model", "p2p", "--machine-model", str(tmp_path), "--sizes", "1K",
-                                "--locality", "inter-node"])
+    status, err = _run(
+        capsys,
+        [
+            "model",
+            "p2p",
+            "--machine-model",
+            str(tmp_path),
+            "--sizes",
+            "1K",
+            "--locality",
+            "inter-node",
+        ],
+    )
     assert status == 2 and "is a directory" in err and "no such file" not in err
     status, err = _run(capsys, ["stats", "gev", str(tmp_path)])
     assert status == 2 and "is a directory" in err
@@ -82,24 +152,53 @@ def test_a_machine_model_without_the_locality_names_the_file_and_what_it_has(tmp
     one_node["breakpoints"].pop("inter-node", None)
     path = tmp_path / "one-node.json"
     path.write_text(json.dumps(one_node))
-    status, err = _run(capsys, ["model", "p2p", "--machine-model", str(path), "--sizes", "1K",
-                                "--locality", "inter-node"])
+    status, err = _run(
+        capsys,
+        ["model", "p2p", "--machine-model", str(path), "--sizes", "1K", "--locality", "inter-node"],
+    )
     assert status == 2 and str(path) in err and "intra-socket" in err
 
 
 def test_stats_read_bench_bsp_output_by_default(tmp_path, capsys):
     """The columns `bench bsp` writes (intervals.parquet, maxima.parquet) need no --column."""
-    rows = [dict(interval=i, rank=r, host="vm", interval_s=0.01 + 0.001 * ((i * 7 + r * 3) % 5))
-            for i in range(40) for r in range(2)]
+    rows = [
+        dict(interval=i, rank=r, host="vm", interval_s=0.01 + 0.001 * ((i * 7 + r * 3) % 5))
+        for i in range(40)
+        for r in range(2)
+    ]
     intervals = pd.DataFrame(rows)
     intervals.to_parquet(tmp_path / "intervals.parquet")
-    maxima = intervals.groupby("interval")["interval_s"].max().rename("max_interval_s").reset_index()
+    maxima = (
+        intervals.groupby("interval")["interval_s"].max().rename("max_interval_s").reset_index()
+    )
     maxima.to_parquet(tmp_path / "maxima.parquet")
     status, err = _run(capsys, ["stats", "gev", str(tmp_path / "maxima.parquet"), "--json"])
     assert status == 0, err
-    status, err = _run(capsys, ["stats", "bootstrap", str(tmp_path / "intervals.parquet"),
-                                "--target-ranks", "4", "--replicas", "200", "--seed", "1"])
+    status, err = _run(
+        capsys,
+        [
+            "stats",
+            "bootstrap",
+            str(tmp_path / "intervals.parquet"),
+            "--target-ranks",
+            "4",
+            "--replicas",
+            "200",
+            "--seed",
+            "1",
+        ],
+    )
     assert status == 0, err
-    status, err = _run(capsys, ["stats", "bootstrap", str(tmp_path / "intervals.parquet"),
-                                "--column", "nope", "--target-ranks", "4"])
+    status, err = _run(
+        capsys,
+        [
+            "stats",
+            "bootstrap",
+            str(tmp_path / "intervals.parquet"),
+            "--column",
+            "nope",
+            "--target-ranks",
+            "4",
+        ],
+    )
     assert status == 2 and "nope" in err

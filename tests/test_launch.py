@@ -76,10 +76,10 @@ def test_nonsense_parameters(ompi):
         plan_launch(ompi, 2, "prog", bind="sideways")
 
 
-
 def test_singleton_message_names_the_launcher(mpich, no_slurm):
     """The launcher is an absolute path; the message once named an empty one."""
     from commscope import srun_mpi
+
     plan = plan_launch(mpich, 2, "/abs/prog", ["-x"])
     problem = srun_mpi.singleton_problem(plan, "@singleton 1 2\n@singleton 1 2\n")
     assert "launched with `/y/mpiexec -n 2 -bind-to" in str(problem)
@@ -87,14 +87,19 @@ def test_singleton_message_names_the_launcher(mpich, no_slurm):
 
 # ---- --mpi PATH finds its own MPI's launcher ------------------------------------
 
-DEBIAN = {flavor: (f"/usr/bin/mpicc.{flavor}", f"/usr/bin/mpiexec.{flavor}")
-          for flavor in ("mpich", "openmpi")}
+DEBIAN = {
+    flavor: (f"/usr/bin/mpicc.{flavor}", f"/usr/bin/mpiexec.{flavor}")
+    for flavor in ("mpich", "openmpi")
+}
 
 
 def _needs_debian(*flavors):
     missing = [p for f in flavors for p in DEBIAN[f] if not os.path.exists(p)]
-    return needs(not missing, f"Debian's MPI is not installed here (no {', '.join(missing)}; "
-                              "scripts/setup.sh installs it as root)")
+    return needs(
+        not missing,
+        f"Debian's MPI is not installed here (no {', '.join(missing)}; "
+        "scripts/setup.sh installs it as root)",
+    )
 
 
 @_needs_debian("mpich")
@@ -106,8 +111,11 @@ def test_debian_mpicc_mpich_gets_mpiexec_mpich(tmp_path):
     (tmp_path / "mpicc").symlink_to("/usr/bin/mpicc.mpich")
     (tmp_path / "mpiexec").symlink_to("/bin/true")
     m = mpi.select_mpi(str(tmp_path / "mpicc"))
-    assert (m.mpicc, m.mpiexec, m.flavor) == (str(tmp_path / "mpicc"),
-                                              "/usr/bin/mpiexec.mpich", "mpich")
+    assert (m.mpicc, m.mpiexec, m.flavor) == (
+        str(tmp_path / "mpicc"),
+        "/usr/bin/mpiexec.mpich",
+        "mpich",
+    )
 
 
 @_needs_debian("openmpi")
@@ -128,6 +136,7 @@ def test_a_launcher_of_another_mpi_is_refused_naming_both(tmp_path):
     assert str(mpicc) in msg and str(tmp_path / "mpiexec") in msg
     assert "is MPICH" in msg and "Open MPI's" in msg and "/usr/bin/mpicc.mpich" in msg
 
+
 @pytest.mark.mpi
 def test_real_job_reports_exit_status_and_output(default_mpi):
     program = mpi.binary(default_mpi, "mpiinfo")
@@ -141,12 +150,14 @@ def test_each_job_keeps_the_launcher_s_session_files_in_a_directory_of_its_own(d
     """A SIGKILLed launcher leaves <TMPDIR>/ompi.<pid>; a later launcher with that pid could
     not start on it. Each job's directory is its own and is gone when the job is."""
     plan = launch.plan_launch(default_mpi, 2, "/bin/sh", ["-c", 'ls -d "$TMPDIR"/ompi.*'])
-    first, second = (launch.run_job(plan, echo=False, progress=False, timeout=120)
-                     for _ in range(2))
+    first, second = (
+        launch.run_job(plan, echo=False, progress=False, timeout=120) for _ in range(2)
+    )
     dirs = [os.path.dirname(r.stdout.split()[0]) for r in (first, second)]
     assert first.returncode == second.returncode == 0, first.stderr + second.stderr
-    assert dirs[0] != dirs[1] and all(os.path.basename(d).startswith("commscope-job-")
-                                      for d in dirs)
+    assert dirs[0] != dirs[1] and all(
+        os.path.basename(d).startswith("commscope-job-") for d in dirs
+    )
     assert not any(os.path.exists(d) for d in dirs)
 
 
@@ -162,6 +173,7 @@ def test_timeout_kills_the_job(default_mpi):
 def test_srun_gets_the_plugin_each_mpi_speaks(default_mpi, monkeypatch, mpich_mpi):
     """Open MPI: pmix; the mpich wheel (configured without PMIx, says mpichversion): pmi2."""
     from commscope import srun_mpi
+
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.delenv("SLURM_MPI_TYPE", raising=False)
     monkeypatch.setattr(srun_mpi, "srun_plugins", lambda: ("pmix", "none", "pmi2"))
@@ -185,11 +197,15 @@ def test_srun_gets_the_plugin_each_mpi_speaks(default_mpi, monkeypatch, mpich_mp
 def test_srun_without_the_needed_plugin_says_what_to_do(ompi, monkeypatch):
     from commscope import srun_mpi
     from commscope.errors import EnvironmentProblem
+
     monkeypatch.setenv("SLURM_JOB_ID", "42")
     monkeypatch.delenv("SLURM_MPI_TYPE", raising=False)
     monkeypatch.setattr(srun_mpi, "srun_plugins", lambda: ("none", "pmi2"))
-    with pytest.raises(EnvironmentProblem, match=r"needs srun --mpi=pmix .* offers only none, "
-                                                 r"pmi2 .*--launcher mpiexec"):
+    with pytest.raises(
+        EnvironmentProblem,
+        match=r"needs srun --mpi=pmix .* offers only none, "
+        r"pmi2 .*--launcher mpiexec",
+    ):
         plan_launch(ompi, 2, "prog")
 
 
@@ -199,6 +215,7 @@ def test_singleton_ranks_are_caught(default_mpi, mpich_mpi):
     """Open MPI programs started by MPICH's mpiexec come up as 1-rank jobs: they stop at
     once (exit 3, one @singleton line each) and commscope says why."""
     from commscope import srun_mpi
+
     program = mpi.binary(default_mpi, "pingpong")
     plan = launch.plan_launch(mpich_mpi, 2, program, ["-m", "1:1", "--out", "/nonexistent"])
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
@@ -214,6 +231,7 @@ def _in_a_terminal(argv, timeout=120):
     import pty
     import select
     import subprocess
+
     master, slave = pty.openpty()
     proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
     os.close(slave)
@@ -243,7 +261,7 @@ def _screen(text):
             lines.append("".join(line))
             line, col = [], 0
         else:
-            line[col:col + 1] = [token]
+            line[col : col + 1] = [token]
             col += 1
     return lines + ["".join(line)]
 
@@ -251,11 +269,25 @@ def _screen(text):
 @pytest.mark.mpi
 def test_the_progress_bar_never_shares_a_line_with_the_table(default_mpi, tmp_path):
     import sys
-    text = _in_a_terminal([sys.executable, "-m", "commscope", "bench", "pingpong", "-m", "1:4K",
-                           "-i", "2000", "--runs", str(tmp_path)])
+
+    text = _in_a_terminal(
+        [
+            sys.executable,
+            "-m",
+            "commscope",
+            "bench",
+            "pingpong",
+            "-m",
+            "1:4K",
+            "-i",
+            "2000",
+            "--runs",
+            str(tmp_path),
+        ]
+    )
     screen = _screen(text)
     rows = [line for line in screen if line[:1].isdigit()]
-    assert [int(r.split()[0]) for r in rows] == [2 ** i for i in range(13)], screen
+    assert [int(r.split()[0]) for r in rows] == [2**i for i in range(13)], screen
     assert any(line.startswith("pingpong [") for line in screen), screen  # the bar was drawn
     assert all("pingpong [" not in r for r in rows), screen
 
@@ -263,9 +295,26 @@ def test_the_progress_bar_never_shares_a_line_with_the_table(default_mpi, tmp_pa
 @pytest.mark.mpi
 def test_a_stopped_job_leaves_no_half_bar_before_the_message(default_mpi, tmp_path):
     import sys
-    text = _in_a_terminal([sys.executable, "-m", "commscope", "bench", "pingpong", "-m",
-                           "1:4M", "-i", "100000", "-I", "10000", "--timeout", "2",
-                           "--runs", str(tmp_path)])
+
+    text = _in_a_terminal(
+        [
+            sys.executable,
+            "-m",
+            "commscope",
+            "bench",
+            "pingpong",
+            "-m",
+            "1:4M",
+            "-i",
+            "100000",
+            "-I",
+            "10000",
+            "--timeout",
+            "2",
+            "--runs",
+            str(tmp_path),
+        ]
+    )
     screen = _screen(text)
     error = [line for line in screen if "exited with status" in line]  # the timeout's message
     assert error and all(line.startswith("commscope:") for line in error), screen

@@ -9,8 +9,13 @@ import pytest
 
 from commscope.cli import build_parser, main
 from commscope.errors import InputError
-from commscope.models.machine_model import (DEFAULT_FILE, LEGACY_SCHEMA, SCHEMA,
-                                            bluewaters_machine_model, load_machine_model)
+from commscope.models.machine_model import (
+    DEFAULT_FILE,
+    LEGACY_SCHEMA,
+    SCHEMA,
+    bluewaters_machine_model,
+    load_machine_model,
+)
 from commscope.runs import Run
 
 OPTION_WARNING = "commscope: warning: --profile is deprecated: use --machine-model"
@@ -29,12 +34,28 @@ def _warnings(err):
     return [line for line in err.splitlines() if line.startswith("commscope: warning:")]
 
 
-@pytest.mark.parametrize("argv", [
-    P2P,
-    ["model", "pattern", "--messages", "{pattern}", "--json"],
-    ["model", "partitioned", "--locality", "inter-node", "--threads", "4", "--compute", "0.01",
-     "--variability", "0.1", "--sizes", "1MiB", "--json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        P2P,
+        ["model", "pattern", "--messages", "{pattern}", "--json"],
+        [
+            "model",
+            "partitioned",
+            "--locality",
+            "inter-node",
+            "--threads",
+            "4",
+            "--compute",
+            "0.01",
+            "--variability",
+            "0.1",
+            "--sizes",
+            "1MiB",
+            "--json",
+        ],
+    ],
+)
 def test_the_old_option_gives_the_same_result_and_one_warning(argv, tmp_path, capsys):
     pattern = tmp_path / "pattern.csv"
     pattern.write_text("rank,peer_locality,size_bytes,count\n0,inter-node,1024,4\n")
@@ -98,16 +119,18 @@ def test_report_takes_the_old_option_and_file(tmp_path, runs_root, capsys):
     (run.raw_dir / "samples.csv").write_text("size_bytes,time_s\n1,1e-6\n")
     run.finish()
     out = tmp_path / "r.html"
-    assert main(["report", str(run.path), "--profile", str(_old_file(tmp_path)), "-o",
-                 str(out)]) == 0
+    assert (
+        main(["report", str(run.path), "--profile", str(_old_file(tmp_path)), "-o", str(out)]) == 0
+    )
     assert out.exists()
     assert len(_warnings(capsys.readouterr().err)) == 2
 
 
 def test_an_old_file_with_another_schema_is_still_refused(tmp_path):
     path = tmp_path / "m.json"
-    path.write_text(json.dumps(dict(bluewaters_machine_model().to_dict(),
-                                    schema="commscope.machine-thing")))
+    path.write_text(
+        json.dumps(dict(bluewaters_machine_model().to_dict(), schema="commscope.machine-thing"))
+    )
     with pytest.raises(InputError) as exc:
         load_machine_model(path)
     assert exc.value.field == "schema"

@@ -8,21 +8,33 @@ import pandas as pd
 import pytest
 
 from commscope.errors import InputError
-from commscope.models.fitting import (MAX_MEDIAN_REL_ERROR, MIN_SIZES_PER_SEGMENT,
-                                      breakpoint_contradictions, compare_breakpoints,
-                                      find_protocol_breakpoints, fit_gamma, fit_maxrate,
-                                      fit_postal, fit_machine_model, fit_protocol,
-                                      protocol_switches)
+from commscope.models.fitting import (
+    MAX_MEDIAN_REL_ERROR,
+    MIN_SIZES_PER_SEGMENT,
+    breakpoint_contradictions,
+    compare_breakpoints,
+    find_protocol_breakpoints,
+    fit_gamma,
+    fit_maxrate,
+    fit_postal,
+    fit_machine_model,
+    fit_protocol,
+    protocol_switches,
+)
 from commscope.models.p2p import hvpingpong_time, node_aware_time
-from commscope.models.machine_model import (bluewaters_machine_model, load_machine_model,
-                                            machine_model_from_dict, save_machine_model)
+from commscope.models.machine_model import (
+    bluewaters_machine_model,
+    load_machine_model,
+    machine_model_from_dict,
+    save_machine_model,
+)
 
-SIZES = 2 ** np.arange(0, 23)          # 1 B .. 4 MiB: times span about four decades
+SIZES = 2 ** np.arange(0, 23)  # 1 B .. 4 MiB: times span about four decades
 
 # locality -> ([(alpha_s, Rb_Bps) per protocol segment], breakpoints, R_N of rendezvous)
 TRUE = {
     "intra-socket": ([(3e-7, 2e9), (8e-7, 3e9), (4e-6, 8e9)], (512, 16384), math.inf),
-    "intra-node": ([(1e-6, 1e9), (5e-6, 5e9)], (4096,), math.inf),      # alias of cross-socket
+    "intra-node": ([(1e-6, 1e9), (5e-6, 5e9)], (4096,), math.inf),  # alias of cross-socket
     "inter-node": ([(2.3e-6, 1.3e9), (7.0e-6, 7.5e8), (3.0e-6, 2.9e9)], (256, 8192), 6.6e9),
 }
 
@@ -32,7 +44,7 @@ def true_time(loc, s, pairs=1):
     k = sum(s > b for b in bps)
     alpha, rb = segs[k]
     r_n = r_n if k == len(segs) - 1 else math.inf
-    return alpha + pairs * s / min(r_n, pairs * rb)          # eq. 2
+    return alpha + pairs * s / min(r_n, pairs * rb)  # eq. 2
 
 
 def pingpong(seed, reps=8, noise=0.02, pairs=(1, 2, 4, 8)):
@@ -41,13 +53,14 @@ def pingpong(seed, reps=8, noise=0.02, pairs=(1, 2, 4, 8)):
     rows = []
     for loc in TRUE:
         for s in SIZES:
-            for k in (pairs if loc == "inter-node" else (1,)):
+            for k in pairs if loc == "inter-node" else (1,):
                 t = true_time(loc, s, k)
                 rows += [(loc, k, int(s), t * rng.lognormal(0, noise)) for _ in range(reps)]
     return pd.DataFrame(rows, columns=["locality", "pairs", "size_bytes", "time_s"])
 
 
 # ------------------------------------------------------------------ postal
+
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fit_postal_recovers_alpha_beta(seed):
@@ -82,6 +95,7 @@ def test_relative_weighting_keeps_small_sizes():
 
 # ------------------------------------------------------------------ breakpoints
 
+
 @pytest.mark.parametrize("seed", range(5))
 def test_breakpoints_found_at_protocol_switches(seed):
     df = pingpong(seed, pairs=(1,))
@@ -110,20 +124,25 @@ def test_breakpoints_without_repetitions_use_bic():
 
 # ------------------------------------------------------------------ max-rate
 
+
 def test_fit_maxrate_recovers_injection_limit():
     df = pingpong(1)
     fit = fit_maxrate(df[df["locality"] == "inter-node"])
-    assert fit.min_size_bytes == 16384                        # rendezvous segment found
+    assert fit.min_size_bytes == 16384  # rendezvous segment found
     assert fit.Rb_Bps == pytest.approx(2.9e9, rel=0.03)
     assert fit.R_N_Bps == pytest.approx(6.6e9, rel=0.03)
-    assert fit.limited_pairs == [4, 8]                        # 2 * 2.9e9 = 5.8e9 < R_N
+    assert fit.limited_pairs == [4, 8]  # 2 * 2.9e9 = 5.8e9 < R_N
     assert fit.node_rate_Bps_by_pairs[2] == pytest.approx(2 * 2.9e9, rel=0.03)
 
 
 def test_fit_maxrate_without_limit_gives_inf():
     rng = np.random.default_rng(7)
-    rows = [(k, int(s), (3e-6 + s / 2.9e9) * rng.lognormal(0, 0.02))
-            for s in SIZES[14:] for k in (1, 4, 16) for _ in range(6)]
+    rows = [
+        (k, int(s), (3e-6 + s / 2.9e9) * rng.lognormal(0, 0.02))
+        for s in SIZES[14:]
+        for k in (1, 4, 16)
+        for _ in range(6)
+    ]
     df = pd.DataFrame(rows, columns=["pairs", "size_bytes", "time_s"])
     fit = fit_maxrate(df, min_size_bytes=16384)
     assert math.isinf(fit.R_N_Bps) and fit.limited_pairs == []
@@ -131,10 +150,12 @@ def test_fit_maxrate_without_limit_gives_inf():
 
 # ------------------------------------------------------------------ whole machine model
 
+
 def test_fit_machine_model_recovers_every_locality(tmp_path):
     df = pingpong(2)
-    machine_model = fit_machine_model(df, mpi_eager_limits={"btl_sm_eager_limit": 4096},
-                       machine={"host": "synthetic"})
+    machine_model = fit_machine_model(
+        df, mpi_eager_limits={"btl_sm_eager_limit": 4096}, machine={"host": "synthetic"}
+    )
     names = {3: ("short", "eager", "rendezvous"), 2: ("eager", "rendezvous")}
     for loc, (segs, bps, _) in TRUE.items():
         canon = "cross-socket" if loc == "intra-node" else loc
@@ -148,10 +169,14 @@ def test_fit_machine_model_recovers_every_locality(tmp_path):
             assert p.fit.n_samples > 0 and p.fit.max_rel_error < 0.05
         # the fitted machine model predicts the noiseless times at every size
         for s in SIZES:
-            assert node_aware_time(machine_model, s, canon) == pytest.approx(true_time(loc, s), rel=0.03)
-    assert machine_model.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(6.6e9, rel=0.03)
+            assert node_aware_time(machine_model, s, canon) == pytest.approx(
+                true_time(loc, s), rel=0.03
+            )
+    assert machine_model.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(
+        6.6e9, rel=0.03
+    )
     assert math.isinf(machine_model.params[("rendezvous", "intra-socket")].R_N_Bps)
-    assert ("short", "cross-socket") not in machine_model.params      # two regimes: eager + rendezvous
+    assert ("short", "cross-socket") not in machine_model.params  # two regimes: eager + rendezvous
     assert machine_model.protocol_of(1, "cross-socket") == "eager"
     table = compare_breakpoints(machine_model).set_index("locality")
     assert table.loc["cross-socket", "eager_max_bytes"] == 4096
@@ -169,6 +194,7 @@ def test_fit_machine_model_without_pairs_column_and_with_hvpp():
 
 
 # ------------------------------------------------------------------ queue search
+
 
 def hvpp_samples(seed, gamma, reps=5, noise=0.03, search="upper"):
     """HighVolumePingPong samples from the model with a known gamma, noisy."""
@@ -202,7 +228,7 @@ def test_fit_gamma_triangular_form():
 
 def test_fit_gamma_robust_to_outlier_repetitions():
     df = hvpp_samples(5, gamma=8.4e-9)
-    spoil = df.sample(frac=0.1, random_state=0).index     # 10% of repetitions 5x slower
+    spoil = df.sample(frac=0.1, random_state=0).index  # 10% of repetitions 5x slower
     df.loc[spoil, "time_s"] *= 5
     assert fit_gamma(df).gamma_s == pytest.approx(8.4e-9, rel=0.1)
 
@@ -212,17 +238,20 @@ def test_fit_gamma_robust_to_outlier_repetitions():
 GOOD = pingpong(0, reps=3, pairs=(1,))
 
 
-@pytest.mark.parametrize("df", [
-    GOOD.iloc[0:0],
-    GOOD.drop(columns="time_s"),
-    GOOD.drop(columns="locality"),
-    GOOD.assign(time_s=0.0),
-    GOOD.assign(time_s=-GOOD["time_s"]),
-    GOOD.assign(size_bytes="big"),
-    GOOD.assign(locality="moon"),
-    GOOD.assign(pairs=2),          # no single-pair samples
-    GOOD.assign(pairs=0),
-])
+@pytest.mark.parametrize(
+    "df",
+    [
+        GOOD.iloc[0:0],
+        GOOD.drop(columns="time_s"),
+        GOOD.drop(columns="locality"),
+        GOOD.assign(time_s=0.0),
+        GOOD.assign(time_s=-GOOD["time_s"]),
+        GOOD.assign(size_bytes="big"),
+        GOOD.assign(locality="moon"),
+        GOOD.assign(pairs=2),  # no single-pair samples
+        GOOD.assign(pairs=0),
+    ],
+)
 def test_fit_machine_model_bad_input(df):
     with pytest.raises(InputError):
         fit_machine_model(df)
@@ -232,27 +261,30 @@ def test_fit_functions_bad_input():
     with pytest.raises(InputError):
         fit_postal([], [])
     with pytest.raises(InputError):
-        fit_postal([8, 8, 8], [1e-6, 1e-6, 1e-6])        # one distinct size
+        fit_postal([8, 8, 8], [1e-6, 1e-6, 1e-6])  # one distinct size
     with pytest.raises(InputError):
         fit_postal([1, 2], [1e-6, 0.0])
     with pytest.raises(InputError):
         fit_postal([1, 2, 3], [1e-6, 2e-6])
     with pytest.raises(InputError):
-        find_protocol_breakpoints([1, 2], [1e-6, 2e-6])   # fewer than 3 sizes
+        find_protocol_breakpoints([1, 2], [1e-6, 2e-6])  # fewer than 3 sizes
     with pytest.raises(InputError):
         fit_maxrate(GOOD.assign(pairs=4))
     with pytest.raises(InputError):
         fit_maxrate(GOOD.drop(columns="pairs"))
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.iloc[0:0],
-    lambda d: d.drop(columns="order"),
-    lambda d: d[d["order"] == "ordered"],
-    lambda d: d.assign(order="sideways"),
-    lambda d: d.assign(time_s=0.0),
-    lambda d: d[d["n_messages"] == 1],
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.iloc[0:0],
+        lambda d: d.drop(columns="order"),
+        lambda d: d[d["order"] == "ordered"],
+        lambda d: d.assign(order="sideways"),
+        lambda d: d.assign(time_s=0.0),
+        lambda d: d[d["n_messages"] == 1],
+    ],
+)
 def test_fit_gamma_bad_input(mutate):
     with pytest.raises(InputError):
         fit_gamma(mutate(hvpp_samples(0, gamma=8.4e-9, reps=2)))
@@ -274,7 +306,9 @@ def test_cache_slope_change_is_not_a_protocol_switch():
     assert search.breakpoints == (2048,)
     assert continuous == (cache_knee,)
     assert search.segments == [(1, 2048), (4096, 4 << 20)]
-    machine_model = fit_machine_model(pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"}))
+    machine_model = fit_machine_model(
+        pd.DataFrame({"size_bytes": s, "time_s": t, "locality": "intra-socket"})
+    )
     assert machine_model.machine["regime_changes_bytes"] == {"intra-socket": [cache_knee]}
     assert machine_model.protocol_of(4096, "intra-socket") == "rendezvous"
 
@@ -284,13 +318,14 @@ def _cache_knee_samples(max_size, seed=5, knee=512 << 10):
     rng = np.random.default_rng(seed)
     s = np.repeat(2 ** np.arange(12, int(math.log2(max_size)) + 1), 6).astype(float)
     t = 2.2e-6 + np.minimum(s, knee) / 12e9 + np.maximum(s - knee, 0) / 6e9
-    return pd.DataFrame({"size_bytes": s, "time_s": t * rng.lognormal(0, 0.02, s.size),
-                         "locality": "intra-socket"})
+    return pd.DataFrame(
+        {"size_bytes": s, "time_s": t * rng.lognormal(0, 0.02, s.size), "locality": "intra-socket"}
+    )
 
 
 def test_capacity_regime_is_modelled_with_three_sizes_beyond_it(tmp_path):
     knee = 512 << 10
-    mm = fit_machine_model(_cache_knee_samples(4 << 20))   # 1, 2 and 4 MiB beyond the knee
+    mm = fit_machine_model(_cache_knee_samples(4 << 20))  # 1, 2 and 4 MiB beyond the knee
     p = mm.params[("rendezvous", "intra-socket")]
     assert p.capacity_bytes == knee
     assert 1 / p.beta_beyond_s_per_byte == pytest.approx(6e9, rel=0.05)
@@ -307,7 +342,7 @@ def test_capacity_regime_is_modelled_with_three_sizes_beyond_it(tmp_path):
 
 
 def test_capacity_regime_needs_three_sizes_beyond_it():
-    df = _cache_knee_samples(2 << 20)                       # only 1 and 2 MiB beyond
+    df = _cache_knee_samples(2 << 20)  # only 1 and 2 MiB beyond
     par, fit = fit_protocol(df["size_bytes"], df["time_s"], capacity_changes=(512 << 10,))
     assert par.capacity_bytes is None and par.beta_beyond_s_per_byte is None
     assert (par.alpha_s, par.beta_s_per_byte) == (fit.alpha_s, fit.beta_s_per_byte)
@@ -324,6 +359,7 @@ def test_capacity_field_is_checked_when_loaded(tmp_path):
 
 # ------------------------------------------------------------------ fit quality
 
+
 def _noisy_pingpong(seed=11, max_size=64 << 10, reps=20):
     """1 B .. 64 KiB on a busy machine: one rendezvous-like regime, half the repetitions
     delayed by a descheduling of 5-50 us (what `bench pingpong -m 1:64K` showed)."""
@@ -335,7 +371,9 @@ def _noisy_pingpong(seed=11, max_size=64 << 10, reps=20):
 
 
 def test_noisy_fit_is_flagged_and_every_segment_is_finite_and_wide_enough():
-    machine_model = fit_machine_model(_noisy_pingpong(), mpi_eager_limits={"btl_sm_eager_limit": 4096})
+    machine_model = fit_machine_model(
+        _noisy_pingpong(), mpi_eager_limits={"btl_sm_eager_limit": 4096}
+    )
     for (proto, loc), p in machine_model.params.items():
         assert p.beta_s_per_byte > 0 and math.isfinite(p.Rb_Bps), proto  # no infinite bandwidth
         assert len(p.fit.rel_error_by_size) >= MIN_SIZES_PER_SEGMENT, proto
@@ -348,8 +386,11 @@ def test_noisy_fit_is_flagged_and_every_segment_is_finite_and_wide_enough():
     assert any("fit flagged" in w for w in machine_model.machine["warnings"])
     # the flags survive the machine-model file and show in the printed table
     again = machine_model_from_dict(json.loads(json.dumps(machine_model.to_dict())), "p.json")
-    assert [p.fit.flags for p in again.params.values()] == [p.fit.flags for p in machine_model.params.values()]
+    assert [p.fit.flags for p in again.params.values()] == [
+        p.fit.flags for p in machine_model.params.values()
+    ]
     from commscope.machine_fit import machine_model_table
+
     assert any(r["quality"].startswith("FLAGGED") for r in machine_model_table(machine_model))
 
 
@@ -363,7 +404,9 @@ def test_clean_fit_is_not_flagged_and_its_intervals_are_tight():
 
 @pytest.mark.slow
 def test_gamma_and_r_n_get_bootstrap_intervals():
-    machine_model = fit_machine_model(pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9))
+    machine_model = fit_machine_model(
+        pingpong(2, noise=0.01, pairs=(1, 4)), hvpp=hvpp_samples(4, gamma=8.4e-9)
+    )
     lo, hi = machine_model.machine["gamma_ci95_s"]
     assert lo <= machine_model.gamma_s <= hi and hi < 2 * machine_model.gamma_s
     rn = machine_model.params[("rendezvous", "inter-node")]
@@ -375,6 +418,6 @@ def test_a_breakpoint_no_mpi_t_limit_explains_is_said():
     machine_model = bluewaters_machine_model()
     machine_model.mpi_eager_limits = {"btl_sm_eager_limit": 4096}
     said = breakpoint_contradictions(machine_model)
-    assert said and all("MPI_T" in s for s in said)   # 499 and 7999 B: no 4096 nearby...
+    assert said and all("MPI_T" in s for s in said)  # 499 and 7999 B: no 4096 nearby...
     machine_model.mpi_eager_limits = {"a": 512, "b": 8192}
-    assert breakpoint_contradictions(machine_model) == []       # ...but 512 and 8192 explain them
+    assert breakpoint_contradictions(machine_model) == []  # ...but 512 and 8192 explain them

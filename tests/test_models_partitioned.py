@@ -63,7 +63,7 @@ def test_example_mib_conversion_corrected(example):
 def test_variability_convention_and_direct_sigma():
     assert pm.sigma_from_variability(0.1, 0.1) == pytest.approx(1e-3)
     a = pm.model_partitioned(EXAMPLE_LINK, 4, [16 * MB], 0.1, variability=0.25)
-    b = pm.model_partitioned(EXAMPLE_LINK, 4, [16 * MB], 0.1, sigma_s=0.1 * 0.25 ** 2)
+    b = pm.model_partitioned(EXAMPLE_LINK, 4, [16 * MB], 0.1, sigma_s=0.1 * 0.25**2)
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -103,13 +103,17 @@ def test_link_from_alpha_beta_is_postal():
 def test_machine_model_link_matches_node_aware_model():
     from commscope.models.p2p import node_aware_time
     from commscope.models.machine_model import bluewaters_machine_model
+
     machine_model = bluewaters_machine_model()
     sizes = np.array([100.0, 4000.0, 1e5, 1e7])
     link = pm.MachineModelLink(machine_model, "inter-node")
-    assert np.allclose(pm.message_time_s(link, sizes), node_aware_time(machine_model, sizes, "inter-node"))
+    assert np.allclose(
+        pm.message_time_s(link, sizes), node_aware_time(machine_model, sizes, "inter-node")
+    )
 
 
 # ------------------------------------------------------------------- Monte Carlo
+
 
 def _brute_force_elapsed(times, m, t_wait):
     """Event-by-event serial link: partition k starts at max(ready_k, link free)."""
@@ -167,6 +171,7 @@ def test_named_distributions_have_requested_moments():
 
 # ------------------------------------------------------------------- OSU tables
 
+
 def test_reference_csv_values_and_units():
     t = read_reference_csv(INTERNODE, "lassen")
     row = t[t.size_bytes == 1024].iloc[0]
@@ -188,10 +193,14 @@ def test_osu_text_output_equals_reference(tmp_path):
     ref = read_reference_csv(INTERNODE, "quartz")
     lat = tmp_path / "osu_latency.txt"
     bw = tmp_path / "osu_bw.txt"
-    lat.write_text("# OSU MPI Latency Test v5.8\n# Size          Latency (us)\n" + "".join(
-        f"{int(s):<20d}{v / US:.2f}\n" for s, v in zip(ref.size_bytes, ref.latency_s)))
-    bw.write_text("# OSU MPI Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n" + "".join(
-        f"{int(s):<20d}{v / MB:.2f}\n" for s, v in zip(ref.size_bytes, ref.bandwidth_Bps)))
+    lat.write_text(
+        "# OSU MPI Latency Test v5.8\n# Size          Latency (us)\n"
+        + "".join(f"{int(s):<20d}{v / US:.2f}\n" for s, v in zip(ref.size_bytes, ref.latency_s))
+    )
+    bw.write_text(
+        "# OSU MPI Bandwidth Test v5.8\n# Size      Bandwidth (MB/s)\n"
+        + "".join(f"{int(s):<20d}{v / MB:.2f}\n" for s, v in zip(ref.size_bytes, ref.bandwidth_Bps))
+    )
     table = load_osu([lat, bw]).table
     assert np.allclose(table.latency_s, ref.latency_s)
     assert np.allclose(table.bandwidth_Bps, ref.bandwidth_Bps)
@@ -202,19 +211,23 @@ def test_osu_text_output_equals_reference(tmp_path):
 
 # ------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("call", [
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 0, [1e6], 0.1, variability=0.1),
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [-1], 0.1, variability=0.1),
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1),
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1, variability=0.1, sigma_s=1e-3),
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], -0.1, variability=0.1),
-    lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1, variability=0.1, t_wait_s=-1),
-    lambda: pm.thread_time_distribution(0.1, 1e-3, "cauchy"),
-    lambda: pm.simulate_partitioned(EXAMPLE_LINK, 4, [1e6], stats.norm(), replicas=0),
-    lambda: pm.simulate_partitioned(EXAMPLE_LINK, 4, [1e6], np.array([0.1, np.nan])),
-    lambda: pm.ConstantLink(1e-6, 0.0),
-    lambda: pm.link_from_alpha_beta(1e-6, -1.0),
-])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 0, [1e6], 0.1, variability=0.1),
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [-1], 0.1, variability=0.1),
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1),
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1, variability=0.1, sigma_s=1e-3),
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], -0.1, variability=0.1),
+        lambda: pm.model_partitioned(EXAMPLE_LINK, 4, [1e6], 0.1, variability=0.1, t_wait_s=-1),
+        lambda: pm.thread_time_distribution(0.1, 1e-3, "cauchy"),
+        lambda: pm.simulate_partitioned(EXAMPLE_LINK, 4, [1e6], stats.norm(), replicas=0),
+        lambda: pm.simulate_partitioned(EXAMPLE_LINK, 4, [1e6], np.array([0.1, np.nan])),
+        lambda: pm.ConstantLink(1e-6, 0.0),
+        lambda: pm.link_from_alpha_beta(1e-6, -1.0),
+    ],
+)
 def test_bad_model_input(call):
     with pytest.raises(InputError):
         call()
@@ -244,10 +257,30 @@ def test_bad_osu_files(tmp_path):
 
 # ------------------------------------------------------------------- CLI
 
+
 def test_cli_json_side_by_side(capsys):
-    rc = main(["model", "partitioned", "--latency", "5e-6", "--bandwidth", "1e10",
-               "--threads", "4", "--compute", "0.1", "--variability", "0.1",
-               "--sizes", "16MB", "--monte-carlo", "--replicas", "200", "--json"])
+    rc = main(
+        [
+            "model",
+            "partitioned",
+            "--latency",
+            "5e-6",
+            "--bandwidth",
+            "1e10",
+            "--threads",
+            "4",
+            "--compute",
+            "0.1",
+            "--variability",
+            "0.1",
+            "--sizes",
+            "16MB",
+            "--monte-carlo",
+            "--replicas",
+            "200",
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     row = out["rows"][0]
@@ -259,8 +292,22 @@ def test_cli_json_side_by_side(capsys):
 
 
 def test_cli_table_default_sweep(capsys):
-    rc = main(["model", "partitioned", "--osu", INTERNODE, "--machine", "lassen",
-               "--threads", "20", "--compute", "0.1", "--sigma", "1e-3"])
+    rc = main(
+        [
+            "model",
+            "partitioned",
+            "--osu",
+            INTERNODE,
+            "--machine",
+            "lassen",
+            "--threads",
+            "20",
+            "--compute",
+            "0.1",
+            "--sigma",
+            "1e-3",
+        ]
+    )
     assert rc == 0
     lines = capsys.readouterr().out.strip().splitlines()
     # printed tables write bandwidth with its unit (docs/conventions.md); the sweep is bench's
@@ -269,15 +316,29 @@ def test_cli_table_default_sweep(capsys):
     assert len(lines) == 2 + len(default_sizes())
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["--osu", INTERNODE], "--machine"),
-    (["--latency", "5e-6"], "both"),
-    (["--latency", "5e-6", "--bandwidth", "1e10", "--sizes", "12parsecs"], "--sizes"),
-    (["--latency", "5e-6", "--bandwidth", "1e10", "--samples", "/no/such.csv"], "no such file"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["--osu", INTERNODE], "--machine"),
+        (["--latency", "5e-6"], "both"),
+        (["--latency", "5e-6", "--bandwidth", "1e10", "--sizes", "12parsecs"], "--sizes"),
+        (["--latency", "5e-6", "--bandwidth", "1e10", "--samples", "/no/such.csv"], "no such file"),
+    ],
+)
 def test_cli_bad_input_exit_2(capsys, argv, needle):
-    rc = main(["model", "partitioned", "--threads", "4", "--compute", "0.1",
-               "--variability", "0.1", *argv])
+    rc = main(
+        [
+            "model",
+            "partitioned",
+            "--threads",
+            "4",
+            "--compute",
+            "0.1",
+            "--variability",
+            "0.1",
+            *argv,
+        ]
+    )
     assert rc == 2
     assert needle in capsys.readouterr().err
 
@@ -285,20 +346,58 @@ def test_cli_bad_input_exit_2(capsys, argv, needle):
 def test_cli_machine_model_link(tmp_path, capsys):
     from commscope.models.p2p import node_aware_time
     from commscope.models.machine_model import bluewaters_machine_model, save_machine_model
+
     path = tmp_path / "bw.json"
     save_machine_model(bluewaters_machine_model(), path)
-    rc = main(["model", "partitioned", "--machine-model", str(path), "--threads", "8",
-               "--compute", "0.01", "--sigma", "1e-4", "--sizes", "1MiB", "--json"])
+    rc = main(
+        [
+            "model",
+            "partitioned",
+            "--machine-model",
+            str(path),
+            "--threads",
+            "8",
+            "--compute",
+            "0.01",
+            "--sigma",
+            "1e-4",
+            "--sizes",
+            "1MiB",
+            "--json",
+        ]
+    )
     assert rc == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["single_elapsed_s"] == pytest.approx(
-        node_aware_time(bluewaters_machine_model(), 2 ** 20, "inter-node"))
+        node_aware_time(bluewaters_machine_model(), 2**20, "inter-node")
+    )
 
 
 def test_cli_huge_replicas_refused_naming_the_limit(capsys):
-    assert main(["model", "partitioned", "--latency", "5e-6", "--bandwidth", "1e10",
-                 "--threads", "64", "--compute", "0.1", "--variability", "0.1",
-                 "--sizes", "16MB", "--monte-carlo", "--replicas", str(10**10)]) == 2
+    assert (
+        main(
+            [
+                "model",
+                "partitioned",
+                "--latency",
+                "5e-6",
+                "--bandwidth",
+                "1e10",
+                "--threads",
+                "64",
+                "--compute",
+                "0.1",
+                "--variability",
+                "0.1",
+                "--sizes",
+                "16MB",
+                "--monte-carlo",
+                "--replicas",
+                str(10**10),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "--replicas" in err and "64 threads" in err and "limit" in err
     assert "refused when its arrays would exceed" in _help(capsys, "model", "partitioned")

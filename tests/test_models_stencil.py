@@ -8,8 +8,13 @@ import pytest
 
 from commscope.cli import main
 from commscope.errors import InputError
-from commscope.models.stencil import (linear_z, messages_per_thread, parse_decomposition,
-                                      per_thread_table, stencil_counts)
+from commscope.models.stencil import (
+    linear_z,
+    messages_per_thread,
+    parse_decomposition,
+    per_thread_table,
+    stencil_counts,
+)
 
 
 def enumerate_lattice(dims, neighbourhood):
@@ -35,8 +40,9 @@ def enumerate_lattice(dims, neighbourhood):
     return per, sum(per.values()), sum(1 for c in per.values() if c), len(senders)
 
 
-@pytest.mark.parametrize("points,nd,hood", [("5", 2, "face"), ("9", 2, "moore"),
-                                            ("7", 3, "face"), ("27", 3, "moore")])
+@pytest.mark.parametrize(
+    "points,nd,hood", [("5", 2, "face"), ("9", 2, "moore"), ("7", 3, "face"), ("27", 3, "moore")]
+)
 def test_closed_forms_match_enumeration_for_all_small_decompositions(points, nd, hood):
     for dims in itertools.product(range(1, 7), repeat=nd):
         per, m_t, t_r, t_s = enumerate_lattice(dims, hood)
@@ -98,11 +104,20 @@ def test_per_thread_table_sums_to_total():
     assert corner["messages"] == 26 - 7 == enumerate_lattice((3, 2, 4), "moore")[0][(0, 0, 0)]
 
 
-@pytest.mark.parametrize("points,dims,k", [
-    ("9", (0, 4), None), ("27", (8, 8), None), ("5", (4, 4, 4), None), ("11", (4, 4), None),
-    ("naive", (4, 4), None), ("naive", (4, 4), 0), ("27", (4, 4, 4), 8), ("9", (2.5, 4), None),
-    ("7", (1, 2, 3, 4), None),
-])
+@pytest.mark.parametrize(
+    "points,dims,k",
+    [
+        ("9", (0, 4), None),
+        ("27", (8, 8), None),
+        ("5", (4, 4, 4), None),
+        ("11", (4, 4), None),
+        ("naive", (4, 4), None),
+        ("naive", (4, 4), 0),
+        ("27", (4, 4, 4), 8),
+        ("9", (2.5, 4), None),
+        ("7", (1, 2, 3, 4), None),
+    ],
+)
 def test_bad_arguments_raise_input_error(points, dims, k):
     with pytest.raises(InputError):
         stencil_counts(points, dims, k)
@@ -124,25 +139,35 @@ def test_cli_json_and_table(capsys):
     out = json.loads(capsys.readouterr().out)
     assert [(r["decomposition"], r["M_t"], r["T_r"], r["T_s"]) for r in out] == [
         ("8x8x4", stencil_counts("27", (8, 8, 4)).M_t, 184, 344),
-        ("4x4x4", 728, 56, stencil_counts("27", (4, 4, 4)).T_s)]
+        ("4x4x4", 728, 56, stencil_counts("27", (4, 4, 4)).T_s),
+    ]
     assert main(["model", "stencil", "--points", "9", "--decomp", "3x3", "--per-thread"]) == 0
     text = capsys.readouterr().out
     assert "M_t" in text and "1x1" in text  # centre thread listed
-    assert main(["model", "stencil", "--points", "naive", "--k", "512", "--decomp", "8x8", "--json"]) == 0
+    assert (
+        main(["model", "stencil", "--points", "naive", "--k", "512", "--decomp", "8x8", "--json"])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)[0]["M_t"] == 512 * 64
 
 
 def test_cli_per_thread_json_matches_library(capsys):
-    assert main(["model", "stencil", "--points", "5", "--decomp", "3x1", "--per-thread", "--json"]) == 0
+    assert (
+        main(["model", "stencil", "--points", "5", "--decomp", "3x1", "--per-thread", "--json"])
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)[0]["per_thread"]
     assert {r["thread"]: r["messages"] for r in rows} == {"0x0": 3, "1x0": 2, "2x0": 3}
 
 
-@pytest.mark.parametrize("argv", [
-    ["--points", "9", "--decomp", "0x4"],
-    ["--points", "27", "--decomp", "8x8"],
-    ["--points", "naive", "--decomp", "8x8"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--points", "9", "--decomp", "0x4"],
+        ["--points", "27", "--decomp", "8x8"],
+        ["--points", "naive", "--decomp", "8x8"],
+    ],
+)
 def test_cli_bad_arguments_exit_2(argv, capsys):
     assert main(["model", "stencil", *argv]) == 2
     assert "commscope: error:" in capsys.readouterr().err

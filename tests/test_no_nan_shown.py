@@ -30,14 +30,33 @@ def degenerate(tmp_path_factory, default_mpi, fuzz_originals):
     """Real runs whose values are undefined, by name."""
     from commscope.bench.pingpong import run_pingpong
     from commscope.bench.threads import run_threads
+
     root = tmp_path_factory.mktemp("degenerate")
     runs = root / "runs"
     exe = root / "exact_threads"
-    subprocess.run([default_mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / "exact_threads.c"),
-                    "-o", str(exe)], check=True)
-    status, out, err = fork_cli(["profile", "-n", "2", "--runs", str(runs / "p"), "--quiet",
-                                 "--counters", "bytes,peers,bins,requests,pvars",
-                                 "--snapshot-every", "20ms", "--", str(exe), "2"], root, 120)
+    subprocess.run(
+        [default_mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / "exact_threads.c"), "-o", str(exe)],
+        check=True,
+    )
+    status, out, err = fork_cli(
+        [
+            "profile",
+            "-n",
+            "2",
+            "--runs",
+            str(runs / "p"),
+            "--quiet",
+            "--counters",
+            "bytes,peers,bins,requests,pvars",
+            "--snapshot-every",
+            "20ms",
+            "--",
+            str(exe),
+            "2",
+        ],
+        root,
+        120,
+    )
     assert status == 0, err
     made = {"profile-no-timers": out.strip().splitlines()[-1]}
     assert _killed_after_first_sizes(runs, "pp-stopped", sig=signal.SIGTERM) != 0
@@ -48,14 +67,24 @@ def degenerate(tmp_path_factory, default_mpi, fuzz_originals):
     csv = placement / "raw" / "placement.csv"
     lines = [ln.split(",") for ln in csv.read_text().splitlines()]
     drop = lines[0].index("numa") if "numa" in lines[0] else len(lines[0]) - 1
-    csv.write_text("".join(",".join(c for i, c in enumerate(ln) if i != drop) + "\n"
-                           for ln in lines))
+    csv.write_text(
+        "".join(",".join(c for i, c in enumerate(ln) if i != drop) + "\n" for ln in lines)
+    )
     made["pingpong-placement"] = placement
-    made["pingpong-three-sizes"] = run_pingpong(min_size=1, max_size=4, iters=5, warmup=1,
-                                                runs_root=runs, echo=False).path
-    made["threads-one-iteration"] = run_threads(ranks=2, threads=2, iterations=1, trials=1,
-                                                warmup=0, work=1e-3, compute="sleep",
-                                                runs_root=runs, echo=False).path
+    made["pingpong-three-sizes"] = run_pingpong(
+        min_size=1, max_size=4, iters=5, warmup=1, runs_root=runs, echo=False
+    ).path
+    made["threads-one-iteration"] = run_threads(
+        ranks=2,
+        threads=2,
+        iterations=1,
+        trials=1,
+        warmup=0,
+        work=1e-3,
+        compute="sleep",
+        runs_root=runs,
+        echo=False,
+    ).path
     return {k: str(v) for k, v in made.items()}
 
 
@@ -63,19 +92,67 @@ def _tables(o, d):
     """(label, argv) of every command printing a table, text and --json."""
     mm = str(o["machine-model"])
     out = [
-        ("model p2p", ["model", "p2p", "--machine-model", mm, "--sizes", "1,1K,1M",
-                       "--locality", "intra-socket"]),
-        ("predict partitioned", ["predict", "partitioned", str(o["partitioned"]),
-                                 "--machine-model", mm, "--model", "postal", "--replicas", "200"]),
-        ("predict variability", ["predict", "variability", str(o["bsp"]), "--target-ranks",
-                                 "4,64", "--replicas", "200", "--seed", "1"]),
-        ("stats gev", ["stats", "gev", f"{o['bsp']}/maxima.parquet", "--column",
-                       "max_interval_s"]),
-        ("stats bootstrap", ["stats", "bootstrap", f"{o['bsp']}/intervals.parquet",
-                             "--target-ranks", "4", "--replicas", "200", "--seed", "1"]),
+        (
+            "model p2p",
+            [
+                "model",
+                "p2p",
+                "--machine-model",
+                mm,
+                "--sizes",
+                "1,1K,1M",
+                "--locality",
+                "intra-socket",
+            ],
+        ),
+        (
+            "predict partitioned",
+            [
+                "predict",
+                "partitioned",
+                str(o["partitioned"]),
+                "--machine-model",
+                mm,
+                "--model",
+                "postal",
+                "--replicas",
+                "200",
+            ],
+        ),
+        (
+            "predict variability",
+            [
+                "predict",
+                "variability",
+                str(o["bsp"]),
+                "--target-ranks",
+                "4,64",
+                "--replicas",
+                "200",
+                "--seed",
+                "1",
+            ],
+        ),
+        ("stats gev", ["stats", "gev", f"{o['bsp']}/maxima.parquet", "--column", "max_interval_s"]),
+        (
+            "stats bootstrap",
+            [
+                "stats",
+                "bootstrap",
+                f"{o['bsp']}/intervals.parquet",
+                "--target-ranks",
+                "4",
+                "--replicas",
+                "200",
+                "--seed",
+                "1",
+            ],
+        ),
         ("model matching", ["model", "matching", str(o["profile"]), "-t", "2"]),
-        ("export", ["export", str(o["profile"]), "--format", "perfetto", "-o", "t.json",
-                    "--overwrite"]),
+        (
+            "export",
+            ["export", str(o["profile"]), "--format", "perfetto", "-o", "t.json", "--overwrite"],
+        ),
     ]
     for name in ("profile", "profile-ompt", "profile-no-timers"):
         run = o.get(name) or d.get(name)
@@ -89,9 +166,13 @@ def _tables(o, d):
         run = o.get(name) or d.get(name)
         out.append((f"stats arrivals {name}", ["stats", "arrivals", f"{run}/compute.parquet"]))
     if "profile-ompt" in o:
-        out += [("advise", ["advise", str(o["threads"]), "--replicas", "200", "--size", "64K"]),
-                ("stats imbalance --by-region", ["stats", "imbalance", str(o["profile-ompt"]),
-                                                 "--by-region"])]
+        out += [
+            ("advise", ["advise", str(o["threads"]), "--replicas", "200", "--size", "64K"]),
+            (
+                "stats imbalance --by-region",
+                ["stats", "imbalance", str(o["profile-ompt"]), "--by-region"],
+            ),
+        ]
     return out + [(f"{label} --json", [*argv, "--json"]) for label, argv in out]
 
 
@@ -122,8 +203,10 @@ def test_cli_tables_show_no_nan_or_inf(fuzz_originals, degenerate, tmp_path):
         assert status == 0, f"{label}: exit {status}\n{err[-2000:]}"
         shown.append(label)
         if "--json" in argv:
+
             def refuse(token):
                 raise AssertionError(f"{label}: bare {token} in --json")
+
             _no_nan_in_json(json.loads(out, parse_constant=refuse), label, argv[0] == "fit")
         else:
             bad = NAN_TOKEN.search(out)
@@ -155,18 +238,31 @@ def test_undefined_values_are_dash_in_text_and_null_in_json(degenerate, tmp_path
     table = f"{degenerate['threads-one-iteration']}/compute.parquet"
     status, out, err = fork_cli(["stats", "arrivals", table, "--json"], tmp_path)
     assert status == 0, err
-    nulls = [row["test"] for row in json.loads(out)["normality"]
-             if row["fraction_pass"] is None]
+    nulls = [row["test"] for row in json.loads(out)["normality"] if row["fraction_pass"] is None]
     assert nulls, out[:2000]  # tests that need more samples than one iteration gives
     status, text, err = fork_cli(["stats", "arrivals", table], tmp_path)
     assert status == 0 and " - " in text, text[:2000]
 
 
-@pytest.mark.parametrize("name", ["pingpong", "hvpingpong", "mtmatch", "multirate", "threads",
-                                  "partitioned", "bsp", "profile", "profile-ompt",
-                                  "profile-no-timers", "pingpong-stopped",
-                                  "pingpong-placement", "pingpong-three-sizes",
-                                  "threads-one-iteration"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pingpong",
+        "hvpingpong",
+        "mtmatch",
+        "multirate",
+        "threads",
+        "partitioned",
+        "bsp",
+        "profile",
+        "profile-ompt",
+        "profile-no-timers",
+        "pingpong-stopped",
+        "pingpong-placement",
+        "pingpong-three-sizes",
+        "threads-one-iteration",
+    ],
+)
 def test_report_shows_no_nan_or_inf(fuzz_originals, degenerate, tmp_path, name):
     run = fuzz_originals.get(name) or degenerate.get(name)
     need(run is not None, f"no {name} run here (needs the OpenMP runtime: {OMPT_RUNTIME})")
@@ -177,5 +273,7 @@ def test_report_shows_no_nan_or_inf(fuzz_originals, degenerate, tmp_path, name):
     assert status == 0, err
     text = _shown_text((tmp_path / "r.html").read_text())
     bad = NAN_TOKEN.search(text)
-    assert bad is None, f"report of {name} shows {bad.group()!r}: " \
-                        f"...{text[max(0, bad.start() - 200):bad.end() + 100]}..."
+    assert bad is None, (
+        f"report of {name} shows {bad.group()!r}: "
+        f"...{text[max(0, bad.start() - 200) : bad.end() + 100]}..."
+    )

@@ -24,12 +24,37 @@ SIZES = [65536, 262144, 1048576]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
-    pp = run_pingpong(min_size=1, max_size=1 << 20, iters=30, warmup=3, large_iters=5,
-                      large_warmup=1, runs_root=root, **QUIET)
-    cal = run_partitioned(threads=2, compute_s=0.004, sizes=SIZES, runs_per_size=3,
-                          calibrate=True, runs_root=root, run_name="cal", **QUIET)
-    target = run_partitioned(threads=2, compute_s=0.004, variability=0.4, sizes=SIZES,
-                             runs_per_size=3, seed=3, runs_root=root, run_name="target", **QUIET)
+    pp = run_pingpong(
+        min_size=1,
+        max_size=1 << 20,
+        iters=30,
+        warmup=3,
+        large_iters=5,
+        large_warmup=1,
+        runs_root=root,
+        **QUIET,
+    )
+    cal = run_partitioned(
+        threads=2,
+        compute_s=0.004,
+        sizes=SIZES,
+        runs_per_size=3,
+        calibrate=True,
+        runs_root=root,
+        run_name="cal",
+        **QUIET,
+    )
+    target = run_partitioned(
+        threads=2,
+        compute_s=0.004,
+        variability=0.4,
+        sizes=SIZES,
+        runs_per_size=3,
+        seed=3,
+        runs_root=root,
+        run_name="target",
+        **QUIET,
+    )
     path = root / "machine-model.json"
     save_machine_model(fit_runs([pp.path, cal.path, target.path]), path)
     return dict(pp=pp, cal=cal, target=target, model=path, root=root)
@@ -71,8 +96,9 @@ def test_too_few_sizes_are_flagged(runs):
     cal = runs["cal"]
     samples, comp = cal.table("samples"), cal.table("compute")
     keep = [SIZES[0], SIZES[-1]]
-    terms = fit_terms(samples[samples["size_bytes"].isin(keep)],
-                      comp[comp["size_bytes"].isin(keep)], {}, [])
+    terms = fit_terms(
+        samples[samples["size_bytes"].isin(keep)], comp[comp["size_bytes"].isin(keep)], {}, []
+    )
     assert any("too few points" in f for f in terms.terms["single_s"].flags)
     assert any("too few points" in f for f in terms.terms["partition_s"].flags)
 
@@ -104,8 +130,9 @@ def test_a_calibration_lead_far_from_the_runs_is_noted(runs):
     # draws (sd 0.64 ms) are about 0.6 ms apart
     terms = load_machine_model(runs["model"]).partitioned
     assert terms.conditions["lead_s"] == pytest.approx(0.004, rel=0.25)
-    notes = predict_partitioned(runs["target"], machine_model=runs["model"],
-                                replicas=200).attrs["notes"]
+    notes = predict_partitioned(runs["target"], machine_model=runs["model"], replicas=200).attrs[
+        "notes"
+    ]
     assert any("before the last" in n and "below 1 MiB" in n for n in notes)
 
 
@@ -114,13 +141,18 @@ def test_refuses_to_predict_a_run_the_model_was_fitted_from(runs, tmp_path, caps
         predict_partitioned(runs["cal"], machine_model=runs["model"])
     # the same when the machine model names the run (moved since) among any term's sources
     data = json.loads(runs["model"].read_text())
-    data["machine"]["term_sources"]["gamma"] = [{"path": f"/elsewhere/{runs['target'].path.name}",
-                                                 "kind": "partitioned",
-                                                 "start_time": runs["target"].meta["start_time"]}]
+    data["machine"]["term_sources"]["gamma"] = [
+        {
+            "path": f"/elsewhere/{runs['target'].path.name}",
+            "kind": "partitioned",
+            "start_time": runs["target"].meta["start_time"],
+        }
+    ]
     bad = tmp_path / "mm.json"
     bad.write_text(json.dumps(data))
-    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
-                 str(bad)]) == 2
+    assert (
+        main(["predict", "partitioned", str(runs["target"].path), "--machine-model", str(bad)]) == 2
+    )
     err = capsys.readouterr().err
     assert "gamma term was fitted from" in err and str(runs["target"].path) in err
 
@@ -129,19 +161,45 @@ def test_refuses_to_predict_a_run_the_model_was_fitted_from(runs, tmp_path, caps
 def test_missing_term_names_it_and_its_benchmark(runs, tmp_path, capsys, drop):
     data = json.loads(runs["model"].read_text())
     if drop == "all":
-        del data["partitioned"]   # a machine model fitted from ping-pong alone
+        del data["partitioned"]  # a machine model fitted from ping-pong alone
     else:
         del data["partitioned"]["terms"]["progress"]
     path = tmp_path / "mm.json"
     path.write_text(json.dumps(data))
-    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
-                 str(path), "--replicas", "100"]) == 2
+    assert (
+        main(
+            [
+                "predict",
+                "partitioned",
+                str(runs["target"].path),
+                "--machine-model",
+                str(path),
+                "--replicas",
+                "100",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert BENCHMARK in err and str(path) in err
     assert ("'progress'" if drop == "progress" else "'partition_s'") in err
     # the thesis's model, asked for by name, needs no calibration
-    assert main(["predict", "partitioned", str(runs["target"].path), "--machine-model",
-                 str(path), "--model", "postal", "--replicas", "100"]) == 0
+    assert (
+        main(
+            [
+                "predict",
+                "partitioned",
+                str(runs["target"].path),
+                "--machine-model",
+                str(path),
+                "--model",
+                "postal",
+                "--replicas",
+                "100",
+            ]
+        )
+        == 0
+    )
 
 
 def test_machine_model_round_trip_keeps_the_terms(runs, tmp_path):
@@ -171,9 +229,13 @@ def test_a_run_started_in_the_same_second_is_not_a_source_run(runs):
     script often share one, and must still be told apart."""
     from types import SimpleNamespace
     from commscope.models.machine_model import terms_fitted_from
+
     cal, target = runs["cal"], runs["target"]
-    same_second = {"path": str(cal.path), "kind": target.kind,
-                   "start_time": target.meta["start_time"]}
+    same_second = {
+        "path": str(cal.path),
+        "kind": target.kind,
+        "start_time": target.meta["start_time"],
+    }
     mm = SimpleNamespace(machine={"term_sources": {"partitioned": [same_second]}})
     assert terms_fitted_from(target, mm) == []
     moved = dict(same_second, path=f"/elsewhere/{target.path.name}")
@@ -188,15 +250,37 @@ def _calibration(lead, flights, calibration, runs=3):
     for p_bytes, flight in flights.items():
         for run in range(runs):
             t0 = 1.0 + run
-            compute += [dict(method="partitioned", size_bytes=2 * p_bytes, run=run, thread=0,
-                             actual_s=t0, call_s=2e-6, arrived_s=t0 + min(flight, lead) / 2,
-                             calibration=calibration),
-                        dict(method="partitioned", size_bytes=2 * p_bytes, run=run, thread=1,
-                             actual_s=t0 + lead, call_s=2e-6,
-                             arrived_s=t0 + lead + flight * (1 + 0.01 * run),
-                             calibration=calibration)]
-            samples.append(dict(method="single", size_bytes=2 * p_bytes, run=run,
-                                elapsed_s=2 * flight, mismatches=0))
+            compute += [
+                dict(
+                    method="partitioned",
+                    size_bytes=2 * p_bytes,
+                    run=run,
+                    thread=0,
+                    actual_s=t0,
+                    call_s=2e-6,
+                    arrived_s=t0 + min(flight, lead) / 2,
+                    calibration=calibration,
+                ),
+                dict(
+                    method="partitioned",
+                    size_bytes=2 * p_bytes,
+                    run=run,
+                    thread=1,
+                    actual_s=t0 + lead,
+                    call_s=2e-6,
+                    arrived_s=t0 + lead + flight * (1 + 0.01 * run),
+                    calibration=calibration,
+                ),
+            ]
+            samples.append(
+                dict(
+                    method="single",
+                    size_bytes=2 * p_bytes,
+                    run=run,
+                    elapsed_s=2 * flight,
+                    mismatches=0,
+                )
+            )
     return pd.DataFrame(compute), pd.DataFrame(samples)
 
 
@@ -207,8 +291,7 @@ def test_each_partition_size_takes_the_shortest_lead_clear_of_the_one_before():
     short_c, short_s = _calibration(1e-3, {36864: 30e-6, 4 << 20: 2.5e-3}, 1)
     terms = fit_terms(pd.concat([long_s, short_s]), pd.concat([long_c, short_c]), {}, [])
     part = terms.terms["partition_s"].by_size
-    assert part[36864] == pytest.approx(30.3e-6)      # the 1 ms lead: as warm as a run's
-    assert part[4 << 20] == pytest.approx(1.515e-3)   # the 20 ms lead: nothing in its way
+    assert part[36864] == pytest.approx(30.3e-6)  # the 1 ms lead: as warm as a run's
+    assert part[4 << 20] == pytest.approx(1.515e-3)  # the 20 ms lead: nothing in its way
     # runs of different calibrations are different sends, not one of four partitions
     assert set(part) == {36864, 4 << 20}
-

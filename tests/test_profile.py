@@ -28,8 +28,9 @@ T = 8  # threads per rank
 
 def compile_program(mpi, name, out_dir):
     exe = Path(out_dir) / f"{name}-{mpi.name}"
-    subprocess.run([mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / f"{name}.c"), "-o", str(exe)],
-                   check=True)
+    subprocess.run(
+        [mpi.mpicc, "-O2", "-pthread", str(PROGRAMS / f"{name}.c"), "-o", str(exe)], check=True
+    )
     return exe
 
 
@@ -48,19 +49,35 @@ def profile(capsys, runs_root, *argv):
 def expected_thread(t, rank):
     """Calls and counters of worker thread t on `rank`, from exact_threads.c."""
     k = 10 + t
-    calls = {"MPI_Send" if rank == 0 else "MPI_Recv": 100 + t, "MPI_Irecv": k, "MPI_Isend": k,
-             "MPI_Waitall": 1, "MPI_Send_init": 1, "MPI_Recv_init": 1, "MPI_Start": 10,
-             "MPI_Wait": 10, "MPI_Request_free": 2, "MPI_Allreduce": 3, "MPI_Barrier": 1}
+    calls = {
+        "MPI_Send" if rank == 0 else "MPI_Recv": 100 + t,
+        "MPI_Irecv": k,
+        "MPI_Isend": k,
+        "MPI_Waitall": 1,
+        "MPI_Send_init": 1,
+        "MPI_Recv_init": 1,
+        "MPI_Start": 10,
+        "MPI_Wait": 10,
+        "MPI_Request_free": 2,
+        "MPI_Allreduce": 3,
+        "MPI_Barrier": 1,
+    }
     blocking = (100 + t) * 8 * (t + 1)
     sent = (100 + t if rank == 0 else 0) + k + 5
     received = (100 + t if rank == 1 else 0) + k + 5
     nb = k * 64 * (t + 1) + 5 * 16 * (t + 1)
-    counters = dict(messages_sent=sent, messages_received=received,
-                    bytes_sent=nb + (blocking if rank == 0 else 0),
-                    bytes_received=nb + (blocking if rank == 1 else 0),
-                    collective_bytes=3 * (t + 1) * 8, any_source_receives=k if t % 2 else 0,
-                    any_tag_receives=0, requests_started=2 * k + 10, requests_completed=2 * k + 10,
-                    requests_untracked=0)
+    counters = dict(
+        messages_sent=sent,
+        messages_received=received,
+        bytes_sent=nb + (blocking if rank == 0 else 0),
+        bytes_received=nb + (blocking if rank == 1 else 0),
+        collective_bytes=3 * (t + 1) * 8,
+        any_source_receives=k if t % 2 else 0,
+        any_tag_receives=0,
+        requests_started=2 * k + 10,
+        requests_completed=2 * k + 10,
+        requests_untracked=0,
+    )
     return calls, counters
 
 
@@ -75,8 +92,12 @@ def check_exact(run):
         by_thread = {t: dict(zip(g["function"], g["calls"])) for t, g in f.groupby("thread")}
         main_thread = [t for t, calls in by_thread.items() if "MPI_Init_thread" in calls]
         assert len(main_thread) == 1
-        assert by_thread.pop(main_thread[0]) == {"MPI_Init_thread": 1, "MPI_Comm_dup": T,
-                                                 "MPI_Comm_free": T, "MPI_Finalize": 1}
+        assert by_thread.pop(main_thread[0]) == {
+            "MPI_Init_thread": 1,
+            "MPI_Comm_dup": T,
+            "MPI_Comm_free": T,
+            "MPI_Finalize": 1,
+        }
         # a worker's slab is identified by its Isend count (10 + t)
         seen = set()
         for slab, calls in by_thread.items():
@@ -91,8 +112,11 @@ def check_exact(run):
         rank_wide = dict(zip(c[c["thread"] == -1]["counter"], c[c["thread"] == -1]["value"]))
         assert rank_wide["outstanding_requests"] == 0 and rank_wide["posted_receives"] == 0
         # at least one thread's own requests were outstanding at once; never more than all
-        assert 2 * (10 + T - 1) <= rank_wide["outstanding_requests_hwm"] <= sum(
-            2 * (10 + t) + 2 for t in range(T))
+        assert (
+            2 * (10 + T - 1)
+            <= rank_wide["outstanding_requests_hwm"]
+            <= sum(2 * (10 + t) + 2 for t in range(T))
+        )
         assert 10 + T - 1 <= rank_wide["posted_receives_hwm"] <= sum(10 + t + 1 for t in range(T))
     peers = run.table("peers").set_index(["rank", "peer"])
     sent0 = sum(expected_thread(t, 0)[1]["messages_sent"] for t in range(T))
@@ -113,7 +137,9 @@ def check_exact(run):
 
 
 def test_counts_exact_with_8_threads_open_mpi(capsys, runs_root, exact_openmpi):
-    code, out, err, run = profile(capsys, runs_root, "-n", "2", "--summary", "--", str(exact_openmpi))
+    code, out, err, run = profile(
+        capsys, runs_root, "-n", "2", "--summary", "--", str(exact_openmpi)
+    )
     assert code == 0, err
     assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
     check_exact(run)
@@ -129,7 +155,9 @@ def test_counts_exact_with_8_threads_mpich(capsys, runs_root, mpich_mpi, tmp_pat
 
 
 def test_snapshots_end_at_the_totals_and_pvars_are_sampled(capsys, runs_root, exact_openmpi):
-    code, _, err, run = profile(capsys, runs_root, "--snapshot-every", "10ms", "--", str(exact_openmpi))
+    code, _, err, run = profile(
+        capsys, runs_root, "--snapshot-every", "10ms", "--", str(exact_openmpi)
+    )
     assert code == 0, err
     snaps = run.table("snapshots")
     counters = run.table("counters")
@@ -138,13 +166,18 @@ def test_snapshots_end_at_the_totals_and_pvars_are_sampled(capsys, runs_root, ex
         assert s["seq"].tolist() == list(range(1, len(s) + 1))
         assert (s["time_s"].diff().dropna() >= 0).all()
         assert (s["messages_sent"].diff().dropna() >= 0).all()  # cumulative
-        total = counters[(counters["rank"] == rank) & (counters["counter"] == "messages_sent")]["value"].sum()
+        total = counters[(counters["rank"] == rank) & (counters["counter"] == "messages_sent")][
+            "value"
+        ].sum()
         assert s["messages_sent"].iloc[-1] == total
     # the pvars sampled are listed in the node files' metadata; the pvars table holds a row
     # only where a value changed from 0, so a run whose snapshots all met empty queues
     # (a fast one) has none: its presence is not asserted
-    sampled = {p["name"] for f in run.raw_dir.glob("node.*.json")
-               for p in json.loads(f.read_text())["pvars"]}
+    sampled = {
+        p["name"]
+        for f in run.raw_dir.glob("node.*.json")
+        for p in json.loads(f.read_text())["pvars"]
+    }
     if "openmpi" in run.meta["mpi"]["flavor"]:
         assert {"pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length"} <= sampled
     if "pvars" in run.tables():
@@ -158,7 +191,8 @@ def test_counter_sets_select_what_is_counted(capsys, runs_root, exact_openmpi):
     assert "peers" not in run.tables() and "size_bins" not in run.tables()
     c = run.table("counters")
     assert c[(c["rank"] == 0) & (c["counter"] == "messages_sent")]["value"].sum() == sum(
-        expected_thread(t, 0)[1]["messages_sent"] for t in range(T))
+        expected_thread(t, 0)[1]["messages_sent"] for t in range(T)
+    )
     assert c[c["counter"] == "requests_started"]["value"].sum() == 0  # requests set off
 
 
@@ -173,8 +207,9 @@ def test_timers_give_time_inside_mpi(capsys, runs_root, exact_openmpi):
     assert (per_rank > 0).all() and (per_rank < run.meta["wall_s"] * (T + 1)).all()
 
 
-def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsys, runs_root,
-                                                                            exact_openmpi, tmp_path):
+def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(
+    capsys, runs_root, exact_openmpi, tmp_path
+):
     """Default counters (timers on): a bin's time is that of its function's own calls that
     moved a message of the bin; a receive completed by MPI_Waitall or a persistent
     message moved by MPI_Start is counted in its posting function's bin, timed in none."""
@@ -185,14 +220,17 @@ def test_time_per_size_bin_is_the_time_of_the_calls_that_moved_the_message(capsy
     funcs = run.table("functions").groupby(["rank", "function"])["time_s"].sum()
     for rank in (0, 1):
         for f in ("MPI_Send" if rank == 0 else "MPI_Recv", "MPI_Isend", "MPI_Allreduce"):
-            assert funcs[(rank, f)] > 0 and bins[(rank, f)] == pytest.approx(funcs[(rank, f)], rel=1e-9)
+            assert funcs[(rank, f)] > 0 and bins[(rank, f)] == pytest.approx(
+                funcs[(rank, f)], rel=1e-9
+            )
         for f in ("MPI_Irecv", "MPI_Send_init", "MPI_Recv_init"):
             assert bins[(rank, f)] == 0, f
     # a run converted before size_bins had time_s reads as not measured, report included
     old = tmp_path / "converted-before"
     shutil.copytree(run.path, old)
     pd.read_parquet(old / "size_bins.parquet").drop(columns="time_s").to_parquet(
-        old / "size_bins.parquet")
+        old / "size_bins.parquet"
+    )
     assert open_run(old).table("size_bins")["time_s"].isna().all()
     assert main(["report", str(old), "-o", str(tmp_path / "old.html")]) == 0
     capsys.readouterr()
@@ -231,8 +269,13 @@ def test_files_are_private(capsys, runs_root, exact_openmpi):
     assert stat.S_IMODE(run.raw_dir.stat().st_mode) == 0o700
     raw = list(run.raw_dir.iterdir())
     key = f"node.{socket.gethostname()}"
-    assert {p.name for p in raw} >= {f"{key}.bin", f"{key}.json", f"{key}.snap",
-                                     f"{key}.comms.csv", "summary.json"}
+    assert {p.name for p in raw} >= {
+        f"{key}.bin",
+        f"{key}.json",
+        f"{key}.snap",
+        f"{key}.comms.csv",
+        "summary.json",
+    }
     for p in raw:
         assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
 
@@ -252,7 +295,17 @@ int main(int c, char **v) {
 """)
     exe = tmp_path / "slow"
     subprocess.run([default_mpi.mpicc, str(src), "-o", str(exe)], check=True)
-    cmd = [sys.executable, "-m", "commscope", "profile", "--runs", str(runs_root), "--quiet", "--", str(exe)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "commscope",
+        "profile",
+        "--runs",
+        str(runs_root),
+        "--quiet",
+        "--",
+        str(exe),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60  # the program runs 10 s; top must catch it mid-run
@@ -262,8 +315,12 @@ int main(int c, char **v) {
                 break
             time.sleep(0.1)
         time.sleep(0.5)
-        top = subprocess.run([sys.executable, "-m", "commscope", "top", str(runs[0]), "--json"],
-                             capture_output=True, text=True, timeout=60)
+        top = subprocess.run(
+            [sys.executable, "-m", "commscope", "top", str(runs[0]), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert top.returncode == 0, top.stderr
         rows = json.loads(top.stdout)
         assert [r["rank"] for r in rows] == [0, 1]
@@ -272,9 +329,15 @@ int main(int c, char **v) {
     finally:
         proc.wait(timeout=60)
     assert proc.returncode == 0, proc.stderr.read()
-    replay = subprocess.run([sys.executable, "-m", "commscope", "top", str(runs[0]), "--replay",
-                             "--once", "--json"], capture_output=True, text=True, timeout=60)
-    assert json.loads(replay.stdout)[0]["calls"] == 102  # Init, 100 sends, Finalize (Comm_rank: not wrapped)
+    replay = subprocess.run(
+        [sys.executable, "-m", "commscope", "top", str(runs[0]), "--replay", "--once", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (
+        json.loads(replay.stdout)[0]["calls"] == 102
+    )  # Init, 100 sends, Finalize (Comm_rank: not wrapped)
 
 
 def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openmpi):
@@ -295,8 +358,9 @@ def test_trace_records_every_point_to_point_event(capsys, runs_root, exact_openm
 
 def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi, monkeypatch):
     monkeypatch.setenv("COMMSCOPE_TRACE_BUFFER", "16")  # flush often, so the limit bites
-    code, _, err, run = profile(capsys, runs_root, "--trace", "--trace-limit", "4K", "--",
-                                str(exact_openmpi))
+    code, _, err, run = profile(
+        capsys, runs_root, "--trace", "--trace-limit", "4K", "--", str(exact_openmpi)
+    )
     assert code == 0, err
     assert "trace size limit reached" in (run.path / "stderr.txt").read_text()
     c = run.table("counters")
@@ -308,7 +372,6 @@ def test_trace_limit_drops_records_and_says_so(capsys, runs_root, exact_openmpi,
     assert on_disk == kept
 
 
-
 # ---- the trace's clock alignment ------------------------------------------------
 
 SKEW_NS = 50_000_000  # rank 1's clock: 50 ms ahead, as on a node whose clock is off
@@ -318,6 +381,7 @@ def message_gaps(trace, aligned):
     """Receive end minus send begin (ns) of every matched message of a trace."""
     import numpy as np
     from commscope.profile.export import match_messages
+
     ev = trace.events
     m = match_messages(trace)
     m = m[(m["send"] >= 0) & (m["recv"] >= 0)]
@@ -327,12 +391,14 @@ def message_gaps(trace, aligned):
         for i, (r, t) in enumerate(zip(ev.loc[rows, "rank"], ev.loc[rows, col])):
             out[i] = trace.ns_of(int(r), t, aligned=aligned)
         return out
+
     return at(m["recv"], "t_end") - at(m["send"], "t_begin"), m
 
 
 @pytest.mark.parametrize("which", ["default", "mpich"])
-def test_trace_clock_alignment_undoes_a_skewed_clock(capsys, runs_root, tmp_path, request, monkeypatch,
-                                                     which):
+def test_trace_clock_alignment_undoes_a_skewed_clock(
+    capsys, runs_root, tmp_path, request, monkeypatch, which
+):
     """tests/programs/clock_skew.c on 3 ranks with rank 1's clock 50 ms ahead
     (COMMSCOPE_TEST_CLOCK_SKEW_NS shifts every clock reading of the library): on the
     ranks' own clocks, messages from rank 1 arrive before they were sent; aligned, every
@@ -340,15 +406,29 @@ def test_trace_clock_alignment_undoes_a_skewed_clock(capsys, runs_root, tmp_path
     half a round trip."""
     import commscope
     from commscope.matching.trace import read_trace
+
     mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
     exe = compile_program(mpi, "clock_skew", tmp_path)
     monkeypatch.setenv("COMMSCOPE_TEST_CLOCK_SKEW_NS", f"1:{SKEW_NS}")
-    code, _, err, run = profile(capsys, runs_root, "-n", "3", "--trace",
-                                *(["--mpi", "mpich"] if which == "mpich" else []), "--", str(exe))
+    code, _, err, run = profile(
+        capsys,
+        runs_root,
+        "-n",
+        "3",
+        "--trace",
+        *(["--mpi", "mpich"] if which == "mpich" else []),
+        "--",
+        str(exe),
+    )
     assert code == 0, err
-    lines = [json.loads(x) for p in run.raw_dir.glob("clocks.*.jsonl") for x in p.read_text().splitlines()]
+    lines = [
+        json.loads(x)
+        for p in run.raw_dir.glob("clocks.*.jsonl")
+        for x in p.read_text().splitlines()
+    ]
     assert sorted((x["rank"], x["when"]) for x in lines) == [
-        (r, w) for r in range(3) for w in ("finalize", "init")]
+        (r, w) for r in range(3) for w in ("finalize", "init")
+    ]
     assert {x["rank"]: x.get("skew_ns", 0) for x in lines} == {0: 0, 1: SKEW_NS, 2: 0}
     trace = read_trace(run.raw_dir)
     unaligned, m = message_gaps(trace, aligned=False)
@@ -366,17 +446,22 @@ def test_trace_clock_alignment_undoes_a_skewed_clock(capsys, runs_root, tmp_path
         assert off.loc[0, f"{when}_applied_offset_s"] == off.loc[2, f"{when}_applied_offset_s"] == 0
     # commscope.open gives the aligned times too
     ev = commscope.open(run.path).trace
-    assert (ev.loc[m["recv"], "time_end_s"].to_numpy() > ev.loc[m["send"], "time_begin_s"].to_numpy()).all()
+    assert (
+        ev.loc[m["recv"], "time_end_s"].to_numpy() > ev.loc[m["send"], "time_begin_s"].to_numpy()
+    ).all()
 
 
-def test_trace_clocks_of_a_killed_rank_keep_its_init_measurement(capsys, runs_root, exact_openmpi,
-                                                                  monkeypatch):
+def test_trace_clocks_of_a_killed_rank_keep_its_init_measurement(
+    capsys, runs_root, exact_openmpi, monkeypatch
+):
     """Rank 1 of exact_threads kills itself mid-run: its MPI_Init measurement was written
     at once, so its clock still has an offset (held constant)."""
     from commscope.profile.clocks import alignment, read_clocks
+
     monkeypatch.setenv("CRASH_AFTER_PHASE1", "1")
-    code, _, err, run = profile(capsys, runs_root, "--trace", "--timeout", "60", "--",
-                                str(exact_openmpi))
+    code, _, err, run = profile(
+        capsys, runs_root, "--trace", "--timeout", "60", "--", str(exact_openmpi)
+    )
     assert code != 0
     m = read_clocks(run.raw_dir)
     assert set(m.loc[m["rank"] == 1, "when"]) == {"init"}
@@ -400,13 +485,35 @@ def test_trace_clock_offsets_are_per_node_and_interpolated(tmp_path):
     from commscope.profile.clocks import alignment, read_clocks
 
     def row(rank, node, when, local, offset, rtt, **kw):
-        return dict(rank=rank, pid=1, node=node, when=when, local_ns=local, offset_ns=offset,
-                    rtt_ns=rtt, rounds=10, **kw)
-    _write_clocks(tmp_path, "a", row(0, "a", "init", 1000, 0, 0), row(1, "a", "init", 1010, -300, 4000),
-                  row(0, "a", "finalize", 9000, 0, 0), row(1, "a", "finalize", 9010, 200, 4000))
-    _write_clocks(tmp_path, "b", row(2, "b", "init", 5000, -2000, 5000), row(3, "b", "init", 5005, -1000, 3000),
-                  row(2, "b", "finalize", 15000, -3000, 2000), row(3, "b", "finalize", 15005, 9, 6000),
-                  row(4, "b", "init", 5000, 70, 1000, skew_ns=5))  # another clock (a test skew)
+        return dict(
+            rank=rank,
+            pid=1,
+            node=node,
+            when=when,
+            local_ns=local,
+            offset_ns=offset,
+            rtt_ns=rtt,
+            rounds=10,
+            **kw,
+        )
+
+    _write_clocks(
+        tmp_path,
+        "a",
+        row(0, "a", "init", 1000, 0, 0),
+        row(1, "a", "init", 1010, -300, 4000),
+        row(0, "a", "finalize", 9000, 0, 0),
+        row(1, "a", "finalize", 9010, 200, 4000),
+    )
+    _write_clocks(
+        tmp_path,
+        "b",
+        row(2, "b", "init", 5000, -2000, 5000),
+        row(3, "b", "init", 5005, -1000, 3000),
+        row(2, "b", "finalize", 15000, -3000, 2000),
+        row(3, "b", "finalize", 15005, 9, 6000),
+        row(4, "b", "init", 5000, 70, 1000, skew_ns=5),
+    )  # another clock (a test skew)
     points, offsets = alignment(read_clocks(tmp_path))
     t = Trace(events=None, comms=None, clocks={}, alignment=points, clock_offsets=offsets)
     assert t.offset_ns(0, [0, 5000]).tolist() == t.offset_ns(1, [0, 5000]).tolist() == [0, 0]
@@ -414,7 +521,7 @@ def test_trace_clock_offsets_are_per_node_and_interpolated(tmp_path):
     assert t.offset_ns(2, [5005, 10002.5, 15000, 20000]).tolist() == [-1000, -2000, -3000, -3000]
     assert t.offset_ns(3, [0]).tolist() == [-1000]
     assert t.offset_ns(4, [0, 99999]).tolist() == [70, 70]  # one measurement: constant
-    assert t.offset_ns(7, [123]).tolist() == [0]             # not measured: none
+    assert t.offset_ns(7, [123]).tolist() == [0]  # not measured: none
     assert t.align_ns(2, np.array([10002.5])).tolist() == [8002.5]
     o = offsets.set_index("rank")
     assert o.loc[1, "init_offset_s"] == -300e-9 and o.loc[1, "init_applied_offset_s"] == 0
@@ -426,16 +533,23 @@ def test_trace_damaged_clocks_and_trace_headers_are_one_clear_error(tmp_path):
     from commscope.errors import InputError
     from commscope.matching.trace import HEADER_BYTES, read_file
     from commscope.profile.clocks import read_clocks
+
     good = dict(rank=1, node="a", when="init", local_ns=5, offset_ns=-3, rtt_ns=2)
-    for bad, field in (({**good, "rank": -1}, "line 1: rank"), ({**good, "when": "later"}, "line 1: when"),
-                       ({**good, "offset_ns": "x"}, "line 1: offset_ns"),
-                       ({k: v for k, v in good.items() if k != "rtt_ns"}, "line 1: rtt_ns"),
-                       ({**good, "local_ns": True}, "line 1: local_ns"), ([1, 2], "line 1")):
+    for bad, field in (
+        ({**good, "rank": -1}, "line 1: rank"),
+        ({**good, "when": "later"}, "line 1: when"),
+        ({**good, "offset_ns": "x"}, "line 1: offset_ns"),
+        ({k: v for k, v in good.items() if k != "rtt_ns"}, "line 1: rtt_ns"),
+        ({**good, "local_ns": True}, "line 1: local_ns"),
+        ([1, 2], "line 1"),
+    ):
         (tmp_path / "clocks.a.jsonl").write_text(json.dumps(bad) + "\n")
         with pytest.raises(InputError, match=f"clocks.a.jsonl: {field}"):
             read_clocks(tmp_path)
     (tmp_path / "clocks.a.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(good) + "\n")
-    with pytest.raises(InputError, match="clocks.a.jsonl: line 2: rank.*measured its init offset twice"):
+    with pytest.raises(
+        InputError, match="clocks.a.jsonl: line 2: rank.*measured its init offset twice"
+    ):
         read_clocks(tmp_path)
     (tmp_path / "clocks.a.jsonl").write_text("{not json\n")
     with pytest.raises(InputError, match="clocks.a.jsonl: line 1"):
@@ -444,7 +558,11 @@ def test_trace_damaged_clocks_and_trace_headers_are_one_clear_error(tmp_path):
     assert len(read_clocks(tmp_path)) == 1  # a line cut short (killed while writing) is left out
     head = bytearray(HEADER_BYTES)
     head[:8] = b"CSTRACE1"
-    for version, size, field in ((9, 56, "version"), (3, 48, "record_size"), (2, 56, "record_size")):
+    for version, size, field in (
+        (9, 56, "version"),
+        (3, 48, "record_size"),
+        (2, 56, "record_size"),
+    ):
         head[8:12], head[12:16] = version.to_bytes(4, "little"), size.to_bytes(4, "little")
         (tmp_path / "trace.0.0.bin").write_bytes(bytes(head))
         with pytest.raises(InputError, match=f"trace.0.0.bin: {field}"):
@@ -452,6 +570,7 @@ def test_trace_damaged_clocks_and_trace_headers_are_one_clear_error(tmp_path):
 
 
 # ---- any program as given -----------------------------------------------------
+
 
 def test_a_venv_python_runs_in_its_venv(capsys, runs_root, tmp_path):
     """A venv's bin/python is a symlink to the base interpreter, which started by its
@@ -461,12 +580,15 @@ def test_a_venv_python_runs_in_its_venv(capsys, runs_root, tmp_path):
         pytest.skip("the tests do not run in a venv")
     need(importable("mpi4py"), "mpi4py is not installed (the test extra: scripts/setup.sh)")
     script = tmp_path / "prog.py"
-    script.write_text("import sys\nfrom mpi4py import MPI\n"
-                      "for _ in range(3):\n    MPI.COMM_WORLD.Barrier()\n"
-                      "with open(f'{sys.argv[1]}.{MPI.COMM_WORLD.Get_rank()}', 'w') as f:\n"
-                      "    f.write(sys.prefix)\n")
-    code, _, err, run = profile(capsys, runs_root, "-n", "2", "--", str(python), str(script),
-                                str(tmp_path / "prefix"))
+    script.write_text(
+        "import sys\nfrom mpi4py import MPI\n"
+        "for _ in range(3):\n    MPI.COMM_WORLD.Barrier()\n"
+        "with open(f'{sys.argv[1]}.{MPI.COMM_WORLD.Get_rank()}', 'w') as f:\n"
+        "    f.write(sys.prefix)\n"
+    )
+    code, _, err, run = profile(
+        capsys, runs_root, "-n", "2", "--", str(python), str(script), str(tmp_path / "prefix")
+    )
     assert code == 0, err
     assert run.meta["parameters"]["program"] == str(python)
     for rank in (0, 1):
@@ -476,11 +598,13 @@ def test_a_venv_python_runs_in_its_venv(capsys, runs_root, tmp_path):
     assert barriers.to_dict() == {0: 3, 1: 3}
 
 
-def test_a_shebang_wrapper_around_an_mpi_program_is_counted(capsys, runs_root, exact_openmpi,
-                                                           tmp_path):
+def test_a_shebang_wrapper_around_an_mpi_program_is_counted(
+    capsys, runs_root, exact_openmpi, tmp_path
+):
     wrapper = tmp_path / "run.sh"
-    wrapper.write_text(f'#!/bin/sh\n# sets things up, then runs the program\n'
-                       f'exec "{exact_openmpi}" "$@"\n')
+    wrapper.write_text(
+        f'#!/bin/sh\n# sets things up, then runs the program\nexec "{exact_openmpi}" "$@"\n'
+    )
     wrapper.chmod(0o755)
     code, _, err, run = profile(capsys, runs_root, "-n", "2", "--", str(wrapper))
     assert code == 0, err
@@ -492,11 +616,14 @@ def test_the_mpi_check_reads_a_script_s_interpreter(default_mpi, exact_openmpi, 
     """ldd cannot read a script: its interpreter is checked when that is an ELF binary."""
     from commscope import mpi as mpimod
     from commscope.profile.run import _elf_to_check, check_same_mpi
+
     lib = mpimod.build(default_mpi, target="commscope") / "libcommscope.so"
-    scripts = {"sh": ("#!/bin/sh\nexec true\n", "/bin/sh"),
-               "env": ("#!/usr/bin/env python3\nprint()\n", "/usr/bin/env"),
-               "none": ("echo no shebang\n", None),
-               "missing": ("#!/no/such/interpreter\n", None)}
+    scripts = {
+        "sh": ("#!/bin/sh\nexec true\n", "/bin/sh"),
+        "env": ("#!/usr/bin/env python3\nprint()\n", "/usr/bin/env"),
+        "none": ("echo no shebang\n", None),
+        "missing": ("#!/no/such/interpreter\n", None),
+    }
     for name, (text, interpreter) in scripts.items():
         script = tmp_path / name
         script.write_text(text)
@@ -505,7 +632,9 @@ def test_the_mpi_check_reads_a_script_s_interpreter(default_mpi, exact_openmpi, 
         check_same_mpi(script, lib, default_mpi)  # nothing to refuse
     assert _elf_to_check(exact_openmpi) == exact_openmpi
 
+
 # ---- bad input --------------------------------------------------------------
+
 
 def test_missing_program_is_one_clear_error(capsys, runs_root):
     code, _, err, run = profile(capsys, runs_root, "--", str(runs_root / "no-such-app"))
@@ -548,9 +677,11 @@ def test_program_linked_against_another_mpi_is_refused(capsys, runs_root, mpich_
 
 
 def test_bad_options(capsys, runs_root, exact_openmpi):
-    for argv, word in ([["--counters", "nope"], "unknown counter set"],
-                       [["--snapshot-every", "fast"], "duration"],
-                       [["--snapshot-every", "1ms"], "10 ms"]):
+    for argv, word in (
+        [["--counters", "nope"], "unknown counter set"],
+        [["--snapshot-every", "fast"], "duration"],
+        [["--snapshot-every", "1ms"], "10 ms"],
+    ):
         code, _, err, run = profile(capsys, runs_root, *argv, "--", str(exact_openmpi))
         assert code == 2 and word in err and run is None
     assert main(["profile", "--runs", str(runs_root)]) == 2
@@ -560,8 +691,15 @@ def test_bad_options(capsys, runs_root, exact_openmpi):
 def test_list_counters_is_the_table_of_the_library(capsys):
     assert main(["profile", "--list-counters"]) == 0
     out = capsys.readouterr().out
-    for name in ("messages_sent", "outstanding_requests_hwm", "requests_cancelled", "rma_bytes_put",
-                 "per peer", "bytes_written", "per file"):
+    for name in (
+        "messages_sent",
+        "outstanding_requests_hwm",
+        "requests_cancelled",
+        "rma_bytes_put",
+        "per peer",
+        "bytes_written",
+        "per file",
+    ):
         assert name in out
     doc = (Path(__file__).parents[1] / "docs" / "counters.md").read_text()
     assert out in doc, "docs/counters.md is out of date: scripts/gen_counter_docs.py"
@@ -569,27 +707,50 @@ def test_list_counters_is_the_table_of_the_library(capsys):
 
 def test_imbalance_formula_eq_4_1():
     from commscope.profile.imbalance import imbalance_percent
+
     assert imbalance_percent([1, 2, 3, 4]) == pytest.approx(60.0)  # (4 - 2.5) / 2.5
     assert imbalance_percent([5, 5, 5]) == 0.0
     assert imbalance_percent([0, 0]) != imbalance_percent([0, 0])  # NaN: no load at all
 
 
-def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root, default_mpi, tmp_path):
+def test_load_imbalance_and_report_of_a_ring_with_known_loads(
+    capsys, runs_root, default_mpi, tmp_path
+):
     """Rank r works (r+1) x 10 ms per iteration: eq. 4.1 gives 60 % on 4 ranks.
 
     Sleeps overshoot by a similar amount on every rank (about 1 ms per sleep on a loaded
     2-core machine), which pulls the measured imbalance down a little."""
     from commscope.profile.imbalance import imbalance_percent, rank_loads
+
     exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
-    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--callsites",  # default counters
-                                "--snapshot-every", "20ms", "--", str(exe), "20", "10000")
+    code, _, err, run = profile(
+        capsys,
+        runs_root,
+        "-n",
+        "4",
+        "--callsites",  # default counters
+        "--snapshot-every",
+        "20ms",
+        "--",
+        str(exe),
+        "20",
+        "10000",
+    )
     assert code == 0, err
     f = run.table("functions")
     per_rank = f.groupby(["rank", "function"])["calls"].sum().unstack()
     assert (per_rank["MPI_Sendrecv"] == 20).all() and (per_rank["MPI_Allreduce"] == 20).all()
     peers = run.table("peers")
-    assert sorted(zip(peers["rank"], peers["peer"])) == [(0, 1), (0, 3), (1, 0), (1, 2),
-                                                         (2, 1), (2, 3), (3, 0), (3, 2)]
+    assert sorted(zip(peers["rank"], peers["peer"])) == [
+        (0, 1),
+        (0, 3),
+        (1, 0),
+        (1, 2),
+        (2, 1),
+        (2, 3),
+        (3, 0),
+        (3, 2),
+    ]
     assert (peers.groupby("rank")["bytes_sent"].sum() == 20 * 1024).all()
     loads = rank_loads(run).set_index("rank")
     assert list(loads.sort_values("load_s").index) == [0, 1, 2, 3]
@@ -606,16 +767,20 @@ def test_load_imbalance_and_report_of_a_ring_with_known_loads(capsys, runs_root,
     assert "time per message size" in page and "min_time_s" in page  # call-site statistics
 
 
-def test_mpi_time_per_rank_call_sites_and_sizes_of_the_ring(capsys, runs_root, default_mpi, tmp_path):
+def test_mpi_time_per_rank_call_sites_and_sizes_of_the_ring(
+    capsys, runs_root, default_mpi, tmp_path
+):
     """The views mpiP and IPM users expect, on the ring of known loads: rank r works
     (r+1) x 10 ms per iteration, then all meet in MPI_Sendrecv (from r-1) and
     MPI_Allreduce, so the ranks that work less wait more: time in MPI falls with the
     rank, and rank 0, whose MPI_Sendrecv waits for the slowest rank's message, holds the
     most of it at the MPI_Sendrecv site.  Each rank sends and receives 20 x 1 KiB."""
     from commscope.profile.views import callsite_time_stats, rank_times, time_by_size
+
     exe = compile_program(default_mpi, "ring_imbalance", tmp_path)
-    code, _, err, run = profile(capsys, runs_root, "-n", "4", "--callsites", "--", str(exe),
-                                "20", "10000")
+    code, _, err, run = profile(
+        capsys, runs_root, "-n", "4", "--callsites", "--", str(exe), "20", "10000"
+    )
     assert code == 0, err
     t = rank_times(run).set_index("rank")
     assert list(t.sort_values("mpi_time_s", ascending=False).index) == [0, 1, 2, 3]

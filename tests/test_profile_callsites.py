@@ -35,14 +35,28 @@ def site_lines(source):
 
 
 def build_c(mpicc, out, *flags):
-    subprocess.run([mpicc, "-O1", "-pthread", *flags, str(PROGRAMS / "callsites.c"), "-o", str(out)],
-                   check=True)
+    subprocess.run(
+        [mpicc, "-O1", "-pthread", *flags, str(PROGRAMS / "callsites.c"), "-o", str(out)],
+        check=True,
+    )
     return out
 
 
 def profile(capsys, runs_root, exe, *options, mpi=None):
-    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2",
-                 *(["--mpi", mpi] if mpi else []), *options, "--", str(exe)])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--quiet",
+            "-n",
+            "2",
+            *(["--mpi", mpi] if mpi else []),
+            *options,
+            "--",
+            str(exe),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     return open_run(out.strip().splitlines()[-1])
@@ -58,7 +72,15 @@ def per_site(df, rank):
 def test_c_call_sites_exact(capsys, runs_root, tmp_path, request, which):
     mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
     exe = build_c(mpi.mpicc, tmp_path / "callsites", "-g")
-    run = profile(capsys, runs_root, exe, "--callsites", "--counters", "all", mpi=which if which == "mpich" else None)
+    run = profile(
+        capsys,
+        runs_root,
+        exe,
+        "--callsites",
+        "--counters",
+        "all",
+        mpi=which if which == "mpich" else None,
+    )
     sites = run.table("callsites")
     L = site_lines(PROGRAMS / "callsites.c")
     src = str((PROGRAMS / "callsites.c").resolve())
@@ -71,19 +93,31 @@ def test_c_call_sites_exact(capsys, runs_root, tmp_path, request, which):
     # counted when MPI_Waitall completes them), MPI_Send_init and MPI_Recv_init (their
     # messages when MPI_Start and MPI_Wait move them); MPI_Waitall, MPI_Start and
     # MPI_Wait carry none, as in the per-function table.
-    common = {("MPI_Init_thread", L["init"]): (1, 0), ("MPI_Comm_dup", L["dup"]): (2, 0),
-              ("MPI_Barrier", L["thread_barrier"]): (22, 0), ("MPI_Comm_free", L["free"]): (2, 0),
-              ("MPI_Finalize", L["finalize"]): (1, 0), ("MPI_Waitall", L["waitall"]): (1, 0),
-              ("MPI_Start", L["start"]): (4, 0), ("MPI_Wait", L["pwait"]): (4, 0),
-              ("MPI_Request_free", L["pfree"]): (1, 0)}
-    assert per_site(mine, 0) == {**common, ("MPI_Send", L["send_a"]): (7, 224),
-                                 ("MPI_Send", L["send_b"]): (5, 20),
-                                 ("MPI_Isend", L["isend"]): (3, 48),
-                                 ("MPI_Send_init", L["send_init"]): (1, 4 * 8)}
-    assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv_a"]): (7, 224),
-                                 ("MPI_Recv", L["recv_b"]): (5, 20),
-                                 ("MPI_Irecv", L["irecv"]): (3, 48),
-                                 ("MPI_Recv_init", L["recv_init"]): (1, 4 * 8)}
+    common = {
+        ("MPI_Init_thread", L["init"]): (1, 0),
+        ("MPI_Comm_dup", L["dup"]): (2, 0),
+        ("MPI_Barrier", L["thread_barrier"]): (22, 0),
+        ("MPI_Comm_free", L["free"]): (2, 0),
+        ("MPI_Finalize", L["finalize"]): (1, 0),
+        ("MPI_Waitall", L["waitall"]): (1, 0),
+        ("MPI_Start", L["start"]): (4, 0),
+        ("MPI_Wait", L["pwait"]): (4, 0),
+        ("MPI_Request_free", L["pfree"]): (1, 0),
+    }
+    assert per_site(mine, 0) == {
+        **common,
+        ("MPI_Send", L["send_a"]): (7, 224),
+        ("MPI_Send", L["send_b"]): (5, 20),
+        ("MPI_Isend", L["isend"]): (3, 48),
+        ("MPI_Send_init", L["send_init"]): (1, 4 * 8),
+    }
+    assert per_site(mine, 1) == {
+        **common,
+        ("MPI_Recv", L["recv_a"]): (7, 224),
+        ("MPI_Recv", L["recv_b"]): (5, 20),
+        ("MPI_Irecv", L["irecv"]): (3, 48),
+        ("MPI_Recv_init", L["recv_init"]): (1, 4 * 8),
+    }
     callers = dict(zip(mine["line"].astype(int), mine["caller"]))
     assert callers[L["send_a"]] == "send_a" and callers[L["recv_b"]] == "recv_all"
     assert callers[L["thread_barrier"]] == "worker" and callers[L["init"]] == "main"
@@ -98,6 +132,7 @@ def test_c_call_sites_exact(capsys, runs_root, tmp_path, request, which):
     assert len(top) == 3 and all(r["file"] == src and isinstance(r["line"], int) for r in top)
     assert [r["time_s"] for r in top] == sorted((r["time_s"] for r in top), reverse=True)
     import commscope
+
     assert commscope.open(run.path).callsites is not None
 
 
@@ -117,6 +152,7 @@ def test_trace_records_name_their_call_sites(capsys, runs_root, tmp_path, reques
     the call; with --callsites too, its address is the one the call-site table counts."""
     import collections
     import commscope
+
     mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
     exe = build_c(mpi.mpicc, tmp_path / "callsites", "-g")
     option = ["--mpi", "mpich"] if which == "mpich" else []
@@ -125,42 +161,63 @@ def test_trace_records_name_their_call_sites(capsys, runs_root, tmp_path, reques
     for extra in ([], ["--callsites"]):
         run = profile(capsys, runs_root, exe, "--trace", *extra, *option)
         ev = commscope.open(run.path).trace
-        assert (ev["site"] > 0).all() and ev["callsite_reason"].isna().all(), ev["callsite_reason"].unique()
+        assert (ev["site"] > 0).all() and ev["callsite_reason"].isna().all(), ev[
+            "callsite_reason"
+        ].unique()
         assert (ev["callsite_file"] == src).all()
         assert (ev["callsite"] == "callsites.c:" + ev["callsite_line"].astype(str)).all()
-        got = collections.Counter(zip(ev["rank"], ev["event"], ev["function"], ev["callsite_line"],
-                                      ev["caller"]))
+        got = collections.Counter(
+            zip(ev["rank"], ev["event"], ev["function"], ev["callsite_line"], ev["caller"])
+        )
         # rank 0: 7 sends from send_a, 5 from send_b; rank 1 receives them in recv_all;
         # each of 2 threads per rank: 11 barriers (one COLL record each) in worker; then
         # 3 Isend / Irecv completed by one Waitall (a record per request) in exchange, and
         # 4 starts of a persistent request, each completed by MPI_Wait, in persistent
         barriers = {("COLL", "MPI_Barrier", L["thread_barrier"], "worker"): 22}
-        both = {("COMPLETE", "MPI_Waitall", L["waitall"], "exchange"): 3,
-                ("COMPLETE", "MPI_Wait", L["pwait"], "persistent"): 4}
-        want = {0: {("SEND", "MPI_Send", L["send_a"], "send_a"): 7,
-                    ("SEND", "MPI_Send", L["send_b"], "send_b"): 5, **barriers, **both,
-                    ("ISEND", "MPI_Isend", L["isend"], "exchange"): 3,
-                    ("ISEND", "MPI_Start", L["start"], "persistent"): 4},
-                1: {("RECV", "MPI_Recv", L["recv_a"], "recv_all"): 7,
-                    ("RECV", "MPI_Recv", L["recv_b"], "recv_all"): 5, **barriers, **both,
-                    ("IRECV", "MPI_Irecv", L["irecv"], "exchange"): 3,
-                    ("IRECV", "MPI_Start", L["start"], "persistent"): 4}}
+        both = {
+            ("COMPLETE", "MPI_Waitall", L["waitall"], "exchange"): 3,
+            ("COMPLETE", "MPI_Wait", L["pwait"], "persistent"): 4,
+        }
+        want = {
+            0: {
+                ("SEND", "MPI_Send", L["send_a"], "send_a"): 7,
+                ("SEND", "MPI_Send", L["send_b"], "send_b"): 5,
+                **barriers,
+                **both,
+                ("ISEND", "MPI_Isend", L["isend"], "exchange"): 3,
+                ("ISEND", "MPI_Start", L["start"], "persistent"): 4,
+            },
+            1: {
+                ("RECV", "MPI_Recv", L["recv_a"], "recv_all"): 7,
+                ("RECV", "MPI_Recv", L["recv_b"], "recv_all"): 5,
+                **barriers,
+                **both,
+                ("IRECV", "MPI_Irecv", L["irecv"], "exchange"): 3,
+                ("IRECV", "MPI_Start", L["start"], "persistent"): 4,
+            },
+        }
         assert got == {(r, *k): n for r, d in want.items() for k, n in d.items()}
         if extra:  # the same addresses as the call-site table's, rank by rank
             table = raw_site_addresses(run)
             for rank, sites in ev.groupby("rank")["site"]:
                 assert set(sites.astype(int)) <= table[rank]
             calls = run.table("callsites")
-            assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= \
-                set(zip(calls["rank"], calls["function"], calls["line"].astype(int)))
+            assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= set(
+                zip(calls["rank"], calls["function"], calls["line"].astype(int))
+            )
         else:  # --trace alone lists the objects that hold the trace's sites, no sites of its own
-            rec = [json.loads(x) for p in run.raw_dir.glob("callsites.*.jsonl")
-                   for x in p.read_text().splitlines()]
+            rec = [
+                json.loads(x)
+                for p in run.raw_dir.glob("callsites.*.jsonl")
+                for x in p.read_text().splitlines()
+            ]
             assert sorted(r["rank"] for r in rec) == [0, 1]
             # the distinct sites of each thread's records, summed over the rank's threads
             distinct = ev.groupby(["rank", "thread"])["site"].nunique().groupby(level="rank").sum()
-            assert all(r["sites"] == [] and r["depth"] == 0 and r["trace_sites"] == distinct[r["rank"]]
-                       for r in rec)
+            assert all(
+                r["sites"] == [] and r["depth"] == 0 and r["trace_sites"] == distinct[r["rank"]]
+                for r in rec
+            )
             assert all(str(exe) in [o["path"] for o in r["objects"]] for r in rec)
             assert "callsites" not in run.tables()
     # the call site is an argument of the call's slice in Perfetto
@@ -168,13 +225,17 @@ def test_trace_records_name_their_call_sites(capsys, runs_root, tmp_path, reques
     capsys.readouterr()
     doc = json.loads((run.path / "export" / "trace.json").read_text())
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["name"] == "MPI_Send"]
-    assert {e["args"]["callsite"] for e in slices} == {f"callsites.c:{L['send_a']}",
-                                                       f"callsites.c:{L['send_b']}"}
+    assert {e["args"]["callsite"] for e in slices} == {
+        f"callsites.c:{L['send_a']}",
+        f"callsites.c:{L['send_b']}",
+    }
 
 
-def test_trace_call_sites_without_g_or_objects_are_none_with_the_reason(capsys, runs_root, tmp_path,
-                                                                         default_mpi):
+def test_trace_call_sites_without_g_or_objects_are_none_with_the_reason(
+    capsys, runs_root, tmp_path, default_mpi
+):
     from commscope.matching.trace import read_trace
+
     plain = build_c(default_mpi.mpicc, tmp_path / "plain")  # no -g: function+offset
     run = profile(capsys, runs_root, plain, "--trace")
     ev = read_trace(run.raw_dir).events
@@ -198,8 +259,10 @@ def test_depth_two_splits_a_helper_by_its_callers(capsys, runs_root, tmp_path, d
     L = site_lines(PROGRAMS / "callsites.c")
     b = sites[(sites["rank"] == 0) & (sites["line"] == L["send_b"])]
     assert (b["depth"] == 2).all() and (b["caller"] == "send_b").all()
-    assert dict(zip(b["stack"], b["calls"])) == {f"first_b (callsites.c:{L['first_b']})": 2,
-                                                 f"second_b (callsites.c:{L['second_b']})": 3}
+    assert dict(zip(b["stack"], b["calls"])) == {
+        f"first_b (callsites.c:{L['first_b']})": 2,
+        f"second_b (callsites.c:{L['second_b']})": 3,
+    }
     assert sites["time_s"].isna().all()  # no timers: no time, never a made-up one
     assert main(["top", str(run.path), "--callsites"]) == 0
     out = capsys.readouterr().out
@@ -218,11 +281,27 @@ def test_python_call_sites_name_the_script_line(capsys, runs_root, request, whic
     large-count MPI_Send_c ... where the MPI has them: compared by base name.)"""
     pytest.importorskip("mpi4py")
     import sys
+
     request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
     mpi = ["--mpi", "mpich"] if which == "mpich" else []
     script = PROGRAMS / "callsites_mpi4py.py"
-    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2", "--callsites",
-                 "--counters", "all", *mpi, "--", sys.executable, str(script)])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--quiet",
+            "-n",
+            "2",
+            "--callsites",
+            "--counters",
+            "all",
+            *mpi,
+            "--",
+            sys.executable,
+            str(script),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     run = open_run(out.strip().splitlines()[-1])
@@ -232,15 +311,26 @@ def test_python_call_sites_name_the_script_line(capsys, runs_root, request, whic
     assert (mine["reason"] == "").all() and set(mine["caller"]) == {"exchange", "<module>"}
     assert not sites["caller"].str.contains("__pyx|PyMPI", regex=True).any()
     # rank 0 Sends 5 x 800 B; both Isend, Recv and Wait 5 x 800 B; two barriers
-    common = {("MPI_Init_thread", L["init"]): (1, 0), ("MPI_Isend", L["isend"]): (5, 4000),
-              ("MPI_Recv", L["recv2"]): (5, 4000), ("MPI_Wait", L["wait"]): (5, 0),
-              ("MPI_Barrier", L["barrier_a"]): (1, 0), ("MPI_Barrier", L["barrier_b"]): (1, 0)}
-    got = [{(f[:-2] if f.endswith("_c") else f, line): v for (f, line), v in per_site(mine, r).items()}
-           for r in (0, 1)]
+    common = {
+        ("MPI_Init_thread", L["init"]): (1, 0),
+        ("MPI_Isend", L["isend"]): (5, 4000),
+        ("MPI_Recv", L["recv2"]): (5, 4000),
+        ("MPI_Wait", L["wait"]): (5, 0),
+        ("MPI_Barrier", L["barrier_a"]): (1, 0),
+        ("MPI_Barrier", L["barrier_b"]): (1, 0),
+    }
+    got = [
+        {(f[:-2] if f.endswith("_c") else f, line): v for (f, line), v in per_site(mine, r).items()}
+        for r in (0, 1)
+    ]
     assert {k: v for k, v in got[0].items() if k[1] != L["pkl5_send"]} == {
-        **common, ("MPI_Send", L["send"]): (5, 4000)}
+        **common,
+        ("MPI_Send", L["send"]): (5, 4000),
+    }
     assert {k: v for k, v in got[1].items() if k[1] != L["pkl5_recv"]} == {
-        **common, ("MPI_Recv", L["recv"]): (5, 4000)}
+        **common,
+        ("MPI_Recv", L["recv"]): (5, 4000),
+    }
     # pkl5's calls (its Python code calls mpi4py) are at the script's line
     assert any(f == "MPI_Send" for f, line in got[0] if line == L["pkl5_send"])
     assert any(f in ("MPI_Recv", "MPI_Mrecv") for f, line in got[1] if line == L["pkl5_recv"])
@@ -255,8 +345,22 @@ def test_python_call_sites_name_the_script_line(capsys, runs_root, request, whic
     notes = [line for line in text.splitlines() if line.startswith("# [")]
     assert len(notes) == len(set(notes))
     # --callsite-depth 2: the Python caller above, in the stack column
-    code = main(["profile", "--runs", str(runs_root), "--quiet", "-n", "2", "--callsite-depth", "2",
-                 *mpi, "--", sys.executable, str(script)])
+    code = main(
+        [
+            "profile",
+            "--runs",
+            str(runs_root),
+            "--quiet",
+            "-n",
+            "2",
+            "--callsite-depth",
+            "2",
+            *mpi,
+            "--",
+            sys.executable,
+            str(script),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     sites = open_run(out.strip().splitlines()[-1]).table("callsites")
@@ -264,8 +368,9 @@ def test_python_call_sites_name_the_script_line(capsys, runs_root, request, whic
     assert list(send["stack"]) == [f"<module> (callsites_mpi4py.py:{L['exchange']})"]
 
 
-def test_without_g_stripped_rebuilt_and_moved_say_unknown_with_the_reason(capsys, runs_root, tmp_path,
-                                                                           default_mpi):
+def test_without_g_stripped_rebuilt_and_moved_say_unknown_with_the_reason(
+    capsys, runs_root, tmp_path, default_mpi
+):
     plain = build_c(default_mpi.mpicc, tmp_path / "plain")  # no -g: function+offset
     run = profile(capsys, runs_root, plain, "--callsites")
     s = run.table("callsites")
@@ -307,18 +412,26 @@ def test_bad_callsite_input(capsys, runs_root, tmp_path, default_mpi):
     raw = next(run.raw_dir.glob("node.*.json")).with_name("callsites.x.jsonl")
     raw.write_text('{"rank": 0, "sites": 3, "objects": []}\n')
     from commscope.errors import InputError
+
     with pytest.raises(InputError, match="sites"):
         callsites_table(run.raw_dir)
-    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1]], "objects": [], '
-                   '"python_sites": [[1, "a.py", "five", "f"]]}\n')
+    raw.write_text(
+        '{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1]], "objects": [], '
+        '"python_sites": [[1, "a.py", "five", "f"]]}\n'
+    )
     with pytest.raises(InputError, match="python_sites"):
         callsites_table(run.raw_dir)
-    raw.write_text('{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1], ["MPI_Recv", 1, 0, 0, 2]], '
-                   '"objects": [], "python_sites": [[1, "/x/a.py", 5, "f"]]}\n')
+    raw.write_text(
+        '{"rank": 0, "sites": [["MPI_Send", 1, 0, 0, 1], ["MPI_Recv", 1, 0, 0, 2]], '
+        '"objects": [], "python_sites": [[1, "/x/a.py", 5, "f"]]}\n'
+    )
     df = callsites_table(run.raw_dir)
     rows = {r["function"]: r for r in df.to_dict("records")}
-    assert (rows["MPI_Send"]["file"], rows["MPI_Send"]["line"], rows["MPI_Send"]["caller"]) == \
-        ("/x/a.py", 5, "f") and rows["MPI_Send"]["reason"] == ""
+    assert (rows["MPI_Send"]["file"], rows["MPI_Send"]["line"], rows["MPI_Send"]["caller"]) == (
+        "/x/a.py",
+        5,
+        "f",
+    ) and rows["MPI_Send"]["reason"] == ""
     assert rows["MPI_Recv"]["file"] is None and "not listed" in rows["MPI_Recv"]["reason"]
 
 
@@ -330,11 +443,16 @@ FORTRAN = [("mpif.h", ["-DMPIF_H"]), ("use mpi", []), ("use mpi_f08", ["-DF08"])
 def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags):
     mpif90, mpicc = shutil.which(f"mpif90.{flavour}"), shutil.which(f"mpicc.{flavour}")
     if not (mpif90 and mpicc):
-        need(False, f"mpif90.{flavour} or mpicc.{flavour} not found (Debian as root: apt-get "
-                    f"install gfortran {'libopenmpi-dev' if flavour == 'openmpi' else 'libmpich-dev'})")
+        need(
+            False,
+            f"mpif90.{flavour} or mpicc.{flavour} not found (Debian as root: apt-get "
+            f"install gfortran {'libopenmpi-dev' if flavour == 'openmpi' else 'libmpich-dev'})",
+        )
     exe = tmp_path / "callsites_f"
-    subprocess.run([mpif90, "-g", "-O0", "-cpp", *flags, str(PROGRAMS / "callsites.f90"), "-o", str(exe)],
-                   check=True)
+    subprocess.run(
+        [mpif90, "-g", "-O0", "-cpp", *flags, str(PROGRAMS / "callsites.f90"), "-o", str(exe)],
+        check=True,
+    )
     run = profile(capsys, runs_root, exe, "--callsites", mpi=mpicc)
     sites = run.table("callsites")
     mine = sites[sites["object"] == str(exe)]
@@ -343,8 +461,12 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
     # every call is the Fortran caller's line, never the MPI's Fortran layer or ours
     assert len(mine) == len(sites), sites[sites["object"] != str(exe)]
     # the lines are the compiler's: binutils' addr2line at each call instruction agrees
-    a2l = subprocess.run(["addr2line", "-e", str(exe), *(f"{o - 1:#x}" for o in mine["offset"])],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    a2l = subprocess.run(
+        ["addr2line", "-e", str(exe), *(f"{o - 1:#x}" for o in mine["offset"])],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     assert [int(x.rsplit(":", 1)[1].split()[0]) for x in a2l] == mine["line"].astype(int).tolist()
     # gfortran's own line table (addr2line, above, agrees with us) puts some calls on
     # the line of the statement that opens their block: MPI_Init and MPI_Finalize on
@@ -355,24 +477,37 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
         got = set(mine.loc[mine["function"] == func, "line"].astype(int))
         assert len(got) == 1 and got <= {L[name]} | opening, (name, got)
         L[name] = got.pop()
-    common = {("MPI_Init", L["init"]): (1, 0), ("MPI_Barrier", L["barrier"]): (2, 0),
-              ("MPI_Finalize", L["finalize"]): (1, 0)}
+    common = {
+        ("MPI_Init", L["init"]): (1, 0),
+        ("MPI_Barrier", L["barrier"]): (2, 0),
+        ("MPI_Finalize", L["finalize"]): (1, 0),
+    }
     # rank 0 sends 3 + 1 messages of 4 integers; rank 1 receives them, the last one
     # posted by MPI_Irecv, which is credited with its bytes (the call that carries the
     # buffer), and completed by MPI_Wait (none)
-    assert per_site(mine, 0) == {**common, ("MPI_Send", L["send"]): (3, 48), ("MPI_Send", L["send2"]): (1, 16)}
-    assert per_site(mine, 1) == {**common, ("MPI_Recv", L["recv"]): (3, 48), ("MPI_Irecv", L["irecv"]): (1, 16),
-                                 ("MPI_Wait", L["wait"]): (1, 0)}
+    assert per_site(mine, 0) == {
+        **common,
+        ("MPI_Send", L["send"]): (3, 48),
+        ("MPI_Send", L["send2"]): (1, 16),
+    }
+    assert per_site(mine, 1) == {
+        **common,
+        ("MPI_Recv", L["recv"]): (3, 48),
+        ("MPI_Irecv", L["irecv"]): (1, 16),
+        ("MPI_Wait", L["wait"]): (1, 0),
+    }
     assert set(mine["caller"]) == {"callsites_f"}
     # traced too: every record names the same Fortran line as the call-site table (also
     # where MPICH's mpif.h layer calls the C MPI_* function and the site is unwound)
     run = profile(capsys, runs_root, exe, "--callsites", "--trace", mpi=mpicc)
     ev = read_trace(run.raw_dir).events
     sites = run.table("callsites")
-    assert (ev["callsite_file"] == str((PROGRAMS / "callsites.f90").resolve())).all(), \
-        ev[["function", "callsite_file", "callsite_reason"]]
-    assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= \
-        set(zip(sites["rank"], sites["function"], sites["line"].astype(int)))
+    assert (ev["callsite_file"] == str((PROGRAMS / "callsites.f90").resolve())).all(), ev[
+        ["function", "callsite_file", "callsite_reason"]
+    ]
+    assert set(zip(ev["rank"], ev["function"], ev["callsite_line"].astype(int))) <= set(
+        zip(sites["rank"], sites["function"], sites["line"].astype(int))
+    )
     assert set(ev["function"]) == {"MPI_Send", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Barrier"}
 
 
@@ -380,6 +515,7 @@ def test_site_label_of_resolved_and_unresolved_rows():
     """An unresolved row's file reads back from a table as None or NaN: no label, never
     a crash (top --callsites and the report raised on NaN)."""
     from commscope.profile.callsites import site_label
+
     assert site_label("/src/app/halo.c", 42) == "halo.c:42"
     assert site_label("/src/app/halo.c", float("nan")) == "halo.c"
     assert site_label(None, 3) is None and site_label(float("nan"), 3) is None

@@ -26,8 +26,9 @@ GROWTH = 1.20
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("hotpath_instructions",
-                                                  ROOT / "scripts" / "hotpath_instructions.py")
+    spec = importlib.util.spec_from_file_location(
+        "hotpath_instructions", ROOT / "scripts" / "hotpath_instructions.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -36,6 +37,7 @@ def _script():
 @pytest.mark.parametrize("which", ["default_mpi", "mpich_mpi"])
 def test_default_path_instructions_per_call_do_not_grow(which, request, tmp_path):
     from commscope import mpi as mpimod
+
     m = request.getfixturevalue(which)
     hp = _script()
     reason = hp.valgrind_ready(m.mpicc)
@@ -59,5 +61,7 @@ def test_default_path_instructions_per_call_do_not_grow(which, request, tmp_path
         if total > GROWTH * ref:
             detail = ", ".join(f"{h} {v:.1f}" for h, v in hooks.items() if v)
             grown.append(f"{phase}: {total:.1f} instructions per call, recorded {ref} ({detail})")
-    assert not grown, (f"{m.name}: the default path grew by more than {GROWTH - 1:.0%} "
-                       f"(scripts/hotpath_instructions.py --lines 40 shows where): " + "; ".join(grown))
+    assert not grown, (
+        f"{m.name}: the default path grew by more than {GROWTH - 1:.0%} "
+        f"(scripts/hotpath_instructions.py --lines 40 shows where): " + "; ".join(grown)
+    )

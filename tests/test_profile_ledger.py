@@ -16,20 +16,39 @@ from test_profile import compile_program
 
 pytestmark = pytest.mark.mpi
 T, N = 500, 100
-LEDGER = ("requests_started", "requests_completed", "requests_cancelled", "requests_freed",
-          "outstanding_requests")
+LEDGER = (
+    "requests_started",
+    "requests_completed",
+    "requests_cancelled",
+    "requests_freed",
+    "outstanding_requests",
+)
 
 
 def expected(rank):
     """The counters ledger_threads.c implies for `rank` (its header comment)."""
     tn = T * N
     if rank == 0:
-        return dict(requests_started=tn + 12 + 1 + 1 + 3 + 1, requests_completed=tn + 12 + 3 + 1,
-                    requests_cancelled=1, requests_freed=1, outstanding_requests=0,
-                    posted_receives=0, messages_sent=tn + 6 + 5 + 1 + 3, messages_received=6)
-    return dict(requests_started=tn + 12 + 1 + 2 + 3 + 1, requests_completed=tn + 12 + 2 + 3 + 1,
-                requests_cancelled=1, requests_freed=0, outstanding_requests=0, posted_receives=0,
-                messages_sent=6, messages_received=tn + 6 + 5 + 1 + 3)
+        return dict(
+            requests_started=tn + 12 + 1 + 1 + 3 + 1,
+            requests_completed=tn + 12 + 3 + 1,
+            requests_cancelled=1,
+            requests_freed=1,
+            outstanding_requests=0,
+            posted_receives=0,
+            messages_sent=tn + 6 + 5 + 1 + 3,
+            messages_received=6,
+        )
+    return dict(
+        requests_started=tn + 12 + 1 + 2 + 3 + 1,
+        requests_completed=tn + 12 + 2 + 3 + 1,
+        requests_cancelled=1,
+        requests_freed=0,
+        outstanding_requests=0,
+        posted_receives=0,
+        messages_sent=6,
+        messages_received=tn + 6 + 5 + 1 + 3,
+    )
 
 
 def profile(capsys, runs_root, *argv):
@@ -48,14 +67,23 @@ def check_ledger(run):
         assert run.table("ranks").set_index("rank").loc[rank, "threads"] == T + 1
     # the peer matrix: every message from rank 0 that rank 1 received, and its own 6
     peers = run.table("peers").set_index(["rank", "peer"])
-    assert peers.loc[(1, 0), "messages_received"] == T * N + 5 + 1 + 3 == peers.loc[(0, 1), "messages_sent"]
+    assert (
+        peers.loc[(1, 0), "messages_received"]
+        == T * N + 5 + 1 + 3
+        == peers.loc[(0, 1), "messages_sent"]
+    )
     assert peers.loc[(1, 1), "messages_received"] == 6 == peers.loc[(0, 0), "messages_sent"]
     # the ledger holds at every quiet point the program marked (after phase 1, at the end)
     snaps = run.table("snapshots")
     for rank, s in snaps.groupby("rank"):
         s = s.sort_values("seq")
-        balance = (s["requests_started"] - s["requests_completed"] - s["requests_cancelled"]
-                   - s["requests_freed"] - s["outstanding_requests"])
+        balance = (
+            s["requests_started"]
+            - s["requests_completed"]
+            - s["requests_cancelled"]
+            - s["requests_freed"]
+            - s["outstanding_requests"]
+        )
         marked = s.iloc[[-3, -2, -1]]  # Pcontrol(2) after phase 1 is followed by more
         assert (balance.loc[marked.index] == 0).all(), f"rank {rank}"
         assert (s["outstanding_requests"] >= 0).all()

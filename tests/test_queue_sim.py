@@ -28,14 +28,14 @@ def brute_force(events):
 def test_ordered_posts_have_depth_zero(n):
     res = prq_search(range(n), range(n))
     assert (res["depth"] == 0).all()
-    assert res["searched"].sum() == n              # 004: n elements searched in order
+    assert res["searched"].sum() == n  # 004: n elements searched in order
     assert summarize(res).max_depth == 0
 
 
 @pytest.mark.parametrize("n", [1, 2, 10, 1000])
 def test_reversed_posts_search_triangular_total(n):
     res = prq_search(range(n - 1, -1, -1), range(n))
-    assert res["searched"].sum() == n * (n + 1) // 2   # 004 Sec. 5: n(n+1)/2
+    assert res["searched"].sum() == n * (n + 1) // 2  # 004 Sec. 5: n(n+1)/2
     assert res["depth"].sum() == n * (n - 1) // 2
     assert res["depth"].tolist() == list(range(n - 1, -1, -1))
     # the same when all messages are unexpected and receives come reversed
@@ -68,6 +68,7 @@ def test_matches_brute_force_on_random_interleavings():
 
 def test_orders_from_sequences():
     import pandas as pd
+
     df = pd.DataFrame({"tag": [0, 1, 2], "post_seq": [2, 0, 1], "send_seq": [0, 2, 1]})
     assert orders_from_sequences(df) == ([1, 2, 0], [0, 2, 1])
 

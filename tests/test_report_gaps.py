@@ -4,8 +4,11 @@ from commscope.report.gaps import model_gap_note
 
 
 def test_the_worst_gap_beyond_the_factor_is_said():
-    rows = [{"n": 1, "m": 1e-6, "p": 1e-6}, {"n": 10000, "m": 1e-2, "p": 1e-3},
-            {"n": 100, "m": 3e-5, "p": 1e-5}]
+    rows = [
+        {"n": 1, "m": 1e-6, "p": 1e-6},
+        {"n": 10000, "m": 1e-2, "p": 1e-3},
+        {"n": 100, "m": 3e-5, "p": 1e-5},
+    ]
     note = model_gap_note(rows, "m", "p", lambda r: f"n = {r['n']}", "max-rate model alone")
     assert "n = 10000" in note and "10x above" in note and "max-rate model alone" in note
 
@@ -54,17 +57,62 @@ def _report_runs(tmp_path_factory):
     made = {
         "pp1": _bench(runs, "pp1", "pingpong", "-m", "1:4M", *small),
         # 2 threads: a process-iteration is 2 values; laggards likely enough to be shown
-        "threads": _bench(runs, "threads", "threads", "--ranks", "2", "--threads", "2",
-                          "--iterations", "20", "--trials", "1", "--compute", "0.002",
-                          "--compute-mode", "sleep", "--laggard-prob", "0.3",
-                          "--laggard-extra", "0.005", "--seed", "1"),
+        "threads": _bench(
+            runs,
+            "threads",
+            "threads",
+            "--ranks",
+            "2",
+            "--threads",
+            "2",
+            "--iterations",
+            "20",
+            "--trials",
+            "1",
+            "--compute",
+            "0.002",
+            "--compute-mode",
+            "sleep",
+            "--laggard-prob",
+            "0.3",
+            "--laggard-extra",
+            "0.005",
+            "--seed",
+            "1",
+        ),
         # 1 thread per rank fits 2 cores; 4 per rank time-slice them (oversubscribed)
-        "multirate": _bench(runs, "multirate", "multirate", "--threads", "1,4", "--window", "32",
-                            "-i", "10", "-x", "1", "--reps", "3"),
+        "multirate": _bench(
+            runs,
+            "multirate",
+            "multirate",
+            "--threads",
+            "1,4",
+            "--window",
+            "32",
+            "-i",
+            "10",
+            "-x",
+            "1",
+            "--reps",
+            "3",
+        ),
     }
     for n in (1, 2, 4):  # 4 ranks on 2 cores: an oversubscribed measurement
-        made[f"bsp{n}"] = _bench(runs, f"bsp{n}", "bsp", "-w", "ftq", "-n", str(n), "-k", "20",
-                                 "--compute", "0.002", "--seed", "1")
+        made[f"bsp{n}"] = _bench(
+            runs,
+            f"bsp{n}",
+            "bsp",
+            "-w",
+            "ftq",
+            "-n",
+            str(n),
+            "-k",
+            "20",
+            "--compute",
+            "0.002",
+            "--seed",
+            "1",
+        )
     # the same run twice under two names: figures must still have their own alt text
     shutil.copytree(made["multirate"], runs / "multirate-copy")
     lone = tmp_path_factory.mktemp("lone") / "runs"
@@ -76,13 +124,16 @@ def _report_runs(tmp_path_factory):
 def spied_report(report_runs, tmp_path_factory):
     """The report of every run in ``report_runs``, with each figure kept as it was drawn."""
     from commscope.report.sections import multirate, variability
+
     runs, _ = report_runs
     drawn = {}
     with pytest.MonkeyPatch.context() as mp:
         for mod in (multirate, variability):
+
             def spy(fig, alt, dpi=110, _orig=mod.figure_html):
                 drawn[alt] = fig
                 return _orig(fig, alt, dpi)
+
             mp.setattr(mod, "figure_html", spy)
         out = tmp_path_factory.mktemp("out") / "r.html"
         assert main(["report", str(runs), "-o", str(out)]) == 0
@@ -117,9 +168,14 @@ class _Tables(HTMLParser):
 
 def _figures(page):
     """(alt text, parsed SVG) of every inline SVG figure."""
-    return [(alt, ET.fromstring(svg)) for alt, svg in re.findall(
-        r'<figure class="fig" role="img" aria-label="([^"]*)">(<svg.*?</svg>)\s*</figure>', page,
-        re.S)]
+    return [
+        (alt, ET.fromstring(svg))
+        for alt, svg in re.findall(
+            r'<figure class="fig" role="img" aria-label="([^"]*)">(<svg.*?</svg>)\s*</figure>',
+            page,
+            re.S,
+        )
+    ]
 
 
 def _groups(node, prefix):
@@ -136,8 +192,9 @@ def test_no_table_has_an_empty_column_or_python_text(spied_report):
     for table in headed:
         head, rows = table[0], table[1:]
         for i, name in enumerate(head):
-            assert any(r[i] not in ("", "-") for r in rows if len(r) == len(head)), \
+            assert any(r[i] not in ("", "-") for r in rows if len(r) == len(head)), (
                 f"column {name!r} is empty in every row of {head}"
+            )
         assert not any("None" in c or "{'" in c for r in table for c in r), table
     # the bootstrap table had a 'note' column no row filled
     assert any("inside" in t[0] for t in headed)
@@ -145,8 +202,10 @@ def test_no_table_has_an_empty_column_or_python_text(spied_report):
 
 
 def test_the_renderer_drops_only_columns_empty_everywhere():
-    rows = [{"a": 1.0, "note": None, "b": float("nan"), "c": ""},
-            {"a": 2.0, "note": float("nan"), "b": 3.0, "c": "-"}]
+    rows = [
+        {"a": 1.0, "note": None, "b": float("nan"), "c": ""},
+        {"a": 2.0, "note": float("nan"), "b": 3.0, "c": "-"},
+    ]
     out = html_table(rows, ["a", "note", "b", "c"])
     assert "<th>a</th>" in out and "<th>b</th>" in out
     assert "note" not in out and "<th>c</th>" not in out
@@ -158,19 +217,24 @@ def test_the_renderer_drops_only_columns_empty_everywhere():
 @pytest.mark.mpi
 def test_the_laggard_figure_shows_every_thread_with_two_threads(spied_report):
     page, _ = spied_report
-    (alt, svg), = [f for f in _figures(page) if "example per-process-iteration" in f[0]]
+    ((alt, svg),) = [f for f in _figures(page) if "example per-process-iteration" in f[0]]
     panels = _groups(svg, "axes_")
     assert panels  # the injected laggards (p = 0.3) make the laggard class
     for ax in panels:
-        marks = [u for line in ax.findall(f"{SVG}g") if line.get("id", "").startswith("line2d_")
-                 for u in line.iter(f"{SVG}use")]
+        marks = [
+            u
+            for line in ax.findall(f"{SVG}g")
+            if line.get("id", "").startswith("line2d_")
+            for u in line.iter(f"{SVG}use")
+        ]
         assert len(marks) == 2, "one point per thread of the process-iteration"
     assert "too few for a histogram" in "".join(svg.itertext())
 
 
 @pytest.mark.mpi
-def test_oversubscribed_multirate_points_are_marked_and_drawn_or_labelled(spied_report,
-                                                                         report_runs):
+def test_oversubscribed_multirate_points_are_marked_and_drawn_or_labelled(
+    spied_report, report_runs
+):
     page, drawn = spied_report
     summ = config_summary(open_run(report_runs[1]["multirate"]).table("reps"))
     assert summ["oversubscribed"].any()  # 2 x 4 threads on at most 2 cores (tests/machine.py)
@@ -183,8 +247,11 @@ def test_oversubscribed_multirate_points_are_marked_and_drawn_or_labelled(spied_
         # a trusted point is always on the axis; an oversubscribed one unless it would
         # stretch it, and then its value is written at the edge
         assert lo <= y <= hi or (over and value_text(y, "msgs/s") in texts), (y, over, lo, hi)
-    open_markers = [line for line in ax.get_lines()
-                    if line.get_marker() == "o" and line.get_markerfacecolor() == "white"]
+    open_markers = [
+        line
+        for line in ax.get_lines()
+        if line.get_marker() == "o" and line.get_markerfacecolor() == "white"
+    ]
     assert open_markers, "oversubscribed points are drawn with open markers"
     assert "open markers: oversubscribed" in "".join(dict(_figures(page))[alt].itertext())
 
@@ -217,8 +284,10 @@ def test_hold_scale_clips_only_oversubscribed_outliers_both_ways():
     assert hold_scale(b, near) == [] and b.get_ylim()[1] >= 6
     # every point oversubscribed: judged from their middle, the outliers still clipped
     d = new_figure()[1][0][0]
-    assert sorted(hold_scale(d, [(x, y, True, col) for x, y, _, col in pts])) == [(3, 50.0),
-                                                                              (4, -40.0)]
+    assert sorted(hold_scale(d, [(x, y, True, col) for x, y, _, col in pts])) == [
+        (3, 50.0),
+        (4, -40.0),
+    ]
     # two oversubscribed points alone: neither can be called the outlier
     e = new_figure()[1][0][0]
     e.set_yscale("log")

@@ -10,13 +10,26 @@ from commscope.errors import InputError
 from commscope.kinds import TABLE_COLUMNS
 from commscope.runs import SCHEMA_VERSION, Run, open_run
 
-TABLE_COLUMNS["unit", "samples"] = {"size_bytes": "i", "time_s": "f", "locality": "O"}
+
+@pytest.fixture(autouse=True)
+def _unit_kind(monkeypatch):
+    """A kind of run only these tests know, taken out again after each (the registry is
+    global: other modules' tests must not see it)."""
+    monkeypatch.setitem(
+        TABLE_COLUMNS, ("unit", "samples"), {"size_bytes": "i", "time_s": "f", "locality": "O"}
+    )
+    monkeypatch.setitem(
+        TABLE_COLUMNS,
+        ("unit", "labels"),
+        {"decomposition": "*", "size_bytes": "p", "locality": "O"},
+    )
 
 
 def make_run(root, **kw):
     run = Run.create(root, "unit", {"n": 3}, seeds={"numpy": 7}, argv=["commscope", "x"], **kw)
     (run.raw_dir / "samples.csv").write_text(
-        "size_bytes,time_s,locality\n1,1e-6,intra-socket\n2,2e-6,intra-socket\n")
+        "size_bytes,time_s,locality\n1,1e-6,intra-socket\n2,2e-6,intra-socket\n"
+    )
     return run
 
 
@@ -35,7 +48,7 @@ def test_create_finish_and_read_back(runs_root):
 
 
 def test_killed_run_keeps_raw_samples(runs_root):
-    run = make_run(runs_root)            # never finished: as if the job was killed
+    run = make_run(runs_root)  # never finished: as if the job was killed
     reopened = open_run(run.path)
     assert reopened.meta["status"] == "running"
     assert len(reopened.table("samples")) == 2
@@ -49,14 +62,17 @@ def test_never_reuses_a_directory(runs_root):
         make_run(runs_root, name=a.path.name)
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda m: m.update(schema_version=99), "schema_version"),
-    (lambda m: m.pop("schema_version"), "schema_version"),
-    (lambda m: m.update(schema="other"), "schema"),
-    (lambda m: m.pop("parameters"), "parameters"),
-    (lambda m: m.update(hosts="vm"), "hosts"),
-    (lambda m: m.update(status="weird"), "status"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda m: m.update(schema_version=99), "schema_version"),
+        (lambda m: m.pop("schema_version"), "schema_version"),
+        (lambda m: m.update(schema="other"), "schema"),
+        (lambda m: m.pop("parameters"), "parameters"),
+        (lambda m: m.update(hosts="vm"), "hosts"),
+        (lambda m: m.update(status="weird"), "status"),
+    ],
+)
 def test_bad_meta_names_file_and_field(runs_root, mutate, field):
     run = make_run(runs_root)
     meta = json.loads((run.path / "meta.json").read_text())
@@ -95,21 +111,21 @@ def test_bad_tables(runs_root):
         open_run(run.path).table("samples")
     assert exc.value.field == "time_s"
     pd.DataFrame({"size_bytes": [1], "time_s": ["fast"], "locality": ["x"]}).to_parquet(
-        run.path / "samples.parquet")
+        run.path / "samples.parquet"
+    )
     with pytest.raises(InputError, match="number"):
         open_run(run.path).table("samples")
 
 
-
-TABLE_COLUMNS["unit", "labels"] = {"decomposition": "*", "size_bytes": "p", "locality": "O"}
-
-
-@pytest.mark.parametrize("column, values, says", [
-    ("decomposition", [float("nan")], "missing"),            # a label: never missing
-    ("locality", ["nan"], 'holds the text "nan"'),          # a NaN written as text
-    ("size_bytes", [0], "must be positive, found 0"),
-    ("size_bytes", [1.5], "expected integer"),
-])
+@pytest.mark.parametrize(
+    "column, values, says",
+    [
+        ("decomposition", [float("nan")], "missing"),  # a label: never missing
+        ("locality", ["nan"], 'holds the text "nan"'),  # a NaN written as text
+        ("size_bytes", [0], "must be positive, found 0"),
+        ("size_bytes", [1.5], "expected integer"),
+    ],
+)
 def test_label_and_positive_columns(runs_root, column, values, says):
     run = make_run(runs_root).finish()
     good = {"decomposition": ["2x1x1"], "size_bytes": [8], "locality": ["intra-socket"]}
@@ -127,6 +143,7 @@ def test_a_missing_table_names_its_file(runs_root):
         run.table("nothing")
     assert exc.value.source == str(run.path / "nothing.parquet")
     assert run.table_file("samples") == run.path / "samples.parquet"
+
 
 def test_cli_reports_bad_run_with_exit_2_and_writes_nothing(runs_root, tmp_path, capsys):
     run = make_run(runs_root)
@@ -152,7 +169,7 @@ def test_report_and_fit_refuse_to_overwrite(runs_root, tmp_path, capsys):
 def test_killed_mid_line_drops_only_the_partial_sample(runs_root):
     run = make_run(runs_root)
     with open(run.raw_dir / "samples.csv", "a") as fh:
-        fh.write("3,3e")                 # the writer died here
+        fh.write("3,3e")  # the writer died here
     df = open_run(run.path).table("samples")
     assert list(df["size_bytes"]) == [1, 2]
     assert df["time_s"].dtype.kind == "f"
@@ -167,7 +184,7 @@ def test_run_name_must_be_a_plain_directory_name(runs_root, bad):
 
 def test_report_temporary_file_never_touches_a_user_file(runs_root, tmp_path):
     make_run(runs_root).finish()
-    keep = tmp_path / "report.tmp"          # what a naive with_suffix(".tmp") would clobber
+    keep = tmp_path / "report.tmp"  # what a naive with_suffix(".tmp") would clobber
     keep.write_text("mine")
     assert main(["report", str(runs_root), "-o", str(tmp_path / "report.html")]) == 0
     assert keep.read_text() == "mine"

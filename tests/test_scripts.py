@@ -19,4 +19,5 @@ def test_script_imports_resolve(script):
             module = importlib.import_module(node.module)
             for alias in node.names:
                 assert hasattr(module, alias.name) or importlib.util.find_spec(
-                    f"{node.module}.{alias.name}"), f"{script.name}: {node.module}.{alias.name}"
+                    f"{node.module}.{alias.name}"
+                ), f"{script.name}: {node.module}.{alias.name}"

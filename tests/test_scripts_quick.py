@@ -35,7 +35,8 @@ def test_make_bench_runs_every_script():
     """A script added to scripts/ is run by `make bench` (or deleted)."""
     scripts = {p.stem for p in (ROOT / "scripts").glob("*.py")}
     assert scripts - bench.NOT_BENCHMARKS == set(bench.SCRIPTS), (
-        "scripts/bench.py SCRIPTS must list every benchmark script")
+        "scripts/bench.py SCRIPTS must list every benchmark script"
+    )
     assert set(bench.QUICK_EXTRA) <= set(bench.SCRIPTS)
 
 
@@ -56,13 +57,16 @@ def short_tmpdir():
 
 @pytest.mark.parametrize("name", list(_params()))
 def test_quick_mode(name, tmp_path, short_tmpdir):
-    env = dict(os.environ, TMPDIR=short_tmpdir,
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"),
-                                                        os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        TMPDIR=short_tmpdir,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+    )
     status, seconds, detail = bench.run_one(name, True, tmp_path, timeout=600, env=env)
     need(status != "skipped", f"scripts/{name}.py: {detail}")
     log = (tmp_path / f"{name}.log").read_text(errors="replace")
-    assert status == "ok", f"scripts/{name}.py {' '.join(bench.quick_args(name))}: {detail}\n" \
-                           f"{log[-3000:]}"
+    assert status == "ok", (
+        f"scripts/{name}.py {' '.join(bench.quick_args(name))}: {detail}\n{log[-3000:]}"
+    )
     table = (tmp_path / f"{name}.txt").read_text()
     assert table.strip(), f"scripts/{name}.py printed no table"

@@ -16,8 +16,15 @@ from commscope.stats import arrivals as A
 def make_frame(trials, ranks, iterations, threads, draw, region=None):
     """Tidy frame with compute times from ``draw(size)``."""
     idx = np.indices((trials, ranks, iterations, threads)).reshape(4, -1)
-    df = pd.DataFrame({"trial": idx[0], "rank": idx[1], "iteration": idx[2],
-                       "thread": idx[3], "compute_time_s": draw(idx.shape[1])})
+    df = pd.DataFrame(
+        {
+            "trial": idx[0],
+            "rank": idx[1],
+            "iteration": idx[2],
+            "thread": idx[3],
+            "compute_time_s": draw(idx.shape[1]),
+        }
+    )
     if region is not None:
         df.insert(0, "region", region)
     return df
@@ -115,15 +122,20 @@ def test_reclaimable_time_hand_computed():
     #   printed ratio 5 / (3 * 4) = 5/12, range ratio 5 / (3 * 3) = 5/9.
     # Group B: 4 threads at 2, 2, 2, 6 ms -> R = 12 ms,
     #   printed 12 / (4 * 6) = 1/2, range 12 / (4 * 4) = 3/4.
-    df = pd.DataFrame({
-        "trial": 0, "rank": [0, 0, 0, 1, 1, 1, 1], "iteration": 0,
-        "thread": [0, 1, 2, 0, 1, 2, 3],
-        "compute_time_s": np.array([1, 2, 4, 2, 2, 2, 6]) * 1e-3})
+    df = pd.DataFrame(
+        {
+            "trial": 0,
+            "rank": [0, 0, 0, 1, 1, 1, 1],
+            "iteration": 0,
+            "thread": [0, 1, 2, 0, 1, 2, 3],
+            "compute_time_s": np.array([1, 2, 4, 2, 2, 2, 6]) * 1e-3,
+        }
+    )
     pi = A.process_iterations(df, threshold_s=1e-3)
     assert np.allclose(pi.reclaimable_s, [5e-3, 12e-3])
     assert np.allclose(pi.idle_ratio_printed, [5 / 12, 1 / 2])
     assert np.allclose(pi.idle_ratio_range, [5 / 9, 3 / 4])
-    assert list(pi.laggard) == [True, True]            # 4-2 = 2 ms, 6-2 = 4 ms
+    assert list(pi.laggard) == [True, True]  # 4-2 = 2 ms, 6-2 = 4 ms
     assert list(pi.slowest_thread) == [2, 3]
     s = A.idle_summary(df, 1e-3).iloc[0]
     assert s.avg_reclaimable_s == pytest.approx(8.5e-3)
@@ -133,10 +145,17 @@ def test_reclaimable_time_hand_computed():
 
 
 def test_equal_arrivals_have_no_range_ratio():
-    df = pd.DataFrame({"trial": 0, "rank": 0, "iteration": [0, 0, 1, 1], "thread": [0, 1, 0, 1],
-                       "compute_time_s": [1.0, 1.0, 1.0, 3.0]})
+    df = pd.DataFrame(
+        {
+            "trial": 0,
+            "rank": 0,
+            "iteration": [0, 0, 1, 1],
+            "thread": [0, 1, 0, 1],
+            "compute_time_s": [1.0, 1.0, 1.0, 3.0],
+        }
+    )
     s = A.idle_summary(df).iloc[0]
-    assert s.idle_ratio_range == pytest.approx(0.5)       # only iteration 1 defined
+    assert s.idle_ratio_range == pytest.approx(0.5)  # only iteration 1 defined
     assert s.idle_ratio_printed == pytest.approx((0 + 2 / 6) / 2)
 
 
@@ -166,10 +185,13 @@ def test_full_report_and_histograms(normal_df):
     rng = np.random.default_rng(9)
     # Make a few process-iterations clearly non-normal (uniform-ish two clusters) and one laggard.
     bimodal = (df.trial == 0) & (df["rank"] == 2) & (df.iteration < 5)
-    df.loc[bimodal, "compute_time_s"] = 0.025 + np.where(df.thread[bimodal] % 2 == 0, 0, 4e-4) \
-        + rng.normal(0, 1e-6, bimodal.sum())
-    df.loc[(df.trial == 1) & (df["rank"] == 3) & (df.iteration == 42) & (df.thread == 5),
-           "compute_time_s"] += 4e-3
+    df.loc[bimodal, "compute_time_s"] = (
+        0.025 + np.where(df.thread[bimodal] % 2 == 0, 0, 4e-4) + rng.normal(0, 1e-6, bimodal.sum())
+    )
+    df.loc[
+        (df.trial == 1) & (df["rank"] == 3) & (df.iteration == 42) & (df.thread == 5),
+        "compute_time_s",
+    ] += 4e-3
     rep = A.analyse_arrivals(df, threshold_s=1e-3, bin_width_s=1e-5)
     assert set(rep.histograms) == {"normal", "non-normal", "laggard"}
     lag = rep.histograms["laggard"]
@@ -184,14 +206,18 @@ def test_full_report_and_histograms(normal_df):
 
 # ------------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda d: d.drop(columns="thread"), "thread"),
-    (lambda d: d.assign(compute_time_s="x"), "compute_time_s"),
-    (lambda d: d.assign(compute_time_s=-1.0), "compute_time_s"),
-    (lambda d: d.assign(rank=0.5), "rank"),
-    (lambda d: pd.concat([d, d.iloc[:1]]), "thread"),
-    (lambda d: d.iloc[:0], None),
-])
+
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda d: d.drop(columns="thread"), "thread"),
+        (lambda d: d.assign(compute_time_s="x"), "compute_time_s"),
+        (lambda d: d.assign(compute_time_s=-1.0), "compute_time_s"),
+        (lambda d: d.assign(rank=0.5), "rank"),
+        (lambda d: pd.concat([d, d.iloc[:1]]), "thread"),
+        (lambda d: d.iloc[:0], None),
+    ],
+)
 def test_bad_frames(mutate, field):
     df = make_frame(1, 1, 2, 4, lambda n: np.linspace(1, 2, n))
     with pytest.raises(InputError) as exc:

@@ -31,6 +31,7 @@ def gumbel_max_median(p, mu=0.0, beta=1.0):
 
 # --- non-parametric ----------------------------------------------------------------------
 
+
 def test_max_of_k_resamples_matches_brute_force_enumeration():
     values = np.array([1.0, 2.0, 5.0])
     k = 3
@@ -87,6 +88,7 @@ def test_nonparametric_at_base_scale_reproduces_the_data_distribution():
 
 # --- parametric ---------------------------------------------------------------------------
 
+
 def test_pwm_from_resample_counts_equals_pwm_of_explicit_resample():
     rng = np.random.default_rng(5)
     x = np.sort(rng.gumbel(size=60))
@@ -106,8 +108,9 @@ def test_pwm_from_resample_counts_equals_pwm_of_explicit_resample():
 @pytest.mark.parametrize("method", ["pwm", "mom"])
 def test_parametric_median_close_to_true_expected_maximum(kind, method):
     times = np.random.default_rng(6).gumbel(0.1, 0.001, size=(200, 64))
-    r = bs.predict(kind, [1024], times=times, ranks_per_node=16, replicas=2000, seed=3,
-                   method=method)[0]
+    r = bs.predict(
+        kind, [1024], times=times, ranks_per_node=16, replicas=2000, seed=3, method=method
+    )[0]
     assert r.method == method and r.kind == kind and r.base_ranks == 64
     truth = gumbel_max_mean(1024, 0.1, 0.001)
     # 1024 ranks is 16x the data: the truth sits 7.5 beta above the location, and a
@@ -115,7 +118,8 @@ def test_parametric_median_close_to_true_expected_maximum(kind, method):
     assert r.median_s == pytest.approx(truth, abs=0.0006)
     assert r.ci_low_s <= truth <= r.ci_high_s
     assert r.replicas == math.ceil(2000 / (4 if kind == "internode" else 16)) * (
-        4 if kind == "internode" else 16)
+        4 if kind == "internode" else 16
+    )
 
 
 @pytest.mark.parametrize("kind", ["internode", "intranode"])
@@ -164,6 +168,7 @@ def test_parametric_runtime_scales_expected_maximum():
 
 # --- reproducibility ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("kind", bs.KINDS)
 def test_same_seed_same_result_and_seed_recorded(kind):
     t = np.random.default_rng(11).gumbel(size=(50, 16))
@@ -182,24 +187,28 @@ def test_same_seed_same_result_and_seed_recorded(kind):
 
 # --- bad input ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call", [
-    lambda: bs.bootstrap_nonparametric([], 4, 8),
-    lambda: bs.bootstrap_nonparametric([1.0, np.nan, 2.0], 4, 8),
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 2),           # k < 1
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 0, 2),
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, replicas=0),
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, confidence=1.0),
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, intervals=0),
-    lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, seed=-1),
-    lambda: bs.bootstrap_intranode(np.ones((5, 6)) + np.arange(6), 4, 12),  # 6 % 4
-    lambda: bs.bootstrap_intranode(np.arange(24.0).reshape(4, 6), 3, 3),    # k < 1
-    lambda: bs.bootstrap_internode(np.ones((5, 8)), 4, 16),                 # constant
-    lambda: bs.bootstrap_internode(np.arange(16.0).reshape(2, 8), 4, 16),   # 2 values/node
-    lambda: bs.bootstrap_internode(np.arange(40.0).reshape(5, 8), 4, 16, method="mle"),
-    lambda: bs.bootstrap_internode([1.0, 2.0, 3.0], 1, 4),                  # not 2-D
-    lambda: bs.predict("jackknife", 8, maxima=[1.0, 2.0], base_ranks=2),
-    lambda: bs.predict("intranode", 8, maxima=[1.0, 2.0], base_ranks=2),
-])
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: bs.bootstrap_nonparametric([], 4, 8),
+        lambda: bs.bootstrap_nonparametric([1.0, np.nan, 2.0], 4, 8),
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 2),  # k < 1
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 0, 2),
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, replicas=0),
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, confidence=1.0),
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, intervals=0),
+        lambda: bs.bootstrap_nonparametric([1.0, 2.0], 4, 8, seed=-1),
+        lambda: bs.bootstrap_intranode(np.ones((5, 6)) + np.arange(6), 4, 12),  # 6 % 4
+        lambda: bs.bootstrap_intranode(np.arange(24.0).reshape(4, 6), 3, 3),  # k < 1
+        lambda: bs.bootstrap_internode(np.ones((5, 8)), 4, 16),  # constant
+        lambda: bs.bootstrap_internode(np.arange(16.0).reshape(2, 8), 4, 16),  # 2 values/node
+        lambda: bs.bootstrap_internode(np.arange(40.0).reshape(5, 8), 4, 16, method="mle"),
+        lambda: bs.bootstrap_internode([1.0, 2.0, 3.0], 1, 4),  # not 2-D
+        lambda: bs.predict("jackknife", 8, maxima=[1.0, 2.0], base_ranks=2),
+        lambda: bs.predict("intranode", 8, maxima=[1.0, 2.0], base_ranks=2),
+    ],
+)
 def test_bad_input_raises_input_error(call):
     with pytest.raises(InputError):
         call()
@@ -207,10 +216,16 @@ def test_bad_input_raises_input_error(call):
 
 # --- tables and CLI ---------------------------------------------------------------------------
 
+
 def _long_table(times, ranks_per_node=None):
     m, p = times.shape
-    frame = pd.DataFrame({"iteration": np.repeat(np.arange(m), p),
-                          "rank": np.tile(np.arange(p), m), "time_s": times.ravel()})
+    frame = pd.DataFrame(
+        {
+            "iteration": np.repeat(np.arange(m), p),
+            "rank": np.tile(np.arange(p), m),
+            "time_s": times.ravel(),
+        }
+    )
     if ranks_per_node:
         frame["node"] = frame["rank"] // ranks_per_node
     return frame
@@ -233,28 +248,62 @@ def test_cli_bootstrap_matches_library(tmp_path, capsys):
     times = np.random.default_rng(12).gumbel(0.1, 0.001, size=(80, 32))
     path = tmp_path / "times.parquet"
     _long_table(times, ranks_per_node=8).to_parquet(path)
-    assert main(["stats", "bootstrap", str(path), "--target-ranks", "128,512",
-                 "--kind", "intranode", "--replicas", "800", "--seed", "5", "--json"]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                "bootstrap",
+                str(path),
+                "--target-ranks",
+                "128,512",
+                "--kind",
+                "intranode",
+                "--replicas",
+                "800",
+                "--seed",
+                "5",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    lib = bs.predict("intranode", [128, 512], times=times, ranks_per_node=8, replicas=800,
-                     seed=5)
+    lib = bs.predict("intranode", [128, 512], times=times, ranks_per_node=8, replicas=800, seed=5)
     assert [o["median_s"] for o in out] == pytest.approx([r.median_s for r in lib])
     assert out[1]["seed"] == 6 and out[0]["base_ranks"] == 32
 
     maxima = tmp_path / "max.csv"
     pd.DataFrame({"max_time_s": times.max(axis=1)}).to_csv(maxima, index=False)
-    assert main(["stats", "bootstrap", str(maxima), "--base-ranks", "32", "--target-ranks",
-                 "64", "--seed", "1", "--runtime"]) == 0
+    assert (
+        main(
+            [
+                "stats",
+                "bootstrap",
+                str(maxima),
+                "--base-ranks",
+                "32",
+                "--target-ranks",
+                "64",
+                "--seed",
+                "1",
+                "--runtime",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     expect = bs.bootstrap_nonparametric(times.max(axis=1), 32, 64, seed=1, intervals=80)
     assert "runtime_s" in text and "nonparametric" in text and expect.replicas == 10_000
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--target-ranks", "64"], ["--base-ranks"]),                                # maxima, no p
-    (["--target-ranks", "64", "--base-ranks", "32", "--kind", "internode"], ["per-rank"]),
-    (["--target-ranks", "16", "--base-ranks", "32"], ["--target-ranks"]),          # k < 1
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--target-ranks", "64"], ["--base-ranks"]),  # maxima, no p
+        (["--target-ranks", "64", "--base-ranks", "32", "--kind", "internode"], ["per-rank"]),
+        (["--target-ranks", "16", "--base-ranks", "32"], ["--target-ranks"]),  # k < 1
+    ],
+)
 def test_cli_bootstrap_errors_name_the_problem(tmp_path, capsys, args, words):
     path = tmp_path / "max.csv"
     pd.DataFrame({"max_time_s": np.random.default_rng(0).random(20)}).to_csv(path, index=False)
@@ -271,11 +320,14 @@ def test_cli_bootstrap_file_errors(tmp_path, capsys):
     assert str(wrong) in err and "time_s" in err
     nonode = tmp_path / "t.csv"
     _long_table(np.random.default_rng(1).random((10, 8))).to_csv(nonode, index=False)
-    assert main(["stats", "bootstrap", str(nonode), "--target-ranks", "32", "--kind",
-                 "internode"]) == 2
+    assert (
+        main(["stats", "bootstrap", str(nonode), "--target-ranks", "32", "--kind", "internode"])
+        == 2
+    )
     assert "--ranks-per-node" in capsys.readouterr().err
-    assert main(["stats", "bootstrap", str(nonode), "--target-ranks", "32",
-                 "--base-ranks", "16"]) == 2
+    assert (
+        main(["stats", "bootstrap", str(nonode), "--target-ranks", "32", "--base-ranks", "16"]) == 2
+    )
     assert str(nonode) in capsys.readouterr().err
     assert main(["stats", "bootstrap", str(tmp_path / "x.json"), "--target-ranks", "8"]) == 2
     capsys.readouterr()

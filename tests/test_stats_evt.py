@@ -18,13 +18,14 @@ US = 1e-6
 
 # --- Example 4.2.1 / 4.3.1: EMMA of N(100 ms, 1 ms) for 4 threads -------------------------
 
+
 def test_emma_constant_is_exp_of_minus_exp_of_minus_euler_gamma():
     assert evt.EMMA_CONSTANT == pytest.approx(0.570376002, abs=1e-9)
 
 
 def test_thesis_example_4_2_1_emma_numbers():
     # "10% runtime standard deviation" is sigma = T * 0.1^2 = 1000 us (seeds README).
-    compute_s, sigma_s = 100_000 * US, 100_000 * US * 0.1 ** 2
+    compute_s, sigma_s = 100_000 * US, 100_000 * US * 0.1**2
     dist = stats.norm(compute_s, sigma_s)
     last = evt.emma(dist, 4)
     first = 2 * compute_s - last  # symmetric distribution, as the thesis argues
@@ -57,10 +58,12 @@ def test_expected_max_of_exponential_is_harmonic_number(n):
 def test_emma_is_exact_for_gumbel(n):
     # With -ln P = exp(-gamma)/n the Gumbel quantile equals the Gumbel max's mean.
     for dist in (evt.GEV(3.0, 0.5, 0.0), stats.gumbel_r(3.0, 0.5)):
-        assert evt.emma(dist, n) == pytest.approx(3.0 + 0.5 * (math.log(n) + evt.EULER_GAMMA),
-                                                  rel=1e-12)
+        assert evt.emma(dist, n) == pytest.approx(
+            3.0 + 0.5 * (math.log(n) + evt.EULER_GAMMA), rel=1e-12
+        )
     assert evt.expected_max_exact(stats.gumbel_r(3.0, 0.5), n) == pytest.approx(
-        evt.emma(stats.gumbel_r(3.0, 0.5), n), rel=1e-8)
+        evt.emma(stats.gumbel_r(3.0, 0.5), n), rel=1e-8
+    )
 
 
 @pytest.mark.parametrize("k", [-0.2, 0.0, 0.25])
@@ -90,6 +93,7 @@ def test_empirical_expected_max_matches_enumeration_and_monte_carlo():
 
 
 # --- the GEV class and conventions -------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [-0.3, -0.1, 0.0, 0.1, 0.5])
 def test_gev_moments_and_quantiles_match_scipy(k):
@@ -122,6 +126,7 @@ def test_shape_convention_and_types():
 
 
 # --- fits ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k", [-0.15, 0.0, 0.2])
 @pytest.mark.parametrize("method", evt.METHODS)
@@ -179,8 +184,11 @@ def test_fit_all_agrees_on_clean_data_and_not_with_outliers():
 
 # --- bad input ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("bad", [[], [1.0, 2.0], [1.0, np.nan, 2.0, 3.0], [2.0] * 10,
-                                 [1.0, np.inf, 0.0], ["a", "b", "c"]])
+
+@pytest.mark.parametrize(
+    "bad",
+    [[], [1.0, 2.0], [1.0, np.nan, 2.0, 3.0], [2.0] * 10, [1.0, np.inf, 0.0], ["a", "b", "c"]],
+)
 @pytest.mark.parametrize("fit", [evt.fit_mom, evt.fit_pwm, evt.fit_mle, evt.fit_all])
 def test_fits_reject_bad_samples(fit, bad):
     with pytest.raises(InputError):
@@ -205,12 +213,17 @@ def test_emma_and_options_reject_bad_input():
 
 # --- CLI ------------------------------------------------------------------------------------
 
+
 def test_cli_gev_json_reports_fits_and_emma(tmp_path, capsys):
-    x = stats.genextreme(-0.2, loc=0.1, scale=0.002).rvs(3000, random_state=np.random.default_rng(9))
+    x = stats.genextreme(-0.2, loc=0.1, scale=0.002).rvs(
+        3000, random_state=np.random.default_rng(9)
+    )
     path = tmp_path / "maxima.parquet"
     pd.DataFrame({"max_time_s": x}).to_parquet(path)
-    assert main(["stats", "gev", str(path), "--column", "max_time_s", "--draws", "4,256",
-                 "--json"]) == 0
+    assert (
+        main(["stats", "gev", str(path), "--column", "max_time_s", "--draws", "4,256", "--json"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["agree"] is True and {f["type"] for f in out["fits"]} == {"II"}
     rows = {(r["n"], r["distribution"]): r for r in out["maxima"]}
@@ -221,7 +234,9 @@ def test_cli_gev_json_reports_fits_and_emma(tmp_path, capsys):
 
 def test_cli_gev_table_and_errors(tmp_path, capsys):
     path = tmp_path / "t.csv"
-    pd.DataFrame({"time_s": np.random.default_rng(1).gumbel(0.01, 1e-4, size=200)}).to_csv(path, index=False)
+    pd.DataFrame({"time_s": np.random.default_rng(1).gumbel(0.01, 1e-4, size=200)}).to_csv(
+        path, index=False
+    )
     assert main(["stats", "gev", str(path)]) == 0
     assert "types agree" in capsys.readouterr().out
     assert main(["stats", "gev", str(path), "--column", "lat_s"]) == 2

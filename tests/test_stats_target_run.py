@@ -15,10 +15,10 @@ def ar1(rng, m, phi, size=()):
     """Stationary AR(1) series around 5 ms with sd 0.5 ms (lag-1 autocorrelation phi)."""
     e = rng.standard_normal(size + (m,))
     x = np.empty_like(e)
-    x[..., 0] = e[..., 0] / np.sqrt(1 - phi ** 2)
+    x[..., 0] = e[..., 0] / np.sqrt(1 - phi**2)
     for t in range(1, m):
         x[..., t] = phi * x[..., t - 1] + e[..., t]
-    return 5e-3 + 5e-4 * x * np.sqrt(1 - phi ** 2)
+    return 5e-3 + 5e-4 * x * np.sqrt(1 - phi**2)
 
 
 def coverage(phi, statistic, block_of, trials=60, m=200, parametric=False, seed=0):
@@ -28,9 +28,17 @@ def coverage(phi, statistic, block_of, trials=60, m=200, parametric=False, seed=
         cal = ar1(rng, m, phi)
         target = ar1(rng, m, phi, (2,)).max(axis=0)  # a 2-rank run: max of two series
         truth = np.median(target) if statistic == "median" else target.sum()
-        r = tr.predict_statistic(parametric, [cal], 2, statistic=statistic, intervals=m,
-                                 block=block_of(cal), replicas=300, confidence=0.95,
-                                 seed=trial)
+        r = tr.predict_statistic(
+            parametric,
+            [cal],
+            2,
+            statistic=statistic,
+            intervals=m,
+            block=block_of(cal),
+            replicas=300,
+            confidence=0.95,
+            seed=trial,
+        )
         held += r.ci_low_s <= truth <= r.ci_high_s
     return held / trials
 
@@ -65,8 +73,17 @@ def test_predicted_median_of_max_of_two_normals():
     rng = np.random.default_rng(3)
     cal = 5e-3 + 5e-4 * rng.standard_normal(2000)
     for parametric in (False, True):
-        r = tr.predict_statistic(parametric, [cal], 2, statistic="median", intervals=2000,
-                                 block=1, replicas=500, confidence=0.95, seed=1)
+        r = tr.predict_statistic(
+            parametric,
+            [cal],
+            2,
+            statistic="median",
+            intervals=2000,
+            block=1,
+            replicas=500,
+            confidence=0.95,
+            seed=1,
+        )
         assert r.median_s == pytest.approx(5e-3 + 5e-4 * 0.5449, abs=3e-5), parametric
 
 
@@ -77,8 +94,18 @@ def test_run_effect_from_repeats():
     assert tr.run_effect_sd(same[:1], "median", 1, rng) == 0.0  # one run: nothing to say
     assert tr.run_effect_sd(same, "median", 1, rng) < 0.02
     assert 0.04 < tr.run_effect_sd(shifted, "median", 1, rng) < 0.25
-    r = tr.predict_statistic(False, shifted, 2, statistic="median", intervals=300, block=1,
-                             replicas=500, confidence=0.95, seed=1, run_sd=0.1)
+    r = tr.predict_statistic(
+        False,
+        shifted,
+        2,
+        statistic="median",
+        intervals=300,
+        block=1,
+        replicas=500,
+        confidence=0.95,
+        seed=1,
+        run_sd=0.1,
+    )
     assert r.ci_high_s / r.ci_low_s > 1.3  # a 10 % run effect widens the interval to ~+-20 %
 
 
@@ -88,13 +115,25 @@ def run_effect_coverage(run_df, trials=80, runs=3, tau=0.1, seed=6):
     rng = np.random.default_rng(seed)
     held = 0
     for trial in range(trials):
-        cal = [(5e-3 + 5e-4 * rng.standard_normal(200)) * np.exp(tau * rng.standard_normal())
-               for _ in range(runs)]
+        cal = [
+            (5e-3 + 5e-4 * rng.standard_normal(200)) * np.exp(tau * rng.standard_normal())
+            for _ in range(runs)
+        ]
         target = (5e-3 + 5e-4 * rng.standard_normal(200)) * np.exp(tau * rng.standard_normal())
         sd = tr.run_effect_sd(cal, "median", 1, rng)
-        r = tr.predict_statistic(False, cal, 1, statistic="median", intervals=200, block=1,
-                                 replicas=400, confidence=0.95, seed=trial, run_sd=sd,
-                                 run_df=runs - 1 if run_df else np.inf)
+        r = tr.predict_statistic(
+            False,
+            cal,
+            1,
+            statistic="median",
+            intervals=200,
+            block=1,
+            replicas=400,
+            confidence=0.95,
+            seed=trial,
+            run_sd=sd,
+            run_df=runs - 1 if run_df else np.inf,
+        )
         held += r.ci_low_s <= np.median(target) <= r.ci_high_s
     return held / trials
 
@@ -118,11 +157,38 @@ def test_gev_goodness_of_fit():
 
 def test_bad_input():
     with pytest.raises(InputError, match="statistic"):
-        tr.predict_statistic(False, [np.ones(10)], 2, statistic="mean", intervals=10, block=1,
-                             replicas=10, confidence=0.95, seed=1)
+        tr.predict_statistic(
+            False,
+            [np.ones(10)],
+            2,
+            statistic="mean",
+            intervals=10,
+            block=1,
+            replicas=10,
+            confidence=0.95,
+            seed=1,
+        )
     with pytest.raises(InputError, match="GEV fit needs"):
-        tr.predict_statistic(True, [np.ones(10)], 2, statistic="sum", intervals=10, block=1,
-                             replicas=10, confidence=0.95, seed=1)
+        tr.predict_statistic(
+            True,
+            [np.ones(10)],
+            2,
+            statistic="sum",
+            intervals=10,
+            block=1,
+            replicas=10,
+            confidence=0.95,
+            seed=1,
+        )
     with pytest.raises(InputError, match="NaN"):
-        tr.predict_statistic(False, [np.array([1.0, np.nan])], 2, statistic="sum",
-                             intervals=2, block=1, replicas=10, confidence=0.95, seed=1)
+        tr.predict_statistic(
+            False,
+            [np.array([1.0, np.nan])],
+            2,
+            statistic="sum",
+            intervals=2,
+            block=1,
+            replicas=10,
+            confidence=0.95,
+            seed=1,
+        )

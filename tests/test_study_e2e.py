@@ -20,26 +20,46 @@ def study(tmp_path_factory, default_mpi):
 
 def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert sorted(p.name for p in (study / "runs").iterdir()) == [
-        "bsp-ftq-1rank", "bsp-ftq-2rank", "hvpingpong", "hvpingpong-heldout", "mtmatch",
-        "multirate", "partitioned",
-        "partitioned-calibration", "partitioned-calibration-short", "pingpong-1pair", "pingpong-1pair-heldout", "pingpong-2pairs",
-        "profile-bsp-halo", "threads"]
+        "bsp-ftq-1rank",
+        "bsp-ftq-2rank",
+        "hvpingpong",
+        "hvpingpong-heldout",
+        "mtmatch",
+        "multirate",
+        "partitioned",
+        "partitioned-calibration",
+        "partitioned-calibration-short",
+        "pingpong-1pair",
+        "pingpong-1pair-heldout",
+        "pingpong-2pairs",
+        "profile-bsp-halo",
+        "threads",
+    ]
     machine_model = load_machine_model(study / "machine-model.json")
-    assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}   # one node
+    assert set(machine_model.localities) <= {"intra-socket", "cross-socket"}  # one node
     rdv = machine_model.get("rendezvous", machine_model.localities[0])
-    assert rdv.alpha_s >= 0 and 1e8 < rdv.Rb_Bps < 1e12     # shared memory: 0.1 GB/s .. 1 TB/s
+    assert rdv.alpha_s >= 0 and 1e8 < rdv.Rb_Bps < 1e12  # shared memory: 0.1 GB/s .. 1 TB/s
     assert rdv.fit.n_samples > 0 and rdv.fit.rel_error_by_size
     # The eager limits the MPI reported via MPI_T travel into the machine model.
     assert any("eager" in k for k in machine_model.mpi_eager_limits)
     html = (study / "report.html").read_text()
     figures = html.count("<img") + html.count('<figure class="fig"')
-    assert figures >= 9                                # every section's figures, inline
-    assert html.count("<svg") >= 1                     # line plots as SVG: zoomable, searchable
-    for heading in ("Summary", "Do the models hold here?", "Machine model", "Point-to-point", "HighVolumePingPong",
-                    "Multithreaded message matching", "Partitioned communication",
-                    "Thread arrivals", "Runtime variability", "Application profile",
-                    "Matching queues of traced programs",
-                    "Multirate"):
+    assert figures >= 9  # every section's figures, inline
+    assert html.count("<svg") >= 1  # line plots as SVG: zoomable, searchable
+    for heading in (
+        "Summary",
+        "Do the models hold here?",
+        "Machine model",
+        "Point-to-point",
+        "HighVolumePingPong",
+        "Multithreaded message matching",
+        "Partitioned communication",
+        "Thread arrivals",
+        "Runtime variability",
+        "Application profile",
+        "Matching queues of traced programs",
+        "Multirate",
+    ):
         assert f"<h2>{heading}" in html, heading
     assert "residuals" in html
     # from HighVolumePingPong; the quick study (300 messages at most) on a loaded machine can
@@ -50,10 +70,11 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
     assert qs is not None and qs.mpi == machine_model.machine["mpi_name"]
     assert set(qs.orders) == {"ordered", "reversed"}
     assert "Queue-search model fitted per MPI" in html
-    assert "pingpong-1pair" in html and "MPI_THREAD" in html    # run metadata
-    assert "Load imbalance between ranks" in html    # the profiled harness ran with timers
+    assert "pingpong-1pair" in html and "MPI_THREAD" in html  # run metadata
+    assert "Load imbalance between ranks" in html  # the profiled harness ran with timers
     # call sites of the profiled harness: its halo exchange's MPI_Waitall, in bsp.c
     import pandas as pd
+
     sites = pd.read_parquet(study / "runs" / "profile-bsp-halo" / "callsites.parquet")
     waits = sites[sites["function"] == "MPI_Waitall"]
     assert len(waits) and (waits["file"].str.endswith("bsp.c")).all()
@@ -64,25 +85,37 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
 def test_models_hold_on_the_study(study, capsys):
     """The fit never saw the held-out ping-pong: the postal rows are predictions of it."""
     assert "pingpong-1pair-heldout" not in json.dumps(
-        load_machine_model(study / "machine-model.json").machine)
+        load_machine_model(study / "machine-model.json").machine
+    )
     html = (study / "report.html").read_text()
     # the answer first, the models' validation below the measurements (issue 38)
-    assert html.index("<h2>Summary") < html.index("<h2>Machine model") \
+    assert (
+        html.index("<h2>Summary")
+        < html.index("<h2>Machine model")
         < html.index("<h2>Do the models hold here?")
+    )
     assert main(["model", "holds", str(study), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["machine_model"].startswith(str(study / "machine-model.json"))
     rows = {r["model"]: r for r in out["rows"]}
     postal = [r for m, r in rows.items() if m.startswith("postal (")]
-    assert postal and all(r["runs"] == ["pingpong-1pair-heldout"] and "in-sample" not in r["reason"]
-                          for r in postal)
+    assert postal and all(
+        r["runs"] == ["pingpong-1pair-heldout"] and "in-sample" not in r["reason"] for r in postal
+    )
     assert "oversubscribed, 4 ranks on 2 cores" in rows["max-rate"]["reason"]
     queue = [r for m, r in rows.items() if m.startswith("queue search, ")]
-    assert queue and all(r["runs"] == ["hvpingpong-heldout"] and "in-sample" not in r["reason"]
-                         for r in queue)
+    assert queue and all(
+        r["runs"] == ["hvpingpong-heldout"] and "in-sample" not in r["reason"] for r in queue
+    )
     assert rows["stencil counts"]["verdict"] == "holds"
-    assert {"queue search, ordered", "queue search, reversed", "partitioned", "contention",
-            "node-aware", "variability (nonparametric)"} <= set(rows)
+    assert {
+        "queue search, ordered",
+        "queue search, reversed",
+        "partitioned",
+        "contention",
+        "node-aware",
+        "variability (nonparametric)",
+    } <= set(rows)
 
 
 def test_refit_and_report_from_cli(study, tmp_path, capsys):
@@ -98,7 +131,10 @@ def test_refit_and_report_from_cli(study, tmp_path, capsys):
     assert ("warning: R_N" in out) == (has_rn and bool(two_pairs["launch"]["oversubscribed"]))
     assert json.loads(model_file.read_text())["schema"] == "commscope.machine-model"
     report = tmp_path / "bw.html"
-    assert main(["report", str(study / "runs"), "--machine-model", "bluewaters", "-o", str(report)]) == 0
+    assert (
+        main(["report", str(study / "runs"), "--machine-model", "bluewaters", "-o", str(report)])
+        == 0
+    )
     assert report.exists()
 
 
@@ -108,8 +144,9 @@ def test_study_never_overwrites(study, capsys):
     assert (study / "report.html").stat().st_mtime_ns == before
 
 
-@pytest.mark.parametrize("argv, needle", [(["--pairs", "1"], "--pairs"),
-                                          (["--only", "nonsense"], "--only")])
+@pytest.mark.parametrize(
+    "argv, needle", [(["--pairs", "1"], "--pairs"), (["--only", "nonsense"], "--only")]
+)
 def test_bad_study_options_create_nothing(tmp_path, capsys, argv, needle):
     out = tmp_path / "study"
     assert main(["study", "--quick", "--output", str(out), *argv]) == 2

@@ -10,7 +10,7 @@ import pytest
 pytest_plugins = ["pytester"]
 HERE = Path(__file__).resolve().parent
 
-SUITE = '''
+SUITE = """
 import subprocess, sys
 from types import SimpleNamespace
 
@@ -79,7 +79,7 @@ def test_dependency_marked():
 
 def test_dependency_called():
     need(False, "no frobnicator here")
-'''
+"""
 
 
 @pytest.fixture
@@ -98,8 +98,12 @@ def test_unmarked_launches_fail_naming_themselves(suite, monkeypatch):
     res = suite.runpytest_subprocess("-m", "not mpi", "-p", "no:cacheprovider", "-rfEs")
     out = res.stdout.str()
     res.assert_outcomes(passed=6, errors=4, skipped=2, deselected=2)
-    for name in ("test_job_in_process_swallowed", "test_job_in_a_child",
-                 "test_mpiexec_started_by_hand", "test_with_a_module_fixture_that_launches"):
+    for name in (
+        "test_job_in_process_swallowed",
+        "test_job_in_a_child",
+        "test_mpiexec_started_by_hand",
+        "test_with_a_module_fixture_that_launches",
+    ):
         assert f"test_suite.py::{name} launches jobs or builds but has no mpi marker" in out
     assert "test_a_version_query_is_allowed launches" not in out
     assert "SKIPPED [2]" in out and "no frobnicator here" in out
@@ -109,5 +113,6 @@ def test_in_ci_a_missing_dependency_fails(suite, monkeypatch):
     monkeypatch.setenv("COMMSCOPE_REQUIRE_ALL", "1")
     res = suite.runpytest_subprocess("-k", "dependency", "-p", "no:cacheprovider")
     res.assert_outcomes(failed=1, errors=1)
-    assert "missing dependency (COMMSCOPE_REQUIRE_ALL=1, CI): no frobnicator here" in \
-        res.stdout.str()
+    assert (
+        "missing dependency (COMMSCOPE_REQUIRE_ALL=1, CI): no frobnicator here" in res.stdout.str()
+    )

@@ -24,14 +24,17 @@ INSTALL = "scripts/setup.sh or scripts/install_validation_apps.sh (as root)"
 
 needs_system_mpi = needs(
     os.access(SYSTEM_MPICC, os.X_OK) and shutil.which("ompi_info"),
-    f"Debian's Open MPI with mpicc (libopenmpi-dev) is not installed: run {INSTALL}")
+    f"Debian's Open MPI with mpicc (libopenmpi-dev) is not installed: run {INSTALL}",
+)
 needs_lammps = needs(
-    shutil.which("lmp") is not None, f"Debian's lammps (lmp) is not installed: run {INSTALL}")
+    shutil.which("lmp") is not None, f"Debian's lammps (lmp) is not installed: run {INSTALL}"
+)
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("validate_lammps",
-                                                  ROOT / "scripts" / "validate_lammps.py")
+    spec = importlib.util.spec_from_file_location(
+        "validate_lammps", ROOT / "scripts" / "validate_lammps.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -44,7 +47,9 @@ def test_expected_counts_of_a_known_case():
     v = _script()
     want = v.expected_p2p(200, 20)
     assert want["MPI_Sendrecv"] == 21 + 2 * 21
-    assert want["MPI_Irecv"] == want["MPI_Send"] == want["MPI_Wait"] == 21 + 2 * 21 + 2 * 180 + 2 * 201
+    assert (
+        want["MPI_Irecv"] == want["MPI_Send"] == want["MPI_Wait"] == 21 + 2 * 21 + 2 * 180 + 2 * 201
+    )
     assert v.thermo_outputs(200, 50) == 5 and v.thermo_outputs(300, 10) == 31
     assert v.thermo_outputs(210, 50) == 6  # the last step always prints
 
@@ -54,8 +59,11 @@ def test_system_open_mpi_4_gets_its_shared_memory_btl():
     system = mpi.select_mpi(SYSTEM_MPICC)
     assert system.flavor == "openmpi" and Path(system.mpicc).name == "mpicc"
     plan = launch.plan_launch(system, 2, "prog")
-    version = subprocess.run([str(Path(system.mpiexec).parent / "ompi_info"), "--version"],
-                             capture_output=True, text=True).stdout  # "Open MPI v4.1.4"
+    version = subprocess.run(
+        [str(Path(system.mpiexec).parent / "ompi_info"), "--version"],
+        capture_output=True,
+        text=True,
+    ).stdout  # "Open MPI v4.1.4"
     major = int(version.split(" v")[1].split(".")[0])
     assert plan.env["OMPI_MCA_btl"] == ("self,vader" if major < 5 else "self,sm")
 
@@ -64,21 +72,25 @@ def test_system_open_mpi_4_gets_its_shared_memory_btl():
 @needs_lammps
 def test_lammps_counts_agree_with_its_logic(tmp_path):
     v = _script()
-    cases = [(case, *v.profile_case(case, tmp_path, tmp_path / "runs", SYSTEM_MPICC))
-             for case in v.CASES]
+    cases = [
+        (case, *v.profile_case(case, tmp_path, tmp_path / "runs", SYSTEM_MPICC)) for case in v.CASES
+    ]
     for case, run, *_ in cases:
         assert run.meta["status"] == "complete" and run.meta["exit_status"] == 0
         assert run.meta["mpi"]["library_version"].startswith("Open MPI")  # Debian's, not the wheel
     rows = v.comparison_rows(cases)
     wrong = [r for r in rows if r[2] != r[3]]
-    assert not wrong, "\n".join(f"{w} (rank {k}): expected {e}, counted {g}" for w, k, e, g in wrong)
+    assert not wrong, "\n".join(
+        f"{w} (rank {k}): expected {e}, counted {g}" for w, k, e, g in wrong
+    )
     assert len(rows) == 2 * (2 + 2 * 4 + 2) + 4
 
 
 HPCC_EXAMPLE = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
 needs_hpcc = needs(
     shutil.which("hpcc") is not None and HPCC_EXAMPLE.exists(),
-    f"Debian's hpcc is not installed: run {INSTALL}")
+    f"Debian's hpcc is not installed: run {INSTALL}",
+)
 
 
 @needs_system_mpi
@@ -93,12 +105,14 @@ def test_hpcc_every_message_accounted_for(tmp_path, monkeypatch):
     each rank receives (Recv + Irecv - cancelled + Sendrecv) exactly what the other
     sent: two counts made in different processes by different wrappers."""
     from commscope.profile.run import run_profile
+
     lines = HPCC_EXAMPLE.read_text().splitlines()
     lines[5], lines[7], lines[10], lines[11] = "400 Ns", "40 NBs", "1 Ps", "2 Qs"
     (tmp_path / "hpccinf.txt").write_text("\n".join(lines) + "\n")
     monkeypatch.chdir(tmp_path)  # hpcc reads hpccinf.txt and writes hpccoutf.txt here
-    run, status = run_profile("hpcc", nranks=2, mpi_spec=SYSTEM_MPICC,
-                              runs_root=tmp_path / "runs", echo=False)
+    run, status = run_profile(
+        "hpcc", nranks=2, mpi_spec=SYSTEM_MPICC, runs_root=tmp_path / "runs", echo=False
+    )
     assert status == 0 and "Success=1" in (tmp_path / "hpccoutf.txt").read_text()
     f = run.table("functions")
     calls = {r: g.groupby("function")["calls"].sum() for r, g in f.groupby("rank")}
@@ -107,9 +121,12 @@ def test_hpcc_every_message_accounted_for(tmp_path, monkeypatch):
         c, other = calls[rank], calls[1 - rank]
         assert c["MPI_Testany"] > 0 and c["MPI_Cancel"] > 0  # the completion paths exercised
         sent = c["MPI_Send"] + c["MPI_Isend"] + c["MPI_Sendrecv"]
-        received = (other["MPI_Recv"] + other["MPI_Irecv"] - other["MPI_Cancel"]
-                    + other["MPI_Sendrecv"])
+        received = (
+            other["MPI_Recv"] + other["MPI_Irecv"] - other["MPI_Cancel"] + other["MPI_Sendrecv"]
+        )
         assert peers.loc[(rank, 1 - rank), "messages_sent"] == sent == received
         assert peers.loc[(1 - rank, rank), "messages_received"] == sent
-        assert peers.loc[(rank, 1 - rank), "bytes_sent"] == \
-            peers.loc[(1 - rank, rank), "bytes_received"]
+        assert (
+            peers.loc[(rank, 1 - rank), "bytes_sent"]
+            == peers.loc[(1 - rank, rank), "bytes_received"]
+        )

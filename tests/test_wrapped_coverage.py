@@ -19,6 +19,7 @@ import mpi_functions as mf  # noqa: E402
 
 def header_of(which):
     from commscope import mpi
+
     try:
         m = mpi.select_mpi(which)
     except Exception as exc:  # noqa: BLE001 - an MPI that is not installed: nothing to check
@@ -36,8 +37,10 @@ def test_every_function_of_the_families_is_wrapped_or_left_out_with_a_reason(whi
     protos = header_of(which)
     wrapped = wrapped_for(protos)
     missing = mf.unaccounted(protos, wrapped)
-    assert not missing, ("declared by the MPI, in a wrapped family, neither wrapped nor in "
-                         f"mpi_functions.LEFT_OUT: {missing}")
+    assert not missing, (
+        "declared by the MPI, in a wrapped family, neither wrapped nor in "
+        f"mpi_functions.LEFT_OUT: {missing}"
+    )
     assert "MPI_File_get_size" in wrapped  # IOR calls it
     # the list is about functions that are not wrapped, each with a reason
     assert not set(mf.LEFT_OUT) & wrapped
@@ -52,8 +55,16 @@ def test_the_left_out_list_is_well_formed():
 
 
 def test_a_new_function_of_a_family_fails_until_wrapped_or_listed():
-    declared = {"MPI_File_frobnicate": [], "MPI_Win_frobnicate_c": [], "MPI_Isend": [],
-                "MPI_Isend_c": [], "MPI_Comm_rank": [], "MPI_Get_count_c": [],
-                "MPI_Type_size": []}
+    declared = {
+        "MPI_File_frobnicate": [],
+        "MPI_Win_frobnicate_c": [],
+        "MPI_Isend": [],
+        "MPI_Isend_c": [],
+        "MPI_Comm_rank": [],
+        "MPI_Get_count_c": [],
+        "MPI_Type_size": [],
+    }
     assert mf.unaccounted(declared, {"MPI_Isend", "MPI_Isend_c"}) == [
-        "MPI_File_frobnicate", "MPI_Win_frobnicate_c"]
+        "MPI_File_frobnicate",
+        "MPI_Win_frobnicate_c",
+    ]

@@ -46,9 +46,16 @@
 #define HALO_RANK_W 1000003.0
 #define HALO_ITER_W 17.0
 
-enum workload { W_FTQ, W_FWQ, W_DGEMM, W_SPMV };
+enum workload { W_FTQ,
+                W_FWQ,
+                W_DGEMM,
+                W_SPMV };
 static const char *const workload_names[] = {"ftq", "fwq", "dgemm", "spmv"};
-enum dist { D_CONSTANT, D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_LOGNORMAL };
+enum dist { D_CONSTANT,
+            D_NORMAL,
+            D_UNIFORM,
+            D_EXPONENTIAL,
+            D_LOGNORMAL };
 static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential",
                                          "lognormal"};
 
@@ -84,13 +91,14 @@ static uint64_t fwq(uint64_t n)
     uint64_t acc = 0;
     for (uint64_t i = 0; i < n; i++) {
         acc += i & 1023;
-        __asm__ volatile("" : "+r"(acc));
+        __asm__ volatile(""
+                         : "+r"(acc));
     }
     return acc;
 }
 
 typedef struct {
-    int n;        /* grid side: n*n rows */
+    int n; /* grid side: n*n rows */
     long nnz;
     long *rowptr;
     int *col;
@@ -191,8 +199,8 @@ static double dgemm(gemm_t *g, int reps)
 
 typedef struct {
     MPI_Comm cart;
-    int count;          /* doubles per message */
-    int nbr[4];         /* x-, x+, y-, y+ */
+    int count;  /* doubles per message */
+    int nbr[4]; /* x-, x+, y-, y+ */
     double *send[4], *recv[4];
 } halo_t;
 
@@ -261,20 +269,20 @@ typedef struct {
 static void usage(void)
 {
     fprintf(stderr,
-        "usage: cs_bsp -w ftq|fwq|dgemm|spmv [options] [--out DIR]\n"
-        "  -w, --workload W     ftq, fwq, dgemm or spmv\n"
-        "  -k, --intervals K    measured intervals (default 200)\n"
-        "  -x, --warmup W       unrecorded intervals first (default 2)\n"
-        "  -d, --dist D         ftq/fwq draw: constant, normal, uniform, exponential,\n"
-        "                       lognormal (default normal)\n"
-        "      --mean M         ftq: seconds (default 0.01); fwq: additions (default 5e6)\n"
-        "      --sd S           standard deviation, same unit (default mean/10)\n"
-        "  -n, --size N         dgemm: N x N matrices (256); spmv: N x N grid (512)\n"
-        "  -r, --reps R         dgemm/spmv operations per interval (default 1)\n"
-        "  -b, --halo-bytes B   bytes sent to each of 4 neighbours per interval (0: none)\n"
-        "  -s, --seed S         seed of the draws; rank r uses stream S + r (default 1)\n"
-        "  -f, --flush-every F  gather and write per-rank rows every F intervals (10)\n"
-        "  -o, --out DIR        write the tables there\n");
+            "usage: cs_bsp -w ftq|fwq|dgemm|spmv [options] [--out DIR]\n"
+            "  -w, --workload W     ftq, fwq, dgemm or spmv\n"
+            "  -k, --intervals K    measured intervals (default 200)\n"
+            "  -x, --warmup W       unrecorded intervals first (default 2)\n"
+            "  -d, --dist D         ftq/fwq draw: constant, normal, uniform, exponential,\n"
+            "                       lognormal (default normal)\n"
+            "      --mean M         ftq: seconds (default 0.01); fwq: additions (default 5e6)\n"
+            "      --sd S           standard deviation, same unit (default mean/10)\n"
+            "  -n, --size N         dgemm: N x N matrices (256); spmv: N x N grid (512)\n"
+            "  -r, --reps R         dgemm/spmv operations per interval (default 1)\n"
+            "  -b, --halo-bytes B   bytes sent to each of 4 neighbours per interval (0: none)\n"
+            "  -s, --seed S         seed of the draws; rank r uses stream S + r (default 1)\n"
+            "  -f, --flush-every F  gather and write per-rank rows every F intervals (10)\n"
+            "  -o, --out DIR        write the tables there\n");
 }
 
 int main(int argc, char **argv)
@@ -289,13 +297,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     int have_workload = 0;
     static struct option longopts[] = {
-        {"workload", required_argument, 0, 'w'}, {"intervals", required_argument, 0, 'k'},
-        {"warmup", required_argument, 0, 'x'},   {"dist", required_argument, 0, 'd'},
-        {"mean", required_argument, 0, 'M'},     {"sd", required_argument, 0, 'S'},
-        {"size", required_argument, 0, 'n'},     {"reps", required_argument, 0, 'r'},
-        {"halo-bytes", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'},
-        {"flush-every", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+        {"workload", required_argument, 0, 'w'}, {"intervals", required_argument, 0, 'k'}, {"warmup", required_argument, 0, 'x'}, {"dist", required_argument, 0, 'd'}, {"mean", required_argument, 0, 'M'}, {"sd", required_argument, 0, 'S'}, {"size", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'}, {"halo-bytes", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'}, {"flush-every", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     cs_check_world();
@@ -443,7 +445,10 @@ int main(int argc, char **argv)
         row.barrier_s = t3 - t2;
 
         /* the per-interval maximum, by reduction as in the thesis */
-        struct { double v; int r; } mine = {row.interval_s, rank}, top;
+        struct {
+            double v;
+            int r;
+        } mine = {row.interval_s, rank}, top;
         double wmax, bmax, mine_w[2] = {row.workload_s, row.barrier_s}, maxes[2];
         MPI_Reduce(&mine, &top, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
         MPI_Reduce(mine_w, maxes, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

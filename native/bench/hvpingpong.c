@@ -120,7 +120,14 @@ int main(int argc, char **argv)
     int do_order[2] = {1, 1}; /* ordered, reversed */
     const char *out = NULL, *counts_arg = NULL;
     int rank, size, provided;
-    enum { O_COUNTS = 256, O_SIZES, O_TOTAL, O_ORDER, O_DECADE, O_CONT, O_QUEUES, O_MINMSG };
+    enum { O_COUNTS = 256,
+           O_SIZES,
+           O_TOTAL,
+           O_ORDER,
+           O_DECADE,
+           O_CONT,
+           O_QUEUES,
+           O_MINMSG };
     static struct option longopts[] = {{"counts", required_argument, 0, O_COUNTS},
                                        {"sizes", required_argument, 0, O_SIZES},
                                        {"total-bytes", required_argument, 0, O_TOTAL},
@@ -227,7 +234,8 @@ int main(int argc, char **argv)
         for (int i = 1; i < nnodes; i++)
             if (per_node[i] != per_node[0])
                 cs_die("--contention needs the same number of ranks on every node "
-                       "(node 0 has %d, node %d has %d)", per_node[0], i, per_node[i]);
+                       "(node 0 has %d, node %d has %d)",
+                       per_node[0], i, per_node[i]);
         for (int r = 0; r < size; r++) {
             int target = node[r] < nnodes / 2 ? node[r] + nnodes / 2 : node[r] - nnodes / 2;
             initiator[r] = node[r] < nnodes / 2;
@@ -298,7 +306,8 @@ int main(int argc, char **argv)
                                       "unexpected_after_post");
         }
         printf("# commscope HighVolumePingPong (Bienz et al. 2018, Algorithm 1), %d pair(s)%s, "
-               "one-way time = round trip / 2\n", pairs, contention ? ", contention layout" : "");
+               "one-way time = round trip / 2\n",
+               pairs, contention ? ", contention layout" : "");
         for (int p = 0; p < ninit; p++) {
             int a = inits[p], b = peer[a];
             printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, a,

@@ -40,8 +40,8 @@
 typedef struct {
     char points[LABEL_MAX], decomp[LABEL_MAX];
     int messages, threads_recv, threads_send;
-    int *recv_thread, *send_thread;      /* by tag */
-    int **recv_list, **send_list;        /* per thread: tags in posting/sending order */
+    int *recv_thread, *send_thread; /* by tag */
+    int **recv_list, **send_list;   /* per thread: tags in posting/sending order */
     int *recv_len, *send_len;
 } config_t;
 
@@ -70,7 +70,10 @@ static int read_plan(const char *path, config_t **out)
     FILE *f = fopen(path, "r");
     char line[512];
     int ncfg = 0, cap = 0, lineno = 0;
-    struct row { int cfg, tag, rt, st; char pts[LABEL_MAX], dec[LABEL_MAX]; } *rows = NULL;
+    struct row {
+        int cfg, tag, rt, st;
+        char pts[LABEL_MAX], dec[LABEL_MAX];
+    } *rows = NULL;
     if (!f)
         cs_die("--plan: cannot open %s", path);
     while (fgets(line, sizeof line, f)) {
@@ -193,7 +196,10 @@ int main(int argc, char **argv)
     const char *out = NULL, *plan = NULL;
     int trials = 10, warmup = 2, first = 0, rank, size, provided;
     long long msg_size = 8;
-    enum { O_PLAN = 256, O_TRIALS, O_WARMUP, O_FROM };
+    enum { O_PLAN = 256,
+           O_TRIALS,
+           O_WARMUP,
+           O_FROM };
     static struct option longopts[] = {{"plan", required_argument, 0, O_PLAN},
                                        {"trials", required_argument, 0, O_TRIALS},
                                        {"warmup", required_argument, 0, O_WARMUP},

@@ -41,7 +41,9 @@
 
 #define MAX_THREADS 64
 #define MAX_COUNTS 16
-enum { MODE_SHARED, MODE_PER_THREAD, NMODES };
+enum { MODE_SHARED,
+       MODE_PER_THREAD,
+       NMODES };
 static const char *const MODE_NAMES[NMODES] = {"shared", "per-thread"};
 
 static void usage(void)
@@ -116,7 +118,9 @@ int main(int argc, char **argv)
     long long msg_size = 64;
     int counts[MAX_COUNTS] = {1, 2, 4}, ncounts = 3;
     int modes[NMODES] = {MODE_SHARED, MODE_PER_THREAD}, nmodes = 2;
-    enum { O_THREADS = 256, O_MODES, O_REPS };
+    enum { O_THREADS = 256,
+           O_MODES,
+           O_REPS };
     static struct option longopts[] = {{"threads", required_argument, 0, O_THREADS},
                                        {"modes", required_argument, 0, O_MODES},
                                        {"reps", required_argument, 0, O_REPS},
@@ -231,7 +235,7 @@ int main(int argc, char **argv)
     }
 
     long done = 0, total = (long)ncounts * reps * nmodes;
-    double (*rates)[NMODES] = cs_xmalloc(sizeof(double[NMODES]) * reps);
+    double(*rates)[NMODES] = cs_xmalloc(sizeof(double[NMODES]) * reps);
     double unexp_max[NMODES];
     for (int k = 0; k < ncounts; k++) {
         int T = counts[k];

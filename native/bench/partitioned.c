@@ -62,11 +62,21 @@
 #include <sys/prctl.h>
 #include <time.h>
 
-enum { M_PART, M_ISEND, M_SINGLE, M_COUNT };
+enum { M_PART,
+       M_ISEND,
+       M_SINGLE,
+       M_COUNT };
 static const char *const METHOD_NAME[M_COUNT] = {"partitioned", "isend", "single"};
-enum { D_NORMAL, D_UNIFORM, D_EXPONENTIAL, D_CONSTANT, D_STAGGER, D_COUNT };
+enum { D_NORMAL,
+       D_UNIFORM,
+       D_EXPONENTIAL,
+       D_CONSTANT,
+       D_STAGGER,
+       D_COUNT };
 static const char *const DIST_NAME[] = {"normal", "uniform", "exponential", "constant", "stagger"};
-enum { C_SLEEP, C_SPIN, C_HYBRID };
+enum { C_SLEEP,
+       C_SPIN,
+       C_HYBRID };
 static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
 
 #define TAG_RESULT 1000000 /* above any partition tag */
@@ -74,15 +84,15 @@ static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
 #define HYBRID_SPIN_S 200e-6
 #define MAX_SIZES 64
 
-#define CHECK(call)                                                                  \
-    do {                                                                             \
-        int rc_ = (call);                                                            \
-        if (rc_ != MPI_SUCCESS) {                                                    \
-            char msg_[MPI_MAX_ERROR_STRING];                                         \
-            int len_ = 0;                                                            \
-            MPI_Error_string(rc_, msg_, &len_);                                      \
-            cs_die("%s failed: %s", #call, msg_);                                    \
-        }                                                                            \
+#define CHECK(call) \
+    do { \
+        int rc_ = (call); \
+        if (rc_ != MPI_SUCCESS) { \
+            char msg_[MPI_MAX_ERROR_STRING]; \
+            int len_ = 0; \
+            MPI_Error_string(rc_, msg_, &len_); \
+            cs_die("%s failed: %s", #call, msg_); \
+        } \
     } while (0)
 
 static void usage(void)
@@ -220,14 +230,7 @@ int main(int argc, char **argv)
     const char *out = NULL;
     int rank, nranks, provided;
     static struct option longopts[] = {
-        {"threads", required_argument, 0, 't'}, {"compute", required_argument, 0, 'c'},
-        {"variability", required_argument, 0, 'v'}, {"sigma", required_argument, 0, 's'},
-        {"dist", required_argument, 0, 'd'}, {"sizes", required_argument, 0, 'z'},
-        {"runs", required_argument, 0, 'r'}, {"warmup", required_argument, 0, 'x'},
-        {"methods", required_argument, 0, 'M'}, {"compute-mode", required_argument, 0, 'C'},
-        {"seed", required_argument, 0, 'S'}, {"out", required_argument, 0, 'o'},
-        {"from-size", required_argument, 0, 'F'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"threads", required_argument, 0, 't'}, {"compute", required_argument, 0, 'c'}, {"variability", required_argument, 0, 'v'}, {"sigma", required_argument, 0, 's'}, {"dist", required_argument, 0, 'd'}, {"sizes", required_argument, 0, 'z'}, {"runs", required_argument, 0, 'r'}, {"warmup", required_argument, 0, 'x'}, {"methods", required_argument, 0, 'M'}, {"compute-mode", required_argument, 0, 'C'}, {"seed", required_argument, 0, 'S'}, {"out", required_argument, 0, 'o'}, {"from-size", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     cs_check_world();
@@ -578,7 +581,8 @@ int main(int argc, char **argv)
                 }
                 if (res.mismatches > 0 || res.bytes != (double)size) {
                     fprintf(stderr, "commscope native: %s, %lld bytes, run %d: receiver found "
-                            "%.0f mismatched bytes and %.0f of %lld bytes\n", METHOD_NAME[m], size, r,
+                                    "%.0f mismatched bytes and %.0f of %lld bytes\n",
+                            METHOD_NAME[m], size, r,
                             res.mismatches, res.bytes, size);
                     failures++;
                 }
@@ -599,7 +603,8 @@ int main(int argc, char **argv)
             MPI_Bcast(&failures, 1, MPI_LONG_LONG, 0, comm);
             if (failures)
                 cs_die("data check failed (%lld runs with wrong or missing bytes); "
-                       "the rows are in samples.csv (mismatches, bytes_received)", failures);
+                       "the rows are in samples.csv (mismatches, bytes_received)",
+                       failures);
         }
     }
     if (samples)

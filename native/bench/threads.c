@@ -39,7 +39,10 @@
 #include <sys/prctl.h>
 #endif
 
-enum dist { DIST_CONSTANT, DIST_NORMAL, DIST_UNIFORM, DIST_EXPONENTIAL };
+enum dist { DIST_CONSTANT,
+            DIST_NORMAL,
+            DIST_UNIFORM,
+            DIST_EXPONENTIAL };
 static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential"};
 static const char *const compute_names[] = {"spin", "sleep"}; /* index = sleep_mode */
 
@@ -164,14 +167,7 @@ int main(int argc, char **argv)
     const char *out = NULL, *region_name = "compute";
     int rank, size, provided;
     static struct option longopts[] = {
-        {"iterations", required_argument, 0, 'n'}, {"trials", required_argument, 0, 't'},
-        {"warmup", required_argument, 0, 'x'},     {"work", required_argument, 0, 'w'},
-        {"dist", required_argument, 0, 'd'},       {"sd", required_argument, 0, 's'},
-        {"laggard-prob", required_argument, 0, 'p'},
-        {"laggard-extra", required_argument, 0, 'e'},
-        {"seed", required_argument, 0, 'S'},       {"compute", required_argument, 0, 'c'},
-        {"region", required_argument, 0, 'r'},     {"out", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
+        {"iterations", required_argument, 0, 'n'}, {"trials", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'x'}, {"work", required_argument, 0, 'w'}, {"dist", required_argument, 0, 'd'}, {"sd", required_argument, 0, 's'}, {"laggard-prob", required_argument, 0, 'p'}, {"laggard-extra", required_argument, 0, 'e'}, {"seed", required_argument, 0, 'S'}, {"compute", required_argument, 0, 'c'}, {"region", required_argument, 0, 'r'}, {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     cs_check_world();
@@ -241,7 +237,8 @@ int main(int argc, char **argv)
                size, nthreads, trials, iters);
         char t_work[24], t_sd[24], t_lag[24];
         printf("# work %s mean %s sd %s, laggard p=%.3g extra %s, seed %llu, "
-               "compute=%s\n", dist_names[im.dist], cs_time_text(im.work, t_work, sizeof t_work),
+               "compute=%s\n",
+               dist_names[im.dist], cs_time_text(im.work, t_work, sizeof t_work),
                cs_time_text(im.sd, t_sd, sizeof t_sd), im.lag_prob,
                cs_time_text(im.lag_extra, t_lag, sizeof t_lag),
                (unsigned long long)im.seed, sleep_mode ? "sleep" : "spin");
@@ -269,7 +266,7 @@ int main(int argc, char **argv)
                 cs_progress(++done, (long)trials * iters, "iteration");
         }
         /* Summaries from this rank's records before the flush empties them. */
-        double sum[3] = {0, 0, 0}; /* compute time, error vs intended, samples */
+        double sum[3] = {0, 0, 0};                /* compute time, error vs intended, samples */
         double ext[3] = {-1e300, -1e300, -1e300}; /* -min time, max time, max error */
         for (int t = 0; t < nthreads; t++)
             for (long k = 0; k < tt.thr[t].count; k++) {

@@ -343,7 +343,8 @@ int cs_parse_size_list(const char *option, const char *text, long long min, long
     int n = split_size_list(text, min, out, max);
     if (n < 1)
         cs_die("%s: expected a comma-separated list of at most %d sizes >= %lld "
-               "(such as 8,1K,64K), got '%s'", option, max, min, text);
+               "(such as 8,1K,64K), got '%s'",
+               option, max, min, text);
     return n;
 }
 
@@ -377,14 +378,17 @@ void *cs_xmalloc(size_t n)
 
 const char *cs_time_text(double seconds, char *buf, size_t n)
 {
-    static const struct { const char *unit; double scale; } units[] = {
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {
         {"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}};
     char digits[40];
     if (!isfinite(seconds)) {
         snprintf(buf, n, "-");
         return buf;
     }
-    snprintf(digits, sizeof digits, "%.3g", seconds);  /* first: 0.9996 ms is 1 ms */
+    snprintf(digits, sizeof digits, "%.3g", seconds); /* first: 0.9996 ms is 1 ms */
     double r = strtod(digits, NULL);
     if (r == 0.0) {
         snprintf(buf, n, "0 s");

@@ -26,11 +26,11 @@ typedef struct {
     char node[CS_HOST_MAX]; /* Slurm node (SLURMD_NODENAME), else the host name */
     char host[CS_HOST_MAX];
     char cpus[CS_CPUS_MAX]; /* affinity mask as a Linux CPU list ("0-3,8") */
-    int cpu;    /* CPU the rank was on at start-up (sched_getcpu) */
-    int socket; /* physical package of that CPU, -1 if unknown */
-    int core;   /* core id within the package, -1 if unknown */
-    int numa;   /* NUMA node of that CPU, -1 if unknown */
-    int bound;  /* 1 if the affinity mask holds a single CPU */
+    int cpu;                /* CPU the rank was on at start-up (sched_getcpu) */
+    int socket;             /* physical package of that CPU, -1 if unknown */
+    int core;               /* core id within the package, -1 if unknown */
+    int numa;               /* NUMA node of that CPU, -1 if unknown */
+    int bound;              /* 1 if the affinity mask holds a single CPU */
 } cs_place_t;
 
 /* Fill *p for the calling process. */

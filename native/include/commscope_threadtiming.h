@@ -57,23 +57,23 @@ typedef struct {
 } cs_tt_record_t;
 
 typedef struct {
-    long count;     /* committed records */
-    long dropped;   /* records that did not fit */
+    long count;   /* committed records */
+    long dropped; /* records that did not fit */
     char pad[CS_TT_ALIGN - 2 * sizeof(long)];
 } cs_tt_thread_t;
 
 typedef struct {
     int max_threads;
-    long capacity;            /* records per thread */
-    cs_tt_record_t *rec;      /* max_threads x capacity */
-    cs_tt_thread_t *thr;      /* max_threads, cache-line padded */
-    long dropped_threads;     /* begin/end from a thread id >= max_threads */
+    long capacity;        /* records per thread */
+    cs_tt_record_t *rec;  /* max_threads x capacity */
+    cs_tt_thread_t *thr;  /* max_threads, cache-line padded */
+    long dropped_threads; /* begin/end from a thread id >= max_threads */
     int nregions;
     char regions[CS_TT_MAX_REGIONS][CS_TT_NAME_MAX];
     int trial;
     double t0;
     char out[4096];
-    FILE *fh;                 /* open on the writing rank after the first flush */
+    FILE *fh; /* open on the writing rank after the first flush */
 #ifndef CS_TT_NO_MPI
     MPI_Comm comm;
 #endif

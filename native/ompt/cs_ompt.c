@@ -43,8 +43,14 @@
 #define CS_EXPORT __attribute__((visibility("default")))
 
 enum {
-    EV_PARALLEL_BEGIN = 1, EV_PARALLEL_END = 2, EV_TASK_BEGIN = 3, EV_TASK_END = 4,
-    EV_SYNC_BEGIN = 5, EV_SYNC_END = 6, EV_WORK_BEGIN = 7, EV_WORK_END = 8
+    EV_PARALLEL_BEGIN = 1,
+    EV_PARALLEL_END = 2,
+    EV_TASK_BEGIN = 3,
+    EV_TASK_END = 4,
+    EV_SYNC_BEGIN = 5,
+    EV_SYNC_END = 6,
+    EV_WORK_BEGIN = 7,
+    EV_WORK_END = 8
 };
 
 typedef struct {
@@ -68,8 +74,8 @@ _Static_assert(sizeof(cs_ompt_header_t) == 64, "header is 64 bytes");
 
 typedef struct cs_ompt_thread {
     struct cs_ompt_thread *next;
-    int id;            /* file number */
-    int fd;            /* -1 until the first flush */
+    int id; /* file number */
+    int fd; /* -1 until the first flush */
     uint32_t count;
     uint64_t written;
     cs_ompt_event_t *buf;
@@ -163,8 +169,7 @@ static void open_thread_file(cs_ompt_thread_t *t)
         t->fd = -2;
         return;
     }
-    cs_ompt_header_t h = {"CSOMPT01", 1, sizeof(cs_ompt_event_t), t->id, (int32_t)getpid(),
-                          g_t_start, {0}};
+    cs_ompt_header_t h = {"CSOMPT01", 1, sizeof(cs_ompt_event_t), t->id, (int32_t)getpid(), g_t_start, {0}};
     if (write_all(t->fd, &h, sizeof h) != 0) {
         write_failed(path, errno);
         close(t->fd);
@@ -262,7 +267,7 @@ static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *encounterin
 
 /* task_data->value of an implicit task: instance id in the low 48 bits, the
  * thread's index in the team in the high 16 (instance ids stay far below 2^48). */
-#define INSTANCE_OF(v) ((v) & 0xffffffffffffull)
+#define INSTANCE_OF(v) ((v)&0xffffffffffffull)
 #define INDEX_OF(v) ((uint16_t)((v) >> 48))
 
 static void on_implicit_task(ompt_scope_endpoint_t endpoint, ompt_data_t *parallel_data,

@@ -34,10 +34,11 @@
 
 #include "cs_prof_clocks.h"
 
-#define ROUNDS 10       /* round trips per measurement, at least */
-#define MAX_ROUNDS 100  /* at most, while the shortest is still slow */
-#define SLOW_NS 100000  /* 100 us: longer than any network's round trip, a preemption's */
-enum { TAG_INIT = 0x6373, TAG_FINALIZE = 0x6374 }; /* apart: a late init message never answers finalize */
+#define ROUNDS 10      /* round trips per measurement, at least */
+#define MAX_ROUNDS 100 /* at most, while the shortest is still slow */
+#define SLOW_NS 100000 /* 100 us: longer than any network's round trip, a preemption's */
+enum { TAG_INIT = 0x6373,
+       TAG_FINALIZE = 0x6374 }; /* apart: a late init message never answers finalize */
 
 static MPI_Comm comm = MPI_COMM_NULL;
 static char clocks_path[4400];
@@ -87,8 +88,10 @@ static int wait_until(MPI_Request *r, uint64_t deadline, int recv)
         if (done) return 1;
         uint64_t now = cs_now_ns();
         if (now > deadline) break;
-        if (now > spin_until) nanosleep(&(struct timespec){0, 20000}, 0);
-        else sched_yield();
+        if (now > spin_until)
+            nanosleep(&(struct timespec){0, 20000}, 0);
+        else
+            sched_yield();
     }
     if (*r != MPI_REQUEST_NULL) {
         if (recv) PMPI_Cancel(r);

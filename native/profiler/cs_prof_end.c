@@ -78,7 +78,10 @@ static void on_exit_status(int status, void *arg)
     cs_end_note(CS_END_EXIT, status);
 }
 #else
-static void on_exit_plain(void) { cs_end_note(CS_END_EXIT, 0); }
+static void on_exit_plain(void)
+{
+    cs_end_note(CS_END_EXIT, 0);
+}
 #endif
 
 void cs_end_watch(void)

@@ -208,8 +208,10 @@ static void f_waitany(waitany_fn *real, testany_fn *treal, MPI_Fint *count, MPI_
     cs_saved_t sv;
     MPI_Fint stack[CS_ON_STACK], *before = copy_handles(requests, *count, stack);
     int ok = before && fsave(&sv, F, *count, requests);
-    if (real) real(count, requests, index, status, ierr_), flag = &yes;
-    else treal(count, requests, index, flag, status, ierr_);
+    if (real)
+        real(count, requests, index, status, ierr_), flag = &yes;
+    else
+        treal(count, requests, index, flag, status, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
     if (ok && mine_ && *ierr_ == MPI_SUCCESS && *flag)
         fcomplete(&sv, completed_index(before, requests, *count, *index), status, t0_);
@@ -228,8 +230,10 @@ static void f_waitall(waitall_fn *real, testall_fn *treal, MPI_Fint *count, MPI_
     statuses = fstatuses(statuses, *count, own, &heap);
     cs_saved_t sv;
     int ok = fsave(&sv, F, *count, requests);
-    if (real) real(count, requests, statuses, ierr_), flag = &yes;
-    else treal(count, requests, flag, statuses, ierr_);
+    if (real)
+        real(count, requests, statuses, ierr_), flag = &yes;
+    else
+        treal(count, requests, flag, statuses, ierr_);
     int mine_ = CS_FORTRAN_MINE(F);
     if (ok && mine_ && !cs_fortran_statuses_ignored(statuses) && *flag &&
         (*ierr_ == MPI_SUCCESS || *ierr_ == MPI_ERR_IN_STATUS))
@@ -281,8 +285,10 @@ static void f_init(init_fn *real, init_thread_fn *treal, MPI_Fint *required, MPI
                    MPI_Fint *ierr)
 {
     IERR;
-    if (real) real(ierr_);
-    else treal(required, provided, ierr_);
+    if (real)
+        real(ierr_);
+    else
+        treal(required, provided, ierr_);
     if (*ierr_ != MPI_SUCCESS) return;
     int level = MPI_THREAD_SINGLE, F = real ? CS_F_MPI_Init : CS_F_MPI_Init_thread;
     PMPI_Query_thread(&level);
@@ -310,66 +316,77 @@ static void f_pcontrol(pcontrol_fn *real, MPI_Fint *level)
  * calling pmpi NAME_ (CS_FORTRAN_F77), and NAME_f08_ calling pmpi NAME_f08_ or else
  * the MPI's own NAME_f08_ (CS_FORTRAN_F08). */
 #ifdef CS_FORTRAN_F77
-#define F77(lower, upper, params, call)                                                           \
-    extern void p##lower##_ params __attribute__((weak));                                          \
-    CS_EXPORT void lower##_ params { CS_SITE_BEGIN; call; CS_SITE_END; }                                                       \
-    CS_EXPORT void lower##__ params __attribute__((alias(#lower "_")));                           \
-    CS_EXPORT void lower params __attribute__((alias(#lower "_")));                               \
+#define F77(lower, upper, params, call) \
+    extern void p##lower##_ params __attribute__((weak)); \
+    CS_EXPORT void lower##_ params \
+    { \
+        CS_SITE_BEGIN; \
+        call; \
+        CS_SITE_END; \
+    } \
+    CS_EXPORT void lower##__ params __attribute__((alias(#lower "_"))); \
+    CS_EXPORT void lower params __attribute__((alias(#lower "_"))); \
     CS_EXPORT void upper params __attribute__((alias(#lower "_")));
 #else
 #define F77(lower, upper, params, call)
 #endif
 #ifdef CS_FORTRAN_F08
-#define F08(lower, params, call)                                                                  \
-    extern void p##lower##_f08_ params __attribute__((weak));                                      \
-    CS_EXPORT void lower##_f08_ params { CS_SITE_BEGIN; call; CS_SITE_END; }
+#define F08(lower, params, call) \
+    extern void p##lower##_f08_ params __attribute__((weak)); \
+    CS_EXPORT void lower##_f08_ params \
+    { \
+        CS_SITE_BEGIN; \
+        call; \
+        CS_SITE_END; \
+    }
 #else
 #define F08(lower, params, call)
 #endif
-#define FORTRAN(lower, upper, params, call_f77, call_f08)                                         \
-    F77(lower, upper, params, call_f77) F08(lower, params, call_f08)
+#define FORTRAN(lower, upper, params, call_f77, call_f08) \
+    F77(lower, upper, params, call_f77) \
+    F08(lower, params, call_f08)
 
 #define R(name) (p##name##_)
-#define R08(name)                                                                                 \
-    ({                                                                                            \
-        static void *next_;                                                                       \
-        if (!p##name##_f08_ && !next_) next_ = cs_fortran_next(#name "_f08_");                  \
-        p##name##_f08_ ? p##name##_f08_ : (__typeof__(&p##name##_f08_))next_;                  \
+#define R08(name) \
+    ({ \
+        static void *next_; \
+        if (!p##name##_f08_ && !next_) next_ = cs_fortran_next(#name "_f08_"); \
+        p##name##_f08_ ? p##name##_f08_ : (__typeof__(&p##name##_f08_))next_; \
     })
 
-FORTRAN(mpi_wait, MPI_WAIT, (MPI_Fint *r, MPI_Fint *st, MPI_Fint *ierr),
+FORTRAN(mpi_wait, MPI_WAIT, (MPI_Fint * r, MPI_Fint *st, MPI_Fint *ierr),
         f_wait(R(mpi_wait), r, st, ierr), f_wait(R08(mpi_wait), r, st, ierr))
-FORTRAN(mpi_test, MPI_TEST, (MPI_Fint *r, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
+FORTRAN(mpi_test, MPI_TEST, (MPI_Fint * r, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
         f_test(R(mpi_test), r, flag, st, ierr), f_test(R08(mpi_test), r, flag, st, ierr))
-FORTRAN(mpi_waitany, MPI_WAITANY, (MPI_Fint *n, MPI_Fint *r, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
+FORTRAN(mpi_waitany, MPI_WAITANY, (MPI_Fint * n, MPI_Fint *r, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
         f_waitany(R(mpi_waitany), 0, n, r, idx, 0, st, ierr),
         f_waitany(R08(mpi_waitany), 0, n, r, idx, 0, st, ierr))
 FORTRAN(mpi_testany, MPI_TESTANY,
-        (MPI_Fint *n, MPI_Fint *r, MPI_Fint *idx, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
+        (MPI_Fint * n, MPI_Fint *r, MPI_Fint *idx, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
         f_waitany(0, R(mpi_testany), n, r, idx, flag, st, ierr),
         f_waitany(0, R08(mpi_testany), n, r, idx, flag, st, ierr))
-FORTRAN(mpi_waitall, MPI_WAITALL, (MPI_Fint *n, MPI_Fint *r, MPI_Fint *st, MPI_Fint *ierr),
+FORTRAN(mpi_waitall, MPI_WAITALL, (MPI_Fint * n, MPI_Fint *r, MPI_Fint *st, MPI_Fint *ierr),
         f_waitall(R(mpi_waitall), 0, n, r, 0, st, ierr), f_waitall(R08(mpi_waitall), 0, n, r, 0, st, ierr))
-FORTRAN(mpi_testall, MPI_TESTALL, (MPI_Fint *n, MPI_Fint *r, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
+FORTRAN(mpi_testall, MPI_TESTALL, (MPI_Fint * n, MPI_Fint *r, MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr),
         f_waitall(0, R(mpi_testall), n, r, flag, st, ierr),
         f_waitall(0, R08(mpi_testall), n, r, flag, st, ierr))
 FORTRAN(mpi_waitsome, MPI_WAITSOME,
-        (MPI_Fint *n, MPI_Fint *r, MPI_Fint *out, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
+        (MPI_Fint * n, MPI_Fint *r, MPI_Fint *out, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
         f_waitsome(R(mpi_waitsome), CS_F_MPI_Waitsome, n, r, out, idx, st, ierr),
         f_waitsome(R08(mpi_waitsome), CS_F_MPI_Waitsome, n, r, out, idx, st, ierr))
 FORTRAN(mpi_testsome, MPI_TESTSOME,
-        (MPI_Fint *n, MPI_Fint *r, MPI_Fint *out, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
+        (MPI_Fint * n, MPI_Fint *r, MPI_Fint *out, MPI_Fint *idx, MPI_Fint *st, MPI_Fint *ierr),
         f_waitsome(R(mpi_testsome), CS_F_MPI_Testsome, n, r, out, idx, st, ierr),
         f_waitsome(R08(mpi_testsome), CS_F_MPI_Testsome, n, r, out, idx, st, ierr))
-FORTRAN(mpi_request_free, MPI_REQUEST_FREE, (MPI_Fint *r, MPI_Fint *ierr),
+FORTRAN(mpi_request_free, MPI_REQUEST_FREE, (MPI_Fint * r, MPI_Fint *ierr),
         f_request_free(R(mpi_request_free), r, ierr), f_request_free(R08(mpi_request_free), r, ierr))
-FORTRAN(mpi_init, MPI_INIT, (MPI_Fint *ierr), f_init(R(mpi_init), 0, 0, 0, ierr),
+FORTRAN(mpi_init, MPI_INIT, (MPI_Fint * ierr), f_init(R(mpi_init), 0, 0, 0, ierr),
         f_init(R08(mpi_init), 0, 0, 0, ierr))
-FORTRAN(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint *req, MPI_Fint *prov, MPI_Fint *ierr),
+FORTRAN(mpi_init_thread, MPI_INIT_THREAD, (MPI_Fint * req, MPI_Fint *prov, MPI_Fint *ierr),
         f_init(0, R(mpi_init_thread), req, prov, ierr), f_init(0, R08(mpi_init_thread), req, prov, ierr))
-FORTRAN(mpi_finalize, MPI_FINALIZE, (MPI_Fint *ierr), f_finalize(R(mpi_finalize), ierr),
+FORTRAN(mpi_finalize, MPI_FINALIZE, (MPI_Fint * ierr), f_finalize(R(mpi_finalize), ierr),
         f_finalize(R08(mpi_finalize), ierr))
-FORTRAN(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint *level), f_pcontrol(R(mpi_pcontrol), level),
+FORTRAN(mpi_pcontrol, MPI_PCONTROL, (MPI_Fint * level), f_pcontrol(R(mpi_pcontrol), level),
         f_pcontrol(R08(mpi_pcontrol), level))
 
 #endif /* CS_FORTRAN_F77 || CS_FORTRAN_F08 */

@@ -31,14 +31,14 @@ _Static_assert(sizeof(MPI_Fint) == sizeof(int), "Fortran INTEGER count arrays ar
 /* Room for a Fortran status (MPI_STATUS_SIZE integers; 6 in Open MPI, 5 in MPICH). */
 #define CS_FSTATUS_WORDS 16
 
-#define CS_FORTRAN_ENTER(F)                                    \
-    CS_SITE_BEGIN;                                             \
-    uint64_t *s_ = cs_thread();                                \
-    int sets_ = cs_tl.sets;                                    \
-    uint64_t calls0_ = s_[CS_FN((F), CS_FN_CALLS)];            \
-    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0;    \
-    uint64_t b0_ = s_[CS_FN((F), CS_FN_BYTES)];                \
-    uint64_t *se_ = 0, *bt_ = 0;                               \
+#define CS_FORTRAN_ENTER(F) \
+    CS_SITE_BEGIN; \
+    uint64_t *s_ = cs_thread(); \
+    int sets_ = cs_tl.sets; \
+    uint64_t calls0_ = s_[CS_FN((F), CS_FN_CALLS)]; \
+    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0; \
+    uint64_t b0_ = s_[CS_FN((F), CS_FN_BYTES)]; \
+    uint64_t *se_ = 0, *bt_ = 0; \
     (void)t0_, (void)b0_, (void)bt_, (void)sets_
 
 /* 1 (and counted, with its call site) when no C wrapper counted this call during the
@@ -54,17 +54,17 @@ static inline int cs_fortran_mine(uint64_t *s, int f, uint64_t calls0, uint64_t 
 
 /* The call site is the Fortran caller's (CS_SITE_BEGIN saved it); a C wrapper that
  * counted the call instead recorded that same site. */
-#define CS_FORTRAN_LEAVE(F, mine)                                                         \
-    do {                                                                                  \
-        uint64_t dt_ = 0;                                                                 \
-        if ((mine) && (cs_sets & CS_SET_TIMERS)) dt_ = cs_leave_time(s_, (F), t0_, bt_);  \
-        if ((mine) && se_) cs_site_leave(se_, s_[CS_FN((F), CS_FN_BYTES)] - b0_, dt_);    \
-        CS_SITE_END;                                                                      \
+#define CS_FORTRAN_LEAVE(F, mine) \
+    do { \
+        uint64_t dt_ = 0; \
+        if ((mine) && (cs_sets & CS_SET_TIMERS)) dt_ = cs_leave_time(s_, (F), t0_, bt_); \
+        if ((mine) && se_) cs_site_leave(se_, s_[CS_FN((F), CS_FN_BYTES)] - b0_, dt_); \
+        CS_SITE_END; \
     } while (0)
 
 int cs_fortran_status_ignored(const MPI_Fint *status);
 int cs_fortran_statuses_ignored(const MPI_Fint *statuses);
-void *cs_fortran_buffer(void *buf);               /* Fortran MPI_IN_PLACE -> C MPI_IN_PLACE */
+void *cs_fortran_buffer(void *buf);                                        /* Fortran MPI_IN_PLACE -> C MPI_IN_PLACE */
 void cs_fortran_string(char *out, size_t size, const char *s, size_t len); /* blank-padded -> C */
 MPI_Datatype *cs_fortran_types(const MPI_Fint *types, MPI_Comm comm, int dir, int neighbor);
 MPI_Request *cs_fortran_requests(const MPI_Fint *reqs, int n);

@@ -34,9 +34,9 @@
  *   se_  its call site's entry (--callsites), which a request the call creates remembers
  */
 typedef struct {
-    uint64_t b0;     /* the function's bytes at entry */
-    uint64_t *site;  /* the call site's entry (--callsites) */
-    int tsite;       /* the trace's site was set here (to be cleared at exit) */
+    uint64_t b0;    /* the function's bytes at entry */
+    uint64_t *site; /* the call site's entry (--callsites) */
+    int tsite;      /* the trace's site was set here (to be cleared at exit) */
 } cs_slow_t;
 
 /* The call's site for the records it writes (cs_trace reads cs_tl_site): the wrapper's
@@ -76,26 +76,26 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
 /* The generic entry and exit (hand-written wrappers, and the full path of every
  * generated wrapper, which runs when the trace or call sites are on): RA is the
  * program's return address, the call site. */
-#define CS_BEGIN(F)                                                                     \
-    uint64_t *s_ = cs_thread();                                                         \
+#define CS_BEGIN(F) \
+    uint64_t *s_ = cs_thread(); \
     int sets_ = cs_tl.sets
 
-#define CS_FULL_ENTER(F, RA)                                                            \
-    s_[CS_FN((F), CS_FN_CALLS)]++;                                                      \
-    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0;                             \
-    uint64_t *bt_ = 0; /* the tick word of the size bin the call's time goes to */      \
-    cs_slow_t sl_ = {0, 0, 0};                                                          \
-    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0))                               \
-        cs_enter_slow(&sl_, s_, (F), sets_, (RA));                                      \
-    uint64_t *se_ = sl_.site;                                                           \
+#define CS_FULL_ENTER(F, RA) \
+    s_[CS_FN((F), CS_FN_CALLS)]++; \
+    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0; \
+    uint64_t *bt_ = 0; /* the tick word of the size bin the call's time goes to */ \
+    cs_slow_t sl_ = {0, 0, 0}; \
+    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) \
+        cs_enter_slow(&sl_, s_, (F), sets_, (RA)); \
+    uint64_t *se_ = sl_.site; \
     (void)t0_, (void)se_, (void)bt_
 
-#define CS_ENTER(F)  \
-    CS_BEGIN(F);     \
+#define CS_ENTER(F) \
+    CS_BEGIN(F); \
     CS_FULL_ENTER(F, __builtin_return_address(0))
 
-#define CS_LEAVE(F)                                                                  \
-    do {                                                                             \
+#define CS_LEAVE(F) \
+    do { \
         uint64_t dt_ = (sets_ & CS_SET_TIMERS) ? cs_leave_time(s_, (F), t0_, bt_) : 0; \
         if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) cs_leave_slow(&sl_, s_, (F), dt_); \
     } while (0)
@@ -104,35 +104,35 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
  * sets, mpi_functions.py): neither the trace nor call sites are on, and sets_ says so,
  * so the compiler drops every branch that tests them (the hooks take sets_ as an
  * argument). */
-#define CS_FAST_ENTER(F)                                                                \
-    sets_ &= ~CS_SETS_SLOW;                                                             \
-    s_[CS_FN((F), CS_FN_CALLS)]++;                                                      \
-    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0;                             \
-    uint64_t *bt_ = 0, *se_ = 0;                                                        \
+#define CS_FAST_ENTER(F) \
+    sets_ &= ~CS_SETS_SLOW; \
+    s_[CS_FN((F), CS_FN_CALLS)]++; \
+    uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0; \
+    uint64_t *bt_ = 0, *se_ = 0; \
     (void)t0_, (void)se_, (void)bt_
 
-#define CS_FAST_END(F)                                                            \
-    do {                                                                          \
-        if (sets_ & CS_SET_TIMERS) cs_leave_time(s_, (F), t0_, bt_);              \
+#define CS_FAST_END(F) \
+    do { \
+        if (sets_ & CS_SET_TIMERS) cs_leave_time(s_, (F), t0_, bt_); \
     } while (0)
 
 /* A hook that counted a message or collective of the call's own function in a size
  * bin returns that bin's tick word: the call's time goes there (the last one). */
-#define CS_BIN_TIME(hook)                     \
-    do {                                      \
-        uint64_t *bt1_ = (hook);              \
-        if (bt1_) bt_ = bt1_;                 \
+#define CS_BIN_TIME(hook) \
+    do { \
+        uint64_t *bt1_ = (hook); \
+        if (bt1_) bt_ = bt1_; \
     } while (0)
 
 /* Receives need the status for source and size even when the program ignores it:
  * our own then, saying "no message" (MPI_PROC_NULL, 0 bytes) where MPI leaves it
  * unwritten, so nothing is counted from stack garbage. */
-#define CS_STATUS(st)                                         \
-    MPI_Status cs_status_;                                    \
-    if ((st) == MPI_STATUS_IGNORE) {                          \
-        memset(&cs_status_, 0, sizeof cs_status_);            \
-        cs_status_.MPI_SOURCE = MPI_PROC_NULL;                \
-        (st) = &cs_status_;                                   \
+#define CS_STATUS(st) \
+    MPI_Status cs_status_; \
+    if ((st) == MPI_STATUS_IGNORE) { \
+        memset(&cs_status_, 0, sizeof cs_status_); \
+        cs_status_.MPI_SOURCE = MPI_PROC_NULL; \
+        (st) = &cs_status_; \
     }
 
 /* MPI_IN_PLACE collectives use the receive side's count and type. */
@@ -152,12 +152,16 @@ long long cs_wbytes_i(const void *sendbuf, const int *sendcounts, const MPI_Data
 long long cs_wbytes_c(const void *sendbuf, const MPI_Count *sendcounts, const MPI_Datatype *sendtypes,
                       const MPI_Count *recvcounts, const MPI_Datatype *recvtypes, MPI_Comm comm);
 #define CS_BY_COUNT_TYPE(counts, f) \
-    _Generic((counts), const MPI_Count *: f##_c, MPI_Count *: f##_c, default: f##_i)
+    _Generic((counts), const MPI_Count * \
+             : f##_c, MPI_Count * \
+             : f##_c, default \
+             : f##_i)
 #define cs_vbytes(sb, sc, st, rc, rt, comm) CS_BY_COUNT_TYPE(rc, cs_vbytes)(sb, sc, st, rc, rt, comm)
 #define cs_wbytes(sb, sc, st, rc, rt, comm) CS_BY_COUNT_TYPE(rc, cs_wbytes)(sb, sc, st, rc, rt, comm)
 
 /* Neighbourhood collectives: bytes to (CS_OUT) or from (CS_IN) the real neighbours. */
-enum { CS_IN, CS_OUT };
+enum { CS_IN,
+       CS_OUT };
 long long cs_nbytes(MPI_Comm comm, int dir, long long each);
 long long cs_nbytes_v_i(MPI_Comm comm, int dir, const int *counts, MPI_Datatype type);
 long long cs_nbytes_v_c(MPI_Comm comm, int dir, const MPI_Count *counts, MPI_Datatype type);
@@ -486,8 +490,8 @@ static inline uint64_t *cs_on_neighbor_coll(int func, long long sent, long long 
 
 /* Collectives in the event trace.  The byte expressions (mpi_functions.py COLL_TRACE)
  * are evaluated only when the trace is on. */
-#define CS_TRACE_COLL(F, root, sent, received, comm, t0)                                   \
-    if (cs_sets & CS_SET_TRACE)                                                              \
+#define CS_TRACE_COLL(F, root, sent, received, comm, t0) \
+    if (cs_sets & CS_SET_TRACE) \
     cs_trace_coll(CS_EV_COLL, F, F, t0, 0, (sent), (received), cs_coll_root(root), cs_comm_id(comm))
 
 /* A nonblocking collective: its request is remembered with what its completion records. */
@@ -513,9 +517,11 @@ static inline void cs_on_icoll(int func, MPI_Request req, int root, long long se
     cs_ledger_started(cs_sets, s, CS_REQ_COLL);
     cs_trace_coll(CS_EV_ICOLL, func, func, t0, e.id, sent, received, e.peer, cs_comm_id(comm));
 }
-#define CS_ICOLL(F, req, root, sent, received, comm, t0)                                  \
-    if (cs_sets & CS_SET_TRACE) cs_on_icoll(F, req, root, (sent), (received), comm, t0);   \
-    else cs_on_request_started(req, CS_REQ_COLL)
+#define CS_ICOLL(F, req, root, sent, received, comm, t0) \
+    if (cs_sets & CS_SET_TRACE) \
+        cs_on_icoll(F, req, root, (sent), (received), comm, t0); \
+    else \
+        cs_on_request_started(req, CS_REQ_COLL)
 
 /* A persistent (neighbourhood) collective moves its bytes at every MPI_Start.  Traced
  * (`traced`): what each start and completion records (root, tsent, trecv) too. */
@@ -531,7 +537,8 @@ static inline void cs_on_persistent_coll_init(int func, long long bytes, long lo
     e.kind = neighbor ? CS_REQ_NCOLL : CS_REQ_COLL;
     e.func = (short)func;
     e.bytes = bytes;
-    e.bytes2 = neighbor ? received : traced ? trecv : 0;
+    e.bytes2 = neighbor ? received : traced ? trecv
+                                            : 0;
     e.comm = comm;
     e.persistent = 1;
     e.site = (cs_sets & CS_SET_CALLSITES) ? cs_tl_cur_site : 0;
@@ -542,10 +549,11 @@ static inline void cs_on_persistent_coll_init(int func, long long bytes, long lo
     }
     if (cs_req_put(req, &e) != 0) s[CS_C_requests_untracked]++;
 }
-#define CS_PCOLL_INIT(F, bytes, received, root, tsent, trecv, comm, req)                  \
-    if (cs_sets & CS_SET_TRACE)                                                              \
+#define CS_PCOLL_INIT(F, bytes, received, root, tsent, trecv, comm, req) \
+    if (cs_sets & CS_SET_TRACE) \
         cs_on_persistent_coll_init(F, bytes, received, comm, req, 1, root, (tsent), (trecv)); \
-    else cs_on_persistent_coll_init(F, bytes, received, comm, req, 0, -1, 0, 0)
+    else \
+        cs_on_persistent_coll_init(F, bytes, received, comm, req, 0, -1, 0, 0)
 
 static inline void cs_on_comm_created(int func, MPI_Comm parent, MPI_Comm newcomm)
 {
@@ -566,7 +574,9 @@ static inline void cs_on_win_created(MPI_Win win, MPI_Comm comm)
 
 static inline void cs_on_win_free(MPI_Win win) { cs_win_forget(win); }
 
-enum { CS_RMA_PUT, CS_RMA_GET, CS_RMA_ACC };
+enum { CS_RMA_PUT,
+       CS_RMA_GET,
+       CS_RMA_ACC };
 
 static inline void cs_count_rma(uint64_t *s, const cs_group_t *g, int target, int kind, long long bytes)
 {
@@ -606,7 +616,8 @@ static inline uint64_t *cs_on_get_accumulate(int func, MPI_Win win, int target, 
 
 /* ---- MPI-IO -------------------------------------------------------------------- */
 
-enum { CS_IO_READ, CS_IO_WRITE };
+enum { CS_IO_READ,
+       CS_IO_WRITE };
 
 static inline void cs_on_file_open(const char *path, MPI_File fh) { cs_file_register(fh, path); }
 static inline void cs_on_file_close(MPI_File fh) { cs_file_forget(fh); }

@@ -57,9 +57,16 @@ static long env_long(const char *name, long dflt, long min)
     return x;
 }
 
-static const struct { const char *name; int bit; } SET_NAMES[] = {
-    {"bytes", CS_SET_BYTES}, {"peers", CS_SET_PEERS}, {"bins", CS_SET_BINS},
-    {"requests", CS_SET_REQUESTS}, {"timers", CS_SET_TIMERS}, {"trace", CS_SET_TRACE},
+static const struct {
+    const char *name;
+    int bit;
+} SET_NAMES[] = {
+    {"bytes", CS_SET_BYTES},
+    {"peers", CS_SET_PEERS},
+    {"bins", CS_SET_BINS},
+    {"requests", CS_SET_REQUESTS},
+    {"timers", CS_SET_TIMERS},
+    {"trace", CS_SET_TRACE},
     {"pvars", CS_SET_PVARS},
 };
 #define NSETS ((int)(sizeof SET_NAMES / sizeof SET_NAMES[0]))
@@ -91,9 +98,12 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
     }
     fputc('"', f);
 }
@@ -155,12 +165,12 @@ static int write_metadata(void)
             CS_CAN_FBYTES, CS_CAN_COLL, CS_CAN_BINS, CS_CAN_PEERS, cs_canonical_pvars_at());
     fprintf(f, " \"counters\": [\n");
     int idx = 0;
-#define CS_COUNTER(name, kind, scope, set, unit, desc)                                          \
-    fprintf(f, "  {\"name\": \"%s\", \"kind\": \"%s\", \"scope\": \"%s\", \"set\": \"%s\", "     \
-               "\"unit\": \"%s\", \"offset\": %d, \"description\": ",                          \
+#define CS_COUNTER(name, kind, scope, set, unit, desc) \
+    fprintf(f, "  {\"name\": \"%s\", \"kind\": \"%s\", \"scope\": \"%s\", \"set\": \"%s\", " \
+               "\"unit\": \"%s\", \"offset\": %d, \"description\": ", \
             #name, KIND_NAMES[CS_KIND_##kind], CS_SCOPE_##scope == CS_SCOPE_RANK ? "rank" : "thread", \
-            set_name(CS_SET_##set), unit, idx++);                                               \
-    json_string(f, desc);                                                                       \
+            set_name(CS_SET_##set), unit, idx++); \
+    json_string(f, desc); \
     fprintf(f, "}%s\n", idx < CS_NCOUNTERS ? "," : "");
 #include "counters.def"
     fprintf(f, " ],\n \"functions\": [\n");
@@ -177,20 +187,21 @@ static int write_metadata(void)
             CS_NBINS, CS_NSIZED, CS_BIN_ROW_WORDS, CS_NBINS);
     fprintf(f, " \"collective_bins\": {\"small_bytes_max\": %lld, \"small_comm_max\": %d, \"order\": "
                "[\"small_msg_small_comm\", \"small_msg_large_comm\", \"large_msg_small_comm\", "
-               "\"large_msg_large_comm\"]},\n", cs_coll_small_bytes, cs_coll_small_comm);
+               "\"large_msg_large_comm\"]},\n",
+            cs_coll_small_bytes, cs_coll_small_comm);
     fprintf(f, " \"peers\": {\"count\": %d, \"arrays\": [", cs_world_size);
     idx = 0;
-#define CS_PEER_ARRAY(name, set, unit, desc)                                                     \
-    fprintf(f, "%s\n  {\"name\": \"%s\", \"set\": \"%s\", \"unit\": \"%s\", \"description\": ",         \
-            idx++ ? "," : "", #name, set_name(CS_SET_##set), unit);                              \
-    json_string(f, desc);                                                                         \
+#define CS_PEER_ARRAY(name, set, unit, desc) \
+    fprintf(f, "%s\n  {\"name\": \"%s\", \"set\": \"%s\", \"unit\": \"%s\", \"description\": ", \
+            idx++ ? "," : "", #name, set_name(CS_SET_##set), unit); \
+    json_string(f, desc); \
     fputc('}', f);
 #include "counters.def"
     fprintf(f, "]},\n \"files\": {\"rows\": %d, \"counters\": [", CS_MAX_FILES);
     idx = 0;
-#define CS_FILE_COUNTER(name, unit, desc)                                                        \
+#define CS_FILE_COUNTER(name, unit, desc) \
     fprintf(f, "%s\n  {\"name\": \"%s\", \"unit\": \"%s\", \"description\": ", idx++ ? "," : "", #name, unit); \
-    json_string(f, desc);                                                                         \
+    json_string(f, desc); \
     fputc('}', f);
 #include "counters.def"
     fprintf(f, "]},\n \"pvars\": ");
@@ -213,8 +224,10 @@ static void find_node_key(void)
 {
     const char *slurm = getenv("SLURMD_NODENAME");
     char host[256] = "node";
-    if (slurm && *slurm) snprintf(host, sizeof host, "%s", slurm);
-    else gethostname(host, sizeof host - 1);
+    if (slurm && *slurm)
+        snprintf(host, sizeof host, "%s", slurm);
+    else
+        gethostname(host, sizeof host - 1);
     size_t n = 0;
     for (const char *c = host; *c && n + 1 < sizeof node_key; c++)
         node_key[n++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
@@ -388,8 +401,8 @@ void cs_profile_end(void)
 {
     if (cs_hdr && cs_hdr->state == CS_STATE_FINALIZED) return; /* a Fortran wrapper ended it */
     cs_count_call(CS_F_MPI_Finalize);
-    CS_SITE_CALL(CS_F_MPI_Finalize); /* the caller MPI_Finalize or f_finalize saved */
-    cs_clocks_finish(); /* collective: every rank that measured at MPI_Init, profiled or not */
+    CS_SITE_CALL(CS_F_MPI_Finalize);     /* the caller MPI_Finalize or f_finalize saved */
+    cs_clocks_finish();                  /* collective: every rank that measured at MPI_Init, profiled or not */
     if (!cs_hdr) cs_summary_reduce(dir); /* not profiled: still takes part (collective) */
     cs_profile_finish();
     __atomic_store_n(&cs_sets, 0, __ATOMIC_RELEASE);
@@ -422,10 +435,10 @@ CS_EXPORT int MPI_Session_init(MPI_Info info, MPI_Errhandler errhandler, MPI_Ses
             PMPI_Info_get_string(got, "thread_level", &len, value, &flag);
             PMPI_Info_free(&got);
         }
-        if (flag) provided = !strcmp(value, "MPI_THREAD_MULTIPLE") ? MPI_THREAD_MULTIPLE
-                           : !strcmp(value, "MPI_THREAD_SERIALIZED") ? MPI_THREAD_SERIALIZED
-                           : !strcmp(value, "MPI_THREAD_FUNNELED") ? MPI_THREAD_FUNNELED
-                                                                    : MPI_THREAD_SINGLE;
+        if (flag) provided = !strcmp(value, "MPI_THREAD_MULTIPLE")     ? MPI_THREAD_MULTIPLE
+                             : !strcmp(value, "MPI_THREAD_SERIALIZED") ? MPI_THREAD_SERIALIZED
+                             : !strcmp(value, "MPI_THREAD_FUNNELED")   ? MPI_THREAD_FUNNELED
+                                                                       : MPI_THREAD_SINGLE;
         cs_profile_start(provided, *session);
         cs_count_call(CS_F_MPI_Session_init);
     }

@@ -8,8 +8,8 @@
 
 /* The call site of a hand-written entry point without bytes or time (Init, Finalize,
  * Pcontrol): its own return address, or the one an outer entry point saved. */
-#define CS_SITE_CALL(F)                                                               \
-    do {                                                                              \
+#define CS_SITE_CALL(F) \
+    do { \
         if (cs_sets & CS_SET_CALLSITES) cs_site_note((F), __builtin_return_address(0), 0, 0); \
     } while (0)
 

@@ -28,9 +28,12 @@ void cs_on_start(int func, MPI_Request req, uint64_t t0)
     uint64_t *s = cs_slab();
     cs_ledger_started(cs_sets, s, e.kind);
     uint64_t b0 = e.func >= 0 ? s[CS_FN(e.func, CS_FN_BYTES)] : 0;
-    if (e.kind == CS_REQ_SEND) cs_count_sent(cs_sets, s, e.func, e.bytes, e.peer, e.comm);
-    else if (e.kind == CS_REQ_COLL) cs_on_coll(e.func, e.bytes, e.comm);
-    else if (e.kind == CS_REQ_NCOLL) cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
+    if (e.kind == CS_REQ_SEND)
+        cs_count_sent(cs_sets, s, e.func, e.bytes, e.peer, e.comm);
+    else if (e.kind == CS_REQ_COLL)
+        cs_on_coll(e.func, e.bytes, e.comm);
+    else if (e.kind == CS_REQ_NCOLL)
+        cs_on_neighbor_coll(e.func, e.bytes, e.bytes2);
     if (e.func >= 0) cs_site_credit(e.site, s[CS_FN(e.func, CS_FN_BYTES)] - b0); /* MPI_Send_init's site */
     if (e.traced && (e.kind == CS_REQ_COLL || e.kind == CS_REQ_NCOLL))
         cs_trace_coll(CS_EV_ICOLL, func, e.func, t0, e.id, e.coll_sent, e.bytes2, e.peer, cs_comm_id(e.comm));

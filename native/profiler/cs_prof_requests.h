@@ -15,7 +15,7 @@
  * the table before the PMPI call while the handles are still live. */
 typedef struct {
     int n;
-    int func;    /* the Wait/Test function (its completions' trace records say so) */
+    int func; /* the Wait/Test function (its completions' trace records say so) */
     MPI_Request *reqs;
     cs_req_t *entries;
     char *found; /* 1: taken; 2: completed */

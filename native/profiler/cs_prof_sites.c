@@ -38,7 +38,7 @@ __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
 __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
 __thread uint64_t *cs_tl_cur_site __attribute__((tls_model("initial-exec")));
 
-static cs_sites_t *all_tables; /* pushed atomically by each thread's first call */
+static cs_sites_t *all_tables;   /* pushed atomically by each thread's first call */
 static uintptr_t own_lo, own_hi; /* this library's text: frames to skip when unwinding */
 
 /* The MPI's Fortran libraries: a C wrapper called from them was called by a Fortran
@@ -82,13 +82,13 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
     }
     if (!hi) return 0;
     uintptr_t me = (uintptr_t)&find_ranges;
-    if (me >= lo && me < hi) own_lo = lo, own_hi = hi;
+    if (me >= lo && me < hi)
+        own_lo = lo, own_hi = hi;
     else if (info->dlpi_name && is_mpi4py(info->dlpi_name) && cs_site_npy < 4) {
         cs_site_py[cs_site_npy][0] = lo;
         cs_site_py[cs_site_npy][1] = hi;
         cs_site_npy++;
-    }
-    else if (info->dlpi_name && is_fortran_layer(info->dlpi_name) && cs_site_npass < 8) {
+    } else if (info->dlpi_name && is_fortran_layer(info->dlpi_name) && cs_site_npass < 8) {
         cs_site_pass[cs_site_npass][0] = lo;
         cs_site_pass[cs_site_npass][1] = hi;
         cs_site_npass++;
@@ -109,7 +109,7 @@ void cs_sites_init(int depth)
         scanned = 1;
         dl_iterate_phdr(find_ranges, 0);
     }
-    if (cs_site_npy) py_find_api(); /* mpi4py is loaded: its Python, now (one thread) */
+    if (cs_site_npy) py_find_api();           /* mpi4py is loaded: its Python, now (one thread) */
     if (cs_site_depth > 1 || cs_site_npass) { /* load the unwinder now, not inside a call */
         void *warm[4];
         backtrace(warm, 4);
@@ -147,14 +147,25 @@ static struct { /* found at MPI_Init (cs_sites_init) when mpi4py is loaded */
 } py;
 static __thread int py_busy __attribute__((tls_model("initial-exec")));
 
-typedef struct { PyObject_ *code; char *file, *func; int skip; } py_code_t;
-typedef struct { PyObject_ *code; int64_t at; uint32_t id; } py_key_t;
-typedef struct { char *file, *func; int line; } py_site_t;
-static py_code_t *py_codes;   /* open addressing by code pointer */
+typedef struct {
+    PyObject_ *code;
+    char *file, *func;
+    int skip;
+} py_code_t;
+typedef struct {
+    PyObject_ *code;
+    int64_t at;
+    uint32_t id;
+} py_key_t;
+typedef struct {
+    char *file, *func;
+    int line;
+} py_site_t;
+static py_code_t *py_codes; /* open addressing by code pointer */
 static uint64_t py_codes_mask, py_codes_used;
-static py_key_t *py_keys;     /* open addressing by (code, offset) */
+static py_key_t *py_keys; /* open addressing by (code, offset) */
 static uint64_t py_keys_mask, py_keys_used;
-static py_site_t *py_sites;   /* by id - 1 */
+static py_site_t *py_sites; /* by id - 1 */
 static uint32_t py_nsites, py_sites_cap;
 
 static void py_find_api(void)
@@ -429,7 +440,8 @@ uint64_t *cs_site_slow(int func, uintptr_t ra)
     uintptr_t key[16] = {ra};
     if (cs_site_python(ra) && py_site(key)) {
         /* the Python line and its Python callers */
-    } else if (cs_site_depth > 1 || cs_site_passthrough(ra)) unwind(ra, key);
+    } else if (cs_site_depth > 1 || cs_site_passthrough(ra))
+        unwind(ra, key);
     uint64_t **at = slot(t, key, func);
     if (*at) return *at;
     if ((t->used + 1) * 2 > t->mask + 1) {
@@ -466,8 +478,10 @@ static int has_address(const objects_ctx *c, uintptr_t lo, uintptr_t hi)
     size_t a = 0, b = c->naddrs; /* first address >= lo */
     while (a < b) {
         size_t m = (a + b) / 2;
-        if (c->addrs[m] < lo) a = m + 1;
-        else b = m;
+        if (c->addrs[m] < lo)
+            a = m + 1;
+        else
+            b = m;
     }
     return a < c->naddrs && c->addrs[a] < hi;
 }
@@ -477,9 +491,12 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
     }
     fputc('"', f);
 }
@@ -519,7 +536,8 @@ static int write_object(struct dl_phdr_info *info, size_t size, void *data)
     }
     if (!any) return 0;
     char path[4096] = "";
-    if (info->dlpi_name && info->dlpi_name[0]) snprintf(path, sizeof path, "%s", info->dlpi_name);
+    if (info->dlpi_name && info->dlpi_name[0])
+        snprintf(path, sizeof path, "%s", info->dlpi_name);
     else { /* the main program */
         ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
         path[n > 0 ? n : 0] = 0;

@@ -37,7 +37,13 @@
  * are those counted after the call returned for a request it created (a receive's
  * size when a Wait/Test call completes it, a persistent send's at each MPI_Start),
  * added atomically by whichever thread counts them.  The writer sums the two. */
-enum { CS_SITE_RA, CS_SITE_FUNC, CS_SITE_CALLS, CS_SITE_BYTES, CS_SITE_TICKS, CS_SITE_LATE, CS_SITE_UP };
+enum { CS_SITE_RA,
+       CS_SITE_FUNC,
+       CS_SITE_CALLS,
+       CS_SITE_BYTES,
+       CS_SITE_TICKS,
+       CS_SITE_LATE,
+       CS_SITE_UP };
 
 /* A thread's table: open addressing over pointers to entries that never move (they
  * are carved out of blocks that live until the end), so a request can keep the entry
@@ -47,16 +53,16 @@ typedef struct cs_sites {
     uint64_t **slot;       /* cap pointers; 0: empty */
     uint64_t mask;         /* cap - 1 */
     uint64_t used;
-    uint64_t lost;         /* calls not recorded: the table could not grow */
-    uint64_t *block;       /* entries not handed out yet */
+    uint64_t lost;   /* calls not recorded: the table could not grow */
+    uint64_t *block; /* entries not handed out yet */
     uint64_t block_left;
 } cs_sites_t;
 
-extern int cs_site_depth;  /* 0: call sites off; 1: the immediate caller; N: N callers */
-extern int cs_site_width;  /* words per entry */
-extern int cs_site_npass;  /* text ranges of the MPI's Fortran libraries (pass-through) */
+extern int cs_site_depth; /* 0: call sites off; 1: the immediate caller; N: N callers */
+extern int cs_site_width; /* words per entry */
+extern int cs_site_npass; /* text ranges of the MPI's Fortran libraries (pass-through) */
 extern uintptr_t cs_site_pass[8][2];
-extern int cs_site_npy;    /* text ranges of mpi4py's extension modules (Python sites) */
+extern int cs_site_npy; /* text ranges of mpi4py's extension modules (Python sites) */
 extern uintptr_t cs_site_py[4][2];
 enum { CS_PY_SITE_MAX = 1 << 20 }; /* entry addresses below this are Python site ids */
 extern __thread cs_sites_t *cs_tl_sites __attribute__((tls_model("initial-exec")));
@@ -65,7 +71,7 @@ extern __thread void *cs_tl_site __attribute__((tls_model("initial-exec")));
  * request the call creates remembers (cs_req_t.site). */
 extern __thread uint64_t *cs_tl_cur_site __attribute__((tls_model("initial-exec")));
 
-uint64_t *cs_site_slow(int func, uintptr_t ra);      /* the entry, inserted; 0 when lost */
+uint64_t *cs_site_slow(int func, uintptr_t ra); /* the entry, inserted; 0 when lost */
 /* At set-up, before cs_sets has the bit: depth > 0 turns the table on; 0 only finds
  * this library's and the MPI's Fortran layer's text (the trace's sites need them). */
 void cs_sites_init(int depth);
@@ -145,8 +151,8 @@ static inline void cs_site_note(int func, void *ra0, uint64_t bytes, uint64_t ti
 
 /* Entry points that call on into our own code (Fortran wrappers, Fortran Wait/Test)
  * save the program's return address for the C wrapper or hook below them. */
-#define CS_SITE_BEGIN                                          \
-    void *cs_site_prev_ = cs_tl_site;                          \
+#define CS_SITE_BEGIN \
+    void *cs_site_prev_ = cs_tl_site; \
     if (!cs_site_prev_) cs_tl_site = __builtin_return_address(0)
 #define CS_SITE_END cs_tl_site = cs_site_prev_
 

@@ -10,27 +10,27 @@ static int group_size_of(MPI_Comm comm)
 
 /* The v collectives: the sum of this rank's send counts (the receive counts when
  * it sends in place). */
-#define VBYTES(suffix, count_t)                                                                  \
+#define VBYTES(suffix, count_t) \
     long long cs_vbytes_##suffix(const void *sendbuf, const count_t *sendcounts, MPI_Datatype sendtype, \
                                  const count_t *recvcounts, MPI_Datatype recvtype, MPI_Comm comm) \
-    {                                                                                            \
-        int n = group_size_of(comm);                                                             \
-        int inplace = sendbuf == MPI_IN_PLACE || !sendcounts;                                    \
-        const count_t *counts = inplace ? recvcounts : sendcounts;                               \
-        long long total = 0;                                                                     \
-        for (int i = 0; counts && i < n; i++) total += counts[i];                                \
-        return cs_bytes(total, inplace ? recvtype : sendtype);                                   \
-    }                                                                                            \
-    long long cs_wbytes_##suffix(const void *sendbuf, const count_t *sendcounts,                 \
-                                 const MPI_Datatype *sendtypes, const count_t *recvcounts,       \
-                                 const MPI_Datatype *recvtypes, MPI_Comm comm)                   \
-    {                                                                                            \
-        int n = group_size_of(comm);                                                             \
-        int inplace = sendbuf == MPI_IN_PLACE;                                                   \
-        long long total = 0;                                                                     \
-        for (int i = 0; i < n; i++)                                                              \
+    { \
+        int n = group_size_of(comm); \
+        int inplace = sendbuf == MPI_IN_PLACE || !sendcounts; \
+        const count_t *counts = inplace ? recvcounts : sendcounts; \
+        long long total = 0; \
+        for (int i = 0; counts && i < n; i++) total += counts[i]; \
+        return cs_bytes(total, inplace ? recvtype : sendtype); \
+    } \
+    long long cs_wbytes_##suffix(const void *sendbuf, const count_t *sendcounts, \
+                                 const MPI_Datatype *sendtypes, const count_t *recvcounts, \
+                                 const MPI_Datatype *recvtypes, MPI_Comm comm) \
+    { \
+        int n = group_size_of(comm); \
+        int inplace = sendbuf == MPI_IN_PLACE; \
+        long long total = 0; \
+        for (int i = 0; i < n; i++) \
             total += inplace ? cs_bytes(recvcounts[i], recvtypes[i]) : cs_bytes(sendcounts[i], sendtypes[i]); \
-        return total;                                                                            \
+        return total; \
     }
 VBYTES(i, int)
 VBYTES(c, MPI_Count)
@@ -55,26 +55,26 @@ long long cs_nbytes(MPI_Comm comm, int dir, long long each)
     return k * each;
 }
 
-#define NBYTES(suffix, count_t)                                                                  \
+#define NBYTES(suffix, count_t) \
     long long cs_nbytes_v_##suffix(MPI_Comm comm, int dir, const count_t *counts, MPI_Datatype type) \
-    {                                                                                            \
-        int n;                                                                                   \
-        const char *real;                                                                        \
-        topology(comm, dir, &n, &real);                                                          \
-        long long total = 0;                                                                     \
-        for (int i = 0; counts && i < n; i++) total += (!real || real[i]) ? counts[i] : 0;       \
-        return cs_bytes(total, type);                                                            \
-    }                                                                                            \
-    long long cs_nbytes_w_##suffix(MPI_Comm comm, int dir, const count_t *counts,                \
-                                   const MPI_Datatype *types)                                    \
-    {                                                                                            \
-        int n;                                                                                   \
-        const char *real;                                                                        \
-        topology(comm, dir, &n, &real);                                                          \
-        long long total = 0;                                                                     \
-        for (int i = 0; counts && types && i < n; i++)                                           \
-            total += (!real || real[i]) ? cs_bytes(counts[i], types[i]) : 0;                     \
-        return total;                                                                            \
+    { \
+        int n; \
+        const char *real; \
+        topology(comm, dir, &n, &real); \
+        long long total = 0; \
+        for (int i = 0; counts && i < n; i++) total += (!real || real[i]) ? counts[i] : 0; \
+        return cs_bytes(total, type); \
+    } \
+    long long cs_nbytes_w_##suffix(MPI_Comm comm, int dir, const count_t *counts, \
+                                   const MPI_Datatype *types) \
+    { \
+        int n; \
+        const char *real; \
+        topology(comm, dir, &n, &real); \
+        long long total = 0; \
+        for (int i = 0; counts && types && i < n; i++) \
+            total += (!real || real[i]) ? cs_bytes(counts[i], types[i]) : 0; \
+        return total; \
     }
 NBYTES(i, int)
 NBYTES(c, MPI_Count)

@@ -148,12 +148,18 @@ static void pvars_read(double *out)
         }
         for (int k = 0; k < p->count; k++) {
             /* the buffer holds count values of the pvar's own type, packed */
-            if (p->type == MPI_UNSIGNED) o[k] = ((unsigned *)buf)[k];
-            else if (p->type == MPI_UNSIGNED_LONG) o[k] = (double)((unsigned long *)buf)[k];
-            else if (p->type == MPI_UNSIGNED_LONG_LONG) o[k] = (double)((unsigned long long *)buf)[k];
-            else if (p->type == MPI_INT) o[k] = ((int *)buf)[k];
-            else if (p->type == MPI_DOUBLE) o[k] = ((double *)buf)[k];
-            else o[k] = (double)((MPI_Count *)buf)[k];
+            if (p->type == MPI_UNSIGNED)
+                o[k] = ((unsigned *)buf)[k];
+            else if (p->type == MPI_UNSIGNED_LONG)
+                o[k] = (double)((unsigned long *)buf)[k];
+            else if (p->type == MPI_UNSIGNED_LONG_LONG)
+                o[k] = (double)((unsigned long long *)buf)[k];
+            else if (p->type == MPI_INT)
+                o[k] = ((int *)buf)[k];
+            else if (p->type == MPI_DOUBLE)
+                o[k] = ((double *)buf)[k];
+            else
+                o[k] = (double)((MPI_Count *)buf)[k];
         }
     }
 }
@@ -350,7 +356,7 @@ int cs_snap_start(const char *path, double interval_s)
         return -1;
     }
     snap_interval = interval_s;
-    take_snapshot(); /* time zero */
+    take_snapshot();               /* time zero */
     if (interval_s <= 0) return 0; /* start, Pcontrol(2) and end only */
     snap_running = 1;
     if (pthread_create(&snap_thread, 0, snap_main, 0) != 0) {

@@ -24,7 +24,7 @@
 #define CS_CAN_COLL (CS_CAN_FBYTES + CS_NFUNC)
 #define CS_CAN_BINS (CS_CAN_COLL + CS_NCOLL * CS_NCOLLBINS)
 #define CS_CAN_PEERS (CS_CAN_BINS + CS_NSIZED * CS_NBINS)
-size_t cs_canonical_words(void);    /* with the pvars: depends on the world and the MPI */
+size_t cs_canonical_words(void); /* with the pvars: depends on the world and the MPI */
 size_t cs_canonical_pvars_at(void);
 void cs_rank_totals(uint64_t *out); /* the counters now, up to the pvars */
 

@@ -44,21 +44,25 @@
 /* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted; the default
  * is every set but the trace). */
 enum {
-    CS_SET_BYTES = 1 << 0,    /* message, byte, RMA, I/O and neighbour counts */
-    CS_SET_PEERS = 1 << 1,    /* rank x rank matrices */
-    CS_SET_BINS = 1 << 2,     /* power-of-two size bins and collective bins */
-    CS_SET_REQUESTS = 1 << 3, /* request ledger, watermarks */
-    CS_SET_TIMERS = 1 << 4,   /* ticks inside every wrapped function (in the default sets) */
-    CS_SET_TRACE = 1 << 5,    /* event trace of point-to-point calls */
-    CS_SET_PVARS = 1 << 6,    /* MPI_T performance variables in the snapshots */
+    CS_SET_BYTES = 1 << 0,     /* message, byte, RMA, I/O and neighbour counts */
+    CS_SET_PEERS = 1 << 1,     /* rank x rank matrices */
+    CS_SET_BINS = 1 << 2,      /* power-of-two size bins and collective bins */
+    CS_SET_REQUESTS = 1 << 3,  /* request ledger, watermarks */
+    CS_SET_TIMERS = 1 << 4,    /* ticks inside every wrapped function (in the default sets) */
+    CS_SET_TRACE = 1 << 5,     /* event trace of point-to-point calls */
+    CS_SET_PVARS = 1 << 6,     /* MPI_T performance variables in the snapshots */
     CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
     CS_SET_CLOCK = 1 << 8,     /* timers or trace: wrappers read the clock (not a set) */
 };
 /* What a wrapper does beyond counting, on its slow path: the trace's call site, call sites. */
 #define CS_SETS_SLOW (CS_SET_TRACE | CS_SET_CALLSITES)
 
-enum { CS_KIND_REGULAR, CS_KIND_TIMER, CS_KIND_WATERMARK, CS_KIND_SENTINEL };
-enum { CS_SCOPE_THREAD, CS_SCOPE_RANK };
+enum { CS_KIND_REGULAR,
+       CS_KIND_TIMER,
+       CS_KIND_WATERMARK,
+       CS_KIND_SENTINEL };
+enum { CS_SCOPE_THREAD,
+       CS_SCOPE_RANK };
 
 #define CS_COUNTER(name, kind, scope, set, unit, desc) CS_C_##name,
 enum {
@@ -92,8 +96,8 @@ typedef struct {
     char magic[8]; /* "CSNODE03" */
     uint32_t version;
     uint32_t page;
-    uint64_t next_free;  /* bytes handed out so far (atomic; whole pages) */
-    uint32_t nranks;     /* directory entries claimed (atomic) */
+    uint64_t next_free; /* bytes handed out so far (atomic; whole pages) */
+    uint32_t nranks;    /* directory entries claimed (atomic) */
     uint32_t max_ranks;
     uint64_t dir_at;
     uint64_t lost_ranks; /* ranks of this node that found the directory full */
@@ -127,21 +131,24 @@ typedef struct {
     uint32_t nslabs;       /* slabs claimed by threads (a new one may still be all zero) */
     uint64_t nonce;
     int32_t rank, world_size;
-    int32_t pid, state; /* CS_STATE_* */
-    uint64_t seq;       /* snapshots taken */
+    int32_t pid, state;              /* CS_STATE_* */
+    uint64_t seq;                    /* snapshots taken */
     uint64_t tick0, ns0, tick1, ns1; /* clock pairs: ticks and CLOCK_MONOTONIC ns */
-    uint32_t lost_threads; /* threads that got no slab (the file could not grow) */
-    uint32_t nfiles;       /* MPI-IO files seen (rows of the file counters used) */
-    uint32_t lost_blocks;  /* bin rows or peer tables that could not grow: counts lost */
-    int32_t thread_level;  /* what MPI provides */
+    uint32_t lost_threads;           /* threads that got no slab (the file could not grow) */
+    uint32_t nfiles;                 /* MPI-IO files seen (rows of the file counters used) */
+    uint32_t lost_blocks;            /* bin rows or peer tables that could not grow: counts lost */
+    int32_t thread_level;            /* what MPI provides */
     /* how the process ended (cs_prof_end.c): CS_END_*, its code (exit status, signal
      * number or MPI_Abort error code) and when (CLOCK_MONOTONIC ns); 0: not recorded */
     int32_t end_how, end_code;
     uint64_t end_ns;
 } cs_header_t;
 
-enum { CS_STATE_RUNNING = 1, CS_STATE_FINALIZED = 2 };
-enum { CS_END_EXIT = 1, CS_END_SIGNAL = 2, CS_END_ABORT = 3 };
+enum { CS_STATE_RUNNING = 1,
+       CS_STATE_FINALIZED = 2 };
+enum { CS_END_EXIT = 1,
+       CS_END_SIGNAL = 2,
+       CS_END_ABORT = 3 };
 
 /* ---- a slab, in words --------------------------------------------------------------- */
 #define CS_NBINS 40 /* bin 0: 0 bytes; bin b: [2^(b-1), 2^b) bytes; the last is open */
@@ -150,9 +157,11 @@ enum { CS_END_EXIT = 1, CS_END_SIGNAL = 2, CS_END_ABORT = 3 };
  * ticks and bytes (bytes set), so that a call touches one line for all three.  The
  * readers take each function's offsets from node.<n>.json ("functions"). */
 #define CS_FUNC_WORDS 4
-enum { CS_FN_CALLS, CS_FN_TICKS, CS_FN_BYTES };
+enum { CS_FN_CALLS,
+       CS_FN_TICKS,
+       CS_FN_BYTES };
 #define CS_OFF_FUNCS ((CS_NCOUNTERS + CS_FUNC_WORDS - 1) / CS_FUNC_WORDS * CS_FUNC_WORDS)
-#define CS_FN(f, w) (CS_OFF_FUNCS + (f) * CS_FUNC_WORDS + (w)) /* word w of function f */
+#define CS_FN(f, w) (CS_OFF_FUNCS + (f)*CS_FUNC_WORDS + (w)) /* word w of function f */
 #define CS_OFF_COLL (CS_OFF_FUNCS + CS_NFUNC * CS_FUNC_WORDS)
 #define CS_OFF_TID (CS_OFF_COLL + CS_NCOLL * CS_NCOLLBINS) /* the owner thread's id */
 /* size bins: a row per function the thread has binned, in blocks: CS_NBINS counts,
@@ -168,10 +177,10 @@ enum { CS_FN_CALLS, CS_FN_TICKS, CS_FN_BYTES };
 #define CS_BIN_BLOCKS ((CS_NSIZED + CS_BIN_BLOCK_ROWS - 1) / CS_BIN_BLOCK_ROWS) /* room for all */
 /* peers: an open-addressing table of {world rank + 1, CS_NPEER_ARRAYS values} */
 #define CS_OFF_PEERSEQ (CS_OFF_BINBLOCKS + CS_BIN_BLOCKS) /* even: stable; odd: being moved */
-#define CS_OFF_PEERCAP (CS_OFF_PEERSEQ + 1)   /* entries (a power of two) */
-#define CS_OFF_PEERCOUNT (CS_OFF_PEERCAP + 1) /* entries used */
-#define CS_OFF_PEERAT (CS_OFF_PEERCOUNT + 1)  /* file offset of the table; 0: inline below */
-#define CS_OFF_PEERS ((CS_OFF_PEERAT + 1 + 7) & ~7) /* entries of 8 words start on a cache line */
+#define CS_OFF_PEERCAP (CS_OFF_PEERSEQ + 1)               /* entries (a power of two) */
+#define CS_OFF_PEERCOUNT (CS_OFF_PEERCAP + 1)             /* entries used */
+#define CS_OFF_PEERAT (CS_OFF_PEERCOUNT + 1)              /* file offset of the table; 0: inline below */
+#define CS_OFF_PEERS ((CS_OFF_PEERAT + 1 + 7) & ~7)       /* entries of 8 words start on a cache line */
 #define CS_PEER_ENTRY (1 + CS_NPEER_ARRAYS)
 #define CS_PEERS_INLINE 16
 #define CS_SLAB_USED (CS_OFF_PEERS + CS_PEERS_INLINE * CS_PEER_ENTRY)
@@ -193,7 +202,7 @@ static inline uint32_t cs_chunk_of(uint32_t i, uint32_t *at)
 
 static inline uint32_t cs_chunk_slabs(uint32_t c) { return c <= CS_BIG_CHUNK_LOG ? 1u << c : CS_BIG_CHUNK; }
 
-extern int cs_sets;         /* CS_SET_* bits; 0 until profiling is set up */
+extern int cs_sets;            /* CS_SET_* bits; 0 until profiling is set up */
 extern int cs_thread_multiple; /* MPI_THREAD_MULTIPLE: threads may call MPI at once */
 extern int cs_world_size;
 extern int cs_world_rank;
@@ -201,20 +210,20 @@ extern MPI_Group cs_world_group; /* ranks of the peer tables (MPI_COMM_WORLD's, 
 extern cs_header_t *cs_hdr;
 extern uint64_t cs_node_nonce;
 extern uint64_t *cs_rank_words;
-extern uint64_t *cs_file_words; /* CS_MAX_FILES rows of CS_NFILE_COUNTERS words */
+extern uint64_t *cs_file_words;       /* CS_MAX_FILES rows of CS_NFILE_COUNTERS words */
 extern long long cs_coll_small_bytes; /* collective bins: message size <= this is small */
 extern int cs_coll_small_comm;        /* communicator size <= this is small */
 
 /* The node file: open (or create) it and claim this rank's block; 0 or -1 with a message.
  * *leader is set to 1 for the rank that created the file (it writes the node's metadata). */
 int cs_state_map(const char *path, int slabs, int *leader);
-uint64_t *cs_slab_claim(void); /* this thread's slab (a scratch slab before set-up) */
+uint64_t *cs_slab_claim(void);   /* this thread's slab (a scratch slab before set-up) */
 uint32_t cs_slabs_visible(void); /* slabs claimed and mapped: what readers may sum */
 uint64_t *cs_slab_at(uint32_t i);
-void cs_state_sync(void);        /* schedule the mapped file's write-back */
-int cs_thread_index(void);       /* index of this thread's slab, -1 before it has one */
+void cs_state_sync(void);  /* schedule the mapped file's write-back */
+int cs_thread_index(void); /* index of this thread's slab, -1 before it has one */
 
-uint64_t cs_now_ns(void); /* CLOCK_MONOTONIC ns (plus cs_clock_skew_ns) */
+uint64_t cs_now_ns(void);        /* CLOCK_MONOTONIC ns (plus cs_clock_skew_ns) */
 extern int64_t cs_clock_skew_ns; /* tests only: COMMSCOPE_TEST_CLOCK_SKEW_NS (cs_prof_clocks.c) */
 /* Memory of the node file at `offset` (a block this process mapped or maps now). */
 void *cs_block_at(uint64_t offset, size_t bytes);
@@ -231,13 +240,13 @@ typedef struct {
 } cs_peer_cache_t;
 
 typedef struct {
-    unsigned epoch;      /* cs_epoch when this thread last refreshed (0: never) */
-    int sets;            /* its copy of cs_sets, taken then */
-    uint64_t *slab;      /* this thread's slab (a scratch slab before set-up); 0 until then */
-    uint64_t *peers;     /* its peer table */
-    MPI_Datatype type;   /* type sizes: a one-entry cache */
+    unsigned epoch;    /* cs_epoch when this thread last refreshed (0: never) */
+    int sets;          /* its copy of cs_sets, taken then */
+    uint64_t *slab;    /* this thread's slab (a scratch slab before set-up); 0 until then */
+    uint64_t *peers;   /* its peer table */
+    MPI_Datatype type; /* type sizes: a one-entry cache */
     long long type_size;
-    int index;           /* the slab's index in the rank, -1 before it has one */
+    int index; /* the slab's index in the rank, -1 before it has one */
     uint64_t request_seq;
     cs_peer_cache_t peer_cache[CS_PEER_CACHE];
     uint64_t *bin_block[CS_BIN_BLOCKS];
@@ -323,7 +332,8 @@ CS_HOT uint64_t cs_ticks(void)
 {
 #if defined(__x86_64__)
     uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    __asm__ volatile("rdtsc"
+                     : "=a"(lo), "=d"(hi));
     return ((uint64_t)hi << 32) | lo;
 #else
     return cs_now_ns();

@@ -59,7 +59,8 @@ static int write_summary(const char *dir, int n, const double *sum, const value_
     if (!f) return errno ? errno : EIO;
     int profiled = (int)sum[NVALUES - 1];
     fprintf(f, "{\n \"schema\": \"commscope.summary\",\n \"schema_version\": 1,\n \"ranks\": %d,\n"
-               " \"ranks_profiled\": %d,\n", n, profiled);
+               " \"ranks_profiled\": %d,\n",
+            n, profiled);
     n = profiled ? profiled : 1; /* means over the profiled ranks */
     fprintf(f, " \"counters\": {\n");
     for (int c = 0; c < CS_NCOUNTERS; c++) write_stat(f, COUNTER_NAMES[c], c, sum, lo, hi, n, c + 1 == CS_NCOUNTERS);
@@ -121,7 +122,8 @@ void cs_summary_reduce(const char *dir)
     if (!done) { /* the requests are left to the MPI: a rank is gone, or far behind */
         if (cs_world_rank == 0)
             fprintf(stderr, CS_PREFIX "no job summary: not every rank reached MPI_Finalize within "
-                                      "%g s (COMMSCOPE_SUMMARY_TIMEOUT_S)\n", limit);
+                                      "%g s (COMMSCOPE_SUMMARY_TIMEOUT_S)\n",
+                    limit);
         goto out;
     }
     if (cs_world_rank == 0 && sum[NVALUES - 1] > 0) {

@@ -215,7 +215,9 @@ static group_slot_t *comm_add(MPI_Comm comm, const char *created_by, MPI_Comm pa
     group_slot_t *s = world ? group_add(&comms, key, size, world) : 0;
     if (s) {
         group_slot_t *p = parent == MPI_COMM_NULL ? 0 : group_find(&comms, handle_key((uintptr_t)parent));
-        list_comm(&s->g, created_by, parent == MPI_COMM_WORLD ? 0 : p ? p->g.id : -1, inter);
+        list_comm(&s->g, created_by, parent == MPI_COMM_WORLD ? 0 : p ? p->g.id
+                                                                      : -1,
+                  inter);
     }
     return s;
 }
@@ -251,7 +253,8 @@ void cs_comm_forget(MPI_Comm comm)
 uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank)
 {
     int w = -1;
-    if (comm == MPI_COMM_WORLD) w = rank >= 0 && rank < cs_world_size ? rank : -1;
+    if (comm == MPI_COMM_WORLD)
+        w = rank >= 0 && rank < cs_world_size ? rank : -1;
     else if (comm != MPI_COMM_NULL && rank >= 0) {
         const cs_group_t *g = cs_comm_lookup(comm);
         w = g && rank < g->size ? g->world_ranks[rank] : -1;
@@ -545,7 +548,7 @@ static int put(MPI_Request req, const cs_req_t *info, uint64_t order)
 int cs_req_put(MPI_Request req, const cs_req_t *info)
 {
     uint64_t order = __builtin_expect(cs_thread_multiple, 0) ? __atomic_fetch_add(&next_order, 1, __ATOMIC_RELAXED)
-                                                              : next_order++;
+                                                             : next_order++;
     return put(req, info, order);
 }
 
@@ -580,10 +583,14 @@ static cs_req_t *find(bucket_t *b, int with_overflow, uintptr_t key, uint64_t id
         if (e->id >> 40 == mine && (!own || e->order < own->order)) own = e;
     }
     *count = k;
-    return id ? 0 : own ? own : oldest;
+    return id ? 0 : own ? own
+                        : oldest;
 }
 
-enum { OP_GET, OP_TAKE, OP_CANCEL, OP_DONE };
+enum { OP_GET,
+       OP_TAKE,
+       OP_CANCEL,
+       OP_DONE };
 static int with_entry(MPI_Request req, int op, cs_req_t *out, int set_active, uint64_t id, int keep)
 {
     uintptr_t key = handle_key((uintptr_t)req);

@@ -23,8 +23,8 @@ typedef struct {
 const cs_group_t *cs_comm_lookup(MPI_Comm comm); /* registers on first sight */
 void cs_comm_register(MPI_Comm comm, const char *created_by, MPI_Comm parent);
 void cs_comm_forget(MPI_Comm comm);
-int cs_comm_id(MPI_Comm comm); /* -1 for MPI_COMM_NULL or an unknown communicator */
-const cs_group_t *cs_comm_topology(MPI_Comm comm); /* degrees filled */
+int cs_comm_id(MPI_Comm comm);                              /* -1 for MPI_COMM_NULL or an unknown communicator */
+const cs_group_t *cs_comm_topology(MPI_Comm comm);          /* degrees filled */
 void cs_comms_init(const char *node_base, int world_model); /* lists in <node_base>.comms.csv */
 void cs_comms_finish(void);
 
@@ -41,21 +41,28 @@ int cs_file_id(MPI_File fh); /* -1 when unknown */
 
 /* ---- requests ------------------------------------------------------------------ */
 enum {
-    CS_REQ_SEND = 1, CS_REQ_RECV, CS_REQ_SENDRECV, /* Isendrecv: its receive completes it */
-    CS_REQ_MRECV,       /* Imrecv: the message was counted when the probe matched it */
-    CS_REQ_COLL, CS_REQ_NCOLL, /* NCOLL: neighbourhood (persistent: counted at each start) */
-    CS_REQ_RMA, CS_REQ_FILE, CS_REQ_FILE_READ, CS_REQ_GENERALIZED, CS_REQ_COMM,
+    CS_REQ_SEND = 1,
+    CS_REQ_RECV,
+    CS_REQ_SENDRECV, /* Isendrecv: its receive completes it */
+    CS_REQ_MRECV,    /* Imrecv: the message was counted when the probe matched it */
+    CS_REQ_COLL,
+    CS_REQ_NCOLL, /* NCOLL: neighbourhood (persistent: counted at each start) */
+    CS_REQ_RMA,
+    CS_REQ_FILE,
+    CS_REQ_FILE_READ,
+    CS_REQ_GENERALIZED,
+    CS_REQ_COMM,
 };
 typedef struct {
-    uintptr_t key;   /* the MPI_Request handle; 0: empty slot */
-    uint64_t id;     /* commscope request id: starting thread's slab + 1 << 40 | its sequence */
-    uint64_t order;  /* rank-wide start order: entries of one handle are taken oldest first */
-    long long bytes; /* sends: message size; receives: posted size; persistent collectives: bytes */
-    long long bytes2; /* persistent neighbourhood collectives: bytes received; traced
+    uintptr_t key;       /* the MPI_Request handle; 0: empty slot */
+    uint64_t id;         /* commscope request id: starting thread's slab + 1 << 40 | its sequence */
+    uint64_t order;      /* rank-wide start order: entries of one handle are taken oldest first */
+    long long bytes;     /* sends: message size; receives: posted size; persistent collectives: bytes */
+    long long bytes2;    /* persistent neighbourhood collectives: bytes received; traced
                        * collectives: bytes received (the trace's count) */
     long long coll_sent; /* traced collectives: bytes sent (the trace's count); root in peer */
     MPI_Comm comm;
-    int peer;        /* rank in comm (send: dest; receive: source as posted); file reads: file id */
+    int peer; /* rank in comm (send: dest; receive: source as posted); file reads: file id */
     int tag;
     short kind;      /* CS_REQ_* */
     short func;      /* function that created it (size bins) */

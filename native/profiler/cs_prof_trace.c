@@ -236,8 +236,9 @@ void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request,
 
 int cs_coll_root(int root)
 {
-    return root == CS_NO_ROOT ? CS_ROOT_NONE : root == MPI_ROOT ? CS_ROOT_MPI_ROOT
-         : root == MPI_PROC_NULL ? CS_ROOT_PROC_NULL : root;
+    return root == CS_NO_ROOT ? CS_ROOT_NONE : root == MPI_ROOT    ? CS_ROOT_MPI_ROOT
+                                           : root == MPI_PROC_NULL ? CS_ROOT_PROC_NULL
+                                                                   : root;
 }
 
 int cs_coll_is_root(MPI_Comm comm, int root)

@@ -12,11 +12,21 @@
 /* COLL: a blocking collective; ICOLL: a nonblocking or persistent collective started
  * (MPI_Ibcast, MPI_Start of an MPI_Bcast_init request); COLL_DONE: its completion.
  * MARK: an MPI_Pcontrol call, its level in bytes (a phase boundary of the program). */
-enum { CS_EV_SEND = 1, CS_EV_ISEND, CS_EV_RECV, CS_EV_IRECV, CS_EV_COMPLETE, CS_EV_PROBE,
-       CS_EV_COLL, CS_EV_ICOLL, CS_EV_COLL_DONE, CS_EV_MARK };
+enum { CS_EV_SEND = 1,
+       CS_EV_ISEND,
+       CS_EV_RECV,
+       CS_EV_IRECV,
+       CS_EV_COMPLETE,
+       CS_EV_PROBE,
+       CS_EV_COLL,
+       CS_EV_ICOLL,
+       CS_EV_COLL_DONE,
+       CS_EV_MARK };
 /* A collective's root in a trace record: its rank in comm, or one of these.  CS_NO_ROOT
  * is what the wrappers of collectives without a root pass (MPICH's MPI_PROC_NULL is -1). */
-enum { CS_ROOT_NONE = -1, CS_ROOT_MPI_ROOT = -2, CS_ROOT_PROC_NULL = -3 };
+enum { CS_ROOT_NONE = -1,
+       CS_ROOT_MPI_ROOT = -2,
+       CS_ROOT_PROC_NULL = -3 };
 #define CS_NO_ROOT (-2147483647 - 1)
 
 void cs_trace_init(const char *dir, long long limit_bytes, int buffer_records);

@@ -262,39 +262,36 @@ _FAMILY_PREFIXES = """
     Cart_create Cart_sub Graph_create Dist_graph_create Open_port Close_port Publish_name
     Unpublish_name Lookup_name
 """
-FAMILIES = re.compile("MPI_(" + "|".join(sorted(_FAMILY_PREFIXES.split(), key=len, reverse=True)) + ")")
+FAMILIES = re.compile(
+    "MPI_(" + "|".join(sorted(_FAMILY_PREFIXES.split(), key=len, reverse=True)) + ")"
+)
 
 _WHY = {
-    "a local query (no communication, no I/O, no waiting)":
-        "MPI_Comm_rank MPI_Comm_size MPI_Comm_remote_size MPI_Comm_test_inter MPI_Comm_compare "
-        "MPI_Comm_get_info MPI_Comm_get_parent MPI_Comm_group MPI_Comm_remote_group "
-        "MPI_File_get_amode MPI_File_get_atomicity MPI_File_get_byte_offset MPI_File_get_group "
-        "MPI_File_get_info MPI_File_get_position MPI_File_get_type_extent MPI_File_get_view "
-        "MPI_Win_get_group MPI_Win_get_info MPI_Win_shared_query MPI_Session_get_info "
-        "MPI_Session_get_nth_pset MPI_Session_get_num_psets MPI_Session_get_pset_info "
-        "MPI_Get_library_version MPI_Get_processor_name MPI_Get_version MPI_Get_hw_resource_info "
-        "MPI_Get_address",
-    "reads a status or a request's flag: the call that moved the data is counted":
-        "MPI_Get_count MPI_Get_elements MPI_Get_elements_x MPI_Test_cancelled",
-    "a handle conversion (Fortran or the integer ABI)":
-        "MPI_Comm_c2f MPI_File_c2f MPI_Request_c2f MPI_Session_c2f MPI_Win_c2f MPI_Comm_f2c "
-        "MPI_File_f2c MPI_Request_f2c MPI_Session_f2c MPI_Win_f2c MPI_Comm_toint MPI_File_toint "
-        "MPI_Request_toint MPI_Session_toint MPI_Win_toint MPI_Comm_fromint MPI_File_fromint "
-        "MPI_Request_fromint MPI_Session_fromint MPI_Win_fromint",
-    "attribute caching, names and error handlers: local bookkeeping":
-        "MPI_Comm_call_errhandler MPI_Comm_create_errhandler MPI_Comm_get_errhandler "
-        "MPI_Comm_set_errhandler MPI_Comm_create_keyval MPI_Comm_free_keyval MPI_Comm_get_attr "
-        "MPI_Comm_set_attr MPI_Comm_delete_attr MPI_Comm_get_name MPI_Comm_set_name "
-        "MPI_File_call_errhandler MPI_File_create_errhandler MPI_File_get_errhandler "
-        "MPI_File_set_errhandler MPI_Session_call_errhandler MPI_Session_create_errhandler "
-        "MPI_Session_get_errhandler MPI_Session_set_errhandler MPI_Win_call_errhandler "
-        "MPI_Win_create_errhandler MPI_Win_get_errhandler MPI_Win_set_errhandler "
-        "MPI_Win_create_keyval MPI_Win_free_keyval MPI_Win_get_attr MPI_Win_set_attr "
-        "MPI_Win_delete_attr MPI_Win_get_name MPI_Win_set_name",
+    "a local query (no communication, no I/O, no waiting)": "MPI_Comm_rank MPI_Comm_size MPI_Comm_remote_size MPI_Comm_test_inter MPI_Comm_compare "
+    "MPI_Comm_get_info MPI_Comm_get_parent MPI_Comm_group MPI_Comm_remote_group "
+    "MPI_File_get_amode MPI_File_get_atomicity MPI_File_get_byte_offset MPI_File_get_group "
+    "MPI_File_get_info MPI_File_get_position MPI_File_get_type_extent MPI_File_get_view "
+    "MPI_Win_get_group MPI_Win_get_info MPI_Win_shared_query MPI_Session_get_info "
+    "MPI_Session_get_nth_pset MPI_Session_get_num_psets MPI_Session_get_pset_info "
+    "MPI_Get_library_version MPI_Get_processor_name MPI_Get_version MPI_Get_hw_resource_info "
+    "MPI_Get_address",
+    "reads a status or a request's flag: the call that moved the data is counted": "MPI_Get_count MPI_Get_elements MPI_Get_elements_x MPI_Test_cancelled",
+    "a handle conversion (Fortran or the integer ABI)": "MPI_Comm_c2f MPI_File_c2f MPI_Request_c2f MPI_Session_c2f MPI_Win_c2f MPI_Comm_f2c "
+    "MPI_File_f2c MPI_Request_f2c MPI_Session_f2c MPI_Win_f2c MPI_Comm_toint MPI_File_toint "
+    "MPI_Request_toint MPI_Session_toint MPI_Win_toint MPI_Comm_fromint MPI_File_fromint "
+    "MPI_Request_fromint MPI_Session_fromint MPI_Win_fromint",
+    "attribute caching, names and error handlers: local bookkeeping": "MPI_Comm_call_errhandler MPI_Comm_create_errhandler MPI_Comm_get_errhandler "
+    "MPI_Comm_set_errhandler MPI_Comm_create_keyval MPI_Comm_free_keyval MPI_Comm_get_attr "
+    "MPI_Comm_set_attr MPI_Comm_delete_attr MPI_Comm_get_name MPI_Comm_set_name "
+    "MPI_File_call_errhandler MPI_File_create_errhandler MPI_File_get_errhandler "
+    "MPI_File_set_errhandler MPI_Session_call_errhandler MPI_Session_create_errhandler "
+    "MPI_Session_get_errhandler MPI_Session_set_errhandler MPI_Win_call_errhandler "
+    "MPI_Win_create_errhandler MPI_Win_get_errhandler MPI_Win_set_errhandler "
+    "MPI_Win_create_keyval MPI_Win_free_keyval MPI_Win_get_attr MPI_Win_set_attr "
+    "MPI_Win_delete_attr MPI_Win_get_name MPI_Win_set_name",
     "a session's hints: local (Open MPI's; not in MPI-4.1)": "MPI_Session_set_info",
     "port and name service of dynamic processes: talks to the runtime, not to ranks "
-    "(MPI_Comm_accept/connect, which wait for the peer, are wrapped)":
-        "MPI_Open_port MPI_Close_port MPI_Publish_name MPI_Unpublish_name MPI_Lookup_name",
+    "(MPI_Comm_accept/connect, which wait for the peer, are wrapped)": "MPI_Open_port MPI_Close_port MPI_Publish_name MPI_Unpublish_name MPI_Lookup_name",
 }
 #: {function: why it is not wrapped}, for the families above.
 LEFT_OUT = {name: why for why, names in _WHY.items() for name in names.split()}
@@ -303,8 +300,13 @@ LEFT_OUT = {name: why for why, names in _WHY.items() for name in names.split()}
 def unaccounted(declared, wrapped):
     """The functions of ``declared`` (names from an mpi.h) in FAMILIES that are neither
     in ``wrapped`` nor in LEFT_OUT (a ``_c`` variant by its base name)."""
-    return sorted(n for n in declared if FAMILIES.match(n) and n not in wrapped
-                  and (n[:-2] if n.endswith("_c") else n) not in LEFT_OUT)
+    return sorted(
+        n
+        for n in declared
+        if FAMILIES.match(n)
+        and n not in wrapped
+        and (n[:-2] if n.endswith("_c") else n) not in LEFT_OUT
+    )
 
 
 # Nonblocking and persistent collectives are derived from the blocking ones above:
@@ -317,40 +319,91 @@ DERIVED = {"coll": ("icoll", "pcoll_init"), "ncoll": ("incoll", "pncoll_init")}
 # BYTES / SENT / RECEIVED the line's extra expressions, KIND its rma kind.
 HOOKS = {
     "send": ("", "CS_BIN_TIME(cs_on_send(sets_, F, count, datatype, dest, tag, comm, t0_));"),
-    "isend": ("", "CS_BIN_TIME(cs_on_isend(sets_, F, count, datatype, dest, tag, comm, *request, t0_));"),
-    "recv": ("CS_STATUS(status); uint64_t *rp_ = cs_recv_peer(sets_, s_, source, comm);",
-             "CS_BIN_TIME(cs_on_recv(sets_, F, source, tag, comm, status, t0_, rp_));"),
+    "isend": (
+        "",
+        "CS_BIN_TIME(cs_on_isend(sets_, F, count, datatype, dest, tag, comm, *request, t0_));",
+    ),
+    "recv": (
+        "CS_STATUS(status); uint64_t *rp_ = cs_recv_peer(sets_, s_, source, comm);",
+        "CS_BIN_TIME(cs_on_recv(sets_, F, source, tag, comm, status, t0_, rp_));",
+    ),
     "irecv": ("", "cs_on_irecv(sets_, F, count, datatype, source, tag, comm, *request, t0_);"),
-    "sendrecv": ("CS_STATUS(status);",
-                 "CS_BIN_TIME(cs_on_send(sets_, F, sendcount, sendtype, dest, sendtag, comm, t0_)); "
-                 "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));"),
-    "sendrecv_replace": ("CS_STATUS(status);",
-                         "CS_BIN_TIME(cs_on_send(sets_, F, count, datatype, dest, sendtag, comm, t0_)); "
-                         "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));"),
-    "isendrecv": ("", "CS_BIN_TIME(cs_on_isendrecv(sets_, F, sendcount, sendtype, dest, sendtag, recvcount, recvtype, "
-                      "source, recvtag, comm, *request, t0_));"),
-    "isendrecv_replace": ("", "CS_BIN_TIME(cs_on_isendrecv(sets_, F, count, datatype, dest, sendtag, count, datatype, "
-                              "source, recvtag, comm, *request, t0_));"),
-    "psend_init": ("", "cs_on_persistent_init(F, CS_REQ_SEND, cs_bytes(count, datatype), dest, tag, comm, *request);"),
-    "precv_init": ("", "cs_on_persistent_init(F, CS_REQ_RECV, cs_bytes(count, datatype), source, tag, comm, *request);"),
-    "part_send_init": ("", "cs_on_persistent_init(F, CS_REQ_SEND, (long long)partitions * cs_bytes(count, datatype), dest, tag, comm, *request);"),
-    "part_recv_init": ("", "cs_on_persistent_init(F, CS_REQ_RECV, (long long)partitions * cs_bytes(count, datatype), source, tag, comm, *request);"),
+    "sendrecv": (
+        "CS_STATUS(status);",
+        "CS_BIN_TIME(cs_on_send(sets_, F, sendcount, sendtype, dest, sendtag, comm, t0_)); "
+        "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));",
+    ),
+    "sendrecv_replace": (
+        "CS_STATUS(status);",
+        "CS_BIN_TIME(cs_on_send(sets_, F, count, datatype, dest, sendtag, comm, t0_)); "
+        "CS_BIN_TIME(cs_on_recv(sets_, F, source, recvtag, comm, status, t0_, 0));",
+    ),
+    "isendrecv": (
+        "",
+        "CS_BIN_TIME(cs_on_isendrecv(sets_, F, sendcount, sendtype, dest, sendtag, recvcount, recvtype, "
+        "source, recvtag, comm, *request, t0_));",
+    ),
+    "isendrecv_replace": (
+        "",
+        "CS_BIN_TIME(cs_on_isendrecv(sets_, F, count, datatype, dest, sendtag, count, datatype, "
+        "source, recvtag, comm, *request, t0_));",
+    ),
+    "psend_init": (
+        "",
+        "cs_on_persistent_init(F, CS_REQ_SEND, cs_bytes(count, datatype), dest, tag, comm, *request);",
+    ),
+    "precv_init": (
+        "",
+        "cs_on_persistent_init(F, CS_REQ_RECV, cs_bytes(count, datatype), source, tag, comm, *request);",
+    ),
+    "part_send_init": (
+        "",
+        "cs_on_persistent_init(F, CS_REQ_SEND, (long long)partitions * cs_bytes(count, datatype), dest, tag, comm, *request);",
+    ),
+    "part_recv_init": (
+        "",
+        "cs_on_persistent_init(F, CS_REQ_RECV, (long long)partitions * cs_bytes(count, datatype), source, tag, comm, *request);",
+    ),
     "start": ("", "cs_on_start(F, *request, t0_);"),
-    "startall": ("", "for (int i_ = 0; i_ < count; i_++) cs_on_start(F, array_of_requests[i_], t0_);"),
+    "startall": (
+        "",
+        "for (int i_ = 0; i_ < count; i_++) cs_on_start(F, array_of_requests[i_], t0_);",
+    ),
     "probe": ("", "cs_on_probe(F, source, tag, comm, t0_);"),
     "iprobe": ("", "cs_on_probe(F, source, tag, comm, t0_);"),
-    "mprobe": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));"),
-    "improbe": ("CS_STATUS(status);", "if (*flag) CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));"),
+    "mprobe": (
+        "CS_STATUS(status);",
+        "CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));",
+    ),
+    "improbe": (
+        "CS_STATUS(status);",
+        "if (*flag) CS_BIN_TIME(cs_on_mprobe(F, source, tag, comm, status, t0_));",
+    ),
     "imrecv": ("", "cs_on_request_started(*request, CS_REQ_MRECV);"),
     "cancel": ("", "cs_on_cancel(*request);"),
     "grequest": ("", "cs_on_request_started(*request, CS_REQ_GENERALIZED);"),
-    "coll": ("", "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_TRACE_COLL(F, ROOT, TSENT, TRECV, comm, t0_);"),
-    "icoll": ("", "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_ICOLL(F, *request, ROOT, TSENT, TRECV, comm, t0_);"),
+    "coll": (
+        "",
+        "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_TRACE_COLL(F, ROOT, TSENT, TRECV, comm, t0_);",
+    ),
+    "icoll": (
+        "",
+        "CS_BIN_TIME(cs_on_coll(F, BYTES, comm)); CS_ICOLL(F, *request, ROOT, TSENT, TRECV, comm, t0_);",
+    ),
     "pcoll_init": ("", "CS_PCOLL_INIT(F, BYTES, 0, ROOT, TSENT, TRECV, comm, *request);"),
-    "ncoll": ("", "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); CS_TRACE_COLL(F, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
-    "incoll": ("", "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); "
-                   "CS_ICOLL(F, *request, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);"),
-    "pncoll_init": ("", "CS_PCOLL_INIT(F, SENT, RECEIVED, CS_NO_ROOT, SENT, RECEIVED, comm, *request);"),
+    "ncoll": (
+        "",
+        "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); CS_TRACE_COLL(F, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);",
+    ),
+    "incoll": (
+        "",
+        "CS_BIN_TIME(cs_on_neighbor_coll(F, SENT, RECEIVED)); "
+        "CS_ICOLL(F, *request, CS_NO_ROOT, SENT, RECEIVED, comm, t0_);",
+    ),
+    "pncoll_init": (
+        "",
+        "CS_PCOLL_INIT(F, SENT, RECEIVED, CS_NO_ROOT, SENT, RECEIVED, comm, *request);",
+    ),
     "comm_new": ("", "cs_on_comm_created(F, comm, *newcomm);"),
     "comm_group": ("", "cs_on_comm_created(F, MPI_COMM_NULL, *newcomm);"),
     "comm_idup": ("", "cs_on_request_started(*request, CS_REQ_COMM);"),
@@ -358,22 +411,46 @@ HOOKS = {
     "type_free": ("cs_on_type_free();", ""),
     "win_new": ("", "cs_on_win_created(*win, comm);"),
     "win_free": ("cs_on_win_free(*win);", ""),
-    "rma": ("", "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype)));"),
-    "rrma": ("", "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype))); "
-                 "cs_on_request_started(*request, CS_REQ_RMA);"),
-    "rma_getacc": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
-                       "cs_bytes(result_count, result_datatype)));"),
-    "rrma_getacc": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
-                        "cs_bytes(result_count, result_datatype))); cs_on_request_started(*request, CS_REQ_RMA);"),
-    "rma_fetch": ("", "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, CS_OP_OF, cs_bytes(1, datatype), cs_bytes(1, datatype)));"),
+    "rma": (
+        "",
+        "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype)));",
+    ),
+    "rrma": (
+        "",
+        "CS_BIN_TIME(cs_on_rma(F, win, target_rank, CS_RMA_KIND, cs_bytes(origin_count, origin_datatype))); "
+        "cs_on_request_started(*request, CS_REQ_RMA);",
+    ),
+    "rma_getacc": (
+        "",
+        "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
+        "cs_bytes(result_count, result_datatype)));",
+    ),
+    "rrma_getacc": (
+        "",
+        "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, op, cs_bytes(origin_count, origin_datatype), "
+        "cs_bytes(result_count, result_datatype))); cs_on_request_started(*request, CS_REQ_RMA);",
+    ),
+    "rma_fetch": (
+        "",
+        "CS_BIN_TIME(cs_on_get_accumulate(F, win, target_rank, CS_OP_OF, cs_bytes(1, datatype), cs_bytes(1, datatype)));",
+    ),
     "file_open": ("", "cs_on_file_open(filename, *fh);"),
     "file_close": ("cs_on_file_close(*fh);", ""),
-    "io_read": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));"),
+    "io_read": (
+        "CS_STATUS(status);",
+        "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));",
+    ),
     "io_write": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype)));"),
     "io_iread": ("", "cs_on_io_iread(F, fh, *request);"),
-    "io_iwrite": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype))); "
-                      "cs_on_request_started(*request, CS_REQ_FILE);"),
-    "io_read_end": ("CS_STATUS(status);", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));"),
+    "io_iwrite": (
+        "",
+        "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype))); "
+        "cs_on_request_started(*request, CS_REQ_FILE);",
+    ),
+    "io_read_end": (
+        "CS_STATUS(status);",
+        "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_READ, cs_status_bytes(status)));",
+    ),
     "io_write_begin": ("", "CS_BIN_TIME(cs_on_io(F, fh, CS_IO_WRITE, cs_bytes(count, datatype)));"),
     "calls": ("", ""),
 }
@@ -390,38 +467,98 @@ _SUM = "cs_vbytes(MPI_IN_PLACE, {c}, {t}, {c}, {t}, comm)"  # sum of a count arr
 _OWN = "(recvbuf == MPI_IN_PLACE ? 0 : cs_bytes(recvcount, recvtype))"
 COLL_TRACE = {
     "MPI_Barrier": ("CS_NO_ROOT", "0", "0"),
-    "MPI_Bcast": ("root", f"({_R} ? cs_bytes(count, datatype) : 0)", f"({_R} ? 0 : cs_bytes(count, datatype))"),
+    "MPI_Bcast": (
+        "root",
+        f"({_R} ? cs_bytes(count, datatype) : 0)",
+        f"({_R} ? 0 : cs_bytes(count, datatype))",
+    ),
     "MPI_Reduce": ("root", "cs_bytes(count, datatype)", f"({_R} ? cs_bytes(count, datatype) : 0)"),
     "MPI_Allreduce": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
-    "MPI_Gather": ("root", "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
-                   f"({_R} ? {_N} * cs_bytes(recvcount, recvtype) : 0)"),
-    "MPI_Gatherv": ("root", "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
-                    f"({_R} ? {_SUM.format(c='recvcounts', t='recvtype')} : 0)"),
+    "MPI_Gather": (
+        "root",
+        "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+        f"({_R} ? {_N} * cs_bytes(recvcount, recvtype) : 0)",
+    ),
+    "MPI_Gatherv": (
+        "root",
+        "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
+        f"({_R} ? {_SUM.format(c='recvcounts', t='recvtype')} : 0)",
+    ),
     "MPI_Scatter": ("root", f"({_R} ? {_N} * cs_bytes(sendcount, sendtype) : 0)", _OWN),
     "MPI_Scatterv": ("root", f"({_R} ? {_SUM.format(c='sendcounts', t='sendtype')} : 0)", _OWN),
-    "MPI_Allgather": ("CS_NO_ROOT", "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
-                      f"{_N} * cs_bytes(recvcount, recvtype)"),
-    "MPI_Allgatherv": ("CS_NO_ROOT", "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
-                       _SUM.format(c="recvcounts", t="recvtype")),
-    "MPI_Alltoall": ("CS_NO_ROOT", f"{_N} * cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
-                     f"{_N} * cs_bytes(recvcount, recvtype)"),
-    "MPI_Alltoallv": ("CS_NO_ROOT", "cs_vbytes(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm)",
-                      _SUM.format(c="recvcounts", t="recvtype")),
-    "MPI_Alltoallw": ("CS_NO_ROOT", "cs_wbytes(sendbuf, sendcounts, sendtypes, recvcounts, recvtypes, comm)",
-                      "cs_wbytes(MPI_IN_PLACE, recvcounts, recvtypes, recvcounts, recvtypes, comm)"),
-    "MPI_Reduce_scatter": ("CS_NO_ROOT", _SUM.format(c="recvcounts", t="datatype"),
-                           "cs_bytes(recvcounts[cs_coll_rank(comm)], datatype)"),
-    "MPI_Reduce_scatter_block": ("CS_NO_ROOT", f"{_N} * cs_bytes(recvcount, datatype)", "cs_bytes(recvcount, datatype)"),
+    "MPI_Allgather": (
+        "CS_NO_ROOT",
+        "cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+        f"{_N} * cs_bytes(recvcount, recvtype)",
+    ),
+    "MPI_Allgatherv": (
+        "CS_NO_ROOT",
+        "(sendbuf == MPI_IN_PLACE ? 0 : cs_bytes(sendcount, sendtype))",
+        _SUM.format(c="recvcounts", t="recvtype"),
+    ),
+    "MPI_Alltoall": (
+        "CS_NO_ROOT",
+        f"{_N} * cs_bytes_inplace(sendbuf, sendcount, sendtype, recvcount, recvtype)",
+        f"{_N} * cs_bytes(recvcount, recvtype)",
+    ),
+    "MPI_Alltoallv": (
+        "CS_NO_ROOT",
+        "cs_vbytes(sendbuf, sendcounts, sendtype, recvcounts, recvtype, comm)",
+        _SUM.format(c="recvcounts", t="recvtype"),
+    ),
+    "MPI_Alltoallw": (
+        "CS_NO_ROOT",
+        "cs_wbytes(sendbuf, sendcounts, sendtypes, recvcounts, recvtypes, comm)",
+        "cs_wbytes(MPI_IN_PLACE, recvcounts, recvtypes, recvcounts, recvtypes, comm)",
+    ),
+    "MPI_Reduce_scatter": (
+        "CS_NO_ROOT",
+        _SUM.format(c="recvcounts", t="datatype"),
+        "cs_bytes(recvcounts[cs_coll_rank(comm)], datatype)",
+    ),
+    "MPI_Reduce_scatter_block": (
+        "CS_NO_ROOT",
+        f"{_N} * cs_bytes(recvcount, datatype)",
+        "cs_bytes(recvcount, datatype)",
+    ),
     "MPI_Scan": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
     "MPI_Exscan": ("CS_NO_ROOT", "cs_bytes(count, datatype)", "cs_bytes(count, datatype)"),
 }
 
 # Categories whose calls move data: they get a row of power-of-two size bins.
-SIZED = {"send", "isend", "recv", "irecv", "sendrecv", "sendrecv_replace", "isendrecv",
-         "isendrecv_replace", "psend_init", "precv_init", "part_send_init", "part_recv_init",
-         "mprobe", "improbe", "coll", "icoll", "pcoll_init", "ncoll", "incoll", "pncoll_init",
-         "rma", "rrma", "rma_getacc", "rrma_getacc", "rma_fetch", "io_read", "io_write",
-         "io_iread", "io_iwrite", "io_read_end", "io_write_begin"}
+SIZED = {
+    "send",
+    "isend",
+    "recv",
+    "irecv",
+    "sendrecv",
+    "sendrecv_replace",
+    "isendrecv",
+    "isendrecv_replace",
+    "psend_init",
+    "precv_init",
+    "part_send_init",
+    "part_recv_init",
+    "mprobe",
+    "improbe",
+    "coll",
+    "icoll",
+    "pcoll_init",
+    "ncoll",
+    "incoll",
+    "pncoll_init",
+    "rma",
+    "rrma",
+    "rma_getacc",
+    "rrma_getacc",
+    "rma_fetch",
+    "io_read",
+    "io_write",
+    "io_iread",
+    "io_iwrite",
+    "io_read_end",
+    "io_write_begin",
+}
 COLLECTIVE = {"coll", "icoll", "pcoll_init", "ncoll", "incoll", "pncoll_init"}
 # Fortran view of a C parameter that the generic Fortran wrapper cannot give (the
 # functions that have one are counted through C only, or by hand).
@@ -429,6 +566,7 @@ NO_FORTRAN = re.compile(r"\*\*|\[\]\s*\[|char\s*\*\s*\w*\s*\[|function|\.\.\.")
 
 
 # ---- the list -------------------------------------------------------------------
+
 
 def _param_name(param):
     m = re.search(r"(\w+)\s*(\[\s*\])?\s*$", param.strip())
@@ -438,9 +576,11 @@ def _param_name(param):
 def _derive(name, params, category):
     """The nonblocking and persistent forms of a blocking collective."""
     inonblocking, persistent = DERIVED[category]
-    stem = name[len("MPI_"):]
-    return [(inonblocking, f"MPI_I{stem[0].lower()}{stem[1:]}", params + ", MPI_Request *request"),
-            (persistent, f"{name}_init", params + ", MPI_Info info, MPI_Request *request")]
+    stem = name[len("MPI_") :]
+    return [
+        (inonblocking, f"MPI_I{stem[0].lower()}{stem[1:]}", params + ", MPI_Request *request"),
+        (persistent, f"{name}_init", params + ", MPI_Info info, MPI_Request *request"),
+    ]
 
 
 def parse():
@@ -462,10 +602,12 @@ def parse():
 
 # ---- what the MPI declares -----------------------------------------------------
 
+
 def mpi_header(mpicc):
     """The MPI's mpi.h, preprocessed by its own compiler wrapper."""
-    proc = subprocess.run([mpicc, "-E", "-x", "c", "-"], input="#include <mpi.h>\n",
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [mpicc, "-E", "-x", "c", "-"], input="#include <mpi.h>\n", capture_output=True, text=True
+    )
     if proc.returncode != 0:
         sys.exit(f"mpi_functions.py: {mpicc} cannot preprocess mpi.h:\n{proc.stderr}")
     return proc.stdout
@@ -475,8 +617,10 @@ def fortran_libraries(mpicc):
     """The Fortran binding libraries beside the MPI's libmpi (none for the wheels).
     Open MPI answers --showme:link, MPICH -show; each has its own library names (and
     Debian puts both MPIs' libraries in one directory)."""
-    for flag, names in (("--showme:link", ("libmpi_mpifh.so", "libmpi_usempif08.so")),
-                        ("-show", ("libmpifort.so", "libmpichfort.so"))):
+    for flag, names in (
+        ("--showme:link", ("libmpi_mpifh.so", "libmpi_usempif08.so")),
+        ("-show", ("libmpifort.so", "libmpichfort.so")),
+    ):
         try:
             proc = subprocess.run([mpicc, flag], capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.SubprocessError):
@@ -485,7 +629,7 @@ def fortran_libraries(mpicc):
             continue
         words = proc.stdout.split()
         libdirs = [w[2:] for w in words if w.startswith("-L")]
-        libdirs += [w[len("-Wl,-rpath,"):] for w in words if w.startswith("-Wl,-rpath,")]
+        libdirs += [w[len("-Wl,-rpath,") :] for w in words if w.startswith("-Wl,-rpath,")]
         return sorted({str(Path(d) / n) for d in libdirs for n in names if (Path(d) / n).exists()})
     return []
 
@@ -496,7 +640,9 @@ def header_prototypes(text):
     protos = {}
     for m in re.finditer(r"\bint\s+PMPI_(\w+)\s*\(([^()]*)\)", text):
         params = " ".join(m.group(2).split())
-        protos["MPI_" + m.group(1)] = [] if params in ("", "void") else [p.strip() for p in params.split(",")]
+        protos["MPI_" + m.group(1)] = (
+            [] if params in ("", "void") else [p.strip() for p in params.split(",")]
+        )
     return protos
 
 
@@ -504,8 +650,11 @@ def _split_param(param):
     """(type text, name, array suffix) of a declared parameter; name '' when unnamed."""
     m = re.fullmatch(r"(.*?)(\b\w+)?\s*(\[\s*\])?", param.strip())
     typ, name, arr = m.group(1).strip(), m.group(2) or "", m.group(3) or ""
-    if not typ or name in ("int", "char", "void", "double", "long") or (
-            name.startswith("MPI_") and not typ.replace("const", "").strip()):
+    if (
+        not typ
+        or name in ("int", "char", "void", "double", "long")
+        or (name.startswith("MPI_") and not typ.replace("const", "").strip())
+    ):
         typ, name = (typ + " " + name).strip(), ""
     return typ, name, arr
 
@@ -515,7 +664,7 @@ def adopt_header(funcs, protos):
     add each one's ``_c`` large-count variant when declared.  Returns (kept, left_out)."""
     kept, left_out = [], []
     for f in funcs:
-        for variant in ([f["name"], f["name"] + "_c"] if f["category"] != "hand" else [f["name"]]):
+        for variant in [f["name"], f["name"] + "_c"] if f["category"] != "hand" else [f["name"]]:
             if protos is None:
                 if variant == f["name"]:
                     kept.append(dict(f))
@@ -545,7 +694,9 @@ def finish(funcs):
     variant has rows of its own, so calls of the two forms stay apart)."""
     rows, colls = {}, {}
     for f in funcs:
-        f["args"] = [] if f["params"] == "void" else [_param_name(p) for p in f["params"].split(",")]
+        f["args"] = (
+            [] if f["params"] == "void" else [_param_name(p) for p in f["params"].split(",")]
+        )
         f["sized"] = f["category"] in SIZED
         f["collective"] = f["category"] in COLLECTIVE
         f["bin_index"] = rows.setdefault(f["name"], len(rows)) if f["sized"] else -1
@@ -555,26 +706,37 @@ def finish(funcs):
 
 # ---- C -------------------------------------------------------------------------
 
+
 def header(funcs, nsized, ncoll, f77, f08):
-    out = ["/* Generated by mpi_functions.py: function ids and names, and which functions",
-           " * this MPI has (CS_HAVE_<name>). */",
-           "#ifndef CS_FUNCTIONS_H", "#define CS_FUNCTIONS_H",
-           *[f"#define CS_HAVE_{f['name']} 1" for f in funcs],
-           *(["#define CS_FORTRAN_F77 1  /* the MPI's mpif.h layer bypasses MPI_* */"] if f77 else []),
-           *(["#define CS_FORTRAN_F08 1  /* its mpi_f08 layer does, for some calls */"] if f08 else []),
-           "enum {"]
+    out = [
+        "/* Generated by mpi_functions.py: function ids and names, and which functions",
+        " * this MPI has (CS_HAVE_<name>). */",
+        "#ifndef CS_FUNCTIONS_H",
+        "#define CS_FUNCTIONS_H",
+        *[f"#define CS_HAVE_{f['name']} 1" for f in funcs],
+        *(["#define CS_FORTRAN_F77 1  /* the MPI's mpif.h layer bypasses MPI_* */"] if f77 else []),
+        *(
+            ["#define CS_FORTRAN_F08 1  /* its mpi_f08 layer does, for some calls */"]
+            if f08
+            else []
+        ),
+        "enum {",
+    ]
     out += [f"    CS_F_{f['name']}," for f in funcs]
-    out += ["    CS_NFUNC", "};",
-            f"#define CS_NSIZED {max(nsized, 1)}",
-            f"#define CS_NCOLL {max(ncoll, 1)}",
-            "extern const char *const cs_function_names[CS_NFUNC];",
-            "/* Rows per function, static so that a wrapper's row (its function id is a",
-            " * constant) is a constant too. */",
-            "static const int cs_function_bin[CS_NFUNC] = {  /* size-bin row, -1: none */",
-            "    " + ", ".join(str(f["bin_index"]) for f in funcs) + "};",
-            "static const int cs_function_coll[CS_NFUNC] = {  /* collective-bin row, -1: none */",
-            "    " + ", ".join(str(f["coll_index"]) for f in funcs) + "};",
-            "#endif"]
+    out += [
+        "    CS_NFUNC",
+        "};",
+        f"#define CS_NSIZED {max(nsized, 1)}",
+        f"#define CS_NCOLL {max(ncoll, 1)}",
+        "extern const char *const cs_function_names[CS_NFUNC];",
+        "/* Rows per function, static so that a wrapper's row (its function id is a",
+        " * constant) is a constant too. */",
+        "static const int cs_function_bin[CS_NFUNC] = {  /* size-bin row, -1: none */",
+        "    " + ", ".join(str(f["bin_index"]) for f in funcs) + "};",
+        "static const int cs_function_coll[CS_NFUNC] = {  /* collective-bin row, -1: none */",
+        "    " + ", ".join(str(f["coll_index"]) for f in funcs) + "};",
+        "#endif",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -584,45 +746,75 @@ def _post(f):
     sent, _, received = extra.partition(";")
     root, tsent, trecv = COLL_TRACE.get(f.get("base"), ("CS_NO_ROOT", "0", "0"))
     post = re.sub(r"\bROOT\b", root, post).replace("TSENT", tsent).replace("TRECV", trecv)
-    post = (post.replace("BYTES", extra or "0").replace("SENT", sent.strip())
-            .replace("RECEIVED", received.strip()).replace("CS_RMA_KIND", f"CS_RMA_{extra}")
-            .replace("CS_OP_OF", "op" if "Fetch" in f["name"] else "MPI_REPLACE"))
+    post = (
+        post.replace("BYTES", extra or "0")
+        .replace("SENT", sent.strip())
+        .replace("RECEIVED", received.strip())
+        .replace("CS_RMA_KIND", f"CS_RMA_{extra}")
+        .replace("CS_OP_OF", "op" if "Fetch" in f["name"] else "MPI_REPLACE")
+    )
     post = re.sub(r"\bF\b", f"CS_F_{f['name']}", post)
     return pre, post
 
 
 def wrappers(funcs):
-    out = ["/* Generated by mpi_functions.py: one PMPI wrapper per MPI function. */",
-           '#include "cs_prof_hooks.h"', "",
-           "const char *const cs_function_names[CS_NFUNC] = {",
-           *[f'    "{f["name"]}",' for f in funcs], "};",
-           ""]
+    out = [
+        "/* Generated by mpi_functions.py: one PMPI wrapper per MPI function. */",
+        '#include "cs_prof_hooks.h"',
+        "",
+        "const char *const cs_function_names[CS_NFUNC] = {",
+        *[f'    "{f["name"]}",' for f in funcs],
+        "};",
+        "",
+    ]
     for f in funcs:
         if f["category"] == "hand":
             continue
         pre, post = _post(f)
         fid, name, args = f"CS_F_{f['name']}", f["name"], f["args"]
-        body = [*([f"    {pre}"] if pre else []),
-                f"    int rc_ = P{name}({', '.join(args)});",
-                *([f"    if (rc_ == MPI_SUCCESS) {{ {post} }}"] if post else [])]
+        body = [
+            *([f"    {pre}"] if pre else []),
+            f"    int rc_ = P{name}({', '.join(args)});",
+            *([f"    if (rc_ == MPI_SUCCESS) {{ {post} }}"] if post else []),
+        ]
         # Two paths (cs_prof_hooks.h): the fast one, when neither the trace nor call
         # sites are on (the hooks get sets_ with those bits known clear, so their
         # branches fold away), and the full one.
-        out += [f"CS_EXPORT int {name}({f['params']})", "{",
-                f"    CS_BEGIN({fid});",
-                "    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) {",
-                f"        CS_FULL_ENTER({fid}, __builtin_return_address(0));",
-                *["    " + x for x in body], f"        CS_LEAVE({fid});", "        return rc_;", "    }",
-                f"    CS_FAST_ENTER({fid});",
-                *body, f"    CS_FAST_END({fid});", "    return rc_;", "}", ""]
+        out += [
+            f"CS_EXPORT int {name}({f['params']})",
+            "{",
+            f"    CS_BEGIN({fid});",
+            "    if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) {",
+            f"        CS_FULL_ENTER({fid}, __builtin_return_address(0));",
+            *["    " + x for x in body],
+            f"        CS_LEAVE({fid});",
+            "        return rc_;",
+            "    }",
+            f"    CS_FAST_ENTER({fid});",
+            *body,
+            f"    CS_FAST_END({fid});",
+            "    return rc_;",
+            "}",
+            "",
+        ]
     return "\n".join(out)
 
 
 # ---- Fortran -------------------------------------------------------------------
 
-HANDLES = {"MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Op": "Op", "MPI_Info": "Info",
-           "MPI_Win": "Win", "MPI_File": "File", "MPI_Group": "Group", "MPI_Request": "Request",
-           "MPI_Message": "Message", "MPI_Errhandler": "Errhandler", "MPI_Session": "Session"}
+HANDLES = {
+    "MPI_Comm": "Comm",
+    "MPI_Datatype": "Type",
+    "MPI_Op": "Op",
+    "MPI_Info": "Info",
+    "MPI_Win": "Win",
+    "MPI_File": "File",
+    "MPI_Group": "Group",
+    "MPI_Request": "Request",
+    "MPI_Message": "Message",
+    "MPI_Errhandler": "Errhandler",
+    "MPI_Session": "Session",
+}
 
 
 def fortran_params(f):
@@ -665,7 +857,11 @@ def fortran_wrapper(f, routes):
     fid = f"CS_F_{f['name']}"
     decl = [d for d, *_ in params] + ["MPI_Fint *ierr"]
     decl += [f"size_t {n}_len" for _, n, k, _ in params if k == "string"]
-    fargs = [n for _, n, *_ in params] + ["ierr_"] + [f"{n}_len" for _, n, k, _ in params if k == "string"]
+    fargs = (
+        [n for _, n, *_ in params]
+        + ["ierr_"]
+        + [f"{n}_len" for _, n, k, _ in params if k == "string"]
+    )
     views, arrays, after = [], [], []
     for _, n, kind, ctype in params:
         if kind == "buffer":  # ctype: "void" or "const void"
@@ -677,13 +873,19 @@ def fortran_wrapper(f, routes):
         elif kind == "handle_array" and ctype == "MPI_Request":  # MPI_Startall
             arrays.append(f"MPI_Request *{n}_c = cs_fortran_requests({n}, count_c);")
         elif kind == "handle_array":  # datatypes of the w collectives: after comm_c
-            arrays.append(f"MPI_Datatype *{n}_c = cs_fortran_types({n}, comm_c, "
-                          f"{'CS_IN' if n.startswith('recv') else 'CS_OUT'}, {int('Neighbor' in f['name'])});")
+            arrays.append(
+                f"MPI_Datatype *{n}_c = cs_fortran_types({n}, comm_c, "
+                f"{'CS_IN' if n.startswith('recv') else 'CS_OUT'}, {int('Neighbor' in f['name'])});"
+            )
         elif kind == "handle_out":
-            views.append(f"{ctype} {n}_v = PMPI_{HANDLES[ctype]}_f2c(*{n}); {ctype} *{n}_c = &{n}_v;")
+            views.append(
+                f"{ctype} {n}_v = PMPI_{HANDLES[ctype]}_f2c(*{n}); {ctype} *{n}_c = &{n}_v;"
+            )
             after.append(f"{n}_v = PMPI_{HANDLES[ctype]}_f2c(*{n});")
         elif kind == "status":
-            views.append(f"MPI_Fint {n}_own[CS_FSTATUS_WORDS]; MPI_Status {n}_v; MPI_Status *{n}_c = &{n}_v;")
+            views.append(
+                f"MPI_Fint {n}_own[CS_FSTATUS_WORDS]; MPI_Status {n}_v; MPI_Status *{n}_c = &{n}_v;"
+            )
             views.append(f"if (cs_fortran_status_ignored({n})) {n} = {n}_own;")
             after.append(f"PMPI_Status_f2c({n}, &{n}_v);")
         elif kind == "int":
@@ -710,24 +912,35 @@ def fortran_wrapper(f, routes):
             call = theirs
         else:  # no pmpi_ name (MPICH's mpi_f08): the MPI's own entry point after ours
             call = "real_"
-        out += [f"CS_EXPORT void {ours[0]}({', '.join(decl)})", "{",
-                *([f"    static cs_ft_{f['name']} *real_;",
-                   f"    if (!real_) real_ = (cs_ft_{f['name']} *)cs_fortran_next(\"{theirs}\");"]
-                  if how == "next" else []),
-                "    MPI_Fint ierr_own = 0, *ierr_ = ierr ? ierr : &ierr_own; /* f08: ierror is optional */",
-                f"    CS_FORTRAN_ENTER({fid});",
-                *[f"    {v}" for v in views],
-                *([f"    {c_pre}"] if c_pre else []),
-                f"    {call}({', '.join(fargs)});",
-                f"    int mine_ = CS_FORTRAN_MINE({fid});",
-                "    if (mine_ && *ierr_ == MPI_SUCCESS) {",
-                *[f"        {a}" for a in after],
-                *([f"        {c_post}"] if c_post else []),
-                "    }",
-                *[f"    {x}" for x in frees],
-                f"    CS_FORTRAN_LEAVE({fid}, mine_);", "}"]
-        out += [f"CS_EXPORT void {alias}({', '.join(decl)}) __attribute__((alias(\"{ours[0]}\")));"
-                for alias in ours[1:]]
+        out += [
+            f"CS_EXPORT void {ours[0]}({', '.join(decl)})",
+            "{",
+            *(
+                [
+                    f"    static cs_ft_{f['name']} *real_;",
+                    f'    if (!real_) real_ = (cs_ft_{f["name"]} *)cs_fortran_next("{theirs}");',
+                ]
+                if how == "next"
+                else []
+            ),
+            "    MPI_Fint ierr_own = 0, *ierr_ = ierr ? ierr : &ierr_own; /* f08: ierror is optional */",
+            f"    CS_FORTRAN_ENTER({fid});",
+            *[f"    {v}" for v in views],
+            *([f"    {c_pre}"] if c_pre else []),
+            f"    {call}({', '.join(fargs)});",
+            f"    int mine_ = CS_FORTRAN_MINE({fid});",
+            "    if (mine_ && *ierr_ == MPI_SUCCESS) {",
+            *[f"        {a}" for a in after],
+            *([f"        {c_post}"] if c_post else []),
+            "    }",
+            *[f"    {x}" for x in frees],
+            f"    CS_FORTRAN_LEAVE({fid}, mine_);",
+            "}",
+        ]
+        out += [
+            f'CS_EXPORT void {alias}({", ".join(decl)}) __attribute__((alias("{ours[0]}")));'
+            for alias in ours[1:]
+        ]
         out.append("")
     return "\n".join(out)
 
@@ -739,8 +952,9 @@ def fortran_symbols(libs):
     for lib in libs:
         for flag, into in (("--defined-only", defined), ("--undefined-only", undefined)):
             try:
-                out = subprocess.run(["nm", "-D", flag, lib], capture_output=True, text=True,
-                                     check=True).stdout
+                out = subprocess.run(
+                    ["nm", "-D", flag, lib], capture_output=True, text=True, check=True
+                ).stdout
             except (OSError, subprocess.CalledProcessError):
                 continue
             into.update(line.split()[-1] for line in out.splitlines() if line.strip())
@@ -760,14 +974,19 @@ def fortran_routes(f, defined, f77):
         routes.append((manglings, pm[0], "pmpi"))
     if low + "_f08_" in defined:
         pmpi08 = "p" + low + "_f08_" in defined
-        routes.append(([low + "_f08_"], ("p" if pmpi08 else "") + low + "_f08_", "pmpi" if pmpi08 else "next"))
+        routes.append(
+            ([low + "_f08_"], ("p" if pmpi08 else "") + low + "_f08_", "pmpi" if pmpi08 else "next")
+        )
     return routes
 
 
 def fortran_source(funcs, defined, f77):
-    out = ["/* Generated by mpi_functions.py: Fortran wrappers for the Fortran entry points",
-           " * that bypass the C MPI_* functions (see cs_prof_fortran.h). */",
-           '#include "cs_prof_fortran.h"', ""]
+    out = [
+        "/* Generated by mpi_functions.py: Fortran wrappers for the Fortran entry points",
+        " * that bypass the C MPI_* functions (see cs_prof_fortran.h). */",
+        '#include "cs_prof_fortran.h"',
+        "",
+    ]
     count = 0
     for f in funcs:
         routes = fortran_routes(f, defined, f77)
@@ -783,12 +1002,21 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("outdir", nargs="?")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--mpicc", help="the MPI's C compiler wrapper: its mpi.h says which functions "
-                                    "the MPI has, its link line where its Fortran libraries are")
+    ap.add_argument(
+        "--mpicc",
+        help="the MPI's C compiler wrapper: its mpi.h says which functions "
+        "the MPI has, its link line where its Fortran libraries are",
+    )
     ap.add_argument("--header", help="a preprocessed mpi.h instead of --mpicc's")
     ap.add_argument("--fortran-lib", action="append", default=[])
     args = ap.parse_args(argv[1:])
-    text = Path(args.header).read_text() if args.header else mpi_header(args.mpicc) if args.mpicc else None
+    text = (
+        Path(args.header).read_text()
+        if args.header
+        else mpi_header(args.mpicc)
+        if args.mpicc
+        else None
+    )
     protos = header_prototypes(text) if text is not None else None
     if args.mpicc:
         args.fortran_lib += fortran_libraries(args.mpicc)
@@ -804,13 +1032,18 @@ def main(argv):
     f77 = bool(defined) and not through_c
     f08 = any(name.endswith("_f08_") for name in defined)
     fortran = fortran_source(funcs, defined, f77) if f77 or f08 else ""
-    route = {"mpif.h and use mpi": "Fortran wrappers" if f77 else "C wrappers" if defined else "none",
-             "use mpi_f08": "Fortran wrappers" if f08 else "C wrappers" if defined else "none"}
-    files = {"cs_functions.h": header(funcs, nsized, ncoll, f77, f08), "cs_wrappers.c": wrappers(funcs),
-             "cs_fortran_wrappers.c": fortran or "/* no Fortran wrappers for this MPI */\n",
-             "wrapped.txt": "".join(f"{f['name']}\n" for f in funcs),
-             "left_out.txt": "".join(f"{n}\n" for n in left_out),
-             "fortran_route.txt": "".join(f"{k}: {v}\n" for k, v in route.items())}
+    route = {
+        "mpif.h and use mpi": "Fortran wrappers" if f77 else "C wrappers" if defined else "none",
+        "use mpi_f08": "Fortran wrappers" if f08 else "C wrappers" if defined else "none",
+    }
+    files = {
+        "cs_functions.h": header(funcs, nsized, ncoll, f77, f08),
+        "cs_wrappers.c": wrappers(funcs),
+        "cs_fortran_wrappers.c": fortran or "/* no Fortran wrappers for this MPI */\n",
+        "wrapped.txt": "".join(f"{f['name']}\n" for f in funcs),
+        "left_out.txt": "".join(f"{n}\n" for n in left_out),
+        "fortran_route.txt": "".join(f"{k}: {v}\n" for k, v in route.items()),
+    }
     for name, text in files.items():
         (outdir / name).write_text(text)
     return 0

@@ -33,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ENGINE_MPICH = 0, ENGINE_OB1 = 1, ENGINE_BINS = 2 };
+enum { ENGINE_MPICH = 0,
+       ENGINE_OB1 = 1,
+       ENGINE_BINS = 2 };
 #define DEAD (-1)
 
 typedef struct {
@@ -130,18 +132,24 @@ static int32_t find_recv2(sim_t *s, const queue_t *a, const queue_t *b, const en
         while (i < a->len && a->a[i].comm == DEAD) i++;
         while (j < jl && b->a[j].comm == DEAD) j++;
         int take_a;
-        if (i < a->len && j < jl) take_a = a->a[i].id < b->a[j].id;
-        else if (i < a->len) take_a = 1;
-        else if (j < jl) take_a = 0;
-        else return -1;
+        if (i < a->len && j < jl)
+            take_a = a->a[i].id < b->a[j].id;
+        else if (i < a->len)
+            take_a = 1;
+        else if (j < jl)
+            take_a = 0;
+        else
+            return -1;
         const ent_t *e = take_a ? &a->a[i] : &b->a[j];
         s->compared++;
         if (matches(e, m)) {
             *in_b = !take_a;
             return take_a ? i : j;
         }
-        if (take_a) i++;
-        else j++;
+        if (take_a)
+            i++;
+        else
+            j++;
     }
 }
 

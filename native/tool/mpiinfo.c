@@ -70,9 +70,10 @@ int main(int argc, char **argv)
     json_string(lib);
     printf(",\n  \"mpi_version\": \"%d.%d\",\n", major, minor);
     printf("  \"thread_level_provided\": \"%s\",\n",
-           provided == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+           provided == MPI_THREAD_MULTIPLE     ? "MPI_THREAD_MULTIPLE"
            : provided == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
-           : provided == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SINGLE");
+           : provided == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+                                               : "MPI_THREAD_SINGLE");
 #ifdef COMMSCOPE_HAVE_PARTITIONED
     printf("  \"partitioned\": true,\n");
 #else

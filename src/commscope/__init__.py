@@ -22,5 +22,6 @@ def __getattr__(name):
     """``commscope.open``, imported on first use: ``import commscope`` stays cheap."""
     if name == "open":
         import importlib
+
         return importlib.import_module("commscope.profile.api").open
     raise AttributeError(f"module 'commscope' has no attribute {name!r}")

@@ -72,8 +72,12 @@ def _close_match(parser, message):
         return f" (did you mean {found[0]}?)" if found else ""
     m = re.match(r"unrecognized arguments: (.*)", message)
     if m:
-        known = [o for a in parser._actions for o in a.option_strings
-                 if o.startswith("--") and a.help != argparse.SUPPRESS]
+        known = [
+            o
+            for a in parser._actions
+            for o in a.option_strings
+            if o.startswith("--") and a.help != argparse.SUPPRESS
+        ]
         guesses = []
         for word in m.group(1).split():
             if word.startswith("--"):
@@ -94,8 +98,12 @@ class Registry:
 
     def command(self, name, help, description=None, **kw):
         return self._sub.add_parser(
-            name, help=help, description=description or help,
-            formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+            name,
+            help=help,
+            description=description or help,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kw,
+        )
 
     def group_command(self, group, name, help, description=None, **kw):
         if group not in self._groups:
@@ -104,19 +112,25 @@ class Registry:
             sub.required = True
             self._groups[group] = sub
         return self._groups[group].add_parser(
-            name, help=help, description=description or help,
-            formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+            name,
+            help=help,
+            description=description or help,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            **kw,
+        )
 
 
 def build_parser():
     parser = Parser(
-        prog="commscope", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="commscope",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=START_HERE + "\nMeasure, instrument and model MPI communication in "
-                                 "multithreaded codes.",
+        "multithreaded codes.",
     )
     parser.add_argument("--version", action="version", version=f"commscope {__version__}")
     registry = Registry(parser)
     from . import commands
+
     for mod in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
         module = importlib.import_module(f"{commands.__name__}.{mod}")
         if hasattr(module, "register"):
@@ -150,8 +164,11 @@ def _dispatch(argv):
         return 2
     except KeyboardInterrupt as exc:  # Interrupted (a signal) or Ctrl-C outside a job
         signum = getattr(exc, "signum", signal.SIGINT)
-        print(f"commscope: interrupted by {signal.Signals(signum).name}; samples already "
-              "written are kept", file=sys.stderr)
+        print(
+            f"commscope: interrupted by {signal.Signals(signum).name}; samples already "
+            "written are kept",
+            file=sys.stderr,
+        )
         return 128 + signum
 
 
@@ -168,8 +185,14 @@ def _as_option(exc, parser, argv):
         if name is None:
             break
         parser = sub.choices[name]
-    option = next((max(a.option_strings, key=len) for a in parser._actions
-                   if a.dest == exc.source and a.option_strings), None)
+    option = next(
+        (
+            max(a.option_strings, key=len)
+            for a in parser._actions
+            if a.dest == exc.source and a.option_strings
+        ),
+        None,
+    )
     return InputError(option, None, exc.message) if option else exc
 
 

@@ -9,6 +9,7 @@ from .bench.driver import mpi_info
 from .profile import ompt
 from .topology import node_topology
 
+
 def diagnose(mpi_spec=None, ompt_binary=None):
     """Collect the doctor's findings as a dict (the CLI prints or dumps it).
 
@@ -60,9 +61,11 @@ def partitioned_note(mpi_version, partitioned):
     except ValueError:
         major = None
     if partitioned and major is not None and major < 4:
-        return (f"MPI_Get_version reports {mpi_version}, the newest standard this library "
-                "implements in full; it still provides MPI-4's partitioned calls, found by "
-                "compiling against them")
+        return (
+            f"MPI_Get_version reports {mpi_version}, the newest standard this library "
+            "implements in full; it still provides MPI-4's partitioned calls, found by "
+            "compiling against them"
+        )
     if not partitioned:
         return "the library does not provide MPI_Psend_init / MPI_Pready (found by compiling)"
     return "MPI-4 partitioned calls present"
@@ -81,12 +84,19 @@ def format_report(d):
         f"                {m['partitioned_note']}",
         f"launcher        {la['default']}: {la['mpiexec'] if la['default'] == 'mpiexec' else la['srun']}",
         f"  as root       {yes(la['running_as_root'])}"
-        + (" (Open MPI root flags set automatically)"
-           if la["running_as_root"] and m["flavor"] == "openmpi" else ""),
+        + (
+            " (Open MPI root flags set automatically)"
+            if la["running_as_root"] and m["flavor"] == "openmpi"
+            else ""
+        ),
         f"  slurm         {la['slurm_allocation'] or 'not in an allocation'}",
-        f"OMPT            {yes(o['available'])}" + (f"  ({o['hint']})" if o["hint"] else
-                                                    f"  (probe: {o['probe']['runtime_version']}, "
-                                                    f"barriers seen: {', '.join(o['probe']['barrier_kinds'])})"),
+        f"OMPT            {yes(o['available'])}"
+        + (
+            f"  ({o['hint']})"
+            if o["hint"]
+            else f"  (probe: {o['probe']['runtime_version']}, "
+            f"barriers seen: {', '.join(o['probe']['barrier_kinds'])})"
+        ),
         f"topology        {t['host']}: {t['sockets']} socket(s), {t['cores']} core(s), "
         f"{t['hardware_threads']} hardware thread(s), {t['numa_nodes']} NUMA node(s)",
         f"MPI_T           {yes(mt['available'])}: {mt['cvar_count']} control, "
@@ -95,8 +105,10 @@ def format_report(d):
     ]
     if o.get("binary"):
         b = o["binary"]
-        lines.insert(lines.index(next(x for x in lines if x.startswith("topology"))),
-                     f"  {Path(b['path']).name:13s} {'yes' if b['ok'] else 'no'}: {b['how']}")
+        lines.insert(
+            lines.index(next(x for x in lines if x.startswith("topology"))),
+            f"  {Path(b['path']).name:13s} {'yes' if b['ok'] else 'no'}: {b['how']}",
+        )
     eager = mt["eager_cvars"]
     if eager:
         lines.append("  eager/rndv    " + ", ".join(f"{k}={v}" for k, v in eager.items()))

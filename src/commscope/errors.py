@@ -43,4 +43,5 @@ class Interrupted(KeyboardInterrupt):
     @property
     def signal_name(self):
         import signal
+
         return signal.Signals(self.signum).name

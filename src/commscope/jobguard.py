@@ -36,6 +36,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 def _prctl(option, value):
     try:
         import ctypes
+
         libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
@@ -58,7 +59,7 @@ def descendants(root):
         except OSError:
             continue  # exited meanwhile
         # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if fields[0] == b"Z":
             continue  # zombies are dead; reaping them is the parent's business
         children.setdefault(int(fields[1]), []).append(int(name))
@@ -116,6 +117,7 @@ def _remove_session():
     session = os.environ.get("COMMSCOPE_JOB_TMPDIR")
     if session:
         import shutil
+
         shutil.rmtree(session, ignore_errors=True)
 
 

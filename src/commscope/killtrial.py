@@ -16,9 +16,26 @@ from dataclasses import dataclass
 def long_pingpong_argv(mpi_name, runs, name="pp"):
     """A ``bench pingpong`` that outlasts every kill moment: 16 s on a quiet 2-core machine
     (a 1 MiB sweep of 20000 repetitions ended before a kill at 2.2 s there)."""
-    return [sys.executable, "-m", "commscope", "bench", "pingpong", "--mpi", mpi_name,
-            "-m", "1:4M", "-i", "100000", "-I", "10000", "--quiet", "--runs", str(runs),
-            "--name", name]
+    return [
+        sys.executable,
+        "-m",
+        "commscope",
+        "bench",
+        "pingpong",
+        "--mpi",
+        mpi_name,
+        "-m",
+        "1:4M",
+        "-i",
+        "100000",
+        "-I",
+        "10000",
+        "--quiet",
+        "--runs",
+        str(runs),
+        "--name",
+        name,
+    ]
 
 
 def processes_mentioning(marker):
@@ -44,13 +61,14 @@ class KillTrial:
     signal: str
     delay_s: float
     exit_code: int
-    job_started: bool         # ranks existed when the signal was sent
-    survivors: int            # processes still alive after ``wait_s``
-    gone_after_s: float       # from the signal to the last process of the job gone
+    job_started: bool  # ranks existed when the signal was sent
+    survivors: int  # processes still alive after ``wait_s``
+    gone_after_s: float  # from the signal to the last process of the job gone
 
 
-def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=None,
-            after_ranks_start=False):
+def kill_at(
+    argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=None, after_ranks_start=False
+):
     """Run ``argv``, send ``sig`` after ``delay_s``, and count what survives.
 
     ``after_ranks_start``: count ``delay_s`` from the moment the ranks exist (the
@@ -60,12 +78,16 @@ def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=Non
     directory does: it is passed to every rank as ``--out``).  ``job_marker`` tells
     the ranks from the commscope process itself (default: ``cs_``).
     """
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     if after_ranks_start:
         deadline = time.monotonic() + 120
-        while not _job_pids(marker, job_marker or "cs_") and time.monotonic() < deadline \
-                and proc.poll() is None:
+        while (
+            not _job_pids(marker, job_marker or "cs_")
+            and time.monotonic() < deadline
+            and proc.poll() is None
+        ):
             time.sleep(0.02)
     time.sleep(delay_s)
     job_started = bool(_job_pids(marker, job_marker or "cs_"))
@@ -90,8 +112,14 @@ def kill_at(argv, marker, sig, delay_s, *, env=None, wait_s=15.0, job_marker=Non
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return KillTrial(signal.Signals(sig).name, delay_s, code, job_started, len(survivors),
-                     gone_after if gone_after is not None else float("nan"))
+    return KillTrial(
+        signal.Signals(sig).name,
+        delay_s,
+        code,
+        job_started,
+        len(survivors),
+        gone_after if gone_after is not None else float("nan"),
+    )
 
 
 def _job_pids(marker, job_marker):

@@ -14,91 +14,288 @@ from dataclasses import dataclass
 from typing import Callable
 
 TABLE_COLUMNS = {
-    ("bsp", "intervals"): {"interval": "i", "rank": "i", "host": "O", "workload_s": "f",
-                           "halo_s": "f", "barrier_s": "f", "interval_s": "f",
-                           # each workload's own (FTQ draws time, FWQ work; NaN otherwise)
-                           "requested_s": "n", "requested_ops": "n", "checksum": "n",
-                           "halo_sum": "n", "halo_bad": "n"},
-    ("bsp", "maxima"): {"interval": "i", "max_interval_s": "f", "max_workload_s": "f",
-                        "argmax_rank": "i"},
+    ("bsp", "intervals"): {
+        "interval": "i",
+        "rank": "i",
+        "host": "O",
+        "workload_s": "f",
+        "halo_s": "f",
+        "barrier_s": "f",
+        "interval_s": "f",
+        # each workload's own (FTQ draws time, FWQ work; NaN otherwise)
+        "requested_s": "n",
+        "requested_ops": "n",
+        "checksum": "n",
+        "halo_sum": "n",
+        "halo_bad": "n",
+    },
+    ("bsp", "maxima"): {
+        "interval": "i",
+        "max_interval_s": "f",
+        "max_workload_s": "f",
+        "argmax_rank": "i",
+    },
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
-    ("hvpingpong", "samples"): {"n_messages": "i", "size_bytes": "i", "order": "O", "pair": "i",
-                                "rep": "i", "time_s": "f", "locality": "O", "pairs": "i"},
+    ("hvpingpong", "samples"): {
+        "n_messages": "i",
+        "size_bytes": "i",
+        "order": "O",
+        "pair": "i",
+        "rep": "i",
+        "time_s": "f",
+        "locality": "O",
+        "pairs": "i",
+    },
     # --queues: ob1 queue lengths around each rank's receive phase (NaN without the pvars)
-    ("hvpingpong", "queues"): {"n_messages": "i", "size_bytes": "i", "order": "O", "rank": "i",
-                               "initiator": "i", "unexpected_before_post": "n",
-                               "posted_after_post": "n", "unexpected_after_post": "n"},
+    ("hvpingpong", "queues"): {
+        "n_messages": "i",
+        "size_bytes": "i",
+        "order": "O",
+        "rank": "i",
+        "initiator": "i",
+        "unexpected_before_post": "n",
+        "posted_after_post": "n",
+        "unexpected_after_post": "n",
+    },
     # ob1 queue lengths NaN under MPIs without the pvars
     # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers): a label
-    ("mtmatch", "trials"): {"config": "i", "trial": "i", "points": "*", "decomposition": "*",
-                            "threads_recv": "i", "threads_send": "i",
-                            "messages": "i", "size_bytes": "i", "drain_time_s": "f",
-                            "ob1_posted_recvq_length": "n", "ob1_unexpected_msgq_length": "n"},
-    ("mtmatch", "order"): {"config": "i", "trial": "i", "tag": "i", "post_seq": "i",
-                           "send_seq": "i", "recv_thread": "i", "send_thread": "i"},
-    ("multirate", "threads"): {"mode": "O", "threads": "i", "rep": "i", "thread": "i",
-                               "messages": "i", "size_bytes": "i", "time_s": "f"},
+    ("mtmatch", "trials"): {
+        "config": "i",
+        "trial": "i",
+        "points": "*",
+        "decomposition": "*",
+        "threads_recv": "i",
+        "threads_send": "i",
+        "messages": "i",
+        "size_bytes": "i",
+        "drain_time_s": "f",
+        "ob1_posted_recvq_length": "n",
+        "ob1_unexpected_msgq_length": "n",
+    },
+    ("mtmatch", "order"): {
+        "config": "i",
+        "trial": "i",
+        "tag": "i",
+        "post_seq": "i",
+        "send_seq": "i",
+        "recv_thread": "i",
+        "send_thread": "i",
+    },
+    ("multirate", "threads"): {
+        "mode": "O",
+        "threads": "i",
+        "rep": "i",
+        "thread": "i",
+        "messages": "i",
+        "size_bytes": "i",
+        "time_s": "f",
+    },
     # queue columns NaN under MPIs without the pvars
-    ("multirate", "reps"): {"mode": "O", "threads": "i", "rep": "i", "messages": "i",
-                            "size_bytes": "i", "window": "i", "iterations": "i", "time_s": "f",
-                            "posted_recvq_mean": "n", "posted_recvq_max": "n",
-                            "unexpected_msgq_mean": "n", "unexpected_msgq_max": "n"},
+    ("multirate", "reps"): {
+        "mode": "O",
+        "threads": "i",
+        "rep": "i",
+        "messages": "i",
+        "size_bytes": "i",
+        "window": "i",
+        "iterations": "i",
+        "time_s": "f",
+        "posted_recvq_mean": "n",
+        "posted_recvq_max": "n",
+        "unexpected_msgq_mean": "n",
+        "unexpected_msgq_max": "n",
+    },
     ("partitioned", "samples"): {
-        "method": "O", "size_bytes": "p", "partitions": "p", "partition_bytes": "p", "run": "i",
-        "elapsed_s": "f", "effective_bandwidth_Bps": "f", "sender_elapsed_s": "f",
-        "last_ready_s": "f", "first_ready_s": "f", "bytes_received": "i", "mismatches": "i",
-        "threads": "p", "dist": "O", "compute_s": "f", "sigma_s": "f", "compute_mode": "O",
-        "clock": "O", "clock_uncertainty_s": "f"},
-    ("partitioned", "compute"): {"run": "i", "method": "O", "size_bytes": "i", "thread": "i",
-                                 "requested_s": "f", "actual_s": "f"},
+        "method": "O",
+        "size_bytes": "p",
+        "partitions": "p",
+        "partition_bytes": "p",
+        "run": "i",
+        "elapsed_s": "f",
+        "effective_bandwidth_Bps": "f",
+        "sender_elapsed_s": "f",
+        "last_ready_s": "f",
+        "first_ready_s": "f",
+        "bytes_received": "i",
+        "mismatches": "i",
+        "threads": "p",
+        "dist": "O",
+        "compute_s": "f",
+        "sigma_s": "f",
+        "compute_mode": "O",
+        "clock": "O",
+        "clock_uncertainty_s": "f",
+    },
+    ("partitioned", "compute"): {
+        "run": "i",
+        "method": "O",
+        "size_bytes": "i",
+        "thread": "i",
+        "requested_s": "f",
+        "actual_s": "f",
+    },
     ("partitioned", "methods"): {"method": "O", "status": "O", "note": "O"},
-    ("pingpong", "samples"): {"size_bytes": "i", "pair": "i", "rep": "i", "time_s": "f",
-                              "locality": "O", "pairs": "i"},
-    ("threads", "compute"): {"trial": "i", "rank": "i", "iteration": "i", "region": "O",
-                             "thread": "i", "start_s": "f", "end_s": "f", "compute_time_s": "f"},
-    ("threads", "injected"): {"trial": "i", "rank": "i", "iteration": "i", "thread": "i",
-                              "intended_time_s": "f", "laggard": "i"},
-    ("profile", "threads"): {"trial": "i", "rank": "i", "iteration": "i", "region": "O",
-                             "thread": "i", "compute_time_s": "f", "instance": "i", "segment": "i",
-                             "barrier": "O", "start_s": "f", "arrival_s": "f", "leave_s": "f",
-                             "rank_t0_ns": "i"},
+    ("pingpong", "samples"): {
+        "size_bytes": "i",
+        "pair": "i",
+        "rep": "i",
+        "time_s": "f",
+        "locality": "O",
+        "pairs": "i",
+    },
+    ("threads", "compute"): {
+        "trial": "i",
+        "rank": "i",
+        "iteration": "i",
+        "region": "O",
+        "thread": "i",
+        "start_s": "f",
+        "end_s": "f",
+        "compute_time_s": "f",
+    },
+    ("threads", "injected"): {
+        "trial": "i",
+        "rank": "i",
+        "iteration": "i",
+        "thread": "i",
+        "intended_time_s": "f",
+        "laggard": "i",
+    },
+    ("profile", "threads"): {
+        "trial": "i",
+        "rank": "i",
+        "iteration": "i",
+        "region": "O",
+        "thread": "i",
+        "compute_time_s": "f",
+        "instance": "i",
+        "segment": "i",
+        "barrier": "O",
+        "start_s": "f",
+        "arrival_s": "f",
+        "leave_s": "f",
+        "rank_t0_ns": "i",
+    },
     # every column of the profile converter's tables (docs/profile.md), so readers after
     # open_run never index one they were not promised; "n": a number that may be NaN
-    ("profile", "ranks"): {"rank": "i", "node": "O", "host": "O", "pid": "i", "state": "O",
-                           "threads": "i", "lost_threads": "i", "lost_blocks": "i",
-                           "snapshots": "i", "thread_level": "i", "tick_s": "n", "wall_s": "n",
-                           # how the rank ended (profile/endings.py; LATER_COLUMNS)
-                           "ending": "O", "ending_value": "n", "ended_s": "n"},
-    ("profile", "counters"): {"rank": "i", "thread": "i", "counter": "O", "kind": "O",
-                              "unit": "O", "value": "f"},
+    ("profile", "ranks"): {
+        "rank": "i",
+        "node": "O",
+        "host": "O",
+        "pid": "i",
+        "state": "O",
+        "threads": "i",
+        "lost_threads": "i",
+        "lost_blocks": "i",
+        "snapshots": "i",
+        "thread_level": "i",
+        "tick_s": "n",
+        "wall_s": "n",
+        # how the rank ended (profile/endings.py; LATER_COLUMNS)
+        "ending": "O",
+        "ending_value": "n",
+        "ended_s": "n",
+    },
+    ("profile", "counters"): {
+        "rank": "i",
+        "thread": "i",
+        "counter": "O",
+        "kind": "O",
+        "unit": "O",
+        "value": "f",
+    },
     # time_s is NaN without the timers
-    ("profile", "functions"): {"rank": "i", "thread": "i", "function": "O", "calls": "i",
-                               "bytes": "f", "time_s": "n"},
-    ("profile", "peers"): {"rank": "i", "peer": "i", "messages_sent": "i", "bytes_sent": "i",
-                           "messages_received": "i", "bytes_received": "i", "rma_bytes_put": "i",
-                           "rma_bytes_got": "i", "rma_bytes_accumulated": "i"},
-    ("profile", "files"): {"rank": "i", "file_id": "i", "path": "O", "reads": "i",
-                           "bytes_read": "i", "writes": "i", "bytes_written": "i"},
+    ("profile", "functions"): {
+        "rank": "i",
+        "thread": "i",
+        "function": "O",
+        "calls": "i",
+        "bytes": "f",
+        "time_s": "n",
+    },
+    ("profile", "peers"): {
+        "rank": "i",
+        "peer": "i",
+        "messages_sent": "i",
+        "bytes_sent": "i",
+        "messages_received": "i",
+        "bytes_received": "i",
+        "rma_bytes_put": "i",
+        "rma_bytes_got": "i",
+        "rma_bytes_accumulated": "i",
+    },
+    ("profile", "files"): {
+        "rank": "i",
+        "file_id": "i",
+        "path": "O",
+        "reads": "i",
+        "bytes_read": "i",
+        "writes": "i",
+        "bytes_written": "i",
+    },
     # time_s (LATER_COLUMNS): the time of the function's own calls per bin, NaN without timers
-    ("profile", "size_bins"): {"rank": "i", "function": "O", "bin": "i", "min_bytes": "i",
-                               "max_bytes": "f", "count": "i", "time_s": "n"},
-    ("profile", "collective_bins"): {"rank": "i", "function": "O", "message_size": "O",
-                                     "communicator_size": "O", "count": "i"},
+    ("profile", "size_bins"): {
+        "rank": "i",
+        "function": "O",
+        "bin": "i",
+        "min_bytes": "i",
+        "max_bytes": "f",
+        "count": "i",
+        "time_s": "n",
+    },
+    ("profile", "collective_bins"): {
+        "rank": "i",
+        "function": "O",
+        "message_size": "O",
+        "communicator_size": "O",
+        "count": "i",
+    },
     # and a column per counter of the node files; these four every profile has
-    ("profile", "snapshots"): {"rank": "i", "seq": "i", "time_s": "f", "calls": "i",
-                               "mpi_time_s": "n", "messages_sent": "i", "bytes_sent": "i",
-                               "messages_received": "i", "bytes_received": "i"},
-    ("profile", "pvars"): {"rank": "i", "seq": "i", "time_s": "f", "pvar": "O", "index": "i",
-                           "value": "n"},
+    ("profile", "snapshots"): {
+        "rank": "i",
+        "seq": "i",
+        "time_s": "f",
+        "calls": "i",
+        "mpi_time_s": "n",
+        "messages_sent": "i",
+        "bytes_sent": "i",
+        "messages_received": "i",
+        "bytes_received": "i",
+    },
+    ("profile", "pvars"): {
+        "rank": "i",
+        "seq": "i",
+        "time_s": "f",
+        "pvar": "O",
+        "index": "i",
+        "value": "n",
+    },
     # --callsites (profile/callsites.py): file/line/caller missing with the reason when
     # an address cannot be resolved; bytes and time_s NaN without their sets
-    ("profile", "callsites"): {"rank": "i", "function": "O", "file": "O", "line": "n",
-                               "caller": "O", "object": "O", "offset": "i", "depth": "i",
-                               "stack": "O", "calls": "i", "bytes": "n", "time_s": "n",
-                               "reason": "O"},
-    ("profile", "communicators"): {"rank": "i", "comm_id": "i", "members": "i",
-                                   "created_by": "O", "parent_id": "i", "inter": "i",
-                                   "world_ranks": "O"},
+    ("profile", "callsites"): {
+        "rank": "i",
+        "function": "O",
+        "file": "O",
+        "line": "n",
+        "caller": "O",
+        "object": "O",
+        "offset": "i",
+        "depth": "i",
+        "stack": "O",
+        "calls": "i",
+        "bytes": "n",
+        "time_s": "n",
+        "reason": "O",
+    },
+    ("profile", "communicators"): {
+        "rank": "i",
+        "comm_id": "i",
+        "members": "i",
+        "created_by": "O",
+        "parent_id": "i",
+        "inter": "i",
+        "world_ranks": "O",
+    },
 }
 
 #: The send methods of the partitioned benchmark (bench/partitioned.py).
@@ -106,8 +303,9 @@ PARTITIONED_METHODS = ("partitioned", "isend", "single")
 
 #: Columns whose values are names from a fixed list: any other value is damage (a
 #: reader groups and labels by them).
-TABLE_VALUES = {("partitioned", t): {"method": PARTITIONED_METHODS}
-                for t in ("samples", "compute", "methods")}
+TABLE_VALUES = {
+    ("partitioned", t): {"method": PARTITIONED_METHODS} for t in ("samples", "compute", "methods")
+}
 
 #: Columns that identify a row, for every table: a table with two rows of one key is
 #: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
@@ -129,7 +327,7 @@ TABLE_KEYS = {
     ("pingpong", "samples"): ("size_bytes", "pair", "rep"),
     ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
     ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
-    ("threads", "threads"): _OMPT_THREADS_KEY,   # bench threads --ompt
+    ("threads", "threads"): _OMPT_THREADS_KEY,  # bench threads --ompt
     ("profile", "threads"): _OMPT_THREADS_KEY,
     ("profile", "ranks"): ("rank",),
     ("profile", "counters"): ("rank", "thread", "counter"),
@@ -149,67 +347,109 @@ TABLE_KEYS = {
 class Check:
     """A rule between columns that readers rely on: ``bad(df)`` marks the rows that break
     it (columns it names may be absent: a stopped run has no derived ones yet)."""
-    column: str          # the column an error names
-    rule: str            # what must hold, in words
+
+    column: str  # the column an error names
+    rule: str  # what must hold, in words
     bad: Callable
 
 
 def _col(df, name):
     import pandas as pd
+
     return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
 
 
 #: Checks between columns, per table (runs.Run.table applies them after the types).
 TABLE_CHECKS = {
     ("mtmatch", "trials"): (
-        Check("messages", "at least 1 where a search depth or drain time was measured",
-              lambda d: (d["messages"] < 1) & ((_col(d, "avg_search_depth") > 0)
-                                               | (_col(d, "max_search_depth") > 0)
-                                               | (d["drain_time_s"] > 0))),
-        Check("max_search_depth", "at least avg_search_depth",
-              lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth")),
-        Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0)),
+        Check(
+            "messages",
+            "at least 1 where a search depth or drain time was measured",
+            lambda d: (
+                (d["messages"] < 1)
+                & (
+                    (_col(d, "avg_search_depth") > 0)
+                    | (_col(d, "max_search_depth") > 0)
+                    | (d["drain_time_s"] > 0)
+                )
+            ),
+        ),
+        Check(
+            "max_search_depth",
+            "at least avg_search_depth",
+            lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth"),
+        ),
+        Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0),
+    ),
     ("multirate", "reps"): (
-        Check("time_s", "positive where messages were sent (rates divide by it)",
-              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+        Check(
+            "time_s",
+            "positive where messages were sent (rates divide by it)",
+            lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
+        ),
+    ),
     ("multirate", "threads"): (
-        Check("time_s", "positive where messages were sent (rates divide by it)",
-              lambda d: (d["time_s"] <= 0) & (d["messages"] > 0)),),
+        Check(
+            "time_s",
+            "positive where messages were sent (rates divide by it)",
+            lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
+        ),
+    ),
     ("pingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
     ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
     ("partitioned", "samples"): (
-        Check("partition_bytes", "size_bytes / partitions",
-              lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"]),
-        Check("last_ready_s", "at least first_ready_s",
-              lambda d: d["last_ready_s"] < d["first_ready_s"])),
-    ("threads", "compute"): (Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),),
-    ("profile", "ranks"): (
-        Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
+        Check(
+            "partition_bytes",
+            "size_bytes / partitions",
+            lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"],
+        ),
+        Check(
+            "last_ready_s",
+            "at least first_ready_s",
+            lambda d: d["last_ready_s"] < d["first_ready_s"],
+        ),
+    ),
+    ("threads", "compute"): (
+        Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),
+    ),
+    ("profile", "ranks"): (Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
     ("profile", "functions"): (
         Check("calls", "not negative", lambda d: d["calls"] < 0),
         Check("bytes", "not negative", lambda d: d["bytes"] < 0),
-        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0),
+    ),
     ("profile", "callsites"): (
         Check("calls", "not negative", lambda d: d["calls"] < 0),
         Check("bytes", "not negative", lambda d: d["bytes"] < 0),
-        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0),
+    ),
     ("profile", "size_bins"): (
         Check("count", "not negative", lambda d: d["count"] < 0),
         Check("max_bytes", "at least min_bytes", lambda d: d["max_bytes"] < d["min_bytes"]),
-        Check("time_s", "not negative", lambda d: d["time_s"] < 0)),
+        Check("time_s", "not negative", lambda d: d["time_s"] < 0),
+    ),
     ("profile", "peers"): tuple(
         Check(c, "not negative", lambda d, c=c: d[c] < 0)
-        for c in ("messages_sent", "bytes_sent", "messages_received", "bytes_received")),
+        for c in ("messages_sent", "bytes_sent", "messages_received", "bytes_received")
+    ),
 }
 
 #: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
 #: required of a complete run (a stopped one has not derived them yet); the step that
 #: adds them reads the table without them.
 DERIVED_COLUMNS = {
-    ("mtmatch", "trials"): {"k": "n", "avg_search_depth": "n", "max_search_depth": "n",
-                            "total_searched": "n", "oversubscribed": "b"},
-    ("multirate", "reps"): {"rate_msgs_per_s": "f", "rate_per_thread_msgs_per_s": "f",
-                            "oversubscribed": "b"},
+    ("mtmatch", "trials"): {
+        "k": "n",
+        "avg_search_depth": "n",
+        "max_search_depth": "n",
+        "total_searched": "n",
+        "oversubscribed": "b",
+    },
+    ("multirate", "reps"): {
+        "rate_msgs_per_s": "f",
+        "rate_per_thread_msgs_per_s": "f",
+        "oversubscribed": "b",
+    },
     ("multirate", "threads"): {"rate_msgs_per_s": "f"},
 }
 
@@ -226,8 +466,11 @@ OPTIONAL_COLUMNS = {
 LATER_COLUMNS = {
     ("profile", "size_bins"): {"time_s": float("nan")},  # time per size bin, 2026-11-27
     # how each rank ended (profile/endings.py), 2026-11-28: not recorded before
-    ("profile", "ranks"): {"ending": "unknown", "ending_value": float("nan"),
-                           "ended_s": float("nan")},
+    ("profile", "ranks"): {
+        "ending": "unknown",
+        "ending_value": float("nan"),
+        "ended_s": float("nan"),
+    },
 }
 
 
@@ -238,9 +481,10 @@ class Points:
     ``planned(parameters)`` lists ``(key, rows)``: the values of the ``key`` columns
     of one point, in measuring order, and how many rows of ``table`` it has when done.
     """
+
     table: str
     key: tuple
-    unit: str                      # plural noun: "sizes", "message counts"
+    unit: str  # plural noun: "sizes", "message counts"
     planned: Callable
 
 
@@ -272,26 +516,44 @@ def hvpingpong_counts(params):
 def partitioned_sizes(params):
     """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
     t = params["threads"]
-    return [((s - s % t,), params["runs_per_size"] * len(params["methods"]))
-            for s in params["sizes_bytes"]]
+    return [
+        ((s - s % t,), params["runs_per_size"] * len(params["methods"]))
+        for s in params["sizes_bytes"]
+    ]
 
 
 POINTS = {
     "pingpong": Points("samples", ("size_bytes",), "sizes", pingpong_sizes),
     "hvpingpong": Points("samples", ("n_messages",), "message counts", hvpingpong_counts),
     "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
-    "mtmatch": Points("trials", ("config",), "configurations",
-                      lambda p: [((s["config"],), p["trials"]) for s in p["configs"]]),
-    "multirate": Points("reps", ("threads",), "thread counts",
-                        lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]]),
+    "mtmatch": Points(
+        "trials",
+        ("config",),
+        "configurations",
+        lambda p: [((s["config"],), p["trials"]) for s in p["configs"]],
+    ),
+    "multirate": Points(
+        "reps",
+        ("threads",),
+        "thread counts",
+        lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
+    ),
     # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
     # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a
     # stopped run only says how far it got
-    "bsp": Points("maxima", ("interval",), "intervals",
-                  lambda p: [((i,), 1) for i in range(p["intervals"])]),
-    "threads": Points("compute", ("trial", "iteration"), "iterations",
-                      lambda p: [((t, i), p["ranks"] * p["threads"]) for t in range(p["trials"])
-                                 for i in range(p["iterations"])]),
+    "bsp": Points(
+        "maxima", ("interval",), "intervals", lambda p: [((i,), 1) for i in range(p["intervals"])]
+    ),
+    "threads": Points(
+        "compute",
+        ("trial", "iteration"),
+        "iterations",
+        lambda p: [
+            ((t, i), p["ranks"] * p["threads"])
+            for t in range(p["trials"])
+            for i in range(p["iterations"])
+        ],
+    ),
 }
 
 
@@ -305,6 +567,7 @@ def profile_tables_expected(run, have):
     conversion listed in meta.json, else the core ones when it counted ranks), and a
     problem (InputError arguments) when none was ever converted."""
     from pathlib import Path
+
     prof = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
     listed = prof.get("tables")
     ranks = prof.get("ranks") if isinstance(prof.get("ranks"), dict) else {}
@@ -317,14 +580,20 @@ def profile_tables_expected(run, have):
     path = Path(run.path)
     converted = set(have) & {t for k, t in TABLE_COLUMNS if k == "profile"}
     if not converted and list((path / "raw").glob("node.*.json")) and run.status == "running":
-        return want, (path / "ranks.parquet", None,
-                      "not written yet: the profile is still running (its tables are written "
-                      f"when it ends; `commscope top {path}` shows it live)")
+        return want, (
+            path / "ranks.parquet",
+            None,
+            "not written yet: the profile is still running (its tables are written "
+            f"when it ends; `commscope top {path}` shows it live)",
+        )
     if not converted and list((path / "raw").glob("node.*.json")):
-        return want, (path / "ranks.parquet", None,
-                      "missing: the run's raw counters (raw/node.*) were never converted to "
-                      "tables (was its commscope stopped before the end?); convert them with "
-                      f"`commscope profile --convert {path}`")
+        return want, (
+            path / "ranks.parquet",
+            None,
+            "missing: the run's raw counters (raw/node.*) were never converted to "
+            "tables (was its commscope stopped before the end?); convert them with "
+            f"`commscope profile --convert {path}`",
+        )
     return want, None
 
 
@@ -332,8 +601,15 @@ def profile_table_gone(run, table):
     """InputError arguments for table ``table`` of a profile run, which its conversion
     wrote and which is gone."""
     from pathlib import Path
+
     path = Path(run.path)
-    again = (f"; convert again with `commscope profile --convert {path}`"
-             if list((path / "raw").glob("node.*.json")) else "")
-    return (path / f"{table}.parquet", None,
-            "missing, though the run's conversion wrote it (deleted or renamed?)" + again)
+    again = (
+        f"; convert again with `commscope profile --convert {path}`"
+        if list((path / "raw").glob("node.*.json"))
+        else ""
+    )
+    return (
+        path / f"{table}.parquet",
+        None,
+        "missing, though the run's conversion wrote it (deleted or renamed?)" + again,
+    )

@@ -45,8 +45,12 @@ def shared_memory_btl(mpiexec):
     Asked of the ompi_info next to ``mpiexec``; "sm" when there is none to ask.
     """
     try:
-        out = subprocess.run([str(Path(mpiexec).parent / "ompi_info"), "--version"],
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            [str(Path(mpiexec).parent / "ompi_info"), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return "sm"
     m = re.search(r"Open MPI v(\d+)\.", out)
@@ -60,8 +64,8 @@ def in_slurm_allocation():
 @dataclass
 class LaunchPlan:
     argv: list
-    env: dict                      # variables added to the caller's environment
-    launcher: str                  # "mpiexec" or "srun"
+    env: dict  # variables added to the caller's environment
+    launcher: str  # "mpiexec" or "srun"
     nranks: int
     threads_per_rank: int = 1
     hosts: list = field(default_factory=list)
@@ -80,8 +84,9 @@ def wrap_env(program, args, preload=(), env=None):
     preload = [str(p) for p in preload]
     if os.environ.get("LD_PRELOAD"):
         preload.append(os.environ["LD_PRELOAD"])
-    words = ([f"LD_PRELOAD={':'.join(preload)}"] if preload else []) + \
-        [f"{k}={v}" for k, v in (env or {}).items()]
+    words = ([f"LD_PRELOAD={':'.join(preload)}"] if preload else []) + [
+        f"{k}={v}" for k, v in (env or {}).items()
+    ]
     return shutil.which("env") or "/usr/bin/env", [*words, str(program), *map(str, args)]
 
 
@@ -109,8 +114,19 @@ def check_request(nranks, threads=1, bind="auto", launcher="auto", ranks_per_nod
     return launcher
 
 
-def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=None,
-                threads=1, bind="auto", launcher="auto", omp_wait_policy="passive"):
+def plan_launch(
+    mpi,
+    nranks,
+    program,
+    args=(),
+    *,
+    hosts=None,
+    ranks_per_node=None,
+    threads=1,
+    bind="auto",
+    launcher="auto",
+    omp_wait_policy="passive",
+):
     """Build the command line and environment to run ``program`` on ``nranks`` ranks.
 
     ``hosts``: list of host names for a multi-node mpiexec run (default: this node).
@@ -137,8 +153,10 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
         # each node's slurmd or MPI daemon binds its ranks to "its" first cores: the same ones
         want_bind = False
         where = "; ".join(f"{', '.join(nodes)} on {host}" for host, nodes in shared.items())
-        notes.append(f"ranks not bound: Slurm nodes share a host ({where}), and each node "
-                     "would bind its ranks to the same cores")
+        notes.append(
+            f"ranks not bound: Slurm nodes share a host ({where}), and each node "
+            "would bind its ranks to the same cores"
+        )
 
     # Always set: an OpenMP runtime left to itself starts one thread per core in every rank.
     env["OMP_NUM_THREADS"] = str(threads)
@@ -148,12 +166,19 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
 
     if launcher == "srun":
         mpi_opt, why = srun_mpi.srun_mpi_option(mpi, program)
-        argv = ["srun", "-n", str(nranks), *mpi_opt, f"--cpus-per-task={threads}",
-                f"--cpu-bind={'cores' if want_bind else 'none'}"]
+        argv = [
+            "srun",
+            "-n",
+            str(nranks),
+            *mpi_opt,
+            f"--cpus-per-task={threads}",
+            f"--cpu-bind={'cores' if want_bind else 'none'}",
+        ]
         if ranks_per_node:
             argv.append(f"--ntasks-per-node={ranks_per_node}")
-        notes.append("launched with srun inside Slurm allocation "
-                     f"{os.environ.get('SLURM_JOB_ID', '?')}")
+        notes.append(
+            f"launched with srun inside Slurm allocation {os.environ.get('SLURM_JOB_ID', '?')}"
+        )
         notes.append(why)
         wheel_env, wheel_notes = srun_mpi.wheel_pmix_env(mpi)
         env.update(wheel_env)
@@ -164,8 +189,10 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
             notes.append("running as root: OMPI_ALLOW_RUN_AS_ROOT=1")
         if nodes > 1 and in_slurm_allocation():
-            notes.append(f"mpiexec inside Slurm allocation {os.environ.get('SLURM_JOB_ID')}: "
-                         f"its daemons start on the {nodes} allocated nodes through srun")
+            notes.append(
+                f"mpiexec inside Slurm allocation {os.environ.get('SLURM_JOB_ID')}: "
+                f"its daemons start on the {nodes} allocated nodes through srun"
+            )
         if nodes == 1 and "OMPI_MCA_pml" not in os.environ and "OMPI_MCA_btl" not in os.environ:
             btl = f"self,{shared_memory_btl(mpi.mpiexec)}"
             env.update(OMPI_MCA_pml="ob1", OMPI_MCA_btl=btl)
@@ -173,14 +200,20 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
         if oversub or per_node > 2:
             argv.append("--oversubscribe")
             if not oversub:
-                notes.append(f"--oversubscribe: Open MPI may count fewer slots than the "
-                             f"{per_node} ranks per node even when the cores are there")
+                notes.append(
+                    f"--oversubscribe: Open MPI may count fewer slots than the "
+                    f"{per_node} ranks per node even when the cores are there"
+                )
         if oversub:
             env["OMPI_MCA_mpi_yield_when_idle"] = "1"
         argv += ["--bind-to", "core" if want_bind else "none"]
         if hosts:
-            argv += ["--host", ",".join(f"{h}:{per_node}" for h in hosts), "--map-by", "node"
-                     if ranks_per_node is None else "slot"]
+            argv += [
+                "--host",
+                ",".join(f"{h}:{per_node}" for h in hosts),
+                "--map-by",
+                "node" if ranks_per_node is None else "slot",
+            ]
     else:  # MPICH (hydra) and unknown mpiexecs that follow its flags
         argv = [mpi.mpiexec, "-n", str(nranks)]
         if mpi.flavor == "mpich":
@@ -188,12 +221,22 @@ def plan_launch(mpi, nranks, program, args=(), *, hosts=None, ranks_per_node=Non
         if hosts:
             argv += ["-hosts", ",".join(hosts), "-ppn", str(per_node)]
     if oversub:
-        notes.append(f"oversubscribed: {per_node} ranks x {threads} threads on "
-                     f"{available_cores()} cores; ranks not bound")
+        notes.append(
+            f"oversubscribed: {per_node} ranks x {threads} threads on "
+            f"{available_cores()} cores; ranks not bound"
+        )
     argv += [str(program), *map(str, args)]
-    return LaunchPlan(argv=argv, env=env, launcher=launcher, nranks=nranks,
-                      threads_per_rank=threads, hosts=hosts or [os.uname().nodename],
-                      oversubscribed=oversub, bound=want_bind, notes=notes)
+    return LaunchPlan(
+        argv=argv,
+        env=env,
+        launcher=launcher,
+        nranks=nranks,
+        threads_per_rank=threads,
+        hosts=hosts or [os.uname().nodename],
+        oversubscribed=oversub,
+        bound=want_bind,
+        notes=notes,
+    )
 
 
 def _allocated_nodes():
@@ -219,7 +262,7 @@ class _ProgressBar:
         self.tty = sys.stderr.isatty()
         self.last_line = 0.0
         self.start = time.monotonic()
-        self.shown = ""            # the bar as last drawn ("" when none is on screen)
+        self.shown = ""  # the bar as last drawn ("" when none is on screen)
         self.lock = threading.Lock()
 
     def update(self, done, total, label):
@@ -281,6 +324,7 @@ class _Tail:
 
     def __init__(self, limit=KEEP_BYTES):
         import collections
+
         self.limit, self.lines, self.size = limit, collections.deque(), 0
         self.dropped_bytes = self.dropped_lines = 0
 
@@ -300,13 +344,13 @@ class _Tail:
 @dataclass
 class JobResult:
     returncode: int
-    stdout: str                    # the last KEEP_BYTES of the job's stdout, cleaned
-    stderr: str                    # the same of its stderr (progress lines left out)
+    stdout: str  # the last KEEP_BYTES of the job's stdout, cleaned
+    stderr: str  # the same of its stderr (progress lines left out)
     wall_s: float
     timed_out: bool = False
     stdout_dropped: tuple = (0, 0)  # (bytes, lines) cut from the start of stdout
     stderr_dropped: tuple = (0, 0)
-    own_lines: str = ""            # every stderr line of commscope's native parts, kept whole
+    own_lines: str = ""  # every stderr line of commscope's native parts, kept whole
 
     def kept(self, stream):
         """A stream's text as a file of the run keeps it: a note first when it was cut."""
@@ -314,8 +358,10 @@ class JobResult:
         nbytes, lines = self.stdout_dropped if stream == "stdout" else self.stderr_dropped
         if not nbytes:
             return text
-        return (f"[commscope: the first {nbytes:,} bytes ({lines:,} lines) of the program's "
-                f"{stream} are not kept; the last {len(text.encode()):,} bytes follow]\n" + text)
+        return (
+            f"[commscope: the first {nbytes:,} bytes ({lines:,} lines) of the program's "
+            f"{stream} are not kept; the last {len(text.encode()):,} bytes follow]\n" + text
+        )
 
 
 #: Seconds a stopped job gets to end cleanly before its processes are SIGKILLed.
@@ -326,12 +372,21 @@ def guarded_argv(argv, grace_s=GRACE_S):
     """``argv`` under :mod:`commscope.jobguard`, which ends every rank with commscope (Linux)."""
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-m", "commscope.jobguard", str(os.getpid()), str(grace_s),
-            "--", *argv]
+    return [sys.executable, "-m", "commscope.jobguard", str(os.getpid()), str(grace_s), "--", *argv]
 
 
-def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=True,
-            echo_stderr=False, grace_s=GRACE_S, keep_bytes=None):
+def run_job(
+    plan,
+    *,
+    cwd=None,
+    timeout=None,
+    title="run",
+    echo=True,
+    progress=True,
+    echo_stderr=False,
+    grace_s=GRACE_S,
+    keep_bytes=None,
+):
     """Run a planned job; stream its stdout (when ``echo``) and show progress.
 
     ``echo_stderr`` passes the job's own stderr through as well (a profiled
@@ -351,13 +406,26 @@ def run_job(plan, *, cwd=None, timeout=None, title="run", echo=True, progress=Tr
     # sockets) in a directory of this job's own: a killed launcher leaves its directory
     # behind, and a later launcher with the same pid failed to start on it ("The PMIx
     # server's listener thread failed to start").
-    session = (tempfile.mkdtemp(prefix="commscope-job-")
-               if plan.launcher == "mpiexec" and len(plan.hosts) <= 1 else None)
+    session = (
+        tempfile.mkdtemp(prefix="commscope-job-")
+        if plan.launcher == "mpiexec" and len(plan.hosts) <= 1
+        else None
+    )
     if session:  # the guard removes it even when commscope is SIGKILLed
         env["TMPDIR"] = env["COMMSCOPE_JOB_TMPDIR"] = session
     try:
-        return _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s,
-                            keep_bytes or KEEP_BYTES)
+        return _run_guarded(
+            plan,
+            env,
+            cwd,
+            timeout,
+            title,
+            echo,
+            progress,
+            echo_stderr,
+            grace_s,
+            keep_bytes or KEEP_BYTES,
+        )
     finally:
         if session:  # off Linux there is no guard to remove it
             shutil.rmtree(session, ignore_errors=True)
@@ -376,21 +444,32 @@ def _refuse_where_jobs_are_forbidden(argv):
     if record:
         with open(record, "a") as f:
             f.write(" ".join(map(str, argv)) + "\n")
-        raise EnvironmentProblem(f"{argv[0]}: no MPI job may start here (a test without "
-                                 "the mpi marker, COMMSCOPE_TEST_NO_JOBS)")
+        raise EnvironmentProblem(
+            f"{argv[0]}: no MPI job may start here (a test without "
+            "the mpi marker, COMMSCOPE_TEST_NO_JOBS)"
+        )
 
 
-def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s,
-                 keep_bytes=KEEP_BYTES):
+def _run_guarded(
+    plan, env, cwd, timeout, title, echo, progress, echo_stderr, grace_s, keep_bytes=KEEP_BYTES
+):
     bar = _ProgressBar(title, progress)
     out_lines, err_lines, own = _Tail(keep_bytes), _Tail(keep_bytes), []
     stopped, timed_out = [], False
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(guarded_argv(plan.argv, grace_s), cwd=cwd, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                encoding="utf-8", errors="replace", bufsize=1,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            guarded_argv(plan.argv, grace_s),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            bufsize=1,
+            start_new_session=True,
+        )
     except OSError as exc:
         raise EnvironmentProblem(f"cannot start {plan.argv[0]}: {exc}") from exc
 
@@ -440,10 +519,16 @@ def _run_guarded(plan, env, cwd, timeout, title, echo, progress, echo_stderr, gr
         bar.close()  # a job that stopped short leaves no half bar for the next message
     if stopped:
         raise Interrupted(stopped[0])
-    return JobResult(proc.returncode, out_lines.text(), err_lines.text(),
-                     time.monotonic() - start, timed_out,
-                     (out_lines.dropped_bytes, out_lines.dropped_lines),
-                     (err_lines.dropped_bytes, err_lines.dropped_lines), "".join(own))
+    return JobResult(
+        proc.returncode,
+        out_lines.text(),
+        err_lines.text(),
+        time.monotonic() - start,
+        timed_out,
+        (out_lines.dropped_bytes, out_lines.dropped_lines),
+        (err_lines.dropped_bytes, err_lines.dropped_lines),
+        "".join(own),
+    )
 
 
 def _stop(proc, signum):

@@ -45,6 +45,10 @@ def check_memory(option, value, needed_bytes, what):
     """InputError naming ``option`` when ``needed_bytes`` exceed :func:`memory_limit`."""
     limit = memory_limit()
     if needed_bytes > limit:
-        raise InputError(option, None, f"{value:g} needs about {human_bytes(needed_bytes)} "
-                                       f"({what}); the limit here is {human_bytes(limit)} (half "
-                                       f"the available memory, at most {human_bytes(MAX_BYTES)})")
+        raise InputError(
+            option,
+            None,
+            f"{value:g} needs about {human_bytes(needed_bytes)} "
+            f"({what}); the limit here is {human_bytes(limit)} (half "
+            f"the available memory, at most {human_bytes(MAX_BYTES)})",
+        )

@@ -60,8 +60,11 @@ def fit_runs(paths, hops=None):
     runs = [open_run(p).check() for p in expand_run_paths(paths)]
     pp = [r for r in runs if r.kind in PINGPONG_KINDS]
     if not pp:
-        raise InputError(", ".join(map(str, paths)), "kind",
-                         "no ping-pong runs among these (run `commscope bench pingpong` first)")
+        raise InputError(
+            ", ".join(map(str, paths)),
+            "kind",
+            "no ping-pong runs among these (run `commscope bench pingpong` first)",
+        )
     samples = pd.concat([r.table("samples") for r in pp], ignore_index=True)
     hv = [r for r in runs if r.kind in HVPP_KINDS and not _is_contention(r)]
     hvpp = pd.concat([r.table("samples") for r in hv], ignore_index=True) if hv else None
@@ -73,16 +76,30 @@ def fit_runs(paths, hops=None):
         "hosts": sorted({h for r in pp for h in r.meta.get("hosts", [])}),
         "mpi_library": (first.get("mpi", {}).get("library_version") or "").strip().splitlines()[:1],
         "mpi_name": first.get("mpi", {}).get("name"),
-        "source_runs": [str(r.path) for r in runs if r.kind in PINGPONG_KINDS | HVPP_KINDS
-                        or (r.kind in PARTITIONED_KINDS and _is_calibration(r))],
+        "source_runs": [
+            str(r.path)
+            for r in runs
+            if r.kind in PINGPONG_KINDS | HVPP_KINDS
+            or (r.kind in PARTITIONED_KINDS and _is_calibration(r))
+        ],
         "oversubscribed_runs": [str(r.path) for r in pp if _oversubscribed(r)],
     }
     machine["mpi_library"] = machine["mpi_library"][0] if machine["mpi_library"] else ""
-    machine_model = fit_machine_model(samples, mpi_eager_limits=_eager_limits(pp), machine=machine,
-                          hvpp=hvpp, source=_tables_of(pp), hvpp_source=_tables_of(hv),
-                          hvpp_queues=queues, hvpp_mpi=hv_mpi)
-    warnings = (_max_rate_warnings(pp, machine_model) + _shared_host_warnings(runs)
-                + _mixed_mpi_warnings(pp, hv_mpi))
+    machine_model = fit_machine_model(
+        samples,
+        mpi_eager_limits=_eager_limits(pp),
+        machine=machine,
+        hvpp=hvpp,
+        source=_tables_of(pp),
+        hvpp_source=_tables_of(hv),
+        hvpp_queues=queues,
+        hvpp_mpi=hv_mpi,
+    )
+    warnings = (
+        _max_rate_warnings(pp, machine_model)
+        + _shared_host_warnings(runs)
+        + _mixed_mpi_warnings(pp, hv_mpi)
+    )
     contention = [r for r in runs if r.kind in HVPP_KINDS and _is_contention(r)]
     if contention:
         machine_model = _with_delta(machine_model, contention, hops)
@@ -90,8 +107,11 @@ def fit_runs(paths, hops=None):
     if calib:
         try:
             machine_model.partitioned = _partitioned_terms(calib)
-            warnings += [f"partitioned {name}: {flag}" for name, t in
-                         machine_model.partitioned.terms.items() for flag in t.flags]
+            warnings += [
+                f"partitioned {name}: {flag}"
+                for name, t in machine_model.partitioned.terms.items()
+                for flag in t.flags
+            ]
         except InputError as exc:  # e.g. an MPI without MPI_Psend_init: the rest still fits
             warnings.append(f"no partitioned terms: {exc}")
             calib = []
@@ -118,9 +138,12 @@ def _one_mpi(runs, what):
         names.setdefault(run.meta.get("mpi", {}).get("name"), run)
     if len(names) > 1:
         (a, ra), (b, rb) = list(names.items())[:2]
-        raise InputError(rb.path, "mpi.name",
-                         f"{what}: runs of two MPIs ({ra.path} used {a}, this one {b}); a machine "
-                         "model belongs to one MPI: fit each MPI's runs separately")
+        raise InputError(
+            rb.path,
+            "mpi.name",
+            f"{what}: runs of two MPIs ({ra.path} used {a}, this one {b}); a machine "
+            "model belongs to one MPI: fit each MPI's runs separately",
+        )
     return next(iter(names), None)
 
 
@@ -130,8 +153,10 @@ def _mixed_mpi_warnings(pp, hv_mpi):
     others = sorted({str(r.meta.get("mpi", {}).get("name")) for r in pp} - {str(hv_mpi)})
     if hv_mpi is None or not others:
         return []
-    return [f"ping-pong runs of {', '.join(others)} fitted beside HighVolumePingPong runs of "
-            f"{hv_mpi}: the postal terms mix MPIs, the queue search is {hv_mpi}'s"]
+    return [
+        f"ping-pong runs of {', '.join(others)} fitted beside HighVolumePingPong runs of "
+        f"{hv_mpi}: the postal terms mix MPIs, the queue search is {hv_mpi}'s"
+    ]
 
 
 def _is_calibration(run):
@@ -148,23 +173,39 @@ def _partitioned_terms(runs):
     """The partitioned model's terms (models/partitioned_terms.py) from calibration runs
     of one configuration (threads, compute, compute mode)."""
     from .models.partitioned_terms import fit_terms, median_lead_s
-    conds = {(int(p["threads"]), float(p["compute_s"]), p.get("compute_mode", "sleep"))
-             for p in (r.meta["parameters"] for r in runs)}
+
+    conds = {
+        (int(p["threads"]), float(p["compute_s"]), p.get("compute_mode", "sleep"))
+        for p in (r.meta["parameters"] for r in runs)
+    }
     if len(conds) > 1:
-        raise InputError(", ".join(str(r.path) for r in runs), "parameters",
-                         f"partitioned calibration runs of different configurations "
-                         f"(threads, compute_s, compute_mode) {sorted(conds)}: fit them separately")
-    (threads, compute_s, mode), = conds
+        raise InputError(
+            ", ".join(str(r.path) for r in runs),
+            "parameters",
+            f"partitioned calibration runs of different configurations "
+            f"(threads, compute_s, compute_mode) {sorted(conds)}: fit them separately",
+        )
+    ((threads, compute_s, mode),) = conds
     per_run = [r.table("samples") for r in runs]
     samples = pd.concat(per_run, ignore_index=True)
-    compute = pd.concat([r.table("compute").assign(calibration=i) for i, r in enumerate(runs)],
-                        ignore_index=True)
+    compute = pd.concat(
+        [r.table("compute").assign(calibration=i) for i, r in enumerate(runs)], ignore_index=True
+    )
     leads = [lead for lead in map(median_lead_s, per_run) if lead is not None]
-    conditions = dict(threads=threads, compute_s=compute_s, compute_mode=mode,
-                      mpi_name=runs[0].meta.get("mpi", {}).get("name"),
-                      lead_s=min(leads) if leads else None)  # the shortest calibrated
-    return fit_terms(samples, compute, conditions, [_run_id(r) for r in runs],
-                     source=", ".join(str(r.path) for r in runs))
+    conditions = dict(
+        threads=threads,
+        compute_s=compute_s,
+        compute_mode=mode,
+        mpi_name=runs[0].meta.get("mpi", {}).get("name"),
+        lead_s=min(leads) if leads else None,
+    )  # the shortest calibrated
+    return fit_terms(
+        samples,
+        compute,
+        conditions,
+        [_run_id(r) for r in runs],
+        source=", ".join(str(r.path) for r in runs),
+    )
 
 
 def _shared_host_warnings(runs):
@@ -178,15 +219,20 @@ def _shared_host_warnings(runs):
 
 def _max_rate_warnings(pp, machine_model):
     """R_N fitted from multi-pair runs that had more ranks than cores measures time-slicing."""
-    fitted = [loc for (proto, loc), p in machine_model.params.items()
-              if proto == "rendezvous" and math.isfinite(p.R_N_Bps)]
+    fitted = [
+        loc
+        for (proto, loc), p in machine_model.params.items()
+        if proto == "rendezvous" and math.isfinite(p.R_N_Bps)
+    ]
     if not fitted:
         return []
-    return [f"R_N ({', '.join(fitted)}) comes from the oversubscribed multi-pair run "
-            f"{run.path}: with more ranks than cores it measures time-slicing of the cores, "
-            "not the injection limit"
-            for run in pp
-            if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1]
+    return [
+        f"R_N ({', '.join(fitted)}) comes from the oversubscribed multi-pair run "
+        f"{run.path}: with more ranks than cores it measures time-slicing of the cores, "
+        "not the injection limit"
+        for run in pp
+        if _oversubscribed(run) and int(run.meta.get("parameters", {}).get("pairs", 1)) > 1
+    ]
 
 
 def _with_delta(machine_model, runs, hops):
@@ -194,24 +240,35 @@ def _with_delta(machine_model, runs, hops):
     from dataclasses import replace
 
     from .models.contention_fit import fit_delta
+
     if machine_model.gamma_s is None:
-        raise InputError(runs[0].path, "parameters.contention",
-                         "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run")
+        raise InputError(
+            runs[0].path,
+            "parameters.contention",
+            "fitting delta needs gamma: add a plain `commscope bench hvpingpong` run",
+        )
     layouts = set()
     for run in runs:
         placed = {node_of(p) for p in run.meta.get("placement", [])}
         nodes = max(1, len(placed or run.meta.get("hosts", [])))
         layouts.add((nodes, max(1, 2 * int(run.meta["parameters"].get("pairs", 1)) // nodes)))
     if len(layouts) > 1:
-        raise InputError(", ".join(str(r.path) for r in runs), "placement",
-                         f"contention runs of different layouts (nodes, ppn) {sorted(layouts)}: "
-                         "fit them separately")
-    (nodes, ppn), = layouts
+        raise InputError(
+            ", ".join(str(r.path) for r in runs),
+            "placement",
+            f"contention runs of different layouts (nodes, ppn) {sorted(layouts)}: "
+            "fit them separately",
+        )
+    ((nodes, ppn),) = layouts
     hops = nodes / 2 if hops is None else hops
     samples = pd.concat([r.table("samples") for r in runs], ignore_index=True)
     fit = fit_delta(samples, machine_model, hops=hops, ppn=ppn, source="contention hvpp samples")
-    machine = dict(machine_model.machine, delta_fit=dict(fit.to_dict(), hops=hops, ppn=ppn, nodes=nodes,
-                                                   runs=[str(r.path) for r in runs]))
+    machine = dict(
+        machine_model.machine,
+        delta_fit=dict(
+            fit.to_dict(), hops=hops, ppn=ppn, nodes=nodes, runs=[str(r.path) for r in runs]
+        ),
+    )
     return replace(machine_model, delta_s_per_byte=fit.delta_s_per_byte, machine=machine)
 
 
@@ -227,26 +284,37 @@ def machine_model_table(machine_model):
             alpha_ci = p.fit.ci95.get("alpha_s", "-") if p.fit else "-"
             # a fit that puts no fixed cost on the protocol: said in words, not "0 s .. 0 s"
             unresolved = p.alpha_s == 0 and (alpha_ci == "-" or max(alpha_ci) == 0)
-            rows.append({
-                "locality": loc, "protocol": proto, "sizes": _size_span(bp, proto),
-                "alpha_s": "not resolved" if unresolved else p.alpha_s,
-                "bandwidth_Bps": p.Rb_Bps,  # printed in MB/s, as every table (output.py)
-                # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
-                "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
-                # beyond it the buffers leave the caches: a lower bandwidth (fit_protocol)
-                "capacity_bytes": "-" if p.capacity_bytes is None else p.capacity_bytes,
-                "bandwidth_beyond_Bps": ("-" if p.capacity_bytes is None
-                                         else 1.0 / p.beta_beyond_s_per_byte
-                                         if p.beta_beyond_s_per_byte > 0 else math.inf),
-                "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
-                "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
-                # 95 % bootstrap intervals over the kept repetitions (models/fitting.py)
-                "alpha_ci95_s": "-" if unresolved else alpha_ci,
-                "bandwidth_ci95_Bps": p.fit.ci95.get("Rb_Bps", "-") if p.fit else "-",
-                "R_N_ci95_Bps": p.fit.ci95.get("R_N_Bps", "-") if p.fit else "-",
-                "quality": ("FLAGGED: " + "; ".join(p.fit.flags)) if p.fit and p.fit.flags
-                           else "ok" if p.fit else "-",
-            })
+            rows.append(
+                {
+                    "locality": loc,
+                    "protocol": proto,
+                    "sizes": _size_span(bp, proto),
+                    "alpha_s": "not resolved" if unresolved else p.alpha_s,
+                    "bandwidth_Bps": p.Rb_Bps,  # printed in MB/s, as every table (output.py)
+                    # R_N caps the rendezvous node rate (eq. 2); the other protocols never use it
+                    "R_N_Bps": "-" if proto != "rendezvous" else p.R_N_Bps,
+                    # beyond it the buffers leave the caches: a lower bandwidth (fit_protocol)
+                    "capacity_bytes": "-" if p.capacity_bytes is None else p.capacity_bytes,
+                    "bandwidth_beyond_Bps": (
+                        "-"
+                        if p.capacity_bytes is None
+                        else 1.0 / p.beta_beyond_s_per_byte
+                        if p.beta_beyond_s_per_byte > 0
+                        else math.inf
+                    ),
+                    "median_rel_err": p.fit.median_rel_error if p.fit else math.nan,
+                    "max_rel_err": p.fit.max_rel_error if p.fit else math.nan,
+                    # 95 % bootstrap intervals over the kept repetitions (models/fitting.py)
+                    "alpha_ci95_s": "-" if unresolved else alpha_ci,
+                    "bandwidth_ci95_Bps": p.fit.ci95.get("Rb_Bps", "-") if p.fit else "-",
+                    "R_N_ci95_Bps": p.fit.ci95.get("R_N_Bps", "-") if p.fit else "-",
+                    "quality": ("FLAGGED: " + "; ".join(p.fit.flags))
+                    if p.fit and p.fit.flags
+                    else "ok"
+                    if p.fit
+                    else "-",
+                }
+            )
     return rows
 
 
@@ -257,8 +325,9 @@ def _size_span(bp, proto):
     if proto == "short":
         return f"up to {format_bytes(short_max)}" if short_max is not None else "all"
     if proto == "eager":
-        parts = ([f"above {format_bytes(short_max)}"] if short_max else []) + \
-                ([f"up to {format_bytes(eager_max)}"] if eager_max is not None else [])
+        parts = ([f"above {format_bytes(short_max)}"] if short_max else []) + (
+            [f"up to {format_bytes(eager_max)}"] if eager_max is not None else []
+        )
         return ", ".join(parts) or "all"
     lo = eager_max if eager_max is not None else short_max
     return f"above {format_bytes(lo)}" if lo is not None else "all"
@@ -274,11 +343,16 @@ def queue_search_table(machine_model):
     rows = []
     for order in qs.orders:
         o = qs.order_dict(order)
-        row = {"mpi": qs.mpi or "-", "order": order, "form": o["form"],
-               "parameters": ", ".join(f"{k[:-2] if k.endswith('_s') else k} = "
-                                       f"{human_value(k, o['params'][k])[1]}"
-                                       for k in PARAMS[o["form"]]),
-               "breakpoint_messages": o.get("breakpoint_messages") or "-"}
+        row = {
+            "mpi": qs.mpi or "-",
+            "order": order,
+            "form": o["form"],
+            "parameters": ", ".join(
+                f"{k[:-2] if k.endswith('_s') else k} = {human_value(k, o['params'][k])[1]}"
+                for k in PARAMS[o["form"]]
+            ),
+            "breakpoint_messages": o.get("breakpoint_messages") or "-",
+        }
         row.update({f"bic:{f}": o["scores"].get(f, {}).get("bic", "-") for f in FORMS})
         chosen = o["scores"].get(o["form"], {})
         row["max_rel_err"] = chosen.get("max_rel_error", "-")
@@ -292,5 +366,8 @@ def queue_search_residuals(machine_model):
     qs = machine_model.queue_search
     if qs is None:
         return []
-    return [dict(order=order, form=qs.order_dict(order)["form"], **r)
-            for order in qs.orders for r in qs.order_dict(order)["residuals"]]
+    return [
+        dict(order=order, form=qs.order_dict(order)["form"], **r)
+        for order in qs.orders
+        for r in qs.order_dict(order)["residuals"]
+    ]

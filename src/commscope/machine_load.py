@@ -51,6 +51,7 @@ def _loadavg():
 def _own_cpu_s():
     """CPU seconds of this process and its finished children (the jobs it started)."""
     import resource
+
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
@@ -58,9 +59,14 @@ def _own_cpu_s():
 
 def sample():
     """One reading: load average, CPU ticks, this process tree's CPU time, the clock."""
-    return {"load_average": _loadavg(), "cpu_ticks": _cpu_ticks(), "cpus": os.cpu_count(),
-            "commscope_cpu_s": round(_own_cpu_s(), 3), "monotonic_s": round(time.monotonic(), 3),
-            "pid": os.getpid()}
+    return {
+        "load_average": _loadavg(),
+        "cpu_ticks": _cpu_ticks(),
+        "cpus": os.cpu_count(),
+        "commscope_cpu_s": round(_own_cpu_s(), 3),
+        "monotonic_s": round(time.monotonic(), 3),
+        "pid": os.getpid(),
+    }
 
 
 def between(start, end):

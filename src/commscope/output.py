@@ -76,6 +76,7 @@ def format_table(rows, columns=None, title=None):
         if c in STATISTICS and isinstance(row.get("name"), str):
             return row["name"]
         return c
+
     cells = [[format_value(r.get(c, ""), unit_name(r, c)) for c in columns] for r in rows]
     columns = [str(c) for c in columns]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]

@@ -79,12 +79,24 @@ def require_regular_file(path):
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
     if stat.S_ISDIR(mode) and (path / "meta.json").is_file():
         tables = sorted(t.name for t in path.glob("*.parquet"))
-        raise InputError(path, None, "is a run directory; give one of its tables"
-                         + (f": {', '.join(str(path / t) for t in tables)}" if tables else ""))
+        raise InputError(
+            path,
+            None,
+            "is a run directory; give one of its tables"
+            + (f": {', '.join(str(path / t) for t in tables)}" if tables else ""),
+        )
     if not stat.S_ISREG(mode):
-        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO (named pipe)"
-                if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO (named pipe)"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "not a regular file"
+        )
         raise InputError(path, None, f"is {kind}; only regular files are read")
     return path
 
@@ -102,18 +114,24 @@ def prepare_output(path, option="-o"):
     parent = path.parent if str(path.parent) else Path(".")
     for above in [parent, *parent.parents]:
         if above.exists() and not above.is_dir():
-            raise InputError(option, None, f"{above} (a parent of {path}) is a file, "
-                                           "not a directory")
+            raise InputError(
+                option, None, f"{above} (a parent of {path}) is a file, not a directory"
+            )
     if path.is_dir():
         raise InputError(option, None, f"{path} is a directory; give a file name")
     if not parent.exists():
         here = Path.cwd().resolve()
         if here not in parent.resolve().parents and parent.resolve() != here:
-            raise InputError(option, None, f"the directory {parent} does not exist "
-                                           "(only directories inside the current one are "
-                                           "created)")
+            raise InputError(
+                option,
+                None,
+                f"the directory {parent} does not exist "
+                "(only directories inside the current one are "
+                "created)",
+            )
         parent.mkdir(parents=True)
         import sys
+
         print(f"commscope: created directory {parent}", file=sys.stderr)
     return path
 

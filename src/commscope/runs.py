@@ -28,8 +28,16 @@ from pathlib import Path
 from . import __version__
 from .errors import InputError
 from . import machine_load
-from .kinds import (DERIVED_COLUMNS, LATER_COLUMNS, OPTIONAL_COLUMNS, POINTS, TABLE_CHECKS,
-                    TABLE_COLUMNS, TABLE_KEYS, TABLE_VALUES)
+from .kinds import (
+    DERIVED_COLUMNS,
+    LATER_COLUMNS,
+    OPTIONAL_COLUMNS,
+    POINTS,
+    TABLE_CHECKS,
+    TABLE_COLUMNS,
+    TABLE_KEYS,
+    TABLE_VALUES,
+)
 from .paths import atomic_output, require_regular_file, write_text_atomic
 from .schemas import validate
 from .lazy import lazy
@@ -43,6 +51,7 @@ SCHEMA_VERSION = 1
 #: meta.json is described by src/commscope/schemas/run-meta.json (docs/schemas/).
 
 STATUSES = ("running", "complete", "failed", "interrupted")
+
 
 #: Required columns of each kind's tables, and the points a benchmark plans: see kinds.py.
 def expand_run_paths(paths):
@@ -139,10 +148,13 @@ class Run:
         The directory name is ``<UTC timestamp>-<kind>`` (or ``name``); an
         existing directory is never reused.
         """
-        if name is not None and (not name or name.startswith(".") or "/" in name
-                                 or os.sep in name):
-            raise InputError("--name", None, f"{name!r} must be a plain directory name "
-                             "(no path separators, not starting with '.')")
+        if name is not None and (not name or name.startswith(".") or "/" in name or os.sep in name):
+            raise InputError(
+                "--name",
+                None,
+                f"{name!r} must be a plain directory name "
+                "(no path separators, not starting with '.')",
+            )
         root = Path(root)
         root.mkdir(parents=True, exist_ok=True)
         base = name or f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{kind}"
@@ -154,8 +166,9 @@ class Run:
                 break
             except FileExistsError:
                 if name:
-                    raise InputError(path, None,
-                                     "run directory exists; not overwriting it") from None
+                    raise InputError(
+                        path, None, "run directory exists; not overwriting it"
+                    ) from None
                 suffix += 1
                 path = root / f"{base}-{suffix}"
         (path / "raw").mkdir()
@@ -202,6 +215,7 @@ class Run:
             yield self
         except BaseException:
             import shutil
+
             shutil.rmtree(self.path, ignore_errors=True)
             raise
 
@@ -254,8 +268,11 @@ class Run:
         return sorted(names | set(self._raw_tables()) | self._listed_tables())
 
     def _listed_tables(self):
-        listed = (self.meta.get("profile") or {}).get("tables") if self.kind == "profile" \
-            and isinstance(self.meta.get("profile"), dict) else None
+        listed = (
+            (self.meta.get("profile") or {}).get("tables")
+            if self.kind == "profile" and isinstance(self.meta.get("profile"), dict)
+            else None
+        )
         return {t for t in listed if isinstance(t, str)} if isinstance(listed, list) else set()
 
     def _present(self):
@@ -284,12 +301,16 @@ class Run:
             if self.meta.get("status") == "complete" and (self.path, pq) not in _WARNED:
                 # the run converted it: the Parquet is gone, the raw rows are the same data
                 _WARNED.add((self.path, pq))
-                print(f"commscope: warning: {pq}: missing, though the run is complete; read "
-                      f"from {source}", file=sys.stderr)
+                print(
+                    f"commscope: warning: {pq}: missing, though the run is complete; read "
+                    f"from {source}",
+                    file=sys.stderr,
+                )
             df = self._read_raw(table)
         elif not pq.exists():
             if self.kind == "profile":  # never converted, or a table the conversion wrote
                 from .kinds import profile_table_gone, profile_tables_expected
+
                 want, problem = profile_tables_expected(self, self._present())
                 if problem:
                     raise InputError(*problem)
@@ -306,19 +327,29 @@ class Run:
             if col not in df.columns:  # written before the column existed: not measured
                 df[col] = value
         _check_columns(df, TABLE_COLUMNS.get((self.kind, table)), source)
-        _check_columns(df, {c: k for c, k in OPTIONAL_COLUMNS.get((self.kind, table), {}).items()
-                            if c in df.columns}, source)
+        _check_columns(
+            df,
+            {
+                c: k
+                for c, k in OPTIONAL_COLUMNS.get((self.kind, table), {}).items()
+                if c in df.columns
+            },
+            source,
+        )
         derived = derived and DERIVED_COLUMNS.get((self.kind, table))
         if derived and self.meta.get("status") == "complete":  # a stopped run has none yet
             if source != pq:  # a raw CSV never has them
-                raise InputError(pq, None, "missing: the run is complete, but its raw CSV "
-                                           f"lacks the columns computed after the job ({', '.join(derived)})")
+                raise InputError(
+                    pq,
+                    None,
+                    "missing: the run is complete, but its raw CSV "
+                    f"lacks the columns computed after the job ({', '.join(derived)})",
+                )
             _check_columns(df, derived, source)
         for col, allowed in TABLE_VALUES.get((self.kind, table), {}).items():
             bad = df[col][~df[col].isin(allowed)]
             if len(bad):
-                raise InputError(source, col, f"{bad.iloc[0]!r} is not one of "
-                                              f"{', '.join(allowed)}")
+                raise InputError(source, col, f"{bad.iloc[0]!r} is not one of {', '.join(allowed)}")
         key = TABLE_KEYS.get((self.kind, table))
         if key:
             _check_key(df, key, source)
@@ -341,16 +372,20 @@ class Run:
         """A complete run has rows, and (but partitioned, whose methods an MPI may lack)
         every point it planned: fewer is a damaged or cut table, not a smaller run."""
         if not len(df):
-            raise InputError(source, None, "no rows, though the run is complete (damaged or "
-                                           "cut short)")
+            raise InputError(
+                source, None, "no rows, though the run is complete (damaged or cut short)"
+            )
         if self.kind == "partitioned":
             return
         planned = self._planned_or_none(lambda: points.planned(self.meta["parameters"]))
         done = self._planned_or_none(lambda: self.complete_points(df))
         if planned is not None and done is not None and len(done) < len(planned):
-            raise InputError(source, ",".join(points.key),
-                             f"only {len(done)} of {len(planned)} {points.unit} complete, though "
-                             "the run is complete (rows missing: damaged or cut short)")
+            raise InputError(
+                source,
+                ",".join(points.key),
+                f"only {len(done)} of {len(planned)} {points.unit} complete, though "
+                "the run is complete (rows missing: damaged or cut short)",
+            )
 
     def check(self):
         """Read every table the run has (and, for a profile, those it should have): one
@@ -368,6 +403,7 @@ class Run:
         have = self._present()
         if self.kind == "profile":
             from .kinds import profile_tables_expected
+
             want, problem = profile_tables_expected(self, have)
             if problem:
                 raise InputError(*problem)
@@ -439,9 +475,12 @@ class Run:
         status = self.status
         if status == "complete":
             return None
-        what = {"running": "still running" + (f" on {self.meta.get('commscope_host')}"
-                                              if self.meta.get("commscope_host") else ""),
-                "interrupted": "interrupted", "failed": "failed"}[status]
+        what = {
+            "running": "still running"
+            + (f" on {self.meta.get('commscope_host')}" if self.meta.get("commscope_host") else ""),
+            "interrupted": "interrupted",
+            "failed": "failed",
+        }[status]
         if status == "interrupted" and isinstance(self.meta.get("interrupted"), dict):
             what += f" by {self.meta['interrupted'].get('signal')} at {self.meta['interrupted'].get('time')}"
         elif status == "interrupted":
@@ -463,9 +502,12 @@ class Run:
 
 def raw_segments(raw_dir, table):
     """``raw/<table>.csv`` then ``raw/resume-<k>/<table>.csv`` in k order, those that exist."""
-    resumed = sorted(Path(raw_dir).glob(f"resume-*/{table}.csv"),
-                     key=lambda p: int(p.parent.name.split("-")[1])
-                     if p.parent.name.split("-")[1].isdigit() else 0)
+    resumed = sorted(
+        Path(raw_dir).glob(f"resume-*/{table}.csv"),
+        key=lambda p: (
+            int(p.parent.name.split("-")[1]) if p.parent.name.split("-")[1].isdigit() else 0
+        ),
+    )
     first = Path(raw_dir) / f"{table}.csv"
     return ([first] if first.exists() else []) + resumed
 
@@ -487,8 +529,11 @@ def read_csv_table(path):
     text = require_regular_file(path).read_bytes()
     if text and not text.endswith(b"\n"):
         line = text.count(b"\n") + 1
-        print(f"commscope: warning: {path}: line {line} is incomplete (still being written, "
-              "or its writer was stopped); ignored", file=sys.stderr)
+        print(
+            f"commscope: warning: {path}: line {line} is incomplete (still being written, "
+            "or its writer was stopped); ignored",
+            file=sys.stderr,
+        )
         text = text[: text.rfind(b"\n") + 1]
     try:
         return pd.read_csv(io.BytesIO(text))
@@ -502,13 +547,21 @@ def _check_profile_rows(run, table, source):
     """A profile whose ranks left counters has rows in its core tables (every rank counts
     its MPI_Init): none there is a damaged table, not a program without MPI calls."""
     from .kinds import PROFILE_CORE_TABLES
-    ranks = (run.meta.get("profile") or {}).get("ranks") if isinstance(
-        run.meta.get("profile"), dict) else None
+
+    ranks = (
+        (run.meta.get("profile") or {}).get("ranks")
+        if isinstance(run.meta.get("profile"), dict)
+        else None
+    )
     count = ranks.get("count") if isinstance(ranks, dict) else None
     if table in PROFILE_CORE_TABLES and isinstance(count, int) and count > 0:
-        raise InputError(source, None, f"no rows, though {count} rank{'s' if count > 1 else ''} "
-                                       "left counters (meta.json profile.ranks.count): damaged "
-                                       "or cut short")
+        raise InputError(
+            source,
+            None,
+            f"no rows, though {count} rank{'s' if count > 1 else ''} "
+            "left counters (meta.json profile.ranks.count): damaged "
+            "or cut short",
+        )
 
 
 def _row_label(row, key):
@@ -523,10 +576,13 @@ def _check_key(df, key, source):
     dup = df.duplicated(list(key))
     if dup.any():
         first = df[dup].iloc[0]
-        raise InputError(source, ",".join(key),
-                         f"{int(dup.sum())} row{'s' if dup.sum() > 1 else ''} repeat another "
-                         f"row's key (the first: {_row_label(first, key)}): the table is "
-                         "damaged (rows counted twice)")
+        raise InputError(
+            source,
+            ",".join(key),
+            f"{int(dup.sum())} row{'s' if dup.sum() > 1 else ''} repeat another "
+            f"row's key (the first: {_row_label(first, key)}): the table is "
+            "damaged (rows counted twice)",
+        )
 
 
 def _apply_check(df, check, key, source):
@@ -539,9 +595,12 @@ def _apply_check(df, check, key, source):
     if bad.any():
         row = df[bad].iloc[0]
         where = f" ({_row_label(row, key)})" if key else ""
-        raise InputError(source, check.column,
-                         f"must be {check.rule}; {int(bad.sum())} row{'s' if bad.sum() > 1 else ''} "
-                         f"are not{where}: {check.column} = {row[check.column]}")
+        raise InputError(
+            source,
+            check.column,
+            f"must be {check.rule}; {int(bad.sum())} row{'s' if bad.sum() > 1 else ''} "
+            f"are not{where}: {check.column} = {row[check.column]}",
+        )
 
 
 def missing_names(values):
@@ -557,17 +616,20 @@ def _check_columns(df, columns, source):
         if col not in df.columns:
             raise InputError(source, col, "required column is missing")
         dkind = df[col].dtype.kind
-        ok = {"i": "iu", "p": "iu", "f": "iuf", "n": "iuf", "O": "OSUT",
-              "b": "b"}.get(kind, dkind)  # "*": any
+        ok = {"i": "iu", "p": "iu", "f": "iuf", "n": "iuf", "O": "OSUT", "b": "b"}.get(
+            kind, dkind
+        )  # "*": any
         if dkind not in ok and not (kind == "O" and str(df[col].dtype).startswith("str")):
-            what = {"i": "integer", "p": "integer", "O": "text", "b": "true/false"}.get(kind, "number")
+            what = {"i": "integer", "p": "integer", "O": "text", "b": "true/false"}.get(
+                kind, "number"
+            )
             raise InputError(source, col, f"expected {what} values, found dtype {df[col].dtype}")
         if kind in "ipfb*" and len(df) and df[col].isna().any():
             raise InputError(source, col, "has missing or non-numeric values")
         if kind == "p" and len(df) and (df[col] <= 0).any():
             raise InputError(source, col, f"must be positive, found {df[col].min()}")
         if kind in "O*" and len(df) and (df[col].astype(str) == "nan").any():
-            raise InputError(source, col, "holds the text \"nan\" (a missing number), not a name")
+            raise InputError(source, col, 'holds the text "nan" (a missing number), not a name')
 
 
 def validate_meta(meta, source):
@@ -580,8 +642,11 @@ def validate_meta(meta, source):
     if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(source, "schema_version", "missing or not an integer")
     if version != SCHEMA_VERSION:
-        raise InputError(source, "schema_version",
-                         f"unknown version {version} (this commscope reads version {SCHEMA_VERSION})")
+        raise InputError(
+            source,
+            "schema_version",
+            f"unknown version {version} (this commscope reads version {SCHEMA_VERSION})",
+        )
     validate(meta, "run-meta", source)  # every field's type, parameters per kind
 
 
@@ -621,7 +686,9 @@ def open_run(path, warn=True):
     try:
         meta = json.loads(meta_path.read_text())
     except json.JSONDecodeError as exc:
-        raise InputError(meta_path, f"line {exc.lineno}", f"malformed or truncated JSON ({exc.msg})") from None
+        raise InputError(
+            meta_path, f"line {exc.lineno}", f"malformed or truncated JSON ({exc.msg})"
+        ) from None
     except UnicodeDecodeError:
         raise InputError(meta_path, None, "not a text file") from None
     validate_meta(meta, meta_path)

@@ -20,8 +20,10 @@ DEFAULT_STEPS = [
     "commscope bench hvpingpong --ranks-per-node 1 --name hvpingpong",
 ]
 # Node i sends to node i + N/2 (Bienz et al. 2018, Fig. 6): only on an even number of nodes, N >= 4.
-CONTENTION_STEP = ("commscope bench hvpingpong --contention --ranks-per-node {ppn} "
-                   "--messages 1:1000 --sizes 8,4K,64K --name hvpingpong-contention")
+CONTENTION_STEP = (
+    "commscope bench hvpingpong --contention --ranks-per-node {ppn} "
+    "--messages 1:1000 --sizes 8,4K,64K --name hvpingpong-contention"
+)
 FINAL_STEPS = [
     'commscope fit "$COMMSCOPE_RUNS" -o "$STUDY/machine-model.json"',
     'commscope report "$COMMSCOPE_RUNS" -o "$STUDY/report.html" '
@@ -36,8 +38,17 @@ def default_steps(nodes):
     return steps + FINAL_STEPS
 
 
-def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, account=None,
-                 job_name="commscope", steps=None, venv=None, workdir=None):
+def batch_script(
+    nodes,
+    ntasks_per_node,
+    time="00:30:00",
+    partition=None,
+    account=None,
+    job_name="commscope",
+    steps=None,
+    venv=None,
+    workdir=None,
+):
     """Return the text of an sbatch script running ``steps`` (commscope command lines).
 
     Each job writes into its own study directory (``study-<job id>``, or
@@ -56,23 +67,29 @@ def batch_script(nodes, ntasks_per_node, time="00:30:00", partition=None, accoun
     ppn = max(1, ntasks_per_node // 2)
     steps = [commscope_step(s) for s in steps] if steps else default_steps(nodes)
     steps = [s.replace("{ppn}", str(ppn)).replace("{nodes}", str(nodes)) for s in steps]
-    lines = ["#!/bin/bash",
-             f"#SBATCH --job-name={job_name}",
-             f"#SBATCH --nodes={nodes}",
-             f"#SBATCH --ntasks-per-node={ntasks_per_node}",
-             f"#SBATCH --time={time}",
-             "#SBATCH --exclusive"]
+    lines = [
+        "#!/bin/bash",
+        f"#SBATCH --job-name={job_name}",
+        f"#SBATCH --nodes={nodes}",
+        f"#SBATCH --ntasks-per-node={ntasks_per_node}",
+        f"#SBATCH --time={time}",
+        "#SBATCH --exclusive",
+    ]
     if partition:
         lines.append(f"#SBATCH --partition={partition}")
     if account:
         lines.append(f"#SBATCH --account={account}")
-    lines += ["", "# Written by `commscope slurm`; commscope launches with srun inside the",
-              "# allocation, so each step below is what you would type on one node.",
-              "set -euo pipefail",
-              f"cd {shlex.quote(str(workdir or Path.cwd()))}",
-              f"source {shlex.quote(str(venv / 'bin' / 'activate'))}",
-              'export STUDY="${COMMSCOPE_STUDY:-study-${SLURM_JOB_ID:-$$}}"',
-              'export COMMSCOPE_RUNS="$STUDY/runs"', ""]
+    lines += [
+        "",
+        "# Written by `commscope slurm`; commscope launches with srun inside the",
+        "# allocation, so each step below is what you would type on one node.",
+        "set -euo pipefail",
+        f"cd {shlex.quote(str(workdir or Path.cwd()))}",
+        f"source {shlex.quote(str(venv / 'bin' / 'activate'))}",
+        'export STUDY="${COMMSCOPE_STUDY:-study-${SLURM_JOB_ID:-$$}}"',
+        'export COMMSCOPE_RUNS="$STUDY/runs"',
+        "",
+    ]
     lines += steps
     return "\n".join(lines) + "\n"
 
@@ -84,6 +101,7 @@ def commscope_step(text):
     command, and shell chaining (one command per step).
     """
     from .cli import build_parser
+
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>")
     lexer.whitespace_split = True
     try:
@@ -92,8 +110,12 @@ def commscope_step(text):
         raise InputError("--step", None, f"{text!r}: {exc}") from None
     chained = [w for w in words if w and set(w) <= set(";&|<>")]
     if chained:
-        raise InputError("--step", None, f"{text!r}: one commscope command per --step "
-                         f"(found {chained[0]!r}); give --step again for the next one")
+        raise InputError(
+            "--step",
+            None,
+            f"{text!r}: one commscope command per --step "
+            f"(found {chained[0]!r}); give --step again for the next one",
+        )
     rest = text.strip()
     if words[:1] == ["commscope"] or (words and words[0].endswith("/commscope")):
         words, rest = words[1:], rest.split(None, 1)[1] if len(words) > 1 else ""
@@ -103,9 +125,13 @@ def commscope_step(text):
         if choices is None:
             break
         if word not in choices:
-            raise InputError("--step", None, f"{text!r} is not a commscope command: "
-                             f"{' '.join([*path, word])!r} is not one of "
-                             f"{', '.join(sorted(choices))}")
+            raise InputError(
+                "--step",
+                None,
+                f"{text!r} is not a commscope command: "
+                f"{' '.join([*path, word])!r} is not one of "
+                f"{', '.join(sorted(choices))}",
+            )
         parser, path = choices[word], [*path, word]
     if not path:
         raise InputError("--step", None, "empty step: give a commscope command line")
@@ -114,6 +140,7 @@ def commscope_step(text):
 
 def _subcommands(parser):
     import argparse
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices
@@ -122,4 +149,5 @@ def _subcommands(parser):
 
 def _valid_time(text):
     import re
+
     return bool(re.fullmatch(r"(\d+-)?\d{1,2}:\d{2}:\d{2}|\d+", text))

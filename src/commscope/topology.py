@@ -33,8 +33,9 @@ def numa_nodes():
 
 def node_topology():
     """A summary of this node: host, sockets, cores, hardware threads, NUMA nodes."""
-    cpus = sorted(int(p.name[3:]) for p in SYS_CPU.glob("cpu[0-9]*")
-                  if (p / "topology").exists()) or list(range(os.cpu_count() or 1))
+    cpus = sorted(
+        int(p.name[3:]) for p in SYS_CPU.glob("cpu[0-9]*") if (p / "topology").exists()
+    ) or list(range(os.cpu_count() or 1))
     where = {cpu: cpu_location(cpu) for cpu in cpus}
     sockets = sorted({s for s, _ in where.values()})
     cores = sorted(set(where.values()))
@@ -48,7 +49,9 @@ def node_topology():
         "numa_nodes": len(numa),
         "numa_cpus": {str(k): v for k, v in numa.items()},
         "cpu_socket_core": {str(c): list(sc) for c, sc in where.items()},
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else len(cpus),
+        "usable_cpus": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else len(cpus),
     }
 
 
@@ -75,4 +78,6 @@ def shared_hosts_note(shared):
     return " ".join(
         f"Slurm nodes {', '.join(nodes)} share host {host}: their inter-node pairs "
         "communicate inside that one machine, so inter-node numbers here do not measure a "
-        "network." for host, nodes in shared.items())
+        "network."
+        for host, nodes in shared.items()
+    )

@@ -7,10 +7,22 @@ import re
 from .errors import InputError
 
 # K, Ki, KiB are binary (2^10, as OSU and MPI count); KB, MB, GB are SI (10^3).
-_UNITS = {"": 1, "b": 1,
-          "k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 10 ** 3,
-          "m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 10 ** 6,
-          "g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 10 ** 9}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "ki": 1 << 10,
+    "kib": 1 << 10,
+    "kb": 10**3,
+    "m": 1 << 20,
+    "mi": 1 << 20,
+    "mib": 1 << 20,
+    "mb": 10**6,
+    "g": 1 << 30,
+    "gi": 1 << 30,
+    "gib": 1 << 30,
+    "gb": 10**9,
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
 SIZE_HELP = "sizes: 4096, 8K = 8KiB = 8192, 16MB = 16000000 (K/KiB binary, KB SI)"
 #: Largest size any command accepts: numpy's int64 would wrap above it.
@@ -68,6 +80,7 @@ def parse_size_range(text, option="-m"):
 def parse_count(text):
     """A whole count written as ``10000``, ``1e6`` or ``1_000_000`` (an argparse type)."""
     import argparse
+
     try:
         value = float(str(text).replace("_", ""))
     except ValueError:
@@ -79,18 +92,48 @@ def parse_count(text):
 
 # -- unit suffixes of names (docs/conventions.md) -------------------------------------
 #: Stored data (Parquet columns, meta.json, machine models, every --json): SI units.
-DATA_UNITS = {"_s": "seconds", "_bytes": "bytes", "_Bps": "bytes per second",
-              "_s_per_byte": "seconds per byte", "_msgs_per_s": "messages per second"}
+DATA_UNITS = {
+    "_s": "seconds",
+    "_bytes": "bytes",
+    "_Bps": "bytes per second",
+    "_s_per_byte": "seconds per byte",
+    "_msgs_per_s": "messages per second",
+}
 #: Display only (printed tables, figures): never in stored data.
-DISPLAY_UNITS = {"_MBps": "MB/s = 10^6 bytes per second", "_us": "microseconds",
-                 "_ms": "milliseconds", "_MiBps": "MiB/s", "_KiB": "KiB", "_MB": "MB"}
+DISPLAY_UNITS = {
+    "_MBps": "MB/s = 10^6 bytes per second",
+    "_us": "microseconds",
+    "_ms": "milliseconds",
+    "_MiBps": "MiB/s",
+    "_KiB": "KiB",
+    "_MB": "MB",
+}
 #: Words that make a number without a unit: counter values, relative errors, ratios
 #: (``a_over_b``, the scale factor ``k``), shares, efficiencies, a confidence level, the
 #: GEV shape, a coefficient of variability, and counts that may be averaged (queue
 #: depths and lengths, ob1's recvq/msgq lengths, messages, operations).
-DIMENSIONLESS = ("value", "rel", "ratio", "over", "k", "fraction", "share", "pct", "efficiency",
-                 "confidence", "shape", "variability", "depth", "length", "recvq", "msgq",
-                 "messages", "ops", "aic", "bic")  # aic, bic: information criteria
+DIMENSIONLESS = (
+    "value",
+    "rel",
+    "ratio",
+    "over",
+    "k",
+    "fraction",
+    "share",
+    "pct",
+    "efficiency",
+    "confidence",
+    "shape",
+    "variability",
+    "depth",
+    "length",
+    "recvq",
+    "msgq",
+    "messages",
+    "ops",
+    "aic",
+    "bic",
+)  # aic, bic: information criteria
 _TIME_WORDS = ("time", "elapsed", "latency", "duration", "wait", "delay")
 _RATE_WORDS = ("bandwidth", "rate", "throughput")
 _RATE_PROBLEM = "a rate: bytes per second (_Bps) or messages per second (_msgs_per_s)"
@@ -98,8 +141,9 @@ _RATE_PROBLEM = "a rate: bytes per second (_Bps) or messages per second (_msgs_p
 
 def _unit_suffix(name):
     """The data unit a name ends with (the longest; a bare ``bytes`` counts), or None."""
-    return next((s for s in sorted(DATA_UNITS, key=len, reverse=True)
-                 if f"_{name}".endswith(s)), None)
+    return next(
+        (s for s in sorted(DATA_UNITS, key=len, reverse=True) if f"_{name}".endswith(s)), None
+    )
 
 
 def column_unit_problem(name, dtype_kind):
@@ -127,8 +171,10 @@ def column_unit_problem(name, dtype_kind):
     if "size" in words and unit != "_bytes":
         return "a size: bytes, name ending in _bytes"
     if dtype_kind == "f" and unit is None and not any(w in DIMENSIONLESS for w in words):
-        return ("a number without a unit suffix (_s, _bytes, _Bps), and none of the words of "
-                "units.DIMENSIONLESS")
+        return (
+            "a number without a unit suffix (_s, _bytes, _Bps), and none of the words of "
+            "units.DIMENSIONLESS"
+        )
     return None
 
 
@@ -156,7 +202,8 @@ def json_unit_problems(obj, path=""):
             problem = None
         else:
             problem = column_unit_problem(
-                name, "O" if isinstance(value, str) else "i" if isinstance(value, int) else "f")
+                name, "O" if isinstance(value, str) else "i" if isinstance(value, int) else "f"
+            )
         if problem:
             yield where, problem
         yield from json_unit_problems(value, where)
@@ -176,12 +223,12 @@ def display_column(name, value):
     """(printed name, printed value): bandwidth in MB/s, everything else as stored."""
     if name.endswith("_Bps"):
         if isinstance(value, tuple):  # an interval
-            return name[:-len("_Bps")] + "_MBps", tuple(display_column(name, v)[1] for v in value)
+            return name[: -len("_Bps")] + "_MBps", tuple(display_column(name, v)[1] for v in value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = value / 1e6
         elif hasattr(value, "dtype") and value.dtype.kind in "iuf":
             value = value / 1e6
-        return name[:-len("_Bps")] + "_MBps", value
+        return name[: -len("_Bps")] + "_MBps", value
     return name, value
 
 
@@ -199,13 +246,17 @@ def format_seconds(seconds, digits=3):
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
         if abs(rounded) >= scale or unit == "ns":
             value = rounded / scale
-            return f"{value:.0f} {unit}" if abs(value) >= 10 ** digits else f"{value:.{digits}g} {unit}"
+            return (
+                f"{value:.0f} {unit}" if abs(value) >= 10**digits else f"{value:.{digits}g} {unit}"
+            )
 
 
 # -- what a person reads in the HTML report (docs/conventions.md) ----------------------
 #: Units a value is written in by the suffix of its name, longest suffix first.
 _HUMAN_SUFFIXES = ("_s_per_byte", "_msgs_per_s", "_bytes", "_Bps", "_pct", "_s")
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+_SUPERSCRIPT = str.maketrans(
+    "-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
 
 
 def format_number(value, digits=3):
@@ -250,15 +301,25 @@ def format_rate(value, unit, digits=3):
     for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:
             sep = "" if unit[0] == "B" else " "  # GB/s, but M msgs/s
-            return f"{format_number(float(f'{value / scale:.{digits}g}'), digits)} {prefix}{sep}{unit}"
+            return (
+                f"{format_number(float(f'{value / scale:.{digits}g}'), digits)} {prefix}{sep}{unit}"
+            )
     return f"{format_number(value, digits)} {unit}"
 
 
 #: A number without a unit whose name says it is a share of something (a fraction of 1):
 #: a person reads it in per cent (``laggard_share`` 0.0192 is ``1.92 %``; a relative
 #: error -0.168 is ``-16.8 %``; an idle ratio R/(n max) is a share of the slowest time).
-SHARE_NAMES = ("share", "fraction", "rel_error", "rel_err", "median_error", "idle_ratio",
-               "efficiency", "probability")
+SHARE_NAMES = (
+    "share",
+    "fraction",
+    "rel_error",
+    "rel_err",
+    "median_error",
+    "idle_ratio",
+    "efficiency",
+    "probability",
+)
 
 
 def is_share(name):
@@ -288,7 +349,7 @@ def human_value(name, value, digits=3):
     is for people only (the report and the printed tables).
     """
     suffix = next((s for s in _HUMAN_SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
-    label = name[:-len(suffix)] if suffix else name
+    label = name[: -len(suffix)] if suffix else name
     if name == "msgs_per_s":  # a bare message rate (top): not seconds
         suffix, label = "_msgs_per_s", name
     if name == "bytes" or (suffix is None and name.startswith("bytes_")):  # a size: bytes_sent
@@ -323,13 +384,28 @@ def human_value(name, value, digits=3):
 
 
 #: Words of stored names written out in a header a person reads (:func:`header_words`).
-HEADER_WORDS = {"mpi": "MPI", "ci95": "95 % interval", "avg": "mean", "rel": "relative",
-                "err": "error", "prq": "posted-queue", "umq": "unexpected-queue",
-                "msgq": "message queue", "recvq": "receive queue", "cv": "left-out",
-                "pct": "%", "mc": "Monte Carlo", "bic": "BIC", "aic": "AIC",
-                "p05": "5th percentile", "p95": "95th percentile",
-                "se": "standard error", "num": "number of", "msgs": "messages",
-                "ci": "interval"}
+HEADER_WORDS = {
+    "mpi": "MPI",
+    "ci95": "95 % interval",
+    "avg": "mean",
+    "rel": "relative",
+    "err": "error",
+    "prq": "posted-queue",
+    "umq": "unexpected-queue",
+    "msgq": "message queue",
+    "recvq": "receive queue",
+    "cv": "left-out",
+    "pct": "%",
+    "mc": "Monte Carlo",
+    "bic": "BIC",
+    "aic": "AIC",
+    "p05": "5th percentile",
+    "p95": "95th percentile",
+    "se": "standard error",
+    "num": "number of",
+    "msgs": "messages",
+    "ci": "interval",
+}
 
 
 def header_words(name):

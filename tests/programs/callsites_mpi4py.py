@@ -6,6 +6,7 @@ Isend, Recv and Wait 5 x 800 B; two Barriers; a pickled send through mpi4py.util
 (mpi4py's own Python code, between the line and the MPI call: the site is still the
 line here).
 """
+
 from mpi4py import MPI  # SITE: init
 from mpi4py.util import pkl5
 

@@ -41,16 +41,41 @@ HALO_ITER_W = 17.0
 #: Defaults per workload: FTQ mean/sd in seconds, FWQ in integer additions,
 #: DGEMM/SPMV matrix (grid) side.  The thesis ran 100 ms FTQ intervals; 10 ms keeps
 #: a 200-interval run near two seconds here.
-DEFAULTS = dict(intervals=200, warmup=2, dist="normal", ftq_mean_s=0.01, ftq_sd_s=0.001,
-                fwq_mean_ops=5_000_000, fwq_sd_ops=500_000, dgemm_dim=256, spmv_dim=512,
-                reps=1, halo_bytes=0, flush_every=10)
+DEFAULTS = dict(
+    intervals=200,
+    warmup=2,
+    dist="normal",
+    ftq_mean_s=0.01,
+    ftq_sd_s=0.001,
+    fwq_mean_ops=5_000_000,
+    fwq_sd_ops=500_000,
+    dgemm_dim=256,
+    spmv_dim=512,
+    reps=1,
+    halo_bytes=0,
+    flush_every=10,
+)
 
 #: Parameters that must agree for two runs to be the same experiment at two scales.
 EXPERIMENT_KEYS = ("workload", "dist", "mean", "sd", "dim", "reps", "halo_bytes")
 
 
-def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=None, sd=None,
-            dim=None, reps=1, halo_bytes=0, seed=None, flush_every=10, **launch_kw):
+def run_bsp(
+    workload,
+    ranks=2,
+    intervals=200,
+    *,
+    warmup=2,
+    dist="normal",
+    mean=None,
+    sd=None,
+    dim=None,
+    reps=1,
+    halo_bytes=0,
+    seed=None,
+    flush_every=10,
+    **launch_kw,
+):
     """Run the bulk-synchronous harness on ``ranks`` ranks; returns the finished Run.
 
     ``workload``: "ftq", "fwq", "dgemm" or "spmv".  For FTQ, ``mean``/``sd`` are the
@@ -66,19 +91,28 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
     :func:`~commscope.bench.driver.run_benchmark`.
     """
     if workload not in WORKLOADS:
-        raise InputError("--workload", None,
-                         f"expected one of {', '.join(WORKLOADS)}, got {workload!r}")
+        raise InputError(
+            "--workload", None, f"expected one of {', '.join(WORKLOADS)}, got {workload!r}"
+        )
     if dist not in DISTRIBUTIONS:
-        raise InputError("--dist", None,
-                         f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
-    for name, v, lo in (("--ranks", ranks, 1), ("--intervals", intervals, 1),
-                        ("--warmup", warmup, 0), ("--reps", reps, 1),
-                        ("--flush-every", flush_every, 1)):
+        raise InputError(
+            "--dist", None, f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}"
+        )
+    for name, v, lo in (
+        ("--ranks", ranks, 1),
+        ("--intervals", intervals, 1),
+        ("--warmup", warmup, 0),
+        ("--reps", reps, 1),
+        ("--flush-every", flush_every, 1),
+    ):
         if not isinstance(v, (int, np.integer)) or v < lo:
             raise InputError(name, None, f"must be an integer >= {lo}, got {v!r}")
     if not isinstance(halo_bytes, (int, np.integer)) or halo_bytes < 0 or halo_bytes % 8:
-        raise InputError("--halo-bytes", None, "must be a non-negative multiple of 8 "
-                                               f"(whole doubles), got {halo_bytes!r}")
+        raise InputError(
+            "--halo-bytes",
+            None,
+            f"must be a non-negative multiple of 8 (whole doubles), got {halo_bytes!r}",
+        )
     timed = workload in ("ftq", "fwq")
     if timed:
         mean_opt = "--compute" if workload == "ftq" else "--ops"  # the CLI's name for it
@@ -92,15 +126,25 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
         if dist in ("lognormal", "exponential") and mean <= 0:
             raise InputError(mean_opt, None, f"the {dist} distribution needs a positive mean")
         if dist == "exponential" and sd > mean:  # shifted: mean - sd + Exp(scale sd) >= 0
-            raise InputError("--sd", None, f"the exponential draw is mean - sd + Exp(sd), so it "
-                                           f"needs sd <= mean, got sd {sd} > mean {mean}")
+            raise InputError(
+                "--sd",
+                None,
+                f"the exponential draw is mean - sd + Exp(sd), so it "
+                f"needs sd <= mean, got sd {sd} > mean {mean}",
+            )
         if workload == "ftq" and mean > 60:
-            raise InputError(mean_opt, None, f"FTQ mean is in seconds; {mean} s per interval "
-                                             "is not a sensible quantum")
+            raise InputError(
+                mean_opt,
+                None,
+                f"FTQ mean is in seconds; {mean} s per interval is not a sensible quantum",
+            )
     else:
         if mean is not None or sd is not None:
-            raise InputError("--compute", None, f"only ftq and fwq draw their work; {workload} "
-                                             "takes --dim and --reps")
+            raise InputError(
+                "--compute",
+                None,
+                f"only ftq and fwq draw their work; {workload} takes --dim and --reps",
+            )
         if dim is None:
             dim = DEFAULTS["dgemm_dim"] if workload == "dgemm" else DEFAULTS["spmv_dim"]
         if not isinstance(dim, (int, np.integer)) or dim < 1:
@@ -112,14 +156,34 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
     if not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**62:
         raise InputError("--seed", None, f"must be a non-negative integer, got {seed!r}")
 
-    params = dict(workload=workload, ranks=ranks, intervals=intervals, warmup=warmup,
-                  halo_bytes=int(halo_bytes), flush_every=flush_every,
-                  dist=dist if timed else None,
-                  mean=float(mean) if timed else None, sd=float(sd) if timed else None,
-                  mean_unit="s" if workload == "ftq" else "ops" if workload == "fwq" else None,
-                  dim=None if timed else int(dim), reps=None if timed else int(reps))
-    args = ["--workload", workload, "--intervals", intervals, "--warmup", warmup,
-            "--halo-bytes", int(halo_bytes), "--seed", int(seed), "--flush-every", flush_every]
+    params = dict(
+        workload=workload,
+        ranks=ranks,
+        intervals=intervals,
+        warmup=warmup,
+        halo_bytes=int(halo_bytes),
+        flush_every=flush_every,
+        dist=dist if timed else None,
+        mean=float(mean) if timed else None,
+        sd=float(sd) if timed else None,
+        mean_unit="s" if workload == "ftq" else "ops" if workload == "fwq" else None,
+        dim=None if timed else int(dim),
+        reps=None if timed else int(reps),
+    )
+    args = [
+        "--workload",
+        workload,
+        "--intervals",
+        intervals,
+        "--warmup",
+        warmup,
+        "--halo-bytes",
+        int(halo_bytes),
+        "--seed",
+        int(seed),
+        "--flush-every",
+        flush_every,
+    ]
     if timed:
         args += ["--dist", dist, "--mean", repr(float(mean)), "--sd", repr(float(sd))]
     else:
@@ -127,12 +191,20 @@ def run_bsp(workload, ranks=2, intervals=200, *, warmup=2, dist="normal", mean=N
     env = dict(launch_kw.pop("extra_env", None) or {})
     # the thesis runs one single-threaded BLAS per core
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    return run_benchmark("bsp", "bsp", args, nranks=ranks, parameters=params,
-                         seeds={"bsp": int(seed), "rank_stream": "seed + rank (splitmix64)"},
-                         extra_env=env, **launch_kw)
+    return run_benchmark(
+        "bsp",
+        "bsp",
+        args,
+        nranks=ranks,
+        parameters=params,
+        seeds={"bsp": int(seed), "rank_stream": "seed + rank (splitmix64)"},
+        extra_env=env,
+        **launch_kw,
+    )
 
 
 # --- ground truth for the checksums (used by the tests and by check_run) -----------
+
 
 def _weighted(v):
     v = np.asarray(v, dtype=float).ravel()
@@ -148,6 +220,7 @@ def dgemm_operands(n):
 def spmv_operands(n):
     """The harness's SPMV inputs: the 5-point Laplacian of an n x n grid (scipy CSR), x."""
     import scipy.sparse as sp
+
     t = sp.diags_array([-1.0, 4.0, -1.0], offsets=[-1, 0, 1], shape=(n, n))
     s = sp.diags_array([-1.0, -1.0], offsets=[-1, 1], shape=(n, n))
     a = (sp.kron(sp.eye_array(n), t) + sp.kron(s, sp.eye_array(n))).tocsr()
@@ -187,7 +260,10 @@ def interval_matrix(run, column="interval_s"):
     Ranks are ordered by (host, rank) so the ranks of a node are adjacent.
     """
     from ..stats.bootstrap import per_rank_matrix
+
     df = run.table("intervals")
     frame = df.rename(columns={"interval": "iteration", column: "time_s", "host": "node"})
-    return per_rank_matrix(frame[["iteration", "rank", "time_s", "node"]],
-                           source=os.fspath(run.table_file("intervals")))
+    return per_rank_matrix(
+        frame[["iteration", "rank", "time_s", "node"]],
+        source=os.fspath(run.table_file("intervals")),
+    )

@@ -25,8 +25,15 @@ from .. import launch, mpi as mpimod, srun_mpi
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..kinds import POINTS
-from ..runs import (Run, describe_os_error, open_run, process_start_ticks, raw_segments,
-                    read_csv_table, utc_now)
+from ..runs import (
+    Run,
+    describe_os_error,
+    open_run,
+    process_start_ticks,
+    raw_segments,
+    read_csv_table,
+    utc_now,
+)
 from ..topology import node_topology, shared_hosts, shared_hosts_note
 
 
@@ -49,9 +56,13 @@ def mpi_info(mpi):
     plan = launch.plan_launch(mpi, 2, program)
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     if res.returncode != 0:
-        raise (srun_mpi.singleton_problem(plan, res.stderr) or
-               EnvironmentProblem(f"cs_mpiinfo failed under {mpi.name} (launcher "
-                                  f"{plan.argv[0]}):\n{res.stderr.strip()}"))
+        raise (
+            srun_mpi.singleton_problem(plan, res.stderr)
+            or EnvironmentProblem(
+                f"cs_mpiinfo failed under {mpi.name} (launcher "
+                f"{plan.argv[0]}):\n{res.stderr.strip()}"
+            )
+        )
     try:
         info = json.loads(res.stdout)
     except json.JSONDecodeError as exc:
@@ -86,6 +97,7 @@ class RunFile:
     """A native program's argument that names file ``name`` of the run directory (an input
     kept with the run, e.g. mtmatch's plan).  With ``text``, :func:`run_benchmark` writes
     the file before the job starts; a resumed run reads the same file."""
+
     name: str
     text: Optional[str] = None
 
@@ -105,10 +117,28 @@ def _run_args(run, args):
     return out
 
 
-def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=None,
-                  mpi_spec=None, runs_root=None, hosts=None, ranks_per_node=None,
-                  bind="auto", timeout=None, echo=True, progress=True, run_name=None,
-                  extra_env=None, collectors=(), launcher="auto"):
+def run_benchmark(
+    kind,
+    program,
+    args,
+    *,
+    nranks,
+    parameters,
+    threads=1,
+    seeds=None,
+    mpi_spec=None,
+    runs_root=None,
+    hosts=None,
+    ranks_per_node=None,
+    bind="auto",
+    timeout=None,
+    echo=True,
+    progress=True,
+    run_name=None,
+    extra_env=None,
+    collectors=(),
+    launcher="auto",
+):
     """Build and run native program ``cs_<program>`` and return the finished :class:`Run`.
 
     ``args`` are the program's own options (``--out`` is added; a :class:`RunFile` becomes
@@ -125,8 +155,7 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
     binary = mpimod.binary(mpi, program)
     info = mpi_info(mpi)
     collectors = [make(mpi, binary) for make in collectors]
-    run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds,
-                     name=run_name)
+    run = Run.create(runs_root or default_runs_root(), kind, parameters, seeds=seeds, name=run_name)
     run.meta["program"] = program
     try:
         args = _run_args(run, args)
@@ -135,19 +164,43 @@ def run_benchmark(kind, program, args, *, nranks, parameters, threads=1, seeds=N
         raise
     program, argv = binary, [*args, "--out", run.raw_dir]
     if collectors:
-        program, argv = launch.wrap_env(program, argv, [p for c in collectors for p in c.preload],
-                                        {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
-                                         **{k: v for c in collectors for k, v in c.env.items()}})
+        program, argv = launch.wrap_env(
+            program,
+            argv,
+            [p for c in collectors for p in c.preload],
+            {
+                "COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
+                **{k: v for c in collectors for k, v in c.env.items()},
+            },
+        )
     with run.removed_if_refused():  # a launch refused here leaves no run directory
-        plan = launch.plan_launch(mpi, nranks, program, argv,
-                                  hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
-                                  bind=bind, launcher=launcher)
+        plan = launch.plan_launch(
+            mpi,
+            nranks,
+            program,
+            argv,
+            hosts=hosts,
+            ranks_per_node=ranks_per_node,
+            threads=threads,
+            bind=bind,
+            launcher=launcher,
+        )
     plan.notes += [n for c in collectors for n in c.notes]
     if extra_env:
         plan.env.update(extra_env)
-    run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
-        "library_version", "mpi_version", "thread_level_provided", "partitioned",
-        "eager_cvars")}}
+    run.meta["mpi"] = {
+        **mpi.to_dict(),
+        **{
+            k: info.get(k)
+            for k in (
+                "library_version",
+                "mpi_version",
+                "thread_level_provided",
+                "partitioned",
+                "eager_cvars",
+            )
+        },
+    }
     run.meta["launch"] = plan.to_dict()
     run.meta["hosts"] = plan.hosts
     run.meta["topology"] = node_topology()
@@ -166,17 +219,23 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     run = open_run(path, warn=False)
     points, resume = POINTS.get(run.kind), RESUMABLE.get(run.kind)
     if points is None or resume is None:
-        raise InputError(run.path / "meta.json", "kind",
-                         f"{run.kind} runs cannot be resumed: they are not a sweep of "
-                         "independent points, so a stopped one restarts (run it again); "
-                         f"resumable: {', '.join(sorted(RESUMABLE))}")
+        raise InputError(
+            run.path / "meta.json",
+            "kind",
+            f"{run.kind} runs cannot be resumed: they are not a sweep of "
+            "independent points, so a stopped one restarts (run it again); "
+            f"resumable: {', '.join(sorted(RESUMABLE))}",
+        )
     status = run.status
     if status == "complete":
         raise InputError(run.path / "meta.json", "status", "complete: nothing to resume")
     if status == "running":
-        raise InputError(run.path / "meta.json", "status",
-                         f"still running (commscope pid {run.meta.get('commscope_pid')} on "
-                         f"{run.meta.get('commscope_host')})")
+        raise InputError(
+            run.path / "meta.json",
+            "status",
+            f"still running (commscope pid {run.meta.get('commscope_pid')} on "
+            f"{run.meta.get('commscope_host')})",
+        )
     params = run.meta["parameters"]
     planned = points.planned(params)
     done = {k for k, _ in run.complete_points()}
@@ -189,23 +248,38 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     segment = run.raw_dir / f"resume-{len(run.meta.get('resumed', [])) + 1}"
     old = run.meta["launch"]
     mpi_meta = run.meta["mpi"]
-    mpi = mpimod.select_mpi(mpi_meta["name"] if mpi_meta.get("name") in ("openmpi", "mpich")
-                            else mpi_meta.get("mpicc"))
+    mpi = mpimod.select_mpi(
+        mpi_meta["name"] if mpi_meta.get("name") in ("openmpi", "mpich") else mpi_meta.get("mpicc")
+    )
     binary = mpimod.binary(mpi, run.meta.get("program", run.kind))
     args = [*_run_args(run, resume.args(params, first)), "--out", segment]
     keep_complete_points(run, points, done)
-    plan = launch.plan_launch(mpi, old["nranks"], binary, args,
-                              hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
-                              threads=old.get("threads_per_rank", 1),
-                              bind="core" if old.get("bound") else "none",
-                              launcher=old.get("launcher", "auto"))
+    plan = launch.plan_launch(
+        mpi,
+        old["nranks"],
+        binary,
+        args,
+        hosts=old["hosts"] if len(old.get("hosts", [])) > 1 else None,
+        threads=old.get("threads_per_rank", 1),
+        bind="core" if old.get("bound") else "none",
+        launcher=old.get("launcher", "auto"),
+    )
     plan.env.update(old.get("env", {}))
     run.meta.setdefault("resumed", []).append(
-        {"time": utc_now(), "from": dict(zip(points.key, first)),
-         "segment": str(segment.relative_to(run.path)), "launch": plan.to_dict()})
-    run.meta.update(status="running", end_time=None, commscope_pid=os.getpid(),
-                    commscope_host=platform.node(),
-                    commscope_pid_start=process_start_ticks(os.getpid()))
+        {
+            "time": utc_now(),
+            "from": dict(zip(points.key, first)),
+            "segment": str(segment.relative_to(run.path)),
+            "launch": plan.to_dict(),
+        }
+    )
+    run.meta.update(
+        status="running",
+        end_time=None,
+        commscope_pid=os.getpid(),
+        commscope_host=platform.node(),
+        commscope_pid_start=process_start_ticks(os.getpid()),
+    )
     for key in ("interrupted", "failure"):
         run.meta.pop(key, None)
     run.save_meta()
@@ -223,6 +297,7 @@ class Resume:
     """How a sweep continues: ``args(parameters, first_key)`` are the native program's
     options that measure from the point ``first_key`` on; ``after(run)`` derives the run's
     extra tables once it is complete (also after a resume)."""
+
     args: Callable
     after: Optional[Callable] = None
 
@@ -271,8 +346,11 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
         if write_error is not None:
             extra["failure"] = describe_os_error(write_error)
         elif status == "failed":
-            extra["failure"] = (f"timed out after {timeout} s" if res.timed_out
-                                else f"job exited with status {res.returncode}")
+            extra["failure"] = (
+                f"timed out after {timeout} s"
+                if res.timed_out
+                else f"job exited with status {res.returncode}"
+            )
         try:
             _append(run.path / "stdout.txt", res.kept("stdout"))
             if res.stderr:
@@ -285,16 +363,21 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
         extra["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
         raise
     except BaseException as exc:
-        extra["failure"] = (describe_os_error(exc) if isinstance(exc, OSError)
-                            else f"{type(exc).__name__}: {exc}")
+        extra["failure"] = (
+            describe_os_error(exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        )
         raise
     finally:
         for c in collectors:
             c.finalize(run)
         record_placement(run)
         try:
-            run.finish(status, wall_s=round(res.wall_s, 3) if res else None,
-                       exit_status=res.returncode if res else None, **extra)
+            run.finish(
+                status,
+                wall_s=round(res.wall_s, 3) if res else None,
+                exit_status=res.returncode if res else None,
+                **extra,
+            )
         except OSError:
             if write_error is None:
                 raise  # else the native program's failed write is the one to name
@@ -307,7 +390,8 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
         tail = "\n".join(res.stderr.strip().splitlines()[-15:])
         raise EnvironmentProblem(
             f"{kind} job exited with status {res.returncode}; partial results kept in "
-            f"{run.path}\n{tail}")
+            f"{run.path}\n{tail}"
+        )
     return run
 
 
@@ -315,7 +399,9 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
 #: their own prefix: a profiled program's own messages never fail its run.
 _NATIVE_WRITE_ERROR = re.compile(
     r"^(?:commscope native|commscope profile: rank \d+|commscope_ompt|commscope_threadtiming): "
-    r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]", re.MULTILINE)
+    r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]",
+    re.MULTILINE,
+)
 
 
 def native_write_error(stderr):

@@ -26,10 +26,10 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-
 ORDERS = ("ordered", "reversed")
-DEFAULTS = dict(n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,),
-                min_messages=1000)
+DEFAULTS = dict(
+    n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,), min_messages=1000
+)
 MAX_COUNT = 1 << 20
 
 
@@ -37,7 +37,9 @@ def count_grid(n_min, n_max, per_decade=4):
     """Message counts from ``n_min`` to ``n_max`` (both included), ``per_decade`` per decade,
     log-spaced and rounded; the same grid the native program makes from ``-n``."""
     if not 1 <= n_min <= n_max:
-        raise InputError("--messages", None, f"need 1 <= MIN <= MAX message counts, got {n_min}:{n_max}")
+        raise InputError(
+            "--messages", None, f"need 1 <= MIN <= MAX message counts, got {n_min}:{n_max}"
+        )
     if per_decade < 1:
         raise InputError("--per-decade", None, f"must be at least 1, got {per_decade}")
     a, b = math.log10(n_min), math.log10(n_max)
@@ -69,26 +71,46 @@ def check_contention_layout(hosts=None, ranks_per_node=None):
     of N nodes; that needs an even number N >= 4 of nodes.
     """
     nodes = node_count(hosts)
-    where = ("--hosts" if hosts else "the Slurm allocation" if in_slurm_allocation()
-             else "no --hosts and not inside a Slurm allocation")
+    where = (
+        "--hosts"
+        if hosts
+        else "the Slurm allocation"
+        if in_slurm_allocation()
+        else "no --hosts and not inside a Slurm allocation"
+    )
     if nodes < 4 or nodes % 2:
         raise InputError(
-            "--contention", None,
+            "--contention",
+            None,
             f"needs an even number of nodes, at least 4 ({where}: {nodes} node"
             f"{'' if nodes == 1 else 's'}). Contention (Bienz et al. 2018, Sec. 4.2) is the wait for a shared "
             "network link: ranks on node i send to node i + N/2 so that every byte crosses the "
             "middle of a line of nodes (Fig. 6). On one node no message crosses a network link, "
             "so there is nothing to measure; run it with --hosts H1,H2,H3,H4 or inside a Slurm "
-            "allocation of 4 or more nodes")
+            "allocation of 4 or more nodes",
+        )
     ppn = ranks_per_node or 1
     if ppn < 1:
         raise InputError("--ranks-per-node", None, f"must be at least 1, got {ppn}")
     return nodes, ppn
 
 
-def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, sizes=(8,),
-                   total_bytes=None, orders=ORDERS, iters=10, warmup=2, contention=False,
-                   queues=False, min_messages=DEFAULTS["min_messages"], **launch_kw):
+def run_hvpingpong(
+    pairs=1,
+    n_min=1,
+    n_max=10000,
+    per_decade=4,
+    counts=None,
+    sizes=(8,),
+    total_bytes=None,
+    orders=ORDERS,
+    iters=10,
+    warmup=2,
+    contention=False,
+    queues=False,
+    min_messages=DEFAULTS["min_messages"],
+    **launch_kw,
+):
     """Run HighVolumePingPong and return the finished :class:`~commscope.runs.Run`.
 
     Message counts: ``counts`` (a list) or the log grid ``n_min..n_max`` with
@@ -108,7 +130,11 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
     orders = tuple(dict.fromkeys(str(o).strip().lower() for o in orders))
     bad = [o for o in orders if o not in ORDERS]
     if bad or not orders:
-        raise InputError("--order", None, f"expected ordered, reversed or both, got {','.join(orders) or 'nothing'}")
+        raise InputError(
+            "--order",
+            None,
+            f"expected ordered, reversed or both, got {','.join(orders) or 'nothing'}",
+        )
     count_opt = "--counts" if counts is not None else "--messages"  # what the user typed
     if counts is not None:
         counts = sorted({int(c) for c in counts})
@@ -122,64 +148,116 @@ def run_hvpingpong(pairs=1, n_min=1, n_max=10000, per_decade=4, counts=None, siz
         raise InputError(count_opt, None, f"at most 256 message counts (got {len(counts)})")
     if total_bytes is not None:
         if total_bytes < counts[-1]:
-            raise InputError("--total-bytes", None,
-                             f"{total_bytes} bytes over {counts[-1]} messages leaves less than "
-                             "1 byte per message")
+            raise InputError(
+                "--total-bytes",
+                None,
+                f"{total_bytes} bytes over {counts[-1]} messages leaves less than "
+                "1 byte per message",
+            )
         sizes = None
     else:
         sizes = sorted({int(s) for s in sizes})
         if not sizes or sizes[0] < 0:
             raise InputError("--sizes", None, "message sizes must be >= 0 bytes")
         if counts[-1] * sizes[-1] > (1 << 31):
-            raise InputError("--sizes", None, f"{counts[-1]} x {sizes[-1]} bytes exceeds 2 GiB "
-                                              f"per direction: lower {count_opt} or --sizes")
+            raise InputError(
+                "--sizes",
+                None,
+                f"{counts[-1]} x {sizes[-1]} bytes exceeds 2 GiB "
+                f"per direction: lower {count_opt} or --sizes",
+            )
     if iters < 1 or warmup < 0:
         bad_opt = "--iterations" if iters < 1 else "--warmup"
-        raise InputError(bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got "
-                                        f"{iters} and {warmup}")
+        raise InputError(
+            bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got {iters} and {warmup}"
+        )
     if not 0 <= min_messages <= MAX_COUNT:
-        raise InputError("--min-messages", None,
-                         f"must be 0 .. {MAX_COUNT}, got {min_messages}")
+        raise InputError("--min-messages", None, f"must be 0 .. {MAX_COUNT}, got {min_messages}")
     if pairs < 1:
         raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
     if contention:
-        nodes, ppn = check_contention_layout(launch_kw.get("hosts"), launch_kw.get("ranks_per_node"))
+        nodes, ppn = check_contention_layout(
+            launch_kw.get("hosts"), launch_kw.get("ranks_per_node")
+        )
         nranks = nodes * ppn
         launch_kw["ranks_per_node"] = ppn
     else:
         nranks = 2 * pairs
-    params = dict(pairs=nranks // 2, counts=counts, sizes=sizes, total_bytes=total_bytes,
-                  orders=list(orders), iters=iters, warmup=warmup,
-                  min_messages=int(min_messages), contention=bool(contention), queues=bool(queues),
-                  layout=("node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)" if contention
-                          else "rank i <-> rank i + P/2"))
-    return run_benchmark("hvpingpong", "hvpingpong", native_args(params), nranks=nranks,
-                         parameters=params, **launch_kw)
+    params = dict(
+        pairs=nranks // 2,
+        counts=counts,
+        sizes=sizes,
+        total_bytes=total_bytes,
+        orders=list(orders),
+        iters=iters,
+        warmup=warmup,
+        min_messages=int(min_messages),
+        contention=bool(contention),
+        queues=bool(queues),
+        layout=(
+            "node i <-> node i + N/2 (Bienz et al. 2018, Fig. 6)"
+            if contention
+            else "rank i <-> rank i + P/2"
+        ),
+    )
+    return run_benchmark(
+        "hvpingpong",
+        "hvpingpong",
+        native_args(params),
+        nranks=nranks,
+        parameters=params,
+        **launch_kw,
+    )
 
 
 def native_args(params):
     """Options of cs_hvpingpong for the parameters recorded in meta.json."""
-    args = ["--counts", ",".join(map(str, params["counts"])), "--order", ",".join(params["orders"]),
-            "-i", params["iters"], "-x", params["warmup"],
-            "--min-messages", params.get("min_messages", 0)]
-    args += (["--total-bytes", params["total_bytes"]] if params["total_bytes"] is not None
-             else ["--sizes", ",".join(map(str, params["sizes"]))])
-    return (args + (["--contention"] if params["contention"] else [])
-            + (["--queues"] if params.get("queues") else []))
+    args = [
+        "--counts",
+        ",".join(map(str, params["counts"])),
+        "--order",
+        ",".join(params["orders"]),
+        "-i",
+        params["iters"],
+        "-x",
+        params["warmup"],
+        "--min-messages",
+        params.get("min_messages", 0),
+    ]
+    args += (
+        ["--total-bytes", params["total_bytes"]]
+        if params["total_bytes"] is not None
+        else ["--sizes", ",".join(map(str, params["sizes"]))]
+    )
+    return (
+        args
+        + (["--contention"] if params["contention"] else [])
+        + (["--queues"] if params.get("queues") else [])
+    )
 
 
-register_resume("hvpingpong", lambda params, first: native_args(
-    dict(params, counts=[n for n in params["counts"] if n >= first[0]])))
+register_resume(
+    "hvpingpong",
+    lambda params, first: native_args(
+        dict(params, counts=[n for n in params["counts"] if n >= first[0]])
+    ),
+)
 
 
 # ------------------------------------------------------------------ analysis
+
 
 def medians(samples):
     """Median one-way time per (n_messages, size_bytes, order, locality, pairs)."""
     keys = [k for k in ("n_messages", "size_bytes", "order", "locality", "pairs") if k in samples]
     g = samples.groupby(keys)["time_s"]
-    return g.median().rename("median_s").to_frame().assign(
-        q25_s=g.quantile(0.25), q75_s=g.quantile(0.75), reps=g.size()).reset_index()
+    return (
+        g.median()
+        .rename("median_s")
+        .to_frame()
+        .assign(q25_s=g.quantile(0.25), q75_s=g.quantile(0.75), reps=g.size())
+        .reset_index()
+    )
 
 
 def model_table(samples, machine_model=None, gamma_s=None, reversed_search="upper"):
@@ -203,8 +281,9 @@ def model_table(samples, machine_model=None, gamma_s=None, reversed_search="uppe
         gamma_s = machine_model.gamma_s
     n = med["n_messages"].to_numpy(float)
     if gamma_s is not None:
-        case = np.where(med["order"] == "ordered", n, n * n if reversed_search == "upper"
-                        else n * (n + 1) / 2)
+        case = np.where(
+            med["order"] == "ordered", n, n * n if reversed_search == "upper" else n * (n + 1) / 2
+        )
         med["queue_s"] = gamma_s * case
         ordered = med[med["order"] == "ordered"].set_index(["n_messages", "size_bytes"])["median_s"]
         key = pd.MultiIndex.from_frame(med[["n_messages", "size_bytes"]])
@@ -218,8 +297,12 @@ def model_table(samples, machine_model=None, gamma_s=None, reversed_search="uppe
         for (loc, ppn), idx in med.groupby(["locality", "pairs"]).groups.items():
             sub = med.loc[idx]
             try:
-                one = p2p.node_aware_time(machine_model, sub["size_bytes"].to_numpy(float), loc,
-                                          ppn=int(ppn) if loc == "inter-node" else 1)
+                one = p2p.node_aware_time(
+                    machine_model,
+                    sub["size_bytes"].to_numpy(float),
+                    loc,
+                    ppn=int(ppn) if loc == "inter-node" else 1,
+                )
             except InputError:  # the machine model lacks this locality
                 continue
             med.loc[idx, "maxrate_s"] = sub["n_messages"].to_numpy(float) * np.asarray(one)

@@ -49,8 +49,7 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-
-BUDGETS_S = (1e-3, 100e-3)   # 002 Sec. 4.3: per-timestep budgets of 1 ms to 100 ms
+BUDGETS_S = (1e-3, 100e-3)  # 002 Sec. 4.3: per-timestep budgets of 1 ms to 100 ms
 MAX_THREADS = 1024
 
 
@@ -70,9 +69,9 @@ def build_plan(points, decomposition, k=None):
     :func:`commscope.models.stencil.stencil_counts` (checked).
     """
     dims = stencil.check_decomposition(decomposition, "--decomp")
-    counts = stencil.stencil_counts(points, dims, k)   # validates points, k, dimensions
+    counts = stencil.stencil_counts(points, dims, k)  # validates points, k, dimensions
     key = counts.stencil
-    per_thread = {}                                      # receiver position -> [sender position]
+    per_thread = {}  # receiver position -> [sender position]
     if key == stencil.NAIVE:
         for pos in np.ndindex(*dims):
             per_thread[pos] = [pos] * int(k)
@@ -91,14 +90,15 @@ def build_plan(points, decomposition, k=None):
     rid = {p: i for i, p in enumerate(receivers)}
     sid = {q: i for i, q in enumerate(senders)}
     rows, tag = [], 0
-    for j in range(max(len(v) for v in per_thread.values())):   # strided tags
+    for j in range(max(len(v) for v in per_thread.values())):  # strided tags
         for p in receivers:
             if j < len(per_thread[p]):
                 q = per_thread[p][j]
                 rows.append((tag, rid[p], sid[q], "x".join(map(str, p)), "x".join(map(str, q))))
                 tag += 1
-    plan = pd.DataFrame(rows, columns=["tag", "recv_thread", "send_thread", "recv_position",
-                                       "send_position"])
+    plan = pd.DataFrame(
+        rows, columns=["tag", "recv_thread", "send_thread", "recv_position", "send_position"]
+    )
     got = (len(plan), plan["recv_thread"].nunique(), plan["send_thread"].nunique())
     want = (counts.M_t, counts.T_r, counts.T_s)
     if got != want:  # the enumeration and the closed forms must agree
@@ -135,10 +135,14 @@ def sweep_configs(points, thread_counts, shape="cube", k=None):
             dims = (int(n),)
         elif shape == "linear":
             if key not in ("7", "27"):
-                raise InputError("--shape", None, "the linear 1x1xn decomposition is 3-D (7 or 27 points)")
+                raise InputError(
+                    "--shape", None, "the linear 1x1xn decomposition is 3-D (7 or 27 points)"
+                )
             dims = stencil.linear_z(int(n))
         elif shape == "cube":
-            dims = balanced_decomposition(n, stencil.STENCILS[key][0] if key in stencil.STENCILS else 2)
+            dims = balanced_decomposition(
+                n, stencil.STENCILS[key][0] if key in stencil.STENCILS else 2
+            )
         else:
             raise InputError("--shape", None, f"expected cube or linear, got {shape!r}")
         out.append((key, dims, k))
@@ -149,13 +153,19 @@ def _config_list(points, decomposition, k, configs):
     if configs is None:
         if points is None or decomposition is None:
             raise InputError("--decomp", None, "give --points and --decomp (or a sweep)")
-        dims = (stencil.parse_decomposition(decomposition) if isinstance(decomposition, str)
-                else stencil.check_decomposition(decomposition, "--decomp"))
+        dims = (
+            stencil.parse_decomposition(decomposition)
+            if isinstance(decomposition, str)
+            else stencil.check_decomposition(decomposition, "--decomp")
+        )
         configs = [(points, dims, k)]
     out = []
     for pts, dims, kk in configs:
-        dims = (stencil.parse_decomposition(dims) if isinstance(dims, str)
-                else stencil.check_decomposition(dims, "--decomp"))
+        dims = (
+            stencil.parse_decomposition(dims)
+            if isinstance(dims, str)
+            else stencil.check_decomposition(dims, "--decomp")
+        )
         pts = str(pts).lower().removesuffix("pt")
         if pts != stencil.NAIVE and kk is not None:
             raise InputError("--k", None, "k (messages per thread) only applies to --points naive")
@@ -186,8 +196,18 @@ def check_plan(plan, source="plan"):
     return df[["tag", "recv_thread", "send_thread"]]
 
 
-def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=None, trials=10,
-                warmup=2, size_bytes=8, **launch_kw):
+def run_mtmatch(
+    points=None,
+    decomposition=None,
+    k=None,
+    *,
+    configs=None,
+    plan=None,
+    trials=10,
+    warmup=2,
+    size_bytes=8,
+    **launch_kw,
+):
     """Run the matching benchmark and return the finished :class:`~commscope.runs.Run`.
 
     One configuration (``points`` in 5, 7, 9, 27 or "naive", ``decomposition`` such as
@@ -214,40 +234,91 @@ def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=N
         one = build_plan(pts, dims, kk)
         tr, ts = one["recv_thread"].nunique(), one["send_thread"].nunique()
         if max(tr, ts) > MAX_THREADS:
-            raise InputError("--decomp", None, f"{'x'.join(map(str, dims))} needs {max(tr, ts)} "
-                                               f"threads on one rank (limit {MAX_THREADS})")
+            raise InputError(
+                "--decomp",
+                None,
+                f"{'x'.join(map(str, dims))} needs {max(tr, ts)} "
+                f"threads on one rank (limit {MAX_THREADS})",
+            )
         plans.append(one.assign(config=i, points=pts, decomposition="x".join(map(str, dims))))
         c = stencil.stencil_counts(pts, dims, kk)
-        summary.append({"config": i, "points": pts, "decomposition": "x".join(map(str, dims)),
-                        "k": kk, "threads": c.threads, "M_t": c.M_t, "T_r": c.T_r, "T_s": c.T_s})
+        summary.append(
+            {
+                "config": i,
+                "points": pts,
+                "decomposition": "x".join(map(str, dims)),
+                "k": kk,
+                "threads": c.threads,
+                "M_t": c.M_t,
+                "T_r": c.T_r,
+                "T_s": c.T_s,
+            }
+        )
     if plan is not None:
         custom = check_plan(plan)
         tr, ts = custom["recv_thread"].nunique(), custom["send_thread"].nunique()
         if max(tr, ts) > MAX_THREADS:
-            raise InputError("plan", None, f"{max(tr, ts)} threads on one rank (limit {MAX_THREADS})")
+            raise InputError(
+                "plan", None, f"{max(tr, ts)} threads on one rank (limit {MAX_THREADS})"
+            )
         plans.append(custom.assign(config=0, points="custom", decomposition="-"))
-        summary.append({"config": 0, "points": "custom", "decomposition": "-", "k": None,
-                        "threads": max(tr, ts), "M_t": len(custom), "T_r": tr, "T_s": ts})
+        summary.append(
+            {
+                "config": 0,
+                "points": "custom",
+                "decomposition": "-",
+                "k": None,
+                "threads": max(tr, ts),
+                "M_t": len(custom),
+                "T_r": tr,
+                "T_s": ts,
+            }
+        )
     # <run>/plan.csv, written before the job: who posts and sends which tag (the native
     # program reads the first six columns; a resumed run reads the same file)
     full = pd.concat(plans, ignore_index=True).reindex(columns=PLAN_COLUMNS)
     threads = max(max(s["T_r"], s["T_s"]) for s in summary)
     params = dict(configs=summary, trials=trials, warmup=warmup, size_bytes=size_bytes)
-    run = run_benchmark("mtmatch", "mtmatch", native_args(params, plan=full.to_csv(index=False)),
-                        nranks=2, threads=threads, parameters=params, **launch_kw)
+    run = run_benchmark(
+        "mtmatch",
+        "mtmatch",
+        native_args(params, plan=full.to_csv(index=False)),
+        nranks=2,
+        threads=threads,
+        parameters=params,
+        **launch_kw,
+    )
     _postprocess(run)
     return run
 
 
-PLAN_COLUMNS = ["config", "points", "decomposition", "tag", "recv_thread", "send_thread",
-                "recv_position", "send_position"]
+PLAN_COLUMNS = [
+    "config",
+    "points",
+    "decomposition",
+    "tag",
+    "recv_thread",
+    "send_thread",
+    "recv_position",
+    "send_position",
+]
 
 
 def native_args(params, plan=None, from_config=0):
     """Options of cs_mtmatch for the parameters recorded in meta.json (``plan``: the text of
     plan.csv for a new run; a resumed one reads the file already there)."""
-    return ["--plan", RunFile("plan.csv", plan), "--trials", params["trials"],
-            "--warmup", params["warmup"], "-s", params["size_bytes"], "--from-config", from_config]
+    return [
+        "--plan",
+        RunFile("plan.csv", plan),
+        "--trials",
+        params["trials"],
+        "--warmup",
+        params["warmup"],
+        "-s",
+        params["size_bytes"],
+        "--from-config",
+        from_config,
+    ]
 
 
 def oversubscription(summary, placement, cores=None):
@@ -259,11 +330,18 @@ def oversubscription(summary, placement, cores=None):
     for s in summary:
         recv_load = s["T_r"] + (s["T_s"] if shared else 0)
         send_load = s["T_s"] + (s["T_r"] if shared else 0)
-        out.append({"config": s["config"], "threads_recv": s["T_r"], "threads_send": s["T_s"],
-                    "cores_per_node": cores, "ranks_share_node": shared,
-                    "receiver_oversubscribed": recv_load > cores,
-                    "sender_oversubscribed": send_load > cores,
-                    "oversubscribed": max(recv_load, send_load) > cores})
+        out.append(
+            {
+                "config": s["config"],
+                "threads_recv": s["T_r"],
+                "threads_send": s["T_s"],
+                "cores_per_node": cores,
+                "ranks_share_node": shared,
+                "receiver_oversubscribed": recv_load > cores,
+                "sender_oversubscribed": send_load > cores,
+                "oversubscribed": max(recv_load, send_load) > cores,
+            }
+        )
     return out
 
 
@@ -273,8 +351,15 @@ def search_depths(order):
     for (cfg, trial), sub in order.groupby(["config", "trial"], sort=True):
         post, arrive = orders_from_sequences(sub)
         s = summarize(prq_search(post, arrive, source=f"order table (config {cfg}, trial {trial})"))
-        rows.append({"config": cfg, "trial": trial, "avg_search_depth": s.avg_depth,
-                     "max_search_depth": s.max_depth, "total_searched": s.total_searched})
+        rows.append(
+            {
+                "config": cfg,
+                "trial": trial,
+                "avg_search_depth": s.avg_depth,
+                "max_search_depth": s.max_depth,
+                "total_searched": s.total_searched,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -286,34 +371,58 @@ def _postprocess(run):
     trials["decomposition"] = trials["decomposition"].astype(str)
     depth = search_depths(order)
     trials = trials.drop(columns=depth.columns.drop(["config", "trial"]), errors="ignore").merge(
-        depth, on=["config", "trial"], how="left")  # (derived again after a resume)
+        depth, on=["config", "trial"], how="left"
+    )  # (derived again after a resume)
     over = oversubscription(summary, run.meta.get("placement"))
     flag = {o["config"]: o["oversubscribed"] for o in over}
     kmap = {s["config"]: s["k"] for s in summary}
     trials["k"] = trials["config"].map(kmap).astype("Int64")
     trials["oversubscribed"] = trials["config"].map(flag).astype(bool)
-    cols = ["config", "trial", "points", "decomposition", "k", "threads_recv", "threads_send",
-            "messages", "size_bytes", "drain_time_s", "avg_search_depth", "max_search_depth",
-            "total_searched", "ob1_posted_recvq_length", "ob1_unexpected_msgq_length",
-            "oversubscribed"]
+    cols = [
+        "config",
+        "trial",
+        "points",
+        "decomposition",
+        "k",
+        "threads_recv",
+        "threads_send",
+        "messages",
+        "size_bytes",
+        "drain_time_s",
+        "avg_search_depth",
+        "max_search_depth",
+        "total_searched",
+        "ob1_posted_recvq_length",
+        "ob1_unexpected_msgq_length",
+        "oversubscribed",
+    ]
     run.write_table("trials", trials[cols])
     run.meta["oversubscription"] = over
-    run.meta["search_depth"] = ("MPICH-style linked list simulated from post_seq/send_seq "
-                                "(commscope.matching.queue_sim): entries passed over before "
-                                "the match, 0 at the head")
+    run.meta["search_depth"] = (
+        "MPICH-style linked list simulated from post_seq/send_seq "
+        "(commscope.matching.queue_sim): entries passed over before "
+        "the match, 0 at the head"
+    )
     run.save_meta()
 
 
-register_resume("mtmatch", lambda p, first: native_args(p, from_config=first[0]), after=_postprocess)
+register_resume(
+    "mtmatch", lambda p, first: native_args(p, from_config=first[0]), after=_postprocess
+)
 
 
 def config_summary(trials):
     """Mean over trials per config: drain time, search depth, queue lengths."""
-    g = trials.groupby(["config", "points", "decomposition", "threads_recv", "threads_send",
-                        "messages"], sort=True)
-    return g.agg(trials=("trial", "size"), drain_time_s=("drain_time_s", "mean"),
-                 drain_time_min_s=("drain_time_s", "min"), drain_time_max_s=("drain_time_s", "max"),
-                 avg_search_depth=("avg_search_depth", "mean"),
-                 max_search_depth=("max_search_depth", "max"),
-                 ob1_posted_recvq_length=("ob1_posted_recvq_length", "mean"),
-                 oversubscribed=("oversubscribed", "any")).reset_index()
+    g = trials.groupby(
+        ["config", "points", "decomposition", "threads_recv", "threads_send", "messages"], sort=True
+    )
+    return g.agg(
+        trials=("trial", "size"),
+        drain_time_s=("drain_time_s", "mean"),
+        drain_time_min_s=("drain_time_s", "min"),
+        drain_time_max_s=("drain_time_s", "max"),
+        avg_search_depth=("avg_search_depth", "mean"),
+        max_search_depth=("max_search_depth", "max"),
+        ob1_posted_recvq_length=("ob1_posted_recvq_length", "mean"),
+        oversubscribed=("oversubscribed", "any"),
+    ).reset_index()

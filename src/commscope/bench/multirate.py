@@ -14,7 +14,6 @@ the thesis's comparison: rate per thread with a shared communicator over the rat
 with one communicator per thread, paired by repetition, at each thread count.
 """
 
-
 from ..errors import InputError
 from ..launch import available_cores
 from .driver import register_resume, run_benchmark
@@ -28,20 +27,30 @@ MAX_THREADS = 64
 DEFAULTS = dict(threads=(1, 2, 4), size_bytes=64, window=256, iterations=100, warmup=10, reps=5)
 
 
-
 def parse_modes(modes):
     """'shared,per-thread' or a sequence -> tuple of mode names, validated."""
     names = [m.strip() for m in (modes.split(",") if isinstance(modes, str) else modes)]
     names = [m for m in names if m]
     bad = [m for m in names if m not in MODES]
     if bad or not names:
-        raise InputError("--modes", None, f"expected shared and/or per-thread, got "
-                                          f"{', '.join(bad) or repr(modes)}")
+        raise InputError(
+            "--modes",
+            None,
+            f"expected shared and/or per-thread, got {', '.join(bad) or repr(modes)}",
+        )
     return tuple(dict.fromkeys(names))
 
 
-def run_multirate(threads=DEFAULTS["threads"], modes=MODES, size_bytes=64, window=256,
-                  iterations=100, warmup=10, reps=5, **launch_kw):
+def run_multirate(
+    threads=DEFAULTS["threads"],
+    modes=MODES,
+    size_bytes=64,
+    window=256,
+    iterations=100,
+    warmup=10,
+    reps=5,
+    **launch_kw,
+):
     """Run the pairwise multirate benchmark on 2 ranks; returns the finished Run.
 
     ``threads``: thread counts per rank (one job runs them all, repetitions of the
@@ -50,27 +59,60 @@ def run_multirate(threads=DEFAULTS["threads"], modes=MODES, size_bytes=64, windo
     """
     counts = sorted(dict.fromkeys(int(t) for t in threads))
     if not counts or counts[0] < 1 or counts[-1] > MAX_THREADS:
-        raise InputError("--threads", None, f"thread counts must be 1..{MAX_THREADS}, got {threads}")
+        raise InputError(
+            "--threads", None, f"thread counts must be 1..{MAX_THREADS}, got {threads}"
+        )
     modes = parse_modes(modes)
     if not 0 <= size_bytes <= 1 << 20:
         raise InputError("--size", None, f"message size must be 0..1 MiB, got {size_bytes}")
-    for option, value, low in (("--window", window, 1), ("--iterations", iterations, 1),
-                               ("--warmup", warmup, 0), ("--reps", reps, 1)):
+    for option, value, low in (
+        ("--window", window, 1),
+        ("--iterations", iterations, 1),
+        ("--warmup", warmup, 0),
+        ("--reps", reps, 1),
+    ):
         if value < low:
             raise InputError(option, None, f"must be at least {low}, got {value}")
-    params = dict(threads=counts, modes=list(modes), size_bytes=size_bytes, window=window,
-                  iterations=iterations, warmup=warmup, reps=reps)
-    run = run_benchmark("multirate", "multirate", native_args(params), nranks=2,
-                        threads=counts[-1], parameters=params, **launch_kw)
+    params = dict(
+        threads=counts,
+        modes=list(modes),
+        size_bytes=size_bytes,
+        window=window,
+        iterations=iterations,
+        warmup=warmup,
+        reps=reps,
+    )
+    run = run_benchmark(
+        "multirate",
+        "multirate",
+        native_args(params),
+        nranks=2,
+        threads=counts[-1],
+        parameters=params,
+        **launch_kw,
+    )
     _postprocess(run)
     return run
 
 
 def native_args(params):
     """Options of cs_multirate for the parameters recorded in meta.json."""
-    return ["--threads", ",".join(map(str, params["threads"])), "--modes", ",".join(params["modes"]),
-            "-s", params["size_bytes"], "-w", params["window"], "-i", params["iterations"],
-            "-x", params["warmup"], "--reps", params["reps"]]
+    return [
+        "--threads",
+        ",".join(map(str, params["threads"])),
+        "--modes",
+        ",".join(params["modes"]),
+        "-s",
+        params["size_bytes"],
+        "-w",
+        params["window"],
+        "-i",
+        params["iterations"],
+        "-x",
+        params["warmup"],
+        "--reps",
+        params["reps"],
+    ]
 
 
 def _postprocess(run):
@@ -89,22 +131,28 @@ def _postprocess(run):
     run.save_meta()
 
 
-register_resume("multirate", lambda p, first: native_args(
-    dict(p, threads=[t for t in p["threads"] if t >= first[0]])), after=_postprocess)
+register_resume(
+    "multirate",
+    lambda p, first: native_args(dict(p, threads=[t for t in p["threads"] if t >= first[0]])),
+    after=_postprocess,
+)
 
 
 def config_summary(reps):
     """Per (threads, mode): repetitions, median/min/max rate, median rate per thread and the
     largest queue lengths the receiver saw."""
     g = reps.groupby(["threads", "mode"], sort=True)
-    out = g.agg(reps=("rep", "size"), rate_msgs_per_s=("rate_msgs_per_s", "median"),
-                rate_min_msgs_per_s=("rate_msgs_per_s", "min"),
-                rate_max_msgs_per_s=("rate_msgs_per_s", "max"),
-                rate_per_thread_msgs_per_s=("rate_per_thread_msgs_per_s", "median"),
-                posted_recvq_mean=("posted_recvq_mean", "mean"),
-                posted_recvq_max=("posted_recvq_max", "max"),
-                unexpected_msgq_max=("unexpected_msgq_max", "max"),
-                oversubscribed=("oversubscribed", "any")).reset_index()
+    out = g.agg(
+        reps=("rep", "size"),
+        rate_msgs_per_s=("rate_msgs_per_s", "median"),
+        rate_min_msgs_per_s=("rate_msgs_per_s", "min"),
+        rate_max_msgs_per_s=("rate_msgs_per_s", "max"),
+        rate_per_thread_msgs_per_s=("rate_per_thread_msgs_per_s", "median"),
+        posted_recvq_mean=("posted_recvq_mean", "mean"),
+        posted_recvq_max=("posted_recvq_max", "max"),
+        unexpected_msgq_max=("unexpected_msgq_max", "max"),
+        oversubscribed=("oversubscribed", "any"),
+    ).reset_index()
     return out
 
 
@@ -117,11 +165,17 @@ def mode_ratio(reps):
     cols = ["threads", "shared_msgs_per_s", "per_thread_msgs_per_s", "shared_over_per_thread"]
     if not set(MODES) <= set(reps["mode"]):
         return pd.DataFrame(columns=cols)
-    rate = reps.pivot_table(index=["threads", "rep"], columns="mode",
-                            values="rate_per_thread_msgs_per_s")
+    rate = reps.pivot_table(
+        index=["threads", "rep"], columns="mode", values="rate_per_thread_msgs_per_s"
+    )
     paired = (rate["shared"] / rate["per-thread"]).groupby(level="threads").median()
     med = rate.groupby(level="threads").median()
-    out = pd.DataFrame({"threads": med.index, "shared_msgs_per_s": med["shared"].to_numpy(),
-                        "per_thread_msgs_per_s": med["per-thread"].to_numpy(),
-                        "shared_over_per_thread": paired.reindex(med.index).to_numpy()})
+    out = pd.DataFrame(
+        {
+            "threads": med.index,
+            "shared_msgs_per_s": med["shared"].to_numpy(),
+            "per_thread_msgs_per_s": med["per-thread"].to_numpy(),
+            "shared_over_per_thread": paired.reindex(med.index).to_numpy(),
+        }
+    )
     return out[cols].reset_index(drop=True)

@@ -60,10 +60,9 @@ COMPUTE_MODES = ("sleep", "spin", "hybrid")
 MIB = 1 << 20
 
 
-
 def default_sizes(j_min=-8, j_max=2):
     """The thesis's sweep ``18 * 2**j`` MiB scaled down to this machine: 72 KiB .. 72 MiB."""
-    return [int(18 * MIB * 2.0 ** j) for j in range(j_min, j_max + 1)]
+    return [int(18 * MIB * 2.0**j) for j in range(j_min, j_max + 1)]
 
 
 def sigma_of(compute_s, variability=None, sigma_s=None):
@@ -73,8 +72,19 @@ def sigma_of(compute_s, variability=None, sigma_s=None):
     return float(compute_s) * float(variability) ** 2
 
 
-def _check(threads, compute_s, variability, sigma_s, dist, sizes, runs_per_size, warmup,
-           methods, compute_mode, seed):
+def _check(
+    threads,
+    compute_s,
+    variability,
+    sigma_s,
+    dist,
+    sizes,
+    runs_per_size,
+    warmup,
+    methods,
+    compute_mode,
+    seed,
+):
     def bad(opt, msg):
         raise InputError(opt, None, msg)
 
@@ -124,9 +134,22 @@ def _as_int(size):
     return int(size) if hasattr(size, "__index__") else size
 
 
-def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, dist="normal",
-                    sizes=None, runs_per_size=5, warmup=1, methods=METHODS,
-                    compute_mode="sleep", seed=1, ompt=False, calibrate=False, **launch_kw):
+def run_partitioned(
+    threads=2,
+    compute_s=0.01,
+    variability=None,
+    sigma_s=None,
+    dist="normal",
+    sizes=None,
+    runs_per_size=5,
+    warmup=1,
+    methods=METHODS,
+    compute_mode="sleep",
+    seed=1,
+    ompt=False,
+    calibrate=False,
+    **launch_kw,
+):
     """Run the partitioned benchmark (2 ranks) and return the finished :class:`Run`.
 
     ``sizes``: buffer sizes in bytes (default :func:`default_sizes`); each is rounded
@@ -148,42 +171,96 @@ def run_partitioned(threads=2, compute_s=0.01, variability=None, sigma_s=None, d
     """
     if calibrate:
         if dist not in ("normal", "stagger") or variability is not None:
-            raise InputError("--calibrate", None, "a calibration staggers the threads itself: "
-                                                  "give --sigma (the half-spread) or nothing, no "
-                                                  "--dist or --variability")
+            raise InputError(
+                "--calibrate",
+                None,
+                "a calibration staggers the threads itself: "
+                "give --sigma (the half-spread) or nothing, no "
+                "--dist or --variability",
+            )
         dist, methods = "stagger", [m for m in ("partitioned", "single") if m in methods]
         sigma_s = compute_s / 2 if sigma_s is None else sigma_s
     if variability is None and sigma_s is None:
         variability = 0.1
     sizes = default_sizes() if sizes is None else [_as_int(s) for s in sizes]
-    methods = _check(threads, compute_s, variability, sigma_s, dist, sizes, runs_per_size,
-                     warmup, methods, compute_mode, seed)
+    methods = _check(
+        threads,
+        compute_s,
+        variability,
+        sigma_s,
+        dist,
+        sizes,
+        runs_per_size,
+        warmup,
+        methods,
+        compute_mode,
+        seed,
+    )
     sigma = sigma_of(compute_s, variability, sigma_s)
-    params = dict(threads=threads, compute_s=float(compute_s), variability=variability,
-                  sigma_s=sigma, sigma_convention="sigma = compute * variability**2 (Dominguez-Trujillo 2021, Alg. 1)"
-                  if sigma_s is None else "given directly", dist=dist, sizes_bytes=list(sizes),
-                  runs_per_size=runs_per_size, warmup=warmup, methods=methods,
-                  compute_mode=compute_mode, ompt=bool(ompt), seed=seed,
-                  calibration=bool(calibrate))
-    return run_benchmark(KIND, "partitioned", native_args(params), nranks=2, threads=threads,
-                         parameters=params, seeds={"thread_times": seed},
-                         collectors=[bench_collector] if ompt else (), **launch_kw)
+    params = dict(
+        threads=threads,
+        compute_s=float(compute_s),
+        variability=variability,
+        sigma_s=sigma,
+        sigma_convention="sigma = compute * variability**2 (Dominguez-Trujillo 2021, Alg. 1)"
+        if sigma_s is None
+        else "given directly",
+        dist=dist,
+        sizes_bytes=list(sizes),
+        runs_per_size=runs_per_size,
+        warmup=warmup,
+        methods=methods,
+        compute_mode=compute_mode,
+        ompt=bool(ompt),
+        seed=seed,
+        calibration=bool(calibrate),
+    )
+    return run_benchmark(
+        KIND,
+        "partitioned",
+        native_args(params),
+        nranks=2,
+        threads=threads,
+        parameters=params,
+        seeds={"thread_times": seed},
+        collectors=[bench_collector] if ompt else (),
+        **launch_kw,
+    )
 
 
 def native_args(params, from_size=0):
     """Options of cs_partitioned for the parameters recorded in meta.json."""
-    return ["--threads", params["threads"], "--compute", repr(float(params["compute_s"])),
-            "--sigma", repr(params["sigma_s"]), "--dist", params["dist"],
-            "--sizes", ",".join(str(s) for s in params["sizes_bytes"]),
-            "--runs", params["runs_per_size"], "--warmup", params["warmup"],
-            "--methods", ",".join(params["methods"]), "--compute-mode", params["compute_mode"],
-            "--seed", params["seed"], "--from-size", from_size]
+    return [
+        "--threads",
+        params["threads"],
+        "--compute",
+        repr(float(params["compute_s"])),
+        "--sigma",
+        repr(params["sigma_s"]),
+        "--dist",
+        params["dist"],
+        "--sizes",
+        ",".join(str(s) for s in params["sizes_bytes"]),
+        "--runs",
+        params["runs_per_size"],
+        "--warmup",
+        params["warmup"],
+        "--methods",
+        ",".join(params["methods"]),
+        "--compute-mode",
+        params["compute_mode"],
+        "--seed",
+        params["seed"],
+        "--from-size",
+        from_size,
+    ]
 
 
 def _resume_args(params, first):
     if params.get("ompt"):  # the thread-timing tool is not re-attached to a resumed segment
-        raise InputError("--resume", None, "partitioned runs with --ompt cannot be resumed: "
-                                           "run them again")
+        raise InputError(
+            "--resume", None, "partitioned runs with --ompt cannot be resumed: run them again"
+        )
     return native_args(params, from_size=[k for k, _ in planned_sizes(params)].index(first))
 
 
@@ -206,10 +283,14 @@ def summarize(run):
     """
     df = run.table("samples")
     g = df.groupby(["method", "size_bytes"])
-    out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "mean"),
-                elapsed_min_s=("elapsed_s", "min"), elapsed_max_s=("elapsed_s", "max"),
-                effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean"),
-                sender_elapsed_s=("sender_elapsed_s", "mean"),
-                mismatches=("mismatches", "sum")).reset_index()
+    out = g.agg(
+        runs=("run", "count"),
+        elapsed_s=("elapsed_s", "mean"),
+        elapsed_min_s=("elapsed_s", "min"),
+        elapsed_max_s=("elapsed_s", "max"),
+        effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean"),
+        sender_elapsed_s=("sender_elapsed_s", "mean"),
+        mismatches=("mismatches", "sum"),
+    ).reset_index()
     out["bandwidth_of_mean_Bps"] = out["size_bytes"] / out["elapsed_s"]
     return out

@@ -7,19 +7,38 @@ from .driver import register_resume, run_benchmark
 
 def native_args(params):
     """Options of cs_pingpong for the parameters recorded in meta.json."""
-    return (["-m", f"{params['min_size']}:{params['max_size']}", "-i", params["iters"],
-             "-x", params["warmup"], "-I", params["large_iters"], "-X", params["large_warmup"]]
-            + (["--hugepages"] if params.get("hugepages") else []))
+    return [
+        "-m",
+        f"{params['min_size']}:{params['max_size']}",
+        "-i",
+        params["iters"],
+        "-x",
+        params["warmup"],
+        "-I",
+        params["large_iters"],
+        "-X",
+        params["large_warmup"],
+    ] + (["--hugepages"] if params.get("hugepages") else [])
 
 
 register_resume("pingpong", lambda params, first: native_args(dict(params, min_size=first[0])))
 
-DEFAULTS = dict(min_size=1, max_size=4 << 20, iters=1000, warmup=100,
-                large_iters=100, large_warmup=10)
+DEFAULTS = dict(
+    min_size=1, max_size=4 << 20, iters=1000, warmup=100, large_iters=100, large_warmup=10
+)
 
 
-def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
-                 large_iters=100, large_warmup=10, hugepages=False, **launch_kw):
+def run_pingpong(
+    pairs=1,
+    min_size=1,
+    max_size=4 << 20,
+    iters=1000,
+    warmup=100,
+    large_iters=100,
+    large_warmup=10,
+    hugepages=False,
+    **launch_kw,
+):
     """Run the ping-pong with ``pairs`` concurrent pairs (2*pairs ranks).
 
     Sizes are the powers of two from ``min_size`` to ``max_size``; sizes above
@@ -39,8 +58,21 @@ def run_pingpong(pairs=1, min_size=1, max_size=4 << 20, iters=1000, warmup=100,
     for name, v in {"--iterations": iters, "--large-iterations": large_iters}.items():
         if v < 1:
             raise InputError(name, None, f"must be at least 1, got {v}")
-    params = dict(pairs=pairs, min_size=min_size, max_size=max_size, iters=iters,
-                  warmup=warmup, large_iters=large_iters, large_warmup=large_warmup,
-                  hugepages=hugepages)
-    return run_benchmark("pingpong", "pingpong", native_args(params), nranks=2 * pairs, parameters=params,
-                         **launch_kw)
+    params = dict(
+        pairs=pairs,
+        min_size=min_size,
+        max_size=max_size,
+        iters=iters,
+        warmup=warmup,
+        large_iters=large_iters,
+        large_warmup=large_warmup,
+        hugepages=hugepages,
+    )
+    return run_benchmark(
+        "pingpong",
+        "pingpong",
+        native_args(params),
+        nranks=2 * pairs,
+        parameters=params,
+        **launch_kw,
+    )

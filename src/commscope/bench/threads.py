@@ -29,14 +29,40 @@ pd = lazy("pandas")
 
 DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential")
 COMPUTE_MODES = ("spin", "sleep")
-DEFAULTS = dict(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3,
-                dist="constant", sd=1e-4, laggard_prob=0.0, laggard_extra=5e-3, seed=1,
-                compute="spin", region="compute")
+DEFAULTS = dict(
+    ranks=2,
+    threads=2,
+    iterations=50,
+    trials=1,
+    warmup=2,
+    work=1e-3,
+    dist="constant",
+    sd=1e-4,
+    laggard_prob=0.0,
+    laggard_extra=5e-3,
+    seed=1,
+    compute="spin",
+    region="compute",
+)
 
 
-def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3,
-                dist="constant", sd=1e-4, laggard_prob=0.0, laggard_extra=5e-3, seed=1,
-                compute="spin", region="compute", ompt=False, **launch_kw):
+def run_threads(
+    ranks=2,
+    threads=2,
+    iterations=50,
+    trials=1,
+    warmup=2,
+    work=1e-3,
+    dist="constant",
+    sd=1e-4,
+    laggard_prob=0.0,
+    laggard_extra=5e-3,
+    seed=1,
+    compute="spin",
+    region="compute",
+    ompt=False,
+    **launch_kw,
+):
     """Run ``cs_threads`` on ``ranks`` x ``threads`` and return the finished :class:`Run`.
 
     Every thread of every rank computes for an intended time per iteration:
@@ -62,38 +88,83 @@ def run_threads(ranks=2, threads=2, iterations=50, trials=1, warmup=2, work=1e-3
         raise InputError("--warmup", None, f"must be an integer >= 0, got {warmup}")
     for name, v in {"--compute": work, "--sd": sd, "--laggard-extra": laggard_extra}.items():
         if not np.isfinite(v) or v < 0:
-            raise InputError(name, None,
-                             f"must be a number of seconds >= 0, got {v}")
+            raise InputError(name, None, f"must be a number of seconds >= 0, got {v}")
     if not 0 <= laggard_prob <= 1:
         raise InputError("--laggard-prob", None, f"must lie in [0, 1], got {laggard_prob}")
     if dist not in DISTRIBUTIONS:
-        raise InputError("--dist", None, f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}")
+        raise InputError(
+            "--dist", None, f"expected one of {', '.join(DISTRIBUTIONS)}, got {dist!r}"
+        )
     if compute not in COMPUTE_MODES:
         raise InputError("--compute-mode", None, f"expected spin or sleep, got {compute!r}")
     if not region or "," in region or "\n" in region:
         raise InputError("--region", None, "must be a non-empty name without commas")
     if int(seed) != seed or seed < 0:
         raise InputError("--seed", None, f"must be an integer >= 0, got {seed}")
-    params = dict(ranks=int(ranks), threads=int(threads), iterations=int(iterations),
-                  trials=int(trials), warmup=int(warmup), work_s=float(work), dist=dist,
-                  sd_s=float(sd), laggard_prob=float(laggard_prob),
-                  laggard_extra_s=float(laggard_extra), compute=compute, region=region,
-                  ompt=bool(ompt))
-    args = ["-n", iterations, "-t", trials, "-x", warmup, "-w", repr(float(work)), "-d", dist,
-            "-s", repr(float(sd)), "-p", repr(float(laggard_prob)),
-            "-e", repr(float(laggard_extra)), "-S", int(seed), "-c", compute, "-r", region]
-    run = run_benchmark("threads", "threads", args, nranks=int(ranks), threads=int(threads),
-                        parameters=params, seeds={"threads": int(seed)},
-                        collectors=[bench_collector] if ompt else (), **launch_kw)
+    params = dict(
+        ranks=int(ranks),
+        threads=int(threads),
+        iterations=int(iterations),
+        trials=int(trials),
+        warmup=int(warmup),
+        work_s=float(work),
+        dist=dist,
+        sd_s=float(sd),
+        laggard_prob=float(laggard_prob),
+        laggard_extra_s=float(laggard_extra),
+        compute=compute,
+        region=region,
+        ompt=bool(ompt),
+    )
+    args = [
+        "-n",
+        iterations,
+        "-t",
+        trials,
+        "-x",
+        warmup,
+        "-w",
+        repr(float(work)),
+        "-d",
+        dist,
+        "-s",
+        repr(float(sd)),
+        "-p",
+        repr(float(laggard_prob)),
+        "-e",
+        repr(float(laggard_extra)),
+        "-S",
+        int(seed),
+        "-c",
+        compute,
+        "-r",
+        region,
+    ]
+    run = run_benchmark(
+        "threads",
+        "threads",
+        args,
+        nranks=int(ranks),
+        threads=int(threads),
+        parameters=params,
+        seeds={"threads": int(seed)},
+        collectors=[bench_collector] if ompt else (),
+        **launch_kw,
+    )
     launch = run.meta.get("launch", {})
     per_node = -(-int(ranks) // max(1, len(launch.get("hosts") or [1])))
     run.meta["oversubscription"] = {
         "oversubscribed": bool(launch.get("oversubscribed")),
-        "threads_per_node": per_node * int(threads), "cores": available_cores(),
-        "note": ("threads outnumber cores: spinning threads are descheduled, so compute "
-                 "times exceed the intended ones by up to a scheduler slice; "
-                 "OMP_WAIT_POLICY=passive" if launch.get("oversubscribed") else
-                 "one core or more per thread")}
+        "threads_per_node": per_node * int(threads),
+        "cores": available_cores(),
+        "note": (
+            "threads outnumber cores: spinning threads are descheduled, so compute "
+            "times exceed the intended ones by up to a scheduler slice; "
+            "OMP_WAIT_POLICY=passive"
+            if launch.get("oversubscribed")
+            else "one core or more per thread"
+        ),
+    }
     run.save_meta()
     return run
 
@@ -159,9 +230,15 @@ def compare_with_injected(compute, injected, threshold_s=1e-3):
     lag_threads = injected[injected["laggard"] == 1]
     lag_iters = lag_threads[pk].drop_duplicates()
     found = both[both["laggard_meas"]]
-    is_injected = found.merge(lag_threads[pk + ["thread"]].rename(
-        columns={"thread": "slowest_thread_meas"}), on=pk + ["slowest_thread_meas"], how="left",
-        indicator=True)["_merge"] == "both"
+    is_injected = (
+        found.merge(
+            lag_threads[pk + ["thread"]].rename(columns={"thread": "slowest_thread_meas"}),
+            on=pk + ["slowest_thread_meas"],
+            how="left",
+            indicator=True,
+        )["_merge"]
+        == "both"
+    )
     exp_lag = both["laggard_exp"].to_numpy(bool)
     meas_lag = both["laggard_meas"].to_numpy(bool)
 
@@ -209,24 +286,50 @@ def summarize_run(run, threshold_s=1e-3):
 def recovery_table(summary):
     """The comparison as rows (metric, expected, measured) for printing."""
     s = summary
-    return pd.DataFrame([
-        {"metric": f"laggard process-iterations (max - median > {s['threshold_s']:g} s)",
-         "expected": s["expected_laggards"], "measured": s["found_laggards"]},
-        {"metric": "  of which found where expected (true positives)",
-         "expected": s["expected_laggards"], "measured": s["true_positives"]},
-        {"metric": "  found, slowest thread is an injected laggard",
-         "expected": s["found_laggards"], "measured": s["laggard_thread_matches"]},
-        {"metric": "mean excess max - median of flagged iterations (s)",
-         "expected": s["mean_excess_expected_s"], "measured": s["mean_excess_found_s"]},
-        {"metric": "mean extra time: slowest - median of the others (s)",
-         "expected": s["mean_extra_expected_s"], "measured": s["mean_extra_found_s"]},
-        {"metric": "average reclaimable time (s)",
-         "expected": s["avg_reclaimable_expected_s"], "measured": s["avg_reclaimable_measured_s"]},
-        {"metric": "idle ratio, printed R/(n*max)",
-         "expected": s["idle_ratio_printed_expected"], "measured": s["idle_ratio_printed_measured"]},
-        {"metric": "idle ratio, range R/(n*(max-min))",
-         "expected": s["idle_ratio_range_expected"], "measured": s["idle_ratio_range_measured"]},
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "metric": f"laggard process-iterations (max - median > {s['threshold_s']:g} s)",
+                "expected": s["expected_laggards"],
+                "measured": s["found_laggards"],
+            },
+            {
+                "metric": "  of which found where expected (true positives)",
+                "expected": s["expected_laggards"],
+                "measured": s["true_positives"],
+            },
+            {
+                "metric": "  found, slowest thread is an injected laggard",
+                "expected": s["found_laggards"],
+                "measured": s["laggard_thread_matches"],
+            },
+            {
+                "metric": "mean excess max - median of flagged iterations (s)",
+                "expected": s["mean_excess_expected_s"],
+                "measured": s["mean_excess_found_s"],
+            },
+            {
+                "metric": "mean extra time: slowest - median of the others (s)",
+                "expected": s["mean_extra_expected_s"],
+                "measured": s["mean_extra_found_s"],
+            },
+            {
+                "metric": "average reclaimable time (s)",
+                "expected": s["avg_reclaimable_expected_s"],
+                "measured": s["avg_reclaimable_measured_s"],
+            },
+            {
+                "metric": "idle ratio, printed R/(n*max)",
+                "expected": s["idle_ratio_printed_expected"],
+                "measured": s["idle_ratio_printed_measured"],
+            },
+            {
+                "metric": "idle ratio, range R/(n*(max-min))",
+                "expected": s["idle_ratio_range_expected"],
+                "measured": s["idle_ratio_range_measured"],
+            },
+        ]
+    )
 
 
 def compare_ompt_with_listing1(run):
@@ -244,16 +347,23 @@ def compare_ompt_with_listing1(run):
     ompt = run.table("threads")
     closing = ompt[ompt["barrier"] == "closing"]
     if closing["region"].nunique() != 1:
-        raise InputError(run.path / "threads.parquet", "region",
-                         f"expected one timed region, found {sorted(closing['region'].unique())}")
+        raise InputError(
+            run.path / "threads.parquet",
+            "region",
+            f"expected one timed region, found {sorted(closing['region'].unique())}",
+        )
     per_trial = int(p["warmup"]) + int(p["iterations"])
-    o = closing.assign(trial=closing["iteration"] // per_trial,
-                       iteration=closing["iteration"] % per_trial - int(p["warmup"]))
+    o = closing.assign(
+        trial=closing["iteration"] // per_trial,
+        iteration=closing["iteration"] % per_trial - int(p["warmup"]),
+    )
     o = o[o["iteration"] >= 0]
     keys = ["trial", "rank", "iteration", "thread"]
     m = compute[keys + ["compute_time_s"]].merge(
         o[keys + ["compute_time_s"]].rename(columns={"compute_time_s": "ompt_time_s"}),
-        on=keys, how="left")
+        on=keys,
+        how="left",
+    )
     missing = int(m["ompt_time_s"].isna().sum())
     m = m.dropna(subset=["ompt_time_s"])
     m["diff_s"] = m["ompt_time_s"] - m["compute_time_s"]
@@ -262,8 +372,15 @@ def compare_ompt_with_listing1(run):
 
     def q(x, pct):
         return float(np.percentile(x, pct)) if x.size else float("nan")
-    return m, {"samples": int(d.size), "missing": missing,
-               "median_s": q(d, 50), "p99_s": q(d, 99), "max_s": float(d.max()) if d.size else float("nan"),
-               "min_s": float(d.min()) if d.size else float("nan"),
-               "abs_median_s": q(a, 50), "abs_p99_s": q(a, 99),
-               "abs_max_s": float(a.max()) if a.size else float("nan")}
+
+    return m, {
+        "samples": int(d.size),
+        "missing": missing,
+        "median_s": q(d, 50),
+        "p99_s": q(d, 99),
+        "max_s": float(d.max()) if d.size else float("nan"),
+        "min_s": float(d.min()) if d.size else float("nan"),
+        "abs_median_s": q(a, 50),
+        "abs_p99_s": q(a, 99),
+        "abs_max_s": float(a.max()) if a.size else float("nan"),
+    }

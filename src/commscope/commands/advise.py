@@ -26,22 +26,49 @@ saving per iteration; the last line says whether anything is worth changing.
 
 def register(registry):
     p = registry.command(
-        "advise", help="would early-bird (partitioned) sends pay off after each OpenMP region?",
+        "advise",
+        help="would early-bird (partitioned) sends pay off after each OpenMP region?",
         description="The early-bird advisor: thread-arrival metrics per region joined with the "
-                    "partitioned-communication model.", epilog=EXAMPLES)
-    p.add_argument("run", metavar="RUN", help="a run with per-thread arrivals (profile --ompt, "
-                                              "bench threads/partitioned --ompt)")
-    add_link_options(p, "machine model (commscope fit); default: the published Blue "
-                        "Waters parameters", ppn=False)
-    p.add_argument("-s", "--size", metavar="SIZE", default=None,
-                   help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
-                        "run's MPI counters)")
-    p.add_argument("--threshold", type=number, default=1e-3, metavar="S",
-                   help="laggard threshold, max - median (default %(default)s s)")
-    p.add_argument("--min-saving", type=number, default=10e-6, metavar="S",
-                   help="smallest saving per iteration worth a change (default %(default)s s)")
-    p.add_argument("--min-fraction", type=number, default=0.02, metavar="F",
-                   help="... and smallest fraction of slowest arrival + send (default %(default)s)")
+        "partitioned-communication model.",
+        epilog=EXAMPLES,
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="a run with per-thread arrivals (profile --ompt, bench threads/partitioned --ompt)",
+    )
+    add_link_options(
+        p, "machine model (commscope fit); default: the published Blue Waters parameters", ppn=False
+    )
+    p.add_argument(
+        "-s",
+        "--size",
+        metavar="SIZE",
+        default=None,
+        help="bytes each rank sends after the region, e.g. 4MiB (default: from the "
+        "run's MPI counters)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=number,
+        default=1e-3,
+        metavar="S",
+        help="laggard threshold, max - median (default %(default)s s)",
+    )
+    p.add_argument(
+        "--min-saving",
+        type=number,
+        default=10e-6,
+        metavar="S",
+        help="smallest saving per iteration worth a change (default %(default)s s)",
+    )
+    p.add_argument(
+        "--min-fraction",
+        type=number,
+        default=0.02,
+        metavar="F",
+        help="... and smallest fraction of slowest arrival + send (default %(default)s)",
+    )
     add_monte_carlo_options(p, replicas=2000)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_run)
@@ -49,29 +76,60 @@ def register(registry):
 
 def _run(args):
     from ..predict import earlybird as eb
+
     if args.replicas < 1:
         raise InputError("--replicas", None, f"must be at least 1, got {args.replicas}")
     run = open_run(args.run).check()  # a damaged table: the error, naming it
     machine_model = args.machine_model if args.machine_model or args.osu else "bluewaters"
-    link, info = eb.link_for(run, machine_model=machine_model, osu=args.osu, machine=args.machine,
-                             locality=args.locality)
+    link, info = eb.link_for(
+        run, machine_model=machine_model, osu=args.osu, machine=args.machine, locality=args.locality
+    )
     size = parse_size(args.size, "--size") if args.size else None
-    table = eb.advise(run, link, message_size=size, threshold_s=args.threshold,
-                      min_saving_s=args.min_saving, min_saving_fraction=args.min_fraction,
-                      replicas=args.replicas, seed=args.seed)
+    table = eb.advise(
+        run,
+        link,
+        message_size=size,
+        threshold_s=args.threshold,
+        min_saving_s=args.min_saving,
+        min_saving_fraction=args.min_fraction,
+        replicas=args.replicas,
+        seed=args.seed,
+    )
     verdict = eb.conclusion(table)
     if args.json:
-        dump_json({"run": str(run.path), "link": info, "regions": table.to_dict("records"),
-                   "conclusion": verdict})
+        dump_json(
+            {
+                "run": str(run.path),
+                "link": info,
+                "regions": table.to_dict("records"),
+                "conclusion": verdict,
+            }
+        )
         return 0
     where = info.get("source", "") + (f" ({info['locality']})" if info.get("locality") else "")
     print(f"# {run.path}: link {where}; idle ratio printed = R/(n*max), range = R/(n*(max-min))")
-    print_table(table, ["region", "instances", "threads", "spread_s", "laggard_share",
-                        "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range",
-                        "bytes_per_iteration", "single_s", "partitioned_alg1_s",
-                        "partitioned_mc_s", "single_bandwidth_Bps", "partitioned_mc_bandwidth_Bps",
-                        "saving_mc_s", "saving_pct"],
-                title="per region, ranked by predicted saving per iteration (Monte Carlo)")
+    print_table(
+        table,
+        [
+            "region",
+            "instances",
+            "threads",
+            "spread_s",
+            "laggard_share",
+            "avg_reclaimable_s",
+            "idle_ratio_printed",
+            "idle_ratio_range",
+            "bytes_per_iteration",
+            "single_s",
+            "partitioned_alg1_s",
+            "partitioned_mc_s",
+            "single_bandwidth_Bps",
+            "partitioned_mc_bandwidth_Bps",
+            "saving_mc_s",
+            "saving_pct",
+        ],
+        title="per region, ranked by predicted saving per iteration (Monte Carlo)",
+    )
     for r in table.itertuples():
         print(f"  {r.region}: {r.verdict}")
     print(verdict)

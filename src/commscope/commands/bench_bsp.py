@@ -3,8 +3,13 @@
 from ..bench.bsp import DEFAULTS, DISTRIBUTIONS, WORKLOADS, run_bsp
 from ..errors import InputError
 from ..units import parse_size
-from .common_options import (add_launch_options, add_resume_option, launch_kwargs, number,
-                             resume_if_asked)
+from .common_options import (
+    add_launch_options,
+    add_resume_option,
+    launch_kwargs,
+    number,
+    resume_if_asked,
+)
 
 EXAMPLES = """\
 examples:
@@ -24,38 +29,92 @@ On one node, more ranks than cores oversubscribe it (the launcher notes so in me
 
 def register(registry):
     p = registry.group_command(
-        "bench", "bsp", help="bulk-synchronous variability harness (FTQ/FWQ/DGEMM/SPMV + halo)",
+        "bench",
+        "bsp",
+        help="bulk-synchronous variability harness (FTQ/FWQ/DGEMM/SPMV + halo)",
         description="k intervals of MPI_Barrier, workload [+ 2-D halo], MPI_Barrier "
-                    "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "
-                    "times and the per-interval maximum (MPI_Reduce to rank 0).",
-        epilog=EXAMPLES)
-    p.add_argument("-w", "--workload", choices=WORKLOADS, default=None,
-                   help="ftq: spin a drawn time; fwq: a drawn number of additions; dgemm, "
-                        "spmv: fixed operations of --dim (required)")
+        "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "
+        "times and the per-interval maximum (MPI_Reduce to rank 0).",
+        epilog=EXAMPLES,
+    )
+    p.add_argument(
+        "-w",
+        "--workload",
+        choices=WORKLOADS,
+        default=None,
+        help="ftq: spin a drawn time; fwq: a drawn number of additions; dgemm, "
+        "spmv: fixed operations of --dim (required)",
+    )
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
-    p.add_argument("-k", "--intervals", type=int, default=DEFAULTS["intervals"],
-                   help="measured intervals (default %(default)s)")
-    p.add_argument("-x", "--warmup", type=int, default=DEFAULTS["warmup"],
-                   help="unrecorded intervals first (default %(default)s)")
-    p.add_argument("--dist", choices=DISTRIBUTIONS, default=DEFAULTS["dist"],
-                   help="distribution of the FTQ/FWQ draws, each with the given mean and sd; "
-                        "exponential is shifted, mean - sd + Exp(sd) (default %(default)s)")
-    p.add_argument("--compute", type=number, default=None, metavar="S",
-                   help="FTQ: mean spin per interval, seconds (default 0.01)")
-    p.add_argument("--ops", type=number, default=None, metavar="N",
-                   help="FWQ: mean integer additions per interval (default 5e6)")
-    p.add_argument("--sd", type=number, default=None,
-                   help="standard deviation of the draws, in the unit of --compute or --ops "
-                        "(default a tenth of it)")
-    p.add_argument("--dim", type=int, default=None, metavar="N",
-                   help="DGEMM: N x N matrices (default 256); SPMV: N x N grid (default 512)")
-    p.add_argument("--reps", type=int, default=DEFAULTS["reps"],
-                   help="DGEMM/SPMV operations per interval (default %(default)s)")
-    p.add_argument("--halo-bytes", default="0", metavar="BYTES",
-                   help="bytes to each of 4 neighbours per interval, e.g. 1M (default 0: none)")
+    p.add_argument(
+        "-k",
+        "--intervals",
+        type=int,
+        default=DEFAULTS["intervals"],
+        help="measured intervals (default %(default)s)",
+    )
+    p.add_argument(
+        "-x",
+        "--warmup",
+        type=int,
+        default=DEFAULTS["warmup"],
+        help="unrecorded intervals first (default %(default)s)",
+    )
+    p.add_argument(
+        "--dist",
+        choices=DISTRIBUTIONS,
+        default=DEFAULTS["dist"],
+        help="distribution of the FTQ/FWQ draws, each with the given mean and sd; "
+        "exponential is shifted, mean - sd + Exp(sd) (default %(default)s)",
+    )
+    p.add_argument(
+        "--compute",
+        type=number,
+        default=None,
+        metavar="S",
+        help="FTQ: mean spin per interval, seconds (default 0.01)",
+    )
+    p.add_argument(
+        "--ops",
+        type=number,
+        default=None,
+        metavar="N",
+        help="FWQ: mean integer additions per interval (default 5e6)",
+    )
+    p.add_argument(
+        "--sd",
+        type=number,
+        default=None,
+        help="standard deviation of the draws, in the unit of --compute or --ops "
+        "(default a tenth of it)",
+    )
+    p.add_argument(
+        "--dim",
+        type=int,
+        default=None,
+        metavar="N",
+        help="DGEMM: N x N matrices (default 256); SPMV: N x N grid (default 512)",
+    )
+    p.add_argument(
+        "--reps",
+        type=int,
+        default=DEFAULTS["reps"],
+        help="DGEMM/SPMV operations per interval (default %(default)s)",
+    )
+    p.add_argument(
+        "--halo-bytes",
+        default="0",
+        metavar="BYTES",
+        help="bytes to each of 4 neighbours per interval, e.g. 1M (default 0: none)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed of the draws (recorded)")
-    p.add_argument("--flush-every", type=int, default=DEFAULTS["flush_every"], metavar="F",
-                   help="write per-rank rows every F intervals (default %(default)s)")
+    p.add_argument(
+        "--flush-every",
+        type=int,
+        default=DEFAULTS["flush_every"],
+        metavar="F",
+        help="write per-rank rows every F intervals (default %(default)s)",
+    )
     add_resume_option(p, "interval", kind="bsp")
     add_launch_options(p)
     p.set_defaults(func=_run)
@@ -69,15 +128,29 @@ def _run(args):
     own = {"ftq": "--compute", "fwq": "--ops"}.get(args.workload)  # the option of its draws
     for opt in ("--compute", "--ops", "--sd"):
         if opt != own and getattr(args, opt[2:]) is not None and not (opt == "--sd" and own):
-            raise InputError(opt, None, f"{args.workload} does not take {opt}; "
-                             + (f"use {own}" if own else "it takes --dim and --reps"))
+            raise InputError(
+                opt,
+                None,
+                f"{args.workload} does not take {opt}; "
+                + (f"use {own}" if own else "it takes --dim and --reps"),
+            )
     if own and args.dim is not None:
         raise InputError("--dim", None, f"{args.workload} draws its work; use {own}/--sd")
     mean = args.compute if args.workload == "ftq" else args.ops
-    run = run_bsp(args.workload, ranks=args.ranks, intervals=args.intervals,
-                  warmup=args.warmup, dist=args.dist, mean=mean, sd=args.sd,
-                  dim=args.dim, reps=args.reps,
-                  halo_bytes=parse_size(args.halo_bytes, "--halo-bytes"), seed=args.seed,
-                  flush_every=args.flush_every, **launch_kwargs(args))
+    run = run_bsp(
+        args.workload,
+        ranks=args.ranks,
+        intervals=args.intervals,
+        warmup=args.warmup,
+        dist=args.dist,
+        mean=mean,
+        sd=args.sd,
+        dim=args.dim,
+        reps=args.reps,
+        halo_bytes=parse_size(args.halo_bytes, "--halo-bytes"),
+        seed=args.seed,
+        flush_every=args.flush_every,
+        **launch_kwargs(args),
+    )
     print(run.path)
     return 0

@@ -25,25 +25,49 @@ from the recorded orders, and Open MPI's ob1 queue lengths (NaN under other MPIs
 
 def register(registry):
     p = registry.group_command(
-        "bench", "mtmatch",
+        "bench",
+        "mtmatch",
         help="multithreaded message matching: queue drain and search depth (Schonbein et al. 2018, Sec. 4.1)",
         description="Threads of a stencil decomposition pre-post and send their own halo "
-                    "messages; the message counts per thread come from the stencil model "
-                    "(commscope model stencil).", epilog=EXAMPLES)
-    p.add_argument("--points", metavar="5|7|9|27|naive",
-                   help="stencil (2-D: 5, 9; 3-D: 7, 27) or naive (k messages per thread); "
-                        "required unless --resume")
-    p.add_argument("--decomp", metavar="LxL[xL]", default=None,
-                   help="thread decomposition of the process's domain, e.g. 4x4x2")
+        "messages; the message counts per thread come from the stencil model "
+        "(commscope model stencil).",
+        epilog=EXAMPLES,
+    )
+    p.add_argument(
+        "--points",
+        metavar="5|7|9|27|naive",
+        help="stencil (2-D: 5, 9; 3-D: 7, 27) or naive (k messages per thread); "
+        "required unless --resume",
+    )
+    p.add_argument(
+        "--decomp",
+        metavar="LxL[xL]",
+        default=None,
+        help="thread decomposition of the process's domain, e.g. 4x4x2",
+    )
     p.add_argument("--k", type=int, default=None, help="messages per thread (naive only)")
-    p.add_argument("--sweep", metavar="T1,T2,...", default=None,
-                   help="instead of --decomp: threads per process to sweep (one job)")
-    p.add_argument("--shape", choices=("cube", "linear"), default="cube",
-                   help="decompositions of a sweep: most cube-like, or 1x1xT (3-D) "
-                        "(default %(default)s)")
-    p.add_argument("-t", "--trials", type=int, default=10, help="recorded trials (default %(default)s)")
-    p.add_argument("-x", "--warmup", type=int, default=2,
-                   help="unrecorded warm-up trials first (default %(default)s)")
+    p.add_argument(
+        "--sweep",
+        metavar="T1,T2,...",
+        default=None,
+        help="instead of --decomp: threads per process to sweep (one job)",
+    )
+    p.add_argument(
+        "--shape",
+        choices=("cube", "linear"),
+        default="cube",
+        help="decompositions of a sweep: most cube-like, or 1x1xT (3-D) (default %(default)s)",
+    )
+    p.add_argument(
+        "-t", "--trials", type=int, default=10, help="recorded trials (default %(default)s)"
+    )
+    p.add_argument(
+        "-x",
+        "--warmup",
+        type=int,
+        default=2,
+        help="unrecorded warm-up trials first (default %(default)s)",
+    )
     p.add_argument("-s", "--size", default="8", help="message size (default %(default)s bytes)")
     add_resume_option(p, "configuration")
     add_launch_options(p)
@@ -62,18 +86,40 @@ def _run(args):
         try:
             counts = [int(v) for v in args.sweep.split(",") if v.strip()]
         except ValueError:
-            raise InputError("--sweep", None, f"expected thread counts like 1,2,4,8, got {args.sweep!r}") from None
+            raise InputError(
+                "--sweep", None, f"expected thread counts like 1,2,4,8, got {args.sweep!r}"
+            ) from None
         if not counts:
             raise InputError("--sweep", None, "no thread counts given")
         configs = sweep_configs(args.points, counts, args.shape, args.k)
-    run = run_mtmatch(args.points, args.decomp, args.k, configs=configs, trials=args.trials,
-                      warmup=args.warmup, size_bytes=parse_size(args.size, "--size"),
-                      **launch_kwargs(args))
+    run = run_mtmatch(
+        args.points,
+        args.decomp,
+        args.k,
+        configs=configs,
+        trials=args.trials,
+        warmup=args.warmup,
+        size_bytes=parse_size(args.size, "--size"),
+        **launch_kwargs(args),
+    )
     if not args.quiet:
         summary = config_summary(run.table("trials"))
-        print_table(summary[["points", "decomposition", "threads_recv", "threads_send", "messages",
-                             "drain_time_s", "avg_search_depth", "max_search_depth",
-                             "ob1_posted_recvq_length", "oversubscribed"]],
-                    title="mean over trials (search depth: MPICH-style list, entries passed over)")
+        print_table(
+            summary[
+                [
+                    "points",
+                    "decomposition",
+                    "threads_recv",
+                    "threads_send",
+                    "messages",
+                    "drain_time_s",
+                    "avg_search_depth",
+                    "max_search_depth",
+                    "ob1_posted_recvq_length",
+                    "oversubscribed",
+                ]
+            ],
+            title="mean over trials (search depth: MPICH-style list, entries passed over)",
+        )
     print(run.path)
     return 0

@@ -29,24 +29,45 @@ transfer (docs/diagnose.md).
 
 def register(registry):
     from .common_options import add_machine_model_option
+
     p = registry.command(
-        "diagnose", help="name what is wrong in a profile run, the culprit, the fix and the saving",
+        "diagnose",
+        help="name what is wrong in a profile run, the culprit, the fix and the saving",
         description="The diagnosis of a `commscope profile` run: wait states, load and thread "
-                    "imbalance, small messages, the POP efficiency hierarchy, and for each "
-                    "finding the fix with a predicted saving from a replay of the trace.",
-        epilog=EXAMPLES)
-    p.add_argument("run", metavar="RUN", help="a profile run directory (commscope profile; "
-                                              "--trace for wait states and replays)")
-    add_machine_model_option(p, "machine model (commscope fit) for modelled message times "
-                                "(small messages; machine-model what-ifs); default: none")
-    p.add_argument("--multirate", metavar="RUN", default=None,
-                   help="a `commscope bench multirate` run of this machine: threads sharing a "
-                        "communicator are costed with its shared / per-thread rate")
-    p.add_argument("--what-if", action="append", default=[], metavar="CHANGE",
-                   help="replay the trace with a change: balance, network=ideal or "
-                        "machine-model=FILE (repeatable)")
-    p.add_argument("--json", action="store_true",
-                   help='print {"efficiency": ..., "findings": [...], "replay": ..., "notes": [...]}')
+        "imbalance, small messages, the POP efficiency hierarchy, and for each "
+        "finding the fix with a predicted saving from a replay of the trace.",
+        epilog=EXAMPLES,
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN",
+        help="a profile run directory (commscope profile; --trace for wait states and replays)",
+    )
+    add_machine_model_option(
+        p,
+        "machine model (commscope fit) for modelled message times "
+        "(small messages; machine-model what-ifs); default: none",
+    )
+    p.add_argument(
+        "--multirate",
+        metavar="RUN",
+        default=None,
+        help="a `commscope bench multirate` run of this machine: threads sharing a "
+        "communicator are costed with its shared / per-thread rate",
+    )
+    p.add_argument(
+        "--what-if",
+        action="append",
+        default=[],
+        metavar="CHANGE",
+        help="replay the trace with a change: balance, network=ideal or "
+        "machine-model=FILE (repeatable)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"efficiency": ..., "findings": [...], "replay": ..., "notes": [...]}',
+    )
     p.set_defaults(func=_run)
 
 
@@ -57,6 +78,7 @@ def _run(args):
     from ..models.machine_model import load_machine_model
     from ..output import dump_json
     from ..profile.api import open as open_profile
+
     machine_model = load_machine_model(args.machine_model) if args.machine_model else None
     for change in args.what_if:
         if change.startswith("machine-model="):
@@ -67,19 +89,30 @@ def _run(args):
     multirate = None
     if args.multirate:
         from ..runs import open_run
+
         multirate = open_run(args.multirate)
         if multirate.kind != "multirate":
-            raise InputError(multirate.path / "meta.json", "kind",
-                             f"is a {multirate.kind!r} run; --multirate takes a bench multirate run")
-    d = diagnose(open_profile(args.run), machine_model=machine_model, what_if=args.what_if,
-                 multirate=multirate)
+            raise InputError(
+                multirate.path / "meta.json",
+                "kind",
+                f"is a {multirate.kind!r} run; --multirate takes a bench multirate run",
+            )
+    d = diagnose(
+        open_profile(args.run),
+        machine_model=machine_model,
+        what_if=args.what_if,
+        multirate=multirate,
+    )
     if args.json:
         dump_json(d.to_dict())
         return 0
     render(d, sys.stdout)
     if d.replay and d.replay["what_if"]:
         from ..units import format_seconds
+
         for w in d.replay["what_if"]:
-            print(f"what if {w['change']}: {format_seconds(w['runtime_s'])} "
-                  f"(saves {format_seconds(w['saving_s'])} against the unchanged replay)")
+            print(
+                f"what if {w['change']}: {format_seconds(w['runtime_s'])} "
+                f"(saves {format_seconds(w['saving_s'])} against the unchanged replay)"
+            )
     return 0

@@ -1,5 +1,7 @@
 """``commscope export``: a profile run as a Perfetto (Chrome trace-event JSON) or OTF2 trace."""
 
+from .common_options import add_overwrite_option
+
 EXAMPLES = """\
 Perfetto: Chrome trace-event JSON, opened by ui.perfetto.dev ("Open trace file") and
 chrome://tracing: a process per rank, a track per thread, a slice per traced call with
@@ -20,25 +22,37 @@ examples:
 """
 
 
-from .common_options import add_overwrite_option
-
-
 def register(registry):
     p = registry.command(
-        "export", help="export a profile run as a Perfetto (trace-event JSON) or OTF2 trace",
+        "export",
+        help="export a profile run as a Perfetto (trace-event JSON) or OTF2 trace",
         description="Writes a profile run's traced calls, messages and counter snapshots in "
-                    "a format trace viewers open: Perfetto's UI and chrome://tracing (JSON), "
-                    "or Vampir and other OTF2 tools.", epilog=EXAMPLES)
+        "a format trace viewers open: Perfetto's UI and chrome://tracing (JSON), "
+        "or Vampir and other OTF2 tools.",
+        epilog=EXAMPLES,
+    )
     p.add_argument("run", metavar="RUN", help="a profile run directory (commscope profile)")
-    p.add_argument("--format", required=True, choices=("perfetto", "otf2"),
-                   help="perfetto: Chrome trace-event JSON; otf2: an OTF2 archive")
-    p.add_argument("-o", "--output", metavar="PATH", default=None,
-                   help="the file to write (default: RUN/export/trace.json for perfetto, "
-                        "RUN/export/traces.otf2 for otf2, whose traces.def and traces/ sit "
-                        "next to it)")
+    p.add_argument(
+        "--format",
+        required=True,
+        choices=("perfetto", "otf2"),
+        help="perfetto: Chrome trace-event JSON; otf2: an OTF2 archive",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default=None,
+        help="the file to write (default: RUN/export/trace.json for perfetto, "
+        "RUN/export/traces.otf2 for otf2, whose traces.def and traces/ sit "
+        "next to it)",
+    )
     add_overwrite_option(p, "output")
-    p.add_argument("--json", action="store_true",
-                   help="print what was written (path, events, ranks, threads, bytes) as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print what was written (path, events, ranks, threads, bytes) as JSON",
+    )
     p.set_defaults(func=_run)
 
 
@@ -47,6 +61,7 @@ def _run(args):
     from ..output import dump_json
     from ..profile.export import export_run, no_trace_note, require_profile
     from ..runs import open_run
+
     run = open_run(args.run)
     require_profile(run)
     out = export_run(run, args.format, output=args.output, force=args.overwrite)
@@ -55,13 +70,22 @@ def _run(args):
     if args.json:
         dump_json(out)
         return 0
-    what = (f"{out['calls']} calls, {out['messages']} messages, " if out["trace"] else "") + \
-        f"{out['snapshots']} snapshots" + \
-        (f", {out['openmp_slices']} OpenMP slices on {out['openmp_threads']} OpenMP threads"
-         if out["openmp_slices"] else "")
-    print(f"wrote {out['path']}: {out['events']} events ({what}) of {out['ranks']} ranks, "
-          f"{out['threads']} threads; {out['bytes']} bytes")
+    what = (
+        (f"{out['calls']} calls, {out['messages']} messages, " if out["trace"] else "")
+        + f"{out['snapshots']} snapshots"
+        + (
+            f", {out['openmp_slices']} OpenMP slices on {out['openmp_threads']} OpenMP threads"
+            if out["openmp_slices"]
+            else ""
+        )
+    )
+    print(
+        f"wrote {out['path']}: {out['events']} events ({what}) of {out['ranks']} ranks, "
+        f"{out['threads']} threads; {out['bytes']} bytes"
+    )
     if out["unmatched_messages"]:
-        warn(f"{out['unmatched_messages']} sends or receives have no partner in the trace "
-             "(no arrow drawn for them)")
+        warn(
+            f"{out['unmatched_messages']} sends or receives have no partner in the trace "
+            "(no arrow drawn for them)"
+        )
     return 0

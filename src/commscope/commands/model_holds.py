@@ -33,13 +33,23 @@ examples:
 
 
 def register(registry):
-    p = registry.group_command("model", "holds", help="do the models hold on this machine? "
-                                                      "a verdict per model",
-                               description=DESCRIPTION)
-    p.add_argument("runs", nargs="+", metavar="RUN",
-                   help="a study folder, run directories, or folders holding them")
-    add_machine_model_option(p, help="machine model: a file of `commscope fit`, or bluewaters "
-                                     "(default: the study's, else fitted from the ping-pong runs)")
+    p = registry.group_command(
+        "model",
+        "holds",
+        help="do the models hold on this machine? a verdict per model",
+        description=DESCRIPTION,
+    )
+    p.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a study folder, run directories, or folders holding them",
+    )
+    add_machine_model_option(
+        p,
+        help="machine model: a file of `commscope fit`, or bluewaters "
+        "(default: the study's, else fitted from the ping-pong runs)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -62,6 +72,7 @@ def resolve_machine_model(given, runs, study_model):
     """(machine model or None, where it comes from)."""
     from ..errors import InputError
     from ..runs import expand_run_paths, open_run
+
     if given or study_model:
         mm = load_machine_model(given or study_model)
         src = mm.machine.get("source_runs") or []
@@ -71,15 +82,18 @@ def resolve_machine_model(given, runs, study_model):
     if not pingpong:
         return None, "none given, and no ping-pong run to fit one from"
     from ..machine_fit import fit_runs
+
     try:
-        return fit_runs(pingpong), ("fitted from the ping-pong runs given: "
-                                    + ", ".join(p.name for p in pingpong))
+        return fit_runs(pingpong), (
+            "fitted from the ping-pong runs given: " + ", ".join(p.name for p in pingpong)
+        )
     except InputError as exc:
         return None, f"none could be fitted from the ping-pong runs given: {exc}"
 
 
 def run(args):
     from ..predict.holds import holds_table, open_runs, printable_rows
+
     runs, study_model = study_parts(args.runs)
     opened = open_runs(runs)  # a damaged run: exit 2 naming the file, before any verdict
     mm, where = resolve_machine_model(args.machine_model, runs, study_model)
@@ -92,7 +106,10 @@ def run(args):
     for r in table["rows"]:
         print(f"{r['model']}: {r['verdict']}: {r['reason']}")
     t = table["thresholds"]
-    print(f"# holds: median within {t['holds_median_ratio']}x, every point within "
-          f"{t['holds_worst_ratio']}x; holds within X: X <= {t['within_worst_ratio']}; "
-          "ratio = measured / predicted", file=sys.stderr)
+    print(
+        f"# holds: median within {t['holds_median_ratio']}x, every point within "
+        f"{t['holds_worst_ratio']}x; holds within X: X <= {t['within_worst_ratio']}; "
+        "ratio = measured / predicted",
+        file=sys.stderr,
+    )
     return 0

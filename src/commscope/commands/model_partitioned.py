@@ -33,6 +33,7 @@ examples:
       --compute 0.1 --variability 0.1 --sizes 16MB --monte-carlo --replicas 20000
 """
 
+
 def parse_sizes(text):
     sizes = parse_size_list(text, "--sizes")
     if min(sizes) <= 0:
@@ -42,18 +43,25 @@ def parse_sizes(text):
 
 def build_link(args):
     """The link chosen on the command line (exactly one source)."""
-    chosen = [name for name, on in (("--osu", args.osu), ("--machine-model", args.machine_model),
-                                    ("--latency/--bandwidth", args.latency is not None
-                                     or args.bandwidth is not None)) if on]
+    chosen = [
+        name
+        for name, on in (
+            ("--osu", args.osu),
+            ("--machine-model", args.machine_model),
+            ("--latency/--bandwidth", args.latency is not None or args.bandwidth is not None),
+        )
+        if on
+    ]
     if len(chosen) != 1:
-        raise InputError("link", None, "give exactly one of --osu, --machine-model or "
-                         "--latency with --bandwidth")
+        raise InputError(
+            "link", None, "give exactly one of --osu, --machine-model or --latency with --bandwidth"
+        )
     if args.osu:
         return load_osu(args.osu, args.machine)
     if args.machine_model:
         from ..models.machine_model import load_machine_model
-        return pm.MachineModelLink(load_machine_model(args.machine_model), args.locality,
-                                   args.ppn)
+
+        return pm.MachineModelLink(load_machine_model(args.machine_model), args.locality, args.ppn)
     if args.latency is None or args.bandwidth is None:
         raise InputError("--latency/--bandwidth", None, "give both")
     return pm.ConstantLink(args.latency, args.bandwidth)
@@ -64,6 +72,7 @@ def read_samples(path):
     import pandas as pd
 
     from ..tablefile import read_table
+
     frame = read_table(path)
     if "compute_time_s" not in frame.columns:
         raise InputError(path, "compute_time_s", "column missing")
@@ -79,16 +88,36 @@ def run(args):
     if args.variability is None and args.sigma is None:
         raise InputError("--variability", None, "give --variability or --sigma")
     table = pm.compare_partitioned(
-        link, args.threads, sizes, args.compute, variability=args.variability,
-        sigma_s=args.sigma, t_wait_s=args.t_wait, dist=args.dist,
-        monte_carlo=args.monte_carlo, samples=read_samples(args.samples) if args.samples else None,
-        replicas=args.replicas, seed=args.seed)
-    sigma = args.sigma if args.sigma is not None else \
-        pm.sigma_from_variability(args.compute, args.variability)
-    params = {"threads": args.threads, "compute_s": args.compute, "sigma_s": sigma,
-              "variability": args.variability, "t_wait_s": args.t_wait, "dist": args.dist,
-              "monte_carlo": bool(args.monte_carlo or args.samples), "replicas": args.replicas,
-              "seed": args.seed, "samples": args.samples}
+        link,
+        args.threads,
+        sizes,
+        args.compute,
+        variability=args.variability,
+        sigma_s=args.sigma,
+        t_wait_s=args.t_wait,
+        dist=args.dist,
+        monte_carlo=args.monte_carlo,
+        samples=read_samples(args.samples) if args.samples else None,
+        replicas=args.replicas,
+        seed=args.seed,
+    )
+    sigma = (
+        args.sigma
+        if args.sigma is not None
+        else pm.sigma_from_variability(args.compute, args.variability)
+    )
+    params = {
+        "threads": args.threads,
+        "compute_s": args.compute,
+        "sigma_s": sigma,
+        "variability": args.variability,
+        "t_wait_s": args.t_wait,
+        "dist": args.dist,
+        "monte_carlo": bool(args.monte_carlo or args.samples),
+        "replicas": args.replicas,
+        "seed": args.seed,
+        "samples": args.samples,
+    }
     sizes_out = table["size_bytes"].to_numpy()
     if np.all(sizes_out == np.round(sizes_out)):
         table["size_bytes"] = sizes_out.astype(np.int64)
@@ -104,52 +133,90 @@ def run(args):
     cols.append("model_messages_overlapped")
     if "mc_messages_overlapped" in table:
         cols.append("mc_messages_overlapped")
-    title = (f"partitioned vs single send: {args.threads} threads, compute "
-             f"{format_seconds(args.compute)}, sigma {format_seconds(sigma)}, T_wait "
-             f"{format_seconds(args.t_wait)}")
+    title = (
+        f"partitioned vs single send: {args.threads} threads, compute "
+        f"{format_seconds(args.compute)}, sigma {format_seconds(sigma)}, T_wait "
+        f"{format_seconds(args.t_wait)}"
+    )
     print_table(table, cols, title=title)
     return 0
 
 
 def register(registry):
-    p = registry.group_command("model", "partitioned",
-                               help="partitioned vs single-send model (Algorithm 1 + Monte Carlo)",
-                               description=DESCRIPTION)
+    p = registry.group_command(
+        "model",
+        "partitioned",
+        help="partitioned vs single-send model (Algorithm 1 + Monte Carlo)",
+        description=DESCRIPTION,
+    )
     link = p.add_argument_group("link (choose one)")
-    link.add_argument("--osu", nargs="+", metavar="FILE",
-                      help="OSU reference CSV, or osu_latency and osu_bw text outputs")
-    link.add_argument("--machine", help="with --osu: the machine column pair of a reference CSV "
-                                        "(e.g. lassen)")
-    add_machine_model_option(link, help="machine model JSON (commscope fit), or bluewaters "
-                                        "(Bienz et al. 2018, Table 1)")
-    link.add_argument("--locality", default="inter-node",
-                      help="machine-model locality (default: %(default)s)")
-    link.add_argument("--ppn", type=int, default=1,
-                      help="processes per node sending (machine model; default %(default)s)")
+    link.add_argument(
+        "--osu",
+        nargs="+",
+        metavar="FILE",
+        help="OSU reference CSV, or osu_latency and osu_bw text outputs",
+    )
+    link.add_argument(
+        "--machine", help="with --osu: the machine column pair of a reference CSV (e.g. lassen)"
+    )
+    add_machine_model_option(
+        link, help="machine model JSON (commscope fit), or bluewaters (Bienz et al. 2018, Table 1)"
+    )
+    link.add_argument(
+        "--locality", default="inter-node", help="machine-model locality (default: %(default)s)"
+    )
+    link.add_argument(
+        "--ppn",
+        type=int,
+        default=1,
+        help="processes per node sending (machine model; default %(default)s)",
+    )
     link.add_argument("--latency", type=number, metavar="S", help="constant latency, seconds")
-    link.add_argument("--bandwidth", type=number, metavar="B_PER_S",
-                      help="constant bandwidth, bytes per second")
+    link.add_argument(
+        "--bandwidth", type=number, metavar="B_PER_S", help="constant bandwidth, bytes per second"
+    )
     w = p.add_argument_group("workload")
     w.add_argument("--threads", type=int, required=True, help="threads (= partitions)")
-    w.add_argument("--compute", type=number, required=True, metavar="S",
-                   help="mean thread compute time, seconds")
+    w.add_argument(
+        "--compute",
+        type=number,
+        required=True,
+        metavar="S",
+        help="mean thread compute time, seconds",
+    )
     sd = w.add_mutually_exclusive_group()
-    sd.add_argument("--variability", type=number, metavar="V",
-                    help="thesis convention: sigma = compute * V**2")
+    sd.add_argument(
+        "--variability", type=number, metavar="V", help="thesis convention: sigma = compute * V**2"
+    )
     sd.add_argument("--sigma", type=number, metavar="S", help="standard deviation, seconds")
-    w.add_argument("--t-wait", type=number, default=0.0, metavar="S",
-                   help="MPIX_Wait overhead added to the partitioned send (default 0)")
-    w.add_argument("--sizes", metavar="S1,S2,...",
-                   help="buffer sizes, comma-separated, A:B doubling: 18MiB = 18M = 18 * 2^20, "
-                        "16MB = 16 * 10^6 (default: 18 * 2^j MiB, j = -8..2, 72K..72M, as "
-                        "`bench partitioned`; the thesis's figures go to j = 8)")
+    w.add_argument(
+        "--t-wait",
+        type=number,
+        default=0.0,
+        metavar="S",
+        help="MPIX_Wait overhead added to the partitioned send (default 0)",
+    )
+    w.add_argument(
+        "--sizes",
+        metavar="S1,S2,...",
+        help="buffer sizes, comma-separated, A:B doubling: 18MiB = 18M = 18 * 2^20, "
+        "16MB = 16 * 10^6 (default: 18 * 2^j MiB, j = -8..2, 72K..72M, as "
+        "`bench partitioned`; the thesis's figures go to j = 8)",
+    )
     mc = p.add_argument_group("Monte Carlo")
     mc.add_argument("--monte-carlo", action="store_true", help="add the simulated columns")
-    mc.add_argument("--dist", default="normal", choices=pm.DISTRIBUTIONS,
-                    help="thread-time distribution with the given mean and sd (default normal)")
-    mc.add_argument("--samples", metavar="FILE",
-                    help="resample measured compute times (the compute_time_s column of a "
-                         "CSV/Parquet file); implies --monte-carlo")
+    mc.add_argument(
+        "--dist",
+        default="normal",
+        choices=pm.DISTRIBUTIONS,
+        help="thread-time distribution with the given mean and sd (default normal)",
+    )
+    mc.add_argument(
+        "--samples",
+        metavar="FILE",
+        help="resample measured compute times (the compute_time_s column of a "
+        "CSV/Parquet file); implies --monte-carlo",
+    )
     add_monte_carlo_options(mc, replicas=2000)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)

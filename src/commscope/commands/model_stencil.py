@@ -19,16 +19,29 @@ examples:
 
 
 def register(registry):
-    p = registry.group_command("model", "stencil", help="message counts of thread-decomposed stencils",
-                               description=DESCRIPTION)
-    p.add_argument("--points", required=True, metavar="{5,7,9,27,naive}",
-                   help="stencil: 5 or 9 (2-D), 7 or 27 (3-D), or naive (k messages per thread)")
-    p.add_argument("--decomp", required=True, type=comma_list(str, "decompositions", "8x8x4,4x4x4"),
-                   metavar="LxLy[xLz],...",
-                   help="thread decomposition(s), e.g. 8x8x4; several comma-separated")
+    p = registry.group_command(
+        "model",
+        "stencil",
+        help="message counts of thread-decomposed stencils",
+        description=DESCRIPTION,
+    )
+    p.add_argument(
+        "--points",
+        required=True,
+        metavar="{5,7,9,27,naive}",
+        help="stencil: 5 or 9 (2-D), 7 or 27 (3-D), or naive (k messages per thread)",
+    )
+    p.add_argument(
+        "--decomp",
+        required=True,
+        type=comma_list(str, "decompositions", "8x8x4,4x4x4"),
+        metavar="LxLy[xLz],...",
+        help="thread decomposition(s), e.g. 8x8x4; several comma-separated",
+    )
     p.add_argument("--k", type=int, default=None, help="messages per thread (naive only)")
-    p.add_argument("--per-thread", action="store_true",
-                   help="also list the messages each thread receives")
+    p.add_argument(
+        "--per-thread", action="store_true", help="also list the messages each thread receives"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=run)
 
@@ -39,8 +52,10 @@ def run(args):
         dims = parse_decomposition(text)
         counts = stencil_counts(args.points, dims, args.k).to_dict()
         if args.per_thread:
-            counts["per_thread"] = [{"thread": "x".join(map(str, r["thread"])), "messages": r["messages"]}
-                                    for r in per_thread_table(args.points, dims, args.k)]
+            counts["per_thread"] = [
+                {"thread": "x".join(map(str, r["thread"])), "messages": r["messages"]}
+                for r in per_thread_table(args.points, dims, args.k)
+            ]
         results.append(counts)
     if args.json:
         dump_json(results)
@@ -51,6 +66,9 @@ def run(args):
     print_table(results, columns)
     for r in results if args.per_thread else []:
         print()
-        print_table(r["per_thread"], ["thread", "messages"],
-                    title=f"messages received per thread, {r['decomposition']}")
+        print_table(
+            r["per_thread"],
+            ["thread", "messages"],
+            title=f"messages received per thread, {r['decomposition']}",
+        )
     return 0

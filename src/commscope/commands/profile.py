@@ -51,64 +51,121 @@ MPI_Finalize); 2 when --ompt could not time the program's threads (the counters 
 
 def register(registry):
     p = registry.command(
-        "profile", help="run any MPI program with software performance counters",
+        "profile",
+        help="run any MPI program with software performance counters",
         description="Runs an unmodified MPI program with commscope's PMPI counter library "
-                    "preloaded: calls, bytes and messages per function, the rank x rank "
-                    "matrix, message-size bins, request watermarks, time per function, "
-                    "call site and size bin, an optional event trace, MPI_T performance variables, and snapshots of "
-                    "all of it over time (Eberius 2020, ch. 3).", epilog=EXAMPLES)
+        "preloaded: calls, bytes and messages per function, the rank x rank "
+        "matrix, message-size bins, request watermarks, time per function, "
+        "call site and size bin, an optional event trace, MPI_T performance variables, and snapshots of "
+        "all of it over time (Eberius 2020, ch. 3).",
+        epilog=EXAMPLES,
+    )
     p.add_argument("-n", "--ranks", type=int, default=2, help="MPI ranks (default %(default)s)")
-    p.add_argument("--threads", type=int, default=1, metavar="T",
-                   help="OMP_NUM_THREADS for the program (default %(default)s); alone it "
-                        "times no thread: --ompt records each thread's time")
-    p.add_argument("--counters", default="default", metavar="SET",
-                   help="default (every set, time in MPI included; all is the same), or a "
-                        "comma list of: bytes, peers, bins, requests, timers, pvars (without "
-                        "timers, times are not measured) (default %(default)s)")
-    p.add_argument("--snapshot-every", default="0.5s", metavar="DURATION",
-                   help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
-                        "start and end (default %(default)s)")
-    p.add_argument("--trace", action="store_true",
-                   help="also record an event trace: every point-to-point call (send, "
-                        "receive, post, start, completion, probe) and every collective "
-                        "(blocking, nonblocking, persistent; not one-sided or MPI-IO), each "
-                        "with its call site (file:line, resolved after the run; build with "
-                        "-g), and each rank's clock offset to rank 0 so that nodes share one "
-                        "time line (raw/trace.*.bin, raw/clocks.*.jsonl)")
-    p.add_argument("--trace-limit", default="1G", metavar="SIZE",
-                   help="bytes of trace each rank writes before it drops records: 1G is 1 "
-                        "GiB, K, M and G are powers of 2 (KiB, MiB, GiB), KB, MB and GB "
-                        "powers of 10 (default %(default)s = 1 GiB)")
-    p.add_argument("--callsites", action="store_true",
-                   help="also record where each MPI call was made (file, line, function; "
-                        "function+offset without -g), resolved after the run into "
-                        "callsites.parquet")
-    p.add_argument("--callsite-depth", type=int, default=None, metavar="N",
-                   help="callers recorded per call with --callsites: 1 the immediate caller "
-                        "(default), N > 1 unwinds N frames (costlier; implies --callsites)")
-    p.add_argument("--ompt", action="store_true",
-                   help="also time every thread of every OpenMP region through OMPT, no "
-                        "source change (GCC programs run on libiomp5; see commscope doctor "
-                        "--ompt PROGRAM)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="T",
+        help="OMP_NUM_THREADS for the program (default %(default)s); alone it "
+        "times no thread: --ompt records each thread's time",
+    )
+    p.add_argument(
+        "--counters",
+        default="default",
+        metavar="SET",
+        help="default (every set, time in MPI included; all is the same), or a "
+        "comma list of: bytes, peers, bins, requests, timers, pvars (without "
+        "timers, times are not measured) (default %(default)s)",
+    )
+    p.add_argument(
+        "--snapshot-every",
+        default="0.5s",
+        metavar="DURATION",
+        help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
+        "start and end (default %(default)s)",
+    )
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="also record an event trace: every point-to-point call (send, "
+        "receive, post, start, completion, probe) and every collective "
+        "(blocking, nonblocking, persistent; not one-sided or MPI-IO), each "
+        "with its call site (file:line, resolved after the run; build with "
+        "-g), and each rank's clock offset to rank 0 so that nodes share one "
+        "time line (raw/trace.*.bin, raw/clocks.*.jsonl)",
+    )
+    p.add_argument(
+        "--trace-limit",
+        default="1G",
+        metavar="SIZE",
+        help="bytes of trace each rank writes before it drops records: 1G is 1 "
+        "GiB, K, M and G are powers of 2 (KiB, MiB, GiB), KB, MB and GB "
+        "powers of 10 (default %(default)s = 1 GiB)",
+    )
+    p.add_argument(
+        "--callsites",
+        action="store_true",
+        help="also record where each MPI call was made (file, line, function; "
+        "function+offset without -g), resolved after the run into "
+        "callsites.parquet",
+    )
+    p.add_argument(
+        "--callsite-depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="callers recorded per call with --callsites: 1 the immediate caller "
+        "(default), N > 1 unwinds N frames (costlier; implies --callsites)",
+    )
+    p.add_argument(
+        "--ompt",
+        action="store_true",
+        help="also time every thread of every OpenMP region through OMPT, no "
+        "source change (GCC programs run on libiomp5; see commscope doctor "
+        "--ompt PROGRAM)",
+    )
     # no longer needed (every thread gets a slab); accepted with a warning for a release
-    p.add_argument("--max-threads", type=int, default=None, metavar="N",
-                   help="deprecated and ignored (default: none): every thread gets counters "
-                        "of its own; kept for one release so that old scripts still run")
-    p.add_argument("--summary", action="store_true",
-                   help="print a summary after the run (like an MPI_Finalize dump): a row per "
-                        "rank up to 32 ranks, else the job's totals, means and extremes with "
-                        "the ranks that hold them (raw/summary.json, reduced in the job)")
-    p.add_argument("--json", action="store_true", help="print the run, a row per rank and the job summary as JSON")
+    p.add_argument(
+        "--max-threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="deprecated and ignored (default: none): every thread gets counters "
+        "of its own; kept for one release so that old scripts still run",
+    )
+    p.add_argument(
+        "--summary",
+        action="store_true",
+        help="print a summary after the run (like an MPI_Finalize dump): a row per "
+        "rank up to 32 ranks, else the job's totals, means and extremes with "
+        "the ranks that hold them (raw/summary.json, reduced in the job)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the run, a row per rank and the job summary as JSON",
+    )
     p.add_argument("--list-counters", action="store_true", help="print the counter table and exit")
-    p.add_argument("--convert", metavar="RUN", default=None,
-                   help="convert the raw counter files of profile run RUN into its tables "
-                        "(a run whose commscope was stopped before it converted them, or "
-                        "whose tables were deleted) and exit; nothing is launched")
-    add_launch_options(p, quiet_help="keep the program's output off the terminal (the run "
-                                     "directory keeps it: stdout.txt and stderr.txt, the last "
-                                     "4 MiB of each)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
-                   help="the MPI program and its arguments, after --")
+    p.add_argument(
+        "--convert",
+        metavar="RUN",
+        default=None,
+        help="convert the raw counter files of profile run RUN into its tables "
+        "(a run whose commscope was stopped before it converted them, or "
+        "whose tables were deleted) and exit; nothing is launched",
+    )
+    add_launch_options(
+        p,
+        quiet_help="keep the program's output off the terminal (the run "
+        "directory keeps it: stdout.txt and stderr.txt, the last "
+        "4 MiB of each)",
+    )
+    p.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        metavar="-- PROGRAM [ARGS]",
+        help="the MPI program and its arguments, after --",
+    )
     p.set_defaults(func=_run)
 
 
@@ -121,6 +178,7 @@ def _thread_collectors(args, program):
     from ..errors import InputError
     from ..profile.ompt import OmptCollector
     from ..profile.run import resolve_program
+
     path = resolve_program(program)  # a missing program fails here, before anything runs
     try:
         return [OmptCollector.for_program(path, mpimod.select_mpi(args.mpi))], None
@@ -131,12 +189,15 @@ def _thread_collectors(args, program):
 def _run(args):
     from ..errors import InputError
     from ..output import dump_json, format_table
+
     if args.list_counters:
         from ..profile.catalog import catalog_markdown
+
         print(catalog_markdown(), end="")
         return 0
     if args.convert:
         from ..profile.run import convert_run
+
         run = convert_run(args.convert)
         problems = run.meta["profile"].get("problems") or []
         for p in problems:
@@ -145,30 +206,55 @@ def _run(args):
         return 1 if problems else 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        raise InputError("PROGRAM", None, "name the program to profile after --, e.g. "
-                                          "commscope profile -n 2 -- ./app")
+        raise InputError(
+            "PROGRAM",
+            None,
+            "name the program to profile after --, e.g. commscope profile -n 2 -- ./app",
+        )
     from ..profile.run import run_profile
     from ..profile.counters import counter_ranks
     from ..profile.top import open_counter_files, read_rows
-    from ..profile.summary import (PER_RANK_ROWS, TIMERS_HINT, job_rows, not_measured_note,
-                                   printable, rank_time_rows, read_job_summary, timed)
+    from ..profile.summary import (
+        PER_RANK_ROWS,
+        TIMERS_HINT,
+        job_rows,
+        not_measured_note,
+        printable,
+        rank_time_rows,
+        read_job_summary,
+        timed,
+    )
+
     if args.max_threads is not None:
-        print("commscope: warning: --max-threads is ignored: every thread now gets counters of "
-              "its own (the counter file grows as threads appear)", file=sys.stderr)
+        print(
+            "commscope: warning: --max-threads is ignored: every thread now gets counters of "
+            "its own (the counter file grows as threads appear)",
+            file=sys.stderr,
+        )
     collectors, ompt_problem = _thread_collectors(args, command[0])
-    run, status = run_profile(command[0], command[1:], nranks=args.ranks,
-                              threads=args.threads, counters=args.counters,
-                              snapshot_every=args.snapshot_every, trace=args.trace,
-                              trace_limit=parse_size(args.trace_limit, "--trace-limit"),
-                              callsites=(1 if args.callsite_depth is None else args.callsite_depth) if args.callsites or
-                              args.callsite_depth is not None else None,
-                              collectors=collectors, **launch_kwargs(args))
+    run, status = run_profile(
+        command[0],
+        command[1:],
+        nranks=args.ranks,
+        threads=args.threads,
+        counters=args.counters,
+        snapshot_every=args.snapshot_every,
+        trace=args.trace,
+        trace_limit=parse_size(args.trace_limit, "--trace-limit"),
+        callsites=(1 if args.callsite_depth is None else args.callsite_depth)
+        if args.callsites or args.callsite_depth is not None
+        else None,
+        collectors=collectors,
+        **launch_kwargs(args),
+    )
     if args.ompt:
         from ..profile.ompt import failure_reason
+
         reason = ompt_problem or failure_reason(run.raw_dir, collectors[0])
         if reason:
-            raise InputError(command[0], "--ompt", f"{reason}; the MPI counters were "
-                                                      f"collected in {run.path}")
+            raise InputError(
+                command[0], "--ompt", f"{reason}; the MPI counters were collected in {run.path}"
+            )
     job = read_job_summary(run.raw_dir) if args.summary or args.json else None
     per_rank = args.json or (args.summary and not (job and job["ranks"] > PER_RANK_ROWS))
     rows = []
@@ -182,25 +268,41 @@ def _run(args):
     is_timed = timed(run.meta["parameters"]["counters"])
     note = "" if is_timed else not_measured_note("mpi_time_s, mpi_pct")
     if args.json:
-        dump_json({"run": str(run.path), "exit_status": status, "status": run.meta["status"],
-                   "time_measured": is_timed,
-                   **({} if is_timed else {"not_measured": f"mpi_time_s, mpi_pct: {TIMERS_HINT}"}),
-                   "ranks": rows, "job": job})
+        dump_json(
+            {
+                "run": str(run.path),
+                "exit_status": status,
+                "status": run.meta["status"],
+                "time_measured": is_timed,
+                **({} if is_timed else {"not_measured": f"mpi_time_s, mpi_pct: {TIMERS_HINT}"}),
+                "ranks": rows,
+                "job": job,
+            }
+        )
     else:
         if args.summary and not per_rank:
             from ..profile.views import rank_times
+
             times = rank_times(run)
             extra = rank_time_rows(times, is_timed) if times is not None else []
-            print(format_table(job_rows(job) + extra,
-                               title=f"commscope profile: job summary, {job['ranks_profiled']} of "
-                                     f"{job['ranks']} ranks (each rank: commscope report RUN); "
-                                     "mpi_time_s per rank: mean over its threads"))
+            print(
+                format_table(
+                    job_rows(job) + extra,
+                    title=f"commscope profile: job summary, {job['ranks_profiled']} of "
+                    f"{job['ranks']} ranks (each rank: commscope report RUN); "
+                    "mpi_time_s per rank: mean over its threads",
+                )
+            )
             if note and extra:
                 print("# " + note)
         elif args.summary:
-            print(format_table(printable(rows, is_timed),
-                               title="commscope profile: per-rank summary (wall_s since MPI_Init; "
-                                     "mpi_time_s: mean over the rank's threads that call MPI)"))
+            print(
+                format_table(
+                    printable(rows, is_timed),
+                    title="commscope profile: per-rank summary (wall_s since MPI_Init; "
+                    "mpi_time_s: mean over the rank's threads that call MPI)",
+                )
+            )
             if note:
                 print("# " + note)
         print(run.path)
@@ -210,8 +312,10 @@ def _run(args):
         what = run.meta.get("failure") or f"the program exited with status {status}"
         if not what.startswith("the program exited with status"):
             what += f"; the program's exit status {status}"
-        print(f"commscope profile: {what}; the counters made up to then are in {run.path}",
-              file=sys.stderr)
+        print(
+            f"commscope profile: {what}; the counters made up to then are in {run.path}",
+            file=sys.stderr,
+        )
         return status
     problems = run.meta["profile"].get("problems", [])
     if problems:  # the program succeeded, the profile is partial
@@ -228,6 +332,7 @@ def _print_diagnosis(run):
     from ..diagnose.text import headline
     from ..errors import InputError
     from ..profile.api import Profile
+
     try:
         d = diagnose(Profile(run))
     except (InputError, ValueError, KeyError) as exc:

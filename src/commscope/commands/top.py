@@ -32,25 +32,48 @@ counts when it returns, so a long call that spans intervals can push one interva
 
 def register(registry):
     p = registry.command(
-        "top", help="live view of a running profile, or a replay of its snapshots",
+        "top",
+        help="live view of a running profile, or a replay of its snapshots",
         description="Attaches read-only to the mapped counter files of a `commscope profile` "
-                    "run and shows per rank: message rate, bytes per second, time in MPI, "
-                    "busiest functions, request watermarks.", epilog=EXAMPLES)
+        "run and shows per rank: message rate, bytes per second, time in MPI, "
+        "busiest functions, request watermarks.",
+        epilog=EXAMPLES,
+    )
     p.add_argument("run", metavar="RUN", help="a profile run directory")
-    p.add_argument("--interval", type=number, default=1.0, metavar="S",
-                   help="refresh interval in seconds (default %(default)s)")
-    p.add_argument("--replay", action="store_true",
-                   help="step through the recorded snapshots instead of the live counters")
-    p.add_argument("--speed", type=number, default=0.0,
-                   help="replay speed-up (0: as fast as possible; default %(default)s)")
+    p.add_argument(
+        "--interval",
+        type=number,
+        default=1.0,
+        metavar="S",
+        help="refresh interval in seconds (default %(default)s)",
+    )
+    p.add_argument(
+        "--replay",
+        action="store_true",
+        help="step through the recorded snapshots instead of the live counters",
+    )
+    p.add_argument(
+        "--speed",
+        type=number,
+        default=0.0,
+        help="replay speed-up (0: as fast as possible; default %(default)s)",
+    )
     p.add_argument("--once", action="store_true", help="print one frame (the latest) and exit")
     p.add_argument("--json", action="store_true", help="print the frame as JSON (implies --once)")
-    p.add_argument("--callsites", action="store_true",
-                   help="print the run's top call sites (file:line, caller) summed over ranks: "
-                        "by time (by calls, then bytes, when the run had no timers), with "
-                        "the site's time on the ranks: min, mean, max")
-    p.add_argument("--limit", type=int, default=20, metavar="N",
-                   help="call sites shown with --callsites (default %(default)s)")
+    p.add_argument(
+        "--callsites",
+        action="store_true",
+        help="print the run's top call sites (file:line, caller) summed over ranks: "
+        "by time (by calls, then bytes, when the run had no timers), with "
+        "the site's time on the ranks: min, mean, max",
+    )
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=20,
+        metavar="N",
+        help="call sites shown with --callsites (default %(default)s)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -60,6 +83,7 @@ def _run(args):
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.top import live, replay
     from ..runs import open_run
+
     if not args.interval > 0:
         raise InputError("--interval", None, f"must be positive, got {args.interval}")
     run = open_run(args.run)
@@ -86,30 +110,57 @@ def _callsites(run, args):
     from ..profile.callsites import reason_notes, site_label
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.views import callsite_time_stats
+
     if args.limit < 1:
         raise InputError("--limit", None, f"must be at least 1, got {args.limit}")
     if "callsites" not in run.tables():
-        raise InputError(run.path, "callsites.parquet", "no call sites in this run: profile it "
-                                                        "with `commscope profile --callsites`")
+        raise InputError(
+            run.path,
+            "callsites.parquet",
+            "no call sites in this run: profile it with `commscope profile --callsites`",
+        )
     top = callsite_time_stats(run.table("callsites"), args.limit)
     if args.json:
         dump_json(top.to_dict("records"))
         return 0
     is_timed = timed(run.meta["parameters"].get("counters"))
-    rows = [{"function": r["function"],
-             "site": site_label(r["file"], r["line"]),
-             "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"], "bytes": r["bytes"],
-             "time_s": r["time_s"],
-             **({"min_time_s": r["min_time_s"], "mean_time_s": r["mean_time_s"],
-                 "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if is_timed else {}),
-             **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
-             "reason": r["reason"] or None} for r in top.to_dict("records")]
+    rows = [
+        {
+            "function": r["function"],
+            "site": site_label(r["file"], r["line"]),
+            "caller": r["caller"],
+            "ranks": r["ranks"],
+            "calls": r["calls"],
+            "bytes": r["bytes"],
+            "time_s": r["time_s"],
+            **(
+                {
+                    "min_time_s": r["min_time_s"],
+                    "mean_time_s": r["mean_time_s"],
+                    "max_time_s": r["max_time_s"],
+                    "max_rank": r["max_rank"],
+                }
+                if is_timed
+                else {}
+            ),
+            **({"stack": r["stack"]} if top["stack"].notna().any() else {}),
+            "reason": r["reason"] or None,
+        }
+        for r in top.to_dict("records")
+    ]
     notes = reason_notes(rows)
     by = "time" if top["time_s"].notna().any() else "calls"
-    print(format_table(printable(rows, is_timed),
-                       title=f"commscope top {run.path}: top call sites by {by}"
-                             + (" (time on one rank: min, mean, max over the ranks that called "
-                                "there)" if is_timed else "")))
+    print(
+        format_table(
+            printable(rows, is_timed),
+            title=f"commscope top {run.path}: top call sites by {by}"
+            + (
+                " (time on one rank: min, mean, max over the ranks that called there)"
+                if is_timed
+                else ""
+            ),
+        )
+    )
     for i, text in enumerate(notes, 1):
         print(f"# [{i}] {text}")
     if not is_timed:

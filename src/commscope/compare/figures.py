@@ -54,9 +54,16 @@ def collect(recorded, script, status, wall_s, pass_name, loadavg=None, end_time=
         for line in p.read_text().splitlines():
             if line.strip():
                 figures.append(json.loads(line))
-    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "script": script,
-            "pass": pass_name, "status": status, "end_time": end_time,
-            "loadavg": list(loadavg) if loadavg else None, "figures": figures}
+    return {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "script": script,
+        "pass": pass_name,
+        "status": status,
+        "end_time": end_time,
+        "loadavg": list(loadavg) if loadavg else None,
+        "figures": figures,
+    }
 
 
 def read(path):
@@ -71,8 +78,12 @@ def read(path):
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(path, "schema", f"expected {SCHEMA!r}")
     if doc.get("schema_version") != SCHEMA_VERSION:
-        raise InputError(path, "schema_version", f"unknown version {doc.get('schema_version')!r} "
-                                                 f"(this commscope reads {SCHEMA_VERSION})")
+        raise InputError(
+            path,
+            "schema_version",
+            f"unknown version {doc.get('schema_version')!r} "
+            f"(this commscope reads {SCHEMA_VERSION})",
+        )
     script = doc.get("script")
     if not isinstance(script, str) or not script:
         raise InputError(path, "script", "missing or not a name")
@@ -87,9 +98,13 @@ def read(path):
         if f.get("unit") not in UNITS:
             raise InputError(path, f"{where}.unit", f"{f.get('unit')!r} is not one of {UNITS}")
         samples = f.get("samples")
-        if not isinstance(samples, list) or not samples or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) and x == x
-                for x in samples):
+        if (
+            not isinstance(samples, list)
+            or not samples
+            or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and x == x for x in samples
+            )
+        ):
             raise InputError(path, f"{where}.samples", "expected a non-empty list of numbers")
         out[(script, f["name"])] = (f["unit"], [float(x) for x in samples])
     return out, doc
@@ -99,8 +114,12 @@ def read_dir(folder):
     """Every ``*.figures.json`` of a `make bench` output folder."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise InputError(folder, None, "no such folder (a `make bench` output folder, e.g. "
-                                       "build/bench/full, or its previous/)")
+        raise InputError(
+            folder,
+            None,
+            "no such folder (a `make bench` output folder, e.g. "
+            "build/bench/full, or its previous/)",
+        )
     files = sorted(folder.glob("*.figures.json"))
     if not files:
         raise InputError(folder, None, "holds no *.figures.json (run `make bench` first)")
@@ -129,36 +148,60 @@ def compare_dirs(before, after, statistic="mean"):
         rec["status"] = "both"
         rows.append(rec)
     # the figures that moved beyond their noise first, then by the size of the change
-    rows.sort(key=lambda r: (not r["beyond_noise"], -abs(noise.relative_pct(r) or 0.0),
-                             r["figure"]))
+    rows.sort(
+        key=lambda r: (not r["beyond_noise"], -abs(noise.relative_pct(r) or 0.0), r["figure"])
+    )
     walls = [k for k in shared if k[1] == "wall"]
-    runtime = noise.change([sum(fb[k][1][0] for k in walls)] if walls else [],
-                           [sum(fa[k][1][0] for k in walls)] if walls else [], "_s")
+    runtime = noise.change(
+        [sum(fb[k][1][0] for k in walls)] if walls else [],
+        [sum(fa[k][1][0] for k in walls)] if walls else [],
+        "_s",
+    )
     scripts_b, scripts_a = set(db), set(da)
     notes = []
     if scripts_b ^ scripts_a:
-        notes.append("scripts on one side only (not compared): "
-                     + ", ".join(sorted(scripts_b ^ scripts_a)))
+        notes.append(
+            "scripts on one side only (not compared): " + ", ".join(sorted(scripts_b ^ scripts_a))
+        )
     passes = {d.get("pass") for d in [*db.values(), *da.values()]}
     differs = []
     if len(passes) > 1:
-        differs.append({"what": "pass", "before": ",".join(sorted({str(d.get('pass')) for d in db.values()})),
-                        "after": ",".join(sorted({str(d.get('pass')) for d in da.values()}))})
+        differs.append(
+            {
+                "what": "pass",
+                "before": ",".join(sorted({str(d.get("pass")) for d in db.values()})),
+                "after": ",".join(sorted({str(d.get("pass")) for d in da.values()})),
+            }
+        )
     for key in shared:
         if fb[key][0] != fa[key][0]:
-            notes.append(f"{key[0]}:{key[1]}: unit {fb[key][0]} before, {fa[key][0]} after; "
-                         "not compared")
-    return {"runtime": runtime, "figures": rows, "kind": "bench",
-            "before": {"runs": [str(before)], "kind": "bench", "scripts": sorted(scripts_b)},
-            "after": {"runs": [str(after)], "kind": "bench", "scripts": sorted(scripts_a)},
-            "differs": differs,
-            "noise": {"statistic": statistic,
-                      "method": noise.METHODS[statistic].replace("the runs", "the samples")
-                      .replace("each side's runs", "each side's samples")
-                      .replace("a side of one run", "a figure of one sample"),
-                      "confidence": noise.CONFIDENCE, "runs_before": 1, "runs_after": 1},
-            "not_compared": {"runtime": "the scripts' wall time is one sample a pass"}
-            if not walls else {},
-            "notes": notes + ["runtime is the summed wall time of the scripts of both passes "
-                              "(one sample: untested against noise); each figure's noise is "
-                              "the spread of its samples"]}
+            notes.append(
+                f"{key[0]}:{key[1]}: unit {fb[key][0]} before, {fa[key][0]} after; not compared"
+            )
+    return {
+        "runtime": runtime,
+        "figures": rows,
+        "kind": "bench",
+        "before": {"runs": [str(before)], "kind": "bench", "scripts": sorted(scripts_b)},
+        "after": {"runs": [str(after)], "kind": "bench", "scripts": sorted(scripts_a)},
+        "differs": differs,
+        "noise": {
+            "statistic": statistic,
+            "method": noise.METHODS[statistic]
+            .replace("the runs", "the samples")
+            .replace("each side's runs", "each side's samples")
+            .replace("a side of one run", "a figure of one sample"),
+            "confidence": noise.CONFIDENCE,
+            "runs_before": 1,
+            "runs_after": 1,
+        },
+        "not_compared": {"runtime": "the scripts' wall time is one sample a pass"}
+        if not walls
+        else {},
+        "notes": notes
+        + [
+            "runtime is the summed wall time of the scripts of both passes "
+            "(one sample: untested against noise); each figure's noise is "
+            "the spread of its samples"
+        ],
+    }

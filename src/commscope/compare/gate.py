@@ -31,26 +31,33 @@ from . import noise
 from .core import KEY_FIELD, records, suffix_of
 
 #: LEVEL words of a gate and the comparison levels they look in.
-LEVELS = {"function": "functions", "callsite": "callsites", "rank": "ranks",
-          "counter": "counters", "finding": "findings", "point": "points",
-          "figure": "figures"}
+LEVELS = {
+    "function": "functions",
+    "callsite": "callsites",
+    "rank": "ranks",
+    "counter": "counters",
+    "finding": "findings",
+    "point": "points",
+    "figure": "figures",
+}
 WHOLE = {"runtime": "runtime", "mpi": "mpi_time"}
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 _TOKEN = re.compile(r"\s*(>=|<=|>|<|[^\s<>]+)")
 _CHANGE = re.compile(r"^([+-]?)(\d+(?:\.\d*)?|\.\d+)(%|s|ms|us|ns)?$")
-GRAMMAR = ("SUBJECT OP CHANGE, e.g. 'runtime > +5%', 'MPI_Allreduce > +10%', "
-           "'callsite halo.c:69 > +1ms'")
+GRAMMAR = (
+    "SUBJECT OP CHANGE, e.g. 'runtime > +5%', 'MPI_Allreduce > +10%', 'callsite halo.c:69 > +1ms'"
+)
 
 
 @dataclass(frozen=True)
 class Rule:
     text: str
     level: str
-    key: str | None        # None: the whole run (runtime, mpi)
+    key: str | None  # None: the whole run (runtime, mpi)
     op: str
     amount: float
-    relative: bool         # a share of before (percent), else in the figure's unit
-    time_unit: bool        # the amount was given with a time unit
+    relative: bool  # a share of before (percent), else in the figure's unit
+    time_unit: bool  # the amount was given with a time unit
 
 
 def _error(text, token, why):
@@ -73,7 +80,7 @@ def parse(text):
     if not ops:
         raise _error(text, tokens[-1], "no comparison (> or <)")
     i = ops[0]
-    subject, rest = tokens[:i], tokens[i + 1:]
+    subject, rest = tokens[:i], tokens[i + 1 :]
     if not subject:
         raise _error(text, tokens[i], "nothing to compare before the operator")
     if len(ops) > 1:
@@ -97,16 +104,19 @@ def parse(text):
         elif word.startswith("MPI_") or word.startswith("PMPI_"):
             level, key = "functions", word
         else:
-            raise _error(text, word, "unknown subject (runtime, mpi, MPI_<function>, or "
-                                     f"LEVEL KEY with LEVEL one of {', '.join(LEVELS)})")
+            raise _error(
+                text,
+                word,
+                "unknown subject (runtime, mpi, MPI_<function>, or "
+                f"LEVEL KEY with LEVEL one of {', '.join(LEVELS)})",
+            )
     elif len(subject) == 2:
         if subject[0] not in LEVELS:
             raise _error(text, subject[0], f"unknown level (one of {', '.join(LEVELS)})")
         level, key = LEVELS[subject[0]], subject[1]
     else:
         raise _error(text, subject[2], "too many words before the operator")
-    return Rule(str(text), level, key, tokens[i], amount, relative,
-                unit in TIME_UNITS)
+    return Rule(str(text), level, key, tokens[i], amount, relative, unit in TIME_UNITS)
 
 
 def _matches(rule, rec, field):
@@ -117,8 +127,9 @@ def _matches(rule, rec, field):
 
 
 def _passes(change, op, bound):
-    return {">": change > bound, "<": change < bound, ">=": change >= bound,
-            "<=": change <= bound}[op]
+    return {">": change > bound, "<": change < bound, ">=": change >= bound, "<=": change <= bound}[
+        op
+    ]
 
 
 def evaluate(comparison, rules):
@@ -128,8 +139,12 @@ def evaluate(comparison, rules):
     for rule in rules:
         suffix = suffix_of(comparison, rule.level)
         if rule.time_unit and suffix != "_s" and rule.level != "figures":
-            raise InputError("--fail-if", None, f"{rule.text!r}: a time bound for {rule.level}, "
-                             f"whose figures are not times (give a share, +5%, or a plain number)")
+            raise InputError(
+                "--fail-if",
+                None,
+                f"{rule.text!r}: a time bound for {rule.level}, "
+                f"whose figures are not times (give a share, +5%, or a plain number)",
+            )
         field = KEY_FIELD.get(rule.level)
         recs = records(comparison, rule.level)
         if rule.key is not None:
@@ -137,16 +152,18 @@ def evaluate(comparison, rules):
         if not recs or (rule.key is None and recs[0].get(f"before{suffix}") is None):
             what = rule.level if rule.key is None else f"{rule.level} {rule.key!r}"
             why = comparison.get("not_compared", {}).get(rule.level)
-            raise InputError("--fail-if", None, f"{rule.text!r}: no {what} in this comparison"
-                             + (f" ({why})" if why else ""))
+            raise InputError(
+                "--fail-if",
+                None,
+                f"{rule.text!r}: no {what} in this comparison" + (f" ({why})" if why else ""),
+            )
         judged = []
         for rec in recs:
             diff = rec.get(f"difference{suffix}")
             change = noise.relative_pct(rec) if rule.relative else diff
             name = rule.level if rule.key is None else f"{rule.level} {rec.get(field)}"
             if rule.time_unit and rule.level == "figures" and rec.get("unit") != "s":
-                judged.append({"figure": name, "failed": False,
-                               "state": "not judged (not a time)"})
+                judged.append({"figure": name, "failed": False, "state": "not judged (not a time)"})
                 continue
             if change is None:
                 state = "not judged (before is 0)" if rule.relative else "not judged"
@@ -154,13 +171,14 @@ def evaluate(comparison, rules):
                 continue
             over = _passes(change, rule.op, rule.amount)
             fails = over and rec.get("beyond_noise") is not False
-            state = ("failed" if fails else "within noise" if over else "passed")
+            state = "failed" if fails else "within noise" if over else "passed"
             line = f"{name}: {describe(rec, suffix)}"
             judged.append({"figure": name, "failed": fails, "state": state, "line": line})
             if fails:
                 failed.append(f"{rule.text}: {line}")
-        out.append({"rule": rule.text, "figures": judged,
-                    "failed": any(j["failed"] for j in judged)})
+        out.append(
+            {"rule": rule.text, "figures": judged, "failed": any(j["failed"] for j in judged)}
+        )
     return {"rules": out, "failed": failed, "passed": not failed}
 
 

@@ -38,6 +38,7 @@ pd = lazy("pandas")
 class PointFigure:
     """A benchmark's main figure: ``value`` of ``table`` per point of ``keys``, the
     median over the point's samples (``stat``), in the unit of ``suffix``."""
+
     table: str
     keys: tuple
     value: str
@@ -49,26 +50,44 @@ class PointFigure:
 #: The benchmark kinds `compare` reads, and their main figure.
 POINT_FIGURES = {
     "pingpong": PointFigure("samples", ("size_bytes",), "time_s", "one-way latency (median)"),
-    "hvpingpong": PointFigure("samples", ("n_messages", "size_bytes", "order"), "time_s",
-                              "time of a batch of messages (median)"),
-    "partitioned": PointFigure("samples", ("method", "size_bytes"), "elapsed_s",
-                               "send time (median)"),
+    "hvpingpong": PointFigure(
+        "samples",
+        ("n_messages", "size_bytes", "order"),
+        "time_s",
+        "time of a batch of messages (median)",
+    ),
+    "partitioned": PointFigure(
+        "samples", ("method", "size_bytes"), "elapsed_s", "send time (median)"
+    ),
     "mtmatch": PointFigure("trials", ("config",), "drain_time_s", "drain time (median)"),
-    "multirate": PointFigure("reps", ("mode", "threads"), "rate_msgs_per_s",
-                             "message rate (median)", suffix="_msgs_per_s"),
-    "threads": PointFigure("compute", ("region",), "compute_time_s",
-                           "thread compute time (mean)", stat="mean"),
+    "multirate": PointFigure(
+        "reps",
+        ("mode", "threads"),
+        "rate_msgs_per_s",
+        "message rate (median)",
+        suffix="_msgs_per_s",
+    ),
+    "threads": PointFigure(
+        "compute", ("region",), "compute_time_s", "thread compute time (mean)", stat="mean"
+    ),
     "bsp": PointFigure("maxima", (), "max_interval_s", "interval maximum (mean)", stat="mean"),
 }
 
 #: The levels of a profile comparison, in the order they are printed.
-PROFILE_LEVELS = ("runtime", "mpi_time", "ranks", "functions", "callsites", "counters",
-                  "findings")
+PROFILE_LEVELS = ("runtime", "mpi_time", "ranks", "functions", "callsites", "counters", "findings")
 
 #: The unit suffix of each level's values (docs/conventions.md).
-LEVEL_SUFFIX = {"runtime": "_s", "mpi_time": "_s", "ranks": "_s", "functions": "_s",
-                "callsites": "_s", "counters": "_value", "findings": "_s", "figures": None,
-                "points": None}
+LEVEL_SUFFIX = {
+    "runtime": "_s",
+    "mpi_time": "_s",
+    "ranks": "_s",
+    "functions": "_s",
+    "callsites": "_s",
+    "counters": "_value",
+    "findings": "_s",
+    "figures": None,
+    "points": None,
+}
 
 
 @dataclass
@@ -76,6 +95,7 @@ class Measures:
     """One run's figures: ``levels[level][key] = value``; ``missing[level]`` says why a
     level is absent; ``info`` holds per-key details (a finding's predicted saving, a
     counter's unit, a point's key columns)."""
+
     run: Path
     kind: str
     levels: dict = field(default_factory=dict)
@@ -89,19 +109,28 @@ def measure(run, findings=True):
         return _profile(run, findings)
     if run.kind in POINT_FIGURES:
         return _benchmark(run)
-    raise InputError(run.path / "meta.json", "kind", f"compare does not read {run.kind!r} runs "
-                     f"(it reads profile runs and {', '.join(sorted(POINT_FIGURES))} runs)")
+    raise InputError(
+        run.path / "meta.json",
+        "kind",
+        f"compare does not read {run.kind!r} runs "
+        f"(it reads profile runs and {', '.join(sorted(POINT_FIGURES))} runs)",
+    )
 
 
 # ---- profile runs ---------------------------------------------------------------------------
 
+
 def _profile(run, findings):
     from ..profile.api import Profile
     from ..profile.views import rank_times, run_timed
+
     m = Measures(Path(run.path), "profile")
     if "ranks" not in run.tables():
-        raise InputError(run.path / "ranks.parquet", None, "missing: the profile was not "
-                         "converted (is it still running?)")
+        raise InputError(
+            run.path / "ranks.parquet",
+            None,
+            "missing: the profile was not converted (is it still running?)",
+        )
     times = rank_times(run)
     if not len(times):
         raise InputError(run.table_file("ranks"), None, "no rows: no rank reached MPI_Finalize")
@@ -111,6 +140,7 @@ def _profile(run, findings):
     diagnosis = None
     if findings or not math.isfinite(wall):
         from ..diagnose.findings import diagnose
+
         diagnosis = diagnose(profile)
     m.levels["runtime"] = {"runtime": float(wall) if math.isfinite(wall) else diagnosis.runtime_s}
     timed = run_timed(run) and times["mpi_time_s"].notna().any()
@@ -132,10 +162,12 @@ def _profile(run, findings):
     else:
         site = callsite_labels(cs)
         per = cs.assign(site=site).groupby("site")
-        m.levels["callsites"] = {str(k): float(v) for k, v in
-                                 (per["time_s"].sum(min_count=1).dropna() / nranks).items()}
-        m.info["callsites"] = {str(k): {"functions": sorted(set(map(str, g["function"])))}
-                               for k, g in per}
+        m.levels["callsites"] = {
+            str(k): float(v) for k, v in (per["time_s"].sum(min_count=1).dropna() / nranks).items()
+        }
+        m.info["callsites"] = {
+            str(k): {"functions": sorted(set(map(str, g["function"])))} for k, g in per
+        }
     m.levels["counters"], m.info["counters"] = _counters(profile.counters)
     if not m.levels["counters"]:
         del m.levels["counters"]
@@ -145,9 +177,12 @@ def _profile(run, findings):
         for f in diagnosis.findings:
             key = finding_key(f.kind, f.waiting_function, f.callsite)
             m.levels["findings"][key] = m.levels["findings"].get(key, 0.0) + float(f.lost_s)
-            m.info["findings"][key] = {"kind": f.kind, "waiting_function": f.waiting_function,
-                                       "callsite": f.callsite,
-                                       "predicted_saving_s": f.predicted_saving_s}
+            m.info["findings"][key] = {
+                "kind": f.kind,
+                "waiting_function": f.waiting_function,
+                "callsite": f.callsite,
+                "predicted_saving_s": f.predicted_saving_s,
+            }
     elif not findings:
         m.missing["findings"] = "not asked for (--no-findings)"
     return m
@@ -188,6 +223,7 @@ def _counters(c):
 
 # ---- benchmark runs ------------------------------------------------------------------------
 
+
 def _benchmark(run):
     fig = POINT_FIGURES[run.kind]
     m = Measures(Path(run.path), run.kind)
@@ -211,8 +247,9 @@ def _benchmark(run):
     if run.kind == "bsp":
         m.levels["runtime"] = {"runtime": float(df["max_interval_s"].sum())}
     else:
-        m.missing["runtime"] = (f"a {run.kind} run has no run time of a program: its figure "
-                                f"is the {fig.what} per point")
+        m.missing["runtime"] = (
+            f"a {run.kind} run has no run time of a program: its figure is the {fig.what} per point"
+        )
     return m
 
 

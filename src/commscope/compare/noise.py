@@ -30,11 +30,15 @@ SEED = 0
 STATISTICS = ("mean", "median")
 
 METHODS = {
-    "mean": ("Welch's t-test of the mean of the runs before against the mean of the runs "
-             f"after, two-sided at {CONFIDENCE:.0%}; a side of one run: untested"),
-    "median": (f"the medians of the runs; the {CONFIDENCE:.0%} interval of their difference "
-               f"from a bootstrap ({BOOTSTRAP} resamples of each side's runs), beyond the "
-               "noise when it excludes 0; a side of one run: untested"),
+    "mean": (
+        "Welch's t-test of the mean of the runs before against the mean of the runs "
+        f"after, two-sided at {CONFIDENCE:.0%}; a side of one run: untested"
+    ),
+    "median": (
+        f"the medians of the runs; the {CONFIDENCE:.0%} interval of their difference "
+        f"from a bootstrap ({BOOTSTRAP} resamples of each side's runs), beyond the "
+        "noise when it excludes 0; a side of one run: untested"
+    ),
 }
 METHOD = METHODS["mean"]
 
@@ -53,6 +57,7 @@ def welch(before, after):
     at least two values.  Zero spread on both sides: p is 0 when the means differ, 1
     when not, and the interval is the difference itself."""
     from scipy import stats
+
     nb, na = len(before), len(after)
     diff = _mean(after) - _mean(before)
     vb, va = _var(before) / nb, _var(after) / na
@@ -60,7 +65,7 @@ def welch(before, after):
     if se2 <= 0 or not math.isfinite(se2):
         return (0.0 if diff != 0 else 1.0), diff, diff
     se = math.sqrt(se2)
-    df = se2 ** 2 / ((vb ** 2 / (nb - 1) if vb else 0.0) + (va ** 2 / (na - 1) if va else 0.0))
+    df = se2**2 / ((vb**2 / (nb - 1) if vb else 0.0) + (va**2 / (na - 1) if va else 0.0))
     t = diff / se
     p = float(2 * stats.t.sf(abs(t), df))
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se
@@ -77,6 +82,7 @@ def bootstrap_median(before, after):
     """``(p_value, ci_low, ci_high)`` of median(after) - median(before) by a seeded
     bootstrap; p is twice the smaller share of resampled differences on either side of 0."""
     import numpy as np
+
     rng = np.random.default_rng(SEED)
     b, a = np.asarray(before, float), np.asarray(after, float)
     db = np.median(rng.choice(b, (BOOTSTRAP, b.size)), axis=1)
@@ -107,8 +113,11 @@ def change(before, after, suffix="_s", statistic="mean"):
     out = {f"before{suffix}": centre(b) if b else None, f"after{suffix}": centre(a) if a else None}
     diff = out[f"after{suffix}"] - out[f"before{suffix}"] if a and b else None
     out[f"difference{suffix}"] = diff
-    out["ratio"] = (out[f"after{suffix}"] / out[f"before{suffix}"]
-                    if diff is not None and out[f"before{suffix}"] != 0 else None)
+    out["ratio"] = (
+        out[f"after{suffix}"] / out[f"before{suffix}"]
+        if diff is not None and out[f"before{suffix}"] != 0
+        else None
+    )
     tested = len(a) >= 2 and len(b) >= 2
     p = lo = hi = None
     if tested:

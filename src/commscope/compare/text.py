@@ -10,11 +10,17 @@ from .core import KEY_FIELD, records, suffix_of
 from .gate import describe
 
 #: Level -> its title in the text and the report.
-TITLES = {"runtime": "run time", "mpi_time": "time in MPI (mean over ranks)",
-          "ranks": "time in MPI per rank", "functions": "time per MPI function (per rank)",
-          "callsites": "time per call site (per rank)", "counters": "counters (summed over ranks)",
-          "findings": "diagnosis findings (time lost)", "points": "per point",
-          "figures": "benchmark figures"}
+TITLES = {
+    "runtime": "run time",
+    "mpi_time": "time in MPI (mean over ranks)",
+    "ranks": "time in MPI per rank",
+    "functions": "time per MPI function (per rank)",
+    "callsites": "time per call site (per rank)",
+    "counters": "counters (summed over ranks)",
+    "findings": "diagnosis findings (time lost)",
+    "points": "per point",
+    "figures": "benchmark figures",
+}
 ORDER = ("ranks", "functions", "callsites", "counters", "findings", "points", "figures")
 
 
@@ -44,9 +50,15 @@ def table_rows(comparison, level, top=None, changed_only=True):
             row["unit"] = r["unit"]
         if level == "findings" and r.get("predicted_saving_before_s") is not None:
             row["predicted_saving_before_s"] = r["predicted_saving_before_s"]
-        row.update({f"before{suffix}": r.get(f"before{suffix}"),
-                    f"after{suffix}": r.get(f"after{suffix}"), f"difference{suffix}": d,
-                    "ratio": r.get("ratio"), "noise": noise.verdict(r)})
+        row.update(
+            {
+                f"before{suffix}": r.get(f"before{suffix}"),
+                f"after{suffix}": r.get(f"after{suffix}"),
+                f"difference{suffix}": d,
+                "ratio": r.get("ratio"),
+                "noise": noise.verdict(r),
+            }
+        )
         if r.get("status") not in (None, "both"):
             row["noise"] += f" ({r['status']})"
         rows.append(row)
@@ -80,8 +92,11 @@ def render(comparison, stream, top=10):
             continue
         shown = rows[:top]
         more = f"; the {top} largest of {total}" if total > top else ""
-        w("\n" + format_table(shown, title=f"{TITLES[level]}, ranked by the size of the "
-                                            f"change{more}") + "\n")
+        w(
+            "\n"
+            + format_table(shown, title=f"{TITLES[level]}, ranked by the size of the change{more}")
+            + "\n"
+        )
     for level, why in c.get("not_compared", {}).items():
         w(f"# not compared: {TITLES.get(level, level)}: {why}\n")
     for note in c.get("notes", []):
@@ -91,10 +106,16 @@ def render(comparison, stream, top=10):
         w("\n")
         for rule in gate["rules"]:
             states = [f["state"] for f in rule["figures"]]
-            w(f"fail-if {rule['rule']}: {'FAILED' if rule['failed'] else 'passed'} "
-              f"({len(states)} figure{'s' if len(states) != 1 else ''} judged"
-              + (f", {states.count('within noise')} over the bound within noise"
-                 if "within noise" in states else "") + ")\n")
+            w(
+                f"fail-if {rule['rule']}: {'FAILED' if rule['failed'] else 'passed'} "
+                f"({len(states)} figure{'s' if len(states) != 1 else ''} judged"
+                + (
+                    f", {states.count('within noise')} over the bound within noise"
+                    if "within noise" in states
+                    else ""
+                )
+                + ")\n"
+            )
             for f in rule["figures"]:
                 if f["failed"]:
                     w(f"  {f['line']}\n")

@@ -52,8 +52,10 @@ def useful_times(profile, timeline=None):
         mpi = per_thread.groupby(level="rank").mean()
         basis = "the event trace's calls (timers were off)"
     else:
-        return None, ("time in MPI was not measured: the run was made without timers "
-                      "(commscope profile --counters with timers, the default) and without --trace")
+        return None, (
+            "time in MPI was not measured: the run was made without timers "
+            "(commscope profile --counters with timers, the default) and without --trace"
+        )
     total = pd.Series(ranks["wall_s"].to_numpy(float), index=ranks["rank"].to_numpy())
     df = pd.DataFrame({"total_s": total, "mpi_s": mpi}).dropna()
     df["mpi_s"] = np.minimum(df["mpi_s"], df["total_s"])
@@ -67,15 +69,23 @@ def mpi_level(useful, runtime_s, ideal_runtime_s=None):
     u = useful["useful_s"].to_numpy(float)
     if not len(u) or runtime_s <= 0 or u.max() <= 0:
         return None
-    out = {"runtime_s": runtime_s, "useful_mean_s": float(u.mean()), "useful_max_s": float(u.max()),
-           "parallel_efficiency": float(u.mean() / runtime_s),
-           "load_balance_efficiency": float(u.mean() / u.max()),
-           "communication_efficiency": float(min(u.max() / runtime_s, 1.0)),
-           "serialisation_efficiency": None, "transfer_efficiency": None, "ideal_runtime_s": None}
+    out = {
+        "runtime_s": runtime_s,
+        "useful_mean_s": float(u.mean()),
+        "useful_max_s": float(u.max()),
+        "parallel_efficiency": float(u.mean() / runtime_s),
+        "load_balance_efficiency": float(u.mean() / u.max()),
+        "communication_efficiency": float(min(u.max() / runtime_s, 1.0)),
+        "serialisation_efficiency": None,
+        "transfer_efficiency": None,
+        "ideal_runtime_s": None,
+    }
     if ideal_runtime_s is not None and ideal_runtime_s > 0:
-        out.update(ideal_runtime_s=float(ideal_runtime_s),
-                   transfer_efficiency=float(min(ideal_runtime_s / runtime_s, 1.0)),
-                   serialisation_efficiency=float(min(u.max() / ideal_runtime_s, 1.0)))
+        out.update(
+            ideal_runtime_s=float(ideal_runtime_s),
+            transfer_efficiency=float(min(ideal_runtime_s / runtime_s, 1.0)),
+            serialisation_efficiency=float(min(u.max() / ideal_runtime_s, 1.0)),
+        )
     return out
 
 
@@ -96,18 +106,28 @@ def phase_levels(timeline, ideal=None):
     marks = c[is_mark].sort_values(["rank", "start_s"])
     per_rank = marks.groupby("rank").size().reindex(win.index).fillna(0).astype(int)
     if per_rank.nunique() != 1:
-        raise ValueError("ranks marked different numbers of phases with MPI_Pcontrol ("
-                         + ", ".join(f"rank {r}: {n}" for r, n in per_rank.items()) + ")")
+        raise ValueError(
+            "ranks marked different numbers of phases with MPI_Pcontrol ("
+            + ", ".join(f"rank {r}: {n}" for r, n in per_rank.items())
+            + ")"
+        )
     k = int(per_rank.iloc[0])
     sites = marks.groupby("rank")["callsite"].apply(list).iloc[0]
     names = ["MPI_Init"] + [s or MARK_FUNCTION for s in sites] + ["MPI_Finalize"]
-    bounds = {r: np.r_[win.at[r, "init_s"], g["start_s"].to_numpy(), win.at[r, "fin_s"]]
-              for r, g in marks.groupby("rank")}
+    bounds = {
+        r: np.r_[win.at[r, "init_s"], g["start_s"].to_numpy(), win.at[r, "fin_s"]]
+        for r, g in marks.groupby("rank")
+    }
     ideal_bounds = None
     if ideal is not None and ideal.call_end_s is not None:
-        ideal_bounds = {r: np.r_[win.at[r, "init_s"], ideal.call_end_s[g.index.to_numpy()],
-                                 ideal.end_s.get(r, win.at[r, "fin_s"])]
-                        for r, g in marks.groupby("rank")}
+        ideal_bounds = {
+            r: np.r_[
+                win.at[r, "init_s"],
+                ideal.call_end_s[g.index.to_numpy()],
+                ideal.end_s.get(r, win.at[r, "fin_s"]),
+            ]
+            for r, g in marks.groupby("rank")
+        }
     calls = c[~is_mark]
     nthreads = calls.groupby("rank")["thread"].nunique()
     mpi = np.zeros((len(bounds), k + 1))
@@ -125,8 +145,9 @@ def phase_levels(timeline, ideal=None):
         useful = pd.DataFrame({"useful_s": np.maximum(span - np.minimum(mpi[:, j], span), 0)})
         ideal_s = None
         if ideal_bounds is not None:
-            ideal_s = float(max(ideal_bounds[r][j + 1] for r in order)
-                            - min(ideal_bounds[r][j] for r in order))
+            ideal_s = float(
+                max(ideal_bounds[r][j + 1] for r in order) - min(ideal_bounds[r][j] for r in order)
+            )
         level = mpi_level(useful, float(hi.max() - lo.min()), ideal_s)
         if level is not None:
             out.append({"phase": j, "begin": names[j], "end": names[j + 1], **level})
@@ -140,10 +161,16 @@ def region_instances(threads):
     # the region ends when its last thread arrives at the closing barrier (a thread
     # leaves it only when woken for the next region, with a passive wait policy)
     busy = threads.groupby(["rank", "region", "instance", "thread"], sort=False).agg(
-        busy_s=("compute_time_s", "sum"), start_s=("start_s", "min"), end_s=("arrival_s", "max"))
+        busy_s=("compute_time_s", "sum"), start_s=("start_s", "min"), end_s=("arrival_s", "max")
+    )
     g = busy.groupby(level=["rank", "region", "instance"], sort=False)
-    out = g.agg(start_s=("start_s", "min"), end_s=("end_s", "max"), mean_busy_s=("busy_s", "mean"),
-                max_busy_s=("busy_s", "max"), threads=("busy_s", "size"))
+    out = g.agg(
+        start_s=("start_s", "min"),
+        end_s=("end_s", "max"),
+        mean_busy_s=("busy_s", "mean"),
+        max_busy_s=("busy_s", "max"),
+        threads=("busy_s", "size"),
+    )
     out["slowest_thread"] = g["busy_s"].idxmax().map(lambda k: k[-1])
     return out.reset_index()
 
@@ -154,9 +181,11 @@ def openmp_level(threads, useful):
         return None
     inst = region_instances(threads)
     inst["region_s"] = inst["end_s"] - inst["start_s"]
-    per_rank = inst.groupby("rank").agg(in_regions_s=("region_s", "sum"),
-                                        mean_busy_s=("mean_busy_s", "sum"),
-                                        max_busy_s=("max_busy_s", "sum"))
+    per_rank = inst.groupby("rank").agg(
+        in_regions_s=("region_s", "sum"),
+        mean_busy_s=("mean_busy_s", "sum"),
+        max_busy_s=("max_busy_s", "sum"),
+    )
     u = useful.set_index("rank")["useful_s"] if useful is not None else None
     outside = None
     if u is not None:
@@ -165,12 +194,28 @@ def openmp_level(threads, useful):
     regions = []
     for region, g in inst.groupby("region"):
         per = g.groupby("rank")["region_s"].sum()
-        regions.append({"region": str(region), "instances": int(len(g)),
-                        "time_s": float(g["region_s"].sum() / max(g["rank"].nunique(), 1)),
-                        "thread_load_balance_efficiency": float(g["mean_busy_s"].sum() / g["max_busy_s"].sum())
-                        if g["max_busy_s"].sum() > 0 else None,
-                        "rank_load_balance_efficiency": float(per.mean() / per.max()) if per.max() > 0 else None})
+        regions.append(
+            {
+                "region": str(region),
+                "instances": int(len(g)),
+                "time_s": float(g["region_s"].sum() / max(g["rank"].nunique(), 1)),
+                "thread_load_balance_efficiency": float(
+                    g["mean_busy_s"].sum() / g["max_busy_s"].sum()
+                )
+                if g["max_busy_s"].sum() > 0
+                else None,
+                "rank_load_balance_efficiency": float(per.mean() / per.max())
+                if per.max() > 0
+                else None,
+            }
+        )
     regions.sort(key=lambda r: -r["time_s"])
-    return {"thread_load_balance_efficiency": float(per_rank["mean_busy_s"].sum() / per_rank["max_busy_s"].sum())
-            if per_rank["max_busy_s"].sum() > 0 else None,
-            "outside_parallel_regions_share": outside, "regions": regions}
+    return {
+        "thread_load_balance_efficiency": float(
+            per_rank["mean_busy_s"].sum() / per_rank["max_busy_s"].sum()
+        )
+        if per_rank["max_busy_s"].sum() > 0
+        else None,
+        "outside_parallel_regions_share": outside,
+        "regions": regions,
+    }

@@ -54,12 +54,34 @@ SMALL_BYTES = 4096
 SMALL_RUN = 8
 SMALL_GAP_S = 2e-6
 
-KINDS = ("load_imbalance", "wait_at_collective", "late_broadcast", "late_scatter",
-         "early_reduce", "early_gather", "late_sender", "late_receiver", "wrong_order",
-         "small_messages", "thread_imbalance", "queue_search", "shared_communicator")
-NEEDS_TRACE = ("wait_at_collective", "late_broadcast", "late_scatter", "early_reduce",
-               "early_gather", "late_sender", "late_receiver", "wrong_order", "small_messages",
-               "queue_search", "shared_communicator")
+KINDS = (
+    "load_imbalance",
+    "wait_at_collective",
+    "late_broadcast",
+    "late_scatter",
+    "early_reduce",
+    "early_gather",
+    "late_sender",
+    "late_receiver",
+    "wrong_order",
+    "small_messages",
+    "thread_imbalance",
+    "queue_search",
+    "shared_communicator",
+)
+NEEDS_TRACE = (
+    "wait_at_collective",
+    "late_broadcast",
+    "late_scatter",
+    "early_reduce",
+    "early_gather",
+    "late_sender",
+    "late_receiver",
+    "wrong_order",
+    "small_messages",
+    "queue_search",
+    "shared_communicator",
+)
 NEEDS_OMPT = ("thread_imbalance",)
 #: Kinds whose fix moves work between ranks (predicted by the balance replay).
 BALANCE_KINDS = ("load_imbalance", "late_broadcast", "late_scatter", "early_reduce", "early_gather")
@@ -97,9 +119,15 @@ class Diagnosis:
     replay: dict | None = None
 
     def to_dict(self):
-        return {"run": self.run, "ranks": self.ranks, "runtime_s": self.runtime_s,
-                "efficiency": self.efficiency, "findings": [f.to_dict() for f in self.findings],
-                "replay": self.replay, "notes": self.notes}
+        return {
+            "run": self.run,
+            "ranks": self.ranks,
+            "runtime_s": self.runtime_s,
+            "efficiency": self.efficiency,
+            "findings": [f.to_dict() for f in self.findings],
+            "replay": self.replay,
+            "notes": self.notes,
+        }
 
     @property
     def major(self):
@@ -108,15 +136,20 @@ class Diagnosis:
 
 # ---- entry ------------------------------------------------------------------------------
 
+
 def diagnose(profile, machine_model=None, what_if=(), multirate=None):
     """The :class:`Diagnosis` of an open profile run (``commscope.open``); ``multirate``:
     an open ``bench multirate`` run of this machine (whether threads do better with a
     communicator each)."""
     from ..profile.export import load_trace
+
     ranks = profile.ranks
     if ranks is None or not len(ranks):
-        raise InputError(profile.path / "ranks.parquet", None, "missing or empty: the profile was "
-                         "not converted (is it still running?)")
+        raise InputError(
+            profile.path / "ranks.parquet",
+            None,
+            "missing or empty: the profile was not converted (is it still running?)",
+        )
     trace = load_trace(profile.run)
     tl = tlm.build(trace, ranks, machine_model) if trace is not None else None
     useful, useful_basis = eff.useful_times(profile, tl)
@@ -128,10 +161,14 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         rp = rpl.Replayer(tl)
         base = rp.run()
         ideal = rp.run("network=ideal", network="ideal")
-    efficiency = {"mpi": eff.mpi_level(useful, runtime, ideal.runtime_s if ideal else None)
-              if useful is not None else None,
-              "openmp": eff.openmp_level(profile.threads, useful), "useful_basis": useful_basis,
-              "phases": []}
+    efficiency = {
+        "mpi": eff.mpi_level(useful, runtime, ideal.runtime_s if ideal else None)
+        if useful is not None
+        else None,
+        "openmp": eff.openmp_level(profile.threads, useful),
+        "useful_basis": useful_basis,
+        "phases": [],
+    }
     if tl is not None and len(tl.calls):
         try:
             efficiency["phases"] = eff.phase_levels(tl, ideal)
@@ -152,30 +189,55 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
     findings = _absorb_search_waits([f for f in findings if f.lost_s > 0])
     findings.sort(key=lambda f: -f.lost_s)
     if tl is None:
-        notes.append("without an event trace (commscope profile --trace): no wait states, no "
-                     "replay; " + ", ".join(NEEDS_TRACE) + " need it")
+        notes.append(
+            "without an event trace (commscope profile --trace): no wait states, no "
+            "replay; " + ", ".join(NEEDS_TRACE) + " need it"
+        )
     if profile.threads is None:
-        notes.append("without OpenMP thread timings (commscope profile --ompt): "
-                      + ", ".join(NEEDS_OMPT) + " needs them")
+        notes.append(
+            "without OpenMP thread timings (commscope profile --ompt): "
+            + ", ".join(NEEDS_OMPT)
+            + " needs them"
+        )
     if useful is None:
         notes.append(useful_basis)
     replay = None
     if what_if and base is None:
-        raise InputError(profile.path, "--what-if", "a what-if replays the event trace, and this "
-                         "run has none: profile with --trace")
+        raise InputError(
+            profile.path,
+            "--what-if",
+            "a what-if replays the event trace, and this run has none: profile with --trace",
+        )
     if base is not None:
-        replay = {"measured_s": runtime, "unchanged_s": base.runtime_s,
-                  "error_pct": 100 * (base.runtime_s - runtime) / runtime if runtime > 0 else None,
-                  "ideal_network_s": ideal.runtime_s, "what_if": [], "eager_max_bytes": tl.eager_max_bytes,
-                  "eager_basis": tl.eager_basis}
+        replay = {
+            "measured_s": runtime,
+            "unchanged_s": base.runtime_s,
+            "error_pct": 100 * (base.runtime_s - runtime) / runtime if runtime > 0 else None,
+            "ideal_network_s": ideal.runtime_s,
+            "what_if": [],
+            "eager_max_bytes": tl.eager_max_bytes,
+            "eager_basis": tl.eager_basis,
+        }
         for change in what_if:
             r = run_what_if(rp, change, machine_model)
-            replay["what_if"].append({"change": change, "runtime_s": r.runtime_s,
-                                      "saving_s": base.runtime_s - r.runtime_s})
+            replay["what_if"].append(
+                {
+                    "change": change,
+                    "runtime_s": r.runtime_s,
+                    "saving_s": base.runtime_s - r.runtime_s,
+                }
+            )
         if replay["eager_max_bytes"] == float("inf"):
             replay["eager_max_bytes"] = None
-    return Diagnosis(run=str(profile.path), ranks=nranks, runtime_s=runtime, efficiency=efficiency,
-                     findings=findings, notes=notes, replay=replay)
+    return Diagnosis(
+        run=str(profile.path),
+        ranks=nranks,
+        runtime_s=runtime,
+        efficiency=efficiency,
+        findings=findings,
+        notes=notes,
+        replay=replay,
+    )
 
 
 WHAT_IFS = ("balance", "network=ideal", "machine-model=FILE")
@@ -222,6 +284,7 @@ class _Context:
 
 
 # ---- from the wait states -------------------------------------------------------------------
+
 
 def _top_ranks(weights, share=0.2):
     if not weights:
@@ -275,15 +338,24 @@ def _wait_findings(ctx):
             kind=fk[0],
             culprit_ranks=overloaded if fk[0] == "load_imbalance" else culprits,
             waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
-            if len(direct) else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
-            waiting_function=fn, callsite=site if site != fn else None, region=None,
-            lost_s=total / ctx.nranks, share_of_runtime=total / ctx.nranks / ctx.runtime,
-            fix="", predicted_saving_s=None, basis="",
-            evidence={"lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
-                      "direct_s": float(mine["direct_s"].sum()),
-                      # credited to this finding from waits it held up on other calls
-                      "held_up_s": max(total - float(mine["direct_s"].sum()), 0.0),
-                      "waits": int(ws.waits["key"].isin(keys).sum())})
+            if len(direct)
+            else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
+            waiting_function=fn,
+            callsite=site if site != fn else None,
+            region=None,
+            lost_s=total / ctx.nranks,
+            share_of_runtime=total / ctx.nranks / ctx.runtime,
+            fix="",
+            predicted_saving_s=None,
+            basis="",
+            evidence={
+                "lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
+                "direct_s": float(mine["direct_s"].sum()),
+                # credited to this finding from waits it held up on other calls
+                "held_up_s": max(total - float(mine["direct_s"].sum()), 0.0),
+                "waits": int(ws.waits["key"].isin(keys).sum()),
+            },
+        )
         _predict_wait_fix(ctx, f, ws, keys)
         out.append(f)
     return out
@@ -343,20 +415,39 @@ def _region_of_culprit(ctx, f, ws, keys):
     if not votes:
         return None
     before, after, k = max(votes, key=votes.get)
-    where = (f"the work before each {after} (from the previous one)" if before == after
-             else f"the work between {before} and {after}")
+    where = (
+        f"the work before each {after} (from the previous one)"
+        if before == after
+        else f"the work between {before} and {after}"
+    )
     if is_mark.any():  # the program marked phases (MPI_Pcontrol): name the culprit's
-        bounds = ["MPI_Init"] + [site[i] for i in np.flatnonzero(is_mark & (stream == stream[0]))] \
+        bounds = (
+            ["MPI_Init"]
+            + [site[i] for i in np.flatnonzero(is_mark & (stream == stream[0]))]
             + ["MPI_Finalize"]
+        )
         if k + 1 < len(bounds):
             where += f", in phase {k} ({bounds[k]} .. {bounds[k + 1]})"
     return where
 
 
 #: Calls that end a culprit's way back: it had synchronised there.
-_SYNC_POINTS = frozenset({"MPI_Barrier", "MPI_Allreduce", "MPI_Waitall", "MPI_Wait", "MPI_Recv",
-                          "MPI_Sendrecv", "MPI_Bcast", "MPI_Reduce", "MPI_Allgather", "MPI_Alltoall",
-                          "MPI_Gather", "MPI_Scatter"})
+_SYNC_POINTS = frozenset(
+    {
+        "MPI_Barrier",
+        "MPI_Allreduce",
+        "MPI_Waitall",
+        "MPI_Wait",
+        "MPI_Recv",
+        "MPI_Sendrecv",
+        "MPI_Bcast",
+        "MPI_Reduce",
+        "MPI_Allgather",
+        "MPI_Alltoall",
+        "MPI_Gather",
+        "MPI_Scatter",
+    }
+)
 
 
 def _ranks_text(ranks, word="rank"):
@@ -384,52 +475,72 @@ def _predict_wait_fix(ctx, f, ws, keys):
     if f.kind in BALANCE_KINDS:
         f.region = _region_of_culprit(ctx, f, ws, keys)
         f.predicted_saving_s = ctx.saving(balance=True)
-        f.basis = ("replay of the trace with every rank's work between its MPI calls set to "
-                   "the mean over ranks")
+        f.basis = (
+            "replay of the trace with every rank's work between its MPI calls set to "
+            "the mean over ranks"
+        )
         work = _work_ratio(ctx, f.culprit_ranks)
         if f.kind == "load_imbalance":
-            f.fix = (f"Move work from {culprits} to the others ({work}): with the work "
-                     f"balanced the others stop waiting in {_at(f)}.")
+            f.fix = (
+                f"Move work from {culprits} to the others ({work}): with the work "
+                f"balanced the others stop waiting in {_at(f)}."
+            )
         elif f.kind in ("late_broadcast", "late_scatter"):
             op = "MPI_Ibcast" if f.kind == "late_broadcast" else "MPI_Iscatter"
-            f.fix = (f"The root ({culprits}) enters {_at(f)} late after work the others do not "
-                     f"share ({work}): split that preparation among the ranks, or overlap it with {op}.")
+            f.fix = (
+                f"The root ({culprits}) enters {_at(f)} late after work the others do not "
+                f"share ({work}): split that preparation among the ranks, or overlap it with {op}."
+            )
         else:
             op = "MPI_Ireduce" if f.kind == "early_reduce" else "MPI_Igather"
-            f.fix = (f"The root ({_ranks_text(f.waiting_ranks)}) enters {_at(f)} early and waits "
-                     f"for {culprits}: give it a share of their work, or let it work on with {op}.")
+            f.fix = (
+                f"The root ({_ranks_text(f.waiting_ranks)}) enters {_at(f)} early and waits "
+                f"for {culprits}: give it a share of their work, or let it work on with {op}."
+            )
         return
     calls = _calls_at(ctx, f.waiting_function, f.callsite)
     if f.kind == "wait_at_collective":
         f.predicted_saving_s = ctx.saving(no_wait=calls)
-        f.basis = ("replay of the trace with this collective no longer waiting for the last "
-                   "rank (every call of it returns after its own cost)")
-        f.fix = (f"The ranks reach {_at(f)} at different times and a different rank is last "
-                 f"each time ({culprits} in turn): there is no one culprit to balance. If this "
-                 "synchronisation is not needed, remove it; else synchronise less often or use "
-                 "the nonblocking form and wait later.")
+        f.basis = (
+            "replay of the trace with this collective no longer waiting for the last "
+            "rank (every call of it returns after its own cost)"
+        )
+        f.fix = (
+            f"The ranks reach {_at(f)} at different times and a different rank is last "
+            f"each time ({culprits} in turn): there is no one culprit to balance. If this "
+            "synchronisation is not needed, remove it; else synchronise less often or use "
+            "the nonblocking form and wait later."
+        )
     elif f.kind == "late_sender":
         f.predicted_saving_s = ctx.saving(no_wait=calls)
         f.basis = "replay of the trace with these receives finding their messages already sent"
         partner = _partner_site(ctx, calls)
-        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits}, "
-                 f"whose send{' at ' + partner if partner else ''} comes after work that does "
-                 "not produce the message: send as soon as the data is ready (before the "
-                 "independent work), or post MPI_Irecv early and wait later.")
+        f.fix = (
+            f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits}, "
+            f"whose send{' at ' + partner if partner else ''} comes after work that does "
+            "not produce the message: send as soon as the data is ready (before the "
+            "independent work), or post MPI_Irecv early and wait later."
+        )
     elif f.kind == "late_receiver":
         f.predicted_saving_s = ctx.saving(no_wait=calls)
         f.basis = "replay of the trace with these sends no longer waiting for their receives"
-        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()}'s {_at(f)} waits until {culprits} "
-                 "posts the receive: complete the send later (MPI_Issend/MPI_Isend, then "
-                 "MPI_Wait after the independent work), or post the receive earlier (MPI_Irecv).")
+        f.fix = (
+            f"{_ranks_text(f.waiting_ranks).capitalize()}'s {_at(f)} waits until {culprits} "
+            "posts the receive: complete the send later (MPI_Issend/MPI_Isend, then "
+            "MPI_Wait after the independent work), or post the receive earlier (MPI_Irecv)."
+        )
     elif f.kind == "wrong_order":
         scale = _wrong_order_scale(ctx, ws, keys)
         f.predicted_saving_s = ctx.saving(burst_scale=scale)
-        f.basis = ("replay of the trace with the work after each such receive done during the "
-                   "wait instead (up to the time the earlier message waited)")
-        f.fix = (f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits} "
-                 "while another message is already there: receive in arrival order "
-                 "(MPI_ANY_SOURCE, or MPI_Irecv for all and MPI_Waitany) and handle each as it comes.")
+        f.basis = (
+            "replay of the trace with the work after each such receive done during the "
+            "wait instead (up to the time the earlier message waited)"
+        )
+        f.fix = (
+            f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits} "
+            "while another message is already there: receive in arrival order "
+            "(MPI_ANY_SOURCE, or MPI_Irecv for all and MPI_Waitany) and handle each as it comes."
+        )
 
 
 def _work_ratio(ctx, culprits):
@@ -466,6 +577,7 @@ def _wrong_order_scale(ctx, ws, keys):
 
 # ---- without a trace: load imbalance from the useful times -----------------------------
 
+
 def _imbalance_without_trace(ctx):
     culprits, gap = ctx.overloaded()
     if not culprits:
@@ -473,14 +585,25 @@ def _imbalance_without_trace(ctx):
     u = ctx.useful.set_index("rank")["useful_s"]
     waiting = sorted(int(r) for r in u.index if r not in culprits)
     fn, site = _where_others_wait(ctx.profile, culprits, waiting)
-    f = Finding(kind="load_imbalance", culprit_ranks=culprits, waiting_ranks=waiting,
-                waiting_function=fn, callsite=site, region=None, lost_s=gap,
-                share_of_runtime=gap / ctx.runtime, fix="", predicted_saving_s=gap,
-                basis="measured work per rank (time outside MPI): the slowest rank's minus the "
-                      "mean; no trace, so no replay",
-                evidence={"useful_s_by_rank": {str(int(r)): float(v) for r, v in u.items()}})
-    f.fix = (f"Move work from {_ranks_text(culprits)} to the others ({_work_ratio(ctx, culprits)}): "
-             f"balanced, the others stop waiting" + (f" in {_at(f)}." if fn else "."))
+    f = Finding(
+        kind="load_imbalance",
+        culprit_ranks=culprits,
+        waiting_ranks=waiting,
+        waiting_function=fn,
+        callsite=site,
+        region=None,
+        lost_s=gap,
+        share_of_runtime=gap / ctx.runtime,
+        fix="",
+        predicted_saving_s=gap,
+        basis="measured work per rank (time outside MPI): the slowest rank's minus the "
+        "mean; no trace, so no replay",
+        evidence={"useful_s_by_rank": {str(int(r)): float(v) for r, v in u.items()}},
+    )
+    f.fix = (
+        f"Move work from {_ranks_text(culprits)} to the others ({_work_ratio(ctx, culprits)}): "
+        f"balanced, the others stop waiting" + (f" in {_at(f)}." if fn else ".")
+    )
     return [f]
 
 
@@ -497,8 +620,10 @@ def _where_others_wait(profile, culprits, waiting):
     cs = profile.callsites
     if fn and cs is not None and len(cs) and cs["time_s"].notna().any():
         c = cs[cs["function"] == fn].copy()
-        c["site"] = [f"{os.path.basename(f)}:{int(n)}" if isinstance(f, str) and f and n == n else None
-                     for f, n in zip(c["file"], c["line"])]
+        c["site"] = [
+            f"{os.path.basename(f)}:{int(n)}" if isinstance(f, str) and f and n == n else None
+            for f, n in zip(c["file"], c["line"])
+        ]
         c = c.dropna(subset=["site"])
         if len(c):
             per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
@@ -509,6 +634,7 @@ def _where_others_wait(profile, culprits, waiting):
 
 # ---- small messages ------------------------------------------------------------------------
 
+
 def _small_message_findings(ctx):
     """Runs of small sends to one peer, one after another, at one call site."""
     tl = ctx.tl
@@ -516,8 +642,14 @@ def _small_message_findings(ctx):
     lk = tl.links[tl.links["kind"] == "message"]
     if not len(lk):
         return []
-    sends = pd.DataFrame({"send": lk["partner"].to_numpy(), "recv": lk["call"].to_numpy(),
-                          "dst": lk["dst"].to_numpy(), "bytes": lk["bytes"].to_numpy()})
+    sends = pd.DataFrame(
+        {
+            "send": lk["partner"].to_numpy(),
+            "recv": lk["call"].to_numpy(),
+            "dst": lk["dst"].to_numpy(),
+            "bytes": lk["bytes"].to_numpy(),
+        }
+    )
     sends = sends[sends["bytes"] <= SMALL_BYTES].sort_values("send")
     if not len(sends):
         return []
@@ -528,19 +660,26 @@ def _small_message_findings(ctx):
     fn = c["function"].to_numpy()[s]
     # a run continues while the next send is the next call of the same stream, to the
     # same peer, from the same place, after no work
-    same = np.r_[False, (stream[1:] == stream[:-1]) & (s[1:] == s[:-1] + 1) &
-                 (sends["dst"].to_numpy()[1:] == sends["dst"].to_numpy()[:-1]) &
-                 (fn[1:] == fn[:-1]) & (burst[1:] <= SMALL_GAP_S) &
-                 np.array([a == b for a, b in zip(site[1:], site[:-1])], bool)]
+    same = np.r_[
+        False,
+        (stream[1:] == stream[:-1])
+        & (s[1:] == s[:-1] + 1)
+        & (sends["dst"].to_numpy()[1:] == sends["dst"].to_numpy()[:-1])
+        & (fn[1:] == fn[:-1])
+        & (burst[1:] <= SMALL_GAP_S)
+        & np.array([a == b for a, b in zip(site[1:], site[:-1])], bool),
+    ]
     run_id = np.cumsum(~same)
     sends["run"] = run_id
     sizes = sends.groupby("run")["send"].transform("size").to_numpy()
     runs = sends[sizes >= SMALL_RUN]
     if not len(runs):
         return []
-    runs = runs.assign(src=c["rank"].to_numpy()[runs["send"].to_numpy()],
-                       site=c["callsite"].to_numpy()[runs["send"].to_numpy()],
-                       function=c["function"].to_numpy()[runs["send"].to_numpy()])
+    runs = runs.assign(
+        src=c["rank"].to_numpy()[runs["send"].to_numpy()],
+        site=c["callsite"].to_numpy()[runs["send"].to_numpy()],
+        function=c["function"].to_numpy()[runs["send"].to_numpy()],
+    )
     out = []
     keyed = runs.assign(site=runs["site"].fillna(runs["function"]))
     for (src, dst, site_key, fn_), g in keyed.groupby(["src", "dst", "site", "function"]):
@@ -565,21 +704,39 @@ def _small_message_findings(ctx):
         n, nruns = len(g), g["run"].nunique()
         recv_fn = c["function"].to_numpy()[g["recv"].to_numpy()]
         alpha = _postal_alpha(ctx)
-        model = f"; the postal model's latency says {format_seconds((n - nruns) * alpha)}" \
-            if alpha else ""
-        f = Finding(kind="small_messages", culprit_ranks=[int(src)], waiting_ranks=[int(dst)],
-                    waiting_function=str(pd.Series(recv_fn).mode().iloc[0]),
-                    callsite=site_key if site_key != fn_ else None, region=None,
-                    lost_s=spent / ctx.nranks, share_of_runtime=spent / ctx.nranks / ctx.runtime,
-                    fix=(f"Rank {src} sends {n:,} messages of {format_bytes(float(g['bytes'].mean()))} "
-                         f"to rank {dst} in {nruns:,} runs of {n / nruns:.0f} back to back"
-                         f"{' at ' + site_key if site_key != fn_ else ''}: pack each run into one "
-                         "message (one MPI_Send of the whole buffer, or a derived datatype)."),
-                    predicted_saving_s=ctx.saving(cost_scale=cost_scale, burst_scale=burst_scale),
-                    basis=("replay of the trace with each run sent as one message (the runs' "
-                           "other messages cost nothing)" + model),
-                    evidence={"messages": n, "runs": int(nruns), "bytes_per_message": float(g["bytes"].mean()),
-                              "time_in_spared_calls_s": spent, "send_function": str(fn_)})
+        model = (
+            f"; the postal model's latency says {format_seconds((n - nruns) * alpha)}"
+            if alpha
+            else ""
+        )
+        f = Finding(
+            kind="small_messages",
+            culprit_ranks=[int(src)],
+            waiting_ranks=[int(dst)],
+            waiting_function=str(pd.Series(recv_fn).mode().iloc[0]),
+            callsite=site_key if site_key != fn_ else None,
+            region=None,
+            lost_s=spent / ctx.nranks,
+            share_of_runtime=spent / ctx.nranks / ctx.runtime,
+            fix=(
+                f"Rank {src} sends {n:,} messages of {format_bytes(float(g['bytes'].mean()))} "
+                f"to rank {dst} in {nruns:,} runs of {n / nruns:.0f} back to back"
+                f"{' at ' + site_key if site_key != fn_ else ''}: pack each run into one "
+                "message (one MPI_Send of the whole buffer, or a derived datatype)."
+            ),
+            predicted_saving_s=ctx.saving(cost_scale=cost_scale, burst_scale=burst_scale),
+            basis=(
+                "replay of the trace with each run sent as one message (the runs' "
+                "other messages cost nothing)" + model
+            ),
+            evidence={
+                "messages": n,
+                "runs": int(nruns),
+                "bytes_per_message": float(g["bytes"].mean()),
+                "time_in_spared_calls_s": spent,
+                "send_function": str(fn_),
+            },
+        )
         out.append(f)
     return out
 
@@ -597,6 +754,7 @@ def _postal_alpha(ctx):
 
 # ---- OpenMP threads -----------------------------------------------------------------------
 
+
 def _thread_findings(ctx):
     inst = eff.region_instances(ctx.profile.threads)
     inst = inst[inst["threads"] > 1]
@@ -611,26 +769,44 @@ def _thread_findings(ctx):
             continue
         slow = g["slowest_thread"].mode().iloc[0]
         culprits = sorted(int(r) for r, v in per_rank.items() if v >= 0.5 * per_rank.max())
-        f = Finding(kind="thread_imbalance", culprit_ranks=culprits, waiting_ranks=culprits,
-                    waiting_function=None, callsite=str(region), region=str(region),
-                    lost_s=lost, share_of_runtime=lost / ctx.runtime, fix="",
-                    predicted_saving_s=None, basis="",
-                    evidence={"instances": int(len(g)), "slowest_thread": int(slow),
-                              "mean_busy_s": float(g["mean_busy_s"].mean()),
-                              "max_busy_s": float(g["max_busy_s"].mean())})
-        f.fix = (f"The threads of the OpenMP region at {region} finish up to "
-                 f"{format_seconds(float(g['idle_s'].mean()))} apart per instance (thread {slow} "
-                 f"last; busy {format_seconds(float(g['max_busy_s'].mean()))} against a mean of "
-                 f"{format_seconds(float(g['mean_busy_s'].mean()))}): balance the loop "
-                 "(schedule(dynamic) or an even split of the work).")
+        f = Finding(
+            kind="thread_imbalance",
+            culprit_ranks=culprits,
+            waiting_ranks=culprits,
+            waiting_function=None,
+            callsite=str(region),
+            region=str(region),
+            lost_s=lost,
+            share_of_runtime=lost / ctx.runtime,
+            fix="",
+            predicted_saving_s=None,
+            basis="",
+            evidence={
+                "instances": int(len(g)),
+                "slowest_thread": int(slow),
+                "mean_busy_s": float(g["mean_busy_s"].mean()),
+                "max_busy_s": float(g["max_busy_s"].mean()),
+            },
+        )
+        f.fix = (
+            f"The threads of the OpenMP region at {region} finish up to "
+            f"{format_seconds(float(g['idle_s'].mean()))} apart per instance (thread {slow} "
+            f"last; busy {format_seconds(float(g['max_busy_s'].mean()))} against a mean of "
+            f"{format_seconds(float(g['mean_busy_s'].mean()))}): balance the loop "
+            "(schedule(dynamic) or an even split of the work)."
+        )
         if ctx.tl is not None:
             f.predicted_saving_s = ctx.saving(burst_scale=_thread_scale(ctx, g))
-            f.basis = ("replay of the trace with each instance's work cut from its slowest "
-                       "thread's to its threads' mean")
+            f.basis = (
+                "replay of the trace with each instance's work cut from its slowest "
+                "thread's to its threads' mean"
+            )
         else:
             f.predicted_saving_s = float(per_rank.max())
-            f.basis = ("measured thread busy times: the slowest thread's minus the mean, "
-                       "summed over instances (no trace, so no replay)")
+            f.basis = (
+                "measured thread busy times: the slowest thread's minus the mean, "
+                "summed over instances (no trace, so no replay)"
+            )
         _early_bird(ctx, f, region)
         out.append(f)
     return out
@@ -665,6 +841,7 @@ def _early_bird(ctx, f, region):
     becomes the finding's alternative fix."""
     try:
         from ..predict import earlybird as eb
+
         link, _ = eb.link_for(ctx.profile.run, machine_model=ctx.machine_model or "bluewaters")
         table = eb.advise(ctx.profile.run, link, replicas=500)
     except (InputError, ValueError, KeyError):
@@ -672,13 +849,16 @@ def _early_bird(ctx, f, region):
     row = table[table["region"] == region]
     if len(row) and bool(row["worth_changing"].iloc[0]):
         r = row.iloc[0]
-        f.fix += (f" Or send each thread's part as it finishes (MPI_Psend_init/MPI_Pready): "
-                  f"the early-bird advisor predicts {format_seconds(float(r['saving_mc_s']))} per "
-                  f"instance over {int(r['instances'])} instances.")
+        f.fix += (
+            f" Or send each thread's part as it finishes (MPI_Psend_init/MPI_Pready): "
+            f"the early-bird advisor predicts {format_seconds(float(r['saving_mc_s']))} per "
+            f"instance over {int(r['instances'])} instances."
+        )
         f.evidence["early_bird_saving_per_instance_s"] = float(r["saving_mc_s"])
 
 
 # ---- matching queues -------------------------------------------------------------------------
+
 
 def _queue_findings(ctx, trace):
     """Receives searched deep into the posted queue (or messages deep into the
@@ -686,8 +866,12 @@ def _queue_findings(ctx, trace):
     (:mod:`commscope.matching.replay`), each entry searched beyond the first costing the
     machine model's queue-search time."""
     from ..matching.replay import replay as queue_replay
-    engine = "mpich" if "mpich" in str(ctx.profile.meta.get("mpi", {}).get("library_version", "")).lower() \
+
+    engine = (
+        "mpich"
+        if "mpich" in str(ctx.profile.meta.get("mpi", {}).get("library_version", "")).lower()
         else "ob1"
+    )
     try:
         results, summary, _ = queue_replay(trace, engines=(engine,))
     except InputError:
@@ -701,10 +885,12 @@ def _queue_findings(ctx, trace):
     gamma = getattr(ctx.machine_model, "gamma_s", None) if ctx.machine_model is not None else None
     if gamma is None:
         worst = deep.sort_values("excess").iloc[-1]
-        return [], (f"queue search not costed: rank {int(worst['rank'])} searched "
-                    f"{int(worst['excess']):,} queue entries beyond the first per match; a machine "
-                    "model with the queue-search cost (--machine-model; commscope bench hvpingpong, "
-                    "then fit) turns that into time")
+        return [], (
+            f"queue search not costed: rank {int(worst['rank'])} searched "
+            f"{int(worst['excess']):,} queue entries beyond the first per match; a machine "
+            "model with the queue-search cost (--machine-model; commscope bench hvpingpong, "
+            "then fit) turns that into time"
+        )
     per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
     out = []
     c = ctx.tl.calls
@@ -717,25 +903,41 @@ def _queue_findings(ctx, trace):
         done = lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "call"].unique()
         fn = c.loc[done, "function"].mode()
         site = c.loc[done, "callsite"].dropna().mode()
-        senders = sorted(set(lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "src"].astype(int)))
-        f = Finding(kind="queue_search", culprit_ranks=senders, waiting_ranks=[int(row.rank)],
-                    waiting_function=str(fn.iloc[0]) if len(fn) else None,
-                    callsite=str(site.iloc[0]) if len(site) else None, region=None,
-                    lost_s=lost_rank / ctx.nranks, share_of_runtime=lost_rank / ctx.nranks / ctx.runtime,
-                    fix=(f"Rank {int(row.rank)}'s messages arrive in another order than its receives "
-                         f"were posted (mean search depth {row.prq_avg_depth:.0f}, up to "
-                         f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
-                         "messages are sent, or tell them apart by communicator or source rather "
-                         "than by tag alone."),
-                    predicted_saving_s=lost_rank,
-                    basis=(f"the trace's receives replayed through the {engine} matching engine: "
-                           f"{int(row.excess):,} entries searched beyond the first, at 2 x gamma = "
-                           f"{format_seconds(per_entry)} each (the machine model's queue-search "
-                           "cost): the receiver's search time, which the run saves where the "
-                           "receiver is the slower side"),
-                    evidence={"messages": int(row.messages), "searched_entries": int(row.searched),
-                              "mean_depth": float(row.prq_avg_depth), "max_depth": int(row.prq_max_depth),
-                              "engine": engine})
+        senders = sorted(
+            set(lk.loc[(lk["kind"] == "message") & (lk["dst"] == row.rank), "src"].astype(int))
+        )
+        f = Finding(
+            kind="queue_search",
+            culprit_ranks=senders,
+            waiting_ranks=[int(row.rank)],
+            waiting_function=str(fn.iloc[0]) if len(fn) else None,
+            callsite=str(site.iloc[0]) if len(site) else None,
+            region=None,
+            lost_s=lost_rank / ctx.nranks,
+            share_of_runtime=lost_rank / ctx.nranks / ctx.runtime,
+            fix=(
+                f"Rank {int(row.rank)}'s messages arrive in another order than its receives "
+                f"were posted (mean search depth {row.prq_avg_depth:.0f}, up to "
+                f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
+                "messages are sent, or tell them apart by communicator or source rather "
+                "than by tag alone."
+            ),
+            predicted_saving_s=lost_rank,
+            basis=(
+                f"the trace's receives replayed through the {engine} matching engine: "
+                f"{int(row.excess):,} entries searched beyond the first, at 2 x gamma = "
+                f"{format_seconds(per_entry)} each (the machine model's queue-search "
+                "cost): the receiver's search time, which the run saves where the "
+                "receiver is the slower side"
+            ),
+            evidence={
+                "messages": int(row.messages),
+                "searched_entries": int(row.searched),
+                "mean_depth": float(row.prq_avg_depth),
+                "max_depth": int(row.prq_max_depth),
+                "engine": engine,
+            },
+        )
         out.append(f)
     return out, None
 
@@ -747,20 +949,30 @@ def _absorb_search_waits(findings):
     searches = [f for f in findings if f.kind == "queue_search"]
     out = []
     for f in findings:
-        host = next((q for q in searches if f.kind in ("late_sender", "wrong_order") and
-                     f.waiting_function == q.waiting_function and f.callsite == q.callsite and
-                     set(f.waiting_ranks) <= set(q.waiting_ranks)), None)
+        host = next(
+            (
+                q
+                for q in searches
+                if f.kind in ("late_sender", "wrong_order")
+                and f.waiting_function == q.waiting_function
+                and f.callsite == q.callsite
+                and set(f.waiting_ranks) <= set(q.waiting_ranks)
+            ),
+            None,
+        )
         if host is None:
             out.append(f)
             continue
         host.lost_s += f.lost_s
         host.share_of_runtime += f.share_of_runtime
-        host.evidence["waits_held_up_by_the_search_s"] = \
-            host.evidence.get("waits_held_up_by_the_search_s", 0.0) + f.lost_s * len(host.waiting_ranks)
+        host.evidence["waits_held_up_by_the_search_s"] = host.evidence.get(
+            "waits_held_up_by_the_search_s", 0.0
+        ) + f.lost_s * len(host.waiting_ranks)
     return out
 
 
 # ---- threads sharing a communicator -----------------------------------------------------------
+
 
 def _shared_comm_findings(ctx, multirate):
     """Threads of one rank making point-to-point calls on one communicator at the same
@@ -770,8 +982,9 @@ def _shared_comm_findings(ctx, multirate):
     p2p = c[c["function"].isin(_P2P) & c["comm"].notna()]
     if not len(p2p):
         return [], None
-    per = p2p.groupby(["rank", "comm"]).agg(threads=("thread", "nunique"), first=("start_s", "min"),
-                                            last=("end_s", "max"))
+    per = p2p.groupby(["rank", "comm"]).agg(
+        threads=("thread", "nunique"), first=("start_s", "min"), last=("end_s", "max")
+    )
     shared = per[per["threads"] > 1]
     if not len(shared):
         return [], None
@@ -779,38 +992,71 @@ def _shared_comm_findings(ctx, multirate):
     ratio = _multirate_ratio(multirate, threads)
     ranks = sorted({int(r) for r, _ in shared.index})
     if ratio is None:
-        return [], (f"{_ranks_text(ranks).capitalize()} {_verb('make', ranks)} point-to-point calls "
-                    f"from {threads} threads on one communicator; whether a communicator per "
-                    "thread is faster here is measured by `commscope bench multirate` (give the "
-                    "run with --multirate)")
+        return [], (
+            f"{_ranks_text(ranks).capitalize()} {_verb('make', ranks)} point-to-point calls "
+            f"from {threads} threads on one communicator; whether a communicator per "
+            "thread is faster here is measured by `commscope bench multirate` (give the "
+            "run with --multirate)"
+        )
     if ratio >= 0.95:
-        return [], (f"threads share a communicator on {_ranks_text(ranks)}, but this machine's "
-                    f"multirate run measured no gain from one per thread at {threads} threads "
-                    f"(shared / per-thread rate {ratio:.2f})")
+        return [], (
+            f"threads share a communicator on {_ranks_text(ranks)}, but this machine's "
+            f"multirate run measured no gain from one per thread at {threads} threads "
+            f"(shared / per-thread rate {ratio:.2f})"
+        )
     mine = p2p[p2p["rank"].isin(ranks)]
     spent = float((mine["end_s"] - mine["start_s"]).sum())
     per_rank = (mine["end_s"] - mine["start_s"]).groupby(mine["rank"]).sum() / threads
     lost = float(per_rank.sum() * (1 - ratio))
-    f = Finding(kind="shared_communicator", culprit_ranks=ranks, waiting_ranks=ranks,
-                waiting_function=str(mine["function"].mode().iloc[0]),
-                callsite=(str(mine["callsite"].dropna().mode().iloc[0])
-                          if mine["callsite"].notna().any() else None), region=None,
-                lost_s=lost / ctx.nranks, share_of_runtime=lost / ctx.nranks / ctx.runtime,
-                fix=(f"{threads} threads per rank send and receive on one communicator: give "
-                     "each thread its own (MPI_Comm_dup once per thread) so their messages are "
-                     f"matched apart; this machine's multirate run measured {1 / ratio:.2f}x the "
-                     f"rate per thread that way at {threads} threads."),
-                predicted_saving_s=ctx.saving(cost_scale={int(x): ratio for x in mine.index}),
-                basis=(f"replay of the trace with the threads' point-to-point calls taking "
-                       f"{ratio:.2f} of their time (the multirate ratio at {threads} threads)"),
-                evidence={"threads": threads, "shared_over_per_thread": ratio,
-                          "time_in_calls_s": spent})
+    f = Finding(
+        kind="shared_communicator",
+        culprit_ranks=ranks,
+        waiting_ranks=ranks,
+        waiting_function=str(mine["function"].mode().iloc[0]),
+        callsite=(
+            str(mine["callsite"].dropna().mode().iloc[0])
+            if mine["callsite"].notna().any()
+            else None
+        ),
+        region=None,
+        lost_s=lost / ctx.nranks,
+        share_of_runtime=lost / ctx.nranks / ctx.runtime,
+        fix=(
+            f"{threads} threads per rank send and receive on one communicator: give "
+            "each thread its own (MPI_Comm_dup once per thread) so their messages are "
+            f"matched apart; this machine's multirate run measured {1 / ratio:.2f}x the "
+            f"rate per thread that way at {threads} threads."
+        ),
+        predicted_saving_s=ctx.saving(cost_scale={int(x): ratio for x in mine.index}),
+        basis=(
+            f"replay of the trace with the threads' point-to-point calls taking "
+            f"{ratio:.2f} of their time (the multirate ratio at {threads} threads)"
+        ),
+        evidence={"threads": threads, "shared_over_per_thread": ratio, "time_in_calls_s": spent},
+    )
     return [f], None
 
 
-_P2P = frozenset({"MPI_Send", "MPI_Isend", "MPI_Recv", "MPI_Irecv", "MPI_Wait", "MPI_Waitall",
-                  "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Ssend",
-                  "MPI_Sendrecv", "MPI_Issend", "MPI_Rsend", "MPI_Irsend", "MPI_Bsend"})
+_P2P = frozenset(
+    {
+        "MPI_Send",
+        "MPI_Isend",
+        "MPI_Recv",
+        "MPI_Irecv",
+        "MPI_Wait",
+        "MPI_Waitall",
+        "MPI_Waitany",
+        "MPI_Waitsome",
+        "MPI_Test",
+        "MPI_Testall",
+        "MPI_Ssend",
+        "MPI_Sendrecv",
+        "MPI_Issend",
+        "MPI_Rsend",
+        "MPI_Irsend",
+        "MPI_Bsend",
+    }
+)
 
 
 def _multirate_ratio(run, threads):
@@ -819,6 +1065,7 @@ def _multirate_ratio(run, threads):
     if run is None:
         return None
     from ..bench.multirate import mode_ratio
+
     table = mode_ratio(run.table("reps"))
     table = table[table["threads"] <= threads].dropna(subset=["shared_over_per_thread"])
     if not len(table):
@@ -829,5 +1076,7 @@ def _multirate_ratio(run, threads):
 def replay_error_text(replay):
     if not replay or replay.get("error_pct") is None or not math.isfinite(replay["error_pct"]):
         return None
-    return (f"the unchanged replay gives {format_seconds(replay['unchanged_s'])} for a measured "
-            f"{format_seconds(replay['measured_s'])} ({replay['error_pct']:+.1f} %)")
+    return (
+        f"the unchanged replay gives {format_seconds(replay['unchanged_s'])} for a measured "
+        f"{format_seconds(replay['measured_s'])} ({replay['error_pct']:+.1f} %)"
+    )

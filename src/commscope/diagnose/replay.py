@@ -65,24 +65,38 @@ class Replayer:
         self.stream = calls["stream"].to_numpy()
         self.rank = calls["rank"].to_numpy()
         self.thread = calls["thread"].to_numpy()
-        self.streams = [np.flatnonzero(self.stream == s) for s in range(int(self.stream.max()) + 1)] \
-            if self.n else []
+        self.streams = (
+            [np.flatnonzero(self.stream == s) for s in range(int(self.stream.max()) + 1)]
+            if self.n
+            else []
+        )
         # partners by call: point-to-point (partner call, bytes, kind) and collective
         self.p2p = [[] for _ in range(self.n)]
         lk = tl.links
-        for c, p, k, b in zip(lk["call"].to_numpy(), lk["partner"].to_numpy(),
-                              lk["kind"].to_numpy(), lk["bytes"].to_numpy()):
+        for c, p, k, b in zip(
+            lk["call"].to_numpy(),
+            lk["partner"].to_numpy(),
+            lk["kind"].to_numpy(),
+            lk["bytes"].to_numpy(),
+        ):
             self.p2p[c].append((int(p), k == "message", float(b)))
         self.coll = {}  # waiting call -> (instance, pattern, is_root)
         self.instance_entries = {}  # instance -> [(rank, entry call, is_root)]
         self.instance_size = {}
         col = tl.collectives
         for inst, rank, wait, entry, pattern, root, nbytes in zip(
-                col["instance"].to_numpy(), col["rank"].to_numpy(), col["wait_call"].to_numpy(),
-                col["entry_call"].to_numpy(), col["pattern"].to_numpy(), col["root"].to_numpy(),
-                self._coll_bytes(col)):
+            col["instance"].to_numpy(),
+            col["rank"].to_numpy(),
+            col["wait_call"].to_numpy(),
+            col["entry_call"].to_numpy(),
+            col["pattern"].to_numpy(),
+            col["root"].to_numpy(),
+            self._coll_bytes(col),
+        ):
             is_root = rank == root
-            self.instance_entries.setdefault(int(inst), []).append((int(rank), int(entry), bool(is_root)))
+            self.instance_entries.setdefault(int(inst), []).append(
+                (int(rank), int(entry), bool(is_root))
+            )
             if wait >= 0:
                 self.coll[int(wait)] = (int(inst), pattern, bool(is_root), float(nbytes))
         self.entry_of = {}  # entry call -> the instances it begins
@@ -93,7 +107,9 @@ class Replayer:
         self.burst = self._bursts()
         self.tail = self._tails()
         #: each call's own cost as measured (end - max(start, ready))
-        self.measured_cost = np.maximum(self.end - np.maximum(self.start, self._ready(self.start)), 0.0)
+        self.measured_cost = np.maximum(
+            self.end - np.maximum(self.start, self._ready(self.start)), 0.0
+        )
         self.cost = typical_costs(self.measured_cost, calls, costs)
 
     def _coll_bytes(self, col):
@@ -109,7 +125,9 @@ class Replayer:
             if not len(idx):
                 continue
             first = idx[0]
-            burst[first] = max(self.start[first] - init.get(self.rank[first], self.start[first]), 0.0)
+            burst[first] = max(
+                self.start[first] - init.get(self.rank[first], self.start[first]), 0.0
+            )
             burst[idx[1:]] = np.maximum(self.start[idx[1:]] - self.end[idx[:-1]], 0.0)
         return burst
 
@@ -122,7 +140,11 @@ class Replayer:
             if len(idx):
                 last = idx[-1]
                 main = self.thread[last] == min(self.thread[self.rank == self.rank[last]])
-                tails[s] = max(fin.get(self.rank[last], self.end[last]) - self.end[last], 0.0) if main else 0.0
+                tails[s] = (
+                    max(fin.get(self.rank[last], self.end[last]) - self.end[last], 0.0)
+                    if main
+                    else 0.0
+                )
         return tails
 
     def _ready(self, start, transfer=None, coll_cost=None, no_wait=frozenset()):
@@ -137,7 +159,9 @@ class Replayer:
     def _ready_of(self, c, start, transfer, coll_cost):
         r = -math.inf
         for p, is_msg, nbytes in self.p2p[c]:
-            t = start[p] + (transfer(self.rank[p], self.rank[c], nbytes) if is_msg and transfer else 0.0)
+            t = start[p] + (
+                transfer(self.rank[p], self.rank[c], nbytes) if is_msg and transfer else 0.0
+            )
             if t > r:
                 r = t
         got = self.coll.get(c)
@@ -147,11 +171,17 @@ class Replayer:
             if pattern == "nxn":
                 t = max(start[e] for _, e, _ in members)
             elif pattern == "nx1":
-                t = max((start[e] for _, e, root in members if not root), default=-math.inf) \
-                    if is_root else -math.inf
+                t = (
+                    max((start[e] for _, e, root in members if not root), default=-math.inf)
+                    if is_root
+                    else -math.inf
+                )
             else:
-                t = max((start[e] for _, e, root in members if root), default=-math.inf) \
-                    if not is_root else -math.inf
+                t = (
+                    max((start[e] for _, e, root in members if root), default=-math.inf)
+                    if not is_root
+                    else -math.inf
+                )
             if coll_cost is not None and t > -math.inf:
                 t += coll_cost(len(members), nbytes)
             if t > r:
@@ -170,7 +200,8 @@ class Replayer:
                 by_thread.setdefault(self.thread[idx[0]], []).append(idx)
         for streams in by_thread.values():
             same = len({len(i) for i in streams}) == 1 and all(
-                (fn[i] == fn[streams[0]]).all() for i in streams[1:])
+                (fn[i] == fn[streams[0]]).all() for i in streams[1:]
+            )
             if same and len(streams) > 1:
                 mean = np.mean([bursts[i] for i in streams], axis=0)
                 for i in streams:
@@ -183,8 +214,18 @@ class Replayer:
                         out[i] = bursts[i] * (target / w)
         return out
 
-    def run(self, change="unchanged", *, balance=False, network=None, machine_model=None,
-            no_wait=frozenset(), burst_scale=None, cost_scale=None, ppn=1):
+    def run(
+        self,
+        change="unchanged",
+        *,
+        balance=False,
+        network=None,
+        machine_model=None,
+        no_wait=frozenset(),
+        burst_scale=None,
+        cost_scale=None,
+        ppn=1,
+    ):
         """One replay (module docstring); returns a :class:`Replay`."""
         bursts = self.burst.copy()
         if burst_scale:
@@ -217,21 +258,32 @@ class Replayer:
                     c = idx[pointer[s]]
                     if np.isnan(start[c]):
                         prev = idx[pointer[s] - 1] if pointer[s] else None
-                        start[c] = (end[prev] if prev is not None else
-                                    self.start[c] - self.burst[c]) + bursts[c]
+                        start[c] = (
+                            end[prev] if prev is not None else self.start[c] - self.burst[c]
+                        ) + bursts[c]
                         for inst in self.entry_of.get(c, ()):
                             known[inst] += 1
                     if c not in no_wait and not self._partners_known(c, start, known):
                         break
-                    ready = -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
+                    ready = (
+                        -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
+                    )
                     end[c] = max(start[c], ready) + cost[c]
                     pointer[s] += 1
                     remaining -= 1
                     progressed = True
             if not progressed:
-                stuck = [int(idx[pointer[s]]) for s, idx in enumerate(self.streams) if pointer[s] < len(idx)]
-                raise InputError("trace", None, f"the replay cannot go on: calls {stuck[:5]} wait "
-                                                "for partners that never begin (records missing?)")
+                stuck = [
+                    int(idx[pointer[s]])
+                    for s, idx in enumerate(self.streams)
+                    if pointer[s] < len(idx)
+                ]
+                raise InputError(
+                    "trace",
+                    None,
+                    f"the replay cannot go on: calls {stuck[:5]} wait "
+                    "for partners that never begin (records missing?)",
+                )
         ends = {}
         for s, idx in enumerate(self.streams):
             if len(idx):
@@ -240,8 +292,9 @@ class Replayer:
         init = self.tl.window["init_s"].min()
         for r, fin in zip(self.tl.window["rank"], self.tl.window["fin_s"]):
             ends.setdefault(int(r), float(fin))  # a rank that made no traced call
-        return Replay(runtime_s=float(max(ends.values()) - init), end_s=ends, change=change,
-                      call_end_s=end)
+        return Replay(
+            runtime_s=float(max(ends.values()) - init), end_s=ends, change=change, call_end_s=end
+        )
 
     def _partners_known(self, c, start, known):
         for p, _, _ in self.p2p[c]:
@@ -272,6 +325,7 @@ def _model_times(machine_model, tl, ppn):
     """(transfer(src, dst, bytes), collective(P, bytes)) from a machine model: the
     node-aware postal model per message, ceil(log2 P) of them per collective."""
     from ..models.p2p import node_aware_time
+
     host_of = tl.host_of
     cache = {}
 
@@ -286,7 +340,11 @@ def _model_times(machine_model, tl, ppn):
         steps = math.ceil(math.log2(p)) if p > 1 else 0
         hosts = set(host_of.values())
         one = next(iter(host_of), 0)
-        other = next((r for r, h in host_of.items() if h != host_of.get(one)), one) if len(hosts) > 1 else one
+        other = (
+            next((r for r, h in host_of.items() if h != host_of.get(one)), one)
+            if len(hosts) > 1
+            else one
+        )
         return steps * transfer(one, other, nbytes)
 
     return transfer, collective

@@ -38,8 +38,9 @@ pd = lazy("pandas")
 ONE_TO_ALL = frozenset({"bcast", "scatter", "scatterv"})
 ALL_TO_ONE = frozenset({"reduce", "gather", "gatherv"})
 #: Functions whose send always waits for its receive (MPI's synchronous mode).
-SYNCHRONOUS_SENDS = frozenset({"MPI_Ssend", "MPI_Issend", "MPI_Ssend_init", "MPI_Ssend_c",
-                               "MPI_Issend_c", "MPI_Ssend_init_c"})
+SYNCHRONOUS_SENDS = frozenset(
+    {"MPI_Ssend", "MPI_Issend", "MPI_Ssend_init", "MPI_Ssend_c", "MPI_Issend_c", "MPI_Ssend_init_c"}
+)
 
 
 @dataclass
@@ -66,7 +67,7 @@ class Timeline:
     eager_max_bytes: float
     eager_basis: str
     host_of: dict = None
-    t0_ns: int = 0             # the trace's time zero (CLOCK_MONOTONIC ns of the earliest rank)
+    t0_ns: int = 0  # the trace's time zero (CLOCK_MONOTONIC ns of the earliest rank)
 
     @property
     def runtime_s(self):
@@ -79,6 +80,7 @@ class Timeline:
 
 def _stem(function):
     from ..profile.export import collective_stem
+
     return collective_stem(function)
 
 
@@ -86,19 +88,26 @@ def _calls(ev, names):
     """One row per call from the trace records (``names``: call_names' result)."""
     call, name = names
     first = np.flatnonzero(np.r_[True, call[1:] != call[:-1]]) if len(call) else np.zeros(0, int)
-    size = np.where(ev["event"].isin(["COLL", "COLL_DONE"]), ev["bytes_received"], 0) + \
-        np.where(ev["event"].isin(["ICOLL", "COLL_DONE"]), 0, ev["bytes"])
+    size = np.where(ev["event"].isin(["COLL", "COLL_DONE"]), ev["bytes_received"], 0) + np.where(
+        ev["event"].isin(["ICOLL", "COLL_DONE"]), 0, ev["bytes"]
+    )
     end = pd.Series(ev["time_end_s"].to_numpy()).groupby(call).max().to_numpy()
     nbytes = pd.Series(np.asarray(size, dtype=float)).groupby(call).sum().to_numpy()
     site = ev["callsite"].to_numpy()[first] if "callsite" in ev else np.full(len(first), None)
     site = np.array([_short_site(x) for x in site], dtype=object)
-    calls = pd.DataFrame({
-        "call": np.arange(len(first)),
-        "rank": ev["rank"].to_numpy()[first].astype(np.int64),
-        "thread": ev["thread"].to_numpy()[first].astype(np.int64),
-        "function": name, "callsite": site,
-        "comm": ev["comm_key"].map(repr).to_numpy()[first],
-        "start_s": ev["time_begin_s"].to_numpy()[first], "end_s": end, "bytes": nbytes})
+    calls = pd.DataFrame(
+        {
+            "call": np.arange(len(first)),
+            "rank": ev["rank"].to_numpy()[first].astype(np.int64),
+            "thread": ev["thread"].to_numpy()[first].astype(np.int64),
+            "function": name,
+            "callsite": site,
+            "comm": ev["comm_key"].map(repr).to_numpy()[first],
+            "start_s": ev["time_begin_s"].to_numpy()[first],
+            "end_s": end,
+            "bytes": nbytes,
+        }
+    )
     calls["stream"] = calls.groupby(["rank", "thread"], sort=True).ngroup()
     calls["pos"] = calls.groupby("stream").cumcount()
     return calls
@@ -160,13 +169,17 @@ def build(trace, ranks, machine_model=None):
     """The :class:`Timeline` of a :class:`~commscope.matching.trace.Trace`; ``ranks`` is
     the run's ranks table (wall_s per rank)."""
     from ..profile.export import call_names, match_messages
+
     ev = trace.events.reset_index(drop=True)
     names = call_names(ev)
     calls = _calls(ev, names)
     call_of = names[0]
     start_rec = _start_records(ev)
-    stems = [_stem(f) if isinstance(f, str) else None for f in ev["collective"].to_numpy()] \
-        if "collective" in ev else [None] * len(ev)
+    stems = (
+        [_stem(f) if isinstance(f, str) else None for f in ev["collective"].to_numpy()]
+        if "collective" in ev
+        else [None] * len(ev)
+    )
 
     # -- messages ------------------------------------------------------------------
     m = match_messages(trace)
@@ -186,33 +199,64 @@ def build(trace, ranks, machine_model=None):
     ev_basis = blocking & ~synchronous
     locality = "intra-socket" if ranks["host"].nunique() <= 1 else "inter-node"
     eager_max, eager_basis = eager_limit(
-        pd.DataFrame({"start_s": start[send_call][ev_basis], "end_s": end[send_call][ev_basis],
-                      "bytes": msg_bytes[ev_basis]}),
-        start[post_call][ev_basis], machine_model, locality)
+        pd.DataFrame(
+            {
+                "start_s": start[send_call][ev_basis],
+                "end_s": end[send_call][ev_basis],
+                "bytes": msg_bytes[ev_basis],
+            }
+        ),
+        start[post_call][ev_basis],
+        machine_model,
+        locality,
+    )
     sync = synchronous | (msg_bytes > eager_max)
-    links = [pd.DataFrame({"call": recv_call, "partner": send_call, "kind": "message",
-                           "bytes": msg_bytes, "src": ev["rank"].to_numpy()[send_rec],
-                           "dst": ev["rank"].to_numpy()[recv_rec]})]
+    links = [
+        pd.DataFrame(
+            {
+                "call": recv_call,
+                "partner": send_call,
+                "kind": "message",
+                "bytes": msg_bytes,
+                "src": ev["rank"].to_numpy()[send_rec],
+                "dst": ev["rank"].to_numpy()[recv_rec],
+            }
+        )
+    ]
     # A synchronising send's waiting call: the SEND itself, or the Wait/Test completing
     # the Isend (the completion record whose start is this ISEND record).
     completes = np.flatnonzero((kind == "COMPLETE") & (start_rec >= 0))
     completion_of_start = pd.Series(completes, index=start_rec[completes])
     completion_of_start = completion_of_start[~completion_of_start.index.duplicated(keep="last")]
-    waiting_rec = np.where(blocking, send_rec,
-                           completion_of_start.reindex(send_rec).fillna(-1).to_numpy(np.int64))
+    waiting_rec = np.where(
+        blocking, send_rec, completion_of_start.reindex(send_rec).fillna(-1).to_numpy(np.int64)
+    )
     ok = sync & (waiting_rec >= 0)
-    links.append(pd.DataFrame({"call": call_of[waiting_rec[ok]], "partner": post_call[ok],
-                               "kind": "sync_send", "bytes": msg_bytes[ok],
-                               "src": ev["rank"].to_numpy()[send_rec[ok]],
-                               "dst": ev["rank"].to_numpy()[recv_rec[ok]]}))
+    links.append(
+        pd.DataFrame(
+            {
+                "call": call_of[waiting_rec[ok]],
+                "partner": post_call[ok],
+                "kind": "sync_send",
+                "bytes": msg_bytes[ok],
+                "src": ev["rank"].to_numpy()[send_rec[ok]],
+                "dst": ev["rank"].to_numpy()[recv_rec[ok]],
+            }
+        )
+    )
 
     links = pd.concat(links, ignore_index=True)
     links = links[links["call"] != links["partner"]].reset_index(drop=True)
-    return Timeline(calls=calls, links=links,
-                    collectives=_collectives(ev, call_of, start_rec, stems),
-                    window=_window(trace, ranks), eager_max_bytes=eager_max, eager_basis=eager_basis,
-                    host_of=dict(zip(ranks["rank"].astype(int), ranks["host"].astype(str))),
-                    t0_ns=int(trace.t0_ns))
+    return Timeline(
+        calls=calls,
+        links=links,
+        collectives=_collectives(ev, call_of, start_rec, stems),
+        window=_window(trace, ranks),
+        eager_max_bytes=eager_max,
+        eager_basis=eager_basis,
+        host_of=dict(zip(ranks["rank"].astype(int), ranks["host"].astype(str))),
+        t0_ns=int(trace.t0_ns),
+    )
 
 
 def _collectives(ev, call_of, start_rec, stems):
@@ -222,11 +266,16 @@ def _collectives(ev, call_of, start_rec, stems):
     Wait/Test completing a nonblocking one; -1 when that completion is not traced)."""
     kind = ev["event"].to_numpy()
     r = np.flatnonzero(np.isin(kind, ("COLL", "ICOLL")))
-    c = pd.DataFrame({"rec": r, "rank": ev["rank"].to_numpy()[r].astype(np.int64),
-                      "comm": ev["comm_key"].map(repr).to_numpy()[r],
-                      "t": ev["time_begin_s"].to_numpy()[r],
-                      "root": ev["peer_world"].to_numpy()[r].astype(np.int64),
-                      "stem": np.asarray(stems, dtype=object)[r]})
+    c = pd.DataFrame(
+        {
+            "rec": r,
+            "rank": ev["rank"].to_numpy()[r].astype(np.int64),
+            "comm": ev["comm_key"].map(repr).to_numpy()[r],
+            "t": ev["time_begin_s"].to_numpy()[r],
+            "root": ev["peer_world"].to_numpy()[r].astype(np.int64),
+            "stem": np.asarray(stems, dtype=object)[r],
+        }
+    )
     c = c.sort_values(["rank", "comm", "t", "rec"], kind="stable")
     c["k"] = c.groupby(["rank", "comm"]).cumcount()
     c["instance"] = c.groupby(["comm", "k"], sort=False).ngroup()
@@ -235,13 +284,21 @@ def _collectives(ev, call_of, start_rec, stems):
     done_of = pd.Series(call_of[done], index=start_rec[done])
     done_of = done_of[~done_of.index.duplicated(keep="last")]
     blocking = kind[c["rec"].to_numpy()] == "COLL"
-    c["wait_call"] = np.where(blocking, c["entry_call"],
-                              done_of.reindex(c["rec"].to_numpy()).fillna(-1).to_numpy(np.int64))
+    c["wait_call"] = np.where(
+        blocking,
+        c["entry_call"],
+        done_of.reindex(c["rec"].to_numpy()).fillna(-1).to_numpy(np.int64),
+    )
     stem = c["stem"].to_numpy()
-    c["pattern"] = np.where(np.isin(stem, list(ONE_TO_ALL)), "1xn",
-                            np.where(np.isin(stem, list(ALL_TO_ONE)), "nx1", "nxn"))
+    c["pattern"] = np.where(
+        np.isin(stem, list(ONE_TO_ALL)),
+        "1xn",
+        np.where(np.isin(stem, list(ALL_TO_ONE)), "nx1", "nxn"),
+    )
     c["root"] = np.where(c["pattern"] == "nxn", -1, c["root"])
-    return c.drop(columns=["rec", "t", "k"]).sort_values(["instance", "rank"]).reset_index(drop=True)
+    return (
+        c.drop(columns=["rec", "t", "k"]).sort_values(["instance", "rank"]).reset_index(drop=True)
+    )
 
 
 def _window(trace, ranks):

@@ -46,9 +46,14 @@ MIN_WAIT_S = 1e-6
 CULPRIT_TOLERANCE = 0.05
 COLLECTIVE_CULPRIT_TOLERANCE = 0.5
 
-COLLECTIVE_KINDS = {("1xn", "bcast"): "late_broadcast", ("1xn", "scatter"): "late_scatter",
-                    ("1xn", "scatterv"): "late_scatter", ("nx1", "reduce"): "early_reduce",
-                    ("nx1", "gather"): "early_gather", ("nx1", "gatherv"): "early_gather"}
+COLLECTIVE_KINDS = {
+    ("1xn", "bcast"): "late_broadcast",
+    ("1xn", "scatter"): "late_scatter",
+    ("1xn", "scatterv"): "late_scatter",
+    ("nx1", "reduce"): "early_reduce",
+    ("nx1", "gather"): "early_gather",
+    ("nx1", "gatherv"): "early_gather",
+}
 
 
 @dataclass
@@ -90,17 +95,25 @@ def _p2p_waits(tl):
     keep = lost > MIN_WAIT_S
     best, call, ready, lost = best[keep], call[keep], ready[keep], lost[keep]
     # culprits: partners of the same call and kind entering within tolerance of the last
-    lk = lk.merge(pd.DataFrame({"call": call, "kind": best["kind"].to_numpy(), "ready": ready,
-                                "lost": lost}), on=["call", "kind"])
+    lk = lk.merge(
+        pd.DataFrame({"call": call, "kind": best["kind"].to_numpy(), "ready": ready, "lost": lost}),
+        on=["call", "kind"],
+    )
     late = lk[lk["p_start"] >= lk["ready"] - CULPRIT_TOLERANCE * lk["lost"]]
     culprits = late.groupby("call")["partner"].agg(lambda p: tuple(sorted(set(rank[p]))))
     culprit_calls = late.groupby("call")["partner"].agg(lambda p: tuple(sorted(set(p))))
     out = []
     wrong = _wrong_order_starts(tl)
     for c, kind, r, lo in zip(call.tolist(), best["kind"].tolist(), ready.tolist(), lost.tolist()):
-        wait = {"call": c, "kind": "late_sender" if kind == "message" else "late_receiver",
-                "start_s": start[c], "end_s": start[c] + lo, "lost_s": lo,
-                "culprits": culprits.get(c, ()), "culprit_calls": culprit_calls.get(c, ())}
+        wait = {
+            "call": c,
+            "kind": "late_sender" if kind == "message" else "late_receiver",
+            "start_s": start[c],
+            "end_s": start[c] + lo,
+            "lost_s": lo,
+            "culprits": culprits.get(c, ()),
+            "culprit_calls": culprit_calls.get(c, ()),
+        }
         earlier = wrong.get(c)
         if kind == "message" and earlier is not None and earlier < r:
             # another message for this rank, received later, was sent before: from then
@@ -155,20 +168,30 @@ def _collective_waits(tl):
     last_all = col.groupby("instance")["entry_s"].transform("max")
     last_nonroot = col["entry_s"].where(~is_root).groupby(col["instance"]).transform("max")
     root_entry = col["entry_s"].where(is_root).groupby(col["instance"]).transform("max")
-    ready = np.where(nxn, last_all, np.where(col["pattern"] == "nx1",
-                                             np.where(is_root, last_nonroot, -np.inf),
-                                             np.where(is_root, -np.inf, root_entry)))
+    ready = np.where(
+        nxn,
+        last_all,
+        np.where(
+            col["pattern"] == "nx1",
+            np.where(is_root, last_nonroot, -np.inf),
+            np.where(is_root, -np.inf, root_entry),
+        ),
+    )
     ready = np.nan_to_num(ready.astype(float), nan=-np.inf)
     wc = col["wait_call"].to_numpy()
     lost = np.minimum(ready, end[wc]) - start[wc]
     col = col.assign(ready=ready, lost=lost)
     # culprits per instance: the members (non-roots for N x 1, the root for 1 x N) that
     # entered within the tolerance of the last, the tolerance taken from the longest wait
-    cand = np.where(col["pattern"] == "nxn", True,
-                    np.where(col["pattern"] == "nx1", ~is_root, is_root))
+    cand = np.where(
+        col["pattern"] == "nxn", True, np.where(col["pattern"] == "nx1", ~is_root, is_root)
+    )
     longest = col.groupby("instance")["lost"].transform("max").clip(lower=0)
-    late = cand & (col["entry_s"] >= col["ready"].where(np.isfinite(col["ready"])).groupby(
-        col["instance"]).transform("max") - COLLECTIVE_CULPRIT_TOLERANCE * longest)
+    late = cand & (
+        col["entry_s"]
+        >= col["ready"].where(np.isfinite(col["ready"])).groupby(col["instance"]).transform("max")
+        - COLLECTIVE_CULPRIT_TOLERANCE * longest
+    )
     late_rows = col[late]
     culprit_ranks = late_rows.groupby("instance")["rank"].agg(tuple)
     culprit_calls = late_rows.groupby("instance")["entry_call"].agg(tuple)
@@ -178,11 +201,18 @@ def _collective_waits(tl):
         ranks = culprit_ranks.get(row.instance, ())
         calls = culprit_calls.get(row.instance, ())
         keep = [i for i, r in enumerate(ranks) if r != row.rank]
-        out.append({"call": int(row.wait_call),
-                    "kind": COLLECTIVE_KINDS.get((row.pattern, row.stem), "wait_nxn"),
-                    "start_s": start[row.wait_call], "end_s": start[row.wait_call] + row.lost,
-                    "lost_s": float(row.lost), "culprits": tuple(sorted({ranks[i] for i in keep})),
-                    "culprit_calls": tuple(calls[i] for i in keep), "comm": row.comm})
+        out.append(
+            {
+                "call": int(row.wait_call),
+                "kind": COLLECTIVE_KINDS.get((row.pattern, row.stem), "wait_nxn"),
+                "start_s": start[row.wait_call],
+                "end_s": start[row.wait_call] + row.lost,
+                "lost_s": float(row.lost),
+                "culprits": tuple(sorted({ranks[i] for i in keep})),
+                "culprit_calls": tuple(calls[i] for i in keep),
+                "comm": row.comm,
+            }
+        )
     return out
 
 
@@ -215,12 +245,12 @@ def _pass_on(states, tl):
     end = calls["end_s"].to_numpy()
     # the culprit's interval starts: its collectives per comm and its p2p calls per peer
     col = tl.collectives[tl.collectives["wait_call"] >= 0]
-    coll_ends = defaultdict(list)      # (rank, comm) -> sorted end times
-    coll_any = defaultdict(list)       # rank -> sorted end times of any collective
+    coll_ends = defaultdict(list)  # (rank, comm) -> sorted end times
+    coll_any = defaultdict(list)  # rank -> sorted end times of any collective
     for r, comm, c in zip(col["rank"], col["comm"], col["wait_call"]):
         coll_ends[(r, comm)].append(end[c])
         coll_any[r].append(end[c])
-    pair_starts = defaultdict(list)    # (rank, peer rank) -> sorted starts of its calls with the peer
+    pair_starts = defaultdict(list)  # (rank, peer rank) -> sorted starts of its calls with the peer
     lk = tl.links
     rank_of = calls["rank"].to_numpy()
     for a, b in zip(lk["call"].to_numpy(), lk["partner"].to_numpy()):
@@ -245,8 +275,10 @@ def _pass_on(states, tl):
             if isinstance(row.comm, str):
                 begin = _before(coll_ends[(c, row.comm)], entry)
             else:
-                begin = max(_before(coll_any[c], entry),
-                            _before(pair_starts[(c, row.rank)], entry, strict=True))
+                begin = max(
+                    _before(coll_any[c], entry),
+                    _before(pair_starts[(c, row.rank)], entry, strict=True),
+                )
             got = _waits_within(done[c], begin, entry)
             total = got.sum()
             if total > 0:
@@ -311,4 +343,5 @@ def _culprit_entries(tl):
         if call in inst_of:
             return entries[inst_of[call]].get(culprit)
         return p2p.get(call, {}).get(culprit)
+
     return entry

@@ -5,8 +5,20 @@ MPICH-style pair of linked lists (posted receives, unexpected messages) and retu
 the search depth of every match.
 """
 
-from .queue_sim import (SearchSummary, orders_from_sequences, prq_search, simulate, summarize,
-                        umq_search)
+from .queue_sim import (
+    SearchSummary,
+    orders_from_sequences,
+    prq_search,
+    simulate,
+    summarize,
+    umq_search,
+)
 
-__all__ = ["SearchSummary", "orders_from_sequences", "prq_search", "simulate", "summarize",
-           "umq_search"]
+__all__ = [
+    "SearchSummary",
+    "orders_from_sequences",
+    "prq_search",
+    "simulate",
+    "summarize",
+    "umq_search",
+]

@@ -20,10 +20,10 @@ pd = lazy("pandas")
 class MatchingAnalysis:
     run: object
     trace: object
-    results: pd.DataFrame          # one row per event, rank and engine
-    summary: pd.DataFrame          # one row per rank and engine
-    inputs: dict                   # rank -> RankEvents
-    pvars: pd.DataFrame            # measured vs simulated ob1 lengths per snapshot and peer
+    results: pd.DataFrame  # one row per event, rank and engine
+    summary: pd.DataFrame  # one row per rank and engine
+    inputs: dict  # rank -> RankEvents
+    pvars: pd.DataFrame  # measured vs simulated ob1 lengths per snapshot and peer
     trials: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
@@ -38,16 +38,30 @@ def locality_from_run(run):
         ha, hb = host.get(a), host.get(b)
         # one host (or unknown): on the node; the socket is not recorded
         return "inter-node" if ha and hb and ha != hb else "intra-socket"
+
     return locality_of
 
 
-def analyze(run_dir, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, arrivals="auto",
-            machine_model=None, trials=0, seed=0, guard_s=0.01, progress=None):
+def analyze(
+    run_dir,
+    engines=("mpich", "ob1", "bins"),
+    bins=eng.DEFAULT_BINS,
+    arrivals="auto",
+    machine_model=None,
+    trials=0,
+    seed=0,
+    guard_s=0.01,
+    progress=None,
+):
     """Replay a profile run's trace; compare ob1 with the pvars; optional thread trials."""
     run = open_run(run_dir)
     if run.meta.get("kind") != "profile":
-        raise InputError(run.path / "meta.json", "kind", f"is {run.meta.get('kind')!r}: the matching "
-                         "replay needs a `commscope profile --trace` run")
+        raise InputError(
+            run.path / "meta.json",
+            "kind",
+            f"is {run.meta.get('kind')!r}: the matching "
+            "replay needs a `commscope profile --trace` run",
+        )
     for e in engines:
         eng.engine_code(e)
     trace = read_trace(run.raw_dir)
@@ -84,9 +98,12 @@ def trial_summary(trials):
     if trials.empty:
         return trials
     g = trials.groupby(["rank", "engine"])
-    return g.agg(trials=("trial", "size"), prq_avg_depth_mean=("prq_avg_depth", "mean"),
-                 prq_avg_depth_min=("prq_avg_depth", "min"),
-                 prq_avg_depth_max=("prq_avg_depth", "max"),
-                 prq_max_depth_mean=("prq_max_depth", "mean"),
-                 prq_max_depth_max=("prq_max_depth", "max"),
-                 searched_mean=("searched", "mean")).reset_index()
+    return g.agg(
+        trials=("trial", "size"),
+        prq_avg_depth_mean=("prq_avg_depth", "mean"),
+        prq_avg_depth_min=("prq_avg_depth", "min"),
+        prq_avg_depth_max=("prq_avg_depth", "max"),
+        prq_max_depth_mean=("prq_max_depth", "mean"),
+        prq_max_depth_max=("prq_max_depth", "max"),
+        searched_mean=("searched", "mean"),
+    ).reset_index()

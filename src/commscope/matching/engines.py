@@ -31,8 +31,10 @@ pd = lazy("pandas")
 
 ENGINES = {"mpich": 0, "ob1": 1, "bins": 2}
 DEFAULT_BINS = 64
-ENGINE_HELP = ("mpich (one posted and one unexpected list), ob1 (Open MPI: per communicator "
-               "and source, any-source list apart), bins (tag-hashed, --bins lists)")
+ENGINE_HELP = (
+    "mpich (one posted and one unexpected list), ob1 (Open MPI: per communicator "
+    "and source, any-source list apart), bins (tag-hashed, --bins lists)"
+)
 
 _lib = None
 _lock = threading.Lock()
@@ -58,8 +60,9 @@ def _build(out):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tmp.unlink(missing_ok=True)
-        raise EnvironmentProblem(f"building the matching simulator failed: {' '.join(cmd)}\n"
-                                 f"{proc.stderr.strip()}")
+        raise EnvironmentProblem(
+            f"building the matching simulator failed: {' '.join(cmd)}\n{proc.stderr.strip()}"
+        )
     os.replace(tmp, out)  # atomic: a concurrent first use never loads half a file
 
 
@@ -75,11 +78,21 @@ def load():
             f = lib.cs_match_run
             p = np.ctypeslib.ndpointer
             f.restype = ctypes.c_int64
-            f.argtypes = [ctypes.c_int, ctypes.c_int32, ctypes.c_int64,
-                          p(np.int8, flags="C"), p(np.int32, flags="C"), p(np.int32, flags="C"),
-                          p(np.int32, flags="C"), ctypes.c_int32, ctypes.c_int32,
-                          p(np.int64, flags="C"), p(np.int32, flags="C"), p(np.int32, flags="C"),
-                          p(np.int32, flags="C")]
+            f.argtypes = [
+                ctypes.c_int,
+                ctypes.c_int32,
+                ctypes.c_int64,
+                p(np.int8, flags="C"),
+                p(np.int32, flags="C"),
+                p(np.int32, flags="C"),
+                p(np.int32, flags="C"),
+                ctypes.c_int32,
+                ctypes.c_int32,
+                p(np.int64, flags="C"),
+                p(np.int32, flags="C"),
+                p(np.int32, flags="C"),
+                p(np.int32, flags="C"),
+            ]
             _lib = lib
     return _lib
 
@@ -88,7 +101,9 @@ def engine_code(engine, source="--engine"):
     try:
         return ENGINES[str(engine).lower()]
     except KeyError:
-        raise InputError(source, None, f"expected one of {', '.join(ENGINES)}, got {engine!r}") from None
+        raise InputError(
+            source, None, f"expected one of {', '.join(ENGINES)}, got {engine!r}"
+        ) from None
 
 
 def _dense(values, name, source):
@@ -128,9 +143,21 @@ def run_engine(engine, is_arrival, comm, src, tag, bins=DEFAULT_BINS, source="ev
     searched = np.empty(n, np.int32)
     plen = np.empty(n, np.int32)
     ulen = np.empty(n, np.int32)
-    total = load().cs_match_run(code, int(bins), n, is_arrival, np.ascontiguousarray(comm, np.int32),
-                                np.ascontiguousarray(src, np.int32), np.ascontiguousarray(tag, np.int32),
-                                ncomm, nsrc, partner, searched, plen, ulen)
+    total = load().cs_match_run(
+        code,
+        int(bins),
+        n,
+        is_arrival,
+        np.ascontiguousarray(comm, np.int32),
+        np.ascontiguousarray(src, np.int32),
+        np.ascontiguousarray(tag, np.int32),
+        ncomm,
+        nsrc,
+        partner,
+        searched,
+        plen,
+        ulen,
+    )
     if total < 0:
         raise EnvironmentProblem("matching simulator refused its input or ran out of memory")
     return partner, searched, plen, ulen, int(total)
@@ -155,8 +182,9 @@ def simulate(events, engine="ob1", bins=DEFAULT_BINS, source="events"):
         i = int(np.argmax(bad.to_numpy()))
         raise InputError(source, f"event {i}", f"kind must be 'post' or 'arrive', got {kinds[i]!r}")
     arrive = (kinds == "arrive").to_numpy()
-    partner, searched, plen, ulen, _ = run_engine(engine, arrive, ev["comm"], ev["source"], ev["tag"],
-                                                  bins=bins, source=source)
+    partner, searched, plen, ulen, _ = run_engine(
+        engine, arrive, ev["comm"], ev["source"], ev["tag"], bins=bins, source=source
+    )
     out = ev.copy()
     out["queue"] = np.where(arrive, "PRQ", "UMQ")
     out["matched"] = partner >= 0

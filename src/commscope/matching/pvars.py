@@ -51,12 +51,23 @@ def measured(raw_dir, rank, t0_ns, align=None):
             p = want.get(name)
             if p is None:
                 continue
-            values = snaps.values([at + p["offset"] + k for k in range(p["count"])], bits=True)[mine]
+            values = snaps.values([at + p["offset"] + k for k in range(p["count"])], bits=True)[
+                mine
+            ]
             ns = snaps.ns[mine] if align is None else align(snaps.ns[mine])
             time_s = (ns - t0_ns) / 1e9
             for peer in range(p["count"]):
-                rows.append(pd.DataFrame({"time_s": time_s, "seq": snaps.seq[mine], "queue": queue,
-                                          "peer": peer, "length": values[:, peer]}))
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "time_s": time_s,
+                            "seq": snaps.seq[mine],
+                            "queue": queue,
+                            "peer": peer,
+                            "length": values[:, peer],
+                        }
+                    )
+                )
         return pd.concat(rows, ignore_index=True) if rows else empty
     return empty
 
@@ -68,15 +79,26 @@ def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
     Columns: rank, seq, time_s, queue, peer, measured_length, simulated_length, quiet, equal.
     """
     m = measured(raw_dir, rank, trace.t0_ns, align=lambda ns: trace.align_ns(rank, ns))
-    cols = ["rank", "seq", "time_s", "queue", "peer", "measured_length", "simulated_length",
-            "quiet", "equal"]
+    cols = [
+        "rank",
+        "seq",
+        "time_s",
+        "queue",
+        "peer",
+        "measured_length",
+        "simulated_length",
+        "quiet",
+        "equal",
+    ]
     if m.empty:
         return pd.DataFrame(columns=cols)
     times = np.sort(m["time_s"].unique())
     sim = per_peer_lengths(ob1_result, times, comm=0)
     out = m.rename(columns={"length": "measured_length"}).merge(
-        sim.rename(columns={"length": "simulated_length"}), on=["time_s", "queue", "peer"],
-        how="left")
+        sim.rename(columns={"length": "simulated_length"}),
+        on=["time_s", "queue", "peer"],
+        how="left",
+    )
     out["simulated_length"] = out["simulated_length"].fillna(0).astype(np.int64)
     ev = trace.events
     edges = np.sort(np.r_[ev["time_begin_s"].to_numpy(), ev["time_end_s"].to_numpy()])
@@ -101,6 +123,7 @@ def mtmatch_comparison(order, trials):
     avg_depth (ob1, per arrival), equal.
     """
     from . import engines as eng
+
     rows = []
     for (cfg, trial), sub in order.groupby(["config", "trial"], sort=True):
         post = sub.sort_values("post_seq", kind="stable")["tag"].to_numpy()
@@ -108,14 +131,26 @@ def mtmatch_comparison(order, trials):
         n = len(sub)
         is_arrival = np.r_[np.zeros(n, np.int8), np.ones(n, np.int8)]
         partner, searched, plen, ulen, _ = eng.run_engine(
-            "ob1", is_arrival, np.zeros(2 * n, np.int64), np.ones(2 * n, np.int64), np.r_[post, send])
+            "ob1",
+            is_arrival,
+            np.zeros(2 * n, np.int64),
+            np.ones(2 * n, np.int64),
+            np.r_[post, send],
+        )
         m = trials[(trials["config"] == cfg) & (trials["trial"] == trial)]
         mp = float(m["ob1_posted_recvq_length"].iloc[0]) if len(m) else float("nan")
         mu = float(m["ob1_unexpected_msgq_length"].iloc[0]) if len(m) else float("nan")
         depth = searched[n:].astype(np.int64) - (partner[n:] >= 0)
-        rows.append({"config": int(cfg), "trial": int(trial),
-                     "simulated_posted_length": int(plen[n - 1]), "measured_posted_length": mp,
-                     "simulated_unexpected_length": int(ulen[n - 1]),
-                     "measured_unexpected_length": mu, "avg_depth": float(depth.mean()),
-                     "equal": bool(plen[n - 1] == mp and ulen[n - 1] == mu)})
+        rows.append(
+            {
+                "config": int(cfg),
+                "trial": int(trial),
+                "simulated_posted_length": int(plen[n - 1]),
+                "measured_posted_length": mp,
+                "simulated_unexpected_length": int(ulen[n - 1]),
+                "measured_unexpected_length": mu,
+                "avg_depth": float(depth.mean()),
+                "equal": bool(plen[n - 1] == mp and ulen[n - 1] == mu),
+            }
+        )
     return pd.DataFrame(rows)

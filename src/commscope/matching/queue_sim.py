@@ -75,9 +75,16 @@ def simulate(events, source="events"):
     n = len(events)
     prq, umq = _Fenwick(n), _Fenwick(n)
     prq_wait, umq_wait = defaultdict(deque), defaultdict(deque)  # key -> queued slots, oldest first
-    rows = {"event": np.arange(n), "kind": [], "key": [], "queue": [],
-            "queue_length": np.zeros(n, np.int64), "matched": np.zeros(n, bool),
-            "depth": np.zeros(n, np.int64), "searched": np.zeros(n, np.int64)}
+    rows = {
+        "event": np.arange(n),
+        "kind": [],
+        "key": [],
+        "queue": [],
+        "queue_length": np.zeros(n, np.int64),
+        "matched": np.zeros(n, bool),
+        "depth": np.zeros(n, np.int64),
+        "searched": np.zeros(n, np.int64),
+    }
     for i, ev in enumerate(events):
         try:
             kind, key = ev
@@ -86,8 +93,9 @@ def simulate(events, source="events"):
         if kind not in EVENT_KINDS:
             raise InputError(source, f"event {i}", f"kind must be 'post' or 'arrive', got {kind!r}")
         # a post searches the UMQ and else joins the PRQ; an arrival the other way round
-        search, search_wait, join, join_wait = ((umq, umq_wait, prq, prq_wait) if kind == "post"
-                                                else (prq, prq_wait, umq, umq_wait))
+        search, search_wait, join, join_wait = (
+            (umq, umq_wait, prq, prq_wait) if kind == "post" else (prq, prq_wait, umq, umq_wait)
+        )
         rows["kind"].append(kind)
         rows["key"].append(key)
         rows["queue"].append("UMQ" if kind == "post" else "PRQ")
@@ -109,8 +117,12 @@ def simulate(events, source="events"):
 def _check_orders(post_order, arrival_order, source):
     post, arrive = list(post_order), list(arrival_order)
     if len(post) != len(arrive):
-        raise InputError(source, None, f"{len(post)} receives posted but {len(arrive)} messages "
-                                       "arrive: every message needs exactly one receive")
+        raise InputError(
+            source,
+            None,
+            f"{len(post)} receives posted but {len(arrive)} messages "
+            "arrive: every message needs exactly one receive",
+        )
     counts = defaultdict(int)
     for k in post:
         counts[k] += 1
@@ -166,8 +178,9 @@ def summarize(result):
     s = result["searched"].to_numpy()
     if d.size == 0:
         return SearchSummary(0, float("nan"), 0, 0, float("nan"), 0)
-    return SearchSummary(int(d.size), float(d.mean()), int(d.max()), int(d.sum()),
-                         float(s.mean()), int(s.sum()))
+    return SearchSummary(
+        int(d.size), float(d.mean()), int(d.max()), int(d.sum()), float(s.mean()), int(s.sum())
+    )
 
 
 def orders_from_sequences(df, key="tag", post_seq="post_seq", send_seq="send_seq"):

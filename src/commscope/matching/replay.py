@@ -47,9 +47,9 @@ class RankEvents:
     """One receiving rank's replay input: events in time order and how arrivals were timed."""
 
     rank: int
-    events: pd.DataFrame     # kind, time_s, comm, comm_key, source, tag, bytes, thread
-    arrivals: str            # "send" or "completion"
-    latency: str             # what was added to a send's start
+    events: pd.DataFrame  # kind, time_s, comm, comm_key, source, tag, bytes, thread
+    arrivals: str  # "send" or "completion"
+    latency: str  # what was added to a send's start
 
 
 def _local_comm_ids(trace, rank):
@@ -60,14 +60,24 @@ def _local_comm_ids(trace, rank):
 def _posts(ev):
     is_post = ev["event"].isin(["IRECV", "RECV"])
     p = ev[is_post]
-    return pd.DataFrame({"kind": "post", "time_s": p["time_begin_s"], "comm_key": p["comm_key"],
-                         "source": p["peer"], "tag": p["tag"], "bytes": p["bytes"],
-                         "thread": p["thread"], "sender": -1})
+    return pd.DataFrame(
+        {
+            "kind": "post",
+            "time_s": p["time_begin_s"],
+            "comm_key": p["comm_key"],
+            "source": p["peer"],
+            "tag": p["tag"],
+            "bytes": p["bytes"],
+            "thread": p["thread"],
+            "sender": -1,
+        }
+    )
 
 
 def _receive_completions(ev):
-    done = ((ev["event"] == "RECV") |
-            ((ev["event"] == "COMPLETE") & ((ev["flags"] & RECV_SIDE) != 0)))
+    done = (ev["event"] == "RECV") | (
+        (ev["event"] == "COMPLETE") & ((ev["flags"] & RECV_SIDE) != 0)
+    )
     return ev[done]
 
 
@@ -90,7 +100,9 @@ def _latency(sizes, src, dst, machine_model, locality_of):
 def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
     """The replay input of one receiving rank (see the module docstring)."""
     if mode not in ARRIVAL_MODES:
-        raise InputError("--arrivals", None, f"expected one of {', '.join(ARRIVAL_MODES)}, got {mode!r}")
+        raise InputError(
+            "--arrivals", None, f"expected one of {', '.join(ARRIVAL_MODES)}, got {mode!r}"
+        )
     ev = trace.events
     mine = ev[ev["rank"] == rank]
     posts = _posts(mine)
@@ -100,40 +112,72 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
     use_send = mode == "send" or (mode == "auto" and senders <= traced)
     if mode == "send" and not senders <= traced:
         missing = sorted(senders - traced)[0]
-        raise InputError("--arrivals", None, f"rank {rank} received from rank {missing}, which "
-                                             "has no trace: use --arrivals completion")
+        raise InputError(
+            "--arrivals",
+            None,
+            f"rank {rank} received from rank {missing}, which "
+            "has no trace: use --arrivals completion",
+        )
     if use_send:
         s = _sends(trace)
         s = s[s["peer_world"] == rank]
         # the sender's rank in the communicator, as the receiver's engine sees it
         src_in_comm = [key[0].index(r) for key, r in zip(s["comm_key"], s["rank"])]
-        lat = _latency(s["bytes"].to_numpy(), s["rank"].to_numpy(), np.full(len(s), rank),
-                       machine_model, locality_of or (lambda a, b: "intra-socket"))
-        arrive = pd.DataFrame({"kind": "arrive", "time_s": s["time_begin_s"].to_numpy() + lat,
-                               "comm_key": s["comm_key"].to_numpy(), "source": src_in_comm,
-                               "tag": s["tag"].to_numpy(), "bytes": s["bytes"].to_numpy(),
-                               "thread": s["thread"].to_numpy(), "sender": s["rank"].to_numpy()})
-        latency = ("node-aware model with the machine model's parameters"
-                   if machine_model is not None
-                   else "none (no machine model: arrival = send start)")
+        lat = _latency(
+            s["bytes"].to_numpy(),
+            s["rank"].to_numpy(),
+            np.full(len(s), rank),
+            machine_model,
+            locality_of or (lambda a, b: "intra-socket"),
+        )
+        arrive = pd.DataFrame(
+            {
+                "kind": "arrive",
+                "time_s": s["time_begin_s"].to_numpy() + lat,
+                "comm_key": s["comm_key"].to_numpy(),
+                "source": src_in_comm,
+                "tag": s["tag"].to_numpy(),
+                "bytes": s["bytes"].to_numpy(),
+                "thread": s["thread"].to_numpy(),
+                "sender": s["rank"].to_numpy(),
+            }
+        )
+        latency = (
+            "node-aware model with the machine model's parameters"
+            if machine_model is not None
+            else "none (no machine model: arrival = send start)"
+        )
     else:
         r = recv_done
-        arrive = pd.DataFrame({"kind": "arrive", "time_s": r["time_end_s"].to_numpy(),
-                               "comm_key": r["comm_key"].to_numpy(), "source": r["peer"].to_numpy(),
-                               "tag": r["tag"].to_numpy(), "bytes": r["bytes"].to_numpy(),
-                               "thread": -1, "sender": r["peer_world"].to_numpy()})
+        arrive = pd.DataFrame(
+            {
+                "kind": "arrive",
+                "time_s": r["time_end_s"].to_numpy(),
+                "comm_key": r["comm_key"].to_numpy(),
+                "source": r["peer"].to_numpy(),
+                "tag": r["tag"].to_numpy(),
+                "bytes": r["bytes"].to_numpy(),
+                "thread": -1,
+                "sender": r["peer_world"].to_numpy(),
+            }
+        )
         latency = "receive completion order (a sender has no trace)"
     events = pd.concat([posts, arrive], ignore_index=True)
     ids = _local_comm_ids(trace, rank)
     unknown = ~events["comm_key"].isin(list(ids))
     if unknown.any():
-        raise InputError(f"rank {rank}'s communicator list", None, "a message was sent to rank "
-                         f"{rank} on a communicator it never created ({events['comm_key'][unknown].iloc[0]})")
+        raise InputError(
+            f"rank {rank}'s communicator list",
+            None,
+            "a message was sent to rank "
+            f"{rank} on a communicator it never created ({events['comm_key'][unknown].iloc[0]})",
+        )
     events["comm"] = events["comm_key"].map(ids).astype(np.int64)
     events["order"] = np.where(events["kind"] == "post", 0, 1)  # a tie: the post first
     events = events.sort_values(["time_s", "order"], kind="stable").drop(columns="order")
-    return RankEvents(rank, events.reset_index(drop=True), "send" if use_send else "completion",
-                      latency)
+    return RankEvents(
+        rank, events.reset_index(drop=True), "send" if use_send else "completion", latency
+    )
 
 
 def receiving_ranks(trace):
@@ -143,8 +187,9 @@ def receiving_ranks(trace):
 
 def run(rank_input, engine="ob1", bins=eng.DEFAULT_BINS):
     """Simulate one rank's events through one engine (rows of :func:`engines.simulate`)."""
-    out = eng.simulate(rank_input.events, engine=engine, bins=bins,
-                       source=f"rank {rank_input.rank} events")
+    out = eng.simulate(
+        rank_input.events, engine=engine, bins=bins, source=f"rank {rank_input.rank} events"
+    )
     out.insert(0, "engine", engine)
     out.insert(0, "rank", rank_input.rank)
     return out
@@ -160,36 +205,56 @@ def summarize(result):
 
     prq_avg, prq_max = stats(arr["depth"])
     umq_avg, umq_max = stats(post["depth"])
-    return {"messages": int(len(arr)), "receives": int(len(post)),
-            "prq_avg_depth": prq_avg, "prq_max_depth": prq_max,
-            "umq_avg_depth": umq_avg, "umq_max_depth": umq_max,
-            "searched": int(result["searched"].sum()),
-            "max_posted": int(result["posted_length"].to_numpy().max(initial=0)),
-            "max_unexpected": int(result["unexpected_length"].to_numpy().max(initial=0))}
+    return {
+        "messages": int(len(arr)),
+        "receives": int(len(post)),
+        "prq_avg_depth": prq_avg,
+        "prq_max_depth": prq_max,
+        "umq_avg_depth": umq_avg,
+        "umq_max_depth": umq_max,
+        "searched": int(result["searched"].sum()),
+        "max_posted": int(result["posted_length"].to_numpy().max(initial=0)),
+        "max_unexpected": int(result["unexpected_length"].to_numpy().max(initial=0)),
+    }
 
 
-def replay(trace, engines=("mpich", "ob1", "bins"), bins=eng.DEFAULT_BINS, mode="auto",
-           machine_model=None, locality_of=None):
+def replay(
+    trace,
+    engines=("mpich", "ob1", "bins"),
+    bins=eng.DEFAULT_BINS,
+    mode="auto",
+    machine_model=None,
+    locality_of=None,
+):
     """Every receiving rank through every engine: (results, summary, inputs).
 
     ``results``: one row per event per rank and engine (see :func:`run`);
     ``summary``: one row per rank and engine (:func:`summarize`, plus how arrivals were
     timed); ``inputs``: {rank: :class:`RankEvents`}.
     """
-    inputs = {r: rank_events(trace, r, mode, machine_model, locality_of)
-              for r in receiving_ranks(trace)}
+    inputs = {
+        r: rank_events(trace, r, mode, machine_model, locality_of) for r in receiving_ranks(trace)
+    }
     results, rows = [], []
     for r, ri in inputs.items():
         for e in engines:
             res = run(ri, e, bins)
             results.append(res)
-            rows.append({"rank": r, "engine": e, **summarize(res), "arrivals": ri.arrivals,
-                         "latency": ri.latency})
+            rows.append(
+                {
+                    "rank": r,
+                    "engine": e,
+                    **summarize(res),
+                    "arrivals": ri.arrivals,
+                    "latency": ri.latency,
+                }
+            )
     results = pd.concat(results, ignore_index=True) if results else pd.DataFrame()
     return results, pd.DataFrame(rows), inputs
 
 
 # ---- queue contents at given times (for the ob1 pvars) ----------------------
+
 
 def live_entries(result):
     """Per queued entry: row position, queue, comm, source, and the row that removed it."""
@@ -201,10 +266,15 @@ def live_entries(result):
     queued = ~result["matched"].to_numpy()
     pos = np.nonzero(queued)[0]
     kinds = result["kind"].to_numpy()[pos]
-    return pd.DataFrame({"pos": pos, "removed": removed[pos],
-                         "queue": np.where(kinds == "post", "posted", "unexpected"),
-                         "comm": result["comm"].to_numpy()[pos],
-                         "source": result["source"].to_numpy()[pos]})
+    return pd.DataFrame(
+        {
+            "pos": pos,
+            "removed": removed[pos],
+            "queue": np.where(kinds == "post", "posted", "unexpected"),
+            "comm": result["comm"].to_numpy()[pos],
+            "source": result["source"].to_numpy()[pos],
+        }
+    )
 
 
 def per_peer_lengths(result, times_s, comm=0):
@@ -226,6 +296,7 @@ def per_peer_lengths(result, times_s, comm=0):
 
 
 # ---- thread nondeterminism ----------------------------------------------------
+
 
 def random_interleave(labels, rng):
     """A random interleaving of groups that keeps each group's order.

@@ -43,27 +43,70 @@ pd = lazy("pandas")
 
 MAGIC = b"CSTRACE1"
 HEADER_BYTES = 64
-RECORD = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
-                   ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "u1"),
-                   ("flags", "u1"), ("func", "<u2"), ("site", "<u8")])
-RECORD_V2 = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
-                      ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "u1"),
-                      ("flags", "u1"), ("func", "<u2")])
-RECORD_V1 = np.dtype([("t_begin", "<u8"), ("t_end", "<u8"), ("request", "<u8"), ("bytes", "<i8"),
-                      ("peer", "<i4"), ("tag", "<i4"), ("comm", "<i4"), ("event", "<u2"),
-                      ("flags", "<u2")])
+RECORD = np.dtype(
+    [
+        ("t_begin", "<u8"),
+        ("t_end", "<u8"),
+        ("request", "<u8"),
+        ("bytes", "<i8"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("comm", "<i4"),
+        ("event", "u1"),
+        ("flags", "u1"),
+        ("func", "<u2"),
+        ("site", "<u8"),
+    ]
+)
+RECORD_V2 = np.dtype(
+    [
+        ("t_begin", "<u8"),
+        ("t_end", "<u8"),
+        ("request", "<u8"),
+        ("bytes", "<i8"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("comm", "<i4"),
+        ("event", "u1"),
+        ("flags", "u1"),
+        ("func", "<u2"),
+    ]
+)
+RECORD_V1 = np.dtype(
+    [
+        ("t_begin", "<u8"),
+        ("t_end", "<u8"),
+        ("request", "<u8"),
+        ("bytes", "<i8"),
+        ("peer", "<i4"),
+        ("tag", "<i4"),
+        ("comm", "<i4"),
+        ("event", "<u2"),
+        ("flags", "<u2"),
+    ]
+)
 assert RECORD.itemsize == 56 and RECORD_V2.itemsize == RECORD_V1.itemsize == 48
 VERSION = 3
-RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD}   # the record of each version
-NO_FUNCTION = 0xFFFF     # func of a record whose function is unknown (and of version 1)
-EVENTS = {1: "SEND", 2: "ISEND", 3: "RECV", 4: "IRECV", 5: "COMPLETE", 6: "PROBE",
-          7: "COLL", 8: "ICOLL", 9: "COLL_DONE", 10: "MARK"}   # MARK: MPI_Pcontrol, level in bytes
-STARTS = (2, 4, 8)       # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
-COMPLETES = (5, 9)       # COMPLETE, COLL_DONE
-COLLECTIVE = (7, 8, 9)   # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
-                         # collective's function id
-RECV_SIDE = 1            # flags bit 0: a receive-side completion
-MARK = 10                # an MPI_Pcontrol call (no communicator, its level in bytes)
+RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD}  # the record of each version
+NO_FUNCTION = 0xFFFF  # func of a record whose function is unknown (and of version 1)
+EVENTS = {
+    1: "SEND",
+    2: "ISEND",
+    3: "RECV",
+    4: "IRECV",
+    5: "COMPLETE",
+    6: "PROBE",
+    7: "COLL",
+    8: "ICOLL",
+    9: "COLL_DONE",
+    10: "MARK",
+}  # MARK: MPI_Pcontrol, level in bytes
+STARTS = (2, 4, 8)  # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
+COMPLETES = (5, 9)  # COMPLETE, COLL_DONE
+COLLECTIVE = (7, 8, 9)  # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
+# collective's function id
+RECV_SIDE = 1  # flags bit 0: a receive-side completion
+MARK = 10  # an MPI_Pcontrol call (no communicator, its level in bytes)
 _NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
 
 
@@ -79,17 +122,18 @@ class Trace:
     """
 
     events: pd.DataFrame
-    comms: pd.DataFrame            # rank, comm_id, size, created_by, world_ranks (tuple), key
-    clocks: dict                   # rank -> (tick0, ns0, ticks per second)
+    comms: pd.DataFrame  # rank, comm_id, size, created_by, world_ranks (tuple), key
+    clocks: dict  # rank -> (tick0, ns0, ticks per second)
     files: list = field(default_factory=list)
-    t0_ns: int = 0                 # time zero: the earliest rank's tick0 (aligned)
+    t0_ns: int = 0  # time zero: the earliest rank's tick0 (aligned)
     alignment: dict = field(default_factory=dict)  # rank -> (node clock ns, offset ns) points
-    clock_offsets: object = None   # DataFrame, a row per measured rank, or None
+    clock_offsets: object = None  # DataFrame, a row per measured rank, or None
 
     def offset_ns(self, rank, ns):
         """The offset (ns) that puts readings ``ns`` of ``rank``'s node clock on rank 0's
         clock (0 for a rank without measurements)."""
         from ..profile.clocks import offset_at
+
         points = self.alignment.get(rank)
         ns = np.asarray(ns, dtype=np.float64)
         return np.zeros(ns.shape) if points is None else offset_at(points, ns)
@@ -124,21 +168,33 @@ def read_file(path, rank, thread):
     """Records of one trace file as a structured array (header checked)."""
     data = Path(path).read_bytes()
     if len(data) < HEADER_BYTES:
-        raise InputError(path, "header", f"cut short: {len(data)} bytes, a header is {HEADER_BYTES}")
+        raise InputError(
+            path, "header", f"cut short: {len(data)} bytes, a header is {HEADER_BYTES}"
+        )
     if data[:8] != MAGIC:
         raise InputError(path, "magic", f"not a commscope trace (expected {MAGIC.decode()})")
-    version, size, h_rank, h_thread = np.frombuffer(data, "<u4", count=2, offset=8).tolist() + \
-        np.frombuffer(data, "<i4", count=2, offset=16).tolist()
+    version, size, h_rank, h_thread = (
+        np.frombuffer(data, "<u4", count=2, offset=8).tolist()
+        + np.frombuffer(data, "<i4", count=2, offset=16).tolist()
+    )
     if version not in RECORDS:
-        raise InputError(path, "version", f"unknown trace version {version} (this commscope "
-                                          f"reads versions {', '.join(map(str, RECORDS))})")
+        raise InputError(
+            path,
+            "version",
+            f"unknown trace version {version} (this commscope "
+            f"reads versions {', '.join(map(str, RECORDS))})",
+        )
     layout = RECORDS[version]
     if size != layout.itemsize:
-        raise InputError(path, "record_size", f"{size}, expected {layout.itemsize} for version "
-                                              f"{version}")
+        raise InputError(
+            path, "record_size", f"{size}, expected {layout.itemsize} for version {version}"
+        )
     if (h_rank, h_thread) != (rank, thread):
-        raise InputError(path, "header", f"says rank {h_rank} thread {h_thread}, the file name "
-                                         f"rank {rank} thread {thread}")
+        raise InputError(
+            path,
+            "header",
+            f"says rank {h_rank} thread {h_thread}, the file name rank {rank} thread {thread}",
+        )
     body = len(data) - HEADER_BYTES
     n, cut = divmod(body, layout.itemsize)
     if cut:
@@ -160,18 +216,23 @@ def read_comms(communicators, raw_dir, rank):
     and a key that names one communicator across ranks."""
     df = communicators[communicators["rank"] == rank].copy()
     if df.empty:
-        lists = ([Path(raw_dir) / f"node.{key}.comms.csv" for key in node_keys(raw_dir)]
-                 if Path(raw_dir).is_dir() else [raw_dir])
+        lists = (
+            [Path(raw_dir) / f"node.{key}.comms.csv" for key in node_keys(raw_dir)]
+            if Path(raw_dir).is_dir()
+            else [raw_dir]
+        )
         where = ", ".join(map(str, lists)) or Path(raw_dir) / "node.<node>.comms.csv"
-        raise InputError(where, None, f"no communicator list names rank {rank}: the trace "
-                                      "cannot be resolved")
+        raise InputError(
+            where, None, f"no communicator list names rank {rank}: the trace cannot be resolved"
+        )
     # One communicator has a different id on each rank; its members and how many
     # communicators with the same members that rank created before it identify it.
     df["key"] = [(w, k) for w, k in zip(df["world_ranks"], df.groupby("world_ranks").cumcount())]
     if "list" not in df:  # read from communicators.parquet: that is the list
         df["list"] = str(raw_dir)
-    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key", "list"]] \
-        .reset_index(drop=True)
+    return df[["rank", "comm_id", "size", "created_by", "world_ranks", "key", "list"]].reset_index(
+        drop=True
+    )
 
 
 def _clocks(raw_dir):
@@ -184,18 +245,27 @@ def _clocks(raw_dir):
             nc = nf.read()
         finally:
             nf.close()
-        dropped_at = [c["offset"] for c in nc.meta["counters"] if c["name"] == "trace_records_dropped"]
+        dropped_at = [
+            c["offset"] for c in nc.meta["counters"] if c["name"] == "trace_records_dropped"
+        ]
         dropped = np.zeros(len(nc.ranks), np.int64)
         if dropped_at:
             np.add.at(dropped, nc.slab_rank, nc.slabs[:, dropped_at[0]].astype(np.int64))
         for i, r in enumerate(nc.ranks.tolist()):
             h, tps = nc.headers[i], float(nc.ticks_per_s[i])
             if not np.isfinite(tps) or tps <= 0:
-                raise InputError(nf.data_path, "tick1", f"rank {r}: no second clock pair: ticks "
-                                                        "cannot be converted to time (the rank died "
-                                                        "before its first snapshot)")
-            out[r] = ((int(h["tick0"]), int(h["ns0"]), tps), int(dropped[i]),
-                      [f["name"] for f in nc.meta["functions"]])
+                raise InputError(
+                    nf.data_path,
+                    "tick1",
+                    f"rank {r}: no second clock pair: ticks "
+                    "cannot be converted to time (the rank died "
+                    "before its first snapshot)",
+                )
+            out[r] = (
+                (int(h["tick0"]), int(h["ns0"]), tps),
+                int(dropped[i]),
+                [f["name"] for f in nc.meta["functions"]],
+            )
     return out
 
 
@@ -214,24 +284,39 @@ def _check_records(path, rec, comm_sizes, rank, comm_list):
         order = np.diff(rec["t_end"].astype(np.int64)) < 0
         if order.any():
             i = int(np.argmax(order)) + 1
-            raise InputError(path, f"record {i}", f"out of order: ends before record {i - 1} "
-                                                  "(records are written as calls return)")
+            raise InputError(
+                path,
+                f"record {i}",
+                f"out of order: ends before record {i - 1} (records are written as calls return)",
+            )
     comm = rec["comm"]
     known = np.isin(comm, list(comm_sizes)) | ((ev == MARK) & (comm == -1))  # a mark has none
     if not known.all():
         i = int(np.argmax(~known))
-        raise InputError(path, f"record {i}", f"communicator id {int(comm[i])} was never created "
-                                              f"(not in rank {rank}'s communicator list, {comm_list})")
+        raise InputError(
+            path,
+            f"record {i}",
+            f"communicator id {int(comm[i])} was never created "
+            f"(not in rank {rank}'s communicator list, {comm_list})",
+        )
     mark = ev == MARK
     size = pd.Series(comm).map(comm_sizes).fillna(0).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     coll = np.isin(ev, COLLECTIVE)  # peer: the root
-    off = (((peer < -1) & ~coll) | (peer < -3) | (peer >= size) |
-           ((peer < 0) & ~np.isin(ev, (3, 4, 6, *COLLECTIVE)))) & ~(mark & (peer == -1))
+    off = (
+        ((peer < -1) & ~coll)
+        | (peer < -3)
+        | (peer >= size)
+        | ((peer < 0) & ~np.isin(ev, (3, 4, 6, *COLLECTIVE)))
+    ) & ~(mark & (peer == -1))
     if off.any():
         i = int(np.argmax(off))
-        raise InputError(path, f"record {i}", f"{'root' if coll[i] else 'peer'} {int(peer[i])} "
-                                              f"outside its communicator (size {int(size[i])})")
+        raise InputError(
+            path,
+            f"record {i}",
+            f"{'root' if coll[i] else 'peer'} {int(peer[i])} "
+            f"outside its communicator (size {int(size[i])})",
+        )
 
 
 def _check_requests(df, raw_dir, rank):
@@ -246,9 +331,12 @@ def _check_requests(df, raw_dir, rank):
     bad = open_now.to_numpy() < 0
     if bad.any():
         row = req.iloc[int(np.argmax(bad))]
-        raise InputError(Path(raw_dir) / row["file"], f"record {row['record']}",
-                         f"completes request {row['request']} whose start is not in rank "
-                         f"{rank}'s trace (records missing)")
+        raise InputError(
+            Path(raw_dir) / row["file"],
+            f"record {row['record']}",
+            f"completes request {row['request']} whose start is not in rank "
+            f"{rank}'s trace (records missing)",
+        )
 
 
 def _peer_world(comm, peer, members):
@@ -275,8 +363,8 @@ def _collectives(d):
     if len(nb):
         start = nb["event"] == 8
         keys = [nb["request"].to_numpy()]
-        sent = nb["bytes"].where(start).groupby(keys).ffill()       # a start before its completion
-        got = nb["bytes"].where(~start).groupby(keys).bfill()       # a completion after its start
+        sent = nb["bytes"].where(start).groupby(keys).ffill()  # a start before its completion
+        got = nb["bytes"].where(~start).groupby(keys).bfill()  # a completion after its start
         d.loc[nb.index, "bytes"] = sent.fillna(0).astype(np.int64).to_numpy()
         received[d.index.get_indexer(nb.index)] = got.fillna(0).astype(np.int64).to_numpy()
     d["bytes_received"] = received
@@ -288,6 +376,7 @@ def _call_sites(events, raw_dir):
     from the loaded objects each rank listed (raw/callsites.<node>.jsonl), then taken
     onto the records by index (a million records: a fraction of a second)."""
     from ..profile.callsites import Resolver, objects_by_rank
+
     site = events["site"].to_numpy()
     objects = objects_by_rank(raw_dir) if site.any() else {}
     resolver = Resolver()
@@ -297,7 +386,9 @@ def _call_sites(events, raw_dir):
         for rank, idx in events.groupby("rank").indices.items():
             addrs, inverse = np.unique(site[idx], return_inverse=True)
             codes[idx] = inverse.reshape(-1) + len(rows)
-            rows += [_resolve_site(a, rank, objects.get(int(rank)), resolver) for a in addrs.tolist()]
+            rows += [
+                _resolve_site(a, rank, objects.get(int(rank)), resolver) for a in addrs.tolist()
+            ]
     finally:
         resolver.close()
     cols = list(zip(*rows)) if rows else [()] * 5
@@ -306,6 +397,7 @@ def _call_sites(events, raw_dir):
         table = np.empty(len(values), dtype=object)
         table[:] = values
         return pd.Series(table[codes], index=events.index, dtype=object)
+
     events["callsite"] = take(cols[0])
     events["callsite_file"] = take(cols[1])
     line = pd.Series(list(cols[2]), dtype="Int64").take(codes)
@@ -319,14 +411,27 @@ def _resolve_site(a, rank, objects, resolver):
     """(callsite, file, line, caller, reason) of return address ``a`` of ``rank``, whose
     loaded objects are ``objects`` (None: it listed none)."""
     from ..profile.callsites import UNKNOWN, resolve_addresses, site_label
+
     if a == 0:
-        return (None, None, None, None, "no call site recorded (a record written outside a "
-                                        "wrapped call, or a trace written before call sites, "
-                                        "version 3)")
+        return (
+            None,
+            None,
+            None,
+            None,
+            "no call site recorded (a record written outside a "
+            "wrapped call, or a trace written before call sites, "
+            "version 3)",
+        )
     if objects is None:
-        return (None, None, None, None, f"rank {rank} listed no loaded objects in "
-                                        "callsites.<node>.jsonl (killed before MPI_Finalize, or "
-                                        "traced before call sites were recorded)")
+        return (
+            None,
+            None,
+            None,
+            None,
+            f"rank {rank} listed no loaded objects in "
+            "callsites.<node>.jsonl (killed before MPI_Finalize, or "
+            "traced before call sites were recorded)",
+        )
     f, ln, c, why = resolve_addresses([a], objects, resolver)[0]
     ln = int(ln) if f and ln else None
     return (site_label(f, ln) if ln else None, f, ln, None if c == UNKNOWN else c, why or None)
@@ -357,8 +462,9 @@ def read_trace(raw_dir, check=True, callsites=True):
     raw_dir = Path(raw_dir)
     files = trace_files(raw_dir)
     if not files:
-        raise InputError(raw_dir, None, "no trace.<rank>.<thread>.bin files (run "
-                                        "`commscope profile --trace`)")
+        raise InputError(
+            raw_dir, None, "no trace.<rank>.<thread>.bin files (run `commscope profile --trace`)"
+        )
     frames, comms, clocks = [], [], {}
     communicators, rank_clocks = read_communicators(raw_dir), _clocks(raw_dir)
     for rank in sorted({r for r, _ in files}):
@@ -368,9 +474,12 @@ def read_trace(raw_dir, check=True, callsites=True):
             raise InputError(raw_dir, None, f"rank {rank} has trace files but no counters")
         clocks[rank], dropped, names = rank_clocks[rank]
         if dropped and check:
-            raise InputError(raw_dir, "trace_records_dropped",
-                             f"{dropped} trace records of rank {rank} were dropped (size limit "
-                             "reached): the trace is incomplete; raise --trace-limit")
+            raise InputError(
+                raw_dir,
+                "trace_records_dropped",
+                f"{dropped} trace records of rank {rank} were dropped (size limit "
+                "reached): the trace is incomplete; raise --trace-limit",
+            )
         sizes = dict(zip(cm["comm_id"], cm["size"]))
         members = dict(zip(cm["comm_id"], cm["world_ranks"]))
         keys = dict(zip(cm["comm_id"], cm["key"]))
@@ -400,17 +509,25 @@ def read_trace(raw_dir, check=True, callsites=True):
         d["collective"] = table[np.where(ok, tag, len(names))]
         d["comm_key"] = d["comm"].map(keys)
         d["comm_size"] = d["comm"].map(sizes).fillna(0).astype(np.int64)
-        d["peer_world"] = _peer_world(d["comm"].to_numpy(), d["peer"].to_numpy().astype(np.int64),
-                                      members)
+        d["peer_world"] = _peer_world(
+            d["comm"].to_numpy(), d["peer"].to_numpy().astype(np.int64), members
+        )
         if check:
             _check_requests(d, raw_dir, rank)
         frames.append(d)
     events = pd.concat(frames, ignore_index=True)
     from ..profile.clocks import alignment, read_clocks
+
     measures = read_clocks(raw_dir)
     points, offsets = alignment(measures) if measures is not None else ({}, None)
-    trace = Trace(events=events, comms=pd.concat(comms, ignore_index=True), clocks=clocks,
-                  files=[p.name for p in files.values()], alignment=points, clock_offsets=offsets)
+    trace = Trace(
+        events=events,
+        comms=pd.concat(comms, ignore_index=True),
+        clocks=clocks,
+        files=[p.name for p in files.values()],
+        alignment=points,
+        clock_offsets=offsets,
+    )
     trace.t0_ns = int(min(float(trace.align_ns(r, ns0)) for r, (_, ns0, _) in clocks.items()))
     if callsites:
         _call_sites(events, raw_dir)

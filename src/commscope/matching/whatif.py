@@ -54,11 +54,18 @@ def traced_halo(rank_input):
     """Timesteps, messages and bytes per timestep, neighbour ranks of a traced rank."""
     arr = rank_input.events[rank_input.events["kind"] == "arrive"]
     if arr.empty:
-        raise InputError(f"rank {rank_input.rank}", None, "received no messages: nothing to re-thread")
+        raise InputError(
+            f"rank {rank_input.rank}", None, "received no messages: nothing to re-thread"
+        )
     per_key = arr.groupby(["sender", "comm", "tag"]).size()
     steps = int(np.median(per_key.to_numpy()))
-    return Halo(rank_input.rank, steps, len(arr) / steps, float(arr["bytes"].sum()) / steps,
-                sorted(set(arr["sender"].tolist())))
+    return Halo(
+        rank_input.rank,
+        steps,
+        len(arr) / steps,
+        float(arr["bytes"].sum()) / steps,
+        sorted(set(arr["sender"].tolist())),
+    )
 
 
 def stencil_plan(points, threads):
@@ -80,7 +87,7 @@ def stencil_plan(points, threads):
 
 def _trial_events(plan, sources, rng):
     """Posts (receiving threads interleaved), then arrivals (sending threads interleaved)."""
-    by_recv = plan.sort_values(["recv_thread"], kind="stable")   # a thread posts in plan order
+    by_recv = plan.sort_values(["recv_thread"], kind="stable")  # a thread posts in plan order
     post_order = by_recv.index.to_numpy()[random_interleave(by_recv["recv_thread"].to_numpy(), rng)]
     by_send = plan.sort_values(["send_thread", "tag"], kind="stable")
     send_order = by_send.index.to_numpy()[random_interleave(by_send["send_thread"].to_numpy(), rng)]
@@ -92,8 +99,18 @@ def _trial_events(plan, sources, rng):
     return is_arrival, src, tag
 
 
-def predict(halo, points, threads, machine_model, engines=("ob1",), trials=100, seed=0,
-            bins=eng.DEFAULT_BINS, locality="intra-socket", baseline=None):
+def predict(
+    halo,
+    points,
+    threads,
+    machine_model,
+    engines=("ob1",),
+    trials=100,
+    seed=0,
+    bins=eng.DEFAULT_BINS,
+    locality="intra-socket",
+    baseline=None,
+):
     """Depth and drain-time distribution of one rank re-threaded to ``threads``.
 
     ``baseline``: {engine: replay summary row of this rank} (traced threading) for
@@ -116,31 +133,55 @@ def predict(halo, points, threads, machine_model, engines=("ob1",), trials=100, 
         for _ in range(int(trials)):
             is_arrival, src, tag = _trial_events(plan, sources, rng)
             partner, searched, plen, ulen, total = eng.run_engine(
-                engine, is_arrival, np.zeros(len(tag), np.int64), src, tag, bins=bins)
+                engine, is_arrival, np.zeros(len(tag), np.int64), src, tag, bins=bins
+            )
             depth = searched.astype(np.int64) - (partner >= 0)
             d = depth[is_arrival == 1]
             stats.append((d.mean(), d.max(), total))
         s = np.array(stats, dtype=float)
         drain = counts.M_t * per_msg + gamma * s[:, 2]
-        rows.append({"rank": halo.rank, "engine": engine, "threads": str(threads),
-                     "decomposition": "x".join(map(str, counts.decomposition)),
-                     "M_t": counts.M_t, "T_r": counts.T_r, "T_s": counts.T_s,
-                     "message_bytes": size, "avg_depth": float(s[:, 0].mean()),
-                     "max_depth": int(s[:, 1].max()),
-                     "searched_per_step": float(s[:, 2].mean()),
-                     "searched_p95": float(np.percentile(s[:, 2], 95)),
-                     "drain_s": float(drain.mean()), "drain_p95_s": float(np.percentile(drain, 95)),
-                     "trials": int(trials)})
+        rows.append(
+            {
+                "rank": halo.rank,
+                "engine": engine,
+                "threads": str(threads),
+                "decomposition": "x".join(map(str, counts.decomposition)),
+                "M_t": counts.M_t,
+                "T_r": counts.T_r,
+                "T_s": counts.T_s,
+                "message_bytes": size,
+                "avg_depth": float(s[:, 0].mean()),
+                "max_depth": int(s[:, 1].max()),
+                "searched_per_step": float(s[:, 2].mean()),
+                "searched_p95": float(np.percentile(s[:, 2], 95)),
+                "drain_s": float(drain.mean()),
+                "drain_p95_s": float(np.percentile(drain, 95)),
+                "trials": int(trials),
+            }
+        )
         if baseline and engine in baseline:
             b = baseline[engine]
             traced_size = halo.bytes_per_step / halo.messages_per_step
             searched = b["searched"] / halo.steps
-            rows.append({"rank": halo.rank, "engine": engine, "threads": "traced",
-                         "decomposition": "-", "M_t": halo.messages_per_step, "T_r": None,
-                         "T_s": None, "message_bytes": int(round(traced_size)),
-                         "avg_depth": b["prq_avg_depth"], "max_depth": b["prq_max_depth"],
-                         "searched_per_step": searched, "searched_p95": None,
-                         "drain_s": halo.messages_per_step * float(node_aware_time(
-                             machine_model, traced_size, locality)) + gamma * searched,
-                         "drain_p95_s": None, "trials": None})
+            rows.append(
+                {
+                    "rank": halo.rank,
+                    "engine": engine,
+                    "threads": "traced",
+                    "decomposition": "-",
+                    "M_t": halo.messages_per_step,
+                    "T_r": None,
+                    "T_s": None,
+                    "message_bytes": int(round(traced_size)),
+                    "avg_depth": b["prq_avg_depth"],
+                    "max_depth": b["prq_max_depth"],
+                    "searched_per_step": searched,
+                    "searched_p95": None,
+                    "drain_s": halo.messages_per_step
+                    * float(node_aware_time(machine_model, traced_size, locality))
+                    + gamma * searched,
+                    "drain_p95_s": None,
+                    "trials": None,
+                }
+            )
     return counts, rows, notes

@@ -33,16 +33,29 @@ class DeltaFit:
 
     delta_s_per_byte: float
     n_cells: int
-    median_rel_residual: float   # |delta l - excess| / |excess| over the cells
-    cells: pd.DataFrame          # n_messages, size_bytes, order, median_s, model_s, excess_s, link_bytes
+    median_rel_residual: float  # |delta l - excess| / |excess| over the cells
+    cells: pd.DataFrame  # n_messages, size_bytes, order, median_s, model_s, excess_s, link_bytes
 
     def to_dict(self):
-        return {"delta_s_per_byte": self.delta_s_per_byte, "n_cells": self.n_cells,
-                "median_rel_residual": self.median_rel_residual}
+        return {
+            "delta_s_per_byte": self.delta_s_per_byte,
+            "n_cells": self.n_cells,
+            "median_rel_residual": self.median_rel_residual,
+        }
 
 
-def fit_delta(samples, machine_model, *, hops=None, ppn=None, link_bytes=None, gamma_s=None,
-              reversed_search="upper", locality="inter-node", source="samples"):
+def fit_delta(
+    samples,
+    machine_model,
+    *,
+    hops=None,
+    ppn=None,
+    link_bytes=None,
+    gamma_s=None,
+    reversed_search="upper",
+    locality="inter-node",
+    source="samples",
+):
     """Fit delta (s per byte on a link) from contention-layout HVPP samples.
 
     ``machine_model``: a :class:`~commscope.models.machine_model.MachineModel` with the
@@ -58,26 +71,36 @@ def fit_delta(samples, machine_model, *, hops=None, ppn=None, link_bytes=None, g
     if df.empty:
         raise InputError(source, None, "no samples")
     if link_bytes is None and (hops is None or ppn is None):
-        raise InputError(source, "link_bytes",
-                         "give link_bytes, or hops and ppn for l = 2 h^3 b ppn (004 eq. 7)")
+        raise InputError(
+            source, "link_bytes", "give link_bytes, or hops and ppn for l = 2 h^3 b ppn (004 eq. 7)"
+        )
     if hops is not None and (not np.isfinite(hops) or hops < 0):
         raise InputError("hops", None, f"must be a finite number >= 0, got {hops}")
     if ppn is not None and ppn < 1:
         raise InputError("ppn", None, f"must be >= 1, got {ppn}")
     if gamma_s is not None:
         from dataclasses import replace
+
         machine_model = replace(machine_model, gamma_s=float(gamma_s))
     if machine_model.gamma_s is None:
-        raise InputError("machine model", "gamma_s", "needed for the queue-search part of the model")
+        raise InputError(
+            "machine model", "gamma_s", "needed for the queue-search part of the model"
+        )
     med = df.groupby(["n_messages", "size_bytes", "order"])["time_s"].median().rename("median_s")
     med = med.reset_index()
     model = np.empty(len(med))
     for order, idx in med.groupby("order").groups.items():
         sub = med.loc[idx]
         model[med.index.get_indexer(idx)] = p2p.hvpingpong_time(
-            machine_model, sub["n_messages"].to_numpy(), sub["size_bytes"].to_numpy(), locality,
-            order=order, ppn=ppn or 1, reversed_search=reversed_search,
-            model="paper")["total_s"].to_numpy()
+            machine_model,
+            sub["n_messages"].to_numpy(),
+            sub["size_bytes"].to_numpy(),
+            locality,
+            order=order,
+            ppn=ppn or 1,
+            reversed_search=reversed_search,
+            model="paper",
+        )["total_s"].to_numpy()
     med["model_s"] = model
     med["excess_s"] = med["median_s"] - med["model_s"]
     n = med["n_messages"].to_numpy(float)

@@ -21,8 +21,15 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..units import format_bytes
-from .machine_model import (PROTOCOLS, Breakpoints, FitQuality, MachineModel, ProtocolParams,
-                            canonical_locality, check_machine_model)
+from .machine_model import (
+    PROTOCOLS,
+    Breakpoints,
+    FitQuality,
+    MachineModel,
+    ProtocolParams,
+    canonical_locality,
+    check_machine_model,
+)
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -31,6 +38,7 @@ optimize = lazy("scipy.optimize")
 
 
 # ------------------------------------------------------------------ input checks
+
 
 def _frame(df, columns, source):
     """Validated copy of ``df`` with ``columns`` present; numeric columns coerced."""
@@ -87,6 +95,7 @@ def _medians(s, t):
 
 # ------------------------------------------------------------------ postal fit
 
+
 def _relative_lsq(s, t):
     """alpha, beta >= 0 minimising sum(((alpha + beta s) - t) / t)^2 (NNLS on scaled rows)."""
     a = np.column_stack([1.0 / t, s / t])
@@ -110,8 +119,9 @@ class PostalFit:
         return math.inf if self.beta_s_per_byte == 0 else 1.0 / self.beta_s_per_byte
 
     def quality(self):
-        return FitQuality(self.n_samples, self.max_rel_error, self.median_rel_error,
-                          dict(self.rel_error_by_size))
+        return FitQuality(
+            self.n_samples, self.max_rel_error, self.median_rel_error, dict(self.rel_error_by_size)
+        )
 
 
 def fit_postal(sizes, times, source="samples"):
@@ -122,16 +132,24 @@ def fit_postal(sizes, times, source="samples"):
     """
     s, t = _arrays(sizes, times, source)
     if np.unique(s).size < 2:
-        raise InputError(source, "size_bytes", "need at least two distinct sizes to fit alpha and beta")
+        raise InputError(
+            source, "size_bytes", "need at least two distinct sizes to fit alpha and beta"
+        )
     alpha, beta = _relative_lsq(s, t)
     u, med = _medians(s, t)
     rel = (alpha + beta * u - med) / med
-    return PostalFit(alpha, beta, int(s.size), float(np.max(np.abs(rel))),
-                     float(np.median(np.abs(rel))),
-                     {int(k): float(v) for k, v in zip(u, rel)})
+    return PostalFit(
+        alpha,
+        beta,
+        int(s.size),
+        float(np.max(np.abs(rel))),
+        float(np.median(np.abs(rel))),
+        {int(k): float(v) for k, v in zip(u, rel)},
+    )
 
 
 # ------------------------------------------------------------- protocol breakpoints
+
 
 def _median_noise_variance(s, t):
     """Relative variance of a per-size median time, from repetitions; None if too few."""
@@ -141,7 +159,7 @@ def _median_noise_variance(s, t):
         lt = np.log(t[inv == i])
         if lt.size >= 3:
             mad = 1.4826 * np.median(np.abs(lt - np.median(lt)))
-            var.append(mad ** 2 * (math.pi / 2) / lt.size)  # variance of a median
+            var.append(mad**2 * (math.pi / 2) / lt.size)  # variance of a median
     if len(var) < max(3, u.size // 2):
         return None
     return max(float(np.mean(var)), 1e-12)  # floor: identical repetitions
@@ -156,9 +174,9 @@ class BreakpointSearch:
     """
 
     breakpoints: tuple
-    segments: list                 # [(smallest size, largest size)] per segment
-    rel_sse: float                 # relative squared error of the chosen split
-    score_by_segments: dict        # number of segments -> BIC-like score (lower wins)
+    segments: list  # [(smallest size, largest size)] per segment
+    rel_sse: float  # relative squared error of the chosen split
+    score_by_segments: dict  # number of segments -> BIC-like score (lower wins)
 
 
 def _best_splits(m, k_max, k_min, seg_cost):
@@ -172,15 +190,19 @@ def _best_splits(m, k_max, k_min, seg_cost):
         dp[1][j] = (seg_cost(0, j), ())
     for k in range(2, k_max + 1):
         for j in range(k * k_min, m + 1):
-            options = [(dp[k - 1][c][0] + seg_cost(c, j), (*dp[k - 1][c][1], c))
-                       for c in range((k - 1) * k_min, j - k_min + 1) if c in dp[k - 1]]
+            options = [
+                (dp[k - 1][c][0] + seg_cost(c, j), (*dp[k - 1][c][1], c))
+                for c in range((k - 1) * k_min, j - k_min + 1)
+                if c in dp[k - 1]
+            ]
             if options:
                 dp[k][j] = min(options)
     return {k: dp[k][m] for k in range(1, k_max + 1) if m in dp[k]}
 
 
-def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_segment=3,
-                              source="samples"):
+def find_protocol_breakpoints(
+    sizes, times, max_breakpoints=2, min_sizes_per_segment=3, source="samples"
+):
     """Find up to ``max_breakpoints`` regime changes (protocol switches) in ping-pong data.
 
     Exhaustive search (dynamic programming) over splits of the distinct measured
@@ -203,10 +225,13 @@ def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_seg
     u, med = _medians(s, t)
     m = u.size
     if m < min_sizes_per_segment:
-        raise InputError(source, "size_bytes",
-                         f"need at least {min_sizes_per_segment} distinct sizes (got {m})")
+        raise InputError(
+            source, "size_bytes", f"need at least {min_sizes_per_segment} distinct sizes (got {m})"
+        )
     if m > 200:
-        raise InputError(source, "size_bytes", f"too many distinct sizes for the search ({m} > 200)")
+        raise InputError(
+            source, "size_bytes", f"too many distinct sizes for the search ({m} > 200)"
+        )
 
     cost = {}
 
@@ -223,8 +248,10 @@ def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_seg
         score = {k: sse / sigma2 + 2 * math.log(m) * n_par[k] for k, (sse, _) in best.items()}
     else:
         floor = 1e-10  # relative RMS of 1e-5: beyond this, exact fits are all "perfect"
-        score = {k: m * math.log(max(sse / m, floor)) + math.log(m) * n_par[k]
-                 for k, (sse, _) in best.items()}
+        score = {
+            k: m * math.log(max(sse / m, floor)) + math.log(m) * n_par[k]
+            for k, (sse, _) in best.items()
+        }
     k = min(score, key=lambda key: (score[key], key))
     sse, cuts = best[k]
     edges = [0, *cuts, m]
@@ -232,8 +259,9 @@ def find_protocol_breakpoints(sizes, times, max_breakpoints=2, min_sizes_per_seg
     return BreakpointSearch(tuple(int(u[c - 1]) for c in cuts), segments, float(sse), score)
 
 
-def protocol_switches(sizes, times, max_regimes=4, max_switches=2, min_sizes_per_segment=3,
-                      source="samples"):
+def protocol_switches(
+    sizes, times, max_regimes=4, max_switches=2, min_sizes_per_segment=3, source="samples"
+):
     """Protocol switches among the regime changes of :func:`find_protocol_breakpoints`.
 
     Not every change of slope is a protocol switch: on a shared-memory transport the
@@ -249,13 +277,19 @@ def protocol_switches(sizes, times, max_regimes=4, max_switches=2, min_sizes_per
     Returns ``(BreakpointSearch, regime_changes)``: the search with only the switches,
     and the sizes of the boundaries judged capacity effects (reported, not modelled).
     """
-    found = find_protocol_breakpoints(sizes, times, max_breakpoints=max_regimes - 1,
-                                      min_sizes_per_segment=min_sizes_per_segment,
-                                      source=source)
+    found = find_protocol_breakpoints(
+        sizes,
+        times,
+        max_breakpoints=max_regimes - 1,
+        min_sizes_per_segment=min_sizes_per_segment,
+        source=source,
+    )
     s, t = _arrays(sizes, times, source)
     u, med = _medians(s, t)
-    fits = [_relative_lsq(u[(u >= lo) & (u <= hi)], med[(u >= lo) & (u <= hi)])
-            for lo, hi in found.segments]
+    fits = [
+        _relative_lsq(u[(u >= lo) & (u <= hi)], med[(u >= lo) & (u <= hi)])
+        for lo, hi in found.segments
+    ]
     switches, capacity = [], []
     for i, bp in enumerate(found.breakpoints):
         (a0, b0), (a1, b1) = fits[i], fits[i + 1]
@@ -275,6 +309,7 @@ def protocol_switches(sizes, times, max_regimes=4, max_switches=2, min_sizes_per
 
 # ---------------------------------------------------------------------- max-rate
 
+
 @dataclass
 class MaxRateFit:
     """Result of :func:`fit_maxrate` (004 eq. 2)."""
@@ -283,8 +318,8 @@ class MaxRateFit:
     beta_s_per_byte: float
     R_N_Bps: float
     min_size_bytes: int
-    node_rate_Bps_by_pairs: dict   # pairs K -> fitted node rate min(R_N, K R_b)
-    limited_pairs: list            # the K whose node rate is injection-limited
+    node_rate_Bps_by_pairs: dict  # pairs K -> fitted node rate min(R_N, K R_b)
+    limited_pairs: list  # the K whose node rate is injection-limited
 
     @property
     def Rb_Bps(self):
@@ -310,8 +345,9 @@ def fit_maxrate(df, min_size_bytes=None, threshold=0.9, source="samples"):
         search = find_protocol_breakpoints(single["size_bytes"], single["time_s"], source=source)
         min_size_bytes = search.segments[-1][0]
     sel = df[df["size_bytes"] >= min_size_bytes]
-    one = fit_postal(sel.loc[sel["pairs"] == 1, "size_bytes"], sel.loc[sel["pairs"] == 1, "time_s"],
-                     source)
+    one = fit_postal(
+        sel.loc[sel["pairs"] == 1, "size_bytes"], sel.loc[sel["pairs"] == 1, "time_s"], source
+    )
     rates, limited = {}, []
     for k in sorted(int(v) for v in sel["pairs"].unique() if v > 1):
         sub = sel[sel["pairs"] == k]
@@ -336,8 +372,8 @@ class GammaFit:
 
     gamma_s: float
     search: str
-    n_cells: int                   # (n_messages, size_bytes) cells with both orders
-    median_rel_residual: float     # of the fitted difference, over those cells
+    n_cells: int  # (n_messages, size_bytes) cells with both orders
+    median_rel_residual: float  # of the fitted difference, over those cells
 
 
 def fit_gamma(df, search="upper", source="samples"):
@@ -356,7 +392,9 @@ def fit_gamma(df, search="upper", source="samples"):
     df = _frame(df, ("n_messages", "size_bytes", "order", "time_s"), source)
     orders = set(df["order"].astype(str).str.lower())
     if not orders <= {"ordered", "reversed"}:
-        raise InputError(source, "order", f"values must be 'ordered' or 'reversed', got {sorted(orders)}")
+        raise InputError(
+            source, "order", f"values must be 'ordered' or 'reversed', got {sorted(orders)}"
+        )
     if orders != {"ordered", "reversed"}:
         raise InputError(source, "order", "need both ordered and reversed samples")
     df["order"] = df["order"].astype(str).str.lower()
@@ -391,7 +429,9 @@ def fit_queue_search(df, queues=None, mpi=None, source="samples"):
     df["order"] = df["order"].astype(str).str.lower()
     bad = set(df["order"]) - set(ORDERS)
     if bad:
-        raise InputError(source, "order", f"values must be 'ordered' or 'reversed', got {sorted(bad)}")
+        raise InputError(
+            source, "order", f"values must be 'ordered' or 'reversed', got {sorted(bad)}"
+        )
     size = int(df["size_bytes"].min())
     df = df[df["size_bytes"] == size]
     fits = {}
@@ -408,11 +448,20 @@ def fit_queue_search(df, queues=None, mpi=None, source="samples"):
         cols = ["unexpected_before_post", "posted_after_post", "unexpected_after_post"]
         if all(c in q for c in cols) and q[cols].notna().any().any():
             g = q.groupby(["n_messages", "order", "initiator"])[cols].median().reset_index()
-            rows = [{k: (None if isinstance(v, float) and math.isnan(v) else
-                         (int(v) if k != "order" else str(v))) for k, v in r.items()}
-                    for r in g.to_dict("records")]
-    return QueueSearchModel(orders=fits, size_bytes=size, locality=locality, mpi=mpi,
-                            queues=rows, source=str(source))
+            rows = [
+                {
+                    k: (
+                        None
+                        if isinstance(v, float) and math.isnan(v)
+                        else (int(v) if k != "order" else str(v))
+                    )
+                    for k, v in r.items()
+                }
+                for r in g.to_dict("records")
+            ]
+    return QueueSearchModel(
+        orders=fits, size_bytes=size, locality=locality, mpi=mpi, queues=rows, source=str(source)
+    )
 
 
 # ------------------------------------------------------------------ fit quality
@@ -434,8 +483,10 @@ def _interval(values):
     """Percentile interval of bootstrap replicas (inf-safe), as (lo, hi)."""
     v = np.asarray(values, dtype=float)
     tail = (1 - CI_LEVEL) / 2 * 100  # no interpolation: an infinite bandwidth stays inf, not nan
-    return (float(np.percentile(v, tail, method="lower")),
-            float(np.percentile(v, 100 - tail, method="higher")))
+    return (
+        float(np.percentile(v, tail, method="lower")),
+        float(np.percentile(v, 100 - tail, method="higher")),
+    )
 
 
 def bootstrap_ci(frame, statistic, replicas=BOOTSTRAP_REPLICAS, by="size_bytes", seed=0):
@@ -454,7 +505,9 @@ def bootstrap_ci(frame, statistic, replicas=BOOTSTRAP_REPLICAS, by="size_bytes",
 
 
 def _postal_statistic(frame):
-    alpha, beta = _relative_lsq(frame["size_bytes"].to_numpy(float), frame["time_s"].to_numpy(float))
+    alpha, beta = _relative_lsq(
+        frame["size_bytes"].to_numpy(float), frame["time_s"].to_numpy(float)
+    )
     return {"alpha_s": alpha, "Rb_Bps": math.inf if beta == 0 else 1.0 / beta}
 
 
@@ -462,8 +515,9 @@ def quality_flags(fit):
     """Why a postal fit should not be trusted (empty when it can be)."""
     flags = []
     if fit.median_rel_error > MAX_MEDIAN_REL_ERROR:
-        flags.append(f"median relative error {fit.median_rel_error:.0%} > "
-                     f"{MAX_MEDIAN_REL_ERROR:.0%}")
+        flags.append(
+            f"median relative error {fit.median_rel_error:.0%} > {MAX_MEDIAN_REL_ERROR:.0%}"
+        )
     if not fit.beta_s_per_byte > 0:
         flags.append("bandwidth not measurable here (beta = 0: infinite bandwidth)")
     if len(fit.rel_error_by_size) < MIN_SIZES_PER_SEGMENT:
@@ -485,23 +539,34 @@ def fit_protocol(sizes, times, capacity_changes=(), source="samples"):
     s, t = _arrays(sizes, times, source)
     for c in sorted(capacity_changes, reverse=True):
         below, above = s <= c, s > c
-        if (np.unique(s[below]).size < MIN_SIZES_PER_SEGMENT
-                or np.unique(s[above]).size < MIN_SIZES_PER_SEGMENT):
+        if (
+            np.unique(s[below]).size < MIN_SIZES_PER_SEGMENT
+            or np.unique(s[above]).size < MIN_SIZES_PER_SEGMENT
+        ):
             continue
         low = fit_postal(s[below], t[below], source)
         anchor = low.alpha_s + low.beta_s_per_byte * c
         x, y = (s[above] - c) / t[above], 1.0 - anchor / t[above]
-        par = ProtocolParams(low.alpha_s, low.beta_s_per_byte, capacity_bytes=int(c),
-                             beta_beyond_s_per_byte=max(float(x @ y / (x @ x)), 0.0))
+        par = ProtocolParams(
+            low.alpha_s,
+            low.beta_s_per_byte,
+            capacity_bytes=int(c),
+            beta_beyond_s_per_byte=max(float(x @ y / (x @ x)), 0.0),
+        )
         break
     else:
         fit = fit_postal(s, t, source)
         return ProtocolParams(fit.alpha_s, fit.beta_s_per_byte), fit
     u, med = _medians(s, t)
     rel = (par.postal_s(u) - med) / med
-    return par, PostalFit(par.alpha_s, par.beta_s_per_byte, int(s.size),
-                          float(np.max(np.abs(rel))), float(np.median(np.abs(rel))),
-                          {int(k): float(v) for k, v in zip(u, rel)})
+    return par, PostalFit(
+        par.alpha_s,
+        par.beta_s_per_byte,
+        int(s.size),
+        float(np.max(np.abs(rel))),
+        float(np.median(np.abs(rel))),
+        {int(k): float(v) for k, v in zip(u, rel)},
+    )
 
 
 def _segment_fit(single, lo, hi, source):
@@ -522,15 +587,20 @@ def _usable_segments(single, segments, source):
         bad = None
         for i, (lo, hi) in enumerate(segments):
             fit = _segment_fit(single, lo, hi, source)
-            if fit is None or len(fit.rel_error_by_size) < MIN_SIZES_PER_SEGMENT \
-                    or not fit.beta_s_per_byte > 0:
+            if (
+                fit is None
+                or len(fit.rel_error_by_size) < MIN_SIZES_PER_SEGMENT
+                or not fit.beta_s_per_byte > 0
+            ):
                 bad = i
                 break
         if bad is None:
             break
         options = [j for j in (bad - 1, bad + 1) if 0 <= j < len(segments)]
-        merged = {j: (min(segments[bad][0], segments[j][0]), max(segments[bad][1], segments[j][1]))
-                  for j in options}
+        merged = {
+            j: (min(segments[bad][0], segments[j][0]), max(segments[bad][1], segments[j][1]))
+            for j in options
+        }
         j = min(options, key=lambda k: _segment_fit(single, *merged[k], source).median_rel_error)
         segments[min(bad, j)] = merged[j]
         del segments[max(bad, j)]
@@ -552,19 +622,31 @@ def breakpoint_contradictions(machine_model):
         for name, b in (("short", bp.short_max_bytes), ("eager", bp.eager_max_bytes)):
             if b is None or any(b / 2 < v <= 4 * max(b, 1) for v in limits.values()):
                 continue
-            shown = ", ".join(f"{k} {format_bytes(v)}"
-                              for k, v in sorted(limits.items(), key=lambda kv: kv[1]))
-            out.append(f"{loc}: the switch from {name} above {format_bytes(b)} matches no eager "
-                       "limit the MPI "
-                       f"reports through MPI_T ({shown}); it may be noise or a cache effect, "
-                       "not a protocol")
+            shown = ", ".join(
+                f"{k} {format_bytes(v)}" for k, v in sorted(limits.items(), key=lambda kv: kv[1])
+            )
+            out.append(
+                f"{loc}: the switch from {name} above {format_bytes(b)} matches no eager "
+                "limit the MPI "
+                f"reports through MPI_T ({shown}); it may be noise or a cache effect, "
+                "not a protocol"
+            )
     return out
 
 
 # ------------------------------------------------------------------ whole machine model
 
-def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source="samples",
-                      hvpp_queues=None, hvpp_mpi=None, hvpp_source="hvpp samples"):
+
+def fit_machine_model(
+    df,
+    mpi_eager_limits=None,
+    machine=None,
+    hvpp=None,
+    source="samples",
+    hvpp_queues=None,
+    hvpp_mpi=None,
+    hvpp_source="hvpp samples",
+):
     """Fit a :class:`MachineModel` from ping-pong samples (and optionally HVPP samples).
 
     Per locality: protocol breakpoints (:func:`protocol_switches` on the ``pairs == 1``
@@ -596,55 +678,84 @@ def fit_machine_model(df, mpi_eager_limits=None, machine=None, hvpp=None, source
         if single.empty:
             raise InputError(source, "pairs", f"{loc}: need samples with pairs == 1")
         # regimes may be short (a cache knee near the largest size); protocols may not
-        search, continuous = protocol_switches(single["size_bytes"], single["time_s"],
-                                               source=f"{source} ({loc})")
+        search, continuous = protocol_switches(
+            single["size_bytes"], single["time_s"], source=f"{source} ({loc})"
+        )
         if continuous:
             regime_changes[loc] = list(continuous)
         segments = _usable_segments(single, search.segments, f"{source} ({loc})")
-        names = PROTOCOLS[-len(segments):]
+        names = PROTOCOLS[-len(segments) :]
         for proto, (lo, hi) in zip(names, segments):
             seg = single[(single["size_bytes"] >= lo) & (single["size_bytes"] <= hi)]
-            par, fit = fit_protocol(seg["size_bytes"], seg["time_s"], continuous,
-                                    f"{source} ({loc}, {proto})")
-            below = (seg if par.capacity_bytes is None
-                     else seg[seg["size_bytes"] <= par.capacity_bytes])
+            par, fit = fit_protocol(
+                seg["size_bytes"], seg["time_s"], continuous, f"{source} ({loc}, {proto})"
+            )
+            below = (
+                seg if par.capacity_bytes is None else seg[seg["size_bytes"] <= par.capacity_bytes]
+            )
             par.fit = fit.quality()
             par.fit.ci95 = bootstrap_ci(below[["size_bytes", "time_s"]], _postal_statistic)
             par.fit.flags = quality_flags(fit)
             params[(proto, loc)] = par
         bps = [hi for lo, hi in segments[:-1]]
-        breakpoints[loc] = Breakpoints(short_max_bytes=bps[0] if len(bps) == 2 else None,
-                                       eager_max_bytes=bps[-1] if bps else None)
+        breakpoints[loc] = Breakpoints(
+            short_max_bytes=bps[0] if len(bps) == 2 else None,
+            eager_max_bytes=bps[-1] if bps else None,
+        )
         if (sub["pairs"] > 1).any():
+
             def r_n(frame, lo=segments[-1][0], loc=loc):
-                return {"R_N_Bps": fit_maxrate(frame, min_size_bytes=lo,
-                                               source=f"{source} ({loc})").R_N_Bps}
+                return {
+                    "R_N_Bps": fit_maxrate(
+                        frame, min_size_bytes=lo, source=f"{source} ({loc})"
+                    ).R_N_Bps
+                }
+
             rendezvous = params[("rendezvous", loc)]
             rendezvous.R_N_Bps = r_n(sub)["R_N_Bps"]
             if math.isfinite(rendezvous.R_N_Bps):
-                rendezvous.fit.ci95.update(bootstrap_ci(sub, r_n, replicas=SLOW_REPLICAS,
-                                                        by=["pairs", "size_bytes"]))
+                rendezvous.fit.ci95.update(
+                    bootstrap_ci(sub, r_n, replicas=SLOW_REPLICAS, by=["pairs", "size_bytes"])
+                )
     machine_model = MachineModel(
-        params=params, breakpoints=breakpoints,
+        params=params,
+        breakpoints=breakpoints,
         mpi_eager_limits=dict(mpi_eager_limits or {}),
         gamma_s=fit_gamma(hvpp, source=hvpp_source).gamma_s if hvpp is not None else None,
         machine=dict(machine or {}),
-        queue_search=(fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source=hvpp_source)
-                      if hvpp is not None else None),
+        queue_search=(
+            fit_queue_search(hvpp, hvpp_queues, hvpp_mpi, source=hvpp_source)
+            if hvpp is not None
+            else None
+        ),
     )
     if hvpp is not None:
         cells = hvpp.reset_index(drop=True)
-        machine_model.machine["gamma_ci95_s"] = list(bootstrap_ci(
-            cells, lambda f: {"gamma_s": fit_gamma(f, source=hvpp_source).gamma_s},
-            replicas=SLOW_REPLICAS, by=["n_messages", "size_bytes", "order"])["gamma_s"])
+        machine_model.machine["gamma_ci95_s"] = list(
+            bootstrap_ci(
+                cells,
+                lambda f: {"gamma_s": fit_gamma(f, source=hvpp_source).gamma_s},
+                replicas=SLOW_REPLICAS,
+                by=["n_messages", "size_bytes", "order"],
+            )["gamma_s"]
+        )
     if regime_changes:  # slope changes without a jump (e.g. caches): modelled where
         # a protocol has enough sizes beyond one (fit_protocol), reported either way
         machine_model.machine["regime_changes_bytes"] = regime_changes
     qs_flags = machine_model.queue_search.flags() if machine_model.queue_search else {}
-    warnings = breakpoint_contradictions(machine_model) + [
-        f"queue search, {order}: fit flagged: {'; '.join(f)}" for order, f in qs_flags.items() if f] + [
-        f"{loc}, {proto}: fit flagged: {'; '.join(p.fit.flags)}"
-        for (proto, loc), p in sorted(params.items()) if p.fit and p.fit.flags]
+    warnings = (
+        breakpoint_contradictions(machine_model)
+        + [
+            f"queue search, {order}: fit flagged: {'; '.join(f)}"
+            for order, f in qs_flags.items()
+            if f
+        ]
+        + [
+            f"{loc}, {proto}: fit flagged: {'; '.join(p.fit.flags)}"
+            for (proto, loc), p in sorted(params.items())
+            if p.fit and p.fit.flags
+        ]
+    )
     if warnings:
         machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
     return check_machine_model(machine_model, source)
@@ -655,8 +766,11 @@ def compare_breakpoints(machine_model):
     rows = []
     for loc in machine_model.localities:
         bp = machine_model.breakpoints.get(loc, Breakpoints())
-        row = {"locality": loc, "short_max_bytes": bp.short_max_bytes,
-               "eager_max_bytes": bp.eager_max_bytes}
+        row = {
+            "locality": loc,
+            "short_max_bytes": bp.short_max_bytes,
+            "eager_max_bytes": bp.eager_max_bytes,
+        }
         row.update({f"mpi:{k}": v for k, v in sorted(machine_model.mpi_eager_limits.items())})
         rows.append(row)
     return pd.DataFrame(rows)

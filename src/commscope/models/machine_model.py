@@ -59,7 +59,7 @@ PROTOCOL_ALIASES = {"rend": "rendezvous", "rndv": "rendezvous"}
 # Not printed in paper 004. The authors' public model scripts classify a message as
 # short if size < 500 B and eager if size < 8000 B; as inclusive maxima:
 BLUEWATERS_BREAKPOINTS = {"short_max_bytes": 499, "eager_max_bytes": 7999}
-BLUEWATERS_GAMMA_S = 8.4e-9          # 004 eq. 4 (upper-bound queue search, per element)
+BLUEWATERS_GAMMA_S = 8.4e-9  # 004 eq. 4 (upper-bound queue search, per element)
 BLUEWATERS_DELTA_S_PER_BYTE = 1.0e-10  # 004 eq. 6 (contention, per byte on a link)
 
 # 004 Table 1: (protocol, locality) -> (alpha_s, Rb_Bps, RN_Bps)
@@ -81,9 +81,12 @@ def canonical_locality(name, source=None, field_name="locality"):
     key = str(name).strip().lower()
     key = LOCALITY_ALIASES.get(key, key)
     if key not in LOCALITIES:
-        raise InputError(source, field_name,
-                         f"unknown locality {name!r} (expected one of {', '.join(LOCALITIES)}"
-                         f" or alias intra-node)")
+        raise InputError(
+            source,
+            field_name,
+            f"unknown locality {name!r} (expected one of {', '.join(LOCALITIES)}"
+            f" or alias intra-node)",
+        )
     return key
 
 
@@ -92,8 +95,11 @@ def canonical_protocol(name, source=None, field_name="protocol"):
     key = str(name).strip().lower()
     key = PROTOCOL_ALIASES.get(key, key)
     if key not in PROTOCOLS:
-        raise InputError(source, field_name,
-                         f"unknown protocol {name!r} (expected one of {', '.join(PROTOCOLS)})")
+        raise InputError(
+            source,
+            field_name,
+            f"unknown protocol {name!r} (expected one of {', '.join(PROTOCOLS)})",
+        )
     return key
 
 
@@ -116,8 +122,9 @@ class FitQuality:
             "n_samples": int(self.n_samples),
             "max_rel_error": float(self.max_rel_error),
             "median_rel_error": float(self.median_rel_error),
-            "rel_error_by_size": {str(int(k)): float(v)
-                                  for k, v in sorted(self.rel_error_by_size.items())},
+            "rel_error_by_size": {
+                str(int(k)): float(v) for k, v in sorted(self.rel_error_by_size.items())
+            },
             "ci95": {k: [_num_out(lo), _num_out(hi)] for k, (lo, hi) in sorted(self.ci95.items())},
             "flags": list(self.flags),
         }
@@ -168,8 +175,8 @@ class Breakpoints:
 class MachineModel:
     """All model parameters of one machine; see docs/machine-model.md."""
 
-    params: dict = field(default_factory=dict)        # (protocol, locality) -> ProtocolParams
-    breakpoints: dict = field(default_factory=dict)   # locality -> Breakpoints
+    params: dict = field(default_factory=dict)  # (protocol, locality) -> ProtocolParams
+    breakpoints: dict = field(default_factory=dict)  # locality -> Breakpoints
     mpi_eager_limits: dict = field(default_factory=dict)  # MPI_T cvar name -> bytes
     gamma_s: float | None = None
     delta_s_per_byte: float | None = None
@@ -211,11 +218,14 @@ class MachineModel:
         """Parameters for (protocol, locality); InputError if the machine model lacks them."""
         key = (canonical_protocol(protocol), canonical_locality(locality))
         if key not in self.params:
-            raise InputError(self.source, f"{key[0]}/{key[1]}",
-                             "no parameters for this protocol and locality; the machine model has "
-                             + (", ".join(f"{p}/{loc}" for p, loc in sorted(self.params))
-                                or "none") + "; measured by `commscope bench pingpong` with its "
-                             "two ranks at that locality, then `commscope fit`")
+            raise InputError(
+                self.source,
+                f"{key[0]}/{key[1]}",
+                "no parameters for this protocol and locality; the machine model has "
+                + (", ".join(f"{p}/{loc}" for p, loc in sorted(self.params)) or "none")
+                + "; measured by `commscope bench pingpong` with its "
+                "two ranks at that locality, then `commscope fit`",
+            )
         return self.params[key]
 
     def to_dict(self):
@@ -225,12 +235,18 @@ class MachineModel:
                 p = self.params.get((proto, loc))
                 if p is None:
                     continue
-                row = {"protocol": proto, "locality": loc, "alpha_s": float(p.alpha_s),
-                       "beta_s_per_byte": float(p.beta_s_per_byte),
-                       "R_N_Bps": _num_out(p.R_N_Bps)}
+                row = {
+                    "protocol": proto,
+                    "locality": loc,
+                    "alpha_s": float(p.alpha_s),
+                    "beta_s_per_byte": float(p.beta_s_per_byte),
+                    "R_N_Bps": _num_out(p.R_N_Bps),
+                }
                 if p.capacity_bytes is not None:
-                    row["capacity"] = {"bytes": int(p.capacity_bytes),
-                                       "beta_beyond_s_per_byte": float(p.beta_beyond_s_per_byte)}
+                    row["capacity"] = {
+                        "bytes": int(p.capacity_bytes),
+                        "beta_beyond_s_per_byte": float(p.beta_beyond_s_per_byte),
+                    }
                 if p.fit is not None:
                     row["fit"] = p.fit.to_dict()
                 rows.append(row)
@@ -239,14 +255,18 @@ class MachineModel:
             "schema_version": SCHEMA_VERSION,
             "machine": dict(self.machine),
             "parameters": rows,
-            "breakpoints": {loc: {"short_max_bytes": bp.short_max_bytes,
-                                  "eager_max_bytes": bp.eager_max_bytes}
-                            for loc, bp in self.breakpoints.items()},
+            "breakpoints": {
+                loc: {"short_max_bytes": bp.short_max_bytes, "eager_max_bytes": bp.eager_max_bytes}
+                for loc, bp in self.breakpoints.items()
+            },
             "mpi_eager_limits": {k: int(v) for k, v in self.mpi_eager_limits.items()},
             "gamma_s": self.gamma_s,
             "delta_s_per_byte": self.delta_s_per_byte,
-            **({"queue_search": self.queue_search.to_dict()} if self.queue_search is not None
-               else {}),
+            **(
+                {"queue_search": self.queue_search.to_dict()}
+                if self.queue_search is not None
+                else {}
+            ),
             **({"partitioned": self.partitioned.to_dict()} if self.partitioned is not None else {}),
         }
 
@@ -262,19 +282,25 @@ def bluewaters_machine_model():
     The paper does not print its protocol breakpoints; :data:`BLUEWATERS_BREAKPOINTS`
     (short < 500 B, eager < 8000 B) are the cut-offs of the authors' model scripts.
     """
-    params = {key: ProtocolParams(alpha_s=a, beta_s_per_byte=1.0 / rb, R_N_Bps=rn)
-              for key, (a, rb, rn) in BLUEWATERS_TABLE1.items()}
+    params = {
+        key: ProtocolParams(alpha_s=a, beta_s_per_byte=1.0 / rb, R_N_Bps=rn)
+        for key, (a, rb, rn) in BLUEWATERS_TABLE1.items()
+    }
     return MachineModel(
         params=params,
         breakpoints={loc: Breakpoints(**BLUEWATERS_BREAKPOINTS) for loc in LOCALITIES},
         gamma_s=BLUEWATERS_GAMMA_S,
         delta_s_per_byte=BLUEWATERS_DELTA_S_PER_BYTE,
-        machine={"host": "Blue Waters (Cray XE, Gemini)", "mpi": "Cray MPI",
-                 "source": "Bienz, Gropp, Olson, EuroMPI'18, Table 1 and eqs. 4, 6"},
+        machine={
+            "host": "Blue Waters (Cray XE, Gemini)",
+            "mpi": "Cray MPI",
+            "source": "Bienz, Gropp, Olson, EuroMPI'18, Table 1 and eqs. 4, 6",
+        },
     )
 
 
 # ---------------------------------------------------------------- loading
+
 
 def _number(value, source, field_name, allow_inf=False, allow_none=False):
     if value is None and allow_none:
@@ -319,17 +345,22 @@ def machine_model_from_dict(data, source="machine model"):
         raise InputError(source, None, "a machine model must be a JSON object")
     schema = _require(data, "schema", source)
     if schema == LEGACY_SCHEMA:
-        warn(f"{source}: a machine profile of an earlier commscope (schema {LEGACY_SCHEMA!r}) "
-             f"is deprecated: read as a machine model; `commscope fit` writes {SCHEMA!r} "
-             f"({DEFAULT_FILE})")
+        warn(
+            f"{source}: a machine profile of an earlier commscope (schema {LEGACY_SCHEMA!r}) "
+            f"is deprecated: read as a machine model; `commscope fit` writes {SCHEMA!r} "
+            f"({DEFAULT_FILE})"
+        )
         data = dict(data, schema=SCHEMA)
         schema = SCHEMA
     if schema != SCHEMA:
         raise InputError(source, "schema", f"expected {SCHEMA!r}, got {schema!r}")
     version = _require(data, "schema_version", source)
     if version != SCHEMA_VERSION:
-        raise InputError(source, "schema_version",
-                         f"unsupported schema_version {version!r} (this commscope reads {SCHEMA_VERSION})")
+        raise InputError(
+            source,
+            "schema_version",
+            f"unsupported schema_version {version!r} (this commscope reads {SCHEMA_VERSION})",
+        )
     validate(data, "machine-model", source)  # types of every field (docs/schemas/)
     rows = data["parameters"]
     params = {}
@@ -343,21 +374,34 @@ def machine_model_from_dict(data, source="machine model"):
         if row.get("fit") is not None:
             f = row["fit"]
             fit = FitQuality(
-                n_samples=_size(_require(f, "n_samples", source, pre + "fit."), source, pre + "fit.n_samples"),
-                max_rel_error=_number(_require(f, "max_rel_error", source, pre + "fit."),
-                                      source, pre + "fit.max_rel_error"),
-                median_rel_error=_number(_require(f, "median_rel_error", source, pre + "fit."),
-                                         source, pre + "fit.median_rel_error"),
-                rel_error_by_size={_size(k, source, pre + "fit.rel_error_by_size"): float(v)
-                                   for k, v in (f.get("rel_error_by_size") or {}).items()},
-                ci95={k: tuple(_number(x, source, f"{pre}fit.ci95.{k}", allow_inf=True)
-                               for x in v) for k, v in (f.get("ci95") or {}).items()},
+                n_samples=_size(
+                    _require(f, "n_samples", source, pre + "fit."), source, pre + "fit.n_samples"
+                ),
+                max_rel_error=_number(
+                    _require(f, "max_rel_error", source, pre + "fit."),
+                    source,
+                    pre + "fit.max_rel_error",
+                ),
+                median_rel_error=_number(
+                    _require(f, "median_rel_error", source, pre + "fit."),
+                    source,
+                    pre + "fit.median_rel_error",
+                ),
+                rel_error_by_size={
+                    _size(k, source, pre + "fit.rel_error_by_size"): float(v)
+                    for k, v in (f.get("rel_error_by_size") or {}).items()
+                },
+                ci95={
+                    k: tuple(_number(x, source, f"{pre}fit.ci95.{k}", allow_inf=True) for x in v)
+                    for k, v in (f.get("ci95") or {}).items()
+                },
                 flags=list(f.get("flags") or []),
             )
         params[(proto, loc)] = ProtocolParams(
             alpha_s=_number(_require(row, "alpha_s", source, pre), source, pre + "alpha_s"),
-            beta_s_per_byte=_number(_require(row, "beta_s_per_byte", source, pre),
-                                    source, pre + "beta_s_per_byte"),
+            beta_s_per_byte=_number(
+                _require(row, "beta_s_per_byte", source, pre), source, pre + "beta_s_per_byte"
+            ),
             R_N_Bps=_number(row.get("R_N_Bps", "inf"), source, pre + "R_N_Bps", allow_inf=True),
             fit=fit,
             **_capacity(row.get("capacity"), source, pre + "capacity."),
@@ -368,21 +412,29 @@ def machine_model_from_dict(data, source="machine model"):
         pre = f"breakpoints.{loc_name}."
         if not isinstance(bp, dict):
             raise InputError(source, pre[:-1], "must be an object")
-        breakpoints[loc] = Breakpoints(_size(bp.get("short_max_bytes"), source, pre + "short_max_bytes"),
-                                       _size(bp.get("eager_max_bytes"), source, pre + "eager_max_bytes"))
+        breakpoints[loc] = Breakpoints(
+            _size(bp.get("short_max_bytes"), source, pre + "short_max_bytes"),
+            _size(bp.get("eager_max_bytes"), source, pre + "eager_max_bytes"),
+        )
     limits = data.get("mpi_eager_limits") or {}
     if not isinstance(limits, dict):
         raise InputError(source, "mpi_eager_limits", "must be an object name -> bytes")
     machine_model = MachineModel(
         params=params,
         breakpoints=breakpoints,
-        mpi_eager_limits={str(k): _size(v, source, f"mpi_eager_limits.{k}") for k, v in limits.items()},
+        mpi_eager_limits={
+            str(k): _size(v, source, f"mpi_eager_limits.{k}") for k, v in limits.items()
+        },
         gamma_s=_number(data.get("gamma_s"), source, "gamma_s", allow_none=True),
-        delta_s_per_byte=_number(data.get("delta_s_per_byte"), source, "delta_s_per_byte",
-                                 allow_none=True),
+        delta_s_per_byte=_number(
+            data.get("delta_s_per_byte"), source, "delta_s_per_byte", allow_none=True
+        ),
         machine=dict(data.get("machine") or {}),
-        queue_search=(queue_search_model_from_dict(data["queue_search"], source)
-                      if data.get("queue_search") is not None else None),
+        queue_search=(
+            queue_search_model_from_dict(data["queue_search"], source)
+            if data.get("queue_search") is not None
+            else None
+        ),
         partitioned=terms_from_dict(data.get("partitioned"), source),  # absent in older files
     )
     check_machine_model(machine_model, source)
@@ -393,21 +445,28 @@ def _capacity(field_value, source, pre):
     """ProtocolParams keywords of a parameter row's optional ``capacity`` object."""
     if field_value is None:
         return {}
-    return {"capacity_bytes": _size(_require(field_value, "bytes", source, pre), source,
-                                    pre + "bytes"),
-            "beta_beyond_s_per_byte": _number(_require(field_value, "beta_beyond_s_per_byte",
-                                                       source, pre),
-                                              source, pre + "beta_beyond_s_per_byte")}
+    return {
+        "capacity_bytes": _size(_require(field_value, "bytes", source, pre), source, pre + "bytes"),
+        "beta_beyond_s_per_byte": _number(
+            _require(field_value, "beta_beyond_s_per_byte", source, pre),
+            source,
+            pre + "beta_beyond_s_per_byte",
+        ),
+    }
 
 
 def check_machine_model(machine_model, source="machine model"):
     """Consistency: every protocol the breakpoints can select has parameters."""
     for loc in machine_model.localities:
         bp = machine_model.breakpoints.setdefault(loc, Breakpoints())
-        if (bp.short_max_bytes is not None and bp.eager_max_bytes is not None
-                and bp.short_max_bytes >= bp.eager_max_bytes):
-            raise InputError(source, f"breakpoints.{loc}",
-                             "short_max_bytes must be smaller than eager_max_bytes")
+        if (
+            bp.short_max_bytes is not None
+            and bp.eager_max_bytes is not None
+            and bp.short_max_bytes >= bp.eager_max_bytes
+        ):
+            raise InputError(
+                source, f"breakpoints.{loc}", "short_max_bytes must be smaller than eager_max_bytes"
+            )
         needed = ["rendezvous"]
         if bp.eager_max_bytes is not None:
             needed.append("eager")
@@ -415,8 +474,11 @@ def check_machine_model(machine_model, source="machine model"):
             needed.append("short")
         for proto in needed:
             if (proto, loc) not in machine_model.params:
-                raise InputError(source, f"parameters ({proto}/{loc})",
-                                 "missing: the breakpoints select this protocol at this locality")
+                raise InputError(
+                    source,
+                    f"parameters ({proto}/{loc})",
+                    "missing: the breakpoints select this protocol at this locality",
+                )
     return machine_model
 
 
@@ -449,8 +511,9 @@ def _load_csv(path, breakpoints):
     locs = {loc for _, loc in params}
     machine_model = MachineModel(
         params=params,
-        breakpoints={loc: Breakpoints(bps.get("short_max_bytes"), bps.get("eager_max_bytes"))
-                     for loc in locs},
+        breakpoints={
+            loc: Breakpoints(bps.get("short_max_bytes"), bps.get("eager_max_bytes")) for loc in locs
+        },
         machine={"source": str(path)},
         source=str(path),
     )
@@ -502,9 +565,12 @@ def _same_run(run, ident):
     alone is not enough (it has one-second steps, and a script starts runs faster).
     """
     if isinstance(ident, dict):
-        if ident.get("start_time") and ident.get("kind") == run.kind \
-                and ident["start_time"] == run.meta.get("start_time") \
-                and Path(ident.get("path") or "").name == Path(run.path).name:
+        if (
+            ident.get("start_time")
+            and ident.get("kind") == run.kind
+            and ident["start_time"] == run.meta.get("start_time")
+            and Path(ident.get("path") or "").name == Path(run.path).name
+        ):
             return True
         ident = ident.get("path")
     try:

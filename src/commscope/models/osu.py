@@ -27,8 +27,8 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-US = 1e-6   # microseconds -> seconds
-MB = 1e6    # OSU prints MB/s with MB = 10^6 bytes
+US = 1e-6  # microseconds -> seconds
+MB = 1e6  # OSU prints MB/s with MB = 10^6 bytes
 
 
 @dataclass
@@ -51,8 +51,11 @@ class OSUTable:
     def _interp(self, column, size_bytes):
         values = self.table[column].to_numpy(float)
         if np.isnan(values).any():
-            raise InputError(self.source, column, "no values in this table (give both "
-                             "an osu_latency and an osu_bw output)")
+            raise InputError(
+                self.source,
+                column,
+                "no values in this table (give both an osu_latency and an osu_bw output)",
+            )
         size = np.asarray(size_bytes, dtype=float)
         if np.any(size <= 0):
             raise InputError(self.source, "size_bytes", "sizes must be positive")
@@ -99,11 +102,13 @@ def read_reference_csv(path, machine: str | None = None) -> pd.DataFrame:
     for col in (lat, bw):
         if col not in df.columns:
             raise InputError(path, col, f"column missing; machines in file: {machines}")
-    out = pd.DataFrame({
-        "size_bytes": pd.to_numeric(df["size_bytes"], errors="coerce"),
-        "latency_s": pd.to_numeric(df[lat], errors="coerce") * US,
-        "bandwidth_Bps": pd.to_numeric(df[bw], errors="coerce") * MB,
-    })
+    out = pd.DataFrame(
+        {
+            "size_bytes": pd.to_numeric(df["size_bytes"], errors="coerce"),
+            "latency_s": pd.to_numeric(df[lat], errors="coerce") * US,
+            "bandwidth_Bps": pd.to_numeric(df[bw], errors="coerce") * MB,
+        }
+    )
     _validate(out, path)
     return out
 

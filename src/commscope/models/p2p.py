@@ -36,15 +36,14 @@ QUEUE_SEARCH_CASES = ("upper", "triangular", "ordered")
 #: :class:`MissingTerm` naming both, instead of using a default (issue 26).
 TERM_BENCHMARKS = {
     "gamma_s": "`commscope bench hvpingpong` (receives in send order and reversed), "
-               "then `commscope fit`",
+    "then `commscope fit`",
     "delta_s_per_byte": "`commscope bench hvpingpong --contention` on 2 or more nodes, "
-                        "then `commscope fit`",
-    "R_N_Bps": "`commscope bench pingpong --pairs 2` (or more) across nodes, then "
-               "`commscope fit`",
+    "then `commscope fit`",
+    "R_N_Bps": "`commscope bench pingpong --pairs 2` (or more) across nodes, then `commscope fit`",
     "parameters": "`commscope bench pingpong` with its two ranks at that locality, then "
-                  "`commscope fit`",
+    "`commscope fit`",
     "queue_search": "`commscope bench hvpingpong` (receives in send order and reversed; "
-                    "--queues adds the queue lengths), then `commscope fit` (one MPI's runs)",
+    "--queues adds the queue lengths), then `commscope fit` (one MPI's runs)",
 }
 
 
@@ -55,8 +54,11 @@ class MissingTerm(InputError):
     def __init__(self, source, term, needed_for, benchmark_term=None):
         self.term = term
         self.benchmark = TERM_BENCHMARKS[benchmark_term or term]
-        super().__init__(source, term, f"not in the machine model, needed for {needed_for}; "
-                                       f"measured by {self.benchmark}")
+        super().__init__(
+            source,
+            term,
+            f"not in the machine model, needed for {needed_for}; measured by {self.benchmark}",
+        )
 
 
 def require_term(machine_model, term, needed_for):
@@ -72,9 +74,12 @@ def require_params(machine_model, protocol, locality):
     key = (protocol, canonical_locality(locality))
     if key not in machine_model.params:
         have = ", ".join(f"{p}/{loc}" for p, loc in sorted(machine_model.params)) or "none"
-        raise MissingTerm(getattr(machine_model, "source", "machine model"),
-                          f"parameters {key[0]}/{key[1]}",
-                          f"{key[1]} messages (the machine model has {have})", "parameters")
+        raise MissingTerm(
+            getattr(machine_model, "source", "machine model"),
+            f"parameters {key[0]}/{key[1]}",
+            f"{key[1]} messages (the machine model has {have})",
+            "parameters",
+        )
     return machine_model.params[key]
 
 
@@ -128,7 +133,7 @@ def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
         alpha[m] = p.alpha_s
         if locality == "inter-node":
             node_rate = min(p.R_N_Bps, ppn * p.Rb_Bps)
-            rate[m] = node_rate / ppn          # eq. 2 rewritten as a per-process rate
+            rate[m] = node_rate / ppn  # eq. 2 rewritten as a per-process rate
             transport[m] = sizes[m] / rate[m]
             limited[m] = "R_N" if p.R_N_Bps < ppn * p.Rb_Bps else "R_b"
         else:  # postal, with the capacity regime where the machine model has one
@@ -136,9 +141,15 @@ def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
             with np.errstate(divide="ignore", invalid="ignore"):
                 rate[m] = np.where(transport[m] > 0, sizes[m] / transport[m], p.Rb_Bps)
             limited[m] = "postal"
-    return {"size_bytes": sizes.astype(np.int64), "protocol": protos, "alpha_s": alpha,
-            "rate_Bps": rate, "limited_by": limited, "transport_s": transport,
-            "time_s": alpha + transport}
+    return {
+        "size_bytes": sizes.astype(np.int64),
+        "protocol": protos,
+        "alpha_s": alpha,
+        "rate_Bps": rate,
+        "limited_by": limited,
+        "transport_s": transport,
+        "time_s": alpha + transport,
+    }
 
 
 def node_aware_breakdown(machine_model, size_bytes, locality, ppn=1):
@@ -169,7 +180,9 @@ def queue_search_time(gamma_s, n_messages, case="upper"):
     elif case == "ordered":
         elements = n
     else:
-        raise InputError("queue search", "case", f"expected one of {QUEUE_SEARCH_CASES}, got {case!r}")
+        raise InputError(
+            "queue search", "case", f"expected one of {QUEUE_SEARCH_CASES}, got {case!r}"
+        )
     return gamma_s * elements
 
 
@@ -185,7 +198,7 @@ def contention_link_bytes(hops, bytes_per_process, ppn):
     by a process, ``ppn`` processes per node (the paper's cube-partition assumption).
     """
     h = np.asarray(hops, dtype=float)
-    return 2.0 * h ** 3 * np.asarray(bytes_per_process, dtype=float) * np.asarray(ppn, dtype=float)
+    return 2.0 * h**3 * np.asarray(bytes_per_process, dtype=float) * np.asarray(ppn, dtype=float)
 
 
 def contention_time(delta_s_per_byte, link_bytes):
@@ -196,8 +209,16 @@ def contention_time(delta_s_per_byte, link_bytes):
 HVPP_MODELS = ("auto", "fitted", "paper")
 
 
-def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reversed", ppn=1,
-                    reversed_search="upper", model="auto"):
+def hvpingpong_time(
+    machine_model,
+    n_messages,
+    size_bytes,
+    locality,
+    order="reversed",
+    ppn=1,
+    reversed_search="upper",
+    model="auto",
+):
     """Modelled one-way time of HighVolumePingPong (004 Algorithm 1).
 
     One direction of the exchange (half the round trip, as ping-pong times are
@@ -224,7 +245,9 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
         raise InputError("order", None, f"expected 'ordered' or 'reversed', got {order!r}")
     if model not in HVPP_MODELS:
         raise InputError("model", None, f"expected one of {HVPP_MODELS}, got {model!r}")
-    n, s = np.broadcast_arrays(np.asarray(n_messages, dtype=float), np.asarray(size_bytes, dtype=float))
+    n, s = np.broadcast_arrays(
+        np.asarray(n_messages, dtype=float), np.asarray(size_bytes, dtype=float)
+    )
     n, s = n.ravel(), s.ravel()
     if np.any(n < 1):
         raise InputError("n_messages", None, "must be >= 1")
@@ -233,10 +256,16 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
     if model == "auto":
         model = "fitted" if qs is not None and qs.locality in (None, locality) else "paper"
     if model == "fitted" and qs is None:
-        raise MissingTerm(getattr(machine_model, "source", "machine model"), "queue_search",
-                          "the queue-search model fitted per MPI (HighVolumePingPong)")
-    gamma = (require_term(machine_model, "gamma_s", "the queue-search term of HighVolumePingPong")
-             if model == "paper" else None)
+        raise MissingTerm(
+            getattr(machine_model, "source", "machine model"),
+            "queue_search",
+            "the queue-search model fitted per MPI (HighVolumePingPong)",
+        )
+    gamma = (
+        require_term(machine_model, "gamma_s", "the queue-search term of HighVolumePingPong")
+        if model == "paper"
+        else None
+    )
     one = node_aware_breakdown(machine_model, s, locality, ppn)
     if model == "fitted":
         base, queue = qs.terms(n, order)
@@ -248,11 +277,18 @@ def hvpingpong_time(machine_model, n_messages, size_bytes, locality, order="reve
         maxrate = n * one["time_s"].to_numpy()
         case = "ordered" if order == "ordered" else reversed_search
         queue, used = queue_search_time(gamma, n, case), "paper"
-    return pd.DataFrame({
-        "n_messages": n.astype(np.int64), "size_bytes": s.astype(np.int64), "order": order,
-        "protocol": one["protocol"].to_numpy(), "maxrate_s": maxrate, "queue_s": queue,
-        "total_s": maxrate + queue, "model": used,
-    })
+    return pd.DataFrame(
+        {
+            "n_messages": n.astype(np.int64),
+            "size_bytes": s.astype(np.int64),
+            "order": order,
+            "protocol": one["protocol"].to_numpy(),
+            "maxrate_s": maxrate,
+            "queue_s": queue,
+            "total_s": maxrate + queue,
+            "model": used,
+        }
+    )
 
 
 # ------------------------------------------------------------- whole patterns
@@ -288,13 +324,16 @@ def validate_messages(messages, source="messages"):
         df[col] = vals.astype(np.int64)
     if (df["count"] < 1).any():
         raise InputError(source, "count", "must be >= 1")
-    df["peer_locality"] = [canonical_locality(v, source, "peer_locality") for v in df["peer_locality"]]
+    df["peer_locality"] = [
+        canonical_locality(v, source, "peer_locality") for v in df["peer_locality"]
+    ]
     return df[list(MESSAGE_COLUMNS)]
 
 
 def load_messages(path):
     """Read a communication pattern CSV (see :func:`validate_messages`)."""
     from ..tablefile import read_table
+
     return validate_messages(read_table(path), source=path)
 
 
@@ -305,12 +344,17 @@ class PatternPrediction:
     per_rank: pd.DataFrame
     max_total_s: float
     max_rank: int
-    term_max: dict                     # each term's maximum over ranks
+    term_max: dict  # each term's maximum over ranks
     notes: list = field(default_factory=list)
 
     def to_dict(self):
-        return {"per_rank": self.per_rank.to_dict("records"), "max_total_s": self.max_total_s,
-                "max_rank": self.max_rank, "term_max": self.term_max, "notes": self.notes}
+        return {
+            "per_rank": self.per_rank.to_dict("records"),
+            "max_total_s": self.max_total_s,
+            "max_rank": self.max_rank,
+            "term_max": self.term_max,
+            "notes": self.notes,
+        }
 
 
 def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upper"):
@@ -344,24 +388,33 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
     one = np.empty(len(df))
     for loc, idx in df.groupby("peer_locality").groups.items():
         one[df.index.get_indexer(idx)] = node_aware_breakdown(
-            machine_model, df.loc[idx, "size_bytes"].to_numpy(), loc, ppn)["time_s"].to_numpy()
+            machine_model, df.loc[idx, "size_bytes"].to_numpy(), loc, ppn
+        )["time_s"].to_numpy()
     df = df.assign(maxrate_s=one * df["count"], bytes=df["size_bytes"] * df["count"])
     df["inter_node_bytes"] = np.where(df["peer_locality"] == "inter-node", df["bytes"], 0)
     g = df.groupby("rank", sort=True)
-    per = pd.DataFrame({
-        "n_messages": g["count"].sum(), "bytes": g["bytes"].sum(),
-        "inter_node_bytes": g["inter_node_bytes"].sum(), "maxrate_s": g["maxrate_s"].sum(),
-    }).reset_index()
+    per = pd.DataFrame(
+        {
+            "n_messages": g["count"].sum(),
+            "bytes": g["bytes"].sum(),
+            "inter_node_bytes": g["inter_node_bytes"].sum(),
+            "maxrate_s": g["maxrate_s"].sum(),
+        }
+    ).reset_index()
     if queue_search is None:
         notes.append("queue-search term left out, as asked (--queue none)")
         per["queue_s"] = 0.0
     else:
-        gamma = require_term(machine_model, "gamma_s", "the queue-search term (--queue none "
-                                                       "leaves it out)")
+        gamma = require_term(
+            machine_model, "gamma_s", "the queue-search term (--queue none leaves it out)"
+        )
         per["queue_s"] = queue_search_time(gamma, per["n_messages"].to_numpy(), queue_search)
     if hops is None or not (per["inter_node_bytes"] > 0).any():
-        notes.append("contention term omitted: no --hops given" if hops is None else
-                     "contention term 0: no inter-node bytes")
+        notes.append(
+            "contention term omitted: no --hops given"
+            if hops is None
+            else "contention term 0: no inter-node bytes"
+        )
         per["contention_s"] = 0.0
     else:
         delta = require_term(machine_model, "delta_s_per_byte", "the contention term (eq. 5)")

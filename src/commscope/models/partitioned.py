@@ -51,7 +51,7 @@ pd = lazy("pandas")
 stats = lazy("scipy.stats")
 
 
-MIB = 1024.0 ** 2
+MIB = 1024.0**2
 
 
 def _emma_min(dist, n):
@@ -99,6 +99,7 @@ class MachineModelLink:
 
     def _breakdown(self, size_bytes):
         from .p2p import node_aware_breakdown  # only needed for links from a machine model
+
         sizes = np.asarray(size_bytes, dtype=float)
         b = node_aware_breakdown(self.machine_model, sizes.ravel(), self.locality, self.ppn)
         return b, sizes.shape
@@ -128,7 +129,7 @@ def sigma_from_variability(t_compute_s: float, variability: float) -> float:
 
 def buffer_sweep_bytes(j_min: int = -6, j_max: int = 8) -> np.ndarray:
     """The thesis figures' buffer sizes, ``18 * 2**j`` MiB (0.28 MiB .. 4608 MiB by default)."""
-    return np.array([18 * MIB * 2.0 ** j for j in range(j_min, j_max + 1)])
+    return np.array([18 * MIB * 2.0**j for j in range(j_min, j_max + 1)])
 
 
 class PointMass:
@@ -199,8 +200,9 @@ def _resolve_dist(t_compute_s, variability, sigma_s, dist):
     if dist is not None:
         return dist
     if (variability is None) == (sigma_s is None):
-        raise InputError("--variability", "variability",
-                         "give exactly one of variability or sigma_s")
+        raise InputError(
+            "--variability", "variability", "give exactly one of variability or sigma_s"
+        )
     if variability is not None:
         if not (variability >= 0 and np.isfinite(variability)):
             raise InputError("--variability", "variability", "must be a number >= 0")
@@ -216,13 +218,22 @@ def model_single_send(link, sizes_bytes) -> pd.DataFrame:
     """
     _, sizes = _check_common(1, sizes_bytes, 0.0)
     elapsed = message_time_s(link, sizes)
-    return pd.DataFrame({"size_bytes": sizes, "single_elapsed_s": elapsed,
-                         "single_bandwidth_Bps": sizes / elapsed})
+    return pd.DataFrame(
+        {"size_bytes": sizes, "single_elapsed_s": elapsed, "single_bandwidth_Bps": sizes / elapsed}
+    )
 
 
-def model_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
-                      variability: float | None = None, sigma_s: float | None = None,
-                      t_wait_s: float = 0.0, dist=None) -> pd.DataFrame:
+def model_partitioned(
+    link,
+    threads: int,
+    sizes_bytes,
+    t_compute_s: float,
+    *,
+    variability: float | None = None,
+    sigma_s: float | None = None,
+    t_wait_s: float = 0.0,
+    dist=None,
+) -> pd.DataFrame:
     """Algorithm 1 (analytic): expected partitioned-send performance per buffer size.
 
     Thread times are ``Normal(t_compute_s, sigma)`` with ``sigma`` from ``variability``
@@ -241,12 +252,18 @@ def model_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
     t_msg = message_time_s(link, part)
     m_overlap = np.minimum(overlap / t_msg, n - 1)
     elapsed = t_msg * (n - m_overlap) + t_wait_s
-    return pd.DataFrame({
-        "size_bytes": sizes, "partition_bytes": part, "message_s": t_msg,
-        "last_thread_s": t_last, "overlap_s": overlap,
-        "messages_overlapped": m_overlap, "elapsed_s": elapsed,
-        "bandwidth_Bps": sizes / elapsed,
-    })
+    return pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "partition_bytes": part,
+            "message_s": t_msg,
+            "last_thread_s": t_last,
+            "overlap_s": overlap,
+            "messages_overlapped": m_overlap,
+            "elapsed_s": elapsed,
+            "bandwidth_Bps": sizes / elapsed,
+        }
+    )
 
 
 def _draw_thread_times(thread_times, replicas, threads, rng):
@@ -274,9 +291,16 @@ def _draw_thread_times(thread_times, replicas, threads, rng):
 BYTES_PER_REPLICA_THREAD = 4 * 8
 
 
-def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
-                         replicas: int = 2000, seed: int = 0,
-                         t_wait_s: float = 0.0) -> pd.DataFrame:
+def simulate_partitioned(
+    link,
+    threads: int,
+    sizes_bytes,
+    thread_times,
+    *,
+    replicas: int = 2000,
+    seed: int = 0,
+    t_wait_s: float = 0.0,
+) -> pd.DataFrame:
     """Monte-Carlo partitioned send without Algorithm 1's symmetry/continuity assumptions.
 
     ``thread_times`` is a frozen scipy distribution, an array of measured compute times
@@ -297,8 +321,12 @@ def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
     n, sizes = _check_common(threads, sizes_bytes, t_wait_s)
     if int(replicas) != replicas or replicas < 1:
         raise InputError("--replicas", "replicas", "must be a positive integer")
-    check_memory("--replicas", replicas, int(replicas) * n * BYTES_PER_REPLICA_THREAD,
-                 f"{BYTES_PER_REPLICA_THREAD} bytes per replica and thread, {n} threads")
+    check_memory(
+        "--replicas",
+        replicas,
+        int(replicas) * n * BYTES_PER_REPLICA_THREAD,
+        f"{BYTES_PER_REPLICA_THREAD} bytes per replica and thread, {n} threads",
+    )
     rng = np.random.default_rng(seed)
     ready = np.sort(_draw_thread_times(thread_times, int(replicas), n, rng), axis=1)
     t_last = ready[:, -1]
@@ -309,24 +337,38 @@ def simulate_partitioned(link, threads: int, sizes_bytes, thread_times, *,
     for size, m in zip(sizes, t_msg):
         done = np.max(ready + remaining * m, axis=1)
         elapsed = done - t_last + t_wait_s
-        rows.append({
-            "size_bytes": size, "partition_bytes": size / n, "message_s": m,
-            "mc_elapsed_s": elapsed.mean(),
-            "mc_elapsed_p05_s": np.percentile(elapsed, 5),
-            "mc_elapsed_p95_s": np.percentile(elapsed, 95),
-            "mc_bandwidth_Bps": size / elapsed.mean(),
-            "mc_bandwidth_mean_Bps": np.mean(size / elapsed),
-            "mc_messages_overlapped": n - (elapsed.mean() - t_wait_s) / m,
-            "mc_last_thread_s": t_last.mean(),
-        })
+        rows.append(
+            {
+                "size_bytes": size,
+                "partition_bytes": size / n,
+                "message_s": m,
+                "mc_elapsed_s": elapsed.mean(),
+                "mc_elapsed_p05_s": np.percentile(elapsed, 5),
+                "mc_elapsed_p95_s": np.percentile(elapsed, 95),
+                "mc_bandwidth_Bps": size / elapsed.mean(),
+                "mc_bandwidth_mean_Bps": np.mean(size / elapsed),
+                "mc_messages_overlapped": n - (elapsed.mean() - t_wait_s) / m,
+                "mc_last_thread_s": t_last.mean(),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def compare_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
-                        variability: float | None = None, sigma_s: float | None = None,
-                        t_wait_s: float = 0.0, dist: str = "normal",
-                        monte_carlo: bool = False, samples=None, replicas: int = 2000,
-                        seed: int = 0) -> pd.DataFrame:
+def compare_partitioned(
+    link,
+    threads: int,
+    sizes_bytes,
+    t_compute_s: float,
+    *,
+    variability: float | None = None,
+    sigma_s: float | None = None,
+    t_wait_s: float = 0.0,
+    dist: str = "normal",
+    monte_carlo: bool = False,
+    samples=None,
+    replicas: int = 2000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Single send, Algorithm 1 and (optionally) Monte Carlo side by side, one row per size.
 
     ``dist`` names the thread-time distribution (mean ``t_compute_s``, sd from
@@ -348,9 +390,15 @@ def compare_partitioned(link, threads: int, sizes_bytes, t_compute_s: float, *,
     out["model_bandwidth_Bps"] = model["bandwidth_Bps"]
     out["model_messages_overlapped"] = model["messages_overlapped"]
     if monte_carlo or samples is not None:
-        mc = simulate_partitioned(link, threads, sizes_bytes,
-                                  d if samples is None else samples,
-                                  replicas=replicas, seed=seed, t_wait_s=t_wait_s)
+        mc = simulate_partitioned(
+            link,
+            threads,
+            sizes_bytes,
+            d if samples is None else samples,
+            replicas=replicas,
+            seed=seed,
+            t_wait_s=t_wait_s,
+        )
         for col in ("mc_elapsed_s", "mc_bandwidth_Bps", "mc_messages_overlapped"):
             out[col] = mc[col].to_numpy()
     return out

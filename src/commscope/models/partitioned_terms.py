@@ -103,8 +103,9 @@ class Term:
         if self.by_size:
             d["by_size"] = {str(int(k)): float(v) for k, v in sorted(self.by_size.items())}
             if self.rel_se_by_size:
-                d["rel_se_by_size"] = {str(int(k)): float(v)
-                                       for k, v in sorted(self.rel_se_by_size.items())}
+                d["rel_se_by_size"] = {
+                    str(int(k)): float(v) for k, v in sorted(self.rel_se_by_size.items())
+                }
         else:
             d["value"] = None if self.value is None else float(self.value)
         return d
@@ -126,18 +127,24 @@ class PartitionedTerms:
         return t
 
     def to_dict(self):
-        return {"benchmark": BENCHMARK, "conditions": dict(self.conditions),
-                "source_runs": list(self.source_runs),
-                "terms": {k: t.to_dict() for k, t in self.terms.items()}}
+        return {
+            "benchmark": BENCHMARK,
+            "conditions": dict(self.conditions),
+            "source_runs": list(self.source_runs),
+            "terms": {k: t.to_dict() for k, t in self.terms.items()},
+        }
 
 
 def raise_missing(source, name):
-    raise InputError(source, f"partitioned.terms.{name}",
-                     f"missing: the calibrated partitioned model needs the term {name!r}; "
-                     f"measure it with `{BENCHMARK}` (same --threads and --compute as the run "
-                     "to predict) and fit it into the machine model with `commscope fit "
-                     "<ping-pong runs> <calibration run>`; or ask for the thesis's model fed "
-                     "the ping-pong link with `--model postal`")
+    raise InputError(
+        source,
+        f"partitioned.terms.{name}",
+        f"missing: the calibrated partitioned model needs the term {name!r}; "
+        f"measure it with `{BENCHMARK}` (same --threads and --compute as the run "
+        "to predict) and fit it into the machine model with `commscope fit "
+        "<ping-pong runs> <calibration run>`; or ask for the thesis's model fed "
+        "the ping-pong link with `--model postal`",
+    )
 
 
 def terms_from_dict(data, source="machine model"):
@@ -152,17 +159,33 @@ def terms_from_dict(data, source="machine model"):
         if not isinstance(d, dict):
             raise InputError(source, pre, "must be an object")
         by = _by_size(d.get("by_size"), source, f"{pre}.by_size", "seconds", positive=True)
-        rel_se = _by_size(d.get("rel_se_by_size"), source, f"{pre}.rel_se_by_size",
-                          "a relative error", positive=False)
+        rel_se = _by_size(
+            d.get("rel_se_by_size"),
+            source,
+            f"{pre}.rel_se_by_size",
+            "a relative error",
+            positive=False,
+        )
         value = d.get("value")
         if not by:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise InputError(source, f"{pre}.value", f"expected a number >= 0, got {value!r}")
-        terms[name] = Term(name, None if by else float(value), by, int(d.get("n_samples") or 0),
-                           [str(f) for f in d.get("flags") or []], rel_se)
-    return PartitionedTerms(terms, dict(data.get("conditions") or {}),
-                            list(data.get("source_runs") or []))
+        terms[name] = Term(
+            name,
+            None if by else float(value),
+            by,
+            int(d.get("n_samples") or 0),
+            [str(f) for f in d.get("flags") or []],
+            rel_se,
+        )
+    return PartitionedTerms(
+        terms, dict(data.get("conditions") or {}), list(data.get("source_runs") or [])
+    )
 
 
 def _by_size(data, source, where, what, positive):
@@ -174,8 +197,11 @@ def _by_size(data, source, where, what, positive):
         except (TypeError, ValueError):
             raise InputError(source, where, f"{k!r}: {v!r} is not bytes: {what}") from None
         if kk <= 0 or not math.isfinite(vv) or vv < 0 or (positive and vv == 0):
-            raise InputError(source, where, f"{k!r}: {v!r}: sizes must be > 0 and values "
-                                            + ("> 0" if positive else ">= 0"))
+            raise InputError(
+                source,
+                where,
+                f"{k!r}: {v!r}: sizes must be > 0 and values " + ("> 0" if positive else ">= 0"),
+            )
         out[kk] = vv
     return out
 
@@ -185,8 +211,11 @@ def _size_term(name, df, key, col, what):
     g = df.groupby(key)[col]
     med, counts = g.median(), g.count()
     by = {int(k): float(v) for k, v in med.items() if v > 0}
-    rel_se = {k: se / by[k] for k, se in ((int(k), median_se(x)) for k, x in g)
-              if k in by and math.isfinite(se)}
+    rel_se = {
+        k: se / by[k]
+        for k, se in ((int(k), median_se(x)) for k, x in g)
+        if k in by and math.isfinite(se)
+    }
     flags = []
     if len(by) < MIN_SIZES:
         flags.append(f"fitted on {len(by)} size(s) < {MIN_SIZES}: too few points")
@@ -209,6 +238,7 @@ def _shortest_clear_lead(last):
     dropped, never single runs: choosing runs by their own times would bias the median.
     """
     import pandas as pd
+
     picked = []
     for _, g in last.groupby("partition_bytes"):
         by_cal = g.groupby("calibration")[["lead", "flight"]].median()
@@ -235,15 +265,21 @@ def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
     """
     for col in ("call_s", "arrived_s"):
         if col not in compute:
-            raise InputError(source, f"compute.{col}",
-                             "missing: a calibration run of an earlier commscope; "
-                             f"run `{BENCHMARK}` again")
+            raise InputError(
+                source,
+                f"compute.{col}",
+                f"missing: a calibration run of an earlier commscope; run `{BENCHMARK}` again",
+            )
     if (samples["mismatches"] > 0).any():
         raise InputError(source, "samples.mismatches", "the receiver found wrong bytes")
     part = compute[compute["method"] == "partitioned"].copy()
     if part.empty or part["arrived_s"].isna().all():
-        raise InputError(source, "methods", "the calibration measured no MPI-4 partitioned "
-                                            "send (see its methods table): no partitioned terms")
+        raise InputError(
+            source,
+            "methods",
+            "the calibration measured no MPI-4 partitioned "
+            "send (see its methods table): no partitioned terms",
+        )
     rows = []
     # one send: a run of one calibration (``calibration`` numbers the runs fitted together)
     keys = ["size_bytes", "run"] + (["calibration"] if "calibration" in part else [])
@@ -254,34 +290,54 @@ def fit_terms(samples, compute, conditions, source_runs, source="calibration"):
         p_bytes = int(last["size_bytes"]) // nparts
         flight = float(last["arrived_s"] - last["actual_s"])
         for _, e in g.iloc[:-1].iterrows():
-            rows.append(dict(kind="early", partition_bytes=p_bytes,
-                             lead=float(last["actual_s"] - e["actual_s"]),
-                             before=bool(e["arrived_s"] <= last["actual_s"])))
-        rows.append(dict(kind="last", partition_bytes=p_bytes, flight=flight,
-                         lead=float(last["actual_s"] - g.iloc[-2]["actual_s"]) if nparts > 1
-                         else math.inf, calibration=last.get("calibration", 0)))
+            rows.append(
+                dict(
+                    kind="early",
+                    partition_bytes=p_bytes,
+                    lead=float(last["actual_s"] - e["actual_s"]),
+                    before=bool(e["arrived_s"] <= last["actual_s"]),
+                )
+            )
+        rows.append(
+            dict(
+                kind="last",
+                partition_bytes=p_bytes,
+                flight=flight,
+                lead=float(last["actual_s"] - g.iloc[-2]["actual_s"]) if nparts > 1 else math.inf,
+                calibration=last.get("calibration", 0),
+            )
+        )
     import pandas as pd
+
     r = pd.DataFrame(rows)
     last = _shortest_clear_lead(r[r["kind"] == "last"])
     terms = {"partition_s": _size_term("partition_s", last, "partition_bytes", "flight", "runs")}
     single = samples[samples["method"] == "single"]
     if single.empty:
-        raise InputError(source, "methods", "the calibration measured no single send: "
-                                            "no single_s term")
+        raise InputError(
+            source, "methods", "the calibration measured no single send: no single_s term"
+        )
     terms["single_s"] = _size_term("single_s", single, "size_bytes", "elapsed_s", "runs")
     calls = part["call_s"].dropna()
-    terms["pready_s"] = Term("pready_s", float(calls.median()) if len(calls) else 0.0,
-                             n_samples=len(calls),
-                             flags=[] if len(calls) >= MIN_RUNS else
-                             [f"{len(calls)} MPI_Pready calls < {MIN_RUNS}: too few points"])
+    terms["pready_s"] = Term(
+        "pready_s",
+        float(calls.median()) if len(calls) else 0.0,
+        n_samples=len(calls),
+        flags=[]
+        if len(calls) >= MIN_RUNS
+        else [f"{len(calls)} MPI_Pready calls < {MIN_RUNS}: too few points"],
+    )
     early = r[r["kind"] == "early"].copy()
     early["could"] = early["lead"] >= LEAD_FACTOR * terms["partition_s"].at(
-        early["partition_bytes"].to_numpy(float))
+        early["partition_bytes"].to_numpy(float)
+    )
     eligible = early[early["could"]]
     flags = []
     if len(eligible) < MIN_RUNS:
-        flags.append(f"{len(eligible)} early partitions had the time to arrive before the "
-                     f"last thread (< {MIN_RUNS}): too few points; widen --sigma")
+        flags.append(
+            f"{len(eligible)} early partitions had the time to arrive before the "
+            f"last thread (< {MIN_RUNS}): too few points; widen --sigma"
+        )
     phi = float(eligible["before"].mean()) if len(eligible) else 0.0
     terms["progress"] = Term("progress", phi, n_samples=len(eligible), flags=flags)
     return PartitionedTerms(terms, conditions, source_runs)

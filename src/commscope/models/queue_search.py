@@ -103,8 +103,8 @@ class FormFit:
     form: str
     params: dict
     breakpoint_messages: float | None
-    k: int                      # parameters charged (n_params: a breakpoint counts twice)
-    rss_log: float              # sum of squared log(model / measured)
+    k: int  # parameters charged (n_params: a breakpoint counts twice)
+    rss_log: float  # sum of squared log(model / measured)
     aic: float
     bic: float
     cv_rel_error: float | None  # median |model/measured - 1| leaving each depth out in turn
@@ -115,9 +115,14 @@ class FormFit:
         return basis(self.form, n, self.breakpoint_messages) @ p
 
     def scores(self):
-        return {"k": self.k, "aic": _round(self.aic), "bic": _round(self.bic),
-                "cv_rel_error": _round(self.cv_rel_error), "max_rel_error": _round(self.max_rel_error),
-                "breakpoint_messages": self.breakpoint_messages}
+        return {
+            "k": self.k,
+            "aic": _round(self.aic),
+            "bic": _round(self.bic),
+            "cv_rel_error": _round(self.cv_rel_error),
+            "max_rel_error": _round(self.max_rel_error),
+            "breakpoint_messages": self.breakpoint_messages,
+        }
 
 
 def _round(v):
@@ -174,7 +179,7 @@ def fit_form(form, n, t):
     logr = np.log(np.maximum(model, 1e-300) / t)
     m = n.size
     k = n_params(form)
-    rss = float(np.sum(logr ** 2))
+    rss = float(np.sum(logr**2))
     var = max(rss / m, 1e-12)  # a perfect fit would give -inf: floor at a 1e-6 ratio error
     aic = m * math.log(var) + 2 * k
     bic = m * math.log(var) + k * math.log(m)
@@ -186,10 +191,19 @@ def fit_form(form, n, t):
             pi, di = _fit_one(form, n[keep], t[keep])
             if pi is None:
                 continue
-            errs.append(abs(float((basis(form, n[i:i + 1], di) @ pi)[0]) / t[i] - 1))
+            errs.append(abs(float((basis(form, n[i : i + 1], di) @ pi)[0]) / t[i] - 1))
         cv = float(np.median(errs)) if errs else None
-    return FormFit(form, dict(zip(PARAMS[form], map(float, p))), d, k, rss, aic, bic, cv,
-                   float(np.max(np.abs(model / t - 1))))
+    return FormFit(
+        form,
+        dict(zip(PARAMS[form], map(float, p))),
+        d,
+        k,
+        rss,
+        aic,
+        bic,
+        cv,
+        float(np.max(np.abs(model / t - 1))),
+    )
 
 
 @dataclass
@@ -198,16 +212,20 @@ class OrderFit:
 
     order: str
     chosen: FormFit
-    candidates: dict                       # form -> FormFit
-    residuals: list                        # {n_messages, measured_s, model_s, ratio}
+    candidates: dict  # form -> FormFit
+    residuals: list  # {n_messages, measured_s, model_s, ratio}
     flags: list = field(default_factory=list)
 
     def to_dict(self):
-        return {"form": self.chosen.form, "params": self.chosen.params,
-                "breakpoint_messages": self.chosen.breakpoint_messages,
-                "scores": {f: c.scores() for f, c in self.candidates.items()},
-                "selected_by": f"fewest parameters within {BIC_MARGIN:g} of the lowest BIC",
-                "residuals": self.residuals, "flags": list(self.flags)}
+        return {
+            "form": self.chosen.form,
+            "params": self.chosen.params,
+            "breakpoint_messages": self.chosen.breakpoint_messages,
+            "scores": {f: c.scores() for f, c in self.candidates.items()},
+            "selected_by": f"fewest parameters within {BIC_MARGIN:g} of the lowest BIC",
+            "residuals": self.residuals,
+            "flags": list(self.flags),
+        }
 
 
 def select_form(n, t, order="reversed", forms=FORMS):
@@ -223,29 +241,43 @@ def select_form(n, t, order="reversed", forms=FORMS):
         raise InputError("hvpp samples", "n_messages", f"no {order} samples")
     cands = {}
     for form in forms:
-        fit = fit_form(form, n, t) if n.size > len(PARAMS[form]) + (form in BREAKPOINT_FORMS) \
+        fit = (
+            fit_form(form, n, t)
+            if n.size > len(PARAMS[form]) + (form in BREAKPOINT_FORMS)
             else None
+        )
         if fit is not None:
             cands[form] = fit
     if not cands:  # one depth: a constant per message is all it can say
         cands["per-message"] = fit_form("per-message", n, t)
     best = min(c.bic for c in cands.values())
     # parsimony: a form with more parameters must beat every simpler one by BIC_MARGIN
-    chosen = min((c for c in cands.values() if c.bic <= best + BIC_MARGIN),
-                 key=lambda c: (c.k, c.bic))
+    chosen = min(
+        (c for c in cands.values() if c.bic <= best + BIC_MARGIN), key=lambda c: (c.k, c.bic)
+    )
     model = chosen.predict(n)
-    residuals = [{"n_messages": int(a), "measured_s": float(b), "model_s": float(c),
-                  "ratio": float(b / c) if c > 0 else None}
-                 for a, b, c in zip(n, t, model)]
+    residuals = [
+        {
+            "n_messages": int(a),
+            "measured_s": float(b),
+            "model_s": float(c),
+            "ratio": float(b / c) if c > 0 else None,
+        }
+        for a, b, c in zip(n, t, model)
+    ]
     flags = []
     if n.size < MIN_DEPTHS:
-        flags.append(f"fitted on {n.size} depth{'s' if n.size != 1 else ''} (< {MIN_DEPTHS}): "
-                     "too few to choose a form; measure more message counts")
+        flags.append(
+            f"fitted on {n.size} depth{'s' if n.size != 1 else ''} (< {MIN_DEPTHS}): "
+            "too few to choose a form; measure more message counts"
+        )
     # relative error as everywhere in commscope: |model - measured| / measured
     worst = max(residuals, key=lambda r: abs(r["model_s"] / r["measured_s"] - 1))
     if chosen.max_rel_error > MAX_REL_ERROR:
-        flags.append(f"model off by {chosen.max_rel_error:.1%} at n = {worst['n_messages']} "
-                     f"(> {MAX_REL_ERROR:.0%})")
+        flags.append(
+            f"model off by {chosen.max_rel_error:.1%} at n = {worst['n_messages']} "
+            f"(> {MAX_REL_ERROR:.0%})"
+        )
     return OrderFit(order, chosen, cands, residuals, flags)
 
 
@@ -253,7 +285,7 @@ def select_form(n, t, order="reversed", forms=FORMS):
 class QueueSearchModel:
     """Fitted HighVolumePingPong time per order, for one MPI at one message size and locality."""
 
-    orders: dict                            # order -> OrderFit, or its dict form when loaded
+    orders: dict  # order -> OrderFit, or its dict form when loaded
     size_bytes: int
     locality: str | None = None
     mpi: str | None = None
@@ -263,8 +295,11 @@ class QueueSearchModel:
     def order_dict(self, order):
         o = self.orders.get(order)
         if o is None:
-            raise InputError(self.source, f"queue_search.orders.{order}",
-                             f"no fit for {order} receives: measure them with {MEASURE_COMMAND}")
+            raise InputError(
+                self.source,
+                f"queue_search.orders.{order}",
+                f"no fit for {order} receives: measure them with {MEASURE_COMMAND}",
+            )
         return o.to_dict() if isinstance(o, OrderFit) else o
 
     def terms(self, n, order):
@@ -276,8 +311,13 @@ class QueueSearchModel:
         coef = np.array([p[name] for name in PARAMS[form]])
         parts = cols * coef
         # which columns are search (tri) terms: the rest is the per-message part
-        search = {"per-message": [], "linear": [2], "piecewise": [2, 3], "knee": [3],
-                  "two-regime": [2, 5]}[form]
+        search = {
+            "per-message": [],
+            "linear": [2],
+            "piecewise": [2, 3],
+            "knee": [3],
+            "two-regime": [2, 5],
+        }[form]
         extra = parts[:, search].sum(axis=1)
         return parts.sum(axis=1) - extra, extra
 
@@ -289,9 +329,13 @@ class QueueSearchModel:
         return {order: list(self.order_dict(order).get("flags", [])) for order in self.orders}
 
     def to_dict(self):
-        return {"mpi": self.mpi, "size_bytes": int(self.size_bytes), "locality": self.locality,
-                "orders": {o: self.order_dict(o) for o in self.orders},
-                "queues": list(self.queues)}
+        return {
+            "mpi": self.mpi,
+            "size_bytes": int(self.size_bytes),
+            "locality": self.locality,
+            "orders": {o: self.order_dict(o) for o in self.orders},
+            "queues": list(self.queues),
+        }
 
 
 def queue_search_model_from_dict(data, source="machine model"):
@@ -311,14 +355,28 @@ def queue_search_model_from_dict(data, source="machine model"):
         params = o.get("params")
         for name in PARAMS[o["form"]]:
             v = params.get(name) if isinstance(params, dict) else None
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise InputError(source, f"{at}.params.{name}", f"expected a number >= 0, got {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+            ):
+                raise InputError(
+                    source, f"{at}.params.{name}", f"expected a number >= 0, got {v!r}"
+                )
         d = o.get("breakpoint_messages")
         if o["form"] in BREAKPOINT_FORMS and (not isinstance(d, (int, float)) or not d > 0):
-            raise InputError(source, f"{at}.breakpoint_messages", f"expected a depth > 0, got {d!r}")
+            raise InputError(
+                source, f"{at}.breakpoint_messages", f"expected a depth > 0, got {d!r}"
+            )
     size = data.get("size_bytes")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(source, f"{pre}.size_bytes", f"expected whole bytes >= 0, got {size!r}")
-    return QueueSearchModel(orders=dict(orders), size_bytes=size, locality=data.get("locality"),
-                            mpi=data.get("mpi"), queues=list(data.get("queues") or []),
-                            source=str(source))
+    return QueueSearchModel(
+        orders=dict(orders),
+        size_bytes=size,
+        locality=data.get("locality"),
+        mpi=data.get("mpi"),
+        queues=list(data.get("queues") or []),
+        source=str(source),
+    )

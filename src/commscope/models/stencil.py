@@ -51,18 +51,24 @@ NAIVE = "naive"
 class StencilCounts:
     """Counts for one stencil and thread decomposition (paper 002 Table 1 notation)."""
 
-    stencil: str                 # "5", "7", "9", "27" or "naive"
-    decomposition: tuple         # (L_x, L_y[, L_z])
-    threads: int                 # prod L_d
-    M_t: int                     # messages per timestep (received by the process)
-    T_r: int                     # receiving threads
-    T_s: int                     # sending threads (in the neighbouring processes)
-    k: int | None = None         # messages per thread, naive only
+    stencil: str  # "5", "7", "9", "27" or "naive"
+    decomposition: tuple  # (L_x, L_y[, L_z])
+    threads: int  # prod L_d
+    M_t: int  # messages per timestep (received by the process)
+    T_r: int  # receiving threads
+    T_s: int  # sending threads (in the neighbouring processes)
+    k: int | None = None  # messages per thread, naive only
 
     def to_dict(self):
-        return {"stencil": self.stencil, "decomposition": "x".join(map(str, self.decomposition)),
-                "threads": self.threads, "M_t": self.M_t, "T_r": self.T_r, "T_s": self.T_s,
-                "k": self.k}
+        return {
+            "stencil": self.stencil,
+            "decomposition": "x".join(map(str, self.decomposition)),
+            "threads": self.threads,
+            "M_t": self.M_t,
+            "T_r": self.T_r,
+            "T_s": self.T_s,
+            "k": self.k,
+        }
 
 
 def parse_decomposition(text, source="--decomp"):
@@ -71,7 +77,9 @@ def parse_decomposition(text, source="--decomp"):
     try:
         dims = tuple(int(p) for p in parts)
     except ValueError:
-        raise InputError(source, None, f"expected a decomposition like 8x8x4, got {text!r}") from None
+        raise InputError(
+            source, None, f"expected a decomposition like 8x8x4, got {text!r}"
+        ) from None
     return check_decomposition(dims, source)
 
 
@@ -95,7 +103,9 @@ def _stencil_key(points, dims, k, source="stencil"):
     key = key[:-2] if key.endswith("pt") else key
     if key == NAIVE:
         if k is None or isinstance(k, bool) or int(k) != k or k < 1:
-            raise InputError(source, "k", "the naive decomposition needs k >= 1 messages per thread")
+            raise InputError(
+                source, "k", "the naive decomposition needs k >= 1 messages per thread"
+            )
         return key
     if key not in STENCILS:
         raise InputError(source, "points", f"expected 5, 7, 9, 27 or naive, got {points!r}")
@@ -103,8 +113,11 @@ def _stencil_key(points, dims, k, source="stencil"):
         raise InputError(source, "k", "k (messages per thread) only applies to the naive case")
     want = STENCILS[key][0]
     if len(dims) != want:
-        raise InputError(source, "decomposition",
-                         f"a {key}-point stencil needs a {want}-D decomposition, got {len(dims)}-D")
+        raise InputError(
+            source,
+            "decomposition",
+            f"a {key}-point stencil needs a {want}-D decomposition, got {len(dims)}-D",
+        )
     return key
 
 
@@ -122,15 +135,15 @@ def stencil_counts(points, decomposition, k=None):
         m_t = t_s = 2 * lx + 2 * ly
     elif key == "9":
         lx, ly = dims
-        m_t = 6 * lx + 6 * ly - 4                       # eq. 2
-        t_s = 2 * lx + 2 * ly + 4                       # eq. 4
+        m_t = 6 * lx + 6 * ly - 4  # eq. 2
+        t_s = 2 * lx + 2 * ly + 4  # eq. 4
     else:
         pairs = sum(a * b for a, b in itertools.combinations(dims, 2))
         if key == "7":
             m_t = t_s = 2 * pairs
         else:
             m_t = 2 * 9 * pairs - 4 * 3 * sum(dims) + 8  # eq. 6
-            t_s = 2 * pairs + 4 * sum(dims) + 8          # eq. 8
+            t_s = 2 * pairs + 4 * sum(dims) + 8  # eq. 8
     return StencilCounts(key, dims, threads, m_t, t_r, t_s)
 
 
@@ -158,5 +171,7 @@ def messages_per_thread(points, decomposition, k=None):
 def per_thread_table(points, decomposition, k=None):
     """Rows ``{"thread": (x, y[, z]), "messages": n}`` for every thread."""
     counts = messages_per_thread(points, decomposition, k)
-    return [{"thread": tuple(int(c) for c in pos), "messages": int(counts[pos])}
-            for pos in np.ndindex(counts.shape)]
+    return [
+        {"thread": tuple(int(c) for c in pos), "messages": int(counts[pos])}
+        for pos in np.ndindex(counts.shape)
+    ]

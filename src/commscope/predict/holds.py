@@ -66,11 +66,20 @@ REPLICAS = 2000
 SEED = 0
 
 NOT_TESTED = "not tested here"
-MODELS = ("postal", "max-rate", "node-aware", "queue search", "contention", "stencil counts",
-          "partitioned", "variability")
+MODELS = (
+    "postal",
+    "max-rate",
+    "node-aware",
+    "queue search",
+    "contention",
+    "stencil counts",
+    "partitioned",
+    "variability",
+)
 
 
 # --- verdicts -----------------------------------------------------------------------------
+
 
 def factor(ratio):
     """How far a ratio is from 1, either way: max(r, 1/r)."""
@@ -101,11 +110,11 @@ def judge(ratios, exact=False):
 class Point:
     """One compared point: where, the model's value and the measured one."""
 
-    at: str                    # "4 MiB", "n = 1,000", "2x2x2 M_t"
-    x: float                   # position along the sweep (for "beyond ..." reasons)
+    at: str  # "4 MiB", "n = 1,000", "2x2x2 M_t"
+    x: float  # position along the sweep (for "beyond ..." reasons)
     predicted: float
     measured: float
-    unit: str = "s"            # "s" or "messages"
+    unit: str = "s"  # "s" or "messages"
     excluded: str | None = None  # why not judged (oversubscribed)
 
     @property
@@ -116,9 +125,14 @@ class Point:
 
     def to_dict(self):
         key = "_s" if self.unit == "s" else "_messages"
-        return {"at": self.at, f"predicted{key}": self.predicted,
-                f"measured{key}": self.measured, "ratio": self.ratio,
-                "judged": self.excluded is None, "excluded": self.excluded}
+        return {
+            "at": self.at,
+            f"predicted{key}": self.predicted,
+            f"measured{key}": self.measured,
+            "ratio": self.ratio,
+            "judged": self.excluded is None,
+            "excluded": self.excluded,
+        }
 
 
 @dataclass
@@ -129,11 +143,11 @@ class Check:
     paper: str
     runs: list = field(default_factory=list)
     points: list = field(default_factory=list)
-    notes: list = field(default_factory=list)     # clauses of the reason, in order
-    untested: str | None = None                   # why nothing could be compared
-    exact: bool = False                           # counts: equal or not
-    extra_fail: str | None = None                 # a failed check beside the ratios
-    trend: bool = True                            # points lie along a sweep (sizes, n)
+    notes: list = field(default_factory=list)  # clauses of the reason, in order
+    untested: str | None = None  # why nothing could be compared
+    exact: bool = False  # counts: equal or not
+    extra_fail: str | None = None  # a failed check beside the ratios
+    trend: bool = True  # points lie along a sweep (sizes, n)
 
     def row(self):
         judged = [p for p in self.points if p.excluded is None]
@@ -144,24 +158,33 @@ class Check:
         elif not judged and self.points:
             excl = list(dict.fromkeys(p.excluded for p in self.points))
             _, m_all, _ = judge([p.ratio for p in self.points])
-            reason = excl + ([f"measured/model median {format_number(m_all)} (not judged)"]
-                             if m_all else []) + reason
+            reason = (
+                excl
+                + ([f"measured/model median {format_number(m_all)} (not judged)"] if m_all else [])
+                + reason
+            )
         elif judged:
             if self.extra_fail and verdict == "holds":
                 verdict = f"holds within {_x(factor(worst))}"
             where = _where_off(judged, self.exact) if self.trend else None
-            reason = ([self.extra_fail] if self.extra_fail else []) + \
-                     ([where] if where else []) + reason
+            reason = (
+                ([self.extra_fail] if self.extra_fail else []) + ([where] if where else []) + reason
+            )
             skipped = list(dict.fromkeys(p.excluded for p in self.points if p.excluded))
             reason += [f"not judged: {s}" for s in skipped]
         shown = _worst_point(judged or self.points)
         return {
-            "model": self.model, "paper": self.paper,
+            "model": self.model,
+            "paper": self.paper,
             "runs": list(dict.fromkeys(self.runs)),
-            "points": len(self.points), "judged": len(judged),
-            "predicted": _text(shown, "predicted"), "measured": _text(shown, "measured"),
-            "ratio_median": med, "ratio_worst": worst,
-            "verdict": verdict, "reason": "; ".join(reason) if reason else "-",
+            "points": len(self.points),
+            "judged": len(judged),
+            "predicted": _text(shown, "predicted"),
+            "measured": _text(shown, "measured"),
+            "ratio_median": med,
+            "ratio_worst": worst,
+            "verdict": verdict,
+            "reason": "; ".join(reason) if reason else "-",
             "compared": [p.to_dict() for p in self.points],
         }
 
@@ -186,15 +209,23 @@ def _where_off(points, exact):
     off = [factor(p.ratio) > limit + 1e-12 for p in pts]
     if not any(off):
         n = len(pts)
-        return (f"all {n} equal" if exact else
-                f"all {n} point{'s' * (n != 1)} within {_x(max(factor(p.ratio) for p in pts))}")
+        return (
+            f"all {n} equal"
+            if exact
+            else f"all {n} point{'s' * (n != 1)} within {_x(max(factor(p.ratio) for p in pts))}"
+        )
     bad = [p for p, o in zip(pts, off) if o]
     worst = max(bad, key=lambda p: factor(p.ratio))
-    side = ("above" if all(p.ratio > 1 for p in bad) else
-            "below" if all(p.ratio < 1 for p in bad) else "off")
+    side = (
+        "above"
+        if all(p.ratio > 1 for p in bad)
+        else "below"
+        if all(p.ratio < 1 for p in bad)
+        else "off"
+    )
     tail = f"{_x(factor(worst.ratio))} {'above' if worst.ratio > 1 else 'below'} at {worst.at}"
     first, last = off.index(True), len(off) - 1 - off[::-1].index(True)
-    if all(off[first:last + 1]):  # one stretch of the sweep: say where it starts or ends
+    if all(off[first : last + 1]):  # one stretch of the sweep: say where it starts or ends
         if first > 0 and last == len(off) - 1:
             return f"measured {side} the model from {bad[0].at} on ({tail})"
         if first == 0 and last < len(off) - 1:
@@ -211,6 +242,7 @@ def _x(f):
 
 
 # --- runs -----------------------------------------------------------------------------------
+
 
 def open_runs(runs):
     """Run directories (or folders of them, or opened runs), each table of each read
@@ -231,8 +263,15 @@ def oversubscription(run):
     if not launch.get("oversubscribed"):
         return None
     ranks, threads = launch.get("nranks"), launch.get("threads_per_rank") or 1
-    cores = next((m.group(1) for n in launch.get("notes") or []
-                  for m in [re.search(r"on (\d+) cores", n)] if m), "?")
+    cores = next(
+        (
+            m.group(1)
+            for n in launch.get("notes") or []
+            for m in [re.search(r"on (\d+) cores", n)]
+            if m
+        ),
+        "?",
+    )
     who = f"{ranks} ranks" + (f" x {threads} threads" if threads > 1 else "")
     return f"{run.path.name}: oversubscribed, {who} on {cores} cores"
 
@@ -245,10 +284,19 @@ def fitted_from(run, machine_model):
 def _sleeping_threads_fit(run):
     """Oversubscribed only by threads that sleep (``--compute-mode sleep``), one core per rank."""
     launch = run.meta.get("launch") or {}
-    cores = next((int(m.group(1)) for n in launch.get("notes") or []
-                  for m in [re.search(r"on (\d+) cores", n)] if m), 0)
-    return (run.meta.get("parameters", {}).get("compute_mode") == "sleep"
-            and 0 < int(launch.get("nranks") or 0) <= cores)
+    cores = next(
+        (
+            int(m.group(1))
+            for n in launch.get("notes") or []
+            for m in [re.search(r"on (\d+) cores", n)]
+            if m
+        ),
+        0,
+    )
+    return (
+        run.meta.get("parameters", {}).get("compute_mode") == "sleep"
+        and 0 < int(launch.get("nranks") or 0) <= cores
+    )
 
 
 def _held_out(runs, machine_model):
@@ -277,14 +325,22 @@ def _missing(exc):
 
 # --- one check per model ------------------------------------------------------------------
 
+
 def check_postal(runs, mm):
     """Postal model per protocol against single-pair ping-pong (held-out runs first)."""
     singles = [r for r in runs if r.kind == "pingpong" and _pairs(r) == 1]
-    checks = {proto: Check(f"postal ({proto})", "Bienz et al. 2018, eq. 1")
-              for proto in ("short", "eager", "rendezvous")}
+    checks = {
+        proto: Check(f"postal ({proto})", "Bienz et al. 2018, eq. 1")
+        for proto in ("short", "eager", "rendezvous")
+    }
     if not singles:
-        return [Check("postal", "Bienz et al. 2018, eq. 1",
-                      untested="no single-pair ping-pong run (commscope bench pingpong)")]
+        return [
+            Check(
+                "postal",
+                "Bienz et al. 2018, eq. 1",
+                untested="no single-pair ping-pong run (commscope bench pingpong)",
+            )
+        ]
     chosen, in_sample = _held_out(singles, mm)
     for run in chosen:
         over = oversubscription(run)
@@ -301,8 +357,9 @@ def check_postal(runs, mm):
                 c.runs.append(run.path.name)
                 for s, t in zip(sizes[protos == proto], sub["time_s"].to_numpy()[protos == proto]):
                     model = float(par.postal_s(s))
-                    c.points.append(Point(f"{format_bytes(s)} {loc}", float(s), model, float(t),
-                                          excluded=over))
+                    c.points.append(
+                        Point(f"{format_bytes(s)} {loc}", float(s), model, float(t), excluded=over)
+                    )
     out = [c for c in checks.values() if c.points or c.untested]
     for c in out:
         if in_sample:
@@ -315,8 +372,9 @@ def check_maxrate(runs, mm):
     c = Check("max-rate", "Bienz et al. 2018, eq. 2")
     multi = [r for r in runs if r.kind == "pingpong" and _pairs(r) > 1]
     if not multi:
-        c.untested = "no ping-pong run with 2 or more concurrent pairs (commscope bench " \
-                     "pingpong --pairs 2)"
+        c.untested = (
+            "no ping-pong run with 2 or more concurrent pairs (commscope bench pingpong --pairs 2)"
+        )
         return [c]
     no_rn = set()
     for run in multi:
@@ -332,16 +390,25 @@ def check_maxrate(runs, mm):
                     return [c]
                 if proto == "rendezvous" and math.isinf(par.R_N_Bps):
                     no_rn.add(loc)
-                model = float(p2p.maxrate_time(par.alpha_s, par.beta_s_per_byte, s, ppn=ppn,
-                                               R_N_Bps=par.R_N_Bps))
-                c.points.append(Point(f"{format_bytes(s)}, {ppn} pairs", float(s), model,
-                                      float(t), excluded=over))
+                model = float(
+                    p2p.maxrate_time(
+                        par.alpha_s, par.beta_s_per_byte, s, ppn=ppn, R_N_Bps=par.R_N_Bps
+                    )
+                )
+                c.points.append(
+                    Point(
+                        f"{format_bytes(s)}, {ppn} pairs", float(s), model, float(t), excluded=over
+                    )
+                )
     if no_rn:
-        c.notes.append(f"the machine model has no injection limit R_N at {', '.join(sorted(no_rn))}"
-                       " (none fitted): max-rate is the postal model there")
+        c.notes.append(
+            f"the machine model has no injection limit R_N at {', '.join(sorted(no_rn))}"
+            " (none fitted): max-rate is the postal model there"
+        )
     if any(fitted_from(r, mm) for r in multi):
-        c.notes.append(_in_sample_note([r for r in multi if fitted_from(r, mm)],
-                                       "R_N of the machine model"))
+        c.notes.append(
+            _in_sample_note([r for r in multi if fitted_from(r, mm)], "R_N of the machine model")
+        )
     return [c]
 
 
@@ -366,12 +433,21 @@ def check_node_aware(runs, mm):
             localities.add(loc)
             c.runs.append(run.path.name)
             for s, t, m in zip(sub["size_bytes"], sub["time_s"], np.atleast_1d(model)):
-                c.points.append(Point(f"{format_bytes(s)} {loc}, {ppn} pair(s)", float(s),
-                                      float(m), float(t), excluded=over))
+                c.points.append(
+                    Point(
+                        f"{format_bytes(s)} {loc}, {ppn} pair(s)",
+                        float(s),
+                        float(m),
+                        float(t),
+                        excluded=over,
+                    )
+                )
     if "inter-node" not in localities:
-        c.notes.append(f"one node: only {', '.join(sorted(localities))} measured, where the "
-                       "model is postal (not injected, ppn ignored); its inter-node branch "
-                       "(R_N, ppn) is not tested here")
+        c.notes.append(
+            f"one node: only {', '.join(sorted(localities))} measured, where the "
+            "model is postal (not injected, ppn ignored); its inter-node branch "
+            "(R_N, ppn) is not tested here"
+        )
     if in_sample:
         c.notes.append(_in_sample_note(singles, "the postal part"))
     return [c]
@@ -379,31 +455,47 @@ def check_node_aware(runs, mm):
 
 def check_queue_search(runs, mm):
     """HighVolumePingPong against max-rate + queue search, one row per receive order."""
-    hv = [r for r in runs if r.kind == "hvpingpong"
-          and not r.meta.get("parameters", {}).get("contention")]
+    hv = [
+        r
+        for r in runs
+        if r.kind == "hvpingpong" and not r.meta.get("parameters", {}).get("contention")
+    ]
     if not hv:
-        return [Check("queue search", "Bienz et al. 2018, eq. 3",
-                      untested="no HighVolumePingPong run (commscope bench hvpingpong)")]
+        return [
+            Check(
+                "queue search",
+                "Bienz et al. 2018, eq. 3",
+                untested="no HighVolumePingPong run (commscope bench hvpingpong)",
+            )
+        ]
     chosen, in_sample = _held_out(hv, mm)
     checks = {}
     for run in chosen:
         over = oversubscription(run)
         df = run.table("samples")
-        med = df.groupby(["order", "locality", "size_bytes", "n_messages"])["time_s"] \
-            .median().reset_index()
+        med = (
+            df.groupby(["order", "locality", "size_bytes", "n_messages"])["time_s"]
+            .median()
+            .reset_index()
+        )
         for (order, loc, size), sub in med.groupby(["order", "locality", "size_bytes"]):
-            c = checks.setdefault(order, Check(f"queue search, {order}",
-                                               "Bienz et al. 2018, eq. 3, Algorithm 1"))
+            c = checks.setdefault(
+                order, Check(f"queue search, {order}", "Bienz et al. 2018, eq. 3, Algorithm 1")
+            )
             try:
-                model = p2p.hvpingpong_time(mm, sub["n_messages"].to_numpy(), size, loc,
-                                            order=order)["total_s"].to_numpy()
+                model = p2p.hvpingpong_time(
+                    mm, sub["n_messages"].to_numpy(), size, loc, order=order
+                )["total_s"].to_numpy()
             except InputError as exc:
                 c.untested = _missing(exc)
                 continue
             c.runs.append(run.path.name)
             for n, t, m in zip(sub["n_messages"], sub["time_s"], model):
-                c.points.append(Point(f"{format_number(n)} messages", float(n), float(m),
-                                      float(t), excluded=over))
+                c.points.append(
+                    Point(
+                        f"{format_number(n)} messages", float(n), float(m), float(t), excluded=over
+                    )
+                )
     for c in checks.values():
         if in_sample:
             c.notes.append(_in_sample_note(chosen, "gamma"))
@@ -413,13 +505,16 @@ def check_queue_search(runs, mm):
 def check_contention(runs, mm):
     """Contention-layout HighVolumePingPong against max-rate + queue search + delta l."""
     c = Check("contention", "Bienz et al. 2018, eqs. 5, 7")
-    runs_c = [r for r in runs if r.kind == "hvpingpong"
-              and r.meta.get("parameters", {}).get("contention")]
+    runs_c = [
+        r for r in runs if r.kind == "hvpingpong" and r.meta.get("parameters", {}).get("contention")
+    ]
     if not runs_c:
         hosts = {h for r in runs for h in r.meta.get("hosts", [])}
-        c.untested = ("one node: contention is on network links between nodes, which these "
-                      "runs never cross" if len(hosts) <= 1 else
-                      "no contention-layout run (commscope bench hvpingpong --contention)")
+        c.untested = (
+            "one node: contention is on network links between nodes, which these runs never cross"
+            if len(hosts) <= 1
+            else "no contention-layout run (commscope bench hvpingpong --contention)"
+        )
         return [c]
     fit = mm.machine.get("delta_fit") or {}
     try:
@@ -434,17 +529,31 @@ def check_contention(runs, mm):
         nodes = max(1, len(set(run.meta.get("hosts", []))))
         ppn = int(fit.get("ppn") or max(1, 2 * _pairs(run) // nodes))
         hops = float(fit.get("hops") or nodes / 2)
-        med = run.table("samples").groupby(["order", "size_bytes", "n_messages"])["time_s"] \
-            .median().reset_index()
+        med = (
+            run.table("samples")
+            .groupby(["order", "size_bytes", "n_messages"])["time_s"]
+            .median()
+            .reset_index()
+        )
         c.runs.append(run.path.name)
         for (order, size), sub in med.groupby(["order", "size_bytes"]):
             n = sub["n_messages"].to_numpy(float)
-            base = p2p.hvpingpong_time(mm, n, size, "inter-node", order=order,
-                                       ppn=ppn)["total_s"].to_numpy()
-            model = base + p2p.contention_time(delta, p2p.contention_link_bytes(hops, n * size, ppn))
+            base = p2p.hvpingpong_time(mm, n, size, "inter-node", order=order, ppn=ppn)[
+                "total_s"
+            ].to_numpy()
+            model = base + p2p.contention_time(
+                delta, p2p.contention_link_bytes(hops, n * size, ppn)
+            )
             for k, t, m in zip(n, sub["time_s"], model):
-                c.points.append(Point(f"{format_number(k)} x {format_bytes(size)}, {order}",
-                                      float(k * size), float(m), float(t), excluded=over))
+                c.points.append(
+                    Point(
+                        f"{format_number(k)} x {format_bytes(size)}, {order}",
+                        float(k * size),
+                        float(m),
+                        float(t),
+                        excluded=over,
+                    )
+                )
     if any(fitted_from(r, mm) for r in runs_c):
         c.notes.append(_in_sample_note(runs_c, "delta"))
     return [c]
@@ -483,16 +592,35 @@ def check_stencil(runs):
             c.runs.append(run.path.name)
             label = f"{points}-pt {decomp}" if points != "naive" else f"naive k={k} {decomp}"
             for name, value in measured.items():
-                c.points.append(Point(f"{label} {name}", float(model.threads),
-                                      float(getattr(model, name)), float(value), "messages"))
+                c.points.append(
+                    Point(
+                        f"{label} {name}",
+                        float(model.threads),
+                        float(getattr(model, name)),
+                        float(value),
+                        "messages",
+                    )
+                )
             q = sub.get("ob1_posted_recvq_length")
             if q is not None and q.notna().any():
                 prq = True
-                c.points.append(Point(f"{label} posted queue", float(model.threads),
-                                      float(model.M_t), float(q.min()), "messages"))
-    c.notes.append("measured: messages each trial matched, threads that posted and sent them"
-                   + (", and the posted-receive queue Open MPI reported (MPI_T) before the "
-                      "sends" if prq else ""))
+                c.points.append(
+                    Point(
+                        f"{label} posted queue",
+                        float(model.threads),
+                        float(model.M_t),
+                        float(q.min()),
+                        "messages",
+                    )
+                )
+    c.notes.append(
+        "measured: messages each trial matched, threads that posted and sent them"
+        + (
+            ", and the posted-receive queue Open MPI reported (MPI_T) before the sends"
+            if prq
+            else ""
+        )
+    )
     return [c]
 
 
@@ -500,6 +628,7 @@ def check_partitioned(runs, mm):
     """Measured partitioned sends against the partitioned model (Algorithm 1) and its
     partitioned-vs-single verdict."""
     from .partitioned import comparison_table, predict_partitioned
+
     c = Check("partitioned", "Dominguez-Trujillo 2021, Ch. 4, Algorithm 1")
     part = [r for r in runs if r.kind == "partitioned"]
     if not part:
@@ -512,19 +641,23 @@ def check_partitioned(runs, mm):
             continue
         over = oversubscription(run)
         if over and _sleeping_threads_fit(run):
-            c.notes.append(f"{over}, judged all the same: its threads sleep through their "
-                           "compute, and its ranks have a core each")
+            c.notes.append(
+                f"{over}, judged all the same: its threads sleep through their "
+                "compute, and its ranks have a core each"
+            )
             over = None
         try:
             pred = predict_partitioned(run, machine_model=mm, replicas=REPLICAS, seed=SEED)
         except InputError as exc:
             if exc.field == "machine.term_sources":  # fitted from this very run: no prediction
-                c.notes.append(f"{run.path.name} not compared: the machine model's terms "
-                               "were fitted from it")
+                c.notes.append(
+                    f"{run.path.name} not compared: the machine model's terms were fitted from it"
+                )
                 continue
             try:  # no partitioned terms: the thesis's Algorithm 1 on the postal link
-                pred = predict_partitioned(run, machine_model=mm, replicas=REPLICAS, seed=SEED,
-                                           model="postal")
+                pred = predict_partitioned(
+                    run, machine_model=mm, replicas=REPLICAS, seed=SEED, model="postal"
+                )
                 c.notes.append(f"postal Algorithm 1, not the calibrated model: {exc}")
             except (InputError, TypeError):
                 c.untested = _missing(exc)
@@ -539,8 +672,15 @@ def check_partitioned(runs, mm):
             p = r.get("model_partitioned_s", r.get("analytic_partitioned_s"))
             if m is None or p is None or not (np.isfinite(m) and np.isfinite(p)):
                 continue
-            c.points.append(Point(format_bytes(r["size_bytes"]), float(r["size_bytes"]),
-                                  float(p), float(m), excluded=over))
+            c.points.append(
+                Point(
+                    format_bytes(r["size_bytes"]),
+                    float(r["size_bytes"]),
+                    float(p),
+                    float(m),
+                    excluded=over,
+                )
+            )
             said = r.get("model_beats_single", r.get("analytic_beats_single"))
             if over is None and r.get("verdict_agrees") is False:  # a measured tie is no verdict
                 disagree.append((r["size_bytes"], bool(said)))
@@ -548,39 +688,59 @@ def check_partitioned(runs, mm):
         if model and not any(n.startswith("model:") for n in c.notes):
             src = (pred.attrs.get("calibration") or {}).get("source_runs") or []
             names = [Path(str(x.get("path") if isinstance(x, dict) else x)).name for x in src]
-            c.notes.append(f"model: {model}" + (f", terms from {', '.join(names)}" if names else ""))
+            c.notes.append(
+                f"model: {model}" + (f", terms from {', '.join(names)}" if names else "")
+            )
     if disagree:
-        c.extra_fail = ("partitioned vs single send: the model says "
-                        + ", ".join(f"{'faster' if s else 'slower'} at {format_bytes(b)}"
-                                    for b, s in disagree) + ", the measurement the opposite")
+        c.extra_fail = (
+            "partitioned vs single send: the model says "
+            + ", ".join(f"{'faster' if s else 'slower'} at {format_bytes(b)}" for b, s in disagree)
+            + ", the measurement the opposite"
+        )
     return [c]
 
 
 def check_variability(runs):
     """Bootstrap intervals from the smallest scale against the measured medians, per kind."""
     from .variability import KINDS, experiment_key, predict_variability, run_ranks
+
     bsp = [r for r in runs if r.kind == "bsp"]
     groups = {}
     for run in bsp:
         groups.setdefault(experiment_key(run), []).append(run)
     groups = {k: v for k, v in groups.items() if len({run_ranks(r) for r in v}) > 1}
     if not groups:
-        return [Check("variability", "Dominguez-Trujillo 2021, Ch. 3",
-                      untested="no bulk-synchronous experiment at 2 or more scales "
-                               "(commscope bench bsp -n 1, then -n 2)")]
-    checks = {k: Check(f"variability ({k})", "Dominguez-Trujillo 2021, Sec. 3.2.2", trend=False)
-              for k in KINDS}
+        return [
+            Check(
+                "variability",
+                "Dominguez-Trujillo 2021, Ch. 3",
+                untested="no bulk-synchronous experiment at 2 or more scales "
+                "(commscope bench bsp -n 1, then -n 2)",
+            )
+        ]
+    checks = {
+        k: Check(f"variability ({k})", "Dominguez-Trujillo 2021, Sec. 3.2.2", trend=False)
+        for k in KINDS
+    }
     missed = {k: [] for k in KINDS}
     for key, members in groups.items():
         scales = sorted({run_ranks(r) for r in members})
         # as the report does: the first base-scale run calibrates, the others give the
         # run-to-run spread (repeats)
-        base = sorted((r for r in members if run_ranks(r) == scales[0]),
-                      key=lambda r: r.meta.get("start_time", ""))
+        base = sorted(
+            (r for r in members if run_ranks(r) == scales[0]),
+            key=lambda r: r.meta.get("start_time", ""),
+        )
         cal = base[0]
-        pred = predict_variability(cal, scales[1:], kind="all", replicas=REPLICAS, seed=SEED,
-                                   compare=[r for r in members if run_ranks(r) != scales[0]],
-                                   repeats=base[1:])
+        pred = predict_variability(
+            cal,
+            scales[1:],
+            kind="all",
+            replicas=REPLICAS,
+            seed=SEED,
+            compare=[r for r in members if run_ranks(r) != scales[0]],
+            repeats=base[1:],
+        )
         workload = dict(key).get("workload")
         over_at = {run_ranks(r): oversubscription(r) for r in members if oversubscription(r)}
         for row in pred.to_dict("records"):
@@ -594,26 +754,37 @@ def check_variability(runs):
             excluded = over_at.get(row["target_ranks"])
             stat = "interval max" if row["statistic"] == "interval_max_s" else "runtime"
             at = f"{workload} {stat}, {row['base_ranks']} -> {row['target_ranks']} ranks"
-            c.points.append(Point(at, float(row["target_ranks"]), float(row["median_s"]),
-                                  float(row["measured_median_s"]), excluded=excluded))
+            c.points.append(
+                Point(
+                    at,
+                    float(row["target_ranks"]),
+                    float(row["median_s"]),
+                    float(row["measured_median_s"]),
+                    excluded=excluded,
+                )
+            )
             if excluded is None and row["inside"] is False:
                 missed[row["kind"]].append(
                     f"{at}: measured {format_seconds(row['measured_median_s'])} outside "
-                    f"[{format_seconds(row['ci_low_s'])}, {format_seconds(row['ci_high_s'])}]")
+                    f"[{format_seconds(row['ci_low_s'])}, {format_seconds(row['ci_high_s'])}]"
+                )
     out = []
     for kind, c in checks.items():
         judged = sum(p.excluded is None for p in c.points)
         if judged and not missed[kind]:
             c.notes.insert(0, f"all {judged} intervals hold the measured median")
         if missed[kind]:
-            c.extra_fail = (f"{len(missed[kind])} of {judged} intervals miss the measured "
-                            f"median ({missed[kind][0]})")
+            c.extra_fail = (
+                f"{len(missed[kind])} of {judged} intervals miss the measured "
+                f"median ({missed[kind][0]})"
+            )
         if c.points or c.notes:
             out.append(c)
     return out
 
 
 # --- the table ----------------------------------------------------------------------------
+
 
 def holds_table(runs, machine_model, where=None):
     """Every model's verdict on these runs: ``{"machine_model", "thresholds", "rows"}``.
@@ -627,31 +798,57 @@ def holds_table(runs, machine_model, where=None):
     checks = []
     if machine_model is None:
         why = f"no machine model ({where})" if where else "no machine model"
-        checks += [Check(m, "", untested=why) for m in ("postal", "max-rate", "node-aware",
-                                                      "queue search", "contention",
-                                                      "partitioned")]
+        checks += [
+            Check(m, "", untested=why)
+            for m in (
+                "postal",
+                "max-rate",
+                "node-aware",
+                "queue search",
+                "contention",
+                "partitioned",
+            )
+        ]
     else:
-        for fn in (check_postal, check_maxrate, check_node_aware, check_queue_search,
-                   check_contention):
+        for fn in (
+            check_postal,
+            check_maxrate,
+            check_node_aware,
+            check_queue_search,
+            check_contention,
+        ):
             checks += fn(runs, machine_model)
     checks += check_stencil(runs)
     if machine_model is not None:
         checks += check_partitioned(runs, machine_model)
     checks += check_variability(runs)
     order = {m: i for i, m in enumerate(MODELS)}
-    checks.sort(key=lambda c: order.get(next((m for m in MODELS if c.model.startswith(m)),
-                                             c.model), len(MODELS)))
+    checks.sort(
+        key=lambda c: order.get(
+            next((m for m in MODELS if c.model.startswith(m)), c.model), len(MODELS)
+        )
+    )
     return {
         "machine_model": where,
-        "thresholds": {"holds_median_ratio": HOLDS_MEDIAN, "holds_worst_ratio": HOLDS_WORST,
-                       "within_worst_ratio": WITHIN_WORST},
+        "thresholds": {
+            "holds_median_ratio": HOLDS_MEDIAN,
+            "holds_worst_ratio": HOLDS_WORST,
+            "within_worst_ratio": WITHIN_WORST,
+        },
         "rows": [c.row() for c in checks],
     }
 
 
 #: The columns a person reads (the reason is printed below the table, one line each).
-TABLE_COLUMNS = ("model", "points", "predicted", "measured", "ratio_median", "ratio_worst",
-                 "verdict")
+TABLE_COLUMNS = (
+    "model",
+    "points",
+    "predicted",
+    "measured",
+    "ratio_median",
+    "ratio_worst",
+    "verdict",
+)
 
 
 def printable_rows(table):

@@ -56,17 +56,29 @@ SOURCES = ("measured", "calibrated", "analytic", "monte-carlo", "monte-carlo-mea
 #: --calibrate`, the default with a machine model) or "postal" (Algorithm 1 fed the
 #: ping-pong link, as the thesis; the only one for OSU tables and link objects).
 MODELS = ("calibrated", "postal")
-COLUMNS = ["size_bytes", "method", "source", "runs", "elapsed_s", "elapsed_p05_s",
-           "elapsed_p95_s", "elapsed_se_s", "effective_bandwidth_Bps", "messages_overlapped"]
+COLUMNS = [
+    "size_bytes",
+    "method",
+    "source",
+    "runs",
+    "elapsed_s",
+    "elapsed_p05_s",
+    "elapsed_p95_s",
+    "elapsed_se_s",
+    "effective_bandwidth_Bps",
+    "messages_overlapped",
+]
 
 
 def _as_run(obj):
     run = obj if isinstance(obj, Run) else open_run(obj)
     run.check()  # a damaged table is the error, never a model quietly left out
     if run.kind != KIND:
-        raise InputError(run.path / "meta.json", "kind",
-                         f"is {run.kind!r}; expected a partitioned run "
-                         "(commscope bench partitioned)")
+        raise InputError(
+            run.path / "meta.json",
+            "kind",
+            f"is {run.kind!r}; expected a partitioned run (commscope bench partitioned)",
+        )
     return run
 
 
@@ -75,8 +87,11 @@ def run_locality(run):
     places = {p.get("rank"): p for p in run.meta.get("placement") or []}
     a, b = places.get(0), places.get(1)
     if a is None or b is None:
-        raise InputError(run.path / "meta.json", "placement",
-                         "no placement of ranks 0 and 1 recorded; give --locality")
+        raise InputError(
+            run.path / "meta.json",
+            "placement",
+            "no placement of ranks 0 and 1 recorded; give --locality",
+        )
     if node_of(a) != node_of(b):
         return "inter-node"
     if a.get("socket", -1) >= 0 and b.get("socket", -1) >= 0 and a["socket"] != b["socket"]:
@@ -90,13 +105,18 @@ def make_link(*, machine_model=None, osu=None, machine=None, locality=None, ppn=
     ``machine`` names the machine's columns of an OSU reference CSV (with ``osu`` only).
     """
     if (machine_model is None) == (osu is None):
-        raise InputError("link", None, "give exactly one of a machine model (--machine-model) "
-                                       "or an OSU table (--osu)")
+        raise InputError(
+            "link",
+            None,
+            "give exactly one of a machine model (--machine-model) or an OSU table (--osu)",
+        )
     if osu is not None:
         from ..models.osu import load_osu
+
         source = ",".join(map(str, osu)) if isinstance(osu, (list, tuple)) else str(osu)
         return load_osu(osu, machine), {"link": "osu", "source": source, "machine": machine}
     from ..models.machine_model import canonical_locality, load_machine_model
+
     if isinstance(machine_model, (str, Path)):
         source, machine_model = str(machine_model), load_machine_model(machine_model)
     else:
@@ -105,11 +125,18 @@ def make_link(*, machine_model=None, osu=None, machine=None, locality=None, ppn=
     if not any(k[1] == loc for k in machine_model.params):
         have = sorted({k[1] for k in machine_model.params})
         why = "given with --locality" if locality else "where this run's two ranks ran"
-        raise InputError(source, "locality", f"the machine model has no parameters for {loc!r} "
-                         f"({why}); it has {have}: choose one with --locality")
-    return pm.MachineModelLink(machine_model, loc, ppn), {"link": "machine-model",
-                                                          "source": source,
-                                                          "locality": loc, "ppn": ppn}
+        raise InputError(
+            source,
+            "locality",
+            f"the machine model has no parameters for {loc!r} "
+            f"({why}); it has {have}: choose one with --locality",
+        )
+    return pm.MachineModelLink(machine_model, loc, ppn), {
+        "link": "machine-model",
+        "source": source,
+        "locality": loc,
+        "ppn": ppn,
+    }
 
 
 def _distribution(params):
@@ -132,15 +159,21 @@ def measured_rows(run):
         raise InputError(run.table_file("samples"), None, "no rows: nothing was measured")
     if (df["mismatches"] > 0).any():
         bad = df[df["mismatches"] > 0].iloc[0]
-        raise InputError(run.table_file("samples"), "mismatches",
-                         f"the receiver found wrong bytes ({bad['method']}, "
-                         f"{bad['size_bytes']} B, run {bad['run']}): not a valid measurement")
+        raise InputError(
+            run.table_file("samples"),
+            "mismatches",
+            f"the receiver found wrong bytes ({bad['method']}, "
+            f"{bad['size_bytes']} B, run {bad['run']}): not a valid measurement",
+        )
     g = df.groupby(["size_bytes", "method"], sort=True)
-    out = g.agg(runs=("run", "count"), elapsed_s=("elapsed_s", "median"),
-                elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
-                elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
-                elapsed_se_s=("elapsed_s", median_se),
-                effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean")).reset_index()
+    out = g.agg(
+        runs=("run", "count"),
+        elapsed_s=("elapsed_s", "median"),
+        elapsed_p05_s=("elapsed_s", lambda x: float(np.percentile(x, 5))),
+        elapsed_p95_s=("elapsed_s", lambda x: float(np.percentile(x, 95))),
+        elapsed_se_s=("elapsed_s", median_se),
+        effective_bandwidth_Bps=("effective_bandwidth_Bps", "mean"),
+    ).reset_index()
     out["source"] = "measured"
     out["messages_overlapped"] = np.nan
     return out
@@ -155,10 +188,13 @@ def check_provenance(run, machine_model, source="machine model"):
     """
     fitted = terms_fitted_from(run, machine_model)
     if fitted:
-        raise InputError(source, "machine.term_sources",
-                         f"the {fitted[0]} term was fitted from {run.path}, the run being "
-                         "predicted: a prediction must not be checked against the data it "
-                         "came from; predict another run, or fit without this one")
+        raise InputError(
+            source,
+            "machine.term_sources",
+            f"the {fitted[0]} term was fitted from {run.path}, the run being "
+            "predicted: a prediction must not be checked against the data it "
+            "came from; predict another run, or fit without this one",
+        )
 
 
 class _TermLink:
@@ -197,14 +233,29 @@ def calibrated_rows(terms, threads, sizes, dist, source="machine model"):
     elapsed = t_p * (threads - m)
     single = t_single.at(sizes)
     inside = t_part.covers(sizes / threads) & t_single.covers(sizes)
-    part = pd.DataFrame({"size_bytes": sizes, "method": "partitioned", "source": "calibrated",
-                         "elapsed_s": elapsed, "effective_bandwidth_Bps": sizes / elapsed,
-                         "elapsed_se_s": elapsed * t_part.rel_se_at(sizes / threads),
-                         "messages_overlapped": m, "calibrated_range": inside})
-    sing = pd.DataFrame({"size_bytes": sizes, "method": "single", "source": "calibrated",
-                         "elapsed_s": single, "effective_bandwidth_Bps": sizes / single,
-                         "elapsed_se_s": single * t_single.rel_se_at(sizes),
-                         "calibrated_range": inside})
+    part = pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "method": "partitioned",
+            "source": "calibrated",
+            "elapsed_s": elapsed,
+            "effective_bandwidth_Bps": sizes / elapsed,
+            "elapsed_se_s": elapsed * t_part.rel_se_at(sizes / threads),
+            "messages_overlapped": m,
+            "calibrated_range": inside,
+        }
+    )
+    sing = pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "method": "single",
+            "source": "calibrated",
+            "elapsed_s": single,
+            "effective_bandwidth_Bps": sizes / single,
+            "elapsed_se_s": single * t_single.rel_se_at(sizes),
+            "calibrated_range": inside,
+        }
+    )
     return [part, sing]
 
 
@@ -218,23 +269,40 @@ def _calibration_notes(terms, params, threads, lead_s=None):
     """Where the calibration's conditions differ from the predicted run's (``lead_s``:
     its median lead of the first thread over the last)."""
     c, notes = terms.conditions, []
-    for key, want in (("threads", threads), ("compute_s", float(params["compute_s"])),
-                      ("compute_mode", params.get("compute_mode", "sleep"))):
+    for key, want in (
+        ("threads", threads),
+        ("compute_s", float(params["compute_s"])),
+        ("compute_mode", params.get("compute_mode", "sleep")),
+    ):
         if key in c and c[key] != want:
             notes.append(f"calibrated with {key} = {c[key]}, this run has {want}")
     cal_lead = c.get("lead_s")
     if cal_lead and lead_s and cal_lead > LEAD_RATIO_NOTED * lead_s:
-        notes.append(f"calibrated with the first thread ready {format_seconds(cal_lead)} before "
-                     f"the last, this run {format_seconds(lead_s)} (medians): the terms of small "
-                     "partitions depend on that lead, so the model may be slow below 1 MiB")
+        notes.append(
+            f"calibrated with the first thread ready {format_seconds(cal_lead)} before "
+            f"the last, this run {format_seconds(lead_s)} (medians): the terms of small "
+            "partitions depend on that lead, so the model may be slow below 1 MiB"
+        )
     for name, t in terms.terms.items():
         notes += [f"{name}: {f}" for f in t.flags]
     return notes
 
 
-def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link=None,
-                        locality=None, ppn=1, t_wait_s=0.0, replicas=4000, seed=0,
-                        measured_times=True, model=None):
+def predict_partitioned(
+    run,
+    *,
+    machine_model=None,
+    osu=None,
+    machine=None,
+    link=None,
+    locality=None,
+    ppn=1,
+    t_wait_s=0.0,
+    replicas=4000,
+    seed=0,
+    measured_times=True,
+    model=None,
+):
     """Tidy DataFrame of measured and modeled elapsed time and effective bandwidth.
 
     ``run``: a partitioned run (path or :class:`Run`). The link is ``link`` (any object
@@ -252,11 +320,16 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     if link is None:
         if machine_model is not None:
             from ..models.machine_model import load_machine_model
-            mm = (load_machine_model(machine_model) if isinstance(machine_model, (str, Path))
-                  else machine_model)
+
+            mm = (
+                load_machine_model(machine_model)
+                if isinstance(machine_model, (str, Path))
+                else machine_model
+            )
             check_provenance(run, mm, getattr(mm, "source", "machine model"))
-        link, link_info = make_link(machine_model=mm, osu=osu, machine=machine,
-                                    locality=locality, ppn=ppn, run=run)
+        link, link_info = make_link(
+            machine_model=mm, osu=osu, machine=machine, locality=locality, ppn=ppn, run=run
+        )
         if isinstance(machine_model, (str, Path)):
             link_info["source"] = str(machine_model)
     else:
@@ -264,14 +337,19 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
     if model is None:
         model = "calibrated" if mm is not None else "postal"
     if model == "calibrated" and mm is None:
-        raise InputError("--model", None, "the calibrated model needs a machine model with "
-                         "partitioned terms (--machine-model); an OSU table or link feeds "
-                         "only --model postal")
+        raise InputError(
+            "--model",
+            None,
+            "the calibrated model needs a machine model with "
+            "partitioned terms (--machine-model); an OSU table or link feeds "
+            "only --model postal",
+        )
     terms = None
     if model == "calibrated":
         terms = getattr(mm, "partitioned", None)
         if terms is None:
             from ..models.partitioned_terms import raise_missing
+
             raise_missing(getattr(mm, "source", "machine model"), "partition_s")
     if not (np.isfinite(t_wait_s) and t_wait_s >= 0):
         raise InputError("--t-wait", None, f"must be a number >= 0, got {t_wait_s}")
@@ -283,51 +361,89 @@ def predict_partitioned(run, *, machine_model=None, osu=None, machine=None, link
 
     frames = [measured]
     if terms is not None:
-        frames += calibrated_rows(terms, threads, sizes, dist,
-                                  getattr(mm, "source", "machine model"))
+        frames += calibrated_rows(
+            terms, threads, sizes, dist, getattr(mm, "source", "machine model")
+        )
     single = pm.model_single_send(link, sizes)
-    frames.append(pd.DataFrame({
-        "size_bytes": sizes, "method": "single", "source": "analytic",
-        "elapsed_s": single["single_elapsed_s"],
-        "effective_bandwidth_Bps": single["single_bandwidth_Bps"]}))
-    ana = pm.model_partitioned(link, threads, sizes, params["compute_s"], dist=dist,
-                               t_wait_s=t_wait_s)
-    frames.append(pd.DataFrame({
-        "size_bytes": sizes, "method": "partitioned", "source": "analytic",
-        "elapsed_s": ana["elapsed_s"], "effective_bandwidth_Bps": ana["bandwidth_Bps"],
-        "messages_overlapped": ana["messages_overlapped"]}))
+    frames.append(
+        pd.DataFrame(
+            {
+                "size_bytes": sizes,
+                "method": "single",
+                "source": "analytic",
+                "elapsed_s": single["single_elapsed_s"],
+                "effective_bandwidth_Bps": single["single_bandwidth_Bps"],
+            }
+        )
+    )
+    ana = pm.model_partitioned(
+        link, threads, sizes, params["compute_s"], dist=dist, t_wait_s=t_wait_s
+    )
+    frames.append(
+        pd.DataFrame(
+            {
+                "size_bytes": sizes,
+                "method": "partitioned",
+                "source": "analytic",
+                "elapsed_s": ana["elapsed_s"],
+                "effective_bandwidth_Bps": ana["bandwidth_Bps"],
+                "messages_overlapped": ana["messages_overlapped"],
+            }
+        )
+    )
     sims = [("monte-carlo", dist)]
     if measured_times:
         comp = run.table("compute")
         if len(comp):
             sims.append(("monte-carlo-measured", comp["actual_s"].to_numpy(float)))
     for source, times in sims:
-        mc = pm.simulate_partitioned(link, threads, sizes, times, replicas=replicas, seed=seed,
-                                     t_wait_s=t_wait_s)
-        frames.append(pd.DataFrame({
-            "size_bytes": sizes, "method": "partitioned", "source": source,
-            "runs": replicas, "elapsed_s": mc["mc_elapsed_s"],
-            "elapsed_p05_s": mc["mc_elapsed_p05_s"], "elapsed_p95_s": mc["mc_elapsed_p95_s"],
-            "effective_bandwidth_Bps": mc["mc_bandwidth_mean_Bps"],
-            "messages_overlapped": mc["mc_messages_overlapped"]}))
+        mc = pm.simulate_partitioned(
+            link, threads, sizes, times, replicas=replicas, seed=seed, t_wait_s=t_wait_s
+        )
+        frames.append(
+            pd.DataFrame(
+                {
+                    "size_bytes": sizes,
+                    "method": "partitioned",
+                    "source": source,
+                    "runs": replicas,
+                    "elapsed_s": mc["mc_elapsed_s"],
+                    "elapsed_p05_s": mc["mc_elapsed_p05_s"],
+                    "elapsed_p95_s": mc["mc_elapsed_p95_s"],
+                    "effective_bandwidth_Bps": mc["mc_bandwidth_mean_Bps"],
+                    "messages_overlapped": mc["mc_messages_overlapped"],
+                }
+            )
+        )
     out = pd.concat(frames, ignore_index=True)
     out["size_bytes"] = out["size_bytes"].astype(np.int64)
     out["runs"] = out["runs"].astype("Int64")  # a count, missing for the analytic model
     out = out.reindex(columns=COLUMNS + (["calibrated_range"] if terms is not None else []))
     order = {s: i for i, s in enumerate(SOURCES)}
-    out = out.sort_values(["size_bytes", "source", "method"],
-                          key=lambda c: c.map(order) if c.name == "source" else c,
-                          kind="stable").reset_index(drop=True)
+    out = out.sort_values(
+        ["size_bytes", "source", "method"],
+        key=lambda c: c.map(order) if c.name == "source" else c,
+        kind="stable",
+    ).reset_index(drop=True)
     out.attrs.update(
-        run=str(run.path), threads=threads, compute_s=params["compute_s"],
-        sigma_s=params["sigma_s"], dist=params["dist"], t_wait_s=t_wait_s, replicas=replicas,
-        seed=seed, skipped={m: note for m, (st, note) in method_status(run).items()
-                            if st == "skipped"}, model=model, **link_info)
+        run=str(run.path),
+        threads=threads,
+        compute_s=params["compute_s"],
+        sigma_s=params["sigma_s"],
+        dist=params["dist"],
+        t_wait_s=t_wait_s,
+        replicas=replicas,
+        seed=seed,
+        skipped={m: note for m, (st, note) in method_status(run).items() if st == "skipped"},
+        model=model,
+        **link_info,
+    )
     if terms is not None:
         out.attrs["terms"] = {k: t.to_dict() for k, t in terms.terms.items()}
         out.attrs["calibration"] = dict(terms.conditions, source_runs=terms.source_runs)
-        out.attrs["notes"] = _calibration_notes(terms, params, threads,
-                                                median_lead_s(run.table("samples")))
+        out.attrs["notes"] = _calibration_notes(
+            terms, params, threads, median_lead_s(run.table("samples"))
+        )
     return out
 
 
@@ -344,12 +460,19 @@ def comparison_table(pred):
     calibration behind them. A tie on either side is no verdict to agree or disagree
     with: ``verdict_agrees`` is None.
     """
-    values = ["elapsed_s", "effective_bandwidth_Bps"] + \
-        (["elapsed_se_s"] if "elapsed_se_s" in pred else [])
-    wide = pred.pivot_table(index="size_bytes", columns=["source", "method"], values=values,
-                            aggfunc="first", dropna=False)
+    values = ["elapsed_s", "effective_bandwidth_Bps"] + (
+        ["elapsed_se_s"] if "elapsed_se_s" in pred else []
+    )
+    wide = pred.pivot_table(
+        index="size_bytes",
+        columns=["source", "method"],
+        values=values,
+        aggfunc="first",
+        dropna=False,
+    )
     rows = []
     for size in wide.index:
+
         def get(value, source, method):
             key = (value, source, method)
             return float(wide.loc[size, key]) if key in wide.columns else np.nan
@@ -366,14 +489,18 @@ def comparison_table(pred):
         row["analytic_partitioned_Bps"] = get("effective_bandwidth_Bps", "analytic", "partitioned")
         row["analytic_single_Bps"] = get("effective_bandwidth_Bps", "analytic", "single")
         row["mc_partitioned_Bps"] = get("effective_bandwidth_Bps", "monte-carlo", "partitioned")
-        row["mc_measured_partitioned_Bps"] = get("effective_bandwidth_Bps", "monte-carlo-measured",
-                                                 "partitioned")
+        row["mc_measured_partitioned_Bps"] = get(
+            "effective_bandwidth_Bps", "monte-carlo-measured", "partitioned"
+        )
         single = row["measured_single_s"]
         for m in ("partitioned", "isend"):
             v = row[f"measured_{m}_s"]
-            row[f"measured_{m}_beats_single"] = (bool(v < single)
-                                                 if np.isfinite(v) and np.isfinite(single) else None)
-        row["analytic_beats_single"] = bool(row["analytic_partitioned_s"] < row["analytic_single_s"])
+            row[f"measured_{m}_beats_single"] = (
+                bool(v < single) if np.isfinite(v) and np.isfinite(single) else None
+            )
+        row["analytic_beats_single"] = bool(
+            row["analytic_partitioned_s"] < row["analytic_single_s"]
+        )
         mc = row["mc_measured_partitioned_s"]
         if not np.isfinite(mc):
             mc = row["mc_partitioned_s"]
@@ -393,23 +520,31 @@ def comparison_table(pred):
         row["ratio_single"] = single / row["model_single_s"]
         row["model_beats_single"] = bool(row["model_partitioned_s"] < row["model_single_s"])
         won = row[f"measured_{meas_m}_beats_single"]
-        row["measured_verdict"] = _verdict(won, meas, single, get("elapsed_se_s", "measured",
-                                                                  meas_m),
-                                           get("elapsed_se_s", "measured", "single"))
+        row["measured_verdict"] = _verdict(
+            won,
+            meas,
+            single,
+            get("elapsed_se_s", "measured", meas_m),
+            get("elapsed_se_s", "measured", "single"),
+        )
         source = "calibrated" if calibrated else "analytic"
-        row["model_verdict"] = _verdict(row["model_beats_single"], row["model_partitioned_s"],
-                                        row["model_single_s"],
-                                        get("elapsed_se_s", source, "partitioned"),
-                                        get("elapsed_se_s", source, "single"))
+        row["model_verdict"] = _verdict(
+            row["model_beats_single"],
+            row["model_partitioned_s"],
+            row["model_single_s"],
+            get("elapsed_se_s", source, "partitioned"),
+            get("elapsed_se_s", source, "single"),
+        )
         decided = {row["measured_verdict"], row["model_verdict"]} <= {"early-bird", "single"}
-        row["verdict_agrees"] = (bool(row["measured_verdict"] == row["model_verdict"])
-                                 if decided else None)
+        row["verdict_agrees"] = (
+            bool(row["measured_verdict"] == row["model_verdict"]) if decided else None
+        )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _verdict(early_bird_won, early_s, single_s, early_se_s, single_se_s):
-    """"early-bird", "single", or "tie" when the two times are closer than twice their
+    """ "early-bird", "single", or "tie" when the two times are closer than twice their
     difference's standard error (unknown standard errors: no tie); None when unknown."""
     if early_bird_won is None:
         return None
@@ -429,12 +564,15 @@ def accuracy(table, min_size=256 * 1024):
     r = r[np.isfinite(r)]
     wrong = [int(s) for s, v in zip(table["size_bytes"], table["verdict_agrees"]) if v is False]
     worst = float(r[np.argmax(np.abs(r - 1))]) if len(r) else np.nan
-    return {"min_size_bytes": min_size, "sizes": int(len(r)),
-            "median_ratio": float(np.median(r)) if len(r) else np.nan,
-            "worst_ratio": worst,
-            "median_within_25pct": bool(len(r) and abs(np.median(r) - 1) <= 0.25),
-            "each_within_50pct": bool(len(r) and np.all(np.abs(r - 1) <= 0.5)),
-            "verdicts_differ_at": wrong}
+    return {
+        "min_size_bytes": min_size,
+        "sizes": int(len(r)),
+        "median_ratio": float(np.median(r)) if len(r) else np.nan,
+        "worst_ratio": worst,
+        "median_within_25pct": bool(len(r) and abs(np.median(r) - 1) <= 0.25),
+        "each_within_50pct": bool(len(r) and np.all(np.abs(r - 1) <= 0.5)),
+        "verdicts_differ_at": wrong,
+    }
 
 
 def win_ranges(table):
@@ -475,10 +613,14 @@ def peak(table, measured_method="partitioned"):
     i = table[col].idxmax()
     r = table.loc[i]
     meas = float(r[col])
-    return {"method": measured_method, "size_bytes": int(r["size_bytes"]), "measured_Bps": meas,
-            "analytic_Bps": float(r["analytic_partitioned_Bps"]),
-            "mc_Bps": float(r["mc_partitioned_Bps"]),
-            "mc_measured_Bps": float(r["mc_measured_partitioned_Bps"]),
-            "measured_over_analytic": meas / float(r["analytic_partitioned_Bps"]),
-            "measured_over_mc": meas / float(r["mc_partitioned_Bps"]),
-            "measured_over_mc_measured": meas / float(r["mc_measured_partitioned_Bps"])}
+    return {
+        "method": measured_method,
+        "size_bytes": int(r["size_bytes"]),
+        "measured_Bps": meas,
+        "analytic_Bps": float(r["analytic_partitioned_Bps"]),
+        "mc_Bps": float(r["mc_partitioned_Bps"]),
+        "mc_measured_Bps": float(r["mc_measured_partitioned_Bps"]),
+        "measured_over_analytic": meas / float(r["analytic_partitioned_Bps"]),
+        "measured_over_mc": meas / float(r["mc_partitioned_Bps"]),
+        "measured_over_mc_measured": meas / float(r["mc_measured_partitioned_Bps"]),
+    }

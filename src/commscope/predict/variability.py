@@ -64,22 +64,49 @@ INTERVALS = ("run", "thesis")
 #: Fewer calibration intervals than this: tails (and a GEV fit) are poorly determined.
 MIN_INTERVALS = 50
 
-COLUMNS = ["workload", "halo_bytes", "kind", "method", "statistic", "base_ranks",
-           "target_ranks", "k", "intervals", "median_s", "ci_low_s", "ci_high_s",
-           "confidence", "replicas", "seed", "measured_runs", "measured_median_s",
-           "measured_mean_s", "measured_low_s", "measured_high_s", "inside", "median_error",
-           "oversubscribed", "note", "interval", "block", "run_sd_rel"]
+COLUMNS = [
+    "workload",
+    "halo_bytes",
+    "kind",
+    "method",
+    "statistic",
+    "base_ranks",
+    "target_ranks",
+    "k",
+    "intervals",
+    "median_s",
+    "ci_low_s",
+    "ci_high_s",
+    "confidence",
+    "replicas",
+    "seed",
+    "measured_runs",
+    "measured_median_s",
+    "measured_mean_s",
+    "measured_low_s",
+    "measured_high_s",
+    "inside",
+    "median_error",
+    "oversubscribed",
+    "note",
+    "interval",
+    "block",
+    "run_sd_rel",
+]
 
 
 # --- runs -----------------------------------------------------------------------------
+
 
 def _as_run(obj):
     run = obj if isinstance(obj, Run) else open_run(obj)
     run.check()  # a damaged table is the error, never a kind "not computed"
     if run.kind != "bsp":
-        raise InputError(run.path / "meta.json", "kind",
-                         f"is {run.kind!r}; variability prediction needs a 'bsp' run "
-                         "(commscope bench bsp)")
+        raise InputError(
+            run.path / "meta.json",
+            "kind",
+            f"is {run.kind!r}; variability prediction needs a 'bsp' run (commscope bench bsp)",
+        )
     return run
 
 
@@ -107,8 +134,9 @@ def run_maxima(run):
         raise InputError(run.table_file("maxima"), "max_interval_s", "no intervals recorded")
     vals = df.sort_values("interval")["max_interval_s"].to_numpy(dtype=float)
     if not np.all(np.isfinite(vals)) or np.any(vals < 0):
-        raise InputError(run.table_file("maxima"), "max_interval_s",
-                         "has negative or non-finite times")
+        raise InputError(
+            run.table_file("maxima"), "max_interval_s", "has negative or non-finite times"
+        )
     return vals
 
 
@@ -121,12 +149,20 @@ def measured_summary(runs):
     rows = []
     for run in map(_as_run, runs):
         m = run_maxima(run)
-        rows.append({"run": str(run.path), "name": run.path.name,
-                     "workload": run.meta["parameters"].get("workload"),
-                     "halo_bytes": run.meta["parameters"].get("halo_bytes"),
-                     "ranks": run_ranks(run), "intervals": m.size,
-                     "runtime_s": float(m.sum()), "median_max_s": float(np.median(m)),
-                     "status": run.status, "oversubscribed": is_oversubscribed(run)})
+        rows.append(
+            {
+                "run": str(run.path),
+                "name": run.path.name,
+                "workload": run.meta["parameters"].get("workload"),
+                "halo_bytes": run.meta["parameters"].get("halo_bytes"),
+                "ranks": run_ranks(run),
+                "intervals": m.size,
+                "runtime_s": float(m.sum()),
+                "median_max_s": float(np.median(m)),
+                "status": run.status,
+                "oversubscribed": is_oversubscribed(run),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -158,9 +194,12 @@ def _collect_compare(compare, calibration):
                         _as_run(run)
                     theirs = dict(experiment_key(run))
                     diff = [k for k, v in key if theirs.get(k) != v]
-                    raise InputError(run.path / "meta.json", f"parameters.{diff[0]}",
-                                     f"{theirs.get(diff[0])!r} differs from the calibration "
-                                     f"run's {dict(key)[diff[0]]!r}: not the same experiment")
+                    raise InputError(
+                        run.path / "meta.json",
+                        f"parameters.{diff[0]}",
+                        f"{theirs.get(diff[0])!r} differs from the calibration "
+                        f"run's {dict(key)[diff[0]]!r}: not the same experiment",
+                    )
                 continue
             seen.add(run.path.resolve())
             chosen.append(run)
@@ -169,15 +208,21 @@ def _collect_compare(compare, calibration):
 
 # --- prediction -----------------------------------------------------------------------
 
+
 def _check_targets(target_ranks, base):
     out = []
     for t in target_ranks:
-        if isinstance(t, bool) or not isinstance(t, (int, np.integer, float)) \
-                or not math.isfinite(t) or t < 1:
+        if (
+            isinstance(t, bool)
+            or not isinstance(t, (int, np.integer, float))
+            or not math.isfinite(t)
+            or t < 1
+        ):
             raise InputError("--target-ranks", None, f"must be positive rank counts, got {t!r}")
         if t < base:
-            raise InputError("--target-ranks", None,
-                             f"{t} is below the calibration scale of {base} ranks")
+            raise InputError(
+                "--target-ranks", None, f"{t} is below the calibration scale of {base} ranks"
+            )
         out.append(int(t) if float(t).is_integer() else float(t))
     return sorted(set(out))
 
@@ -188,15 +233,27 @@ def _kinds(kind):
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     for k in kinds:
         if k not in KINDS:
-            raise InputError("--kind", None,
-                             f"expected one of {', '.join(KINDS)} or all, got {k!r}")
+            raise InputError(
+                "--kind", None, f"expected one of {', '.join(KINDS)} or all, got {k!r}"
+            )
     return kinds
 
 
-def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=10_000,
-                        seed=None, confidence=0.95, compare=(), method="pwm",
-                        ranks_per_node=None, statistics=STATISTICS, repeats=(),
-                        interval="run"):
+def predict_variability(
+    calibration,
+    target_ranks=None,
+    *,
+    kind="all",
+    replicas=10_000,
+    seed=None,
+    confidence=0.95,
+    compare=(),
+    method="pwm",
+    ranks_per_node=None,
+    statistics=STATISTICS,
+    repeats=(),
+    interval="run",
+):
     """Predict interval maxima and runtimes at ``target_ranks`` from a bsp run.
 
     ``calibration``: a bsp run (path or :class:`~commscope.runs.Run`) at the base
@@ -223,8 +280,9 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     cal = _as_run(calibration)
     kinds = _kinds(kind)
     if interval not in INTERVALS:
-        raise InputError("--ci-method", None, f"expected one of {', '.join(INTERVALS)}, "
-                                             f"got {interval!r}")
+        raise InputError(
+            "--ci-method", None, f"expected one of {', '.join(INTERVALS)}, got {interval!r}"
+        )
     for s in statistics:
         if s not in STATISTICS:
             raise InputError("statistic", None, f"expected one of {STATISTICS}, got {s!r}")
@@ -242,12 +300,14 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     m = maxima.size
     times, rpn_hosts = interval_matrix(cal)
     if times.shape[1] != base:
-        raise InputError(cal.path / "intervals", "rank",
-                         f"has {times.shape[1]} ranks but the run says {base}")
+        raise InputError(
+            cal.path / "intervals", "rank", f"has {times.shape[1]} ranks but the run says {base}"
+        )
     rpn = ranks_per_node or rpn_hosts or base
     if not isinstance(rpn, (int, np.integer)) or rpn < 1 or base % rpn:
-        raise InputError("--ranks-per-node", None,
-                         f"{rpn!r} does not divide the calibration's {base} ranks")
+        raise InputError(
+            "--ranks-per-node", None, f"{rpn!r} does not divide the calibration's {base} ranks"
+        )
 
     cal_runs = [cal, *_collect_repeats(repeats, cal, base)]
     series = _calibration_series(cal_runs, base, int(rpn))
@@ -257,8 +317,9 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     if target_ranks is None or len(target_ranks) == 0:
         target_ranks = sorted({run_ranks(r) for r in measured})
         if not target_ranks:
-            raise InputError("--target-ranks", None,
-                             "no target scales: give --target-ranks or --compare runs")
+            raise InputError(
+                "--target-ranks", None, "no target scales: give --target-ranks or --compare runs"
+            )
     targets = _check_targets(target_ranks, base)
 
     by_scale = {}
@@ -271,8 +332,7 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
     for kind_name in kinds:
         groups, per_rank = series[kind_name]
         block = target_run.pooled_block_length([s for g in groups for s in g])
-        kind_notes = _assumption_notes(kind_name, groups, interval, block, len(cal_runs),
-                                       method)
+        kind_notes = _assumption_notes(kind_name, groups, interval, block, len(cal_runs), method)
         if preempted:
             kind_notes.append(preempted)
         for stat in statistics:
@@ -280,18 +340,39 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
             results, note, run_sd = None, "", math.nan
             try:
                 if interval == "thesis":
-                    results = _bootstrap(kind_name, maxima, times, base, rpn, targets,
-                                         replicas=int(replicas), confidence=float(confidence),
-                                         seed=int(seed), intervals=intervals, method=method)
+                    results = _bootstrap(
+                        kind_name,
+                        maxima,
+                        times,
+                        base,
+                        rpn,
+                        targets,
+                        replicas=int(replicas),
+                        confidence=float(confidence),
+                        seed=int(seed),
+                        intervals=intervals,
+                        method=method,
+                    )
                 else:
                     level_runs = series["nonparametric"][0][0]
-                    run_sd = target_run.run_effect_sd(level_runs, _RUN_STAT[stat], block,
-                                                      np.random.default_rng(int(seed)))
-                    results = _bootstrap_run(kind_name, groups, per_rank, base, targets, m,
-                                             stat, block, (run_sd, len(level_runs) - 1),
-                                             replicas=int(replicas),
-                                             confidence=float(confidence), seed=int(seed),
-                                             method=method)
+                    run_sd = target_run.run_effect_sd(
+                        level_runs, _RUN_STAT[stat], block, np.random.default_rng(int(seed))
+                    )
+                    results = _bootstrap_run(
+                        kind_name,
+                        groups,
+                        per_rank,
+                        base,
+                        targets,
+                        m,
+                        stat,
+                        block,
+                        (run_sd, len(level_runs) - 1),
+                        replicas=int(replicas),
+                        confidence=float(confidence),
+                        seed=int(seed),
+                        method=method,
+                    )
             except InputError as exc:
                 if len(kinds) == 1:
                     raise
@@ -305,34 +386,48 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                 shared = "" if over else _slowdown_note(cal_runs, runs_here, target)
                 notes += ([over] if over else []) + ([shared] if shared else []) + kind_notes
                 if run_sd > RUN_SD_NOTE:
-                    notes.append(f"calibration runs differ run to run by {run_sd:.0%} "
-                                 "(log sd of their level): included in the interval")
+                    notes.append(
+                        f"calibration runs differ run to run by {run_sd:.0%} "
+                        "(log sd of their level): included in the interval"
+                    )
                 row = {
-                    "workload": params.get("workload"), "halo_bytes": params.get("halo_bytes"),
+                    "workload": params.get("workload"),
+                    "halo_bytes": params.get("halo_bytes"),
                     "kind": kind_name,
                     "method": None if kind_name == "nonparametric" else method,
-                    "statistic": stat, "base_ranks": base, "target_ranks": target,
-                    "k": target / base, "intervals": intervals,
+                    "statistic": stat,
+                    "base_ranks": base,
+                    "target_ranks": target,
+                    "k": target / base,
+                    "intervals": intervals,
                     "median_s": res.median_s if res else math.nan,
                     "ci_low_s": res.ci_low_s if res else math.nan,
                     "ci_high_s": res.ci_high_s if res else math.nan,
-                    "confidence": float(confidence), "replicas": res.replicas if res else 0,
+                    "confidence": float(confidence),
+                    "replicas": res.replicas if res else 0,
                     "seed": res.seed if res else int(seed) + i,
                     "measured_runs": len(runs_here),
-                    "measured_median_s": math.nan, "measured_mean_s": math.nan,
+                    "measured_median_s": math.nan,
+                    "measured_mean_s": math.nan,
                     "measured_low_s": math.nan,
-                    "measured_high_s": math.nan, "inside": None, "median_error": math.nan,
+                    "measured_high_s": math.nan,
+                    "inside": None,
+                    "median_error": math.nan,
                     "oversubscribed": bool(over) if (runs_here or over) else None,
                     "note": "",
-                    "interval": interval, "block": block if interval == "run" else 1,
+                    "interval": interval,
+                    "block": block if interval == "run" else 1,
                     "run_sd_rel": run_sd,
                 }
                 if values.size:
                     med = float(np.median(values))
                     lo, hi = np.quantile(values, [tail, 1 - tail])
-                    row.update(measured_median_s=med, measured_mean_s=float(np.mean(values)),
-                               measured_low_s=float(lo),
-                               measured_high_s=float(hi))
+                    row.update(
+                        measured_median_s=med,
+                        measured_mean_s=float(np.mean(values)),
+                        measured_low_s=float(lo),
+                        measured_high_s=float(hi),
+                    )
                     if res:
                         row["inside"] = bool(res.ci_low_s <= med <= res.ci_high_s)
                         row["median_error"] = res.median_s / med - 1 if med > 0 else math.nan
@@ -341,10 +436,16 @@ def predict_variability(calibration, target_ranks=None, *, kind="all", replicas=
                 row["note"] = "; ".join(notes)
                 rows.append(row)
     df = pd.DataFrame(rows, columns=COLUMNS).astype({"intervals": "Int64"})  # None: per interval
-    df.attrs.update(calibration=str(cal.path), base_ranks=base, ranks_per_node=int(rpn),
-                    intervals=m, seed=int(seed),
-                    compared=[str(r.path) for r in measured],
-                    repeats=[str(r.path) for r in cal_runs[1:]], interval=interval)
+    df.attrs.update(
+        calibration=str(cal.path),
+        base_ranks=base,
+        ranks_per_node=int(rpn),
+        intervals=m,
+        seed=int(seed),
+        compared=[str(r.path) for r in measured],
+        repeats=[str(r.path) for r in cal_runs[1:]],
+        interval=interval,
+    )
     return df
 
 
@@ -364,13 +465,18 @@ def _collect_repeats(repeats, cal, base):
         theirs = dict(experiment_key(run))
         diff = [k for k, v in key if theirs.get(k) != v]
         if diff:
-            raise InputError(run.path / "meta.json", f"parameters.{diff[0]}",
-                             f"{theirs.get(diff[0])!r} differs from the calibration run's "
-                             f"{dict(key)[diff[0]]!r}: not a repeat of the same experiment")
+            raise InputError(
+                run.path / "meta.json",
+                f"parameters.{diff[0]}",
+                f"{theirs.get(diff[0])!r} differs from the calibration run's "
+                f"{dict(key)[diff[0]]!r}: not a repeat of the same experiment",
+            )
         if run_ranks(run) != base:
-            raise InputError(run.path / "meta.json", "parameters.ranks",
-                             f"{run_ranks(run)} ranks: a repeat must have the calibration's "
-                             f"{base}")
+            raise InputError(
+                run.path / "meta.json",
+                "parameters.ranks",
+                f"{run_ranks(run)} ranks: a repeat must have the calibration's {base}",
+            )
         seen.add(run.path.resolve())
         out.append(run)
     return out
@@ -385,18 +491,32 @@ def _calibration_series(runs, base, rpn):
     for r in runs:
         t, _ = interval_matrix(r)
         if t.shape[1] != base:
-            raise InputError(r.path / "intervals", "rank",
-                             f"has {t.shape[1]} ranks but the run says {base}")
+            raise InputError(
+                r.path / "intervals", "rank", f"has {t.shape[1]} ranks but the run says {base}"
+            )
         mats.append(t.reshape(t.shape[0], base // rpn, rpn))
     nodes = base // rpn
     inter = [[t.max(axis=2)[:, j] for t in mats] for j in range(nodes)]
     intra = [[t[:, j, s] for t in mats for j in range(nodes)] for s in range(rpn)]
-    return {"nonparametric": ([maxima], base), "internode": (inter, rpn),
-            "intranode": (intra, 1)}
+    return {"nonparametric": ([maxima], base), "internode": (inter, rpn), "intranode": (intra, 1)}
 
 
-def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_effect, *,
-                   replicas, confidence, seed, method):
+def _bootstrap_run(
+    kind,
+    groups,
+    per_rank,
+    base,
+    targets,
+    m,
+    stat,
+    block,
+    run_effect,
+    *,
+    replicas,
+    confidence,
+    seed,
+    method,
+):
     """One pooled result per target: replicas split over the groups, as the thesis does.
     ``run_effect``: (log sd, degrees of freedom) of the run-to-run level."""
     run_sd, run_df = run_effect
@@ -407,21 +527,46 @@ def _bootstrap_run(kind, groups, per_rank, base, targets, m, stat, block, run_ef
         samples, failed = [], 0
         for g, group in enumerate(groups):
             res = target_run.predict_statistic(
-                kind != "nonparametric", group, n, statistic=_RUN_STAT[stat], intervals=m,
-                block=block, replicas=per_group, confidence=confidence,
-                seed=(seed + i) * 1009 + g, run_sd=run_sd, run_df=max(run_df, 1),
-                method=method)
+                kind != "nonparametric",
+                group,
+                n,
+                statistic=_RUN_STAT[stat],
+                intervals=m,
+                block=block,
+                replicas=per_group,
+                confidence=confidence,
+                seed=(seed + i) * 1009 + g,
+                run_sd=run_sd,
+                run_df=max(run_df, 1),
+                method=method,
+            )
             samples.append(res.samples)
             failed += res.failed_replicas
         pooled = np.concatenate(samples)
         med, lo, hi = bootstrap._summarise(pooled, confidence)
-        out.append(bootstrap.BootstrapResult(
-            kind, base, target, target / base, stat, med, lo, hi, confidence, pooled.size,
-            seed + i, None if kind == "nonparametric" else method, pooled, failed))
+        out.append(
+            bootstrap.BootstrapResult(
+                kind,
+                base,
+                target,
+                target / base,
+                stat,
+                med,
+                lo,
+                hi,
+                confidence,
+                pooled.size,
+                seed + i,
+                None if kind == "nonparametric" else method,
+                pooled,
+                failed,
+            )
+        )
     return out
 
 
 # --- notes: assumptions the target breaks or the data reject --------------------------
+
 
 def _oversubscription_note(cal, target, runs_here):
     """Why the target is oversubscribed, or "" (measured runs, else this machine's cores)."""
@@ -429,11 +574,15 @@ def _oversubscription_note(cal, target, runs_here):
     topo = cal.meta.get("topology") or {}
     cores = topo.get("usable_cpus") or topo.get("cores")
     one_host = len(cal.meta.get("hosts") or [None]) == 1
-    why = (": ranks time-slice there, and the calibration (one rank per core) has none "
-           "of that in it, so the prediction does not hold")
+    why = (
+        ": ranks time-slice there, and the calibration (one rank per core) has none "
+        "of that in it, so the prediction does not hold"
+    )
     if over:
-        return (f"target oversubscribed ({len(over)} measured run(s) at {target} ranks had "
-                "more ranks than cores)" + why)
+        return (
+            f"target oversubscribed ({len(over)} measured run(s) at {target} ranks had "
+            "more ranks than cores)" + why
+        )
     if one_host and isinstance(cores, int) and target > cores:
         return f"target oversubscribed on this machine ({target} ranks > {cores} cores)" + why
     return ""
@@ -459,13 +608,17 @@ def _slowdown_note(cal_runs, runs_here, target):
         return ""
     base = [_median_interval_s(r) for r in cal_runs]
     spread = (max(base) - min(base)) / min(base) if min(base) > 0 else 0.0
-    shift = float(np.median([_median_interval_s(r) for r in runs_here])) / float(np.median(base)) - 1
+    shift = (
+        float(np.median([_median_interval_s(r) for r in runs_here])) / float(np.median(base)) - 1
+    )
     if shift <= max(SLOWDOWN_NOTE, spread):
         return ""
-    return (f"ranks at {target} slow each other: their median interval is {shift:.1%} longer "
-            f"than at the calibration's scale (beyond the {len(base)} calibration run(s)' spread "
-            f"of {spread:.1%}); shared caches or memory bandwidth, which a bootstrap of "
-            "calibration samples assumes away")
+    return (
+        f"ranks at {target} slow each other: their median interval is {shift:.1%} longer "
+        f"than at the calibration's scale (beyond the {len(base)} calibration run(s)' spread "
+        f"of {spread:.1%}); shared caches or memory bandwidth, which a bootstrap of "
+        "calibration samples assumes away"
+    )
 
 
 #: FTQ spins taking this much longer than requested: the ranks were preempted.
@@ -488,9 +641,11 @@ def _preemption_note(runs):
     worst = max(ratios, default=1.0)
     if worst <= PREEMPTED_RATIO:
         return ""
-    return (f"calibration preempted (FTQ spins took {worst:.1f}x their requested time): "
-            "the machine had other load, which changes from run to run and with the "
-            "number of busy cores")
+    return (
+        f"calibration preempted (FTQ spins took {worst:.1f}x their requested time): "
+        "the machine had other load, which changes from run to run and with the "
+        "number of busy cores"
+    )
 
 
 def _assumption_notes(kind, groups, interval, block, n_runs, method):
@@ -498,40 +653,55 @@ def _assumption_notes(kind, groups, interval, block, n_runs, method):
     all_series = [s for g in groups for s in g]
     total = min(sum(s.size for s in g) for g in groups)
     if total < MIN_INTERVALS:
-        notes.append(f"only {total} calibration intervals (< {MIN_INTERVALS}): the tails "
-                     "(and a GEV fit) are poorly determined")
+        notes.append(
+            f"only {total} calibration intervals (< {MIN_INTERVALS}): the tails "
+            "(and a GEV fit) are poorly determined"
+        )
     r1, bound = max((target_run.lag1(s) for s in all_series), key=lambda rb: abs(rb[0]))
     if abs(r1) > bound:
         head = f"interval times autocorrelated (lag-1 r = {r1:.2f}, beyond +-{bound:.2f})"
-        notes.append(head + (": the thesis bootstrap assumes independent intervals, so its "
-                             "interval is too narrow" if interval == "thesis" else
-                             f": resampled in blocks of {block} intervals"))
+        notes.append(
+            head
+            + (
+                ": the thesis bootstrap assumes independent intervals, so its "
+                "interval is too narrow"
+                if interval == "thesis"
+                else f": resampled in blocks of {block} intervals"
+            )
+        )
     if kind != "nonparametric":
         tests = [target_run.gev_fit_rejected(np.concatenate(g), method) for g in groups]
         bad = [p for rejected, p in tests if rejected]
         if bad:  # a person reads "p < 0.001", not "p = 5e-08"
             p_text = f"p = {min(bad):.2g} < 0.05" if min(bad) >= 1e-3 else "p < 0.001"
-            notes.append(f"GEV fit rejected by a Kolmogorov-Smirnov test ({p_text}): "
-                         "the parametric tail is not the data's")
+            notes.append(
+                f"GEV fit rejected by a Kolmogorov-Smirnov test ({p_text}): "
+                "the parametric tail is not the data's"
+            )
     if interval == "run" and n_runs < 2:
-        notes.append("one calibration run: run-to-run variation is not represented "
-                     "(give repeats, more runs at the base scale)")
+        notes.append(
+            "one calibration run: run-to-run variation is not represented "
+            "(give repeats, more runs at the base scale)"
+        )
     return notes
 
 
-def _bootstrap(kind, maxima, times, base, rpn, targets, *, replicas, confidence, seed,
-               intervals, method):
+def _bootstrap(
+    kind, maxima, times, base, rpn, targets, *, replicas, confidence, seed, intervals, method
+):
     out = []
     for i, target in enumerate(targets):
         opts = dict(replicas=replicas, confidence=confidence, seed=seed + i, intervals=intervals)
         if kind == "nonparametric":
             out.append(bootstrap.bootstrap_nonparametric(maxima, base, float(target), **opts))
         elif kind == "internode":
-            out.append(bootstrap.bootstrap_internode(times, int(rpn), float(target),
-                                                     method=method, **opts))
+            out.append(
+                bootstrap.bootstrap_internode(times, int(rpn), float(target), method=method, **opts)
+            )
         else:
-            out.append(bootstrap.bootstrap_intranode(times, int(rpn), float(target),
-                                                     method=method, **opts))
+            out.append(
+                bootstrap.bootstrap_intranode(times, int(rpn), float(target), method=method, **opts)
+            )
     return out
 
 

@@ -26,8 +26,20 @@ from pathlib import Path
 from ..runs import open_run
 
 #: The Parquet tables of a profile run (docs/profile.md), each an attribute.
-TABLES = ("functions", "peers", "counters", "snapshots", "communicators", "ranks", "size_bins",
-          "collective_bins", "pvars", "files", "threads", "callsites")
+TABLES = (
+    "functions",
+    "peers",
+    "counters",
+    "snapshots",
+    "communicators",
+    "ranks",
+    "size_bins",
+    "collective_bins",
+    "pvars",
+    "files",
+    "threads",
+    "callsites",
+)
 
 
 class Profile:
@@ -35,6 +47,7 @@ class Profile:
 
     def __init__(self, run):
         from .export import require_profile
+
         require_profile(run)
         self.run = run
         self.path = Path(run.path)
@@ -44,8 +57,10 @@ class Profile:
 
     def __repr__(self):
         have = [t for t in TABLES if t in self._names]
-        return (f"commscope.Profile({str(self.path)!r}, ranks={self.meta.get('parameters', {}).get('ranks')}, "
-                f"tables={have}, trace={self.has_trace})")
+        return (
+            f"commscope.Profile({str(self.path)!r}, ranks={self.meta.get('parameters', {}).get('ranks')}, "
+            f"tables={have}, trace={self.has_trace})"
+        )
 
     def tables(self):
         """Names of the tables this run has."""
@@ -69,11 +84,13 @@ class Profile:
     @property
     def has_trace(self):
         from ..matching.trace import trace_files
+
         return bool(trace_files(self.run.raw_dir))
 
     def _trace(self):
         if "_trace" not in self._cache:
             from .export import load_trace
+
             self._cache["_trace"] = load_trace(self.run)
         return self._cache["_trace"]
 
@@ -94,6 +111,7 @@ class Profile:
         if t is None:
             return None
         from .export import calls_table
+
         return calls_table(t).drop(columns=["t_begin_ns", "t_end_ns"])
 
     def messages(self):
@@ -103,6 +121,7 @@ class Profile:
         if t is None:
             return None
         from .export import match_messages
+
         return match_messages(t)
 
 

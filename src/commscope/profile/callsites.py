@@ -42,8 +42,21 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 UNKNOWN = "unknown"
-COLUMNS = ["rank", "function", "file", "line", "caller", "object", "offset", "depth", "stack",
-           "calls", "bytes", "time_s", "reason"]
+COLUMNS = [
+    "rank",
+    "function",
+    "file",
+    "line",
+    "caller",
+    "object",
+    "offset",
+    "depth",
+    "stack",
+    "calls",
+    "bytes",
+    "time_s",
+    "reason",
+]
 
 
 def callsite_files(raw_dir):
@@ -73,39 +86,63 @@ def read_records(path):
         if not _whole(rec["rank"]):
             raise InputError(path, f"line {i}: rank", f"expected a rank, got {rec['rank']!r}")
         if not isinstance(rec["sites"], list) or not all(
-                isinstance(s, list) and len(s) >= 5 and isinstance(s[0], str) and
-                all(_whole(v) for v in s[1:]) for s in rec["sites"]):
-            raise InputError(path, f"line {i}: sites", "expected [function, calls, bytes, ticks, "
-                                                       "address, ...] lists")
+            isinstance(s, list)
+            and len(s) >= 5
+            and isinstance(s[0], str)
+            and all(_whole(v) for v in s[1:])
+            for s in rec["sites"]
+        ):
+            raise InputError(
+                path,
+                f"line {i}: sites",
+                "expected [function, calls, bytes, ticks, address, ...] lists",
+            )
         py = rec.get("python_sites", [])
         if not isinstance(py, list) or not all(
-                isinstance(p, list) and len(p) == 4 and _whole(p[0]) and isinstance(p[1], str)
-                and isinstance(p[2], int) and not isinstance(p[2], bool) and isinstance(p[3], str)
-                for p in py):
-            raise InputError(path, f"line {i}: python_sites", "expected [id, file, line, function] "
-                                                              "lists")
+            isinstance(p, list)
+            and len(p) == 4
+            and _whole(p[0])
+            and isinstance(p[1], str)
+            and isinstance(p[2], int)
+            and not isinstance(p[2], bool)
+            and isinstance(p[3], str)
+            for p in py
+        ):
+            raise InputError(
+                path, f"line {i}: python_sites", "expected [id, file, line, function] lists"
+            )
         if not isinstance(rec["objects"], list) or not all(_object_ok(o) for o in rec["objects"]):
-            raise InputError(path, f"line {i}: objects", "expected {path, base, segments: "
-                                                         "[[low, high], ...], ...} objects")
+            raise InputError(
+                path,
+                f"line {i}: objects",
+                "expected {path, base, segments: [[low, high], ...], ...} objects",
+            )
         out.append(rec)
     return out
 
 
 def _whole(v):
     """A count or an address as JSON gives it: a whole number >= 0 (not a boolean)."""
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2 ** 64
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**64
 
 
 def _object_ok(o):
-    return (isinstance(o, dict) and isinstance(o.get("path"), str) and _whole(o.get("base", 0))
-            and isinstance(o.get("build_id"), (str, type(None)))
-            and all(_whole(o[k]) for k in ("size", "mtime_ns") if k in o)
-            and isinstance(o.get("segments"), list)
-            and all(isinstance(g, list) and len(g) == 2 and _whole(g[0]) and _whole(g[1])
-                    for g in o["segments"]))
+    return (
+        isinstance(o, dict)
+        and isinstance(o.get("path"), str)
+        and _whole(o.get("base", 0))
+        and isinstance(o.get("build_id"), (str, type(None)))
+        and all(_whole(o[k]) for k in ("size", "mtime_ns") if k in o)
+        and isinstance(o.get("segments"), list)
+        and all(
+            isinstance(g, list) and len(g) == 2 and _whole(g[0]) and _whole(g[1])
+            for g in o["segments"]
+        )
+    )
 
 
 # ---- one ELF object ------------------------------------------------------------
+
 
 def _build_id(elf):
     for sec in elf.iter_sections():
@@ -131,6 +168,7 @@ class ElfObject:
             return
         from elftools.common.exceptions import ELFError
         from elftools.elf.elffile import ELFFile
+
         try:
             self._fh = open(path, "rb")
             self._files.append(self._fh)
@@ -140,8 +178,10 @@ class ElfObject:
             return
         on_disk = _build_id(elf)
         if build_id and on_disk != build_id:
-            self.problem = (f"{path} was rebuilt after the run (build id {on_disk or 'none'} on "
-                            f"disk, {build_id} when it ran)")
+            self.problem = (
+                f"{path} was rebuilt after the run (build id {on_disk or 'none'} on "
+                f"disk, {build_id} when it ran)"
+            )
             return
         if not build_id:
             st = os.stat(path)
@@ -149,15 +189,21 @@ class ElfObject:
                 self.problem = f"{path} changed after the run (no build id; size or mtime differ)"
                 return
         self.funcs = self._symbols(elf)
-        dwarf_elf = elf if elf.has_dwarf_info() and elf.get_section_by_name(".debug_line") else \
-            self._separate_debug(on_disk, self._files)
+        dwarf_elf = (
+            elf
+            if elf.has_dwarf_info() and elf.get_section_by_name(".debug_line")
+            else self._separate_debug(on_disk, self._files)
+        )
         if dwarf_elf is not None:
             self.dwarf = dwarf_elf.get_dwarf_info()
         else:
             self.dwarf = None
-            self.partial = (f"{path} has no debug information (built without -g): function+offset "
-                            "from the symbol table" if self.funcs else
-                            f"{path} is stripped (no debug information, no symbols)")
+            self.partial = (
+                f"{path} has no debug information (built without -g): function+offset "
+                "from the symbol table"
+                if self.funcs
+                else f"{path} is stripped (no debug information, no symbols)"
+            )
             if not self.funcs:
                 self.problem = self.partial
 
@@ -170,6 +216,7 @@ class ElfObject:
         if not p.is_file():
             return None
         from elftools.elf.elffile import ELFFile
+
         files.append(open(p, "rb"))
         return ELFFile(files[-1])
 
@@ -227,7 +274,9 @@ class ElfObject:
         """(sorted line rows, their addresses, function scopes) of one unit."""
         comp_dir = _attr(cu.get_top_DIE(), "DW_AT_comp_dir") or ""
         lp = self.dwarf.line_program_for_CU(cu)
-        lines = sorted(_line_rows(lp, comp_dir), key=lambda r: (r[0], r[3])) if lp is not None else []
+        lines = (
+            sorted(_line_rows(lp, comp_dir), key=lambda r: (r[0], r[3])) if lp is not None else []
+        )
         scopes = []
         for die in cu.iter_DIEs():
             if die.tag in ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine"):
@@ -244,9 +293,15 @@ class ElfObject:
             out = (None, None, UNKNOWN, self.problem)
         elif self.dwarf is None:
             shown, _ = self._symbol(a - 1)
-            out = (None, None, shown or UNKNOWN,
-                   self.partial if shown else f"{self.path} is stripped: no debug information and "
-                                              f"no symbol covers offset {a:#x}")
+            out = (
+                None,
+                None,
+                shown or UNKNOWN,
+                self.partial
+                if shown
+                else f"{self.path} is stripped: no debug information and "
+                f"no symbol covers offset {a:#x}",
+            )
         else:
             q = a - 1
             lines, at, scopes = self._cu_at(q) or ([], [], [])
@@ -258,7 +313,12 @@ class ElfObject:
             inner = [s for s in scopes if s[0] <= q < s[1] and s[3]]
             caller = min(inner, key=lambda s: s[2])[3] if inner else self._symbol(q)[1]
             if file is None or not line:
-                out = (None, None, caller or UNKNOWN, f"{self.path}: no line information at offset {a:#x}")
+                out = (
+                    None,
+                    None,
+                    caller or UNKNOWN,
+                    f"{self.path}: no line information at offset {a:#x}",
+                )
             else:
                 out = (file, int(line), caller or UNKNOWN, None)
         self._memo[a] = out
@@ -295,8 +355,11 @@ def _die_ranges(dwarf, cu, die):
     if "DW_AT_ranges" in die.attributes:
         try:
             rl = dwarf.range_lists()
-            ranges = rl.get_range_list_at_offset(die.attributes["DW_AT_ranges"].value, cu=cu) \
-                if hasattr(rl, "get_range_list_at_offset") else []
+            ranges = (
+                rl.get_range_list_at_offset(die.attributes["DW_AT_ranges"].value, cu=cu)
+                if hasattr(rl, "get_range_list_at_offset")
+                else []
+            )
         except Exception:  # noqa: BLE001 - unreadable range list: this scope is skipped
             return []
         base = _attr(cu.get_top_DIE(), "DW_AT_low_pc") or 0
@@ -305,8 +368,11 @@ def _die_ranges(dwarf, cu, die):
             if hasattr(r, "base_address"):  # a base address entry: the rest are relative to it
                 base = r.base_address
             elif hasattr(r, "begin_offset"):
-                out.append((r.begin_offset, r.end_offset) if getattr(r, "is_absolute", False)
-                           else (r.begin_offset + base, r.end_offset + base))
+                out.append(
+                    (r.begin_offset, r.end_offset)
+                    if getattr(r, "is_absolute", False)
+                    else (r.begin_offset + base, r.end_offset + base)
+                )
         return out
     return []
 
@@ -338,12 +404,19 @@ def _line_rows(lp, comp_dir):
         st = entry.state
         if st is None:
             continue
-        rows.append((st.address, None if st.end_sequence else file_name(st.file), st.line,
-                     bool(st.end_sequence)))
+        rows.append(
+            (
+                st.address,
+                None if st.end_sequence else file_name(st.file),
+                st.line,
+                bool(st.end_sequence),
+            )
+        )
     return rows
 
 
 # ---- the run's table --------------------------------------------------------------
+
 
 class Resolver:
     """Objects by identity (path, build id, size, mtime), shared by every rank."""
@@ -436,13 +509,23 @@ def _site_rows(resolver, rec, tick, sets):
                 continue
             _, _, (f2, l2), c2, _ = _frame(resolver, objects, int(a))
             stack.append(f"{c2} ({os.path.basename(f2)}:{l2})" if f2 else c2)
-        rows.append({"rank": rank, "function": func, "file": file,
-                     "line": float(line) if line else np.nan, "caller": caller,
-                     "object": obj, "offset": int(rel) if rel is not None else -1,
-                     "depth": len(addrs), "stack": " <- ".join(stack) if stack else None,
-                     "calls": int(calls), "bytes": float(nbytes) if "bytes" in sets else np.nan,
-                     "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
-                     "reason": reason})
+        rows.append(
+            {
+                "rank": rank,
+                "function": func,
+                "file": file,
+                "line": float(line) if line else np.nan,
+                "caller": caller,
+                "object": obj,
+                "offset": int(rel) if rel is not None else -1,
+                "depth": len(addrs),
+                "stack": " <- ".join(stack) if stack else None,
+                "calls": int(calls),
+                "bytes": float(nbytes) if "bytes" in sets else np.nan,
+                "time_s": ticks * tick.get(rank, np.nan) if "timers" in sets else np.nan,
+                "reason": reason,
+            }
+        )
     return rows
 
 
@@ -466,14 +549,25 @@ def callsites_table(raw_dir, ranks=None, sets=()):
         return None
     df = pd.DataFrame(rows, columns=COLUMNS)
     keys = ["rank", "function", "object", "offset", "stack"]
-    df = (df.groupby(keys, dropna=False, sort=False, as_index=False)
-          .agg({"file": "first", "line": "first", "caller": "first", "depth": "first",
-                "calls": "sum", "bytes": "sum", "time_s": lambda s: s.sum(min_count=1),
-                "reason": "first"}))
+    df = df.groupby(keys, dropna=False, sort=False, as_index=False).agg(
+        {
+            "file": "first",
+            "line": "first",
+            "caller": "first",
+            "depth": "first",
+            "calls": "sum",
+            "bytes": "sum",
+            "time_s": lambda s: s.sum(min_count=1),
+            "reason": "first",
+        }
+    )
     if "bytes" not in sets:
         df["bytes"] = np.nan
-    df = df[COLUMNS].sort_values(["rank", "calls", "function"], ascending=[True, False, True],
-                                 kind="stable").reset_index(drop=True)
+    df = (
+        df[COLUMNS]
+        .sort_values(["rank", "calls", "function"], ascending=[True, False, True], kind="stable")
+        .reset_index(drop=True)
+    )
     df["reason"] = df["reason"].fillna("")
     for col in ("file", "caller", "object", "stack"):  # text, None where missing (never NaN)
         df[col] = df[col].astype(object).where(df[col].notna(), None)
@@ -488,15 +582,26 @@ def top_callsites(df, n=10, by=None):
     if by is None:
         by = "time_s" if df["time_s"].notna().any() else "calls"
     keys = ["function", "file", "line", "caller", "stack", "reason"]
-    g = df.fillna({"file": "", "line": -1, "stack": ""}).groupby(keys, sort=False, as_index=False).agg(
-        ranks=("rank", "nunique"), calls=("calls", "sum"),
-        bytes=("bytes", lambda s: s.sum(min_count=1)), time_s=("time_s", lambda s: s.sum(min_count=1)))
+    g = (
+        df.fillna({"file": "", "line": -1, "stack": ""})
+        .groupby(keys, sort=False, as_index=False)
+        .agg(
+            ranks=("rank", "nunique"),
+            calls=("calls", "sum"),
+            bytes=("bytes", lambda s: s.sum(min_count=1)),
+            time_s=("time_s", lambda s: s.sum(min_count=1)),
+        )
+    )
     g["file"] = g["file"].replace("", None)
     g["line"] = g["line"].where(g["line"] >= 0).astype("Int64")
     g["stack"] = g["stack"].replace("", None)
     g["reason"] = g["reason"].replace("", None)
     order = [by] + [c for c in ("calls", "bytes") if c != by]
-    return g.sort_values(order, ascending=False, kind="stable", na_position="last").head(n).reset_index(drop=True)
+    return (
+        g.sort_values(order, ascending=False, kind="stable", na_position="last")
+        .head(n)
+        .reset_index(drop=True)
+    )
 
 
 def reason_notes(rows, key="reason"):
@@ -526,5 +631,16 @@ def site_label(file, line):
         return name
 
 
-__all__ = ["callsites_table", "top_callsites", "read_records", "callsite_files", "ElfObject",
-           "site_label", "reason_notes", "objects_by_rank", "resolve_addresses", "Resolver", "UNKNOWN"]
+__all__ = [
+    "callsites_table",
+    "top_callsites",
+    "read_records",
+    "callsite_files",
+    "ElfObject",
+    "site_label",
+    "reason_notes",
+    "objects_by_rank",
+    "resolve_addresses",
+    "Resolver",
+    "UNKNOWN",
+]

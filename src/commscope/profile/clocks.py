@@ -35,7 +35,7 @@ WHEN = ("init", "finalize")
 COLUMNS = ["rank", "node", "when", "local_ns", "offset_ns", "rtt_ns", "rounds", "skew_ns", "file"]
 #: Offsets beyond this are not a clock's (CLOCK_MONOTONIC counts from boot: a day of
 #: difference between two nodes' boots is 8.64e13 ns; a year is far beyond any).
-MAX_NS = 2 ** 62
+MAX_NS = 2**62
 
 
 def clock_files(raw_dir):
@@ -64,25 +64,39 @@ def read_clock_file(path):
             raise InputError(path, f"line {i}", f"not a JSON record ({exc})") from None
         if not isinstance(rec, dict):
             raise InputError(path, f"line {i}", "not a JSON object")
-        checks = (("rank", lambda v: _whole(v, 0, 2 ** 31 - 1), "a rank (a whole number >= 0)"),
-                  ("when", lambda v: v in WHEN, "init or finalize"),
-                  ("local_ns", lambda v: _whole(v, 0), "nanoseconds (a whole number >= 0)"),
-                  ("offset_ns", _whole, "nanoseconds (a whole number)"),
-                  ("rtt_ns", lambda v: _whole(v, 0), "nanoseconds (a whole number >= 0)"))
+        checks = (
+            ("rank", lambda v: _whole(v, 0, 2**31 - 1), "a rank (a whole number >= 0)"),
+            ("when", lambda v: v in WHEN, "init or finalize"),
+            ("local_ns", lambda v: _whole(v, 0), "nanoseconds (a whole number >= 0)"),
+            ("offset_ns", _whole, "nanoseconds (a whole number)"),
+            ("rtt_ns", lambda v: _whole(v, 0), "nanoseconds (a whole number >= 0)"),
+        )
         for key, ok, what in checks:
             if key not in rec:
                 raise InputError(path, f"line {i}: {key}", "required field is missing")
             if not ok(rec[key]):
                 raise InputError(path, f"line {i}: {key}", f"expected {what}, got {rec[key]!r}")
-        for key, ok, what in (("node", lambda v: isinstance(v, str), "a node name"),
-                              ("rounds", lambda v: _whole(v, 0, 2 ** 31 - 1), "a whole number >= 0"),
-                              ("skew_ns", _whole, "nanoseconds (a whole number)")):
+        for key, ok, what in (
+            ("node", lambda v: isinstance(v, str), "a node name"),
+            ("rounds", lambda v: _whole(v, 0, 2**31 - 1), "a whole number >= 0"),
+            ("skew_ns", _whole, "nanoseconds (a whole number)"),
+        ):
             if key in rec and not ok(rec[key]):
                 raise InputError(path, f"line {i}: {key}", f"expected {what}, got {rec[key]!r}")
-        out.append({"rank": rec["rank"], "node": rec.get("node", ""), "when": rec["when"],
-                    "local_ns": rec["local_ns"], "offset_ns": rec["offset_ns"], "rtt_ns": rec["rtt_ns"],
-                    "rounds": rec.get("rounds", 0), "skew_ns": rec.get("skew_ns", 0),
-                    "file": Path(path).name, "line": i})
+        out.append(
+            {
+                "rank": rec["rank"],
+                "node": rec.get("node", ""),
+                "when": rec["when"],
+                "local_ns": rec["local_ns"],
+                "offset_ns": rec["offset_ns"],
+                "rtt_ns": rec["rtt_ns"],
+                "rounds": rec.get("rounds", 0),
+                "skew_ns": rec.get("skew_ns", 0),
+                "file": Path(path).name,
+                "line": i,
+            }
+        )
     return out
 
 
@@ -94,9 +108,12 @@ def read_clocks(raw_dir):
         for rec in read_clock_file(path):
             key = (rec["rank"], rec["when"])
             if key in seen:
-                raise InputError(path, f"line {rec['line']}: rank",
-                                 f"rank {rec['rank']} measured its {rec['when']} offset twice "
-                                 f"(also {seen[key]})")
+                raise InputError(
+                    path,
+                    f"line {rec['line']}: rank",
+                    f"rank {rec['rank']} measured its {rec['when']} offset twice "
+                    f"(also {seen[key]})",
+                )
             seen[key] = f"{rec['file']} line {rec['line']}"
             rows.append(rec)
     if not rows:
@@ -132,8 +149,10 @@ def alignment(measures):
         pts = [chosen[(clock, w)] for w in WHEN if (clock, w) in chosen]
         if len(pts) == 2 and pts[1][0] <= pts[0][0]:
             pts = pts[:1]  # no time between them: hold the first
-        points[int(rank)] = (np.array([p[0] for p in pts], np.float64),
-                             np.array([p[1] for p in pts], np.float64))
+        points[int(rank)] = (
+            np.array([p[0] for p in pts], np.float64),
+            np.array([p[1] for p in pts], np.float64),
+        )
         own = {w: g[g["when"] == w] for w in WHEN}
         row = {"rank": int(rank), "node": str(g["node"].iloc[0])}
         for w in WHEN:

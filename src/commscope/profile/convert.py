@@ -39,8 +39,12 @@ pd = lazy("pandas")
 
 # time_s and mpi_time_s are NaN without the timers set, so they are not required numbers
 
-COLL_BINS = ("small_msg_small_comm", "small_msg_large_comm", "large_msg_small_comm",
-             "large_msg_large_comm")
+COLL_BINS = (
+    "small_msg_small_comm",
+    "small_msg_large_comm",
+    "large_msg_small_comm",
+    "large_msg_large_comm",
+)
 
 
 def bin_edges(b):
@@ -53,19 +57,30 @@ def bin_edges(b):
 def _ranks_table(nc, key):
     h = nc.headers
     threads = np.bincount(nc.slab_rank, minlength=len(nc.ranks))
-    return pd.DataFrame({
-        "rank": nc.ranks, "node": key, "host": nc.meta.get("host", key),
-        "pid": h["pid"].astype(np.int64),
-        "state": np.where(h["state"] == 2, "finalized", "not finalized"),
-        "threads": threads.astype(np.int64), "lost_threads": h["lost_threads"].astype(np.int64),
-        "lost_blocks": h["lost_blocks"].astype(np.int64), "snapshots": h["seq"].astype(np.int64),
-        "thread_level": h["thread_level"].astype(np.int64), "tick_s": 1.0 / nc.ticks_per_s,
-        "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9,
-        # how the process ended (profile/endings.py): exit, signal, abort, or unknown
-        "ending": np.array([HOW.get(int(x), "unknown") for x in h["end_how"]], dtype=object),
-        "ending_value": np.where(h["end_how"] > 0, h["end_code"].astype(np.float64), np.nan),
-        "ended_s": np.where(h["end_how"] > 0, (h["end_ns"].astype(np.float64)
-                                               - h["ns0"].astype(np.float64)) / 1e9, np.nan)})
+    return pd.DataFrame(
+        {
+            "rank": nc.ranks,
+            "node": key,
+            "host": nc.meta.get("host", key),
+            "pid": h["pid"].astype(np.int64),
+            "state": np.where(h["state"] == 2, "finalized", "not finalized"),
+            "threads": threads.astype(np.int64),
+            "lost_threads": h["lost_threads"].astype(np.int64),
+            "lost_blocks": h["lost_blocks"].astype(np.int64),
+            "snapshots": h["seq"].astype(np.int64),
+            "thread_level": h["thread_level"].astype(np.int64),
+            "tick_s": 1.0 / nc.ticks_per_s,
+            "wall_s": (h["ns1"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9,
+            # how the process ended (profile/endings.py): exit, signal, abort, or unknown
+            "ending": np.array([HOW.get(int(x), "unknown") for x in h["end_how"]], dtype=object),
+            "ending_value": np.where(h["end_how"] > 0, h["end_code"].astype(np.float64), np.nan),
+            "ended_s": np.where(
+                h["end_how"] > 0,
+                (h["end_ns"].astype(np.float64) - h["ns0"].astype(np.float64)) / 1e9,
+                np.nan,
+            ),
+        }
+    )
 
 
 def _counters_table(nc):
@@ -77,20 +92,34 @@ def _counters_table(nc):
         off = np.array([c["offset"] for c in thread])
         vals = nc.slabs[:, off].astype(np.float64)
         S, K = vals.shape
-        parts.append(pd.DataFrame({
-            "rank": np.repeat(nc.ranks[nc.slab_rank], K), "thread": np.repeat(nc.slab_thread, K),
-            "counter": np.tile([c["name"] for c in thread], S),
-            "kind": np.tile([c["kind"] for c in thread], S),
-            "unit": np.tile([c["unit"] for c in thread], S), "value": vals.reshape(-1)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": np.repeat(nc.ranks[nc.slab_rank], K),
+                    "thread": np.repeat(nc.slab_thread, K),
+                    "counter": np.tile([c["name"] for c in thread], S),
+                    "kind": np.tile([c["kind"] for c in thread], S),
+                    "unit": np.tile([c["unit"] for c in thread], S),
+                    "value": vals.reshape(-1),
+                }
+            )
+        )
     if rank and len(nc.ranks):
         off = np.array([c["offset"] for c in rank])
         vals = nc.rank_words[:, off].astype(np.float64)
         R, K = vals.shape
-        parts.append(pd.DataFrame({
-            "rank": np.repeat(nc.ranks, K), "thread": -1,
-            "counter": np.tile([c["name"] for c in rank], R),
-            "kind": np.tile([c["kind"] for c in rank], R),
-            "unit": np.tile([c["unit"] for c in rank], R), "value": vals.reshape(-1)}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "rank": np.repeat(nc.ranks, K),
+                    "thread": -1,
+                    "counter": np.tile([c["name"] for c in rank], R),
+                    "kind": np.tile([c["kind"] for c in rank], R),
+                    "unit": np.tile([c["unit"] for c in rank], R),
+                    "value": vals.reshape(-1),
+                }
+            )
+        )
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
@@ -105,11 +134,16 @@ def _functions_table(nc):
     rate = nc.ticks_per_s[nc.slab_rank[s]]
     ticks = nc.slabs[s, np.array([x["ticks_offset"] for x in f])[i]].astype(np.float64)
     nbytes = nc.slabs[s, np.array([x["bytes_offset"] for x in f])[i]].astype(np.float64)
-    return pd.DataFrame({"rank": nc.ranks[nc.slab_rank[s]], "thread": nc.slab_thread[s],
-                         "function": np.array([x["name"] for x in f], dtype=object)[i],
-                         "calls": calls[s, i].astype(np.int64),
-                         "bytes": nbytes if counted else np.nan,
-                         "time_s": ticks / rate if timed else np.nan})
+    return pd.DataFrame(
+        {
+            "rank": nc.ranks[nc.slab_rank[s]],
+            "thread": nc.slab_thread[s],
+            "function": np.array([x["name"] for x in f], dtype=object)[i],
+            "calls": calls[s, i].astype(np.int64),
+            "bytes": nbytes if counted else np.nan,
+            "time_s": ticks / rate if timed else np.nan,
+        }
+    )
 
 
 def _peers_table(nc):
@@ -132,12 +166,22 @@ def _bins_tables(nc):
         k, b = np.nonzero(nc.bin_counts)
         rank_row = nc.slab_rank[nc.bin_slab[k]]
         timed = "timers" in meta["sets"] and nc.bin_ticks is not None
-        df = pd.DataFrame({"rank": nc.ranks[rank_row], "row": nc.bin_row[k],
-                           "bin": b, "count": nc.bin_counts[k, b].astype(np.int64),
-                           "time_s": (nc.bin_ticks[k, b].astype(np.float64) / nc.ticks_per_s[rank_row]
-                                      if timed else np.nan)})
+        df = pd.DataFrame(
+            {
+                "rank": nc.ranks[rank_row],
+                "row": nc.bin_row[k],
+                "bin": b,
+                "count": nc.bin_counts[k, b].astype(np.int64),
+                "time_s": (
+                    nc.bin_ticks[k, b].astype(np.float64) / nc.ticks_per_s[rank_row]
+                    if timed
+                    else np.nan
+                ),
+            }
+        )
         df = df.groupby(["rank", "row", "bin"], as_index=False, sort=True)[["count", "time_s"]].sum(
-            min_count=1)
+            min_count=1
+        )
         df.insert(1, "function", df.pop("row").map(by_row))
         lo = np.where(df["bin"] == 0, 0, 1 << np.maximum(df["bin"].to_numpy() - 1, 0))
         hi = np.where(df["bin"] == 0, 0.0, (1 << df["bin"].to_numpy()).astype(np.float64) - 1)
@@ -155,10 +199,15 @@ def _bins_tables(nc):
         if len(r):
             msg = np.array([c.partition("_msg_")[0] for c in COLL_BINS])
             comm = np.array([c.partition("_msg_")[2].replace("_comm", "") for c in COLL_BINS])
-            colls = pd.DataFrame({"rank": nc.ranks[r],
-                                  "function": np.array([f["name"] for f in coll], dtype=object)[i],
-                                  "message_size": msg[k], "communicator_size": comm[k],
-                                  "count": per_rank[r, i, k].astype(np.int64)})
+            colls = pd.DataFrame(
+                {
+                    "rank": nc.ranks[r],
+                    "function": np.array([f["name"] for f in coll], dtype=object)[i],
+                    "message_size": msg[k],
+                    "communicator_size": comm[k],
+                    "count": per_rank[r, i, k].astype(np.int64),
+                }
+            )
     return size, colls
 
 
@@ -167,6 +216,7 @@ def _files_table(nc, raw_dir):
     if not nfiles.any():
         return None
     from ..runs import read_csv_table
+
     path = raw_dir / nc.meta["files_file"]
     names = {}
     if path.is_file():
@@ -174,16 +224,27 @@ def _files_table(nc, raw_dir):
         for col in ("rank", "file_id", "path"):
             if col not in listed.columns:
                 raise InputError(path, col, "required column is missing")
-        names = {(int(r), int(f)): str(p) for r, f, p in zip(listed["rank"], listed["file_id"], listed["path"])}
+        names = {
+            (int(r), int(f)): str(p)
+            for r, f, p in zip(listed["rank"], listed["file_id"], listed["path"])
+        }
     rows = nc.meta["files"]["rows"]
     cols = [c["name"] for c in nc.meta["files"]["counters"]]
     r = np.repeat(np.arange(len(nc.ranks)), np.minimum(nfiles, rows))
-    fid = np.arange(len(r)) - np.repeat(np.cumsum(np.minimum(nfiles, rows)) - np.minimum(nfiles, rows),
-                                        np.minimum(nfiles, rows))
+    fid = np.arange(len(r)) - np.repeat(
+        np.cumsum(np.minimum(nfiles, rows)) - np.minimum(nfiles, rows), np.minimum(nfiles, rows)
+    )
     shared = (fid == rows - 1) & (nfiles[r] > rows)
-    df = pd.DataFrame({"rank": nc.ranks[r], "file_id": fid,
-                       "path": ["(other files)" if s else names.get((int(nc.ranks[ri]), int(f)), "(unlisted)")
-                                for ri, f, s in zip(r, fid, shared)]})
+    df = pd.DataFrame(
+        {
+            "rank": nc.ranks[r],
+            "file_id": fid,
+            "path": [
+                "(other files)" if s else names.get((int(nc.ranks[ri]), int(f)), "(unlisted)")
+                for ri, f, s in zip(r, fid, shared)
+            ],
+        }
+    )
     for i, c in enumerate(cols):
         df[c] = nc.per_file[r, fid, i].astype(np.int64)
     return df
@@ -193,8 +254,11 @@ def _snapshot_tables(raw_dir, nc, rank_rate):
     meta = nc.meta
     snaps, dropped = read_snapshots(raw_dir, meta)
     if dropped:
-        warnings.warn(f"{raw_dir / meta['snapshot_file']}: {dropped} bytes at the end are not a "
-                      "whole record (a rank stopped while writing) and are left out", stacklevel=2)
+        warnings.warn(
+            f"{raw_dir / meta['snapshot_file']}: {dropped} bytes at the end are not a "
+            "whole record (a rank stopped while writing) and are left out",
+            stacklevel=2,
+        )
     if not len(snaps.rank):
         return None, None
     can = meta["canonical"]
@@ -216,14 +280,22 @@ def _snapshot_tables(raw_dir, nc, rank_rate):
         starts = np.array([p["offset"] for p in meta["pvars"]])
         which = np.searchsorted(starts, idx, side="right") - 1
         names = np.array([p["name"] for p in meta["pvars"]], dtype=object)
-        pv = pd.DataFrame({"rank": snaps.rank[rec], "seq": snaps.seq[rec], "time_s": frame["time_s"].to_numpy()[rec],
-                           "pvar": names[which], "index": idx - starts[which],
-                           "value": snaps.change_value[sel].view(np.float64)})
+        pv = pd.DataFrame(
+            {
+                "rank": snaps.rank[rec],
+                "seq": snaps.seq[rec],
+                "time_s": frame["time_s"].to_numpy()[rec],
+                "pvar": names[which],
+                "index": idx - starts[which],
+                "value": snaps.change_value[sel].view(np.float64),
+            }
+        )
     return frame, pv
 
 
 def _communicators(raw_dir, meta):
     from ..runs import read_csv_table
+
     path = raw_dir / meta["comms_file"]
     if not path.is_file():
         return None
@@ -243,9 +315,13 @@ def convert_node(raw_dir, key):
         lost_ranks = nf.lost_ranks
     finally:
         nf.close()
-    out = {"ranks": _ranks_table(nc, key), "counters": _counters_table(nc),
-           "functions": _functions_table(nc), "peers": _peers_table(nc),
-           "files": _files_table(nc, raw_dir)}
+    out = {
+        "ranks": _ranks_table(nc, key),
+        "counters": _counters_table(nc),
+        "functions": _functions_table(nc),
+        "peers": _peers_table(nc),
+        "files": _files_table(nc, raw_dir),
+    }
     out["size_bins"], out["collective_bins"] = _bins_tables(nc)
     rates = dict(zip(nc.ranks.tolist(), nc.ticks_per_s.tolist()))
     out["snapshots"], out["pvars"] = _snapshot_tables(raw_dir, nc, rates)
@@ -274,6 +350,7 @@ def convert(run, jobs=None):
     work = [(raw, k) for k in keys]
     if jobs > 1 and len(keys) > 1:
         from concurrent.futures import ProcessPoolExecutor
+
         with ProcessPoolExecutor(jobs) as pool:
             results = list(pool.map(_convert_one, work, chunksize=max(1, len(work) // (4 * jobs))))
     else:
@@ -289,13 +366,15 @@ def convert(run, jobs=None):
         for name, df in tables.items():
             frames.setdefault(name, []).append(df)
     if "ranks" in frames:  # endings the library could not record (SIGKILL), from the launcher
-        frames["ranks"] = [fill_from_launcher(pd.concat(frames["ranks"], ignore_index=True),
-                                              _launcher_said(run))]
+        frames["ranks"] = [
+            fill_from_launcher(pd.concat(frames["ranks"], ignore_index=True), _launcher_said(run))
+        ]
     for name, parts in frames.items():
         df = pd.concat(parts, ignore_index=True)
         if "rank" in df.columns:
-            df = df.sort_values([c for c in ("rank", "thread", "seq") if c in df.columns],
-                                kind="stable").reset_index(drop=True)
+            df = df.sort_values(
+                [c for c in ("rank", "thread", "seq") if c in df.columns], kind="stable"
+            ).reset_index(drop=True)
         run.write_table(name, df)
     ranks = pd.concat(frames["ranks"], ignore_index=True) if "ranks" in frames else None
     return rank_overview(ranks, problems, lost)
@@ -315,12 +394,18 @@ def rank_overview(ranks, problems=(), lost_ranks=0):
     if ranks is None or not len(ranks):
         return dict(count=0, problems=list(problems), lost_ranks=lost_ranks)
     unfinished = ranks.loc[ranks["state"] != "finalized", "rank"].astype(int).tolist()
-    return dict(count=int(len(ranks)), nodes=int(ranks["node"].nunique()),
-                endings=summarize(ranks.sort_values("rank")),
-                threads_max=int(ranks["threads"].max()),
-                not_finalized=unfinished[:64], not_finalized_count=len(unfinished),
-                lost_threads=int(ranks["lost_threads"].sum()), lost_blocks=int(ranks["lost_blocks"].sum()),
-                lost_ranks=int(lost_ranks), problems=list(problems))
+    return dict(
+        count=int(len(ranks)),
+        nodes=int(ranks["node"].nunique()),
+        endings=summarize(ranks.sort_values("rank")),
+        threads_max=int(ranks["threads"].max()),
+        not_finalized=unfinished[:64],
+        not_finalized_count=len(unfinished),
+        lost_threads=int(ranks["lost_threads"].sum()),
+        lost_blocks=int(ranks["lost_blocks"].sum()),
+        lost_ranks=int(lost_ranks),
+        problems=list(problems),
+    )
 
 
 __all__ = ["convert", "convert_node", "bin_edges", "COLL_BINS", "rank_overview"]

@@ -41,33 +41,105 @@ SCHEMA_VERSION = 4
 READABLE_VERSIONS = (3, 4)
 NODE_MAGIC, RANK_MAGIC, SNAP_MAGIC = b"CSNODE03", b"CSCOUNT3", b"CSSNAP03"
 RECORD_MAGIC = 0x33525343  # "CSR3"
-NODE_HEADER = [("magic", "S8"), ("version", "<u4"), ("page", "<u4"), ("next_free", "<u8"),
-               ("nranks", "<u4"), ("max_ranks", "<u4"), ("dir_at", "<u8"), ("lost_ranks", "<u8"),
-               ("nonce", "<u8")]
+NODE_HEADER = [
+    ("magic", "S8"),
+    ("version", "<u4"),
+    ("page", "<u4"),
+    ("next_free", "<u8"),
+    ("nranks", "<u4"),
+    ("max_ranks", "<u4"),
+    ("dir_at", "<u8"),
+    ("lost_ranks", "<u8"),
+    ("nonce", "<u8"),
+]
 DIR_ENTRY = [("rank", "<i4"), ("ready", "<u4"), ("block", "<u8")]
 #: A rank block's header (numpy dtype spec; a dtype is built on use, not at import).
 HEADER_FIELDS = [
-    ("magic", "S8"), ("version", "<u4"), ("block_bytes", "<u4"), ("slab_words", "<u8"),
-    ("slabs_mapped", "<u4"), ("nslabs", "<u4"), ("nonce", "<u8"), ("rank", "<i4"),
-    ("world_size", "<i4"), ("pid", "<i4"), ("state", "<i4"), ("seq", "<u8"),
-    ("tick0", "<u8"), ("ns0", "<u8"), ("tick1", "<u8"), ("ns1", "<u8"),
-    ("lost_threads", "<u4"), ("nfiles", "<u4"), ("lost_blocks", "<u4"), ("thread_level", "<i4"),
+    ("magic", "S8"),
+    ("version", "<u4"),
+    ("block_bytes", "<u4"),
+    ("slab_words", "<u8"),
+    ("slabs_mapped", "<u4"),
+    ("nslabs", "<u4"),
+    ("nonce", "<u8"),
+    ("rank", "<i4"),
+    ("world_size", "<i4"),
+    ("pid", "<i4"),
+    ("state", "<i4"),
+    ("seq", "<u8"),
+    ("tick0", "<u8"),
+    ("ns0", "<u8"),
+    ("tick1", "<u8"),
+    ("ns1", "<u8"),
+    ("lost_threads", "<u4"),
+    ("nfiles", "<u4"),
+    ("lost_blocks", "<u4"),
+    ("thread_level", "<i4"),
     # how the process ended (cs_prof_end.c; zero in files of a library before it)
-    ("end_how", "<i4"), ("end_code", "<i4"), ("end_ns", "<u8")]
+    ("end_how", "<i4"),
+    ("end_code", "<i4"),
+    ("end_ns", "<u8"),
+]
 STATES = {1: "running", 2: "finalized"}
 SNAP_HEADER_BYTES = 64
 _RECORD_HEAD = struct.Struct("<IiQQQII")
-_META_FIELDS = {"schema": str, "schema_version": int, "node": str, "world_size": int, "nonce": str,
-                "node_file": str, "snapshot_file": str, "comms_file": str, "files_file": str,
-                "layout": dict, "canonical": dict, "counters": list, "functions": list,
-                "peers": dict, "files": dict, "bins": dict, "collective_bins": dict,
-                "pvars": list, "sets": list}
-_LAYOUT = ("page", "dir_at", "max_ranks", "rank_block_bytes", "rank_words_at", "files_at",
-           "chunks_at", "max_chunks", "big_chunk", "slab_words", "tid_offset", "binmap_offset",
-           "binrows_offset", "binblocks_offset", "bin_blocks", "bin_block_rows", "peerseq_offset",
-           "peercap_offset", "peercount_offset", "peerat_offset", "peers_offset", "peer_entry_words")
-_CANONICAL = ("words", "total_calls", "total_ticks", "calls", "ticks", "bytes", "coll", "bins",
-              "peers", "pvars")
+_META_FIELDS = {
+    "schema": str,
+    "schema_version": int,
+    "node": str,
+    "world_size": int,
+    "nonce": str,
+    "node_file": str,
+    "snapshot_file": str,
+    "comms_file": str,
+    "files_file": str,
+    "layout": dict,
+    "canonical": dict,
+    "counters": list,
+    "functions": list,
+    "peers": dict,
+    "files": dict,
+    "bins": dict,
+    "collective_bins": dict,
+    "pvars": list,
+    "sets": list,
+}
+_LAYOUT = (
+    "page",
+    "dir_at",
+    "max_ranks",
+    "rank_block_bytes",
+    "rank_words_at",
+    "files_at",
+    "chunks_at",
+    "max_chunks",
+    "big_chunk",
+    "slab_words",
+    "tid_offset",
+    "binmap_offset",
+    "binrows_offset",
+    "binblocks_offset",
+    "bin_blocks",
+    "bin_block_rows",
+    "peerseq_offset",
+    "peercap_offset",
+    "peercount_offset",
+    "peerat_offset",
+    "peers_offset",
+    "peer_entry_words",
+)
+_CANONICAL = (
+    "words",
+    "total_calls",
+    "total_ticks",
+    "calls",
+    "ticks",
+    "bytes",
+    "coll",
+    "bins",
+    "peers",
+    "pvars",
+)
 _NAME = re.compile(r"node\.([A-Za-z0-9._-]+)\.json")
 
 
@@ -91,6 +163,7 @@ def _whole(meta, path, section, keys):
 def load_node_meta(path):
     """Parse and check a node.<n>.json file."""
     from ..paths import require_regular_file
+
     path = Path(path)
     try:
         meta = json.loads(require_regular_file(path).read_text())
@@ -104,32 +177,59 @@ def load_node_meta(path):
         if not isinstance(meta.get(key), typ) or isinstance(meta.get(key), bool):
             raise InputError(path, key, "missing or of the wrong type")
     if meta["schema_version"] not in READABLE_VERSIONS:
-        raise InputError(path, "schema_version", f"version {meta['schema_version']}: this commscope "
-                                                 f"reads versions {', '.join(map(str, READABLE_VERSIONS))} "
-                                                 "(profile the program again)")
+        raise InputError(
+            path,
+            "schema_version",
+            f"version {meta['schema_version']}: this commscope "
+            f"reads versions {', '.join(map(str, READABLE_VERSIONS))} "
+            "(profile the program again)",
+        )
     _whole(meta, path, "layout", _LAYOUT)
     _whole(meta, path, "canonical", _CANONICAL)
     lay = meta["layout"]
-    if lay["slab_words"] == 0 or lay["slab_words"] % 512 or lay["page"] != 4096 or lay["big_chunk"] == 0:
+    if (
+        lay["slab_words"] == 0
+        or lay["slab_words"] % 512
+        or lay["page"] != 4096
+        or lay["big_chunk"] == 0
+    ):
         raise InputError(path, "layout.slab_words", "not a layout this commscope writes")
     bins = meta["bins"]
     for k in ("count", "rows"):
         if not isinstance(bins.get(k), int) or isinstance(bins.get(k), bool) or bins[k] < 0:
             raise InputError(path, f"bins.{k}", "missing or not a whole number >= 0")
     if meta["schema_version"] >= 4:  # rows of counts, then ticks per bin
-        if not isinstance(bins.get("row_words"), int) or not isinstance(bins.get("ticks_at"), int) \
-                or bins["ticks_at"] + bins["count"] > bins["row_words"] or bins["ticks_at"] < bins["count"]:
-            raise InputError(path, "bins.row_words", "needs whole numbers row_words >= ticks_at + count")
+        if (
+            not isinstance(bins.get("row_words"), int)
+            or not isinstance(bins.get("ticks_at"), int)
+            or bins["ticks_at"] + bins["count"] > bins["row_words"]
+            or bins["ticks_at"] < bins["count"]
+        ):
+            raise InputError(
+                path, "bins.row_words", "needs whole numbers row_words >= ticks_at + count"
+            )
     for i, f in enumerate(meta["functions"]):
-        if not isinstance(f, dict) or not isinstance(f.get("name"), str) or not all(
+        if (
+            not isinstance(f, dict)
+            or not isinstance(f.get("name"), str)
+            or not all(
                 isinstance(f.get(k), int) and 0 <= f[k] < lay["slab_words"]
-                for k in ("calls_offset", "ticks_offset", "bytes_offset")):
-            raise InputError(path, f"functions[{i}]", "needs a name and calls/ticks/bytes offsets in the slab")
+                for k in ("calls_offset", "ticks_offset", "bytes_offset")
+            )
+        ):
+            raise InputError(
+                path, f"functions[{i}]", "needs a name and calls/ticks/bytes offsets in the slab"
+            )
     for i, c in enumerate(meta["counters"]):
-        if not isinstance(c, dict) or not isinstance(c.get("name"), str) or not (
-                isinstance(c.get("offset"), int) and 0 <= c["offset"] < lay["slab_words"]) or \
-                c.get("scope") not in ("thread", "rank"):
-            raise InputError(path, f"counters[{i}]", "needs a name, a scope and an offset in the slab")
+        if (
+            not isinstance(c, dict)
+            or not isinstance(c.get("name"), str)
+            or not (isinstance(c.get("offset"), int) and 0 <= c["offset"] < lay["slab_words"])
+            or c.get("scope") not in ("thread", "rank")
+        ):
+            raise InputError(
+                path, f"counters[{i}]", "needs a name, a scope and an offset in the slab"
+            )
     return meta
 
 
@@ -153,21 +253,22 @@ class NodeCounters:
     ``slabs`` a row per thread slab (``slab_rank``: its rank's row, ``slab_thread``: its
     index within the rank); ``bins`` and ``peers`` are flat: (slab row, sized row or
     world rank) with their values."""
+
     meta: dict
-    ranks: np.ndarray          # (R,) world ranks
-    headers: np.ndarray        # (R,) structured (HEADER_FIELDS)
-    rank_words: np.ndarray     # (R, counters) uint64
-    per_file: np.ndarray       # (R, file rows, file counters) uint64
-    slab_rank: np.ndarray      # (S,)
-    slab_thread: np.ndarray    # (S,)
-    slabs: np.ndarray          # (S, slab_words) uint64
-    bin_slab: np.ndarray       # (B,)
-    bin_row: np.ndarray        # (B,) sized-function row
-    bin_counts: np.ndarray     # (B, bins) uint64
+    ranks: np.ndarray  # (R,) world ranks
+    headers: np.ndarray  # (R,) structured (HEADER_FIELDS)
+    rank_words: np.ndarray  # (R, counters) uint64
+    per_file: np.ndarray  # (R, file rows, file counters) uint64
+    slab_rank: np.ndarray  # (S,)
+    slab_thread: np.ndarray  # (S,)
+    slabs: np.ndarray  # (S, slab_words) uint64
+    bin_slab: np.ndarray  # (B,)
+    bin_row: np.ndarray  # (B,) sized-function row
+    bin_counts: np.ndarray  # (B, bins) uint64
     bin_ticks: np.ndarray | None  # (B, bins) uint64: time of the calls per bin (None: version 3)
-    peer_slab: np.ndarray      # (P,)
-    peer_rank: np.ndarray      # (P,) world rank of the peer
-    peer_values: np.ndarray    # (P, arrays) uint64
+    peer_slab: np.ndarray  # (P,)
+    peer_rank: np.ndarray  # (P,) world rank of the peer
+    peer_values: np.ndarray  # (P, arrays) uint64
 
     @property
     def ticks_per_s(self):
@@ -183,19 +284,29 @@ class NodeCounters:
     def rank(self, i):
         """Row ``i`` as the :class:`RankCounters` of one rank."""
         s = self.slab_rank == i
-        return RankCounters(self.meta, {k: self.headers[i][k].item() if hasattr(self.headers[i][k], "item")
-                                        else self.headers[i][k] for k in self.headers.dtype.names},
-                            self.slabs[s], self.rank_words[i], self.per_file[i])
+        return RankCounters(
+            self.meta,
+            {
+                k: self.headers[i][k].item()
+                if hasattr(self.headers[i][k], "item")
+                else self.headers[i][k]
+                for k in self.headers.dtype.names
+            },
+            self.slabs[s],
+            self.rank_words[i],
+            self.per_file[i],
+        )
 
 
 @dataclass
 class RankCounters:
     """One rank's counters at one moment: per-thread slabs plus rank-wide words."""
+
     meta: dict
     header: dict
-    slabs: np.ndarray        # (threads, slab_words) uint64
-    rank_words: np.ndarray   # (n counters,) uint64
-    per_file: np.ndarray     # (file rows, file counters) uint64
+    slabs: np.ndarray  # (threads, slab_words) uint64
+    rank_words: np.ndarray  # (n counters,) uint64
+    per_file: np.ndarray  # (file rows, file counters) uint64
 
     @property
     def rank(self):
@@ -230,14 +341,16 @@ class NodeFile:
 
     def __init__(self, raw_dir, key):
         from ..paths import require_regular_file
+
         self.raw_dir = Path(raw_dir)
         self.key = key
         self.meta_path = self.raw_dir / f"node.{key}.json"
         self.meta = load_node_meta(self.meta_path)
         self.data_path = self.raw_dir / self.meta["node_file"]
         if self.meta["node_file"] != f"node.{key}.bin":
-            raise InputError(self.meta_path, "node_file", f"names {self.meta['node_file']!r}, not "
-                                                          f"node.{key}.bin")
+            raise InputError(
+                self.meta_path, "node_file", f"names {self.meta['node_file']!r}, not node.{key}.bin"
+            )
         if not self.data_path.exists():
             raise InputError(self.data_path, None, "missing (its metadata file exists)")
         require_regular_file(self.data_path)
@@ -245,8 +358,12 @@ class NodeFile:
         self._first_block = lay["dir_at"] + lay["max_ranks"] * 16
         size = self.data_path.stat().st_size
         if size < self._first_block:
-            raise InputError(self.data_path, None, f"is {size} bytes, shorter than its header and "
-                                                   f"directory ({self._first_block} bytes)")
+            raise InputError(
+                self.data_path,
+                None,
+                f"is {size} bytes, shorter than its header and "
+                f"directory ({self._first_block} bytes)",
+            )
         with open(self.data_path, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         self._u64 = np.frombuffer(self._map, np.uint64, count=len(self._map) // 8)
@@ -254,8 +371,11 @@ class NodeFile:
         if head["magic"] != NODE_MAGIC:
             raise InputError(self.data_path, "magic", "not a commscope node file")
         if f"{int(head['nonce']):016x}" != self.meta["nonce"]:
-            raise InputError(self.data_path, "nonce", f"does not match {self.meta_path.name}: "
-                                                      "the two files come from different runs")
+            raise InputError(
+                self.data_path,
+                "nonce",
+                f"does not match {self.meta_path.name}: the two files come from different runs",
+            )
         if int(head["dir_at"]) != lay["dir_at"] or int(head["max_ranks"]) != lay["max_ranks"]:
             raise InputError(self.data_path, "dir_at", f"does not match {self.meta_path.name}")
         self.lost_ranks = int(head["lost_ranks"])
@@ -271,13 +391,21 @@ class NodeFile:
         entries = np.frombuffer(self._map, np.dtype(DIR_ENTRY), count=n, offset=lay["dir_at"])
         entries = entries[entries["ready"] == 1]
         blocks = entries["block"].astype(np.int64)
-        bad = (blocks < self._first_block) | (blocks % lay["page"] != 0) | \
-              (blocks + lay["rank_block_bytes"] > len(self._map))
+        bad = (
+            (blocks < self._first_block)
+            | (blocks % lay["page"] != 0)
+            | (blocks + lay["rank_block_bytes"] > len(self._map))
+        )
         if bad.any():
-            self._fail("directory", f"rank {int(entries['rank'][bad][0])}'s block at byte "
-                                    f"{int(blocks[bad][0])} lies outside the file (cut short?)")
+            self._fail(
+                "directory",
+                f"rank {int(entries['rank'][bad][0])}'s block at byte "
+                f"{int(blocks[bad][0])} lies outside the file (cut short?)",
+            )
         ranks = entries["rank"].astype(np.int64)
-        if ((ranks < 0) | (ranks >= self.meta["world_size"])).any() or len(set(ranks)) != len(ranks):
+        if ((ranks < 0) | (ranks >= self.meta["world_size"])).any() or len(set(ranks)) != len(
+            ranks
+        ):
             self._fail("directory", "a rank outside the world, or listed twice")
         order = np.argsort(ranks)
         return ranks[order], blocks[order]
@@ -297,16 +425,23 @@ class NodeFile:
         ranks, blocks = self.directory()
         hdr = np.dtype(HEADER_FIELDS)
         raw = np.frombuffer(self._map, np.uint8)
-        headers = raw[blocks[:, None] + np.arange(hdr.itemsize)].copy().view(hdr).reshape(-1) \
-            if len(blocks) else np.zeros(0, hdr)
-        if len(headers) and ((headers["magic"] != RANK_MAGIC).any() or
-                             (headers["slab_words"] != lay["slab_words"]).any()):
+        headers = (
+            raw[blocks[:, None] + np.arange(hdr.itemsize)].copy().view(hdr).reshape(-1)
+            if len(blocks)
+            else np.zeros(0, hdr)
+        )
+        if len(headers) and (
+            (headers["magic"] != RANK_MAGIC).any()
+            or (headers["slab_words"] != lay["slab_words"]).any()
+        ):
             self._fail("rank block", "a rank block without its magic or with another slab size")
         ncount = len(meta["counters"])
         rank_words = self._gather(blocks + lay["rank_words_at"], ncount)
         nfc = len(meta["files"]["counters"])
         rows = meta["files"]["rows"]
-        per_file = self._gather(blocks + lay["files_at"], rows * nfc).reshape(len(blocks), rows, nfc)
+        per_file = self._gather(blocks + lay["files_at"], rows * nfc).reshape(
+            len(blocks), rows, nfc
+        )
         chunk_table = self._gather(blocks + lay["chunks_at"], lay["max_chunks"])
         # slabs: the claimed ones that are in the file
         words = lay["slab_words"]
@@ -323,14 +458,15 @@ class NodeFile:
         slabs = self._gather(starts, words)
         bins = self._bins(slabs)
         peers = self._peers(slabs)
-        return NodeCounters(meta, ranks, headers, rank_words, per_file, slab_rank, slab_thread,
-                            slabs, *bins, *peers)
+        return NodeCounters(
+            meta, ranks, headers, rank_words, per_file, slab_rank, slab_thread, slabs, *bins, *peers
+        )
 
     def _bins(self, slabs):
         meta, lay = self.meta, self.meta["layout"]
         nbins, nrows = meta["bins"]["count"], meta["bins"]["rows"]
         row_words, ticks_at = meta["bins"].get("row_words", nbins), meta["bins"].get("ticks_at")
-        maps = slabs[:, lay["binmap_offset"]:lay["binmap_offset"] + (nrows + 3) // 4]
+        maps = slabs[:, lay["binmap_offset"] : lay["binmap_offset"] + (nrows + 3) // 4]
         maps = np.ascontiguousarray(maps).view(np.uint16)[:, :nrows]
         s, row_of = np.nonzero(maps)
         r = maps[s, row_of].astype(np.int64) - 1
@@ -342,7 +478,7 @@ class NodeFile:
         rows = self._gather(starts, row_words)
         if rows is None or (len(block) and (block < self._first_block).any()):
             self._fail("size bins", "a bin row block outside the file (cut short?)")
-        ticks = rows[:, ticks_at:ticks_at + nbins] if ticks_at is not None else None
+        ticks = rows[:, ticks_at : ticks_at + nbins] if ticks_at is not None else None
         return s, row_of, rows[:, :nbins], ticks
 
     def _peers(self, slabs):
@@ -351,20 +487,27 @@ class NodeFile:
         seq = slabs[:, lay["peerseq_offset"]]
         cap = slabs[:, lay["peercap_offset"]].astype(np.int64)
         at = slabs[:, lay["peerat_offset"]].astype(np.int64)
-        moving = (seq % 2 == 1)
+        moving = seq % 2 == 1
         if moving.any():
-            warnings.warn(f"{self.data_path}: {int(moving.sum())} peer table(s) were being moved "
-                          "when their rank stopped; those peers are left out", stacklevel=3)
+            warnings.warn(
+                f"{self.data_path}: {int(moving.sum())} peer table(s) were being moved "
+                "when their rank stopped; those peers are left out",
+                stacklevel=3,
+            )
         inline = (at == 0) & ~moving
         inline_cap = (lay["slab_words"] - lay["peers_offset"]) // k
         if (cap[inline] > inline_cap).any() or (cap & (cap - 1)).any():
             self._fail("peer table", "a table capacity that is not a power of two within its slab")
-        ent = [slabs[inline, lay["peers_offset"]:lay["peers_offset"] + inline_cap * k].reshape(-1, k)]
+        ent = [
+            slabs[inline, lay["peers_offset"] : lay["peers_offset"] + inline_cap * k].reshape(-1, k)
+        ]
         owner = [np.repeat(np.nonzero(inline)[0], inline_cap)]
         grown = np.nonzero((at != 0) & ~moving)[0]
         if len(grown):
             sizes = cap[grown] * k
-            starts = np.repeat(at[grown] // 8, sizes) + (np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes))
+            starts = np.repeat(at[grown] // 8, sizes) + (
+                np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            )
             if (at[grown] < self._first_block).any() or starts.max() >= len(self._u64):
                 self._fail("peer table", "a grown peer table outside the file (cut short?)")
             ent.append(self._u64[starts].reshape(-1, k))
@@ -429,14 +572,16 @@ class CounterFile:
 
 # ---- snapshots --------------------------------------------------------------------
 
+
 @dataclass
 class Snapshots:
     """Every snapshot record of a node: one row per record, and the words that changed.
 
     ``changes``: (record row, canonical index, value) of every word a record holds;
     between a rank's records a word keeps its last value."""
+
     meta: dict
-    rank: np.ndarray      # (N,)
+    rank: np.ndarray  # (N,)
     seq: np.ndarray
     ticks: np.ndarray
     ns: np.ndarray
@@ -454,7 +599,9 @@ class Snapshots:
         keep = np.isin(self.change_index, indices)
         col = np.array([pos[int(x)] for x in self.change_index[keep]], dtype=np.int64)
         vals = self.change_value[keep]
-        out[self.change_record[keep], col] = vals.view(np.float64) if bits else vals.astype(np.float64)
+        out[self.change_record[keep], col] = (
+            vals.view(np.float64) if bits else vals.astype(np.float64)
+        )
         frame = pd.DataFrame(out)
         frame = frame.groupby(self.rank, sort=False).ffill().fillna(0.0)
         return frame.to_numpy()
@@ -467,6 +614,7 @@ def read_snapshots(raw_dir, meta):
     scan; ``dropped_bytes`` says how much was left out.
     """
     from ..paths import require_regular_file
+
     path = Path(raw_dir) / meta["snapshot_file"]
     empty = np.zeros(0, np.int64)
     if not path.exists():
@@ -476,15 +624,24 @@ def read_snapshots(raw_dir, meta):
         raise InputError(path, "header", "not a commscope snapshot file (or cut short)")
     words = int(np.frombuffer(data, np.uint64, count=1, offset=16)[0])
     if words != meta["canonical"]["words"]:
-        raise InputError(path, "canonical words", f"{words} does not match "
-                                                  f"{meta['snapshot_file'].replace('.snap', '.json')} "
-                                                  f"({meta['canonical']['words']})")
+        raise InputError(
+            path,
+            "canonical words",
+            f"{words} does not match "
+            f"{meta['snapshot_file'].replace('.snap', '.json')} "
+            f"({meta['canonical']['words']})",
+        )
     heads, spans = [], []
     pos, end = SNAP_HEADER_BYTES, len(data)
     while pos + _RECORD_HEAD.size <= end:
         magic, rank, seq, ticks, ns, n, _ = _RECORD_HEAD.unpack_from(data, pos)
         size = _RECORD_HEAD.size + 8 * ((n + 1) // 2) + 8 * n
-        if magic != RECORD_MAGIC or pos + size > end or n > words or not 0 <= rank < meta["world_size"]:
+        if (
+            magic != RECORD_MAGIC
+            or pos + size > end
+            or n > words
+            or not 0 <= rank < meta["world_size"]
+        ):
             break
         heads.append((rank, seq, ticks, ns))
         spans.append((pos + _RECORD_HEAD.size, n))
@@ -492,17 +649,37 @@ def read_snapshots(raw_dir, meta):
     dropped = end - pos
     h = np.array(heads, dtype=np.int64).reshape(-1, 4)
     counts = np.array([n for _, n in spans], dtype=np.int64)
-    index = np.concatenate([np.frombuffer(data, np.uint32, count=n, offset=o) for o, n in spans]) \
-        if spans else np.zeros(0, np.uint32)
-    value = np.concatenate([np.frombuffer(data, np.uint64, count=n, offset=o + 8 * ((n + 1) // 2))
-                            for o, n in spans]) if spans else np.zeros(0, np.uint64)
+    index = (
+        np.concatenate([np.frombuffer(data, np.uint32, count=n, offset=o) for o, n in spans])
+        if spans
+        else np.zeros(0, np.uint32)
+    )
+    value = (
+        np.concatenate(
+            [
+                np.frombuffer(data, np.uint64, count=n, offset=o + 8 * ((n + 1) // 2))
+                for o, n in spans
+            ]
+        )
+        if spans
+        else np.zeros(0, np.uint64)
+    )
     if len(index) and index.max() >= words:
         raise InputError(path, "index", "a record names a word beyond the canonical layout")
-    return Snapshots(meta, h[:, 0], h[:, 1], h[:, 2], h[:, 3],
-                     np.repeat(np.arange(len(h)), counts), index.astype(np.int64), value), dropped
+    return Snapshots(
+        meta,
+        h[:, 0],
+        h[:, 1],
+        h[:, 2],
+        h[:, 3],
+        np.repeat(np.arange(len(h)), counts),
+        index.astype(np.int64),
+        value,
+    ), dropped
 
 
 # ---- communicators -------------------------------------------------------------------
+
 
 def expand_ranks(text):
     """World ranks written as runs ("0-3 7 9-10") -> a tuple of ints."""
@@ -520,6 +697,7 @@ def read_communicators(raw_dir):
     """Every node's communicator list: rank, comm_id, size, created_by, parent_id, inter,
     world_ranks (a tuple of ints per row), list (the file it came from)."""
     from ..runs import read_csv_table
+
     frames = []
     for key in node_keys(raw_dir):
         path = Path(raw_dir) / f"node.{key}.comms.csv"
@@ -535,10 +713,22 @@ def read_communicators(raw_dir):
             for col in ("rank", "comm_id", "size"):
                 df[col] = df[col].astype(np.int64)
         except ValueError:
-            raise InputError(path, "world_ranks", "expected ranks and runs of ranks (0-3 7)") from None
+            raise InputError(
+                path, "world_ranks", "expected ranks and runs of ranks (0-3 7)"
+            ) from None
         df["list"] = str(path)  # to name in an error about what the list lacks
         frames.append(df)
     if not frames:
-        return pd.DataFrame(columns=["rank", "comm_id", "size", "created_by", "parent_id", "inter",
-                                     "world_ranks", "list"])
+        return pd.DataFrame(
+            columns=[
+                "rank",
+                "comm_id",
+                "size",
+                "created_by",
+                "parent_id",
+                "inter",
+                "world_ranks",
+                "list",
+            ]
+        )
     return pd.concat(frames, ignore_index=True)

@@ -49,8 +49,10 @@ def describe(finalized, ending, code):
         return f"exited with status {code} without calling MPI_Finalize"
     if finalized:
         return "finalized"
-    return ("ended without MPI_Finalize, how was not recorded (SIGKILL, _exit, or stopped "
-            "by the launcher)")
+    return (
+        "ended without MPI_Finalize, how was not recorded (SIGKILL, _exit, or stopped "
+        "by the launcher)"
+    )
 
 
 def from_launcher(stderr_text):
@@ -104,8 +106,16 @@ def summarize(ranks):
         if text == "finalized":
             continue
         key = (_rank({**row, "ending_value": code if code is not None else -1}), text)
-        g = groups.setdefault(key, {"ranks": [], "ending": row["ending"], "code": code,
-                                    "finalized": finalized, "text": text})
+        g = groups.setdefault(
+            key,
+            {
+                "ranks": [],
+                "ending": row["ending"],
+                "code": code,
+                "finalized": finalized,
+                "text": text,
+            },
+        )
         g["ranks"].append(int(row["rank"]))
     return [dict(g, ranks=sorted(g["ranks"])) for _, g in sorted(groups.items())]
 
@@ -120,6 +130,8 @@ def sentence(endings, limit=3):
     """``rank 1 killed by SIGSEGV (signal 11); rank 0 killed by SIGTERM (signal 15)``."""
     parts = [f"{rank_list(g['ranks'])} {g['text']}" for g in endings[:limit]]
     if len(endings) > limit:
-        parts.append(f"{sum(len(g['ranks']) for g in endings[limit:])} more ranks ended "
-                     "otherwise (ranks.parquet)")
+        parts.append(
+            f"{sum(len(g['ranks']) for g in endings[limit:])} more ranks ended "
+            "otherwise (ranks.parquet)"
+        )
     return "; ".join(parts)

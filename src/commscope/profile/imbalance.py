@@ -29,9 +29,14 @@ def rank_loads(run):
     if not run_timed(run) or "functions" not in run.tables():
         return None
     t = rank_times(run).dropna(subset=["wall_s", "mpi_time_s"])
-    return pd.DataFrame({"rank": t["rank"].to_numpy(), "total_s": t["wall_s"].to_numpy(),
-                         "mpi_s": t["mpi_time_s"].to_numpy(),
-                         "load_s": t["compute_s"].to_numpy()})
+    return pd.DataFrame(
+        {
+            "rank": t["rank"].to_numpy(),
+            "total_s": t["wall_s"].to_numpy(),
+            "mpi_s": t["mpi_time_s"].to_numpy(),
+            "load_s": t["compute_s"].to_numpy(),
+        }
+    )
 
 
 def imbalance_over_time(run):
@@ -46,17 +51,18 @@ def imbalance_over_time(run):
     s["dmpi_s"] = s.groupby("rank")["mpi_time_s"].diff()
     s["load_s"] = s["dt_s"] - s["dmpi_s"]
     s = s.dropna(subset=["load_s"])
-    return (s.groupby("seq")["load_s"].apply(imbalance_percent)
-             .rename("imbalance_pct").reset_index())
+    return s.groupby("seq")["load_s"].apply(imbalance_percent).rename("imbalance_pct").reset_index()
 
 
 # ----------------------------------------------------------------------------- threads
 
+
 def thread_loads(threads):
     """Per rank and thread: busy_s, the summed compute time of every OpenMP segment the
     OMPT tool recorded (``threads`` table); per region too when ``by_region``."""
-    return (threads.groupby(["rank", "thread"])["compute_time_s"].sum()
-            .rename("busy_s").reset_index())
+    return (
+        threads.groupby(["rank", "thread"])["compute_time_s"].sum().rename("busy_s").reset_index()
+    )
 
 
 def thread_imbalance(threads, by_region=False):
@@ -69,9 +75,16 @@ def thread_imbalance(threads, by_region=False):
     for key, b in busy.groupby(level=keys):
         b = b.to_numpy(float)
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(keys, key)), "threads": b.size, "mean_busy_s": b.mean(),
-                     "max_busy_s": b.max(), "efficiency": b.mean() / b.max() if b.max() > 0
-                     else float("nan"), "thread_imbalance_pct": imbalance_percent(b)})
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                "threads": b.size,
+                "mean_busy_s": b.mean(),
+                "max_busy_s": b.max(),
+                "efficiency": b.mean() / b.max() if b.max() > 0 else float("nan"),
+                "thread_imbalance_pct": imbalance_percent(b),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -84,27 +97,40 @@ def hierarchical_imbalance(process_loads, efficiency):
     """
     df = process_loads[["rank", "load_s"]].merge(efficiency[["rank", "efficiency"]], on="rank")
     df["adjusted_load_s"] = df["load_s"] * df["efficiency"]
-    return df, {"process_imbalance_pct": imbalance_percent(df["load_s"]),
-                "adjusted_imbalance_pct": imbalance_percent(df["adjusted_load_s"]),
-                "ranks": int(len(df))}
+    return df, {
+        "process_imbalance_pct": imbalance_percent(df["load_s"]),
+        "adjusted_imbalance_pct": imbalance_percent(df["adjusted_load_s"]),
+        "ranks": int(len(df)),
+    }
 
 
 # ----------------------------------------------------------------------------- GPUs
 
 #: Accepted metric names (nvprof, then Nsight Compute equivalents) -> what they are.
 SM_EFFICIENCY = ("sm_efficiency", "sm__cycles_active.avg.pct_of_peak_sustained_elapsed")
-WARP_EFFICIENCY = ("warp_execution_efficiency",
-                   "smsp__thread_inst_executed_per_inst_executed.pct",
-                   "smsp__thread_inst_executed_per_inst_executed.ratio")
+WARP_EFFICIENCY = (
+    "warp_execution_efficiency",
+    "smsp__thread_inst_executed_per_inst_executed.pct",
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+)
 DURATION = ("gpu__time_duration.sum", "gpu__time_duration.avg")
-_TIME_UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
-               "ms": 1e-3, "second": 1.0, "s": 1.0}
+_TIME_UNITS = {
+    "nsecond": 1e-9,
+    "ns": 1e-9,
+    "usecond": 1e-6,
+    "us": 1e-6,
+    "msecond": 1e-3,
+    "ms": 1e-3,
+    "second": 1.0,
+    "s": 1.0,
+}
 
 
 def _read_metrics_csv(path):
     """A CSV export whose header line may follow tool banner lines ("==..." or text)."""
     from pathlib import Path
     from ..errors import InputError
+
     path = Path(path)
     try:
         lines = path.read_text(errors="replace").splitlines()
@@ -112,16 +138,21 @@ def _read_metrics_csv(path):
         raise InputError(path, None, f"cannot read ({exc.strerror})") from None
     start = next((i for i, ln in enumerate(lines) if "Metric Name" in ln), None)
     if start is None:
-        raise InputError(path, "Metric Name", "column missing: not an nvprof --metrics --csv "
-                         "or Nsight Compute --csv export")
+        raise InputError(
+            path,
+            "Metric Name",
+            "column missing: not an nvprof --metrics --csv or Nsight Compute --csv export",
+        )
     import io
+
     return pd.read_csv(io.StringIO("\n".join(lines[start:])), thousands=",")
 
 
 def _as_fraction(values, unit_or_name):
     """Percentages ("95.1%", 95.1, unit %) or ratios -> fractions in [0, 1]."""
-    v = pd.to_numeric(pd.Series(values).astype(str).str.rstrip("%").str.strip(),
-                      errors="coerce").to_numpy(float)
+    v = pd.to_numeric(
+        pd.Series(values).astype(str).str.rstrip("%").str.strip(), errors="coerce"
+    ).to_numpy(float)
     if unit_or_name.endswith(".ratio"):
         return v / 32.0 if np.nanmax(v, initial=0) > 1 else v  # threads per warp
     return v / 100.0
@@ -146,11 +177,12 @@ def gpu_efficiency(path):
     time_s (summed kernel time, NaN when the file has none), kernels.
     """
     from ..errors import InputError
+
     df = _read_metrics_csv(path)
-    if "Avg" in df.columns:                      # nvprof
+    if "Avg" in df.columns:  # nvprof
         need = ["Metric Name", "Avg"]
         value_col, weight_col, kernel_col = "Avg", "Invocations", "Kernel"
-    else:                                        # Nsight Compute
+    else:  # Nsight Compute
         need = ["Metric Name", "Metric Value"]
         value_col, weight_col, kernel_col = "Metric Value", None, "Kernel Name"
     for col in need:
@@ -165,17 +197,24 @@ def gpu_efficiency(path):
         for name in options:
             sel = df[names == name]
             if len(sel):
-                units = (sel["Metric Unit"].fillna("").astype(str).str.lower()
-                         if "Metric Unit" in sel else pd.Series("%", index=sel.index))
+                units = (
+                    sel["Metric Unit"].fillna("").astype(str).str.lower()
+                    if "Metric Unit" in sel
+                    else pd.Series("%", index=sel.index)
+                )
                 if name in DURATION:
-                    frac = (pd.to_numeric(sel[value_col].astype(str).str.replace(",", ""),
-                                          errors="coerce").to_numpy(float)
-                            * units.map(_TIME_UNITS).to_numpy(float))
+                    frac = pd.to_numeric(
+                        sel[value_col].astype(str).str.replace(",", ""), errors="coerce"
+                    ).to_numpy(float) * units.map(_TIME_UNITS).to_numpy(float)
                 else:
                     frac = _as_fraction(sel[value_col], name)
                 if np.isnan(frac).any():
-                    raise InputError(path, name, f"non-numeric value or unknown unit "
-                                     f"({', '.join(sorted(set(units)))}) in column {value_col}")
+                    raise InputError(
+                        path,
+                        name,
+                        f"non-numeric value or unknown unit "
+                        f"({', '.join(sorted(set(units)))}) in column {value_col}",
+                    )
                 return sel.assign(_v=frac)
         if what is None:
             return None
@@ -193,10 +232,13 @@ def gpu_efficiency(path):
         w_sm, w_warp = np.ones(len(sm)), np.ones(len(warp))
     sm_eff = float(np.average(sm["_v"], weights=w_sm))
     warp_eff = float(np.average(warp["_v"], weights=w_warp))
-    return {"sm_efficiency": sm_eff, "warp_efficiency": warp_eff,
-            "efficiency": sm_eff * warp_eff,
-            "time_s": float(dur["_v"].sum()) if dur is not None else float("nan"),
-            "kernels": int(len(sm))}
+    return {
+        "sm_efficiency": sm_eff,
+        "warp_efficiency": warp_eff,
+        "efficiency": sm_eff * warp_eff,
+        "time_s": float(dur["_v"].sum()) if dur is not None else float("nan"),
+        "kernels": int(len(sm)),
+    }
 
 
 def gpu_imbalance(paths, loads_s=None):
@@ -204,13 +246,18 @@ def gpu_imbalance(paths, loads_s=None):
     rank r).  Load = the file's kernel time, or ``loads_s[r]`` (e.g. eq. 4.2 from the
     counters) when given.  Returns (per-rank DataFrame, summary dict)."""
     from ..errors import InputError
+
     rows = []
     for r, p in enumerate(paths):
         e = gpu_efficiency(p)
         load = loads_s[r] if loads_s is not None else e["time_s"]
         if not np.isfinite(load):
-            raise InputError(p, "gpu__time_duration.sum", "no kernel time in the file; give "
-                             "the ranks' loads (a profile run with --counters all)")
+            raise InputError(
+                p,
+                "gpu__time_duration.sum",
+                "no kernel time in the file; give "
+                "the ranks' loads (a profile run with --counters all)",
+            )
         rows.append({"rank": r, "file": str(p), **e, "load_s": load})
     df = pd.DataFrame(rows)
     per, summary = hierarchical_imbalance(df[["rank", "load_s"]], df[["rank", "efficiency"]])
@@ -222,7 +269,14 @@ def region_process_imbalance(threads):
     instance, its slowest thread's busy time, summed over instances)."""
     per_inst = threads.groupby(["region", "rank", "instance"])["compute_time_s"].max()
     loads = per_inst.groupby(level=["region", "rank"]).sum()
-    rows = [{"region": region, "ranks": int(s.size), "mean_load_s": float(s.mean()),
-             "max_load_s": float(s.max()), "process_imbalance_pct": imbalance_percent(s)}
-            for region, s in loads.groupby(level="region")]
+    rows = [
+        {
+            "region": region,
+            "ranks": int(s.size),
+            "mean_load_s": float(s.mean()),
+            "max_load_s": float(s.max()),
+            "process_imbalance_pct": imbalance_percent(s),
+        }
+        for region, s in loads.groupby(level="region")
+    ]
     return pd.DataFrame(rows)

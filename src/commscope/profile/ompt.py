@@ -49,18 +49,39 @@ HEADER_BYTES = 64
 MAGIC = b"CSOMPT01"
 #: One event record of the native collector (numpy dtype spec; built on use, so that
 #: importing this module for doctor's checks needs no numpy).
-EVENT_FIELDS = [("t_ns", "<u8"), ("instance", "<u8"), ("codeptr", "<u8"), ("event", "<u2"),
-                ("kind", "<u2"), ("thread", "<u2"), ("team", "<u2")]
-EV = dict(parallel_begin=1, parallel_end=2, task_begin=3, task_end=4, sync_begin=5,
-          sync_end=6, work_begin=7, work_end=8)
+EVENT_FIELDS = [
+    ("t_ns", "<u8"),
+    ("instance", "<u8"),
+    ("codeptr", "<u8"),
+    ("event", "<u2"),
+    ("kind", "<u2"),
+    ("thread", "<u2"),
+    ("team", "<u2"),
+]
+EV = dict(
+    parallel_begin=1,
+    parallel_end=2,
+    task_begin=3,
+    task_end=4,
+    sync_begin=5,
+    sync_end=6,
+    work_begin=7,
+    work_end=8,
+)
 #: ompt_sync_region_t values that are barriers, and how the table names them.
-BARRIER_KINDS = {1: "barrier", 2: "closing", 3: "explicit", 4: "implementation",
-                 8: "workshare", 9: "closing"}
+BARRIER_KINDS = {
+    1: "barrier",
+    2: "closing",
+    3: "explicit",
+    4: "implementation",
+    8: "workshare",
+    9: "closing",
+}
 CLOSING = {2, 9}
 
 
-
 # ----------------------------------------------------------------------------- runtime
+
 
 def runtime_library():
     """libiomp5.so of this environment (intel-openmp wheel), else None."""
@@ -74,12 +95,14 @@ def runtime_library():
 def tool_library(mpi):
     """Build (if needed) and return libcommscope_ompt.so in ``mpi``'s build tree."""
     from .. import mpi as mpimod
+
     bdir = mpimod.build(mpi, target="commscope_ompt")
     lib = bdir / "libcommscope_ompt.so"
     if not lib.exists():
         raise EnvironmentProblem(
             f"the OMPT tool was not built: no omp-tools.h found (run scripts/setup.sh, which "
-            f"installs the intel-openmp wheel; see {bdir}/CMakeCache.txt)")
+            f"installs the intel-openmp wheel; see {bdir}/CMakeCache.txt)"
+        )
     return lib
 
 
@@ -96,26 +119,36 @@ def inspect_binary(path):
     """
     path = Path(path)
     try:
-        out = subprocess.run(["ldd", str(path)], capture_output=True, text=True,
-                             timeout=30).stdout
+        out = subprocess.run(["ldd", str(path)], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         return {"runtime": "unknown", "library": None, "detail": f"ldd failed ({exc})"}
     for prefix, name in _OPENMP_LIBS:
         m = re.search(rf"^\s*{prefix}\.so[.\d]*\s*=>\s*(\S+)", out, re.MULTILINE)
         if m:
-            return {"runtime": name, "library": m.group(1),
-                    "detail": f"links {prefix} ({m.group(1)})"}
+            return {
+                "runtime": name,
+                "library": m.group(1),
+                "detail": f"links {prefix} ({m.group(1)})",
+            }
     nm = shutil.which("nm")
     if nm:
-        syms = subprocess.run([nm, "-D", "--defined-only", str(path)], capture_output=True,
-                              text=True).stdout
-        syms += subprocess.run([nm, "--defined-only", str(path)], capture_output=True,
-                               text=True).stdout
+        syms = subprocess.run(
+            [nm, "-D", "--defined-only", str(path)], capture_output=True, text=True
+        ).stdout
+        syms += subprocess.run(
+            [nm, "--defined-only", str(path)], capture_output=True, text=True
+        ).stdout
         if re.search(r"\bGOMP_parallel\b|\b__kmpc_fork_call\b", syms):
-            return {"runtime": "static", "library": None,
-                    "detail": "the OpenMP runtime is linked statically into the binary"}
-    return {"runtime": "none", "library": None,
-            "detail": "links no OpenMP runtime (libgomp, libomp or libiomp5)"}
+            return {
+                "runtime": "static",
+                "library": None,
+                "detail": "the OpenMP runtime is linked statically into the binary",
+            }
+    return {
+        "runtime": "none",
+        "library": None,
+        "detail": "links no OpenMP runtime (libgomp, libomp or libiomp5)",
+    }
 
 
 def plan_for_binary(program, tool):
@@ -129,24 +162,35 @@ def plan_for_binary(program, tool):
     if rt == "gomp":
         lib = runtime_library()
         if lib is None:
-            raise InputError(program, None,
-                             "uses GCC's libgomp, which has no OMPT; the replacement runtime "
-                             "libiomp5.so (intel-openmp wheel) is not installed in "
-                             f"{sys.prefix} (run scripts/setup.sh)")
+            raise InputError(
+                program,
+                None,
+                "uses GCC's libgomp, which has no OMPT; the replacement runtime "
+                "libiomp5.so (intel-openmp wheel) is not installed in "
+                f"{sys.prefix} (run scripts/setup.sh)",
+            )
         return [str(lib)], env, f"OpenMP: {info['detail']}; replaced by {lib} (OMPT)"
     if rt in ("omp", "iomp5"):
         return [], env, f"OpenMP: {info['detail']} (OMPT built in)"
     if rt == "static":
-        raise InputError(program, None, f"{info['detail']}: it cannot be replaced by an OMPT "
-                         "runtime (tried: LD_PRELOAD of libiomp5.so needs a dynamic libgomp); "
-                         "rebuild without -static or with clang -fopenmp")
-    raise InputError(program, None, f"{info['detail']}: no OpenMP regions to time "
-                     "(tried: ldd and the binary's symbols)")
+        raise InputError(
+            program,
+            None,
+            f"{info['detail']}: it cannot be replaced by an OMPT "
+            "runtime (tried: LD_PRELOAD of libiomp5.so needs a dynamic libgomp); "
+            "rebuild without -static or with clang -fopenmp",
+        )
+    raise InputError(
+        program,
+        None,
+        f"{info['detail']}: no OpenMP regions to time (tried: ldd and the binary's symbols)",
+    )
 
 
 @dataclass
 class OmptCollector:
     """Collector of ``commscope profile --ompt`` (see PROFILE-INTERFACE.md)."""
+
     program: str
     tool: str
     name: str = "ompt"
@@ -158,8 +202,9 @@ class OmptCollector:
     def for_program(cls, program, mpi):
         tool = tool_library(mpi)
         preload, env, note = plan_for_binary(program, tool)
-        return cls(str(program), str(tool), preload=preload, env=env,
-                   notes=[note, f"OMPT tool: {tool}"])
+        return cls(
+            str(program), str(tool), preload=preload, env=env, notes=[note, f"OMPT tool: {tool}"]
+        )
 
     def recorded(self, run):
         """Whether the tool wrote any event (see run_profile)."""
@@ -184,6 +229,7 @@ def probe(mpi, binary=None, regions=3, threads=2):
     reported its closing barrier.  Returns a dict (``available``, ``hint``, ...)."""
     import tempfile
     from .. import mpi as mpimod
+
     out = {"available": False, "runtime": None, "tool": None, "probe": None, "hint": None}
     rt = runtime_library()
     out["runtime"] = str(rt) if rt else None
@@ -196,29 +242,48 @@ def probe(mpi, binary=None, regions=3, threads=2):
         out["hint"] = str(exc)
         return out
     with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, **env, "COMMSCOPE_PROFILE_DIR": tmp, "OMP_NUM_THREADS": str(threads),
-               "LD_PRELOAD": ":".join(preload + [os.environ.get("LD_PRELOAD", "")]).rstrip(":")}
+        env = {
+            **os.environ,
+            **env,
+            "COMMSCOPE_PROFILE_DIR": tmp,
+            "OMP_NUM_THREADS": str(threads),
+            "LD_PRELOAD": ":".join(preload + [os.environ.get("LD_PRELOAD", "")]).rstrip(":"),
+        }
         try:
-            subprocess.run([str(prog), str(regions), str(threads)], env=env, check=True,
-                           capture_output=True, timeout=60)
+            subprocess.run(
+                [str(prog), str(regions), str(threads)],
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
             table = arrivals_table(tmp, resolve=False)
         except (OSError, subprocess.SubprocessError, InputError) as exc:
             out["hint"] = f"the probe failed under the tool ({note}): {exc}"
             return out
         st = tool_status(tmp)
     closing = table[table["barrier"] == "closing"]
-    out["probe"] = {"regions": regions, "threads": threads, "closing_arrivals": int(len(closing)),
-                    "runtime_version": st["runtime"], "barrier_kinds": sorted(
-                        table["barrier"].unique().tolist())}
+    out["probe"] = {
+        "regions": regions,
+        "threads": threads,
+        "closing_arrivals": int(len(closing)),
+        "runtime_version": st["runtime"],
+        "barrier_kinds": sorted(table["barrier"].unique().tolist()),
+    }
     # The untimed first region of the probe counts too.
     out["available"] = len(closing) == (regions + 1) * threads
     if not out["available"]:
-        out["hint"] = (f"the probe saw {len(closing)} closing-barrier arrivals, expected "
-                       f"{(regions + 1) * threads} ({note})")
+        out["hint"] = (
+            f"the probe saw {len(closing)} closing-barrier arrivals, expected "
+            f"{(regions + 1) * threads} ({note})"
+        )
     if binary is not None:
         try:
-            out["binary"] = {"path": str(binary), "ok": True,
-                             "how": plan_for_binary(binary, tool)[2]}
+            out["binary"] = {
+                "path": str(binary),
+                "ok": True,
+                "how": plan_for_binary(binary, tool)[2],
+            }
         except InputError as exc:
             out["binary"] = {"path": str(binary), "ok": False, "how": exc.message}
     return out
@@ -239,10 +304,13 @@ def tool_status(raw_dir):
         except json.JSONDecodeError:
             ranks.append({"file": p.name, "state": "unreadable"})
     files = sorted(raw_dir.glob("ompt.*.*.bin"))
-    return {"ranks_started": len(ranks), "event_files": len(files),
-            "runtime": ranks[0].get("runtime") if ranks else None,
-            "events_dropped": int(sum(r.get("events_dropped", 0) for r in ranks)),
-            "finalized": sum(r.get("state") == "finalized" for r in ranks)}
+    return {
+        "ranks_started": len(ranks),
+        "event_files": len(files),
+        "runtime": ranks[0].get("runtime") if ranks else None,
+        "events_dropped": int(sum(r.get("events_dropped", 0) for r in ranks)),
+        "finalized": sum(r.get("state") == "finalized" for r in ranks),
+    }
 
 
 def failure_reason(raw_dir, collector):
@@ -250,16 +318,22 @@ def failure_reason(raw_dir, collector):
     st = tool_status(raw_dir)
     if st["event_files"]:
         return None
-    tried = (f"tried OMP_TOOL_LIBRARIES={collector.tool}"
-             + (f" with LD_PRELOAD={':'.join(collector.preload)}" if collector.preload else ""))
+    tried = f"tried OMP_TOOL_LIBRARIES={collector.tool}" + (
+        f" with LD_PRELOAD={':'.join(collector.preload)}" if collector.preload else ""
+    )
     if not st["ranks_started"]:
-        return (f"the OpenMP runtime never loaded the OMPT tool ({tried}): the program's "
-                "runtime does not support OMPT, or it never started OpenMP")
-    return (f"the OMPT tool started ({st['runtime']}) but saw no parallel region ({tried}): "
-            "the program ran no OpenMP parallel region")
+        return (
+            f"the OpenMP runtime never loaded the OMPT tool ({tried}): the program's "
+            "runtime does not support OMPT, or it never started OpenMP"
+        )
+    return (
+        f"the OMPT tool started ({st['runtime']}) but saw no parallel region ({tried}): "
+        "the program ran no OpenMP parallel region"
+    )
 
 
 # ----------------------------------------------------------------------------- reading
+
 
 def read_events(path):
     """One ``ompt.<rank>.<n>.bin`` file -> structured array (a partial last record of a
@@ -300,9 +374,14 @@ def segments(events):
     # Sequential over events, but only O(events) with dict look-ups; per thread of
     # each instance: the time its current segment started and the segment count.
     open_seg = {}
-    for t, inst, code, e, kind, th in zip(ev["t_ns"].tolist(), ev["instance"].tolist(),
-                                          ev["codeptr"].tolist(), ev["event"].tolist(),
-                                          ev["kind"].tolist(), ev["thread"].tolist()):
+    for t, inst, code, e, kind, th in zip(
+        ev["t_ns"].tolist(),
+        ev["instance"].tolist(),
+        ev["codeptr"].tolist(),
+        ev["event"].tolist(),
+        ev["kind"].tolist(),
+        ev["thread"].tolist(),
+    ):
         key = (inst, th)
         if e == EV["task_begin"]:
             open_seg[key] = [t, 0, None]
@@ -320,8 +399,10 @@ def segments(events):
             s[0], s[1], s[2] = t, s[1] + 1, None
         elif e == EV["task_end"]:
             open_seg.pop(key, None)
-    return pd.DataFrame(rows, columns=["instance", "thread", "segment", "kind", "start_ns",
-                                       "arrival_ns", "leave_ns"])
+    return pd.DataFrame(
+        rows,
+        columns=["instance", "thread", "segment", "kind", "start_ns", "arrival_ns", "leave_ns"],
+    )
 
 
 def region_addresses(events):
@@ -341,23 +422,47 @@ def arrivals_table(raw_dir, resolve=True):
             continue
         addr = region_addresses(events)
         seg["codeptr"] = seg["instance"].map(addr).fillna(0).astype(np.uint64)
-        names = resolve_addresses(raw_dir / f"ompt.{label}.maps", seg["codeptr"].unique()) \
-            if resolve else {}
+        names = (
+            resolve_addresses(raw_dir / f"ompt.{label}.maps", seg["codeptr"].unique())
+            if resolve
+            else {}
+        )
         seg["location"] = [names.get(int(a)) or f"0x{int(a):x}" for a in seg["codeptr"]]
         seg["rank"] = _rank_number(label)
         frames.append(seg)
-    cols = ["trial", "rank", "iteration", "region", "thread", "compute_time_s", "instance",
-            "segment", "barrier", "start_s", "arrival_s", "leave_s", "rank_t0_ns"]
+    cols = [
+        "trial",
+        "rank",
+        "iteration",
+        "region",
+        "thread",
+        "compute_time_s",
+        "instance",
+        "segment",
+        "barrier",
+        "start_s",
+        "arrival_s",
+        "leave_s",
+        "rank_t0_ns",
+    ]
     if not frames:
-        return pd.DataFrame({c: pd.Series(dtype="int64" if c in ("trial", "rank", "iteration",
-                                          "thread", "instance", "segment", "rank_t0_ns") else
-                                          ("object" if c in ("region", "barrier") else "float64"))
-                             for c in cols})
+        return pd.DataFrame(
+            {
+                c: pd.Series(
+                    dtype="int64"
+                    if c
+                    in ("trial", "rank", "iteration", "thread", "instance", "segment", "rank_t0_ns")
+                    else ("object" if c in ("region", "barrier") else "float64")
+                )
+                for c in cols
+            }
+        )
     df = pd.concat(frames, ignore_index=True)
     # The closing barrier's segment is the region itself; earlier ones get "#k".
     closing = df["kind"].isin(list(CLOSING))
-    df["region"] = np.where(closing, df["location"],
-                            df["location"] + " #" + (df["segment"] + 1).astype(str))
+    df["region"] = np.where(
+        closing, df["location"], df["location"] + " #" + (df["segment"] + 1).astype(str)
+    )
     df["barrier"] = df["kind"].map(BARRIER_KINDS)
     df = df.sort_values(["rank", "instance", "segment", "thread"], kind="stable")
     # iteration: the how-many-th instance of this region on this rank.
@@ -365,19 +470,28 @@ def arrivals_table(raw_dir, resolve=True):
     inst_order["iteration"] = inst_order.groupby(["rank", "region"]).cumcount()
     df = df.merge(inst_order, on=["rank", "region", "instance"])
     t0 = df.groupby("rank")["start_ns"].transform("min")
-    out = pd.DataFrame({
-        "trial": 0, "rank": df["rank"].astype(np.int64),
-        "iteration": df["iteration"].astype(np.int64), "region": df["region"].astype(str),
-        "thread": df["thread"].astype(np.int64),
-        "compute_time_s": (df["arrival_ns"] - df["start_ns"]) * 1e-9,
-        "instance": df["instance"].astype(np.int64), "segment": df["segment"].astype(np.int64),
-        "barrier": df["barrier"].astype(str),
-        "start_s": (df["start_ns"] - t0) * 1e-9, "arrival_s": (df["arrival_ns"] - t0) * 1e-9,
-        "leave_s": (df["leave_ns"] - t0) * 1e-9, "rank_t0_ns": t0.astype(np.int64)})
+    out = pd.DataFrame(
+        {
+            "trial": 0,
+            "rank": df["rank"].astype(np.int64),
+            "iteration": df["iteration"].astype(np.int64),
+            "region": df["region"].astype(str),
+            "thread": df["thread"].astype(np.int64),
+            "compute_time_s": (df["arrival_ns"] - df["start_ns"]) * 1e-9,
+            "instance": df["instance"].astype(np.int64),
+            "segment": df["segment"].astype(np.int64),
+            "barrier": df["barrier"].astype(str),
+            "start_s": (df["start_ns"] - t0) * 1e-9,
+            "arrival_s": (df["arrival_ns"] - t0) * 1e-9,
+            "leave_s": (df["leave_ns"] - t0) * 1e-9,
+            "rank_t0_ns": t0.astype(np.int64),
+        }
+    )
     return out.sort_values(["rank", "instance", "segment", "thread"]).reset_index(drop=True)
 
 
 # ----------------------------------------------------------------------------- addresses
+
 
 def _read_maps(path):
     """/proc/<pid>/maps copy -> list of (start, end, file offset, path) of file mappings."""
@@ -401,7 +515,7 @@ def _load_segments(path):
             head = fh.read(64)
             if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
                 return []
-            phoff, = struct.unpack_from("<Q", head, 32)
+            (phoff,) = struct.unpack_from("<Q", head, 32)
             phentsize, phnum = struct.unpack_from("<HH", head, 54)
             fh.seek(phoff)
             table = fh.read(phentsize * phnum)
@@ -409,8 +523,9 @@ def _load_segments(path):
         return []
     segs = []
     for i in range(phnum):
-        ptype, _flags, off, vaddr, _paddr, filesz = struct.unpack_from("<IIQQQQ", table,
-                                                                       i * phentsize)
+        ptype, _flags, off, vaddr, _paddr, filesz = struct.unpack_from(
+            "<IIQQQQ", table, i * phentsize
+        )
         if ptype == 1:
             segs.append((off, vaddr, filesz))
     return segs
@@ -427,8 +542,9 @@ def resolve_addresses(maps_path, addresses):
         for lo, hi, off, path in maps:
             if lo <= a < hi:
                 fo = a - lo + off
-                vaddr = next((fo - so + sv for so, sv, sz in _load_segments(path)
-                              if so <= fo < so + sz), fo)
+                vaddr = next(
+                    (fo - so + sv for so, sv, sz in _load_segments(path) if so <= fo < so + sz), fo
+                )
                 by_file[path].append((a, vaddr - 1))  # a return address: the call is before
                 break
     out = {}
@@ -438,15 +554,22 @@ def resolve_addresses(maps_path, addresses):
         names = [None] * len(pairs)
         if tool:
             try:
-                res = subprocess.run([tool, "-f", "-C", "-e", path, *(hex(v) for _, v in pairs)],
-                                     capture_output=True, text=True, timeout=60)
+                res = subprocess.run(
+                    [tool, "-f", "-C", "-e", path, *(hex(v) for _, v in pairs)],
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
                 lines = res.stdout.splitlines()
                 for i in range(min(len(pairs), len(lines) // 2)):
                     func, loc = lines[2 * i], lines[2 * i + 1]
                     loc = re.sub(r" \(discriminator \d+\)$", "", loc)
                     if not loc.startswith("??"):
-                        names[i] = f"{os.path.basename(loc)} ({func})" if func != "??" \
+                        names[i] = (
+                            f"{os.path.basename(loc)} ({func})"
+                            if func != "??"
                             else os.path.basename(loc)
+                        )
                     elif func != "??":
                         names[i] = f"{func} ({lib})"
             except (OSError, subprocess.SubprocessError):

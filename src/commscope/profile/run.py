@@ -34,7 +34,7 @@ COUNTER_SETS = {
     "bins": "power-of-two message-size bins per function and collective bins",
     "requests": "requests started/completed, watermarks of outstanding requests and posted receives",
     "timers": "time inside every wrapped function, per function, call site and size bin "
-              "(two clock reads per call)",
+    "(two clock reads per call)",
     "pvars": "MPI_T performance variables sampled into the snapshots",
 }
 #: Every set: time in MPI is what a first profile is read for (a rank's MPI time, the
@@ -52,8 +52,12 @@ def parse_counter_sets(text):
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in COUNTER_SETS]
     if unknown or not names:
-        raise InputError("--counters", None, f"unknown counter set {', '.join(unknown) or repr(text)} "
-                                             f"(default, all, or some of {', '.join(COUNTER_SETS)})")
+        raise InputError(
+            "--counters",
+            None,
+            f"unknown counter set {', '.join(unknown) or repr(text)} "
+            f"(default, all, or some of {', '.join(COUNTER_SETS)})",
+        )
     return tuple(n for n in COUNTER_SETS if n in names)
 
 
@@ -71,6 +75,7 @@ def parse_interval(text, option="--snapshot-every"):
 @dataclass
 class Collector:
     """What one kind of instrumentation adds to the profiled program's launch."""
+
     name: str
     preload: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
@@ -88,6 +93,7 @@ class CounterCollector(Collector):
         """Convert the node files; an unreadable node or ranks without counters make the
         profile partial (``self.partial``)."""
         from .convert import convert
+
         overview = convert(run)
         world = int(run.meta["parameters"]["ranks"])
         present = set(run.table("ranks")["rank"].tolist()) if overview["count"] else set()
@@ -97,9 +103,11 @@ class CounterCollector(Collector):
         self.partial = list(overview["problems"])
         if missing and present:  # none at all: the caller says the program never got there
             shown = ", ".join(map(str, missing[:16])) + (" ..." if len(missing) > 16 else "")
-            self.partial.append(f"{run.raw_dir}: ranks {shown} ({len(missing)} of {world}) left "
-                                "no counters: their node file is missing or unreadable, or they "
-                                "stopped before MPI_Init")
+            self.partial.append(
+                f"{run.raw_dir}: ranks {shown} ({len(missing)} of {world}) left "
+                "no counters: their node file is missing or unreadable, or they "
+                "stopped before MPI_Init"
+            )
 
 
 def resolve_program(program):
@@ -148,7 +156,9 @@ def _head(path, size=256):
 def _libmpi_of(binary):
     """The realpath of the libmpi a binary loads (from ldd), or None."""
     try:
-        out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["ldd", str(binary)], capture_output=True, text=True, timeout=30
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"^\s*libmpi(?:ch)?\.so[.\d]*\s*=>\s*(\S+)", out, re.MULTILINE)
@@ -165,9 +175,13 @@ def check_same_mpi(program, library, mpi):
     theirs, ours = (_libmpi_of(elf) if elf else None), _libmpi_of(library)
     if theirs and ours and theirs != ours:
         what = "is" if elf == Path(program) else f"runs {elf}, which is"
-        raise InputError(program, None, f"{what} linked against {theirs}, but the selected MPI "
-                                        f"({mpi.name}: {mpi.mpicc}) uses {ours}; pass --mpi with "
-                                        "the mpicc of the MPI the program was built with")
+        raise InputError(
+            program,
+            None,
+            f"{what} linked against {theirs}, but the selected MPI "
+            f"({mpi.name}: {mpi.mpicc}) uses {ours}; pass --mpi with "
+            "the mpicc of the MPI the program was built with",
+        )
 
 
 class CallsiteCollector(Collector):
@@ -175,12 +189,18 @@ class CallsiteCollector(Collector):
     after the run they are resolved to file:line (profile/callsites.py)."""
 
     def __init__(self, depth):
-        super().__init__("callsites", env={"COMMSCOPE_CALLSITES": str(depth)},
-                         notes=[f"call sites: {depth} frame{'s' if depth > 1 else ''} per call"
-                                + (" (unwound with backtrace())" if depth > 1 else "")])
+        super().__init__(
+            "callsites",
+            env={"COMMSCOPE_CALLSITES": str(depth)},
+            notes=[
+                f"call sites: {depth} frame{'s' if depth > 1 else ''} per call"
+                + (" (unwound with backtrace())" if depth > 1 else "")
+            ],
+        )
 
     def finalize(self, run):
         from .callsites import callsites_table
+
         ranks = run.table("ranks") if (run.path / "ranks.parquet").exists() else None
         sets = tuple(run.meta["parameters"].get("counters") or ())
         df = callsites_table(run.raw_dir, ranks, sets)
@@ -195,17 +215,23 @@ def callsite_collector(depth):
     if depth is None:
         return None
     if not isinstance(depth, int) or not 1 <= depth <= 16:
-        raise InputError("--callsite-depth", None, f"must be a whole number from 1 to 16, got {depth}")
+        raise InputError(
+            "--callsite-depth", None, f"must be a whole number from 1 to 16, got {depth}"
+        )
     return CallsiteCollector(depth)
 
 
 def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
-    env = {"COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
-           "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000)))}
+    env = {
+        "COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
+        "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000))),
+    }
     if trace_limit is not None:
         env["COMMSCOPE_TRACE_LIMIT"] = str(int(trace_limit))
-    notes = [f"counters: {', '.join(sets) or 'calls only'}"
-             + ("" if "timers" in sets else f" (time in MPI not measured: {TIMERS_HINT})")]
+    notes = [
+        f"counters: {', '.join(sets) or 'calls only'}"
+        + ("" if "timers" in sets else f" (time in MPI not measured: {TIMERS_HINT})")
+    ]
     return CounterCollector("counters", preload=[str(lib)], env=env, notes=notes)
 
 
@@ -213,14 +239,31 @@ def ending_problem(endings, code):
     """How the ranks that did not end well ended, in one sentence (None: all finalized
     and exited 0): ``rank 1 killed by SIGSEGV (signal 11); rank 0 killed by SIGTERM``."""
     from .endings import sentence
+
     return sentence(endings) if endings else None
 
 
-def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
-                snapshot_every="0.5s", trace=False, trace_limit=None,
-                callsites=None, collectors=(),
-                mpi_spec=None, runs_root=None, run_name=None, hosts=None, ranks_per_node=None,
-                timeout=None, echo=True, launcher="auto"):
+def run_profile(
+    program,
+    args=(),
+    *,
+    nranks=2,
+    threads=1,
+    counters="default",
+    snapshot_every="0.5s",
+    trace=False,
+    trace_limit=None,
+    callsites=None,
+    collectors=(),
+    mpi_spec=None,
+    runs_root=None,
+    run_name=None,
+    hosts=None,
+    ranks_per_node=None,
+    timeout=None,
+    echo=True,
+    launcher="auto",
+):
     """Profile ``program args`` on ``nranks`` ranks; returns ``(run, exit_status)``.
 
     ``callsites``: frames recorded per call (1: the immediate caller), None: off.
@@ -242,11 +285,21 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
         raise EnvironmentProblem(f"libcommscope.so was not built (see {mpimod.build_dir(mpi)})")
     check_same_mpi(path, lib, mpi)
     info = mpi_info(mpi)
-    collectors = [counter_collector(lib, sets, snapshot_s, trace, trace_limit),
-                  *([sites] if sites else []), *collectors]
-    params = dict(program=str(path), args=list(map(str, args)), ranks=nranks, threads=threads,
-                  counters=list(sets), snapshot_every_s=snapshot_s, trace=trace,
-                  callsite_depth=callsites)
+    collectors = [
+        counter_collector(lib, sets, snapshot_s, trace, trace_limit),
+        *([sites] if sites else []),
+        *collectors,
+    ]
+    params = dict(
+        program=str(path),
+        args=list(map(str, args)),
+        ranks=nranks,
+        threads=threads,
+        counters=list(sets),
+        snapshot_every_s=snapshot_s,
+        trace=trace,
+        callsite_depth=callsites,
+    )
     run = Run.create(runs_root or default_runs_root(), "profile", params, name=run_name)
     with run.removed_if_refused():  # a launch refused here leaves no run directory
         os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
@@ -256,14 +309,30 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
             env.update(c.env)
         if os.environ.get("LD_PRELOAD"):
             preload.append(os.environ["LD_PRELOAD"])
-        wrapped = [f"LD_PRELOAD={':'.join(preload)}", *(f"{k}={v}" for k, v in env.items()),
-                   str(path), *map(str, args)]
-        plan = launch.plan_launch(mpi, nranks, shutil.which("env") or "/usr/bin/env", wrapped,
-                                  hosts=hosts, ranks_per_node=ranks_per_node, threads=threads,
-                                  launcher=launcher)
+        wrapped = [
+            f"LD_PRELOAD={':'.join(preload)}",
+            *(f"{k}={v}" for k, v in env.items()),
+            str(path),
+            *map(str, args),
+        ]
+        plan = launch.plan_launch(
+            mpi,
+            nranks,
+            shutil.which("env") or "/usr/bin/env",
+            wrapped,
+            hosts=hosts,
+            ranks_per_node=ranks_per_node,
+            threads=threads,
+            launcher=launcher,
+        )
         plan.notes += [n for c in collectors for n in c.notes]
-        run.meta["mpi"] = {**mpi.to_dict(), **{k: info.get(k) for k in (
-            "library_version", "mpi_version", "thread_level_provided", "partitioned")}}
+        run.meta["mpi"] = {
+            **mpi.to_dict(),
+            **{
+                k: info.get(k)
+                for k in ("library_version", "mpi_version", "thread_level_provided", "partitioned")
+            },
+        }
         run.meta["launch"] = plan.to_dict()
         run.meta["hosts"] = plan.hosts
         run.meta["topology"] = node_topology()
@@ -271,8 +340,9 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
         run.save_meta()
     res, extra = None, {}
     try:
-        res = launch.run_job(plan, title="profile", timeout=timeout, echo=echo, progress=False,
-                             echo_stderr=echo)
+        res = launch.run_job(
+            plan, title="profile", timeout=timeout, echo=echo, progress=False, echo_stderr=echo
+        )
     except Interrupted as exc:
         extra["interrupted"] = {"signal": exc.signal_name, "time": utc_now()}
         raise
@@ -307,23 +377,32 @@ def run_profile(program, args=(), *, nranks=2, threads=1, counters="default",
             extra["failure"] = f"timed out after {timeout} s"
         elif code:
             extra["failure"] = f"the program exited with status {code}"
-        status = ("interrupted" if extra.get("interrupted") else
-                  "complete" if code == 0 and not problems and not write_error else "failed")
-        run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None,
-                   **extra)
+        status = (
+            "interrupted"
+            if extra.get("interrupted")
+            else "complete"
+            if code == 0 and not problems and not write_error
+            else "failed"
+        )
+        run.finish(status, exit_status=code, wall_s=round(res.wall_s, 3) if res else None, **extra)
     if write_error is not None:  # a full disk is the user's to fix: exit 2 naming the file
         raise write_error
     # A collector that recorded something (e.g. OMPT threads of an OpenMP program
     # without MPI) makes the run useful even without counters.
     if not counter_ranks(run.raw_dir) and not any(
-            getattr(c, "recorded", lambda r: False)(run) for c in collectors):
+        getattr(c, "recorded", lambda r: False)(run) for c in collectors
+    ):
         # nothing was measured: no run directory is left claiming to be a profile
         shutil.rmtree(run.path, ignore_errors=True)
-        raise InputError(path, None, f"wrote no counters (exit status {code}): it never called "
-                                     "MPI_Init or MPI_Session_init through the preloaded library. "
-                                     "It is not an MPI program, is linked statically, or uses "
-                                     f"another MPI than {mpi.name} (pass --mpi with the mpicc it "
-                                     "was built with); no run directory was kept")
+        raise InputError(
+            path,
+            None,
+            f"wrote no counters (exit status {code}): it never called "
+            "MPI_Init or MPI_Session_init through the preloaded library. "
+            "It is not an MPI program, is linked statically, or uses "
+            f"another MPI than {mpi.name} (pass --mpi with the mpicc it "
+            "was built with); no run directory was kept",
+        )
     return run, (code if code is not None and code >= 0 else 128 - (code or 0))
 
 
@@ -335,14 +414,21 @@ def convert_run(path):
     from ..runs import open_run
     from .counters import node_keys
     from .ompt import OmptCollector, tool_status
+
     run = open_run(path, warn=False)
     if run.kind != "profile":
-        raise InputError(run.path / "meta.json", "kind", f"is a {run.kind!r} run; --convert "
-                                                         "converts profile runs")
+        raise InputError(
+            run.path / "meta.json",
+            "kind",
+            f"is a {run.kind!r} run; --convert converts profile runs",
+        )
     if run.status == "running":
-        raise InputError(run.path / "meta.json", "status",
-                         f"still running (commscope pid {run.meta.get('commscope_pid')} on "
-                         f"{run.meta.get('commscope_host')}): it converts its files itself")
+        raise InputError(
+            run.path / "meta.json",
+            "status",
+            f"still running (commscope pid {run.meta.get('commscope_pid')} on "
+            f"{run.meta.get('commscope_host')}): it converts its files itself",
+        )
     if not node_keys(run.raw_dir):
         raise InputError(run.raw_dir, None, "holds no counter files (raw/node.*.json) to convert")
     collectors = [CounterCollector("counters")]

@@ -32,15 +32,23 @@ def not_measured_note(what="time in MPI"):
     return f"{what}: {NOT_MEASURED}: the run's --counters had no timers; {TIMERS_HINT}"
 
 
-FIELDS = ("messages_sent", "bytes_sent", "messages_received", "bytes_received",
-          "outstanding_requests_hwm", "posted_receives_hwm")
+FIELDS = (
+    "messages_sent",
+    "bytes_sent",
+    "messages_received",
+    "bytes_received",
+    "outstanding_requests_hwm",
+    "posted_receives_hwm",
+)
 
 
 def canonical_head(c):
     """(counters, calls per function, ticks per function) of RankCounters ``c``."""
     meta, totals = c.meta, c.totals
-    counters = np.array([(c.rank_words if x["scope"] == "rank" else totals)[x["offset"]]
-                         for x in meta["counters"]], dtype=np.uint64)
+    counters = np.array(
+        [(c.rank_words if x["scope"] == "rank" else totals)[x["offset"]] for x in meta["counters"]],
+        dtype=np.uint64,
+    )
     calls = totals[[f["calls_offset"] for f in meta["functions"]]]
     ticks = totals[[f["ticks_offset"] for f in meta["functions"]]]
     return counters, calls, ticks
@@ -60,11 +68,16 @@ def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=
     names = [meta["functions"][i]["name"].removeprefix("MPI_") for i in order]
     mpi = float(ticks.sum() / ticks_per_s / max(int(threads), 1)) if is_timed else None
     wall = float(wall_s) if wall_s == wall_s and wall_s > 0 else None
-    return dict(rank=int(rank), threads=int(threads), calls=int(calls.sum()),
-                **{k: named.get(k, 0) for k in FIELDS},
-                wall_s=wall, mpi_time_s=mpi,
-                mpi_pct=100 * mpi / wall if mpi is not None and wall else None,
-                top_functions=",".join(names))
+    return dict(
+        rank=int(rank),
+        threads=int(threads),
+        calls=int(calls.sum()),
+        **{k: named.get(k, 0) for k in FIELDS},
+        wall_s=wall,
+        mpi_time_s=mpi,
+        mpi_pct=100 * mpi / wall if mpi is not None and wall else None,
+        top_functions=",".join(names),
+    )
 
 
 def rank_row(c, top=3, now_ns=None):
@@ -74,8 +87,17 @@ def rank_row(c, top=3, now_ns=None):
     counters, calls, ticks = canonical_head(c)
     h = c.header
     end = now_ns if now_ns is not None and int(h["state"]) == 1 else int(h["ns1"])
-    return row(c.meta, c.rank, c.slabs.shape[0], counters, calls, ticks, c.ticks_per_s, top,
-               wall_s=(end - int(h["ns0"])) / 1e9)
+    return row(
+        c.meta,
+        c.rank,
+        c.slabs.shape[0],
+        counters,
+        calls,
+        ticks,
+        c.ticks_per_s,
+        top,
+        wall_s=(end - int(h["ns0"])) / 1e9,
+    )
 
 
 def printable(rows, is_timed, columns=("wall_s", "mpi_time_s", "mpi_pct", "time_s")):
@@ -83,8 +105,13 @@ def printable(rows, is_timed, columns=("wall_s", "mpi_time_s", "mpi_pct", "time_
     :data:`NOT_MEASURED` instead of a blank (``wall_s`` is always measured)."""
     if is_timed:
         return list(rows)
-    return [{k: (NOT_MEASURED if k in columns and k != "wall_s" and (v is None or v != v) else v)
-             for k, v in r.items()} for r in rows]
+    return [
+        {
+            k: (NOT_MEASURED if k in columns and k != "wall_s" and (v is None or v != v) else v)
+            for k, v in r.items()
+        }
+        for r in rows
+    ]
 
 
 # ---- the job-wide summary reduced inside the job (raw/summary.json) ---------------
@@ -118,9 +145,12 @@ def read_job_summary(raw_dir):
 
 
 def _check_stats(path, field, stats):
-    if not isinstance(stats, dict) or any(not isinstance(stats.get(k), (int, float))
-                                          or isinstance(stats.get(k), bool)
-                                          or not math.isfinite(stats[k]) for k in STATS):
+    if not isinstance(stats, dict) or any(
+        not isinstance(stats.get(k), (int, float))
+        or isinstance(stats.get(k), bool)
+        or not math.isfinite(stats[k])
+        for k in STATS
+    ):
         raise InputError(path, field, f"needs finite numbers {', '.join(STATS)}")
 
 
@@ -130,13 +160,27 @@ def job_rows(doc, top=10):
     A watermark's sum over ranks means nothing (its max does), so its total is None.
     """
     from .catalog import counter_catalog
+
     watermarks = {c["name"] for c in counter_catalog() if c["kind"] == "watermark"}
-    rows = [dict(name=name, total=None if name in watermarks else s["total"], mean=s["mean"],
-                 min=s["min"], min_rank=s["min_rank"], max=s["max"], max_rank=s["max_rank"])
-            for name, s in doc["counters"].items() if s["total"]]
+    rows = [
+        dict(
+            name=name,
+            total=None if name in watermarks else s["total"],
+            mean=s["mean"],
+            min=s["min"],
+            min_rank=s["min_rank"],
+            max=s["max"],
+            max_rank=s["max_rank"],
+        )
+        for name, s in doc["counters"].items()
+        if s["total"]
+    ]
     busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
-    rows += [dict(name=f"{name} calls", **{k: per["calls"][k] for k in STATS})
-             for name, per in busiest if per["calls"]["total"]]
+    rows += [
+        dict(name=f"{name} calls", **{k: per["calls"][k] for k in STATS})
+        for name, per in busiest
+        if per["calls"]["total"]
+    ]
     return rows
 
 
@@ -148,13 +192,28 @@ def rank_time_rows(times, is_timed):
     for col in ("wall_s", "mpi_time_s", "mpi_pct"):
         t = times.dropna(subset=[col])
         if col != "wall_s" and (not is_timed or t.empty):
-            rows.append(dict(name=col, **{k: NOT_MEASURED if k in ("total", "mean", "min", "max")
-                                          else None for k in STATS}))
+            rows.append(
+                dict(
+                    name=col,
+                    **{
+                        k: NOT_MEASURED if k in ("total", "mean", "min", "max") else None
+                        for k in STATS
+                    },
+                )
+            )
             continue
         if t.empty:
             continue
         lo, hi = t.loc[t[col].idxmin()], t.loc[t[col].idxmax()]
-        rows.append(dict(name=col, total=None if col.endswith("_pct") else float(t[col].sum()),
-                         mean=float(t[col].mean()), min=float(lo[col]), min_rank=int(lo["rank"]),
-                         max=float(hi[col]), max_rank=int(hi["rank"])))
+        rows.append(
+            dict(
+                name=col,
+                total=None if col.endswith("_pct") else float(t[col].sum()),
+                mean=float(t[col].mean()),
+                min=float(lo[col]),
+                min_rank=int(lo["rank"]),
+                max=float(hi[col]),
+                max_rank=int(hi["rank"]),
+            )
+        )
     return rows

@@ -65,20 +65,46 @@ def _chunks(n, big):
     return sizes
 
 
-def write_run(path, template, ranks=16384, ranks_per_node=128, threads=1, iterations=100,
-              snapshots=20, message_bytes=8192, laggards=(), seed=0):
+def write_run(
+    path,
+    template,
+    ranks=16384,
+    ranks_per_node=128,
+    threads=1,
+    iterations=100,
+    snapshots=20,
+    message_bytes=8192,
+    laggards=(),
+    seed=0,
+):
     """Write a profile run directory with ``ranks`` ranks at ``path``; returns its path."""
     from ..runs import Run
+
     path = Path(path)
     tmeta = json.loads(Path(template).read_text())
     nodes = (ranks + ranks_per_node - 1) // ranks_per_node
-    params = dict(program="synthetic-stencil", args=[], ranks=ranks, threads=threads,
-                  counters=list(tmeta["sets"]), snapshot_every_s=tmeta["snapshot_interval_s"],
-                  trace=False)
+    params = dict(
+        program="synthetic-stencil",
+        args=[],
+        ranks=ranks,
+        threads=threads,
+        counters=list(tmeta["sets"]),
+        snapshot_every_s=tmeta["snapshot_interval_s"],
+        trace=False,
+    )
     run = Run.create(path.parent, "profile", params, name=path.name)
-    run.meta["profile"] = {"collectors": ["counters"], "ranks": {"count": 0}, "synthetic": {
-        "nodes": nodes, "ranks_per_node": ranks_per_node, "threads": threads,
-        "iterations": iterations, "snapshots": snapshots, "grid": list(grid(ranks))}}
+    run.meta["profile"] = {
+        "collectors": ["counters"],
+        "ranks": {"count": 0},
+        "synthetic": {
+            "nodes": nodes,
+            "ranks_per_node": ranks_per_node,
+            "threads": threads,
+            "iterations": iterations,
+            "snapshots": snapshots,
+            "grid": list(grid(ranks)),
+        },
+    }
     run.meta["launch"] = {"hosts": [f"n{k:05d}" for k in range(min(nodes, 16))]}
     run.save_meta()
     nbr = neighbours(ranks)
@@ -86,19 +112,51 @@ def write_run(path, template, ranks=16384, ranks_per_node=128, threads=1, iterat
     heavy[list(laggards)] = True
     for k in range(nodes):
         first, last = k * ranks_per_node, min(ranks, (k + 1) * ranks_per_node)
-        _write_node(run.raw_dir, f"n{k:05d}", tmeta, np.arange(first, last), ranks, nbr, heavy,
-                    threads, iterations, snapshots, message_bytes, seed + k)
+        _write_node(
+            run.raw_dir,
+            f"n{k:05d}",
+            tmeta,
+            np.arange(first, last),
+            ranks,
+            nbr,
+            heavy,
+            threads,
+            iterations,
+            snapshots,
+            message_bytes,
+            seed + k,
+        )
     run.finish("complete", exit_status=0, wall_s=1.0)
     return run.path
 
 
-def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterations, snapshots,
-                message_bytes, seed):
+def _write_node(
+    raw,
+    key,
+    tmeta,
+    world,
+    world_size,
+    nbr,
+    heavy,
+    threads,
+    iterations,
+    snapshots,
+    message_bytes,
+    seed,
+):
     lay = tmeta["layout"]
     rng = np.random.default_rng(seed)
-    meta = dict(tmeta, node=key, host=key, world_size=world_size, nonce=f"{rng.integers(1, 2**62):016x}",
-                node_file=f"node.{key}.bin", snapshot_file=f"node.{key}.snap",
-                comms_file=f"node.{key}.comms.csv", files_file=f"node.{key}.files.csv")
+    meta = dict(
+        tmeta,
+        node=key,
+        host=key,
+        world_size=world_size,
+        nonce=f"{rng.integers(1, 2**62):016x}",
+        node_file=f"node.{key}.bin",
+        snapshot_file=f"node.{key}.snap",
+        comms_file=f"node.{key}.comms.csv",
+        files_file=f"node.{key}.files.csv",
+    )
     can = dict(meta["canonical"])
     can["peers"] = can["bins"] + meta["bins"]["rows"] * meta["bins"]["count"]
     can["pvars"] = can["peers"] + len(meta["peers"]["arrays"]) * world_size
@@ -118,22 +176,34 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
     nslabs = threads
     chunk_sizes = _chunks(nslabs, lay["big_chunk"])
     slab_bytes = words * 8
-    rank_bytes = lay["rank_block_bytes"] + sum(chunk_sizes) * slab_bytes + nslabs * page  # + a bin block per slab
+    rank_bytes = (
+        lay["rank_block_bytes"] + sum(chunk_sizes) * slab_bytes + nslabs * page
+    )  # + a bin block per slab
     first_block = lay["dir_at"] + lay["max_ranks"] * 16
     size = first_block + R * rank_bytes
     buf = np.zeros(size // 8, np.uint64)
     raw_bytes = buf.view(np.uint8)
     head = np.zeros(1, np.dtype(NODE_HEADER))
     head["magic"], head["version"], head["page"] = b"CSNODE03", 3, page
-    head["next_free"], head["nranks"], head["max_ranks"], head["dir_at"] = size, R, lay["max_ranks"], lay["dir_at"]
+    head["next_free"], head["nranks"], head["max_ranks"], head["dir_at"] = (
+        size,
+        R,
+        lay["max_ranks"],
+        lay["dir_at"],
+    )
     head["nonce"] = int(meta["nonce"], 16)
-    raw_bytes[:head.itemsize] = head.view(np.uint8)
+    raw_bytes[: head.itemsize] = head.view(np.uint8)
     blocks = first_block + np.arange(R) * rank_bytes
     d = np.zeros(R, np.dtype(DIR_ENTRY))
     d["rank"], d["ready"], d["block"] = world, 1, blocks
-    raw_bytes[lay["dir_at"]:lay["dir_at"] + d.nbytes] = d.view(np.uint8)
+    raw_bytes[lay["dir_at"] : lay["dir_at"] + d.nbytes] = d.view(np.uint8)
     hdr = np.zeros(R, np.dtype(HEADER_FIELDS))
-    hdr["magic"], hdr["version"], hdr["block_bytes"], hdr["slab_words"] = b"CSCOUNT3", 3, lay["rank_block_bytes"], words
+    hdr["magic"], hdr["version"], hdr["block_bytes"], hdr["slab_words"] = (
+        b"CSCOUNT3",
+        3,
+        lay["rank_block_bytes"],
+        words,
+    )
     hdr["slabs_mapped"], hdr["nslabs"] = sum(chunk_sizes), nslabs
     hdr["nonce"] = rng.integers(1, 2**62, R)
     hdr["rank"], hdr["world_size"], hdr["pid"], hdr["state"] = world, world_size, 10000 + world, 2
@@ -147,8 +217,13 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
     chunk_at = np.cumsum([0] + chunk_sizes[:-1]) * slab_bytes + lay["rank_block_bytes"]
     for c, at in enumerate(chunk_at):
         buf[(blocks + lay["chunks_at"]) // 8 + c] = blocks + at
-    slab_starts = np.concatenate([blocks[:, None] + at + np.arange(n)[None, :] * slab_bytes
-                                  for at, n in zip(chunk_at, chunk_sizes)], axis=1)[:, :nslabs]
+    slab_starts = np.concatenate(
+        [
+            blocks[:, None] + at + np.arange(n)[None, :] * slab_bytes
+            for at, n in zip(chunk_at, chunk_sizes)
+        ],
+        axis=1,
+    )[:, :nslabs]
     bin_block_at = blocks + lay["rank_block_bytes"] + sum(chunk_sizes) * slab_bytes
     mult = np.where(heavy[world], 2, 1)[:, None]
     msgs = iterations * 6 * mult  # per rank, thread 0 does the point-to-point work
@@ -157,21 +232,34 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
         s = slab_starts[:, t] // 8
         w = lambda off: s + off  # noqa: E731 - word index in buf of slab offset `off`
         p2p = t == 0
-        counts = {"MPI_Isend": msgs[:, 0] if p2p else 0, "MPI_Irecv": msgs[:, 0] if p2p else 0,
-                  "MPI_Waitall": iterations * mult[:, 0] if p2p else 0,
-                  "MPI_Allreduce": iterations if p2p else 0,
-                  "MPI_Barrier": 1 if t else 0, "MPI_Init_thread": 1 if p2p else 0,
-                  "MPI_Finalize": 1 if p2p else 0}
+        counts = {
+            "MPI_Isend": msgs[:, 0] if p2p else 0,
+            "MPI_Irecv": msgs[:, 0] if p2p else 0,
+            "MPI_Waitall": iterations * mult[:, 0] if p2p else 0,
+            "MPI_Allreduce": iterations if p2p else 0,
+            "MPI_Barrier": 1 if t else 0,
+            "MPI_Init_thread": 1 if p2p else 0,
+            "MPI_Finalize": 1 if p2p else 0,
+        }
         for name, n in counts.items():
             if name in fn:
                 buf[w(fn[name]["calls_offset"])] = n
         if "MPI_Isend" in fn and p2p:
             buf[w(fn["MPI_Isend"]["bytes_offset"])] = msgs[:, 0] * message_bytes
             buf[w(fn["MPI_Irecv"]["bytes_offset"])] = msgs[:, 0] * message_bytes
-        vals = {"messages_sent": msgs[:, 0], "messages_received": msgs[:, 0],
-                "bytes_sent": msgs[:, 0] * message_bytes, "bytes_received": msgs[:, 0] * message_bytes,
-                "collective_bytes": iterations * 8, "requests_started": 2 * msgs[:, 0],
-                "requests_completed": 2 * msgs[:, 0]} if p2p else {}
+        vals = (
+            {
+                "messages_sent": msgs[:, 0],
+                "messages_received": msgs[:, 0],
+                "bytes_sent": msgs[:, 0] * message_bytes,
+                "bytes_received": msgs[:, 0] * message_bytes,
+                "collective_bytes": iterations * 8,
+                "requests_started": 2 * msgs[:, 0],
+                "requests_completed": 2 * msgs[:, 0],
+            }
+            if p2p
+            else {}
+        )
         for name, v in vals.items():
             buf[w(cn[name]["offset"])] = v
             totals[name] = np.broadcast_to(np.asarray(v, dtype=np.int64), (R,))
@@ -184,7 +272,9 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
             for row, name in enumerate(("MPI_Isend", "MPI_Irecv", "MPI_Allreduce")):
                 if name not in fn or "bin_row" not in fn[name]:
                     continue
-                u16[(slab_starts[:, t] + lay["binmap_offset"] * 8) // 2 + fn[name]["bin_row"]] = row + 1
+                u16[(slab_starts[:, t] + lay["binmap_offset"] * 8) // 2 + fn[name]["bin_row"]] = (
+                    row + 1
+                )
                 nbin = b if name != "MPI_Allreduce" else 4
                 n = msgs[:, 0] if name != "MPI_Allreduce" else iterations
                 row_words = meta["bins"].get("row_words", meta["bins"]["count"])
@@ -207,19 +297,29 @@ def _write_node(raw, key, tmeta, world, world_size, nbr, heavy, threads, iterati
                     e = base[i] + sl * k
                     buf[e] = keyv[i]
                     per = iterations * mult[i, 0]
-                    for a, v in (("messages_sent", per), ("bytes_sent", per * message_bytes),
-                                 ("messages_received", per), ("bytes_received", per * message_bytes)):
+                    for a, v in (
+                        ("messages_sent", per),
+                        ("bytes_sent", per * message_bytes),
+                        ("messages_received", per),
+                        ("bytes_received", per * message_bytes),
+                    ):
                         buf[e + 1 + arrays.index(a)] += v
             buf[w(lay["peercount_offset"])] = len(np.unique(nbr[0]))
     # rank-scope words
-    for name, v in (("outstanding_requests_hwm", 12 * mult[:, 0]), ("posted_receives_hwm", 6 * mult[:, 0])):
+    for name, v in (
+        ("outstanding_requests_hwm", 12 * mult[:, 0]),
+        ("posted_receives_hwm", 6 * mult[:, 0]),
+    ):
         if name in cn:
             buf[(blocks + lay["rank_words_at"]) // 8 + cn[name]["offset"]] = v
     (raw / meta["node_file"]).write_bytes(buf.tobytes())
     _write_snapshots(raw / meta["snapshot_file"], meta, world, totals, snapshots)
     lines = ["rank,comm_id,size,created_by,parent_id,inter,world_ranks"]
     for r in world.tolist():
-        lines += [f"{r},0,{world_size},MPI_COMM_WORLD,-1,0,0-{world_size - 1}", f"{r},1,1,MPI_COMM_SELF,-1,0,{r}"]
+        lines += [
+            f"{r},0,{world_size},MPI_COMM_WORLD,-1,0,0-{world_size - 1}",
+            f"{r},1,1,MPI_COMM_SELF,-1,0,{r}",
+        ]
     (raw / meta["comms_file"]).write_text("\n".join(lines) + "\n")
     (raw / f"node.{key}.json").write_text(json.dumps(meta, indent=1))
 
@@ -242,8 +342,13 @@ def _write_snapshots(path, meta, world, totals, n):
             vals = np.array([int(totals[name][i] * frac) for name in order], dtype=np.uint64)
             rec = np.zeros(5, np.uint64)
             rec[0] = RECORD_MAGIC | (r << 32)
-            rec[1], rec[2], rec[3], rec[4] = k, ticks0 + k * 10**8, ns0 + k * 5 * 10**7 + r, len(idx)
+            rec[1], rec[2], rec[3], rec[4] = (
+                k,
+                ticks0 + k * 10**8,
+                ns0 + k * 5 * 10**7 + r,
+                len(idx),
+            )
             pad = np.zeros(((len(idx) + 1) // 2) * 2, np.uint32)
-            pad[:len(idx)] = idx
+            pad[: len(idx)] = idx
             out += [rec.tobytes(), pad.tobytes(), vals.tobytes()]
     path.write_bytes(b"".join(out))

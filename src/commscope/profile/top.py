@@ -28,12 +28,19 @@ def open_counter_files(run):
     keys = node_keys(run.raw_dir)
     if not keys and "ranks" in run.tables():  # converted: it names the files that are gone
         nodes = sorted(set(run.table("ranks")["node"].astype(str)))
-        raise InputError(", ".join(str(run.raw_dir / f"node.{n}.json") for n in nodes), None,
-                         "missing: ranks.parquet lists these nodes' counter files")
+        raise InputError(
+            ", ".join(str(run.raw_dir / f"node.{n}.json") for n in nodes),
+            None,
+            "missing: ranks.parquet lists these nodes' counter files",
+        )
     if not keys:
-        raise InputError(run.raw_dir, None, "holds no counter files (node.<node>.json): the "
-                                            "program has not reached MPI_Init yet, or this is not "
-                                            "a profile run")
+        raise InputError(
+            run.raw_dir,
+            None,
+            "holds no counter files (node.<node>.json): the "
+            "program has not reached MPI_Init yet, or this is not "
+            "a profile run",
+        )
     return [NodeFile(run.raw_dir, k) for k in keys]
 
 
@@ -41,6 +48,7 @@ def read_rows(files):
     """The summary row of every rank of every node now (each node read at once); a rank
     still running on this host has its wall time up to now."""
     import socket
+
     host, now = socket.gethostname(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     rows = []
     for f in files:
@@ -53,6 +61,7 @@ def read_rows(files):
 def is_live(files):
     """True while some rank's program is running on this host (state running, pid alive)."""
     import socket
+
     host = socket.gethostname()
     for f in files:
         nc = f.read()
@@ -85,20 +94,33 @@ def frame(prev, now, dt):
         dt_i = dt[i] if isinstance(dt, (list, tuple)) else dt
         p = prev[i] if prev is not None and dt_i > 0 else None
         span = dt_i if p is not None else row["wall_s"]
-        msgs = row["messages_sent"] + row["messages_received"] - (
-            p["messages_sent"] + p["messages_received"] if p else 0)
-        nbytes = row["bytes_sent"] + row["bytes_received"] - (
-            p["bytes_sent"] + p["bytes_received"] if p else 0)
+        msgs = (
+            row["messages_sent"]
+            + row["messages_received"]
+            - (p["messages_sent"] + p["messages_received"] if p else 0)
+        )
+        nbytes = (
+            row["bytes_sent"]
+            + row["bytes_received"]
+            - (p["bytes_sent"] + p["bytes_received"] if p else 0)
+        )
         mpi, pct = row["mpi_time_s"], None
         if mpi is not None and span:
             before = (p["mpi_time_s"] or 0.0) if p is not None else 0.0
             pct = 100 * (mpi - before) / span
-        out = dict(rank=row["rank"], threads=row["threads"], calls=row["calls"],
-                   wall_s=row["wall_s"], mpi_time_s=mpi, mpi_pct=pct,
-                   msgs_per_s=msgs / span if span else None,
-                   bandwidth_Bps=nbytes / span if span else None,
-                   outstanding_hwm=row["outstanding_requests_hwm"],
-                   posted_hwm=row["posted_receives_hwm"], top_functions=row["top_functions"])
+        out = dict(
+            rank=row["rank"],
+            threads=row["threads"],
+            calls=row["calls"],
+            wall_s=row["wall_s"],
+            mpi_time_s=mpi,
+            mpi_pct=pct,
+            msgs_per_s=msgs / span if span else None,
+            bandwidth_Bps=nbytes / span if span else None,
+            outstanding_hwm=row["outstanding_requests_hwm"],
+            posted_hwm=row["posted_receives_hwm"],
+            top_functions=row["top_functions"],
+        )
         rows.append(out)
     return rows
 
@@ -109,22 +131,38 @@ def snapshot_series(files):
     for f in files:
         meta = f.meta
         nc = f.read()
-        threads = dict(zip(nc.ranks.tolist(), np.bincount(nc.slab_rank, minlength=len(nc.ranks)).tolist()))
+        threads = dict(
+            zip(nc.ranks.tolist(), np.bincount(nc.slab_rank, minlength=len(nc.ranks)).tolist())
+        )
         rates = dict(zip(nc.ranks.tolist(), nc.ticks_per_s.tolist()))
         snaps, _ = read_snapshots(f.raw_dir, meta)
         can, nfunc, ncount = meta["canonical"], len(meta["functions"]), len(meta["counters"])
-        idx = list(range(ncount)) + list(range(can["calls"], can["calls"] + nfunc)) + \
-            list(range(can["ticks"], can["ticks"] + nfunc))
+        idx = (
+            list(range(ncount))
+            + list(range(can["calls"], can["calls"] + nfunc))
+            + list(range(can["ticks"], can["ticks"] + nfunc))
+        )
         vals = snaps.values(idx)
         # wall time from the rank's first clock pair (MPI_Init), as ranks.parquet's wall_s
         first = dict(zip(nc.ranks.tolist(), nc.headers["ns0"].astype(np.int64).tolist()))
         for k, r in enumerate(snaps.rank.tolist()):
             first.setdefault(r, int(snaps.ns[k]))
             v = vals[k]
-            series.setdefault(r, []).append((int(snaps.ns[k]), summary_row(
-                meta, r, threads.get(r, 1), v[:ncount], v[ncount:ncount + nfunc],
-                v[ncount + nfunc:], rates.get(r, float("nan")),
-                wall_s=(int(snaps.ns[k]) - first[r]) / 1e9)))
+            series.setdefault(r, []).append(
+                (
+                    int(snaps.ns[k]),
+                    summary_row(
+                        meta,
+                        r,
+                        threads.get(r, 1),
+                        v[:ncount],
+                        v[ncount : ncount + nfunc],
+                        v[ncount + nfunc :],
+                        rates.get(r, float("nan")),
+                        wall_s=(int(snaps.ns[k]) - first[r]) / 1e9,
+                    ),
+                )
+            )
     return [series[r] for r in sorted(series)]
 
 
@@ -154,8 +192,13 @@ def live(run, interval=1.0, once=False, stream_is_tty=None):
             running = is_live(files)
             if once:
                 return rows
-            _print(rows, f"commscope top {run.path}  ({'running' if running else 'finished'}, "
-                         f"every {interval:g} s; Ctrl-C to leave)", tty, timed(files[0].meta["sets"]))
+            _print(
+                rows,
+                f"commscope top {run.path}  ({'running' if running else 'finished'}, "
+                f"every {interval:g} s; Ctrl-C to leave)",
+                tty,
+                timed(files[0].meta["sets"]),
+            )
             if not running:
                 return rows
             prev, t_prev = now, t
@@ -176,8 +219,11 @@ def replay(run, speed=0.0, once=False):
         for f in files:
             f.close()
     if not series or min(len(s) for s in series) == 0:
-        raise InputError(snap_files, None, "no snapshots recorded (missing, or the program "
-                                           "died before MPI_Init ended)")
+        raise InputError(
+            snap_files,
+            None,
+            "no snapshots recorded (missing, or the program died before MPI_Init ended)",
+        )
     # ranks snapshot on their own clocks and may hold different numbers of records: step
     # k shows each rank's k-th (or, past its end, its last), so the final frame is exact
     n = max(len(s) for s in series)
@@ -186,7 +232,7 @@ def replay(run, speed=0.0, once=False):
         return s[min(k, len(s) - 1)]
 
     rows = []
-    for k in ([n - 1] if once else range(n)):
+    for k in [n - 1] if once else range(n):
         now = [at(s, k) for s in series]
         prev = [at(s, k - 1) for s in series] if k and not once else None  # once: the whole run
         dts = [(a[0] - b[0]) / 1e9 for a, b in zip(now, prev)] if prev else 0

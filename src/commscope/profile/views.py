@@ -43,8 +43,9 @@ def rank_times(run):
     if "ranks" not in run.tables():
         return None
     ranks = run.table("ranks")
-    out = pd.DataFrame({"rank": ranks["rank"].to_numpy(),
-                        "wall_s": ranks["wall_s"].to_numpy(dtype=float)})
+    out = pd.DataFrame(
+        {"rank": ranks["rank"].to_numpy(), "wall_s": ranks["wall_s"].to_numpy(dtype=float)}
+    )
     f = run.table("functions") if "functions" in run.tables() else None
     if f is not None and len(f):
         per_thread = f.groupby(["rank", "thread"])["time_s"].sum(min_count=1)
@@ -58,8 +59,11 @@ def rank_times(run):
         pct = 100 * out["mpi_time_s"] / out["wall_s"]
     out["mpi_pct"] = pct.where(out["wall_s"] > 0)
     out["compute_s"] = out["wall_s"] - out["mpi_time_s"]
-    return out[["rank", "threads", "wall_s", "mpi_time_s", "mpi_pct", "compute_s"]] \
-        .sort_values("rank", kind="stable").reset_index(drop=True)
+    return (
+        out[["rank", "threads", "wall_s", "mpi_time_s", "mpi_pct", "compute_s"]]
+        .sort_values("rank", kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def rank_time_summary(times):
@@ -70,11 +74,17 @@ def rank_time_summary(times):
         return None
     wall = float(t["wall_s"].sum())
     lo, hi = t.loc[t["mpi_time_s"].idxmin()], t.loc[t["mpi_time_s"].idxmax()]
-    return {"ranks": int(len(t)), "wall_s": wall, "mpi_time_s": float(t["mpi_time_s"].sum()),
-            "mpi_pct": 100 * float(t["mpi_time_s"].sum()) / wall if wall > 0 else float("nan"),
-            "min_mpi_time_s": float(lo["mpi_time_s"]), "min_rank": int(lo["rank"]),
-            "max_mpi_time_s": float(hi["mpi_time_s"]), "max_rank": int(hi["rank"]),
-            "mean_mpi_time_s": float(t["mpi_time_s"].mean())}
+    return {
+        "ranks": int(len(t)),
+        "wall_s": wall,
+        "mpi_time_s": float(t["mpi_time_s"].sum()),
+        "mpi_pct": 100 * float(t["mpi_time_s"].sum()) / wall if wall > 0 else float("nan"),
+        "min_mpi_time_s": float(lo["mpi_time_s"]),
+        "min_rank": int(lo["rank"]),
+        "max_mpi_time_s": float(hi["mpi_time_s"]),
+        "max_rank": int(hi["rank"]),
+        "mean_mpi_time_s": float(t["mpi_time_s"].mean()),
+    }
 
 
 def rank_time_rows(times, most=MAX_RANK_ROWS):
@@ -85,8 +95,9 @@ def rank_time_rows(times, most=MAX_RANK_ROWS):
         return times, ""
     t = times.sort_values(["mpi_time_s", "rank"], ascending=[False, True], na_position="last")
     shown = pd.concat([t.head(5), t.tail(5)]).drop_duplicates("rank")
-    return shown, (f"{len(times)} ranks: the 5 with the most and the 5 with the least time in "
-                   "MPI are shown")
+    return shown, (
+        f"{len(times)} ranks: the 5 with the most and the 5 with the least time in MPI are shown"
+    )
 
 
 def callsite_time_stats(sites, n=10, by="time_s"):
@@ -99,20 +110,30 @@ def callsite_time_stats(sites, n=10, by="time_s"):
     keys = ["function", "file", "line", "caller", "stack", "reason"]
     s = sites.fillna({"file": "", "line": -1, "stack": ""})
     per_rank = s.groupby(keys + ["rank"], sort=False, as_index=False).agg(
-        calls=("calls", "sum"), bytes=("bytes", lambda x: x.sum(min_count=1)),
-        time_s=("time_s", lambda x: x.sum(min_count=1)))
+        calls=("calls", "sum"),
+        bytes=("bytes", lambda x: x.sum(min_count=1)),
+        time_s=("time_s", lambda x: x.sum(min_count=1)),
+    )
     g = per_rank.groupby(keys, sort=False)
-    out = g.agg(ranks=("rank", "nunique"), calls=("calls", "sum"),
-                bytes=("bytes", lambda x: x.sum(min_count=1)),
-                time_s=("time_s", lambda x: x.sum(min_count=1)),
-                min_time_s=("time_s", "min"), mean_time_s=("time_s", "mean"),
-                max_time_s=("time_s", "max")).reset_index()
+    out = g.agg(
+        ranks=("rank", "nunique"),
+        calls=("calls", "sum"),
+        bytes=("bytes", lambda x: x.sum(min_count=1)),
+        time_s=("time_s", lambda x: x.sum(min_count=1)),
+        min_time_s=("time_s", "min"),
+        mean_time_s=("time_s", "mean"),
+        max_time_s=("time_s", "max"),
+    ).reset_index()
     timed_rows = per_rank.dropna(subset=["time_s"])
     if len(timed_rows):
         tg = timed_rows.groupby(keys, sort=False)["time_s"]
-        ext = pd.DataFrame({"min_rank": timed_rows.loc[tg.idxmin(), "rank"].to_numpy(),
-                            "max_rank": timed_rows.loc[tg.idxmax(), "rank"].to_numpy()},
-                           index=tg.idxmin().index).reset_index()
+        ext = pd.DataFrame(
+            {
+                "min_rank": timed_rows.loc[tg.idxmin(), "rank"].to_numpy(),
+                "max_rank": timed_rows.loc[tg.idxmax(), "rank"].to_numpy(),
+            },
+            index=tg.idxmin().index,
+        ).reset_index()
         out = out.merge(ext, on=keys, how="left")
     else:
         out["min_rank"] = out["max_rank"] = np.nan
@@ -125,8 +146,11 @@ def callsite_time_stats(sites, n=10, by="time_s"):
     if by == "time_s" and out["time_s"].isna().all():
         by = "calls"
     order = [by] + [c for c in ("calls", "bytes") if c != by]
-    return out.sort_values(order, ascending=False, kind="stable",
-                           na_position="last").head(n).reset_index(drop=True)
+    return (
+        out.sort_values(order, ascending=False, kind="stable", na_position="last")
+        .head(n)
+        .reset_index(drop=True)
+    )
 
 
 def time_by_size(bins, functions=None):
@@ -136,17 +160,27 @@ def time_by_size(bins, functions=None):
     if bins is None or bins.empty:
         return None, float("nan")
     per = bins.groupby("bin", as_index=False).agg(
-        min_bytes=("min_bytes", "first"), max_bytes=("max_bytes", "first"),
-        messages=("count", "sum"), time_s=("time_s", lambda x: x.sum(min_count=1)))
+        min_bytes=("min_bytes", "first"),
+        max_bytes=("max_bytes", "first"),
+        messages=("count", "sum"),
+        time_s=("time_s", lambda x: x.sum(min_count=1)),
+    )
     total = float("nan")
     if functions is not None and len(functions) and functions["time_s"].notna().any():
         total = float(functions["time_s"].sum())
     binned = per["time_s"].sum(min_count=1)
     unbinned = total - float(binned) if binned == binned else float("nan")
     if unbinned == unbinned and unbinned < 1e-9 * abs(total):  # the same ticks summed in
-        unbinned = 0.0                                          # another order: rounding
+        unbinned = 0.0  # another order: rounding
     return per, unbinned
 
 
-__all__ = ["rank_times", "rank_time_summary", "rank_time_rows", "callsite_time_stats",
-           "time_by_size", "run_timed", "MAX_RANK_ROWS"]
+__all__ = [
+    "rank_times",
+    "rank_time_summary",
+    "rank_time_rows",
+    "callsite_time_stats",
+    "time_by_size",
+    "run_timed",
+    "MAX_RANK_ROWS",
+]

@@ -31,8 +31,10 @@ def host_warnings(runs):
             entry = by_host.setdefault(host, [set(), []])
             entry[0].update(nodes)
             entry[1].append(run.path.name)
-    return [f"{shared_hosts_note({host: sorted(nodes)})} Runs: {', '.join(names)}."
-            for host, (nodes, names) in by_host.items()]
+    return [
+        f"{shared_hosts_note({host: sorted(nodes)})} Runs: {', '.join(names)}."
+        for host, (nodes, names) in by_host.items()
+    ]
 
 
 def open_runs(paths, keep_going=False):
@@ -54,11 +56,18 @@ def open_runs(paths, keep_going=False):
         warn(f"{path}: damaged, {'left out of' if keep_going else 'stops'} the report: {exc}")
     if damaged and not keep_going:
         first = damaged[0][1]
-        more = (f" (and {len(damaged) - 1} more damaged run{'s' if len(damaged) > 2 else ''}, "
-                "see the warnings above)" if len(damaged) > 1 else "")
-        raise InputError(first.source, first.field,
-                         f"{first.message}{more}; no report written: repair the run, leave "
-                         "it out, or pass --keep-going to write the report without it")
+        more = (
+            f" (and {len(damaged) - 1} more damaged run{'s' if len(damaged) > 2 else ''}, "
+            "see the warnings above)"
+            if len(damaged) > 1
+            else ""
+        )
+        raise InputError(
+            first.source,
+            first.field,
+            f"{first.message}{more}; no report written: repair the run, leave "
+            "it out, or pass --keep-going to write the report without it",
+        )
     return runs, damaged
 
 
@@ -72,8 +81,11 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False, keep_
     """
     out_path = prepare_output(out_path)  # checked before the work, not after
     if out_path.exists() and not overwrite:
-        raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
-                                         "or pass --overwrite)")
+        raise InputError(
+            out_path,
+            None,
+            "exists; not overwriting (choose another -o/--output or pass --overwrite)",
+        )
     runs, damaged = open_runs(expand_run_paths(run_paths), keep_going)
     context = {"machine_model": machine_model, "all_runs": runs}
     rendered = []
@@ -82,8 +94,9 @@ def build_report(run_paths, out_path, machine_model=None, overwrite=False, keep_
         if chosen:
             body = mod.render(chosen, context)
             if body:
-                rendered.append({"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1],
-                                 "body": body})
+                rendered.append(
+                    {"title": mod.TITLE, "id": mod.__name__.rsplit(".", 1)[-1], "body": body}
+                )
     return write_text_atomic(out_path, _page(rendered, runs, damaged))
 
 
@@ -92,14 +105,21 @@ def build_comparison_report(comparison, out_path, overwrite=False):
     file: the comparison section, then the metadata of every run of both sides (a
     `make bench` comparison has no runs to list)."""
     from .sections import comparison as section
+
     out_path = prepare_output(out_path)
     if out_path.exists() and not overwrite:
-        raise InputError(out_path, None, "exists; not overwriting (choose another -o/--output "
-                                         "or pass --overwrite)")
+        raise InputError(
+            out_path,
+            None,
+            "exists; not overwriting (choose another -o/--output or pass --overwrite)",
+        )
     runs = []
     if comparison.get("kind") != "bench":
-        runs = [open_run(p, warn=False) for side in ("before", "after")
-                for p in comparison[side]["runs"]]
+        runs = [
+            open_run(p, warn=False)
+            for side in ("before", "after")
+            for p in comparison[side]["runs"]
+        ]
     body = section.render_comparison(comparison)
     sections_ = [{"title": section.TITLE, "id": "comparison", "body": body}]
     return write_text_atomic(out_path, _page(sections_, runs))
@@ -109,11 +129,21 @@ def _page(rendered, runs, damaged=()):
     """The whole HTML page: the run metadata around the rendered sections (and the runs
     left out as damaged)."""
     from jinja2 import Environment, PackageLoader, select_autoescape  # on first use: fast CLI
-    env = Environment(loader=PackageLoader("commscope.report", "templates"),
-                      autoescape=select_autoescape(["html"]))
+
+    env = Environment(
+        loader=PackageLoader("commscope.report", "templates"),
+        autoescape=select_autoescape(["html"]),
+    )
     return env.get_template("report.html").render(
-        sections=rendered, runs=runs, version=__version__, generated=utc_now(),
+        sections=rendered,
+        runs=runs,
+        version=__version__,
+        generated=utc_now(),
         damaged=[(str(p), str(exc)) for p, exc in damaged],
-        esc=html.escape, host_warnings=host_warnings(runs), table=html_table,
-        load_banner=load_banner(runs), load_text=load_text,
-        shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))))
+        esc=html.escape,
+        host_warnings=host_warnings(runs),
+        table=html_table,
+        load_banner=load_banner(runs),
+        load_text=load_text,
+        shared_note=lambda run: shared_hosts_note(shared_hosts(run.meta.get("placement"))),
+    )

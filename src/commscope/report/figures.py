@@ -20,8 +20,11 @@ os.environ.setdefault("MPLBACKEND", "Agg")  # no display: reports are written on
 #: with thousands of points or an image (heatmaps) stay PNG.
 SVG_MAX_RATIO = 1.5
 
-LOCALITY_COLORS = {"intra-socket": "tab:blue", "cross-socket": "tab:orange",
-                   "inter-node": "tab:green"}
+LOCALITY_COLORS = {
+    "intra-socket": "tab:blue",
+    "cross-socket": "tab:orange",
+    "inter-node": "tab:green",
+}
 
 
 def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, wspace=0.3, **kw):
@@ -39,9 +42,12 @@ def new_figure(ncols=1, nrows=1, width=6.4, height=4.2, wspace=0.3, **kw):
 #: An axis labelled with one of these units gets tick labels in human units, and the
 #: unit leaves its label: "time (s)" ticks ``10 us``, ``1 ms``; "size (bytes)" ``4 KiB``;
 #: "bandwidth (MB/s)" ``1 GB/s``; "rate (msgs/s)" ``1.2 M msgs/s``.
-AXIS_UNITS = {" (s)": format_seconds, " (bytes)": format_bytes,
-              " (MB/s)": lambda v: format_rate(v * 1e6, "B/s"),
-              " (msgs/s)": lambda v: format_rate(v, "msgs/s")}
+AXIS_UNITS = {
+    " (s)": format_seconds,
+    " (bytes)": format_bytes,
+    " (MB/s)": lambda v: format_rate(v * 1e6, "B/s"),
+    " (msgs/s)": lambda v: format_rate(v, "msgs/s"),
+}
 
 
 #: An axis whose label ends with one of these words counts whole things: no tick at 2.5.
@@ -72,8 +78,9 @@ def _human_formatter(default, write):
 def _log_formatter(default):
     """Log-axis ticks as plain numbers (``4``, ``0.5``, ``2,000``) where that is short,
     ``10^k`` (matplotlib's) beyond: never ``4×10^0``."""
-    return _human_formatter(default, lambda x, text: format_number(x) if 1e-3 <= abs(x) < 1e5
-                            else text)
+    return _human_formatter(
+        default, lambda x, text: format_number(x) if 1e-3 <= abs(x) < 1e5 else text
+    )
 
 
 def _binary_locator(most=7):
@@ -89,9 +96,10 @@ def _binary_locator(most=7):
         def tick_values(self, vmin, vmax):
             vmin = max(vmin, 1e-3)
             a, b = int(np.floor(np.log2(vmin))), int(np.ceil(np.log2(max(vmax, vmin))))
-            step = next(s for s in (1, 2, 4, 8, 10, 16, 20, 32) if (b - a) // s + 1 <= most
-                        or s == 32)
-            return [2.0 ** e for e in range(a - a % step, b + 1, step)]
+            step = next(
+                s for s in (1, 2, 4, 8, 10, 16, 20, 32) if (b - a) // s + 1 <= most or s == 32
+            )
+            return [2.0**e for e in range(a - a % step, b + 1, step)]
 
     return Binary()
 
@@ -122,19 +130,27 @@ def human_axes(fig):
     from matplotlib import ticker
 
     for ax in fig.axes:
-        for axis, label, set_label in ((ax.xaxis, ax.get_xlabel(), ax.set_xlabel),
-                                       (ax.yaxis, ax.get_ylabel(), ax.set_ylabel)):
+        for axis, label, set_label in (
+            (ax.xaxis, ax.get_xlabel(), ax.set_xlabel),
+            (ax.yaxis, ax.get_ylabel(), ax.set_ylabel),
+        ):
             unit = next((u for u in AXIS_UNITS if label.endswith(u)), None)
             if unit is None:
-                if (label.split(" ")[-1] in WHOLE_LABELS
-                        and isinstance(axis.get_major_locator(), ticker.AutoLocator)):
+                if label.split(" ")[-1] in WHOLE_LABELS and isinstance(
+                    axis.get_major_locator(), ticker.AutoLocator
+                ):
                     axis.set_major_locator(ticker.MaxNLocator(integer=True))
                 if isinstance(axis.get_major_formatter(), ticker.ScalarFormatter):
-                    axis.set_major_formatter(_human_formatter(
-                        axis.get_major_formatter(), lambda v, _: format_number(v, 6)))
+                    axis.set_major_formatter(
+                        _human_formatter(
+                            axis.get_major_formatter(), lambda v, _: format_number(v, 6)
+                        )
+                    )
                 elif isinstance(axis.get_major_formatter(), ticker.LogFormatter):
-                    for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
-                                     (axis.get_minor_formatter, axis.set_minor_formatter)):
+                    for get, put in (
+                        (axis.get_major_formatter, axis.set_major_formatter),
+                        (axis.get_minor_formatter, axis.set_minor_formatter),
+                    ):
                         put(_log_formatter(get()))
                 continue
             write = AXIS_UNITS[unit]
@@ -142,16 +158,18 @@ def human_axes(fig):
                 axis.set_major_locator(_binary_locator())
                 axis.set_minor_locator(ticker.NullLocator())
                 axis.set_major_formatter(ticker.FuncFormatter(lambda x, _: format_bytes(x)))
-                set_label(label[:-len(unit)])
+                set_label(label[: -len(unit)])
                 continue
             if unit == " (bytes)" and axis.get_scale() == "linear":
                 axis.set_major_locator(_kib_locator())
             elif axis is ax.xaxis and isinstance(axis.get_major_locator(), ticker.AutoLocator):
                 axis.set_major_locator(ticker.MaxNLocator(nbins=5))  # "100 ms" is wide
-            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
-                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+            for get, put in (
+                (axis.get_major_formatter, axis.set_major_formatter),
+                (axis.get_minor_formatter, axis.set_minor_formatter),
+            ):
                 put(_human_formatter(get(), lambda v, _, write=write: write(v)))
-            set_label(label[:-len(unit)])
+            set_label(label[: -len(unit)])
 
 
 #: No text of a report figure is smaller than this (points at the figure's own size):
@@ -177,9 +195,14 @@ def _texts(fig, drawn_only=False):
                 if not ax.axison or not ax.get_visible():
                     continue
                 for tick in axis._update_ticks():  # the ticks matplotlib draws
-                    drawn.update(id(lab) for lab, on in ((tick.label1, tick.label1.get_visible()),
-                                                         (tick.label2, tick.label2.get_visible()))
-                                 if on)
+                    drawn.update(
+                        id(lab)
+                        for lab, on in (
+                            (tick.label1, tick.label1.get_visible()),
+                            (tick.label2, tick.label2.get_visible()),
+                        )
+                        if on
+                    )
     seen, out = set(), []
     for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize")):
         if id(t) in seen or not t.get_visible() or not str(t.get_text()).strip():
@@ -213,16 +236,24 @@ def figure_checks(fig):
             box = t.get_window_extent(renderer)
         except (RuntimeError, ValueError):
             continue
-        if box.width < 1 or box.height < 1 or not np.isfinite([box.x0, box.y0, box.x1, box.y1]).all():
+        if (
+            box.width < 1
+            or box.height < 1
+            or not np.isfinite([box.x0, box.y0, box.x1, box.y1]).all()
+        ):
             continue
         shown.append((t, box.expanded(1, 1).padded(-1)))
-    small = [(t.get_text(), float(t.get_fontsize())) for t, _ in shown
-             if t.get_fontsize() < MIN_FONT_PT - 1e-6]
+    small = [
+        (t.get_text(), float(t.get_fontsize()))
+        for t, _ in shown
+        if t.get_fontsize() < MIN_FONT_PT - 1e-6
+    ]
     overlaps = []
     for i, (a, ba) in enumerate(shown):
-        for b, bb in shown[i + 1:]:
+        for b, bb in shown[i + 1 :]:
             same = a.get_text() == b.get_text() and all(
-                abs(u - v) < 1.5 for u, v in zip(ba.extents, bb.extents))  # twin axes' ticks
+                abs(u - v) < 1.5 for u, v in zip(ba.extents, bb.extents)
+            )  # twin axes' ticks
             if ba.overlaps(bb) and not same:
                 overlaps.append((a.get_text(), b.get_text()))
     outside = []
@@ -248,8 +279,17 @@ def empty_panel(ax, sentence):
     """A panel with nothing to show says so in one sentence instead of empty axes."""
     ax.clear()
     ax.set_axis_off()
-    ax.text(0.5, 0.5, sentence, ha="center", va="center", wrap=True, transform=ax.transAxes,
-            fontsize=10, color="0.3")
+    ax.text(
+        0.5,
+        0.5,
+        sentence,
+        ha="center",
+        va="center",
+        wrap=True,
+        transform=ax.transAxes,
+        fontsize=10,
+        color="0.3",
+    )
 
 
 def figure_html(fig, alt, dpi=110):
@@ -270,19 +310,23 @@ def figure_html(fig, alt, dpi=110):
     svg = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none"}):  # labels stay searchable text
         fig.savefig(svg, format="svg", bbox_inches="tight")
-    texts = [{"text": t.get_text(), "pt": round(float(t.get_fontsize()), 1)}
-             for t in _texts(fig, drawn_only=True)]
+    texts = [
+        {"text": t.get_text(), "pt": round(float(t.get_fontsize()), 1)}
+        for t in _texts(fig, drawn_only=True)
+    ]
     plt.close(fig)
     text = svg.getvalue()
     alt = html.escape(alt)
-    attrs = "".join(f" data-{k}='{html.escape(json.dumps(v), quote=True)}'"
-                    for k, v in (("overlaps", found["overlaps"]), ("outside", found["outside"]))
-                    if v)
+    attrs = "".join(
+        f" data-{k}='{html.escape(json.dumps(v), quote=True)}'"
+        for k, v in (("overlaps", found["overlaps"]), ("outside", found["outside"]))
+        if v
+    )
     if len(text) <= SVG_MAX_RATIO * len(data):
-        body = text[text.index("<svg"):]  # drop the XML prologue and doctype
+        body = text[text.index("<svg") :]  # drop the XML prologue and doctype
         m = re.search(r'<svg[^>]*\bwidth="([\d.]+)pt"', body)
         grow = f' style="max-width: {MAX_GROW * float(m.group(1)) * 4 / 3:.0f}px"' if m else ""
-        body = "<svg" + grow + attrs + body[len("<svg"):]
+        body = "<svg" + grow + attrs + body[len("<svg") :]
         return f'<figure class="fig" role="img" aria-label="{alt}">{body}</figure>'
     width = _png_width(png.getvalue())
     grow = f' style="max-width: {MAX_GROW * width * 96 / dpi:.0f}px"' if width else ""
@@ -311,8 +355,15 @@ def legend_below(fig, fontsize=MIN_FONT_PT, ncol=3):
         boxes = [b for b in (ax.get_tightbbox() for ax in fig.axes) if b is not None]
         bottom = min((b.y0 for b in boxes), default=0.0)  # below the lowest tick label
         y = fig.transFigure.inverted().transform((0, bottom))[1]
-        fig.legend(list(entries.values()), list(entries), fontsize=fontsize, frameon=False,
-                   loc="upper center", bbox_to_anchor=(0.5, y), ncol=min(ncol, len(entries)))
+        fig.legend(
+            list(entries.values()),
+            list(entries),
+            fontsize=fontsize,
+            frameon=False,
+            loc="upper center",
+            bbox_to_anchor=(0.5, y),
+            ncol=min(ncol, len(entries)),
+        )
 
 
 #: Label of the marks drawn at an axis edge for oversubscribed points beyond it.
@@ -358,8 +409,11 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     from matplotlib.transforms import blended_transform_factory
 
     log = ax.get_yscale() == "log"
-    usable = [(x, float(y), bool(over), color) for x, y, over, color in points
-              if np.isfinite(y) and (y > 0 or not log)]
+    usable = [
+        (x, float(y), bool(over), color)
+        for x, y, over, color in points
+        if np.isfinite(y) and (y > 0 or not log)
+    ]
     over = [p for p in usable if p[2]]
     inside = [float(v) for v in keep if np.isfinite(v) and (v > 0 or not log)]
     inside += [y for _, y, o, _ in usable if not o]
@@ -368,8 +422,11 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
         inside = [ys[(len(ys) - 1) // 2]] if len(ys) >= 3 else ys
         over = [p for p in over if p[1] not in inside]
     lo0, hi0 = (min(inside), max(inside)) if inside else (0.0, 0.0)
-    gap = ((lambda y: abs(np.log(min(max(y, lo0), hi0) / y))) if log
-           else (lambda y: abs(min(max(y, lo0), hi0) - y)))
+    gap = (
+        (lambda y: abs(np.log(min(max(y, lo0), hi0) / y)))
+        if log
+        else (lambda y: abs(min(max(y, lo0), hi0) - y))
+    )
     far = []  # nearest first: a trend of oversubscribed points is data, a jump is not
     for point in sorted(over, key=lambda p: gap(p[1])):
         if _far(point[1], inside, log):
@@ -392,13 +449,30 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
     for x, y, _, color in far:
         top = y > hi
         k = stacked[(x, top)] = stacked.get((x, top), -1) + 1  # several at one x: stack labels
-        ax.plot([x], [1.0 if top else 0.0], "^" if top else "v", transform=edge, clip_on=False,
-                color=color, mfc="white", ms=8, zorder=5, label=OFF_SCALE_LABEL)
+        ax.plot(
+            [x],
+            [1.0 if top else 0.0],
+            "^" if top else "v",
+            transform=edge,
+            clip_on=False,
+            color=color,
+            mfc="white",
+            ms=8,
+            zorder=5,
+            label=OFF_SCALE_LABEL,
+        )
         along = ax.transAxes.inverted().transform(edge.transform((x, 0)))[0]
-        ax.annotate(value_text(y, unit), (x, 1.0 if top else 0.0), xycoords=edge,
-                    textcoords="offset points", xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
-                    ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
-                    va="top" if top else "bottom", fontsize=MIN_FONT_PT, color=color)
+        ax.annotate(
+            value_text(y, unit),
+            (x, 1.0 if top else 0.0),
+            xycoords=edge,
+            textcoords="offset points",
+            xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
+            ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
+            va="top" if top else "bottom",
+            fontsize=MIN_FONT_PT,
+            color=color,
+        )
         drawn.append((x, y))
     if far:  # a line through a point drawn at the edge stops there, not beyond the axis
         gone = {(float(x), float(y)) for x, y, _, _ in far}

@@ -29,6 +29,8 @@ def model_gap_note(rows, measured, modelled, where, model_name, factor=FACTOR):
         return None
     side = "above" if worst_ratio > 1 else "below"
     times = worst_ratio if worst_ratio > 1 else 1 / worst_ratio
-    return (f"The measurement is far from the {model_name}: at {where(worst)} it is "
-            f"{format_number(float(f'{times:.3g}'))}x {side} it ({format_seconds(worst[measured])} measured, "
-            f"{format_seconds(worst[modelled])} modelled).")
+    return (
+        f"The measurement is far from the {model_name}: at {where(worst)} it is "
+        f"{format_number(float(f'{times:.3g}'))}x {side} it ({format_seconds(worst[measured])} measured, "
+        f"{format_seconds(worst[modelled])} modelled)."
+    )

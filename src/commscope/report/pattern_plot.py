@@ -3,8 +3,11 @@
 from ..paths import atomic_output
 from .figures import new_figure
 
-TERMS = (("maxrate_s", "max-rate", "tab:blue"), ("queue_s", "queue search", "tab:orange"),
-         ("contention_s", "contention", "tab:green"))
+TERMS = (
+    ("maxrate_s", "max-rate", "tab:blue"),
+    ("queue_s", "queue search", "tab:orange"),
+    ("contention_s", "contention", "tab:green"),
+)
 
 
 def plot_pattern(prediction, path, title="modelled communication time per rank"):

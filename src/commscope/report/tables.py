@@ -64,12 +64,16 @@ def html_table(rows, columns=None, caption=None, folded=None):
     out = ["<table>"]
     if caption:
         out.append(f"<caption>{html.escape(caption)}</caption>")
-    out.append("<tr>" + "".join(cell("th", c, header_words(c), str(c))
-                                for c in columns) + "</tr>")
+    out.append("<tr>" + "".join(cell("th", c, header_words(c), str(c)) for c in columns) + "</tr>")
     for r in rows:
-        out.append("<tr>" + "".join(
-            cell("td", c, MISSING if is_missing(r.get(c)) else human_value(str(c), r.get(c))[1])
-            for c in columns) + "</tr>")
+        out.append(
+            "<tr>"
+            + "".join(
+                cell("td", c, MISSING if is_missing(r.get(c)) else human_value(str(c), r.get(c))[1])
+                for c in columns
+            )
+            + "</tr>"
+        )
     out.append("</table>")
     table = "".join(out)
     if folded:

@@ -62,6 +62,7 @@ _AD_NORMAL_CRITICAL = {15.0: 0.561, 10.0: 0.631, 5.0: 0.752, 2.5: 0.873, 1.0: 1.
 
 # ----------------------------------------------------------------------------- input
 
+
 def validate_arrivals(df: pd.DataFrame, source="data") -> pd.DataFrame:
     """Check columns and values; return a copy with clean dtypes (region filled in)."""
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
@@ -78,37 +79,46 @@ def validate_arrivals(df: pd.DataFrame, source="data") -> pd.DataFrame:
     t = pd.to_numeric(out["compute_time_s"], errors="coerce")
     bad = ~np.isfinite(t.to_numpy(float))
     if bad.any():
-        raise InputError(source, "compute_time_s", f"non-numeric value in row {int(np.argmax(bad)) + 1}")
+        raise InputError(
+            source, "compute_time_s", f"non-numeric value in row {int(np.argmax(bad)) + 1}"
+        )
     if (t < 0).any():
         raise InputError(source, "compute_time_s", "times must be >= 0 seconds")
     out["compute_time_s"] = t.astype(float)
     if "region" not in out.columns:
         out.insert(0, "region", "all")
     elif (missing := missing_names(out["region"]).to_numpy()).any():
-        raise InputError(source, "region",
-                         f"missing name (null or \"nan\") in row {int(np.argmax(missing)) + 1}")
+        raise InputError(
+            source, "region", f'missing name (null or "nan") in row {int(np.argmax(missing)) + 1}'
+        )
     out["region"] = out["region"].astype(str)
     dup = out.duplicated(["region", "trial", "rank", "iteration", "thread"])
     if dup.any():
-        raise InputError(source, "thread", f"duplicate sample for one thread (row {int(np.argmax(dup.to_numpy())) + 1})")
+        raise InputError(
+            source,
+            "thread",
+            f"duplicate sample for one thread (row {int(np.argmax(dup.to_numpy())) + 1})",
+        )
     return out
 
 
 def read_arrivals(path) -> pd.DataFrame:
     """Read a CSV or Parquet file of per-thread compute times and validate it."""
     from ..tablefile import read_table
+
     return validate_arrivals(read_table(path), source=path)
 
 
 # ----------------------------------------------------------------------------- grouping
 
+
 @dataclass
 class Groups:
     """Samples sorted by (group, time): group ``g`` is ``values[starts[g]:starts[g]+sizes[g]]``."""
 
-    keys: pd.DataFrame          # one row per group, in group order
-    values: np.ndarray          # compute times, sorted within each group
-    threads: np.ndarray         # thread id of each sorted value
+    keys: pd.DataFrame  # one row per group, in group order
+    values: np.ndarray  # compute times, sorted within each group
+    threads: np.ndarray  # thread id of each sorted value
     starts: np.ndarray
     sizes: np.ndarray
 
@@ -144,6 +154,7 @@ def group_samples(df: pd.DataFrame, level: str) -> Groups:
 
 # ----------------------------------------------------------------------------- normality
 
+
 def ad_critical_value(n: int, significance_pct: float = 5.0) -> float:
     """Anderson-Darling critical value for normality with estimated mean/sd, sample size n.
 
@@ -152,7 +163,7 @@ def ad_critical_value(n: int, significance_pct: float = 5.0) -> float:
     attribute, so the table is kept here; a test checks the two agree).
     """
     # Rounded to 3 decimals as scipy does, so pass/fail decisions agree with it exactly.
-    return round(_AD_NORMAL_CRITICAL[significance_pct] / (1.0 + 0.75 / n + 2.25 / n ** 2), 3)
+    return round(_AD_NORMAL_CRITICAL[significance_pct] / (1.0 + 0.75 / n + 2.25 / n**2), 3)
 
 
 def anderson_statistic(sorted_rows: np.ndarray) -> np.ndarray:
@@ -177,11 +188,15 @@ def normality_per_group(df: pd.DataFrame, level: str, alpha: float = 0.05) -> pd
         # Anderson-Darling is tabulated at fixed levels; the paper uses 5%.
         pct = 100 * alpha
         if pct not in _AD_NORMAL_CRITICAL:
-            raise InputError("--alpha", "alpha", f"Anderson-Darling needs one of {sorted(_AD_NORMAL_CRITICAL)} %")
+            raise InputError(
+                "--alpha", "alpha", f"Anderson-Darling needs one of {sorted(_AD_NORMAL_CRITICAL)} %"
+            )
     groups = group_samples(df, level)
     ng = len(groups.sizes)
-    out = {name: np.full(ng, np.nan) for name in
-           ("dagostino_p", "shapiro_p", "anderson_stat", "anderson_crit")}
+    out = {
+        name: np.full(ng, np.nan)
+        for name in ("dagostino_p", "shapiro_p", "anderson_stat", "anderson_crit")
+    }
     for idx, mat in groups.blocks(min_size=3):
         n = mat.shape[1]
         degenerate = mat[:, -1] == mat[:, 0]
@@ -199,21 +214,28 @@ def normality_per_group(df: pd.DataFrame, level: str, alpha: float = 0.05) -> pd
     res = groups.keys.copy()
     for name, col in out.items():
         res[name] = col
-    for test, value, ok in (("dagostino", "dagostino_p", res["dagostino_p"] > alpha),
-                            ("shapiro", "shapiro_p", res["shapiro_p"] > alpha),
-                            ("anderson", "anderson_stat", res["anderson_stat"] <= res["anderson_crit"])):
+    for test, value, ok in (
+        ("dagostino", "dagostino_p", res["dagostino_p"] > alpha),
+        ("shapiro", "shapiro_p", res["shapiro_p"] > alpha),
+        ("anderson", "anderson_stat", res["anderson_stat"] <= res["anderson_crit"]),
+    ):
         res[f"{test}_pass"] = ok.astype("boolean").mask(res[value].isna())
     return res
 
 
-def normality_summary(df: pd.DataFrame, alpha: float = 0.05, levels=tuple(LEVEL_KEYS)) -> pd.DataFrame:
+def normality_summary(
+    df: pd.DataFrame, alpha: float = 0.05, levels=tuple(LEVEL_KEYS)
+) -> pd.DataFrame:
     """Table 1 of Marts et al. at every level: per region, level and test, how many groups
     were testable and what fraction passed (failed to reject normality) or rejected it."""
-    return pd.concat([_summarise_groups(normality_per_group(df, level, alpha), level)
-                      for level in levels], ignore_index=True)
+    return pd.concat(
+        [_summarise_groups(normality_per_group(df, level, alpha), level) for level in levels],
+        ignore_index=True,
+    )
 
 
 # ----------------------------------------------------------------------------- laggards, idle time
+
 
 def process_iterations(df: pd.DataFrame, threshold_s: float = 1e-3) -> pd.DataFrame:
     """One row per process-iteration: spread statistics, reclaimable time, idle ratios and
@@ -222,8 +244,17 @@ def process_iterations(df: pd.DataFrame, threshold_s: float = 1e-3) -> pd.DataFr
         raise InputError("--threshold", "threshold_s", "must be a number of seconds >= 0")
     groups = group_samples(df, "process-iteration")
     ng = len(groups.sizes)
-    cols = {name: np.full(ng, np.nan) for name in
-            ("min_s", "median_s", "max_s", "reclaimable_s", "idle_ratio_printed", "idle_ratio_range")}
+    cols = {
+        name: np.full(ng, np.nan)
+        for name in (
+            "min_s",
+            "median_s",
+            "max_s",
+            "reclaimable_s",
+            "idle_ratio_printed",
+            "idle_ratio_range",
+        )
+    }
     for idx, mat in groups.blocks():
         n = mat.shape[1]
         lo, hi = mat[:, 0], mat[:, -1]
@@ -252,8 +283,22 @@ def find_laggards(df: pd.DataFrame, threshold_s: float = 1e-3) -> pd.DataFrame:
     """
     pi = process_iterations(df, threshold_s)
     lag = pi[pi["laggard"]]
-    return lag[["region", "trial", "rank", "iteration", "slowest_thread", "max_s", "median_s",
-                "excess_s"]].rename(columns={"slowest_thread": "thread"}).reset_index(drop=True)
+    return (
+        lag[
+            [
+                "region",
+                "trial",
+                "rank",
+                "iteration",
+                "slowest_thread",
+                "max_s",
+                "median_s",
+                "excess_s",
+            ]
+        ]
+        .rename(columns={"slowest_thread": "thread"})
+        .reset_index(drop=True)
+    )
 
 
 def idle_summary(df: pd.DataFrame, threshold_s: float = 1e-3, per_iter=None) -> pd.DataFrame:
@@ -271,6 +316,7 @@ def idle_summary(df: pd.DataFrame, threshold_s: float = 1e-3, per_iter=None) -> 
 
 
 # ----------------------------------------------------------------------------- plots' data
+
 
 def iteration_percentiles(df: pd.DataFrame, percentiles=(5, 25, 50, 75, 95)) -> pd.DataFrame:
     """Percentiles of all samples of each application iteration (the percentile-over-
@@ -295,8 +341,13 @@ def iteration_percentiles(df: pd.DataFrame, percentiles=(5, 25, 50, 75, 95)) -> 
 CLASSES = ("normal", "non-normal", "laggard")
 
 
-def example_histograms(df: pd.DataFrame, threshold_s: float = 1e-3, bin_width_s=None,
-                       per_iter=None, per_group_normality=None) -> dict:
+def example_histograms(
+    df: pd.DataFrame,
+    threshold_s: float = 1e-3,
+    bin_width_s=None,
+    per_iter=None,
+    per_group_normality=None,
+) -> dict:
     """One representative process-iteration per class, with its histogram (Figs 5, 7, 9).
 
     Classes: ``laggard`` (max - median > threshold), ``normal`` (no laggard, all three tests
@@ -306,14 +357,19 @@ def example_histograms(df: pd.DataFrame, threshold_s: float = 1e-3, bin_width_s=
     "class_fraction": float}}``; a class with no member is absent.
     """
     pi = per_iter if per_iter is not None else process_iterations(df, threshold_s)
-    norm = per_group_normality if per_group_normality is not None else \
-        normality_per_group(df, "process-iteration")
+    norm = (
+        per_group_normality
+        if per_group_normality is not None
+        else normality_per_group(df, "process-iteration")
+    )
     all_pass = (norm["dagostino_pass"] & norm["shapiro_pass"] & norm["anderson_pass"]).fillna(False)
     sw_reject = (~norm["shapiro_pass"]).fillna(False)
     lag = pi["laggard"].to_numpy()
-    members = {"laggard": lag,
-               "normal": ~lag & all_pass.to_numpy(bool),
-               "non-normal": ~lag & sw_reject.to_numpy(bool)}
+    members = {
+        "laggard": lag,
+        "normal": ~lag & all_pass.to_numpy(bool),
+        "non-normal": ~lag & sw_reject.to_numpy(bool),
+    }
     spread = (pi["max_s"] - pi["min_s"]).to_numpy()
     groups = group_samples(df, "process-iteration")
     out = {}
@@ -323,7 +379,7 @@ def example_histograms(df: pd.DataFrame, threshold_s: float = 1e-3, bin_width_s=
             continue
         score = pi["excess_s"].to_numpy()[idx] if cls == "laggard" else spread[idx]
         g = idx[np.argsort(score, kind="stable")[idx.size // 2]]
-        vals = groups.values[groups.starts[g]:groups.starts[g] + groups.sizes[g]]
+        vals = groups.values[groups.starts[g] : groups.starts[g] + groups.sizes[g]]
         if bin_width_s:
             _check_bins(bin_width_s, vals[-1] - vals[0])
             lo = np.floor(vals[0] / bin_width_s) * bin_width_s
@@ -333,14 +389,22 @@ def example_histograms(df: pd.DataFrame, threshold_s: float = 1e-3, bin_width_s=
         else:
             edges = np.histogram_bin_edges(vals, bins="auto")
         counts, edges = np.histogram(vals, bins=edges)
-        keys = {k: (v.item() if hasattr(v, "item") else v)
-                for k, v in pi.iloc[g][["region", "trial", "rank", "iteration"]].items()}
-        out[cls] = {"keys": keys, "values_s": vals, "bin_edges_s": edges, "counts": counts,
-                    "class_fraction": float(mask.mean())}
+        keys = {
+            k: (v.item() if hasattr(v, "item") else v)
+            for k, v in pi.iloc[g][["region", "trial", "rank", "iteration"]].items()
+        }
+        out[cls] = {
+            "keys": keys,
+            "values_s": vals,
+            "bin_edges_s": edges,
+            "counts": counts,
+            "class_fraction": float(mask.mean()),
+        }
     return out
 
 
 # ----------------------------------------------------------------------------- everything
+
 
 @dataclass
 class ArrivalReport:
@@ -353,12 +417,14 @@ class ArrivalReport:
     threshold_s: float = 1e-3
 
     def to_dict(self):
-        return {"threshold_s": self.threshold_s,
-                "normality": self.normality.to_dict("records"),
-                "summary": self.summary.to_dict("records"),
-                "laggards": self.laggards.to_dict("records"),
-                "percentiles": self.percentiles.to_dict("records"),
-                "histograms": self.histograms}
+        return {
+            "threshold_s": self.threshold_s,
+            "normality": self.normality.to_dict("records"),
+            "summary": self.summary.to_dict("records"),
+            "laggards": self.laggards.to_dict("records"),
+            "percentiles": self.percentiles.to_dict("records"),
+            "histograms": self.histograms,
+        }
 
 
 #: Most bins one example histogram may have (--bin-width): 8 bytes per edge and count.
@@ -368,31 +434,49 @@ MAX_HIST_BINS = 1_000_000
 def _check_bins(bin_width_s, span_s):
     bins = span_s / bin_width_s + 2
     if bins > MAX_HIST_BINS:
-        raise InputError("--bin-width", None,
-                         f"{bin_width_s:g} s gives {bins:.3g} bins over a {span_s:.3g} s range of "
-                         f"compute times; at most {MAX_HIST_BINS:,} bins (use a width of at "
-                         f"least {span_s / (MAX_HIST_BINS - 2):.3g} s)")
+        raise InputError(
+            "--bin-width",
+            None,
+            f"{bin_width_s:g} s gives {bins:.3g} bins over a {span_s:.3g} s range of "
+            f"compute times; at most {MAX_HIST_BINS:,} bins (use a width of at "
+            f"least {span_s / (MAX_HIST_BINS - 2):.3g} s)",
+        )
 
 
-def analyse_arrivals(df: pd.DataFrame, threshold_s: float = 1e-3, alpha: float = 0.05,
-                     source="data", bin_width_s=None) -> ArrivalReport:
+def analyse_arrivals(
+    df: pd.DataFrame,
+    threshold_s: float = 1e-3,
+    alpha: float = 0.05,
+    source="data",
+    bin_width_s=None,
+) -> ArrivalReport:
     """The whole Sec. 4 analysis of Marts et al. on one table of thread compute times."""
     if bin_width_s is not None and not (np.isfinite(bin_width_s) and bin_width_s > 0):
-        raise InputError("--bin-width", None, f"must be a positive number of seconds, "
-                                              f"got {bin_width_s!r}")
+        raise InputError(
+            "--bin-width", None, f"must be a positive number of seconds, got {bin_width_s!r}"
+        )
     data = validate_arrivals(df, source)
     pi = process_iterations(data, threshold_s)
     per_group = normality_per_group(data, "process-iteration", alpha)
-    normality = pd.concat([normality_summary(data, alpha, levels=("application", "application-iteration")),
-                           _summarise_groups(per_group, "process-iteration")], ignore_index=True)
-    lag = pi[pi["laggard"]][["region", "trial", "rank", "iteration", "slowest_thread", "max_s",
-                             "median_s", "excess_s"]].rename(columns={"slowest_thread": "thread"})
+    normality = pd.concat(
+        [
+            normality_summary(data, alpha, levels=("application", "application-iteration")),
+            _summarise_groups(per_group, "process-iteration"),
+        ],
+        ignore_index=True,
+    )
+    lag = pi[pi["laggard"]][
+        ["region", "trial", "rank", "iteration", "slowest_thread", "max_s", "median_s", "excess_s"]
+    ].rename(columns={"slowest_thread": "thread"})
     return ArrivalReport(
-        normality=normality, summary=idle_summary(data, threshold_s, per_iter=pi),
-        laggards=lag.reset_index(drop=True), percentiles=iteration_percentiles(data),
+        normality=normality,
+        summary=idle_summary(data, threshold_s, per_iter=pi),
+        laggards=lag.reset_index(drop=True),
+        percentiles=iteration_percentiles(data),
         process_iterations=pi,
         histograms=example_histograms(data, threshold_s, bin_width_s, pi, per_group),
-        threshold_s=threshold_s)
+        threshold_s=threshold_s,
+    )
 
 
 def _summarise_groups(per, level):
@@ -403,8 +487,16 @@ def _summarise_groups(per, level):
             passed = sub[f"{test}_pass"]
             tested = int(passed.notna().sum())
             n_pass = int(passed.sum(skipna=True))
-            rows.append({"region": region, "level": level, "test": test, "groups": len(sub),
-                         "groups_tested": tested, "groups_not_applicable": len(sub) - tested,
-                         "fraction_pass": n_pass / tested if tested else np.nan,
-                         "fraction_reject": (tested - n_pass) / tested if tested else np.nan})
+            rows.append(
+                {
+                    "region": region,
+                    "level": level,
+                    "test": test,
+                    "groups": len(sub),
+                    "groups_tested": tested,
+                    "groups_not_applicable": len(sub) - tested,
+                    "fraction_pass": n_pass / tested if tested else np.nan,
+                    "fraction_reject": (tested - n_pass) / tested if tested else np.nan,
+                }
+            )
     return pd.DataFrame(rows)

@@ -92,15 +92,24 @@ class BootstrapResult:
     def to_dict(self):
         """JSON-ready summary (replica samples left out)."""
         return {
-            "kind": self.kind, "base_ranks": self.base_ranks, "target_ranks": self.target_ranks,
-            "k": self.k, "statistic": self.statistic, "median_s": self.median_s,
-            "ci_low_s": self.ci_low_s, "ci_high_s": self.ci_high_s,
-            "confidence": self.confidence, "replicas": self.replicas, "seed": self.seed,
-            "method": self.method, "failed_replicas": self.failed_replicas,
+            "kind": self.kind,
+            "base_ranks": self.base_ranks,
+            "target_ranks": self.target_ranks,
+            "k": self.k,
+            "statistic": self.statistic,
+            "median_s": self.median_s,
+            "ci_low_s": self.ci_low_s,
+            "ci_high_s": self.ci_high_s,
+            "confidence": self.confidence,
+            "replicas": self.replicas,
+            "seed": self.seed,
+            "method": self.method,
+            "failed_replicas": self.failed_replicas,
         }
 
 
 # --- input checks ------------------------------------------------------------------------
+
 
 def _check_array(values, name, ndim):
     try:
@@ -124,8 +133,12 @@ BYTES_PER_REPLICA = 3 * 8
 def _check_common(replicas, confidence, intervals):
     if not isinstance(replicas, (int, np.integer)) or replicas < 1:
         raise InputError("replicas", None, f"must be a positive integer, got {replicas!r}")
-    check_memory("--replicas", replicas, replicas * BYTES_PER_REPLICA,
-                  f"{BYTES_PER_REPLICA} bytes per replica")
+    check_memory(
+        "--replicas",
+        replicas,
+        replicas * BYTES_PER_REPLICA,
+        f"{BYTES_PER_REPLICA} bytes per replica",
+    )
     if not 0 < confidence < 1:
         raise InputError("confidence", None, f"must be in (0, 1), got {confidence!r}")
     if intervals is not None and (not isinstance(intervals, (int, np.integer)) or intervals < 1):
@@ -137,8 +150,9 @@ def _check_scale(base, target):
         raise InputError("target_ranks", None, f"must be positive, got {target!r}")
     k = float(target) / float(base)
     if k < 1:
-        raise InputError("target_ranks", None,
-                         f"{target} is below the base scale {base} (k = {k:.3g} < 1)")
+        raise InputError(
+            "target_ranks", None, f"{target} is below the base scale {base} (k = {k:.3g} < 1)"
+        )
     return k
 
 
@@ -149,7 +163,7 @@ def _ranks(target):
 
 def _rng(seed):
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        seed = int(np.random.SeedSequence().entropy % (2**63))
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError("seed", None, f"must be a non-negative integer, got {seed!r}")
     return int(seed), np.random.default_rng(int(seed))
@@ -163,6 +177,7 @@ def _summarise(samples, confidence):
 
 # --- non-parametric ----------------------------------------------------------------------
 
+
 def max_of_k_resamples(sorted_values, k, size, rng):
     """``size`` draws of the max of ``k`` resamples (with replacement) of ``sorted_values``.
 
@@ -174,8 +189,9 @@ def max_of_k_resamples(sorted_values, k, size, rng):
     return sorted_values[np.clip(idx, 0, n - 1)]
 
 
-def bootstrap_nonparametric(maxima, base_ranks, target_ranks, *, replicas=10_000,
-                            confidence=0.95, seed=None, intervals=None):
+def bootstrap_nonparametric(
+    maxima, base_ranks, target_ranks, *, replicas=10_000, confidence=0.95, seed=None, intervals=None
+):
     """Non-parametric prediction from per-interval maxima at ``base_ranks`` (see module doc).
 
     ``maxima``: 1-D per-interval maxima (seconds) measured on ``base_ranks`` ranks.
@@ -194,14 +210,27 @@ def bootstrap_nonparametric(maxima, base_ranks, target_ranks, *, replicas=10_000
     for start in range(0, replicas, rows):
         r = min(rows, replicas - start)
         draws = max_of_k_resamples(x, k, (r, m), rng)
-        out[start:start + r] = draws.sum(axis=1)
+        out[start : start + r] = draws.sum(axis=1)
     med, lo, hi = _summarise(out, confidence)
-    return BootstrapResult("nonparametric", int(base_ranks), _ranks(target_ranks), k,
-                           "runtime_s" if intervals else "interval_max_s", med, lo, hi,
-                           float(confidence), int(replicas), seed, None, out)
+    return BootstrapResult(
+        "nonparametric",
+        int(base_ranks),
+        _ranks(target_ranks),
+        k,
+        "runtime_s" if intervals else "interval_max_s",
+        med,
+        lo,
+        hi,
+        float(confidence),
+        int(replicas),
+        seed,
+        None,
+        out,
+    )
 
 
 # --- parametric --------------------------------------------------------------------------
+
 
 def _resample_counts(n, rows, rng):
     """Multiplicity of each of ``n`` sorted values in ``rows`` resamples of size ``n``."""
@@ -233,9 +262,13 @@ def _pwm_from_counts(x, counts):
 @functools.cache
 def _mom_grid():
     """(shape k, skewness) on a dense grid, built on first use (not at import)."""
-    k = np.concatenate([np.linspace(-0.33, -0.05, 3000, endpoint=False),
-                        np.linspace(-0.05, 0.05, 2001),
-                        np.linspace(0.05, 5.0, 6000)[1:]])
+    k = np.concatenate(
+        [
+            np.linspace(-0.33, -0.05, 3000, endpoint=False),
+            np.linspace(-0.05, 0.05, 2001),
+            np.linspace(0.05, 5.0, 6000)[1:],
+        ]
+    )
     return k, evt.gev_skewness(k)
 
 
@@ -252,13 +285,13 @@ def _mom_from_counts(x, counts):
     # resample means sit close to it, so converting to central moments loses little
     centre = x.mean()
     xc = x - centre
-    s1, s2, s3 = (counts @ xc ** p / n for p in (1, 2, 3))
+    s1, s2, s3 = (counts @ xc**p / n for p in (1, 2, 3))
     mean = centre + s1
-    m2 = s2 - s1 ** 2
-    m3 = s3 - 3.0 * s1 * s2 + 2.0 * s1 ** 3
+    m2 = s2 - s1**2
+    m3 = s3 - 3.0 * s1 * s2 + 2.0 * s1**3
     # bias-corrected skewness and std, as evt.fit_mom uses
     with np.errstate(all="ignore"):
-        g1 = m3 / m2 ** 1.5 * math.sqrt(n * (n - 1)) / (n - 2)
+        g1 = m3 / m2**1.5 * math.sqrt(n * (n - 1)) / (n - 2)
     std = np.sqrt(m2 * n / (n - 1))
     k = _mom_shape_vectorised(g1)
     loc, scale = evt._params_from_moments(mean, std, k)
@@ -270,7 +303,7 @@ def _emma_gev(loc, scale, k, n_target):
     y = math.exp(-evt.EULER_GAMMA) / n_target
     small = np.abs(k) < 1e-6
     kk = np.where(small, 1.0, k)
-    return np.where(small, loc - scale * math.log(y), loc + scale * (1.0 - y ** kk) / kk)
+    return np.where(small, loc - scale * math.log(y), loc + scale * (1.0 - y**kk) / kk)
 
 
 def bootstrap_gev_emma(sample, n_target, replicas, rng, method="pwm"):
@@ -289,7 +322,7 @@ def bootstrap_gev_emma(sample, n_target, replicas, rng, method="pwm"):
             loc, scale, k = evt.pwm_params(*_pwm_from_counts(x, counts))
         else:
             loc, scale, k = _mom_from_counts(x, counts)
-        out[start:start + r] = _emma_gev(loc, scale, k, n_target)
+        out[start : start + r] = _emma_gev(loc, scale, k, n_target)
     return out
 
 
@@ -297,15 +330,29 @@ def _check_times(times, ranks_per_node):
     t = _check_array(times, "times", 2)
     n_ranks = t.shape[1]
     if not isinstance(ranks_per_node, (int, np.integer)) or ranks_per_node < 1:
-        raise InputError("ranks_per_node", None, f"must be a positive integer, got {ranks_per_node!r}")
+        raise InputError(
+            "ranks_per_node", None, f"must be a positive integer, got {ranks_per_node!r}"
+        )
     if n_ranks % ranks_per_node:
-        raise InputError("ranks_per_node", None,
-                         f"{n_ranks} ranks do not split into nodes of {ranks_per_node}")
+        raise InputError(
+            "ranks_per_node", None, f"{n_ranks} ranks do not split into nodes of {ranks_per_node}"
+        )
     return t
 
 
-def _parametric(kind, groups, n_target, base_ranks, target_ranks, k, replicas, confidence,
-                seed, intervals, method):
+def _parametric(
+    kind,
+    groups,
+    n_target,
+    base_ranks,
+    target_ranks,
+    k,
+    replicas,
+    confidence,
+    seed,
+    intervals,
+    method,
+):
     if method not in FIT_METHODS:
         raise InputError("method", None, f"unknown fit method {method!r}; use {FIT_METHODS}")
     for g in groups:
@@ -316,27 +363,54 @@ def _parametric(kind, groups, n_target, base_ranks, target_ranks, k, replicas, c
     seed, rng = _rng(seed)
     per_group = math.ceil(replicas / len(groups))
     with np.errstate(all="ignore"):
-        out = np.concatenate([bootstrap_gev_emma(g, n_target, per_group, rng, method)
-                              for g in groups])
+        out = np.concatenate(
+            [bootstrap_gev_emma(g, n_target, per_group, rng, method) for g in groups]
+        )
     # A resample of few distinct values (ties) or a heavy tail gives no GEV fit: its
     # projection is NaN or infinite. Leave those out and say how many; too many, refuse.
     usable = np.isfinite(out)
     failed = int(out.size - usable.sum())
     if failed > MAX_FAILED_FRACTION * out.size:
-        raise InputError("times", None, f"{kind}: {failed} of {out.size} bootstrap resamples "
-                         "gave no usable GEV fit (too few distinct values, or a tail heavier "
-                         "than a GEV); use --kind nonparametric")
+        raise InputError(
+            "times",
+            None,
+            f"{kind}: {failed} of {out.size} bootstrap resamples "
+            "gave no usable GEV fit (too few distinct values, or a tail heavier "
+            "than a GEV); use --kind nonparametric",
+        )
     out = out[usable]
     if intervals:
         out = out * intervals
     med, lo, hi = _summarise(out, confidence)
-    return BootstrapResult(kind, int(base_ranks), _ranks(target_ranks), k,
-                           "runtime_s" if intervals else "interval_max_s", med, lo, hi,
-                           float(confidence), int(out.size), seed, method, out, failed)
+    return BootstrapResult(
+        kind,
+        int(base_ranks),
+        _ranks(target_ranks),
+        k,
+        "runtime_s" if intervals else "interval_max_s",
+        med,
+        lo,
+        hi,
+        float(confidence),
+        int(out.size),
+        seed,
+        method,
+        out,
+        failed,
+    )
 
 
-def bootstrap_internode(times, ranks_per_node, target_ranks, *, replicas=10_000,
-                        confidence=0.95, seed=None, intervals=None, method="pwm"):
+def bootstrap_internode(
+    times,
+    ranks_per_node,
+    target_ranks,
+    *,
+    replicas=10_000,
+    confidence=0.95,
+    seed=None,
+    intervals=None,
+    method="pwm",
+):
     """Inter-node parametric prediction (see module doc).
 
     ``times``: array (intervals, ranks) of per-rank interval times in seconds, rank ``r``
@@ -349,12 +423,32 @@ def bootstrap_internode(times, ranks_per_node, target_ranks, *, replicas=10_000,
     n_nodes = t.shape[1] // ranks_per_node
     node_max = t.reshape(t.shape[0], n_nodes, ranks_per_node).max(axis=2)
     groups = [node_max[:, j] for j in range(n_nodes)]
-    return _parametric("internode", groups, float(target_ranks) / ranks_per_node, t.shape[1],
-                       target_ranks, k, replicas, confidence, seed, intervals, method)
+    return _parametric(
+        "internode",
+        groups,
+        float(target_ranks) / ranks_per_node,
+        t.shape[1],
+        target_ranks,
+        k,
+        replicas,
+        confidence,
+        seed,
+        intervals,
+        method,
+    )
 
 
-def bootstrap_intranode(times, ranks_per_node, target_ranks, *, replicas=10_000,
-                        confidence=0.95, seed=None, intervals=None, method="pwm"):
+def bootstrap_intranode(
+    times,
+    ranks_per_node,
+    target_ranks,
+    *,
+    replicas=10_000,
+    confidence=0.95,
+    seed=None,
+    intervals=None,
+    method="pwm",
+):
     """Intra-node parametric prediction (see module doc).
 
     ``times``: array (intervals, ranks) as for :func:`bootstrap_internode`. Rank slot
@@ -367,12 +461,24 @@ def bootstrap_intranode(times, ranks_per_node, target_ranks, *, replicas=10_000,
     n_nodes = t.shape[1] // ranks_per_node
     by_slot = t.reshape(t.shape[0], n_nodes, ranks_per_node)
     groups = [by_slot[:, :, r].ravel() for r in range(ranks_per_node)]
-    return _parametric("intranode", groups, float(target_ranks), t.shape[1], target_ranks,
-                       k, replicas, confidence, seed, intervals, method)
+    return _parametric(
+        "intranode",
+        groups,
+        float(target_ranks),
+        t.shape[1],
+        target_ranks,
+        k,
+        replicas,
+        confidence,
+        seed,
+        intervals,
+        method,
+    )
 
 
-def predict(kind, target_ranks, *, times=None, maxima=None, base_ranks=None,
-            ranks_per_node=None, **options):
+def predict(
+    kind, target_ranks, *, times=None, maxima=None, base_ranks=None, ranks_per_node=None, **options
+):
     """Run one bootstrap ``kind`` for each of ``target_ranks``; a list of results.
 
     ``nonparametric`` needs ``maxima`` and ``base_ranks``, or ``times`` (then the
@@ -407,6 +513,7 @@ def predict(kind, target_ranks, *, times=None, maxima=None, base_ranks=None,
 
 
 # --- tables ------------------------------------------------------------------------------
+
 
 def per_rank_matrix(frame, source="table", column="time_s"):
     """(intervals x ranks) array from a long table ``iteration, rank, time_s[, node]``.

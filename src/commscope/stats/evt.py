@@ -45,7 +45,7 @@ EULER_GAMMA = 0.5772156649015329  # numpy.euler_gamma, written out: no numpy at 
 EMMA_CONSTANT = math.exp(-math.exp(-EULER_GAMMA))
 #: Skewness of the Gumbel distribution, 12 sqrt(6) zeta(3) / pi^3.
 APERY = 1.2020569031595942  # zeta(3), written out so importing this module needs no scipy
-GUMBEL_SKEWNESS = 12.0 * math.sqrt(6.0) * APERY / math.pi ** 3
+GUMBEL_SKEWNESS = 12.0 * math.sqrt(6.0) * APERY / math.pi**3
 #: |k| below this counts as Type I (Gumbel) when classifying a fit.
 GUMBEL_TOL = 0.01
 #: |k| below this uses the closed-form k = 0 limits (avoids 0/0 in eqs. 2.2-2.8).
@@ -115,7 +115,7 @@ class GEV:
         if abs(k) < _K_EPS:
             return (math.pi * self.scale) ** 2 / 6.0
         g1, g2 = special.gamma(1.0 + k), special.gamma(1.0 + 2.0 * k)
-        return self.scale ** 2 * (g2 - g1 ** 2) / k ** 2
+        return self.scale**2 * (g2 - g1**2) / k**2
 
     def std(self):
         return math.sqrt(self.var())
@@ -129,7 +129,7 @@ class GEV:
         k = self.shape
         if abs(k) < _K_EPS:
             return self.loc - self.scale * np.log(y)
-        return self.loc + self.scale * (1.0 - y ** k) / k
+        return self.loc + self.scale * (1.0 - y**k) / k
 
     def ppf(self, q):
         return self.quantile_from_y(-np.log(np.asarray(q, dtype=float)))
@@ -145,15 +145,20 @@ class GEV:
         return GEV(self.loc + self.scale * (1.0 - n ** (-k)) / k, self.scale * n ** (-k), k)
 
     def to_dict(self):
-        return {"loc": self.loc, "scale": self.scale, "shape_k": self.shape,
-                "xi": self.xi, "type": self.type}
+        return {
+            "loc": self.loc,
+            "scale": self.scale,
+            "shape_k": self.shape,
+            "xi": self.xi,
+            "type": self.type,
+        }
 
 
 def _skew_formula(k):
     g1 = special.gamma(1.0 + k)
     g2 = special.gamma(1.0 + 2.0 * k)
     g3 = special.gamma(1.0 + 3.0 * k)
-    return np.sign(k) * (-g3 + 3.0 * g1 * g2 - 2.0 * g1 ** 3) / (g2 - g1 ** 2) ** 1.5
+    return np.sign(k) * (-g3 + 3.0 * g1 * g2 - 2.0 * g1**3) / (g2 - g1**2) ** 1.5
 
 
 def gev_skewness(k):
@@ -192,6 +197,7 @@ def _check_sample(sample, source="sample", min_size=3):
 
 # --- method of moments (Madsen et al.; thesis eqs. 2.2-2.4) -----------------------------
 
+
 def mom_shape_from_skewness(skew):
     """Solve eq. 2.2 for ``k`` given a skewness (brentq on k in (-1/3, 20]).
 
@@ -213,10 +219,10 @@ def _params_from_moments(mean, std, k):
     kk = np.where(np.abs(k) < _K_EPS, 1.0, k)  # placeholder where the k = 0 limit is used
     g1 = special.gamma(1.0 + kk)
     g2 = special.gamma(1.0 + 2.0 * kk)
-    scale = np.where(np.abs(k) < _K_EPS, std * math.sqrt(6.0) / math.pi,
-                     std * np.abs(kk) / np.sqrt(g2 - g1 ** 2))
-    loc = np.where(np.abs(k) < _K_EPS, mean - EULER_GAMMA * scale,
-                   mean - scale / kk * (1.0 - g1))
+    scale = np.where(
+        np.abs(k) < _K_EPS, std * math.sqrt(6.0) / math.pi, std * np.abs(kk) / np.sqrt(g2 - g1**2)
+    )
+    loc = np.where(np.abs(k) < _K_EPS, mean - EULER_GAMMA * scale, mean - scale / kk * (1.0 - g1))
     return loc, scale
 
 
@@ -230,6 +236,7 @@ def fit_mom(sample):
 
 
 # --- probability-weighted moments (Hosking et al. 1985; thesis eqs. 2.5-2.8) ------------
+
 
 def sample_pwm(sample):
     """Unbiased sample probability-weighted moments b0, b1, b2 (Hosking 1985)."""
@@ -252,7 +259,7 @@ def pwm_params(b0, b1, b2):
     l2 = 2.0 * b1 - b0
     with np.errstate(all="ignore"):
         c = l2 / (3.0 * b2 - b0) - math.log(2.0) / math.log(3.0)
-    k = 7.8590 * c + 2.9554 * c ** 2
+    k = 7.8590 * c + 2.9554 * c**2
     gumbel = np.abs(k) < _K_EPS
     kk = np.where(gumbel, 1.0, k)
     g1 = special.gamma(1.0 + kk)
@@ -269,6 +276,7 @@ def fit_pwm(sample):
 
 
 # --- maximum likelihood ------------------------------------------------------------------
+
 
 def fit_mle(sample):
     """Maximum-likelihood GEV fit via ``scipy.stats.genextreme.fit``, started from PWM."""
@@ -290,22 +298,27 @@ def fit_problem(method, fit, sample):
     """Why ``fit`` (by ``method``) cannot be used, or None when it can."""
     params = (fit.loc, fit.scale, fit.shape)
     if not all(math.isfinite(v) for v in params):
-        return (f"non-finite parameters (loc {fit.loc:g}, scale {fit.scale:g}, "
-                f"k {fit.shape:g})")
+        return f"non-finite parameters (loc {fit.loc:g}, scale {fit.scale:g}, k {fit.shape:g})"
     if fit.scale <= 0:
         return f"scale {fit.scale:g} is not positive"
     if method == "mom" and fit.shape in (_K_MIN, _K_MAX):
         skew = float(stats.skew(sample, bias=False))
-        return (f"sample skewness {skew:.3g} is beyond what a GEV can have; the moment "
-                "equation has no solution")
+        return (
+            f"sample skewness {skew:.3g} is beyond what a GEV can have; the moment "
+            "equation has no solution"
+        )
     lo, hi = VALID_SHAPE
     if fit.shape <= lo:
-        return (f"shape k = {fit.shape:.3g} <= {lo:g} (xi >= 1): no finite mean, so no "
-                "expected maximum; the tail is heavier than a GEV fit can represent "
-                "(outliers, or too few samples)")
+        return (
+            f"shape k = {fit.shape:.3g} <= {lo:g} (xi >= 1): no finite mean, so no "
+            "expected maximum; the tail is heavier than a GEV fit can represent "
+            "(outliers, or too few samples)"
+        )
     if fit.shape >= hi:
-        return (f"shape k = {fit.shape:.3g} >= {hi:g} (xi <= -1): outside the range where "
-                "the fit is regular")
+        return (
+            f"shape k = {fit.shape:.3g} >= {hi:g} (xi <= -1): outside the range where "
+            "the fit is regular"
+        )
     return None
 
 
@@ -334,10 +347,13 @@ class FitSummary:
         return len(set(self.types.values())) == 1
 
     def to_dict(self):
-        return {"n": self.n, "agree": self.agree, "gumbel_tol": self.gumbel_tol,
-                "fits": {m: dict(g.to_dict(), type=self.types[m])
-                         for m, g in self.fits.items()},
-                "failures": dict(self.failures)}
+        return {
+            "n": self.n,
+            "agree": self.agree,
+            "gumbel_tol": self.gumbel_tol,
+            "fits": {m: dict(g.to_dict(), type=self.types[m]) for m, g in self.fits.items()},
+            "failures": dict(self.failures),
+        }
 
 
 def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
@@ -355,8 +371,12 @@ def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
         raise InputError("methods", None, f"unknown fit method(s) {unknown}; use {METHODS}")
     distinct = np.unique(x).size
     if distinct < 3:
-        raise InputError("sample", None, f"only {distinct} distinct values among {x.size} "
-                         "(ties, e.g. a coarse timer): a 3-parameter GEV cannot be fitted")
+        raise InputError(
+            "sample",
+            None,
+            f"only {distinct} distinct values among {x.size} "
+            "(ties, e.g. a coarse timer): a 3-parameter GEV cannot be fitted",
+        )
     fits, failures = {}, {}
     for m in methods:
         try:
@@ -374,6 +394,7 @@ def fit_all(sample, methods=METHODS, gumbel_tol=GUMBEL_TOL):
 
 
 # --- EMMA (eq. 2.9) and the exact expected maximum ---------------------------------------
+
 
 def _check_n(n):
     n_arr = np.asarray(n, dtype=float)
@@ -426,6 +447,7 @@ def expected_max_exact(dist, n):
     if isinstance(dist, GEV):
         out = [dist.max_of(float(m)).mean() for m in n_arr.ravel()]
     elif hasattr(dist, "isf"):
+
         def quantile(v, m):
             # F^-1(v^(1/m)): via ppf in the lower half, via isf(1 - q) near q = 1 where
             # ppf would lose the digits that matter for large m
@@ -436,11 +458,12 @@ def expected_max_exact(dist, n):
             f = lambda v: quantile(v, m)
             val, _ = integrate.quad(f, 0.0, 1.0, limit=200, epsabs=0, epsrel=1e-9)
             return val
+
         out = [one(float(m)) for m in n_arr.ravel()]
     else:
         x = np.sort(_check_sample(dist, min_size=1))
         cdf = np.arange(0, x.size + 1) / x.size
-        out = [float(np.sum(x * np.diff(cdf ** m))) for m in n_arr.ravel()]
+        out = [float(np.sum(x * np.diff(cdf**m))) for m in n_arr.ravel()]
     return _scalar_or_array(np.reshape(out, n_arr.shape), n)
 
 

@@ -52,6 +52,7 @@ _CHUNK_ELEMENTS = 2_000_000
 
 # --- dependence ------------------------------------------------------------------------
 
+
 def autocorrelation(x, max_lag):
     """Sample autocorrelation at lags 0 .. ``max_lag`` (the biased, positive-definite form)."""
     x = np.asarray(x, dtype=float)
@@ -60,8 +61,9 @@ def autocorrelation(x, max_lag):
     n = x.size
     if var == 0:
         return np.r_[1.0, np.zeros(max_lag)]
-    return np.array([1.0] + [float(xc[:n - lag] @ xc[lag:]) / var
-                             for lag in range(1, max_lag + 1)])
+    return np.array(
+        [1.0] + [float(xc[: n - lag] @ xc[lag:]) / var for lag in range(1, max_lag + 1)]
+    )
 
 
 def lag1(x):
@@ -90,7 +92,7 @@ def block_length(x):
     rho = autocorrelation(x, mmax)
     bound = 2.0 * math.sqrt(math.log10(n) / n)
     small = np.abs(rho[1:]) < bound
-    mhat = next((j for j in range(0, mmax - kn + 1) if small[j:j + kn].all()), mmax - kn)
+    mhat = next((j for j in range(0, mmax - kn + 1) if small[j : j + kn].all()), mmax - kn)
     if mhat == 0:
         return 1
     big_m = min(2 * mhat, mmax)
@@ -130,6 +132,7 @@ def block_index(lengths, block, out_len, rows, rng):
 
 # --- run-to-run variation --------------------------------------------------------------
 
+
 def _log_stat(values, statistic):
     v = np.median(values, axis=-1) if statistic == "median" else np.mean(values, axis=-1)
     return np.log(v)
@@ -146,14 +149,18 @@ def run_effect_sd(series, statistic, block, rng, resamples=400):
         return 0.0
     logs = np.array([_log_stat(s, statistic) for s in series])
     between = float(np.var(logs, ddof=1))
-    within = np.mean([np.var(_log_stat(s[block_index([s.size], block, s.size, resamples,
-                                                      rng)], statistic))
-                      for s in series])
+    within = np.mean(
+        [
+            np.var(_log_stat(s[block_index([s.size], block, s.size, resamples, rng)], statistic))
+            for s in series
+        ]
+    )
     tau2 = max(0.0, between - float(within))
     return math.sqrt(tau2 * (1.0 + 1.0 / len(series)))
 
 
 # --- the predictor ---------------------------------------------------------------------
+
 
 def _check_series(series):
     out = [bootstrap._check_array(s, "times", 1) for s in series]
@@ -162,9 +169,22 @@ def _check_series(series):
     return out
 
 
-def predict_statistic(parametric, series, n_target, *, statistic, intervals, block, replicas,
-                      confidence, seed, run_sd=0.0, run_df=math.inf, method="pwm",
-                      label=None):
+def predict_statistic(
+    parametric,
+    series,
+    n_target,
+    *,
+    statistic,
+    intervals,
+    block,
+    replicas,
+    confidence,
+    seed,
+    run_sd=0.0,
+    run_df=math.inf,
+    method="pwm",
+    label=None,
+):
     """Replicas of one target run's ``statistic`` of ``intervals`` interval maxima.
 
     ``series``: the calibration's interval series (one per run and node or rank slot);
@@ -213,27 +233,48 @@ def predict_statistic(parametric, series, n_target, *, statistic, intervals, blo
                 loc, scale, k = loc[:, None], scale[:, None], k[:, None]
                 gumbel = np.abs(k) < 1e-6
                 kk = np.where(gumbel, 1.0, k)
-                draws = np.where(gumbel, loc - scale * np.log(y), loc + scale * (1 - y ** kk) / kk)
+                draws = np.where(gumbel, loc - scale * np.log(y), loc + scale * (1 - y**kk) / kk)
         else:
             resampled = np.sort(x[idx1], axis=1)
             j = np.ceil(n * v ** (1.0 / n_target)).astype(np.int64) - 1
             draws = np.take_along_axis(resampled, np.clip(j, 0, n - 1), axis=1)
-        out[start:start + r] = (np.median(draws, axis=1) if statistic == "median"
-                                else draws.sum(axis=1))
+        out[start : start + r] = (
+            np.median(draws, axis=1) if statistic == "median" else draws.sum(axis=1)
+        )
     usable = np.isfinite(out)
     failed = int(out.size - usable.sum())
     if failed > bootstrap.MAX_FAILED_FRACTION * out.size:
-        raise InputError("times", None, f"{failed} of {out.size} resamples gave no usable GEV "
-                         "fit (too few distinct values, or a tail heavier than a GEV)")
+        raise InputError(
+            "times",
+            None,
+            f"{failed} of {out.size} resamples gave no usable GEV "
+            "fit (too few distinct values, or a tail heavier than a GEV)",
+        )
     out = out[usable]
     if run_sd > 0:
-        z = rng.standard_normal(out.size) if math.isinf(run_df) else rng.standard_t(run_df, out.size)
+        z = (
+            rng.standard_normal(out.size)
+            if math.isinf(run_df)
+            else rng.standard_t(run_df, out.size)
+        )
         out = out * np.exp(run_sd * z)
     med, lo, hi = bootstrap._summarise(out, confidence)
     return bootstrap.BootstrapResult(
-        label or ("parametric" if parametric else "nonparametric"), 0, n_target, n_target,
-        "runtime_s" if statistic == "sum" else "median_interval_max_s", med, lo, hi,
-        float(confidence), int(out.size), seed, method if parametric else None, out, failed)
+        label or ("parametric" if parametric else "nonparametric"),
+        0,
+        n_target,
+        n_target,
+        "runtime_s" if statistic == "sum" else "median_interval_max_s",
+        med,
+        lo,
+        hi,
+        float(confidence),
+        int(out.size),
+        seed,
+        method if parametric else None,
+        out,
+        failed,
+    )
 
 
 def gev_fit_rejected(sample, method="pwm", alpha=0.05):

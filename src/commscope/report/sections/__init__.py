@@ -21,8 +21,10 @@ def more(summary, body, open_=False):
     """
     if not body or not body.strip():
         return ""
-    return (f"<details class=\"more\"{' open' if open_ else ''}><summary>"
-            f"{html.escape(summary)}</summary>{body}</details>")
+    return (
+        f'<details class="more"{" open" if open_ else ""}><summary>'
+        f"{html.escape(summary)}</summary>{body}</details>"
+    )
 
 
 def per_run(runs, render_run):
@@ -35,10 +37,14 @@ def per_run(runs, render_run):
         try:
             out.append(render_run(run))
         except InputError as exc:
-            warn(f"{run.path}: the report cannot show this run's {render_run.__module__.rsplit('.', 1)[-1]} "
-                 f"section: {exc}")
-            out.append(f'<p class="note">{html.escape(run.path.name)}: cannot show '
-                       f'({html.escape(str(exc))})</p>')
+            warn(
+                f"{run.path}: the report cannot show this run's {render_run.__module__.rsplit('.', 1)[-1]} "
+                f"section: {exc}"
+            )
+            out.append(
+                f'<p class="note">{html.escape(run.path.name)}: cannot show '
+                f"({html.escape(str(exc))})</p>"
+            )
     return "\n".join(out)
 
 
@@ -61,6 +67,7 @@ def _resolve_machine_model(context):
     if given is not None:
         if not hasattr(given, "params"):
             from ...models.machine_model import load_machine_model
+
             given = load_machine_model(given)
         m = given.machine
         if m.get("source_runs"):
@@ -72,12 +79,15 @@ def _resolve_machine_model(context):
     if not pingpong:
         return None, "no machine model was given and no ping-pong run is in this report"
     from ...machine_fit import fit_runs
+
     try:
         return fit_runs([r.path for r in pingpong]), "fitted from the ping-pong runs in this report"
     except InputError as exc:
         pairs = sorted({int(r.meta.get("parameters", {}).get("pairs", 1)) for r in pingpong})
         if 1 not in pairs:
-            return None, ("no machine model: the postal fit needs single-pair ping-pong data "
-                          f"(--pairs 1), and the ping-pong runs here have "
-                          f"{' and '.join(map(str, pairs))} pairs")
+            return None, (
+                "no machine model: the postal fit needs single-pair ping-pong data "
+                f"(--pairs 1), and the ping-pong runs here have "
+                f"{' and '.join(map(str, pairs))} pairs"
+            )
         return None, f"no machine model could be fitted from the ping-pong runs: {exc}"

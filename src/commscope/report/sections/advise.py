@@ -24,14 +24,31 @@ def render(runs, context):
     def one(run):
         link, info = eb.link_for(run, machine_model=machine_model)
         table = eb.advise(run, link)
-        cols = ["region", "instances", "threads", "spread_s", "laggard_share",
-                "avg_reclaimable_s", "idle_ratio_printed", "idle_ratio_range",
-                "bytes_per_iteration", "single_s", "partitioned_mc_s", "saving_mc_s", "verdict"]
-        return (f"<h3>{html.escape(run.path.name)}</h3><p>Link parameters {html.escape(where)} "
-                f"({html.escape(str(info.get('locality')))}); bytes per iteration from the "
-                "run's MPI counters (point-to-point bytes sent / region instances). Idle "
-                "ratio printed = R/(n max) as Marts et al. 2023 print it, range = "
-                "R/(n (max - min)).</p>"
-                + html_table(table[cols]) + "<p><b>"
-                + html.escape(eb.conclusion(table)) + "</b></p>")
+        cols = [
+            "region",
+            "instances",
+            "threads",
+            "spread_s",
+            "laggard_share",
+            "avg_reclaimable_s",
+            "idle_ratio_printed",
+            "idle_ratio_range",
+            "bytes_per_iteration",
+            "single_s",
+            "partitioned_mc_s",
+            "saving_mc_s",
+            "verdict",
+        ]
+        return (
+            f"<h3>{html.escape(run.path.name)}</h3><p>Link parameters {html.escape(where)} "
+            f"({html.escape(str(info.get('locality')))}); bytes per iteration from the "
+            "run's MPI counters (point-to-point bytes sent / region instances). Idle "
+            "ratio printed = R/(n max) as Marts et al. 2023 print it, range = "
+            "R/(n (max - min)).</p>"
+            + html_table(table[cols])
+            + "<p><b>"
+            + html.escape(eb.conclusion(table))
+            + "</b></p>"
+        )
+
     return per_run(with_arrivals, one)

@@ -35,7 +35,7 @@ def _level_rows(c, level):
     if suffix == "_value":
         for r in rows:
             for k in [k for k in r if k.endswith("_value")]:
-                r[k[:-len("_value")]] = r.pop(k)
+                r[k[: -len("_value")]] = r.pop(k)
     return rows
 
 
@@ -45,29 +45,53 @@ def render_comparison(c):
     rt = c.get("runtime") or {}
     if rt.get("before_s") is not None:
         pct = noise.relative_pct(rt)
-        word = ("faster" if rt["difference_s"] < 0 else "slower" if rt["difference_s"] > 0
-                else "unchanged")
-        parts.append(f'<p class="headline">Run time: {e(describe(rt, "_s"))}: '
-                     f"{e(word)}" + (f" by {abs(pct):.1f} %" if pct and word != "unchanged" else "")
-                     + ".</p>")
+        word = (
+            "faster"
+            if rt["difference_s"] < 0
+            else "slower"
+            if rt["difference_s"] > 0
+            else "unchanged"
+        )
+        parts.append(
+            f'<p class="headline">Run time: {e(describe(rt, "_s"))}: '
+            f"{e(word)}"
+            + (f" by {abs(pct):.1f} %" if pct and word != "unchanged" else "")
+            + ".</p>"
+        )
     sides = []
     for side in ("before", "after"):
         d = c[side]
-        sides.append(f"<b>{side}</b>: {len(d.get('runs', []))} run(s) of "
-                     f"{e(str(d.get('program') or d.get('kind')))}"
-                     + (f", {d['ranks']} ranks" if d.get("ranks") is not None else "")
-                     + (f", {e(d['mpi'])}" if d.get("mpi") else ""))
+        sides.append(
+            f"<b>{side}</b>: {len(d.get('runs', []))} run(s) of "
+            f"{e(str(d.get('program') or d.get('kind')))}"
+            + (f", {d['ranks']} ranks" if d.get("ranks") is not None else "")
+            + (f", {e(d['mpi'])}" if d.get("mpi") else "")
+        )
     parts.append("<p>" + "; ".join(sides) + ".</p>")
     parts.append(f'<p class="note">Noise: {e(c["noise"]["method"])}.</p></div>')
     if c.get("differs"):
-        parts.append(html_table([{"differs": d["what"], "before": d["before"], "after": d["after"]}
-                                 for d in c["differs"]],
-                                caption="the two sides differ: compared on what they share"))
+        parts.append(
+            html_table(
+                [
+                    {"differs": d["what"], "before": d["before"], "after": d["after"]}
+                    for d in c["differs"]
+                ],
+                caption="the two sides differ: compared on what they share",
+            )
+        )
     gate = c.get("gate")
     if gate:
-        rows = [{"rule": r["rule"], "verdict": "FAILED" if r["failed"] else "passed",
-                 "figures": "; ".join(f.get("line", f["figure"]) for f in r["figures"]
-                                      if f["failed"]) or "-"} for r in gate["rules"]]
+        rows = [
+            {
+                "rule": r["rule"],
+                "verdict": "FAILED" if r["failed"] else "passed",
+                "figures": "; ".join(
+                    f.get("line", f["figure"]) for f in r["figures"] if f["failed"]
+                )
+                or "-",
+            }
+            for r in gate["rules"]
+        ]
         parts.append(html_table(rows, caption="CI gate (--fail-if)"))
     parts.append(_figure(c))
     for level in LEVELS:
@@ -75,8 +99,9 @@ def render_comparison(c):
             continue
         rows = _level_rows(c, level)
         if rows:
-            parts.append(html_table(rows, caption=f"{TITLES[level]}, ranked by the size of "
-                                                  "the change"))
+            parts.append(
+                html_table(rows, caption=f"{TITLES[level]}, ranked by the size of the change")
+            )
         elif records(c, level):
             parts.append(f'<p class="note">{e(TITLES[level])}: no change.</p>')
     for level, why in c.get("not_compared", {}).items():
@@ -97,7 +122,11 @@ def _figure(c):
             d = r.get("difference_s")
             if d is None or d == 0:
                 continue
-            label = TITLES[level] if field is None else f"{level[:-1] if level.endswith('s') else level} {r[field]}"
+            label = (
+                TITLES[level]
+                if field is None
+                else f"{level[:-1] if level.endswith('s') else level} {r[field]}"
+            )
             bars.append((label, d, r.get("ci95_s")))
     if not bars:
         return ""
@@ -116,5 +145,8 @@ def _figure(c):
     ax.set_yticklabels([(b[0] if len(b[0]) <= 40 else b[0][:37] + "...") for b in bars], fontsize=8)
     ax.set_xlabel("after - before (s)")
     fig.tight_layout()
-    return figure_html(fig, "the largest changes, after - before (green: faster); black: "
-                            "the 95 % interval where repeats give one")
+    return figure_html(
+        fig,
+        "the largest changes, after - before (green: faster); black: "
+        "the 95 % interval where repeats give one",
+    )

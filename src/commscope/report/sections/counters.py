@@ -16,8 +16,15 @@ import html
 from ...profile.endings import sentence
 from ...profile.imbalance import imbalance_over_time, imbalance_percent, rank_loads
 from ...profile.summary import NOT_MEASURED, TIMERS_HINT
-from ...profile.views import (MAX_RANK_ROWS, callsite_time_stats, rank_time_rows,
-                              rank_time_summary, rank_times, run_timed, time_by_size)
+from ...profile.views import (
+    MAX_RANK_ROWS,
+    callsite_time_stats,
+    rank_time_rows,
+    rank_time_summary,
+    rank_times,
+    run_timed,
+    time_by_size,
+)
 from ...units import format_bytes, format_seconds
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
@@ -35,8 +42,10 @@ ORDER = 8
 
 def _not_measured(what):
     """The sentence a report part says for a time the run did not measure."""
-    return (f"<p class='note'>{html.escape(what)}: {NOT_MEASURED}: the run's "
-            f"<code>--counters</code> had no timers; {html.escape(TIMERS_HINT)}.</p>")
+    return (
+        f"<p class='note'>{html.escape(what)}: {NOT_MEASURED}: the run's "
+        f"<code>--counters</code> had no timers; {html.escape(TIMERS_HINT)}.</p>"
+    )
 
 
 def _unmeasured(rows, columns):
@@ -46,8 +55,11 @@ def _unmeasured(rows, columns):
 
 def _function_table(run, functions):
     timed = run_timed(run)
-    per = functions.groupby("function").agg(calls=("calls", "sum"), bytes=("bytes", "sum"),
-                                            time_s=("time_s", lambda x: x.sum(min_count=1)))
+    per = functions.groupby("function").agg(
+        calls=("calls", "sum"),
+        bytes=("bytes", "sum"),
+        time_s=("time_s", lambda x: x.sum(min_count=1)),
+    )
     per = per.sort_values(["time_s", "calls"] if timed else ["calls"], ascending=False)
     table = run.table("ranks")
     ranks = max(len(table), 1)
@@ -56,16 +68,28 @@ def _function_table(run, functions):
     total = per["time_s"].sum()
     per["share_of_mpi_pct"] = per["time_s"] / total * 100 if timed and total > 0 else np.nan
     per["calls_per_rank"] = per["calls"] / ranks
-    per = per.reset_index()[["function", "calls", "calls_per_rank", "bytes", "time_s",
-                             "share_of_run_pct", "share_of_mpi_pct"]]
+    per = per.reset_index()[
+        [
+            "function",
+            "calls",
+            "calls_per_rank",
+            "bytes",
+            "time_s",
+            "share_of_run_pct",
+            "share_of_mpi_pct",
+        ]
+    ]
     rows = per.to_dict("records")
     if not timed:
         rows = _unmeasured(rows, ("time_s", "share_of_run_pct", "share_of_mpi_pct"))
-    return ("<p>Summed over ranks and threads, " + ("by time" if timed else "by calls")
-            + "; share of run = time in the function over the ranks' total wall time, share "
-            "of MPI = over the time in all MPI functions (mpiP's App% and MPI%).</p>"
-            + ("" if timed else _not_measured("time per function"))
-            + html_table(rows, caption="per MPI function"))
+    return (
+        "<p>Summed over ranks and threads, "
+        + ("by time" if timed else "by calls")
+        + "; share of run = time in the function over the ranks' total wall time, share "
+        "of MPI = over the time in all MPI functions (mpiP's App% and MPI%).</p>"
+        + ("" if timed else _not_measured("time per function"))
+        + html_table(rows, caption="per MPI function")
+    )
 
 
 def _rank_times(run, name):
@@ -75,25 +99,34 @@ def _rank_times(run, name):
     if times is None or times.empty:
         return "", ""
     timed = run_timed(run)
-    head = ("<h4>Time in MPI per rank</h4><p>Per rank: wall time from MPI_Init to "
-            "MPI_Finalize (mpiP's AppTime), time inside MPI calls (MPITime) and its share "
-            "(MPI%), and the rest, compute. A rank whose several threads call MPI counts the "
-            "mean over those threads, so MPI% stays a share of its wall time.</p>")
+    head = (
+        "<h4>Time in MPI per rank</h4><p>Per rank: wall time from MPI_Init to "
+        "MPI_Finalize (mpiP's AppTime), time inside MPI calls (MPITime) and its share "
+        "(MPI%), and the rest, compute. A rank whose several threads call MPI counts the "
+        "mean over those threads, so MPI% stays a share of its wall time.</p>"
+    )
     shown, left_out = rank_time_rows(times)
     rows = shown.to_dict("records")
     if not timed:
-        return (head + _not_measured("time in MPI per rank"),
-                html_table(_unmeasured(rows, ("mpi_time_s", "mpi_pct", "compute_s")),
-                           caption="time per rank"))
+        return (
+            head + _not_measured("time in MPI per rank"),
+            html_table(
+                _unmeasured(rows, ("mpi_time_s", "mpi_pct", "compute_s")), caption="time per rank"
+            ),
+        )
     summary = rank_time_summary(times)
     text = ""
     if summary:
-        text = (f"<p>All ranks: <b>{summary['mpi_pct']:.1f} %</b> of their wall time in MPI; "
-                f"rank {summary['max_rank']} the most ({format_seconds(summary['max_mpi_time_s'])}), "
-                f"rank {summary['min_rank']} the least ({format_seconds(summary['min_mpi_time_s'])}).</p>")
+        text = (
+            f"<p>All ranks: <b>{summary['mpi_pct']:.1f} %</b> of their wall time in MPI; "
+            f"rank {summary['max_rank']} the most ({format_seconds(summary['max_mpi_time_s'])}), "
+            f"rank {summary['min_rank']} the least ({format_seconds(summary['min_mpi_time_s'])}).</p>"
+        )
     note = f"<p>{html.escape(left_out)}.</p>" if left_out else ""
-    return (head + text + _balance_chart(times, name) + note,
-            html_table(rows, caption="time per rank" + (", the extremes" if left_out else "")))
+    return (
+        head + text + _balance_chart(times, name) + note,
+        html_table(rows, caption="time per rank" + (", the extremes" if left_out else "")),
+    )
 
 
 def _balance_chart(times, name):
@@ -111,21 +144,41 @@ def _balance_chart(times, name):
     x = np.arange(n)
     if n <= MAX_RANK_ROWS:
         ax.bar(x, mpi, width=0.8, color="tab:red", label="time in MPI")
-        ax.bar(x, comp, width=0.8, bottom=mpi, color="tab:blue", alpha=0.6, label="compute (wall - MPI)")
+        ax.bar(
+            x,
+            comp,
+            width=0.8,
+            bottom=mpi,
+            color="tab:blue",
+            alpha=0.6,
+            label="compute (wall - MPI)",
+        )
         step = -(-n // 16)  # at most 16 rank labels: readable at 1024 px
         ax.set_xticks(x[::step], [str(r) for r in t["rank"].to_numpy()[::step]])
         ax.set_xlabel("rank, sorted by time in MPI")
         ax.set_xlim(-0.6, n - 0.4)
     else:
         ax.fill_between(x, 0, mpi, color="tab:red", step="mid", label="time in MPI")
-        ax.fill_between(x, mpi, mpi + comp, color="tab:blue", alpha=0.6, step="mid",
-                        label="compute (wall - MPI)")
+        ax.fill_between(
+            x,
+            mpi,
+            mpi + comp,
+            color="tab:blue",
+            alpha=0.6,
+            step="mid",
+            label="compute (wall - MPI)",
+        )
         ax.set_xlim(0, n - 1)
         ax.set_xticks([])
         ranks = t["rank"].to_numpy()
         for i, where in ((0, "left"), (n - 1, "right")):
-            ax.annotate(f"rank {ranks[i]}", (i, mpi[i]), textcoords="offset points",
-                        xytext=(4 if where == "left" else -4, 4), ha=where)
+            ax.annotate(
+                f"rank {ranks[i]}",
+                (i, mpi[i]),
+                textcoords="offset points",
+                xytext=(4 if where == "left" else -4, 4),
+                ha=where,
+            )
         ax.set_xlabel(f"{n} ranks, sorted by time in MPI (least at the left)")
     ax.set_ylabel("time (s)")
     ax.set_ylim(bottom=0)
@@ -146,8 +199,12 @@ def _size_histogram(bins, name):
     pos = {b: i for i, b in enumerate(ticks)}  # the bins present, side by side: labels apart
     for k, fn in enumerate(funcs):
         sub = per[per["function"] == fn]
-        ax.bar(sub["bin"].map(pos) + (k - (len(funcs) - 1) / 2) * width, sub["count"],
-               width=width, label=fn)
+        ax.bar(
+            sub["bin"].map(pos) + (k - (len(funcs) - 1) / 2) * width,
+            sub["count"],
+            width=width,
+            label=fn,
+        )
     ax.set_xticks(range(len(ticks)))
     ax.set_xticklabels(["0 B" if b == 0 else _size_label(1 << (b - 1)) for b in ticks], rotation=45)
     ax.set_xlabel("message size, lower edge of the power-of-two bin")
@@ -166,9 +223,12 @@ def _size_time(run, bins, functions, name):
     if bins is None or bins.empty:
         return ""
     if not run_timed(run) or bins["time_s"].isna().all():
-        why = ("the run was converted before commscope kept it" if run_timed(run) else None)
-        return (f"<p class='note'>Time per message size: {NOT_MEASURED}: {why}.</p>" if why
-                else _not_measured("time per message size"))
+        why = "the run was converted before commscope kept it" if run_timed(run) else None
+        return (
+            f"<p class='note'>Time per message size: {NOT_MEASURED}: {why}.</p>"
+            if why
+            else _not_measured("time per message size")
+        )
     per, unbinned = time_by_size(bins, functions)
     by_fn = bins.groupby(["function", "bin"])["time_s"].sum().reset_index()
     top = by_fn.groupby("function")["time_s"].sum().sort_values(ascending=False)
@@ -179,8 +239,9 @@ def _size_time(run, bins, functions, name):
     pos = {b: i for i, b in enumerate(ticks)}
     bottom = np.zeros(len(ticks))
     rest = by_fn[~by_fn["function"].isin(top)].groupby("bin")["time_s"].sum()
-    for fn, values in [(f, by_fn[by_fn["function"] == f].set_index("bin")["time_s"]) for f in top] + \
-            ([("other functions", rest)] if rest.sum() > 0 else []):
+    for fn, values in [
+        (f, by_fn[by_fn["function"] == f].set_index("bin")["time_s"]) for f in top
+    ] + ([("other functions", rest)] if rest.sum() > 0 else []):
         h = np.zeros(len(ticks))
         for b, v in values.items():
             h[pos[b]] = v
@@ -193,17 +254,32 @@ def _size_time(run, bins, functions, name):
     ax.set_title("time per message size, all ranks and threads")
     legend_below(fig)
     total = float(per["time_s"].sum())
-    rows = per.assign(share_of_mpi_pct=per["time_s"] / (total + unbinned) * 100
-                      if total + unbinned > 0 else np.nan)
-    text = ("<p>Each call's time goes to the size bin of the message it moved (docs/profile.md, "
-            "\"Time per message size\"): blocking sends and receives and collectives whole, "
-            "MPI_Isend its own call. " + (f"Time in MPI in no size bin (Wait and Test calls, "
-                                          f"barriers, posting receives): "
-                                          f"<b>{format_seconds(unbinned)}</b>." if unbinned == unbinned
-                                          else "") + "</p>")
-    return (text + figure_html(fig, f"time per message size and function, {name}")
-            + html_table(rows[["min_bytes", "max_bytes", "messages", "time_s", "share_of_mpi_pct"]],
-                         caption="messages and time per size bin"))
+    rows = per.assign(
+        share_of_mpi_pct=per["time_s"] / (total + unbinned) * 100
+        if total + unbinned > 0
+        else np.nan
+    )
+    text = (
+        "<p>Each call's time goes to the size bin of the message it moved (docs/profile.md, "
+        '"Time per message size"): blocking sends and receives and collectives whole, '
+        "MPI_Isend its own call. "
+        + (
+            f"Time in MPI in no size bin (Wait and Test calls, "
+            f"barriers, posting receives): "
+            f"<b>{format_seconds(unbinned)}</b>."
+            if unbinned == unbinned
+            else ""
+        )
+        + "</p>"
+    )
+    return (
+        text
+        + figure_html(fig, f"time per message size and function, {name}")
+        + html_table(
+            rows[["min_bytes", "max_bytes", "messages", "time_s", "share_of_mpi_pct"]],
+            caption="messages and time per size bin",
+        )
+    )
 
 
 def _size_label(n):
@@ -245,12 +321,16 @@ def _matrix(run, peers, nranks, name):
     im = ax.imshow(m, cmap="viridis", origin="upper", interpolation="nearest")
     fig.colorbar(im, ax=ax, label="sent (bytes)")
     from matplotlib.ticker import MaxNLocator
+
     for axis in (ax.xaxis, ax.yaxis):  # ranks, nodes, groups: whole numbers
         axis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(f"destination {unit}")
     ax.set_ylabel(f"source {unit}")
-    ax.set_title(f"point-to-point bytes, {unit} x {unit}" if unit == "rank" or unit == "node"
-                 else "point-to-point bytes, by groups of ranks")
+    ax.set_title(
+        f"point-to-point bytes, {unit} x {unit}"
+        if unit == "rank" or unit == "node"
+        else "point-to-point bytes, by groups of ranks"
+    )
     note = "" if unit == "rank" else (f"<p>{nranks} ranks: the matrix sums them by {unit}.</p>")
     return note + figure_html(fig, f"{unit} by {unit} matrix of point-to-point bytes sent, {name}")
 
@@ -271,12 +351,19 @@ def _per_rank(run, name):
     ax.set_title(f"bytes sent per rank, {len(b)} ranks")
     med = float(b.median())
     ends = pd.concat([b.nlargest(3), b.nsmallest(3)])
-    rows = pd.DataFrame({"rank": ends.index.astype(int), "bytes_sent": ends.to_numpy(),
-                         "times_the_median": ends.to_numpy() / med if med > 0 else np.nan,
-                         "messages_sent": per.loc[ends.index, "messages_sent"].to_numpy()
-                         if "messages_sent" in per else np.nan})
-    return (figure_html(fig, f"histogram of bytes sent per rank, {name}")
-            + html_table(rows.drop_duplicates("rank"), caption="the ranks that send most and least"))
+    rows = pd.DataFrame(
+        {
+            "rank": ends.index.astype(int),
+            "bytes_sent": ends.to_numpy(),
+            "times_the_median": ends.to_numpy() / med if med > 0 else np.nan,
+            "messages_sent": per.loc[ends.index, "messages_sent"].to_numpy()
+            if "messages_sent" in per
+            else np.nan,
+        }
+    )
+    return figure_html(fig, f"histogram of bytes sent per rank, {name}") + html_table(
+        rows.drop_duplicates("rank"), caption="the ranks that send most and least"
+    )
 
 
 def _heatmaps(snaps, name, timed=True):
@@ -286,8 +373,7 @@ def _heatmaps(snaps, name, timed=True):
     s = snaps.sort_values(["rank", "seq"]).copy()
     s["bytes"] = s["bytes_sent"] + s["bytes_received"]
     s["messages"] = s["messages_sent"] + s["messages_received"]
-    panels = [("bytes", "bytes per interval (bytes)"),
-              ("messages", "messages per interval")]
+    panels = [("bytes", "bytes per interval (bytes)"), ("messages", "messages per interval")]
     if s["mpi_time_s"].notna().any():
         panels.append(("mpi_time_s", "time in MPI per interval, all threads (s)"))
     for col, _ in panels:  # per interval: the difference to the rank's previous record
@@ -305,11 +391,22 @@ def _heatmaps(snaps, name, timed=True):
     for ax, (col, label) in zip(axes[:, 0], panels):
         grid = s.pivot(index="rank", columns="k", values=col).to_numpy(dtype=float)
         if len(ranks) <= 64:
-            im = ax.imshow(grid, aspect="auto", cmap="magma", interpolation="nearest",
-                           extent=(0, t_end, len(ranks) - 0.5, -0.5))
+            im = ax.imshow(
+                grid,
+                aspect="auto",
+                cmap="magma",
+                interpolation="nearest",
+                extent=(0, t_end, len(ranks) - 0.5, -0.5),
+            )
             # the unit on the colour bar, what it counts in the panel's title
-            fig.colorbar(im, ax=ax, pad=0.01, label=("time (s)" if col.endswith("_s") else
-                                                     "bytes (bytes)" if col == "bytes" else col))
+            fig.colorbar(
+                im,
+                ax=ax,
+                pad=0.01,
+                label=(
+                    "time (s)" if col.endswith("_s") else "bytes (bytes)" if col == "bytes" else col
+                ),
+            )
             ax.set_ylabel("rank")
             step = -(-len(ranks) // 16)  # at most 16 rank labels: readable at 1024 px
             ax.set_yticks(range(0, len(ranks), step), [str(r) for r in ranks[::step]])
@@ -323,13 +420,18 @@ def _heatmaps(snaps, name, timed=True):
             top = int(ranks[int(np.nanargmax(grid[:, k]))])
             ax.annotate(f"rank {top}", (t[k], float(np.nanmax(grid[:, k]))))
             ax.set_ylabel(label)
-        ax.set_title(label.split(" (")[0] + (", per rank" if len(ranks) <= 64 else
-                                             f", over {len(ranks)} ranks"), loc="left")
+        ax.set_title(
+            label.split(" (")[0]
+            + (", per rank" if len(ranks) <= 64 else f", over {len(ranks)} ranks"),
+            loc="left",
+        )
     axes[-1][0].set_xlabel("time since MPI_Init (s)")
     if len(ranks) > 64:
         legend_below(fig, ncol=3)
     fig.tight_layout()
-    return figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}") + note
+    return (
+        figure_html(fig, f"rank by time heatmaps of bytes, messages and time in MPI, {name}") + note
+    )
 
 
 def _imbalance(run):
@@ -338,12 +440,18 @@ def _imbalance(run):
         return _not_measured("Load imbalance (eq. 4.1, load = time outside MPI)")
     pct = imbalance_percent(loads["load_s"])
     over = imbalance_over_time(run)
-    return (f"<p>Load imbalance between ranks (Eberius 2020, eq. 4.1, load = wall time minus "
-            f"time in MPI, eq. 4.2: the compute column of the time per rank): <b>{pct:.1f} %</b> "
-            "over the whole run"
-            + (f"; per snapshot interval from {over['imbalance_pct'].min():.1f} % to "
-               f"{over['imbalance_pct'].max():.1f} % (median {over['imbalance_pct'].median():.1f} %)"
-               if over is not None and len(over) else "") + ".</p>")
+    return (
+        f"<p>Load imbalance between ranks (Eberius 2020, eq. 4.1, load = wall time minus "
+        f"time in MPI, eq. 4.2: the compute column of the time per rank): <b>{pct:.1f} %</b> "
+        "over the whole run"
+        + (
+            f"; per snapshot interval from {over['imbalance_pct'].min():.1f} % to "
+            f"{over['imbalance_pct'].max():.1f} % (median {over['imbalance_pct'].median():.1f} %)"
+            if over is not None and len(over)
+            else ""
+        )
+        + ".</p>"
+    )
 
 
 def _callsites(run):
@@ -353,47 +461,78 @@ def _callsites(run):
     if "callsites" not in run.tables():
         return ""
     from ...profile.callsites import site_label, top_callsites
+
     sites = run.table("callsites")
     timed = run_timed(run)
     notes = []  # each reason said once, below the tables (rows point to it: [n])
 
     def rows(top, stats=False):
-        out = [{"function": r["function"],
+        out = [
+            {
+                "function": r["function"],
                 "site": site_label(r["file"], r["line"]),
-                "caller": r["caller"], "ranks": r["ranks"], "calls": r["calls"],
-                "bytes": r["bytes"], "time_s": r["time_s"],
-                **({"min_time_s": r["min_time_s"], "mean_time_s": r["mean_time_s"],
-                    "max_time_s": r["max_time_s"], "max_rank": r["max_rank"]} if stats else {}),
-                "stack": r["stack"], "reason": r["reason"]} for r in top.to_dict("records")]
+                "caller": r["caller"],
+                "ranks": r["ranks"],
+                "calls": r["calls"],
+                "bytes": r["bytes"],
+                "time_s": r["time_s"],
+                **(
+                    {
+                        "min_time_s": r["min_time_s"],
+                        "mean_time_s": r["mean_time_s"],
+                        "max_time_s": r["max_time_s"],
+                        "max_rank": r["max_rank"],
+                    }
+                    if stats
+                    else {}
+                ),
+                "stack": r["stack"],
+                "reason": r["reason"],
+            }
+            for r in top.to_dict("records")
+        ]
         for r in out:  # numbered across the tables of this section
             text = r["reason"] if isinstance(r["reason"], str) and r["reason"] else None
             if text and text not in notes:
                 notes.append(text)
             r["reason"] = f"[{notes.index(text) + 1}]" if text else None
         return out if timed else _unmeasured(out, ("time_s",))
+
     parts = []
     if timed:
-        parts.append(html_table(rows(callsite_time_stats(sites, 10), stats=True),
-                                caption="by time; per rank (summed over its threads): min, mean "
-                                        "and max over the ranks that called there"))
+        parts.append(
+            html_table(
+                rows(callsite_time_stats(sites, 10), stats=True),
+                caption="by time; per rank (summed over its threads): min, mean "
+                "and max over the ranks that called there",
+            )
+        )
     else:
         parts.append(_not_measured("time per call site"))
         parts.append(html_table(rows(top_callsites(sites, 10, by="calls")), caption="by calls"))
     if sites["bytes"].fillna(0).gt(0).any():
         parts.append(html_table(rows(top_callsites(sites, 10, by="bytes")), caption="by bytes"))
-    return ("<h4>Top call sites by time and by bytes</h4><p>Where the program made its MPI "
-            "calls (file:line and the enclosing function, from the return address of each "
-            "call), summed over ranks and threads; a receive's bytes count at the call that "
-            "posted it (MPI_Irecv), not at the Wait that completed it. A site that could not "
-            "be resolved says why.</p>" + "".join(parts)
-            + ("<p>" + "<br>".join(f"[{i}] {html.escape(t)}" for i, t in enumerate(notes, 1))
-               + "</p>" if notes else ""))
+    return (
+        "<h4>Top call sites by time and by bytes</h4><p>Where the program made its MPI "
+        "calls (file:line and the enclosing function, from the return address of each "
+        "call), summed over ranks and threads; a receive's bytes count at the call that "
+        "posted it (MPI_Irecv), not at the Wait that completed it. A site that could not "
+        "be resolved says why.</p>"
+        + "".join(parts)
+        + (
+            "<p>" + "<br>".join(f"[{i}] {html.escape(t)}" for i, t in enumerate(notes, 1)) + "</p>"
+            if notes
+            else ""
+        )
+    )
 
 
 def _tables(run):
     names = set(run.tables())
-    return {t: (run.table(t) if t in names else None)
-            for t in ("functions", "size_bins", "peers", "snapshots")}
+    return {
+        t: (run.table(t) if t in names else None)
+        for t in ("functions", "size_bins", "peers", "snapshots")
+    }
 
 
 def _render_run(run):
@@ -402,42 +541,64 @@ def _render_run(run):
     overview = meta["profile"]["ranks"]
     nranks = int(p["ranks"])  # the world: the matrices' sides
     status = meta.get("exit_status")
-    head = (f"<h3>{html.escape(run.path.name)}</h3><p>{html.escape(p['program'])} "
-            f"{html.escape(' '.join(p['args']))} on {p['ranks']} ranks, "
-            f"{html.escape(meta.get('mpi', {}).get('name', '?'))}; counters: "
-            f"{html.escape(', '.join(p['counters']))}; exit status {status}.</p>")
-    problems = [f"<p class='note'>{html.escape(x)}</p>" for x in meta["profile"].get("problems", [])]
+    head = (
+        f"<h3>{html.escape(run.path.name)}</h3><p>{html.escape(p['program'])} "
+        f"{html.escape(' '.join(p['args']))} on {p['ranks']} ranks, "
+        f"{html.escape(meta.get('mpi', {}).get('name', '?'))}; counters: "
+        f"{html.escape(', '.join(p['counters']))}; exit status {status}.</p>"
+    )
+    problems = [
+        f"<p class='note'>{html.escape(x)}</p>" for x in meta["profile"].get("problems", [])
+    ]
     if overview.get("lost_threads") or overview.get("lost_blocks"):
-        problems.append(f"<p class='note'>The node file could not grow (disk full?): "
-                        f"{overview.get('lost_threads', 0)} threads and "
-                        f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
-                        "from the counts.</p>")
+        problems.append(
+            f"<p class='note'>The node file could not grow (disk full?): "
+            f"{overview.get('lost_threads', 0)} threads and "
+            f"{overview.get('lost_blocks', 0)} size-bin or peer blocks are missing "
+            "from the counts.</p>"
+        )
     endings = overview.get("endings")
     if endings:  # which ranks ended badly and how (profile/endings.py)
-        problems.append("<p class='note'>How the ranks ended: "
-                        + html.escape(sentence(endings, limit=6))
-                        + (". The counts of a rank that did not reach MPI_Finalize stop where "
-                           "it ended." if overview.get("not_finalized_count") else ".")
-                        + "</p>")
+        problems.append(
+            "<p class='note'>How the ranks ended: "
+            + html.escape(sentence(endings, limit=6))
+            + (
+                ". The counts of a rank that did not reach MPI_Finalize stop where it ended."
+                if overview.get("not_finalized_count")
+                else "."
+            )
+            + "</p>"
+        )
     elif overview.get("not_finalized_count"):  # a run converted before endings were kept
         shown = overview["not_finalized"]
         others = overview["not_finalized_count"] - len(shown)
-        problems.append(f"<p class='note'>Ranks {shown}{f' and {others} more' if others > 0 else ''} "
-                        "did not reach MPI_Finalize: their counts stop where they ended (how "
-                        "was not recorded by the commscope that made this run).</p>")
+        problems.append(
+            f"<p class='note'>Ranks {shown}{f' and {others} more' if others > 0 else ''} "
+            "did not reach MPI_Finalize: their counts stop where they ended (how "
+            "was not recorded by the commscope that made this run).</p>"
+        )
     if t["functions"] is None:
         return head + "".join(problems) + "<p>No counters were recorded.</p>"
     name = run.path.name
     key, table = _rank_times(run, name)
     # the key figure (time in MPI per rank) and the imbalance; the rest one click away
-    return (head + "".join(problems) + key + _imbalance(run)
-            + more("per function, call sites, message sizes, who sends to whom, rank x time",
-                   table + _function_table(run, t["functions"]) + _callsites(run)
-                   + _size_histogram(t["size_bins"], name)
-                   + _size_time(run, t["size_bins"], t["functions"], name)
-                   + _per_rank(run, name)
-                   + _matrix(run, t["peers"], nranks, name)
-                   + _heatmaps(t["snapshots"], name, run_timed(run))))
+    return (
+        head
+        + "".join(problems)
+        + key
+        + _imbalance(run)
+        + more(
+            "per function, call sites, message sizes, who sends to whom, rank x time",
+            table
+            + _function_table(run, t["functions"])
+            + _callsites(run)
+            + _size_histogram(t["size_bins"], name)
+            + _size_time(run, t["size_bins"], t["functions"], name)
+            + _per_rank(run, name)
+            + _matrix(run, t["peers"], nranks, name)
+            + _heatmaps(t["snapshots"], name, run_timed(run)),
+        )
+    )
 
 
 def render(runs, context):

@@ -26,8 +26,9 @@ def render(runs, context):
 
 def _render_run(run, context):
     multirate = [r for r in context.get("all_runs") or [] if r.kind == "multirate"]
-    d = diagnose(Profile(run), machine_model=_model(context),
-                 multirate=multirate[-1] if multirate else None)
+    d = diagnose(
+        Profile(run), machine_model=_model(context), multirate=multirate[-1] if multirate else None
+    )
     e = html.escape
     parts = [f'<div class="answer"><p class="headline">{e(headline(d))}</p>']
     if d.major:
@@ -36,20 +37,36 @@ def _render_run(run, context):
         if f.region:
             parts.append(f"<p><b>Where:</b> {e(f.region)}</p>")
         if f.predicted_saving_s is not None:
-            parts.append(f"<p><b>Predicted saving:</b> {e(format_seconds(f.predicted_saving_s))} "
-                         f"({e(percent(f.predicted_saving_s / d.runtime_s))} of the run), from a "
-                         f"{e(f.basis)}.</p>")
-    parts.append(f'<p class="note">{e(run.path.name)}: {d.ranks} ranks, '
-                 f"{e(format_seconds(d.runtime_s))}.</p></div>")
+            parts.append(
+                f"<p><b>Predicted saving:</b> {e(format_seconds(f.predicted_saving_s))} "
+                f"({e(percent(f.predicted_saving_s / d.runtime_s))} of the run), from a "
+                f"{e(f.basis)}.</p>"
+            )
+    parts.append(
+        f'<p class="note">{e(run.path.name)}: {d.ranks} ranks, '
+        f"{e(format_seconds(d.runtime_s))}.</p></div>"
+    )
     if d.findings:
-        rows = [{"kind": f.kind.replace("_", " "), "lost_s": f.lost_s,
-                 "share_pct": 100 * f.share_of_runtime,
-                 "culprit ranks": _ranks(f.culprit_ranks), "waiting ranks": _ranks(f.waiting_ranks),
-                 "where": " at ".join(x for x in (f.waiting_function, f.callsite) if x) or "-",
-                 "predicted_saving_s": f.predicted_saving_s, "fix": f.fix}
-                for f in d.findings]
-        parts.append(html_table(rows, caption="findings, ranked by the run time they cost "
-                                              f"(below {MINOR_SHARE:.0%}: minor)"))
+        rows = [
+            {
+                "kind": f.kind.replace("_", " "),
+                "lost_s": f.lost_s,
+                "share_pct": 100 * f.share_of_runtime,
+                "culprit ranks": _ranks(f.culprit_ranks),
+                "waiting ranks": _ranks(f.waiting_ranks),
+                "where": " at ".join(x for x in (f.waiting_function, f.callsite) if x) or "-",
+                "predicted_saving_s": f.predicted_saving_s,
+                "fix": f.fix,
+            }
+            for f in d.findings
+        ]
+        parts.append(
+            html_table(
+                rows,
+                caption="findings, ranked by the run time they cost "
+                f"(below {MINOR_SHARE:.0%}: minor)",
+            )
+        )
     parts.append(_per_rank_figure(d))
     parts.append(_efficiency_html(d))
     notes = [replay_error_text(d.replay)] if d.replay else []
@@ -62,6 +79,7 @@ def _model(context):
     mm = context.get("machine_model")
     if mm is not None and not hasattr(mm, "params"):
         from ...models.machine_model import load_machine_model
+
         mm = load_machine_model(mm)
     return mm
 
@@ -78,31 +96,59 @@ def _efficiency_html(d):
     if not m:
         return ""
     pct = lambda x: "-" if x is None else f"{100 * x:.0f} %"  # noqa: E731
-    rows = [{"level": "parallel efficiency", "value": pct(m["parallel_efficiency"]),
-             "meaning": "mean useful time over the run time"},
-            {"level": "  load balance", "value": pct(m["load_balance_efficiency"]),
-             "meaning": "mean useful time over the busiest rank's"},
-            {"level": "  communication efficiency", "value": pct(m["communication_efficiency"]),
-             "meaning": "the busiest rank's useful time over the run time"},
-            {"level": "    serialisation", "value": pct(m["serialisation_efficiency"]),
-             "meaning": "lost to waiting even on an ideal network"},
-            {"level": "    transfer", "value": pct(m["transfer_efficiency"]),
-             "meaning": "the ideal-network replay's run time over the measured"}]
+    rows = [
+        {
+            "level": "parallel efficiency",
+            "value": pct(m["parallel_efficiency"]),
+            "meaning": "mean useful time over the run time",
+        },
+        {
+            "level": "  load balance",
+            "value": pct(m["load_balance_efficiency"]),
+            "meaning": "mean useful time over the busiest rank's",
+        },
+        {
+            "level": "  communication efficiency",
+            "value": pct(m["communication_efficiency"]),
+            "meaning": "the busiest rank's useful time over the run time",
+        },
+        {
+            "level": "    serialisation",
+            "value": pct(m["serialisation_efficiency"]),
+            "meaning": "lost to waiting even on an ideal network",
+        },
+        {
+            "level": "    transfer",
+            "value": pct(m["transfer_efficiency"]),
+            "meaning": "the ideal-network replay's run time over the measured",
+        },
+    ]
     o = d.efficiency.get("openmp") or {}
     if o.get("thread_load_balance_efficiency") is not None:
-        rows.append({"level": "OpenMP thread load balance",
-                     "value": pct(o["thread_load_balance_efficiency"]),
-                     "meaning": "threads' mean busy time over the slowest thread's, per region"})
+        rows.append(
+            {
+                "level": "OpenMP thread load balance",
+                "value": pct(o["thread_load_balance_efficiency"]),
+                "meaning": "threads' mean busy time over the slowest thread's, per region",
+            }
+        )
     out = html_table(rows, caption="efficiency (POP metrics; docs/diagnose.md)")
     phases = d.efficiency.get("phases") or []
     if phases:
-        out += html_table([{"phase": f"{ph['phase']}: {ph['begin']} .. {ph['end']}",
-                            "time": format_seconds(ph["runtime_s"]),
-                            "parallel efficiency": pct(ph["parallel_efficiency"]),
-                            "load balance": pct(ph["load_balance_efficiency"]),
-                            "communication efficiency": pct(ph["communication_efficiency"]),
-                            "transfer": pct(ph["transfer_efficiency"])} for ph in phases],
-                          caption="efficiency per phase (between the program's MPI_Pcontrol calls)")
+        out += html_table(
+            [
+                {
+                    "phase": f"{ph['phase']}: {ph['begin']} .. {ph['end']}",
+                    "time": format_seconds(ph["runtime_s"]),
+                    "parallel efficiency": pct(ph["parallel_efficiency"]),
+                    "load balance": pct(ph["load_balance_efficiency"]),
+                    "communication efficiency": pct(ph["communication_efficiency"]),
+                    "transfer": pct(ph["transfer_efficiency"]),
+                }
+                for ph in phases
+            ],
+            caption="efficiency per phase (between the program's MPI_Pcontrol calls)",
+        )
     return out
 
 
@@ -124,7 +170,7 @@ def _per_rank_figure(d):
     if len(ranks) > MAX_BARS:  # the ranks that lose most and least, and the culprits
         total = {r: sum(by_rank.get(r, {}).values()) for r in ranks}
         order = sorted(ranks, key=lambda r: total[r])
-        keep = set(order[:MAX_BARS // 2]) | set(order[-MAX_BARS // 2:])
+        keep = set(order[: MAX_BARS // 2]) | set(order[-MAX_BARS // 2 :])
         keep |= {r for f in d.findings[:1] for r in f.culprit_ranks}
         ranks = sorted(keep)
     fig, axes = new_figure(width=7.5, height=3.2)
@@ -135,7 +181,7 @@ def _per_rank_figure(d):
         vals = [by_rank.get(r, {}).get(kind, 0.0) for r in ranks]
         ax.bar(x, vals, bottom=bottom, label=kind.replace("_", " "))
         bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(x if len(x) <= 32 else x[::max(len(x) // 16, 1)])
+    ax.set_xticks(x if len(x) <= 32 else x[:: max(len(x) // 16, 1)])
     ax.set_xticklabels([str(ranks[i]) for i in ax.get_xticks()], fontsize=8)
     ax.margins(y=0.12)  # the tallest bar clear of the frame
     ax.set_xlabel("rank")

@@ -64,8 +64,10 @@ def _lengths_figure(a, name):
     fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
     t = ob1["time_s"]
     edges = np.linspace(float(t.min()), float(t.max()), BINS + 1) if len(t) else np.zeros(2)
-    for ax, col, queue in ((axes[0][0], "posted_length", "posted"),
-                           (axes[0][1], "unexpected_length", "unexpected")):
+    for ax, col, queue in (
+        (axes[0][0], "posted_length", "posted"),
+        (axes[0][1], "unexpected_length", "unexpected"),
+    ):
         binned = []
         for i, r in enumerate(ranks):
             sub = ob1[ob1["rank"] == r]
@@ -73,19 +75,28 @@ def _lengths_figure(a, name):
             if many:
                 binned.append(binned_max(sub["time_s"], sub[col], edges))
                 continue
-            ax.step(sub["time_s"], sub[col], where="post", color=color, lw=1,
-                    label=f"rank {r}")
-            m = measured(a.run.raw_dir, r, a.trace.t0_ns,
-                         align=lambda ns, r=r: a.trace.align_ns(r, ns))
+            ax.step(sub["time_s"], sub[col], where="post", color=color, lw=1, label=f"rank {r}")
+            m = measured(
+                a.run.raw_dir, r, a.trace.t0_ns, align=lambda ns, r=r: a.trace.align_ns(r, ns)
+            )
             m = m[m["queue"] == queue].groupby("time_s")["length"].sum()
             if len(m):
                 ax.plot(m.index, m.to_numpy(), ".", color=color, ms=4)
         if many and binned:
             grid = np.vstack(binned)
-            ax.fill_between(edges[:-1], np.min(grid, axis=0), grid.max(axis=0), step="post",
-                            color="tab:blue", alpha=0.25, lw=0, label="min to max over ranks")
-            ax.stairs(np.median(grid, axis=0), edges, color="tab:blue", lw=1,
-                      label="median over ranks")
+            ax.fill_between(
+                edges[:-1],
+                np.min(grid, axis=0),
+                grid.max(axis=0),
+                step="post",
+                color="tab:blue",
+                alpha=0.25,
+                lw=0,
+                label="min to max over ranks",
+            )
+            ax.stairs(
+                np.median(grid, axis=0), edges, color="tab:blue", lw=1, label="median over ranks"
+            )
             top = np.unravel_index(int(np.argmax(grid)), grid.shape)
             ax.annotate(f"rank {ranks[top[0]]}", (edges[top[1]], float(grid.max())))
         ax.set_xlabel("time (s)")
@@ -94,12 +105,18 @@ def _lengths_figure(a, name):
         ax.yaxis.get_major_locator().set_params(integer=True)  # lengths are whole
         ax.grid(True, alpha=0.3)
     legend_below(fig)
-    return (figure_html(fig, f"queue lengths over time per rank, {name}")
-            + "<p class='note'>" + (
-                f"{len(ranks)} ranks: per 1/{BINS} of the run, each rank's longest queue; the "
-                "band spans the ranks, the line is their median." if many else
-                "Lines: the ob1 engine's replay of the trace (all communicators); dots: Open "
-                "MPI's ob1 pvars on MPI_COMM_WORLD (specific-source receives).") + "</p>")
+    return (
+        figure_html(fig, f"queue lengths over time per rank, {name}")
+        + "<p class='note'>"
+        + (
+            f"{len(ranks)} ranks: per 1/{BINS} of the run, each rank's longest queue; the "
+            "band spans the ranks, the line is their median."
+            if many
+            else "Lines: the ob1 engine's replay of the trace (all communicators); dots: Open "
+            "MPI's ob1 pvars on MPI_COMM_WORLD (specific-source receives)."
+        )
+        + "</p>"
+    )
 
 
 #: Up to this many receiving ranks the dense queue lengths are a rank x time heatmap.
@@ -108,17 +125,33 @@ HEATMAP_MAX = 64
 
 def _lengths_heatmap(a, ob1, ranks, name):
     from matplotlib import ticker
+
     t = ob1["time_s"]
     edges = np.linspace(float(t.min()), float(t.max()), BINS + 1)
-    fig, axes = new_figure(nrows=2, width=7.5, height=max(1.8, 0.6 + 0.22 * len(ranks)),
-                           sharex=True)
-    for ax, col, queue in ((axes[0][0], "posted_length", "posted"),
-                           (axes[1][0], "unexpected_length", "unexpected")):
-        grid = np.vstack([binned_max(ob1.loc[ob1["rank"] == r, "time_s"],
-                                     ob1.loc[ob1["rank"] == r, col], edges) for r in ranks])
-        im = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest",
-                       extent=(edges[0], edges[-1], len(ranks) - 0.5, -0.5),
-                       vmin=0, vmax=max(1.0, float(grid.max())))
+    fig, axes = new_figure(
+        nrows=2, width=7.5, height=max(1.8, 0.6 + 0.22 * len(ranks)), sharex=True
+    )
+    for ax, col, queue in (
+        (axes[0][0], "posted_length", "posted"),
+        (axes[1][0], "unexpected_length", "unexpected"),
+    ):
+        grid = np.vstack(
+            [
+                binned_max(
+                    ob1.loc[ob1["rank"] == r, "time_s"], ob1.loc[ob1["rank"] == r, col], edges
+                )
+                for r in ranks
+            ]
+        )
+        im = ax.imshow(
+            grid,
+            aspect="auto",
+            cmap="viridis",
+            interpolation="nearest",
+            extent=(edges[0], edges[-1], len(ranks) - 0.5, -0.5),
+            vmin=0,
+            vmax=max(1.0, float(grid.max())),
+        )
         cb = fig.colorbar(im, ax=ax, pad=0.01)
         cb.set_label("longest", labelpad=2)
         cb.locator = ticker.MaxNLocator(integer=True, nbins=4)
@@ -129,21 +162,31 @@ def _lengths_heatmap(a, ob1, ranks, name):
         ax.set_title(f"{queue} queue length, longest per 1/{BINS} of the run", loc="left")
     axes[1][0].set_xlabel("time (s)")
     fig.tight_layout()
-    return (figure_html(fig, f"queue lengths over time, rank by time, {name}")
-            + f"<p class='note'>The ob1 engine's replay of the trace, all communicators: each "
-              f"cell is a rank's longest queue in 1/{BINS} of the run.</p>")
+    return (
+        figure_html(fig, f"queue lengths over time, rank by time, {name}")
+        + f"<p class='note'>The ob1 engine's replay of the trace, all communicators: each "
+        f"cell is a rank's longest queue in 1/{BINS} of the run.</p>"
+    )
 
 
 def _depth_figure(a, run_name):
     fig, axes = new_figure(ncols=2, width=5.2, height=3.6)
-    for ax, kind, name in ((axes[0][0], "arrive", "posted-receive queue (per message)"),
-                           (axes[0][1], "post", "unexpected queue (per receive)")):
+    for ax, kind, name in (
+        (axes[0][0], "arrive", "posted-receive queue (per message)"),
+        (axes[0][1], "post", "unexpected queue (per receive)"),
+    ):
         sub = a.results[a.results["kind"] == kind]
         top = int(sub["depth"].max()) if len(sub) else 0
         edges = np.arange(top + 2) - 0.5
         for engine, g in sub.groupby("engine", sort=False):
-            ax.hist(g["depth"], bins=edges, histtype="step", lw=1.5,
-                    color=ENGINE_COLORS.get(engine, "black"), label=engine)
+            ax.hist(
+                g["depth"],
+                bins=edges,
+                histtype="step",
+                lw=1.5,
+                color=ENGINE_COLORS.get(engine, "black"),
+                label=engine,
+            )
         ax.set_yscale("log")
         ax.set_ylim(bottom=0.5)  # a depth seen once stays in view
         ax.set_xlabel("search depth (entries passed over)")
@@ -157,27 +200,50 @@ def _depth_figure(a, run_name):
 def _render_run(run):
     a = analyze(run.path, trials=TRIALS)
     if a.results.empty:  # a trace of collectives only: no queue to replay
-        return (f"<h3>{html.escape(run.path.name)}</h3><p>The trace holds no point-to-point "
-                "message, so there are no matching queues to replay.</p>")
+        return (
+            f"<h3>{html.escape(run.path.name)}</h3><p>The trace holds no point-to-point "
+            "message, so there are no matching queues to replay.</p>"
+        )
     equal, quiet = pvar_agreement(a.pvars)
     arrivals = _arrivals_text(a.inputs)
     if quiet:
-        pv = (f"Simulated ob1 queue lengths equal the ob1 pvars at {equal} of {quiet} quiet "
-              f"snapshot values (no traced call within 10 ms).")
+        pv = (
+            f"Simulated ob1 queue lengths equal the ob1 pvars at {equal} of {quiet} quiet "
+            f"snapshot values (no traced call within 10 ms)."
+        )
     elif not a.pvars.empty:
         pv = "No snapshot fell in a quiet moment, so none is compared with the pvars."
     else:
         pv = "This MPI reports no ob1 queue pvars."
-    cols = ["rank", "engine", "messages", "receives", "prq_avg_depth", "prq_max_depth",
-            "umq_avg_depth", "umq_max_depth", "searched", "max_posted", "max_unexpected"]
+    cols = [
+        "rank",
+        "engine",
+        "messages",
+        "receives",
+        "prq_avg_depth",
+        "prq_max_depth",
+        "umq_avg_depth",
+        "umq_max_depth",
+        "searched",
+        "max_posted",
+        "max_unexpected",
+    ]
     rest = [_depth_figure(a, run.path.name), html_table(a.summary[cols])]
     if not a.trials.empty:
-        rest.append(html_table(trial_summary(a.trials),
-                               caption=f"{TRIALS} random interleavings of the posting threads"))
-    return "\n".join([f"<h3>{html.escape(run.path.name)}</h3>",
-                      f"<p>{html.escape(arrivals)} {html.escape(pv)}</p>",
-                      _lengths_figure(a, run.path.name),
-                      more("search depths per engine, the summary per rank", "\n".join(rest))])
+        rest.append(
+            html_table(
+                trial_summary(a.trials),
+                caption=f"{TRIALS} random interleavings of the posting threads",
+            )
+        )
+    return "\n".join(
+        [
+            f"<h3>{html.escape(run.path.name)}</h3>",
+            f"<p>{html.escape(arrivals)} {html.escape(pv)}</p>",
+            _lengths_figure(a, run.path.name),
+            more("search depths per engine, the summary per rank", "\n".join(rest)),
+        ]
+    )
 
 
 def _arrivals_text(inputs):
@@ -187,8 +253,11 @@ def _arrivals_text(inputs):
         groups.setdefault((ri.arrivals, ri.latency), []).append(r)
     said = []
     for (arrivals, latency), ranks in groups.items():
-        who = ("every rank" if len(groups) == 1 else
-               f"rank{'s' * (len(ranks) != 1)} {', '.join(map(str, ranks))}")
+        who = (
+            "every rank"
+            if len(groups) == 1
+            else f"rank{'s' * (len(ranks) != 1)} {', '.join(map(str, ranks))}"
+        )
         said.append(f"{who}: {arrivals}, modelled latency {latency}")
     return "Message arrivals in the replay: " + "; ".join(said) + "."
 

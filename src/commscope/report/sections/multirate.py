@@ -55,32 +55,39 @@ def _render_run(run):
         hi = sub["rate_max_msgs_per_s"] / sub["threads"]
         rate = sub["rate_per_thread_msgs_per_s"]
         over = sub["oversubscribed"].astype(bool)
-        ax_r.errorbar(sub["threads"], rate, yerr=[rate - lo, hi - rate],
-                      color=color, capsize=3, label=mode)
+        ax_r.errorbar(
+            sub["threads"], rate, yerr=[rate - lo, hi - rate], color=color, capsize=3, label=mode
+        )
         _marks(ax_r, sub["threads"], rate, over, color)
-        rates += [(x, y, ov, color)
-                  for x, y, ov in zip(sub["threads"], rate, over)]
+        rates += [(x, y, ov, color) for x, y, ov in zip(sub["threads"], rate, over)]
         rate_bars += [*lo[~over], *hi[~over]]
         all_bars += list(zip(sub["threads"], rate, lo, hi))
         if np.isfinite(sub["unexpected_msgq_max"]).any():
             ax_q.plot(sub["threads"], sub["unexpected_msgq_max"], "-", color=color, label=mode)
             _marks(ax_q, sub["threads"], sub["unexpected_msgq_max"], over, color)
-            queue_points += [(x, y, ov, color) for x, y, ov
-                             in zip(sub["threads"], sub["unexpected_msgq_max"], over)]
+            queue_points += [
+                (x, y, ov, color)
+                for x, y, ov in zip(sub["threads"], sub["unexpected_msgq_max"], over)
+            ]
     edge = hold_scale(ax_r, rates, keep=rate_bars, unit="msgs/s")
     # the bars of every point on the axis stay on it too (an oversubscribed one's included)
     shown = [(lo, hi) for x, y, lo, hi in all_bars if (x, y) not in edge and lo > 0]
     if shown:
         b, t = ax_r.get_ylim()
-        ax_r.set_ylim(min(b, min(lo for lo, _ in shown) / 1.1), max(t, max(hi for _, hi in shown) * 1.1))
+        ax_r.set_ylim(
+            min(b, min(lo for lo, _ in shown) / 1.1), max(t, max(hi for _, hi in shown) * 1.1)
+        )
     ax_r.set_ylabel("rate per thread, median (msgs/s)")
     ax_r.set_title("rate per thread (open markers: oversubscribed)")
     panels = [ax_r]
     if not queue_points:  # one sentence, not an empty axis
         empty_panel(ax_q, "This MPI exposes no\nqueue-length pvars:\nno receiver queue to show.")
     elif not any(y for _, y, _, _ in queue_points):
-        empty_panel(ax_q, "No unexpected message waited\nin the receiver's queue\n"
-                          "at any thread count (ob1 pvar).")
+        empty_panel(
+            ax_q,
+            "No unexpected message waited\nin the receiver's queue\n"
+            "at any thread count (ob1 pvar).",
+        )
     else:
         hold_scale(ax_q, queue_points, unit="messages")
         ax_q.set_ylabel("largest unexpected queue (ob1 pvar)")
@@ -90,16 +97,21 @@ def _render_run(run):
         ax.set_xlabel("threads per rank")
         ax.grid(True, which="both", alpha=0.3)
     legend_below(fig)
-    img = figure_html(fig, f"message rate per thread against threads, shared vs per-thread, "
-                           f"{run.path.name}")
-    queues = ("ob1 queue lengths sampled on the receiver after each window"
-              if np.isfinite(reps["unexpected_msgq_max"]).any()
-              else "this MPI exposes no queue-length pvars")
-    head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['reps']} repetitions per configuration, "
-            f"window {p['window']} x {format_bytes(p['size_bytes'])}, {p['iterations']} timed windows after "
-            f"{p['warmup']} warm-up, {html.escape(run.meta.get('mpi', {}).get('name', '?'))}; "
-            f"{queues}. Out-of-sequence messages (Eberius 2020's explanation) are counted only "
-            "by an Open MPI built with SPCs; standard MPI_T does not expose them.</p>")
+    img = figure_html(
+        fig, f"message rate per thread against threads, shared vs per-thread, {run.path.name}"
+    )
+    queues = (
+        "ob1 queue lengths sampled on the receiver after each window"
+        if np.isfinite(reps["unexpected_msgq_max"]).any()
+        else "this MPI exposes no queue-length pvars"
+    )
+    head = (
+        f"<h3>{html.escape(run.path.name)}</h3><p>{p['reps']} repetitions per configuration, "
+        f"window {p['window']} x {format_bytes(p['size_bytes'])}, {p['iterations']} timed windows after "
+        f"{p['warmup']} warm-up, {html.escape(run.meta.get('mpi', {}).get('name', '?'))}; "
+        f"{queues}. Out-of-sequence messages (Eberius 2020's explanation) are counted only "
+        "by an Open MPI built with SPCs; standard MPI_T does not expose them.</p>"
+    )
     table = html_table(summ, caption="median over repetitions")
     if len(ratio):
         table += html_table(ratio, caption="rate per thread: shared communicator / one per thread")

@@ -14,8 +14,14 @@ import html
 
 from ...errors import InputError
 from ...units import format_bytes, format_number, format_seconds
-from ...predict.partitioned import (accuracy, comparison_table, measured_rows,
-                                    predict_partitioned, range_text, win_ranges)
+from ...predict.partitioned import (
+    accuracy,
+    comparison_table,
+    measured_rows,
+    predict_partitioned,
+    range_text,
+    win_ranges,
+)
 from ..figures import figure_html, legend_below, new_figure
 from ..tables import html_table
 from . import more, report_machine_model
@@ -27,14 +33,22 @@ np = lazy("numpy")
 KINDS = {"partitioned"}
 TITLE = "Partitioned communication: early-bird sends vs a single send"
 ORDER = 30
-STYLE = {"partitioned": ("tab:blue", "o"), "isend": ("tab:orange", "s"),
-         "single": ("tab:gray", "^")}
-MODEL_STYLE = {("calibrated", "partitioned"): ("tab:red", "-", "model: calibrated terms"),
-               ("calibrated", "single"): ("tab:red", ":", "model: calibrated single send"),
-               ("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 1"),
-               ("monte-carlo-measured", "partitioned"): ("tab:purple", "--",
-                                                         "model: Monte Carlo, measured times"),
-               ("analytic", "single"): ("tab:gray", ":", "model: single send")}
+STYLE = {
+    "partitioned": ("tab:blue", "o"),
+    "isend": ("tab:orange", "s"),
+    "single": ("tab:gray", "^"),
+}
+MODEL_STYLE = {
+    ("calibrated", "partitioned"): ("tab:red", "-", "model: calibrated terms"),
+    ("calibrated", "single"): ("tab:red", ":", "model: calibrated single send"),
+    ("analytic", "partitioned"): ("tab:blue", "-", "model: Algorithm 1"),
+    ("monte-carlo-measured", "partitioned"): (
+        "tab:purple",
+        "--",
+        "model: Monte Carlo, measured times",
+    ),
+    ("analytic", "single"): ("tab:gray", ":", "model: single send"),
+}
 
 
 def _spans(ax, sizes, mask, **kw):
@@ -51,9 +65,10 @@ def _spans(ax, sizes, mask, **kw):
 def _term_cell(t):
     if t.get("by_size"):
         sizes = sorted(int(k) for k in t["by_size"])
-        return (f"{len(sizes)} sizes, {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}: "
-                + ", ".join(f"{format_bytes(k)} {format_seconds(t['by_size'][str(k)])}"
-                            for k in sizes))
+        return (
+            f"{len(sizes)} sizes, {format_bytes(sizes[0])} .. {format_bytes(sizes[-1])}: "
+            + ", ".join(f"{format_bytes(k)} {format_seconds(t['by_size'][str(k)])}" for k in sizes)
+        )
     return "-" if t.get("value") is None else format_number(t["value"])
 
 
@@ -62,61 +77,92 @@ def _held_html(df, table):
     a = df.attrs
     out = []
     if a.get("model") == "calibrated":
-        rows = [{"term": k, "value": (format_seconds(t["value"]) if k == "pready_s" else
-                                      _term_cell(t)),
-                 "samples": t.get("n_samples"), "quality": ("FLAGGED: " + "; ".join(t["flags"]))
-                 if t.get("flags") else "ok"} for k, t in a.get("terms", {}).items()]
+        rows = [
+            {
+                "term": k,
+                "value": (format_seconds(t["value"]) if k == "pready_s" else _term_cell(t)),
+                "samples": t.get("n_samples"),
+                "quality": ("FLAGGED: " + "; ".join(t["flags"])) if t.get("flags") else "ok",
+            }
+            for k, t in a.get("terms", {}).items()
+        ]
         cal = a.get("calibration", {})
         runs = ", ".join(str(r.get("path", r)) for r in cal.get("source_runs", []))
-        out.append(html_table(rows, ["term", "value", "samples", "quality"],
-                              caption=f"calibrated terms (from {runs}; {cal.get('threads')} "
-                                      f"threads, compute {cal.get('compute_s')} s)"))
+        out.append(
+            html_table(
+                rows,
+                ["term", "value", "samples", "quality"],
+                caption=f"calibrated terms (from {runs}; {cal.get('threads')} "
+                f"threads, compute {cal.get('compute_s')} s)",
+            )
+        )
         out += [f'<p class="note">{html.escape(n)}</p>' for n in a.get("notes", [])]
     meas = table["measured_method"].iloc[0]
-    rows = [{"size": format_bytes(int(r["size_bytes"])),
-             f"measured {meas}": format_seconds(r[f"measured_{meas}_s"]),
-             "model": format_seconds(r["model_partitioned_s"]),
-             "ratio": r["ratio_partitioned"],
-             "measured single": format_seconds(r["measured_single_s"]),
-             "model single": format_seconds(r["model_single_s"]),
-             "ratio single": r["ratio_single"],
-             "verdict (measured / model)": "{} / {}".format(_verdict_text(r.get("measured_verdict")),
-                                                           _verdict_text(r.get("model_verdict")))
-             + ("" if r["verdict_agrees"] in (True, None) else " DIFFERS")}
-            for _, r in table.iterrows()]
+    rows = [
+        {
+            "size": format_bytes(int(r["size_bytes"])),
+            f"measured {meas}": format_seconds(r[f"measured_{meas}_s"]),
+            "model": format_seconds(r["model_partitioned_s"]),
+            "ratio": r["ratio_partitioned"],
+            "measured single": format_seconds(r["measured_single_s"]),
+            "model single": format_seconds(r["model_single_s"]),
+            "ratio single": r["ratio_single"],
+            "verdict (measured / model)": "{} / {}".format(
+                _verdict_text(r.get("measured_verdict")), _verdict_text(r.get("model_verdict"))
+            )
+            + ("" if r["verdict_agrees"] in (True, None) else " DIFFERS"),
+        }
+        for _, r in table.iterrows()
+    ]
     acc = accuracy(table)
-    out.append(html_table(rows, caption=f"measured vs model ({a.get('model')}), elapsed time "
-                                        "from the last thread ready to the transfer's end"))
-    out.append(f"<p>Sizes &ge; {format_bytes(acc['min_size_bytes'])}: median measured/model "
-               f"{acc['median_ratio']:.2f}, farthest {acc['worst_ratio']:.2f}; verdict differs "
-               f"at {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}.</p>")
+    out.append(
+        html_table(
+            rows,
+            caption=f"measured vs model ({a.get('model')}), elapsed time "
+            "from the last thread ready to the transfer's end",
+        )
+    )
+    out.append(
+        f"<p>Sizes &ge; {format_bytes(acc['min_size_bytes'])}: median measured/model "
+        f"{acc['median_ratio']:.2f}, farthest {acc['worst_ratio']:.2f}; verdict differs "
+        f"at {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}.</p>"
+    )
     return "".join(out)
 
 
 def _verdict_text(verdict):
-    return {"tie": "tie (within noise)", "early-bird": "early-bird wins",
-            "single": "single wins"}.get(verdict, "-")
+    return {
+        "tie": "tie (within noise)",
+        "early-bird": "early-bird wins",
+        "single": "single wins",
+    }.get(verdict, "-")
 
 
 def _render_run(run, machine_model):
     p = run.meta["parameters"]
-    head = (f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
-            f"compute mean {format_seconds(p['compute_s'])}, sd {format_seconds(p['sigma_s'])} "
-            f"({html.escape(str(p.get('compute_mode', 'sleep')))}), "
-            f"{p['runs_per_size']} runs per size.</p>")
+    head = (
+        f"<h3>{html.escape(run.path.name)}</h3><p>{p['threads']} threads, {p['dist']} "
+        f"compute mean {format_seconds(p['compute_s'])}, sd {format_seconds(p['sigma_s'])} "
+        f"({html.escape(str(p.get('compute_mode', 'sleep')))}), "
+        f"{p['runs_per_size']} runs per size.</p>"
+    )
     notes = []
     try:
         status = run.table("methods")
         for _, r in status[status["status"] == "skipped"].iterrows():
-            notes.append(f"<p>Method <b>{html.escape(r['method'])}</b> skipped: "
-                         f"{html.escape(str(r.get('note', '')))}</p>")
+            notes.append(
+                f"<p>Method <b>{html.escape(r['method'])}</b> skipped: "
+                f"{html.escape(str(r.get('note', '')))}</p>"
+            )
     except InputError:
         pass
     calibration = bool(p.get("calibration"))
     if calibration:
-        notes.append("<p>A calibration run (threads finishing at staggered times): it measures "
-                     "the calibrated model's terms (<code>commscope fit</code>), so it is not "
-                     "predicted.</p>")
+        notes.append(
+            "<p>A calibration run (threads finishing at staggered times): it measures "
+            "the calibrated model's terms (<code>commscope fit</code>), so it is not "
+            "predicted.</p>"
+        )
         df = measured_rows(run)
     elif machine_model is not None:
         try:
@@ -126,10 +172,13 @@ def _render_run(run, machine_model):
             # machine model fitted from this very run); the thesis's model may still be
             notes.append(f"<p>No calibrated model: {html.escape(str(exc))}</p>")
             try:
-                df = predict_partitioned(run, machine_model=machine_model, replicas=2000,
-                                         model="postal")
-                notes.append("<p>Shown instead: Algorithm 1 fed the ping-pong postal link "
-                             "(the thesis's model, uncalibrated).</p>")
+                df = predict_partitioned(
+                    run, machine_model=machine_model, replicas=2000, model="postal"
+                )
+                notes.append(
+                    "<p>Shown instead: Algorithm 1 fed the ping-pong postal link "
+                    "(the thesis's model, uncalibrated).</p>"
+                )
             except InputError as exc2:
                 notes.append(f"<p>No model: {html.escape(str(exc2))}</p>")
                 df = measured_rows(run)
@@ -145,10 +194,17 @@ def _render_run(run, machine_model):
         x = sub["size_bytes"].to_numpy(float)
         el = sub["elapsed_s"].to_numpy()
         yerr = [el - sub["elapsed_p05_s"].to_numpy(), sub["elapsed_p95_s"].to_numpy() - el]
-        el_ax.errorbar(x, el, yerr=yerr, fmt=marker, ms=4, color=color, capsize=2,
-                       label=f"measured: {method}")
-        bw_ax.plot(x, sub["effective_bandwidth_Bps"] / 1e6, marker, ms=4, color=color,
-                   label=f"measured: {method}")
+        el_ax.errorbar(
+            x, el, yerr=yerr, fmt=marker, ms=4, color=color, capsize=2, label=f"measured: {method}"
+        )
+        bw_ax.plot(
+            x,
+            sub["effective_bandwidth_Bps"] / 1e6,
+            marker,
+            ms=4,
+            color=color,
+            label=f"measured: {method}",
+        )
     calibrated = (df["source"] == "calibrated").any()
     for (source, method), (color, ls, label) in MODEL_STYLE.items():
         if calibrated and source != "calibrated":  # the model the verdicts stand by, only:
@@ -167,14 +223,30 @@ def _render_run(run, machine_model):
         early = "measured_isend_beats_single"
     meas_win = table[early].fillna(False).astype(bool).to_numpy()
     model_col = "model_beats_single" if calibrated else "analytic_beats_single"
-    model_win = table[model_col].fillna(False).astype(bool).to_numpy() \
-        if table["model_partitioned_s"].notna().any() else np.zeros(len(table), bool)
+    model_win = (
+        table[model_col].fillna(False).astype(bool).to_numpy()
+        if table["model_partitioned_s"].notna().any()
+        else np.zeros(len(table), bool)
+    )
     for ax in (bw_ax, el_ax):
-        _spans(ax, sizes, meas_win, color="tab:green", alpha=0.12,
-               label="measured: early-bird wins" if ax is bw_ax else None)
+        _spans(
+            ax,
+            sizes,
+            meas_win,
+            color="tab:green",
+            alpha=0.12,
+            label="measured: early-bird wins" if ax is bw_ax else None,
+        )
         if model_win.any():
-            ax.plot(sizes[model_win], np.full(model_win.sum(), 0.02), "^", color="tab:green",
-                    ms=6, transform=ax.get_xaxis_transform(), label="model: early-bird wins")
+            ax.plot(
+                sizes[model_win],
+                np.full(model_win.sum(), 0.02),
+                "^",
+                color="tab:green",
+                ms=6,
+                transform=ax.get_xaxis_transform(),
+                label="model: early-bird wins",
+            )
         ax.set(xscale="log", yscale="log", xlabel="total buffer size (bytes)")
     bw_ax.set(ylabel="effective bandwidth (MB/s)", title="effective bandwidth (eq. 4.3)")
     el_ax.set(ylabel="elapsed time (s)", title="last thread ready -> transfer complete")
@@ -182,35 +254,61 @@ def _render_run(run, machine_model):
     ranges = win_ranges(table)
     label = early[: -len("_beats_single")]
 
-    wins = (f"<p>Early-bird send beats the single send (lower elapsed time; measured: the "
-            f"median run): measured "
-            f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label), format_bytes)}"
-            + (f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
-               f"{range_text(ranges.get('mc'), format_bytes)}"
-               if table["analytic_partitioned_s"].notna().any() else "") + ".</p>")
-    return head + "".join(notes) + figure_html(
-        fig, f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
-             "size, early-bird sends vs a single send") + wins + more(
-        "the model's terms, measured vs model per size, every model's elapsed time",
-        held + html_table(table, ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
-                          caption="elapsed time per size, measured and modelled"))
+    wins = (
+        f"<p>Early-bird send beats the single send (lower elapsed time; measured: the "
+        f"median run): measured "
+        f"({html.escape(label.replace('measured_', ''))}) {range_text(ranges.get(label), format_bytes)}"
+        + (
+            f"; Algorithm 1 {range_text(ranges.get('analytic'), format_bytes)}; Monte Carlo "
+            f"{range_text(ranges.get('mc'), format_bytes)}"
+            if table["analytic_partitioned_s"].notna().any()
+            else ""
+        )
+        + ".</p>"
+    )
+    return (
+        head
+        + "".join(notes)
+        + figure_html(
+            fig,
+            f"partitioned {run.path.name}: effective bandwidth and elapsed time per buffer "
+            "size, early-bird sends vs a single send",
+        )
+        + wins
+        + more(
+            "the model's terms, measured vs model per size, every model's elapsed time",
+            held
+            + html_table(
+                table,
+                ["size_bytes"] + [c for c in table.columns if c.endswith("_s")],
+                caption="elapsed time per size, measured and modelled",
+            ),
+        )
+    )
 
 
 def render(runs, context):
     machine_model, where = report_machine_model(context)
-    intro = ("<p>Dominguez-Trujillo (2021) Ch. 4: the sender's threads finish at random times; "
-             "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
-             "data before the slowest thread is done, the single send waits for the join. "
-             "Effective bandwidth = buffer size / time from the last thread's completion to "
-             "the end of the transfer at the receiver (eq. 4.3); MB/s = 10<sup>6</sup> B/s. ")
-    intro += (f"Model parameters {html.escape(where)}.</p>" if machine_model is not None else
-              f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --machine-model to "
-              "overlay the model).</p>")
+    intro = (
+        "<p>Dominguez-Trujillo (2021) Ch. 4: the sender's threads finish at random times; "
+        "an early-bird send (MPI-4 partitioned or one Isend per partition) starts moving "
+        "data before the slowest thread is done, the single send waits for the join. "
+        "Effective bandwidth = buffer size / time from the last thread's completion to "
+        "the end of the transfer at the receiver (eq. 4.3); MB/s = 10<sup>6</sup> B/s. "
+    )
+    intro += (
+        f"Model parameters {html.escape(where)}.</p>"
+        if machine_model is not None
+        else f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --machine-model to "
+        "overlay the model).</p>"
+    )
     main = [r for r in runs if not r.meta.get("parameters", {}).get("calibration")] or runs[:1]
     others = [r for r in runs if r not in main[:1]]
     out = intro + _render_run(main[0], machine_model)
     if others:
-        out += more(f"{len(others)} more run{'s' * (len(others) != 1)}: "
-                    + ", ".join(r.path.name for r in others),
-                    "".join(_render_run(r, machine_model) for r in others))
+        out += more(
+            f"{len(others)} more run{'s' * (len(others) != 1)}: "
+            + ", ".join(r.path.name for r in others),
+            "".join(_render_run(r, machine_model) for r in others),
+        )
     return out

@@ -29,8 +29,14 @@ def _medians(runs):
         frames.append(df.assign(oversubscribed=over))
     df = pd.concat(frames, ignore_index=True)
     g = df.groupby(["locality", "pairs", "oversubscribed", "size_bytes"])["time_s"]
-    return g.median().rename("median_s").to_frame().join(
-        g.quantile(0.1).rename("p10_s")).join(g.quantile(0.9).rename("p90_s")).reset_index()
+    return (
+        g.median()
+        .rename("median_s")
+        .to_frame()
+        .join(g.quantile(0.1).rename("p10_s"))
+        .join(g.quantile(0.9).rename("p90_s"))
+        .reset_index()
+    )
 
 
 def model_times(machine_model, locality, sizes, ppn):
@@ -44,8 +50,11 @@ def model_times(machine_model, locality, sizes, ppn):
             continue
         rn = p.R_N_Bps if locality == "inter-node" or ppn > 1 else np.inf
         # one pair on a node: the postal model, with its capacity regime if it has one
-        out[i] = (maxrate_time(p.alpha_s, p.beta_s_per_byte, s, ppn=ppn, R_N_Bps=rn)
-                  if np.isfinite(rn) or ppn > 1 else p.postal_s(s))
+        out[i] = (
+            maxrate_time(p.alpha_s, p.beta_s_per_byte, s, ppn=ppn, R_N_Bps=rn)
+            if np.isfinite(rn) or ppn > 1
+            else p.postal_s(s)
+        )
     return out, protos
 
 
@@ -53,19 +62,25 @@ def render(runs, context):
     machine_model, where = report_machine_model(context)
     med = _medians(runs)
     bars = "Median one-way time per size (bars: 10th-90th percentile of every repetition)"
-    view = ("the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
-            "osu_bw shows it")
+    view = (
+        "the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
+        "osu_bw shows it"
+    )
     if machine_model is not None:
-        intro = (f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
-                 f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
-                 "protocol each size falls in by the machine model's breakpoints; the middle panels "
-                 f"show the residuals (model - measured, in % of measured), the right ones {view}.")
+        intro = (
+            f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
+            f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
+            "protocol each size falls in by the machine model's breakpoints; the middle panels "
+            f"show the residuals (model - measured, in % of measured), the right ones {view}."
+        )
     else:
         intro = f"{bars}; {html.escape(where)}, so no model is drawn. The right panels show {view}."
     parts = [f"<p>{intro}</p>"]
     rows = []
-    groups = sorted(med.groupby(["locality", "pairs", "oversubscribed"]),
-                    key=lambda g: (g[0][2], g[0][1] != 1, g[0][0]))  # 1 pair, not oversubscribed first
+    groups = sorted(
+        med.groupby(["locality", "pairs", "oversubscribed"]),
+        key=lambda g: (g[0][2], g[0][1] != 1, g[0][0]),
+    )  # 1 pair, not oversubscribed first
     for (loc, ppn, over), sub in groups:
         sizes = sub["size_bytes"].to_numpy()
         times = sub["median_s"].to_numpy()
@@ -82,8 +97,16 @@ def render(runs, context):
             what = f", {proto}" if proto else ""
             x = np.maximum(sizes[m], 1)
             yerr = [times[m] - sub["p10_s"].to_numpy()[m], sub["p90_s"].to_numpy()[m] - times[m]]
-            a.errorbar(x, times[m], yerr=yerr, fmt=marker, ms=4, color=color,
-                       label=f"measured{what}", capsize=2)
+            a.errorbar(
+                x,
+                times[m],
+                yerr=yerr,
+                fmt=marker,
+                ms=4,
+                color=color,
+                label=f"measured{what}",
+                capsize=2,
+            )
             # the osu_bw view: bytes / one-way time, where the bandwidth limits show
             c.plot(x, sizes[m] / times[m] / 1e6, marker, ms=4, color=color)
             if modelled:
@@ -91,34 +114,73 @@ def render(runs, context):
                 b[0].plot(x, 100 * (model[m] - times[m]) / times[m], marker, ms=4, color=color)
                 c.plot(x, sizes[m] / model[m] / 1e6, "-", lw=1.5, color=color, alpha=0.7)
         title = f"{loc}, {ppn} pair(s)" + (", oversubscribed" if over else "")
-        a.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="time (s)",
-              title=title)
+        a.set(
+            xscale="log",
+            yscale="log",
+            xlabel="message size (bytes)",
+            ylabel="time (s)",
+            title=title,
+        )
         if modelled:
             b[0].axhline(0, color="k", lw=0.8)
-            b[0].set(xscale="log", xlabel="message size (bytes)",
-                     ylabel="model - measured, % of measured", title="residuals")
-        c.set(xscale="log", yscale="log", xlabel="message size (bytes)",
-              ylabel="size / one-way time (MB/s)",
-              title="bandwidth view" + (", per pair" if ppn > 1 else ""))
+            b[0].set(
+                xscale="log",
+                xlabel="message size (bytes)",
+                ylabel="model - measured, % of measured",
+                title="residuals",
+            )
+        c.set(
+            xscale="log",
+            yscale="log",
+            xlabel="message size (bytes)",
+            ylabel="size / one-way time (MB/s)",
+            title="bandwidth view" + (", per pair" if ppn > 1 else ""),
+        )
         legend_below(fig)
-        parts.append(figure_html(fig, f"ping-pong {title}: measured"
-                                      + (" vs modelled time and residuals" if modelled else
-                                         " time and bandwidth")))
+        parts.append(
+            figure_html(
+                fig,
+                f"ping-pong {title}: measured"
+                + (" vs modelled time and residuals" if modelled else " time and bandwidth"),
+            )
+        )
         if over:
-            parts.append("<p class='note'>More ranks than cores (oversubscribed): these times "
-                         "include time-slicing of the cores.</p>")
-        note = model_gap_note([{"size": s, "measured_s": t, "model_s": mdl} for s, t, mdl
-                               in zip(sizes, times, model)], "measured_s", "model_s",
-                              lambda r: format_bytes(r["size"]), f"model ({loc}, {ppn} pair(s))")
+            parts.append(
+                "<p class='note'>More ranks than cores (oversubscribed): these times "
+                "include time-slicing of the cores.</p>"
+            )
+        note = model_gap_note(
+            [
+                {"size": s, "measured_s": t, "model_s": mdl}
+                for s, t, mdl in zip(sizes, times, model)
+            ],
+            "measured_s",
+            "model_s",
+            lambda r: format_bytes(r["size"]),
+            f"model ({loc}, {ppn} pair(s))",
+        )
         if note:
             parts.append(f"<p class='note'>{html.escape(note)}</p>")
-        rows += [dict(locality=loc, pairs=ppn, size_bytes=s, protocol=proto, measured_s=t,
-                      bandwidth_Bps=s / t, model_s=mdl, rel_error=(mdl - t) / t)
-                 for s, t, mdl, proto in zip(sizes, times, model, protos)]
-    table = html_table(rows, caption="measured" + (" and modelled" if machine_model else "")
-                       + " times per size")
+        rows += [
+            dict(
+                locality=loc,
+                pairs=ppn,
+                size_bytes=s,
+                protocol=proto,
+                measured_s=t,
+                bandwidth_Bps=s / t,
+                model_s=mdl,
+                rel_error=(mdl - t) / t,
+            )
+            for s, t, mdl, proto in zip(sizes, times, model, protos)
+        ]
+    table = html_table(
+        rows, caption="measured" + (" and modelled" if machine_model else "") + " times per size"
+    )
     first = [i for i, p in enumerate(parts) if p.startswith(("<figure", "<img"))]
     cut = first[1] if len(first) > 1 else len(parts)  # the first group's figure and notes
     others = len(groups) - 1
-    what = (f"{others} more locality / pair count{'s' * (others != 1)} and " if others else "")
-    return "\n".join(parts[:cut]) + more(what + "the times per size", "\n".join(parts[cut:]) + table)
+    what = f"{others} more locality / pair count{'s' * (others != 1)} and " if others else ""
+    return "\n".join(parts[:cut]) + more(
+        what + "the times per size", "\n".join(parts[cut:]) + table
+    )

@@ -25,8 +25,16 @@ from ...lazy import lazy
 
 np = lazy("numpy")
 
-KINDS = {"pingpong", "hvpingpong", "mtmatch", "multirate", "threads", "partitioned", "bsp",
-         "profile"}
+KINDS = {
+    "pingpong",
+    "hvpingpong",
+    "mtmatch",
+    "multirate",
+    "threads",
+    "partitioned",
+    "bsp",
+    "profile",
+}
 TITLE = "Summary: this machine's communication"
 ORDER = 0
 PROTOCOLS = ("short", "eager", "rendezvous")
@@ -43,8 +51,11 @@ def busy_runs(runs):
         launch = run.meta.get("launch") or {}
         if launch.get("oversubscribed"):
             threads = launch.get("threads_per_rank") or 1
-            why.append(f"oversubscribed: {launch.get('nranks', '?')} ranks"
-                       + (f" x {threads} threads" if threads > 1 else "") + " on fewer cores")
+            why.append(
+                f"oversubscribed: {launch.get('nranks', '?')} ranks"
+                + (f" x {threads} threads" if threads > 1 else "")
+                + " on fewer cores"
+            )
         if why:
             out[run.path.name] = "; ".join(why)
     return out
@@ -56,8 +67,10 @@ def load_banner(runs):
     busy = busy_runs(runs)
     if not busy:
         return ""
-    return (f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}: times include "
-            "waiting for a CPU.</p>" + _which_runs(busy) + "</div>")
+    return (
+        f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}: times include "
+        "waiting for a CPU.</p>" + _which_runs(busy) + "</div>"
+    )
 
 
 def _busy_sentence(busy, runs):
@@ -68,18 +81,29 @@ def _busy_sentence(busy, runs):
     said = []
     if loaded:
         clauses = [w.split(";")[0] for w in loaded.values()]
-        runs_text = ("the run" if len(runs) == 1 else f"all {len(runs)} runs"
-                     if len(loaded) == len(runs) else f"{len(loaded)} of {len(runs)} runs")
-        said.append(f"<b>The machine was busy while measuring</b>: "
-                    f"{html.escape(_range_of(clauses))} during {runs_text}")
+        runs_text = (
+            "the run"
+            if len(runs) == 1
+            else f"all {len(runs)} runs"
+            if len(loaded) == len(runs)
+            else f"{len(loaded)} of {len(runs)} runs"
+        )
+        said.append(
+            f"<b>The machine was busy while measuring</b>: "
+            f"{html.escape(_range_of(clauses))} during {runs_text}"
+        )
     if over:
-        said.append(("it" if len(runs) == 1 else f"{len(over)} run{'s' * (len(over) != 1)}")
-                    + " had more ranks x threads than cores (oversubscribed)")
+        said.append(
+            ("it" if len(runs) == 1 else f"{len(over)} run{'s' * (len(over) != 1)}")
+            + " had more ranks x threads than cores (oversubscribed)"
+        )
     return "; ".join(said)
 
 
 def _which_runs(busy):
-    detail = "".join(f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in sorted(busy.items()))
+    detail = "".join(
+        f"<li>{html.escape(n)}: {html.escape(w)}</li>" for n, w in sorted(busy.items())
+    )
     return more("which runs, and why", f"<ul>{detail}</ul>")
 
 
@@ -97,8 +121,10 @@ def load_text(run):
         parts.append(f"CPU steal {during['steal_pct']:.1f} %")
     avg = (load.get("start") or {}).get("load_average")
     if avg:
-        parts.append(f"load average {avg[0]:.1f} at the start"
-                     + (f" on {load['start']['cpus']} CPUs" if load["start"].get("cpus") else ""))
+        parts.append(
+            f"load average {avg[0]:.1f} at the start"
+            + (f" on {load['start']['cpus']} CPUs" if load["start"].get("cpus") else "")
+        )
     return "; ".join(parts)
 
 
@@ -110,9 +136,13 @@ class _Row:
 
 
 #: The groups of the summary table, in order: (title, the row makers of each).
-GROUPS = ("Latency and bandwidth, measured (osu_latency, osu_bw)",
-          "Per protocol, fitted: one-way time = latency + size / bandwidth",
-          "Message rate", "Matching", "Early-bird partitioned sends")
+GROUPS = (
+    "Latency and bandwidth, measured (osu_latency, osu_bw)",
+    "Per protocol, fitted: one-way time = latency + size / bandwidth",
+    "Message rate",
+    "Matching",
+    "Early-bird partitioned sends",
+)
 
 
 def render(runs, context):
@@ -122,8 +152,16 @@ def render(runs, context):
         return ""
     machine_model, where = report_machine_model(context)
     groups = []
-    for title, make in zip(GROUPS, (_measured_rows, lambda rs, mm: _model_rows(mm, rs), _rate_rows,
-                                    _queue_rows, _partitioned_rows)):
+    for title, make in zip(
+        GROUPS,
+        (
+            _measured_rows,
+            lambda rs, mm: _model_rows(mm, rs),
+            _rate_rows,
+            _queue_rows,
+            _partitioned_rows,
+        ),
+    ):
         try:
             rows = make(all_runs, machine_model)
         except Exception as exc:  # one missing piece must not take the summary with it
@@ -132,16 +170,21 @@ def render(runs, context):
             groups.append((title, rows))
     rows = [r for _, g in groups for r in g]
     busy = busy_runs(all_runs)
-    return (_headline(rows) + _banner(rows, busy, all_runs) + _table(groups, busy)
-            + _footer(where, all_runs))
+    return (
+        _headline(rows)
+        + _banner(rows, busy, all_runs)
+        + _table(groups, busy)
+        + _footer(where, all_runs)
+    )
 
 
 def _headline(rows):
     words = [r.headline for r in rows if r.headline]
     if not words:
         return ""
-    return ("<div class='answer'><p class='headline'>"
-            + html.escape("; ".join(words)) + ".</p></div>")
+    return (
+        "<div class='answer'><p class='headline'>" + html.escape("; ".join(words)) + ".</p></div>"
+    )
 
 
 def _banner(rows, busy, runs):
@@ -149,19 +192,28 @@ def _banner(rows, busy, runs):
         return ""
     affected = list(dict.fromkeys(r.what for r in rows if set(r.sources) & set(busy)))
     if not affected:
-        return (f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}; no row "
-                "below comes from those runs.</p>" + _which_runs(busy) + "</div>")
-    which = ("every row below" if len(affected) == len(rows) else
-             "the rows marked &#9888;: " + html.escape("; ".join(affected)))
-    return (f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}. This affects "
-            f"{which}: times include waiting for a CPU, so they are upper bounds, and a model "
-            "may seem not to hold because of it. Measure again on an idle machine.</p>"
-            + _which_runs(busy) + "</div>")
+        return (
+            f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}; no row "
+            "below comes from those runs.</p>" + _which_runs(busy) + "</div>"
+        )
+    which = (
+        "every row below"
+        if len(affected) == len(rows)
+        else "the rows marked &#9888;: " + html.escape("; ".join(affected))
+    )
+    return (
+        f"<div class='warn banner'><p>&#9888; {_busy_sentence(busy, runs)}. This affects "
+        f"{which}: times include waiting for a CPU, so they are upper bounds, and a model "
+        "may seem not to hold because of it. Measure again on an idle machine.</p>"
+        + _which_runs(busy)
+        + "</div>"
+    )
 
 
 def _range_of(clauses):
     """'other programs used 68 .. 81 % of the CPUs' from one clause per run."""
     import re
+
     nums = [float(m.group(1)) for c in clauses for m in [re.search(r"used (\d+) %", c)] if m]
     if nums and len(nums) == len(clauses):
         lo, hi = min(nums), max(nums)
@@ -172,42 +224,57 @@ def _range_of(clauses):
 
 def _table(groups, busy):
     e = html.escape
-    out = ["<table class='summary'><colgroup><col class='what'><col class='value'>"
-           "<col class='spread'><col class='src'></colgroup>"
-           "<tr><th class='l'>what</th><th>value</th>"
-           "<th class='l'>uncertainty</th><th class='l'>measured by</th></tr>"]
+    out = [
+        "<table class='summary'><colgroup><col class='what'><col class='value'>"
+        "<col class='spread'><col class='src'></colgroup>"
+        "<tr><th class='l'>what</th><th>value</th>"
+        "<th class='l'>uncertainty</th><th class='l'>measured by</th></tr>"
+    ]
     for title, rows in groups:
         out.append(f"<tr class='group'><th class='l' colspan='4'>{e(title)}</th></tr>")
         for r in rows:
-            flag = (" <span class='flag' title='measured while the machine was busy or "
-                    "oversubscribed'>&#9888;</span>" if set(r.sources) & set(busy) else "")
+            flag = (
+                " <span class='flag' title='measured while the machine was busy or "
+                "oversubscribed'>&#9888;</span>"
+                if set(r.sources) & set(busy)
+                else ""
+            )
             src = e(", ".join(r.sources)) or "-"
             if r.link:
                 src = f"<a href='#{r.link}'>{src}</a>"
             note = f"<br><span class='note'>{e(r.note)}</span>" if r.note else ""
-            out.append(f"<tr><td class='l'>{e(r.what)}{flag}</td><td class='l'>{e(r.value)}</td>"
-                       f"<td class='l'>{e(r.spread) or '-'}{note}</td><td class='l'>{src}</td></tr>")
+            out.append(
+                f"<tr><td class='l'>{e(r.what)}{flag}</td><td class='l'>{e(r.value)}</td>"
+                f"<td class='l'>{e(r.spread) or '-'}{note}</td><td class='l'>{src}</td></tr>"
+            )
     out.append("</table>")
     return "".join(out)
 
 
 def _footer(where, runs):
-    return (f"<p class='note'>Latency and peak bandwidth: the measured ping-pong (median of the "
-            f"repetitions, 10th .. 90th percentile). Per protocol: the fitted parameters "
-            f"({html.escape(where)}), with 95 % bootstrap intervals. Sections below show how each "
-            f"number was measured; \"Do the models hold here?\" how far the models go.</p>")
+    return (
+        f"<p class='note'>Latency and peak bandwidth: the measured ping-pong (median of the "
+        f"repetitions, 10th .. 90th percentile). Per protocol: the fitted parameters "
+        f"({html.escape(where)}), with 95 % bootstrap intervals. Sections below show how each "
+        f'number was measured; "Do the models hold here?" how far the models go.</p>'
+    )
 
 
 # -- rows ------------------------------------------------------------------------------
 
+
 def _single_pair(runs):
-    return [r for r in runs if r.kind == "pingpong"
-            and int(r.meta.get("parameters", {}).get("pairs", 1)) == 1]
+    return [
+        r
+        for r in runs
+        if r.kind == "pingpong" and int(r.meta.get("parameters", {}).get("pairs", 1)) == 1
+    ]
 
 
 def _measured_rows(runs, machine_model):
     """osu_latency and osu_bw: the smallest size's one-way time and the best bandwidth."""
     import pandas as pd
+
     runs = _single_pair(runs)
     if not runs:
         return []
@@ -219,17 +286,30 @@ def _measured_rows(runs, machine_model):
         med, p10, p90 = g.median(), g.quantile(0.1), g.quantile(0.9)
         s0 = int(med.index.min())
         names = sorted(set(sub["run"]))
-        rows.append(_Row(f"latency, {format_bytes(s0)} one-way, {loc}", format_seconds(med[s0]),
-                         f"{format_seconds(p10[s0])} .. {format_seconds(p90[s0])}", names,
-                         "pingpong", headline=f"{loc}: {format_seconds(med[s0])} latency"))
+        rows.append(
+            _Row(
+                f"latency, {format_bytes(s0)} one-way, {loc}",
+                format_seconds(med[s0]),
+                f"{format_seconds(p10[s0])} .. {format_seconds(p90[s0])}",
+                names,
+                "pingpong",
+                headline=f"{loc}: {format_seconds(med[s0])} latency",
+            )
+        )
         bw = med.index.to_numpy(float) / med.to_numpy()
         i = int(np.nanargmax(bw))
         s = int(med.index[i])
-        rows.append(_Row(f"peak bandwidth, {loc} (size / one-way time)",
-                         format_rate(bw[i], "B/s"),
-                         f"{format_rate(s / p90[s], 'B/s')} .. {format_rate(s / p10[s], 'B/s')}",
-                         names, "pingpong", note=f"at {format_bytes(s)} messages",
-                         headline=f"{format_rate(bw[i], 'B/s')} peak bandwidth"))
+        rows.append(
+            _Row(
+                f"peak bandwidth, {loc} (size / one-way time)",
+                format_rate(bw[i], "B/s"),
+                f"{format_rate(s / p90[s], 'B/s')} .. {format_rate(s / p10[s], 'B/s')}",
+                names,
+                "pingpong",
+                note=f"at {format_bytes(s)} messages",
+                headline=f"{format_rate(bw[i], 'B/s')} peak bandwidth",
+            )
+        )
     return rows
 
 
@@ -253,8 +333,10 @@ def _interval(ci, write):
 
 
 def _sources(machine_model, term):
-    return [p["path"].rstrip("/").rsplit("/", 1)[-1]
-            for p in (machine_model.machine.get("term_sources") or {}).get(term, [])]
+    return [
+        p["path"].rstrip("/").rsplit("/", 1)[-1]
+        for p in (machine_model.machine.get("term_sources") or {}).get(term, [])
+    ]
 
 
 def _model_rows(machine_model, runs=()):
@@ -278,33 +360,58 @@ def _model_rows(machine_model, runs=()):
             a_ci = ci.get("alpha_s")
             notes = [f"fit flagged: {flags}"] if flags else []
             if p.capacity_bytes:
-                beyond = (format_rate(1 / p.beta_beyond_s_per_byte, "B/s")
-                          if p.beta_beyond_s_per_byte and p.beta_beyond_s_per_byte > 0 else "?")
-                notes.append(f"above {format_bytes(p.capacity_bytes)}: {beyond} (the buffers "
-                             "leave the caches)")
+                beyond = (
+                    format_rate(1 / p.beta_beyond_s_per_byte, "B/s")
+                    if p.beta_beyond_s_per_byte and p.beta_beyond_s_per_byte > 0
+                    else "?"
+                )
+                notes.append(
+                    f"above {format_bytes(p.capacity_bytes)}: {beyond} (the buffers "
+                    "leave the caches)"
+                )
             bandwidth = format_rate(p.Rb_Bps, "B/s")
             bw_ci = _interval(ci.get("Rb_Bps"), lambda v: format_rate(v, "B/s"))
             if p.alpha_s == 0 or (a_ci and a_ci[1] == 0):  # a degenerate fit, said in words
                 value = f"latency not resolved; {bandwidth}"
-                spread = ("latency: the fit puts the whole time on the size term (too small to "
-                          f"measure at these sizes); bandwidth {bw_ci}")
+                spread = (
+                    "latency: the fit puts the whole time on the size term (too small to "
+                    f"measure at these sizes); bandwidth {bw_ci}"
+                )
             else:
                 value = f"{format_seconds(p.alpha_s)} + size / {bandwidth}"
-                spread = (f"latency {_interval(a_ci, format_seconds)}; bandwidth {bw_ci}")
+                spread = f"latency {_interval(a_ci, format_seconds)}; bandwidth {bw_ci}"
             rows.append(_Row(what, value, spread, single, "machine_model", note="; ".join(notes)))
         if bp is not None:
-            rows.append(_Row(f"protocol switches, {loc}", _switch_text(bp),
-                             _switch_spread(bp, measured.get(loc, [])), single, "machine_model",
-                             note=_limits_text(machine_model),
-                             headline=(f"rendezvous above {format_bytes(bp.eager_max_bytes)}"
-                                       if bp.eager_max_bytes else "")))
+            rows.append(
+                _Row(
+                    f"protocol switches, {loc}",
+                    _switch_text(bp),
+                    _switch_spread(bp, measured.get(loc, [])),
+                    single,
+                    "machine_model",
+                    note=_limits_text(machine_model),
+                    headline=(
+                        f"rendezvous above {format_bytes(bp.eager_max_bytes)}"
+                        if bp.eager_max_bytes
+                        else ""
+                    ),
+                )
+            )
         rdv = machine_model.params.get(("rendezvous", loc))
         if rdv is not None and math.isfinite(rdv.R_N_Bps or math.inf):
             multi = [s for s in src if s not in single] or src
-            rows.append(_Row(f"injection limit R_N of concurrent pairs, {loc}",
-                             format_rate(rdv.R_N_Bps, "B/s"),
-                             _interval((rdv.fit.ci95 if rdv.fit else {}).get("R_N_Bps"),
-                                       lambda v: format_rate(v, "B/s")), multi, "machine_model"))
+            rows.append(
+                _Row(
+                    f"injection limit R_N of concurrent pairs, {loc}",
+                    format_rate(rdv.R_N_Bps, "B/s"),
+                    _interval(
+                        (rdv.fit.ci95 if rdv.fit else {}).get("R_N_Bps"),
+                        lambda v: format_rate(v, "B/s"),
+                    ),
+                    multi,
+                    "machine_model",
+                )
+            )
     return rows
 
 
@@ -324,13 +431,18 @@ def _measured_sizes(runs):
 def _switch_spread(bp, sizes):
     """Where each switch lies between the sizes measured: 'after 4 KiB, by 8 KiB'."""
     parts = []
-    for name, b in (("short to eager", bp.short_max_bytes), ("eager to rendezvous",
-                                                             bp.eager_max_bytes)):
+    for name, b in (
+        ("short to eager", bp.short_max_bytes),
+        ("eager to rendezvous", bp.eager_max_bytes),
+    ):
         if not b:
             continue
         nxt = next((s for s in sizes if s > b), None)
-        parts.append(f"{name}: between {format_bytes(b)} and {format_bytes(nxt)}" if nxt
-                     else f"{name}: above {format_bytes(b)}")
+        parts.append(
+            f"{name}: between {format_bytes(b)} and {format_bytes(nxt)}"
+            if nxt
+            else f"{name}: above {format_bytes(b)}"
+        )
     return "; ".join(parts) or "-"
 
 
@@ -348,38 +460,50 @@ def _limits_text(machine_model):
     if not limits:
         return "the MPI reports no eager limit through MPI_T"
     shown = sorted(limits.items(), key=lambda kv: kv[1])
-    return ("limits the MPI reports (MPI_T): "
-            + ", ".join(f"{k.replace('_eager_limit', '').replace('btl_', '')} "
-                        f"{format_bytes(v)}" for k, v in shown))
+    return "limits the MPI reports (MPI_T): " + ", ".join(
+        f"{k.replace('_eager_limit', '').replace('btl_', '')} {format_bytes(v)}" for k, v in shown
+    )
 
 
 def _rate_rows(runs, machine_model):
     from ...bench.multirate import config_summary
+
     rows = []
     for run in (r for r in runs if r.kind == "multirate"):
         s = config_summary(run.table("reps"))
         one = s[(s["threads"] == 1)]
         for _, r in one.sort_values("mode").iterrows():
-            rows.append(_Row(f"message rate, one thread pair ({r['mode']} communicator), "
-                             f"{format_bytes(run.meta['parameters'].get('size_bytes', 0))} messages",
-                             format_rate(r["rate_msgs_per_s"], "msgs/s"),
-                             f"{format_rate(r['rate_min_msgs_per_s'], 'msgs/s')} .. "
-                             f"{format_rate(r['rate_max_msgs_per_s'], 'msgs/s')} "
-                             f"(slowest .. fastest of {int(r['reps'])})",
-                             [run.path.name], "multirate",
-                             headline="" if rows else
-                             f"{format_rate(r['rate_msgs_per_s'], 'msgs/s')} per thread pair"))
+            rows.append(
+                _Row(
+                    f"message rate, one thread pair ({r['mode']} communicator), "
+                    f"{format_bytes(run.meta['parameters'].get('size_bytes', 0))} messages",
+                    format_rate(r["rate_msgs_per_s"], "msgs/s"),
+                    f"{format_rate(r['rate_min_msgs_per_s'], 'msgs/s')} .. "
+                    f"{format_rate(r['rate_max_msgs_per_s'], 'msgs/s')} "
+                    f"(slowest .. fastest of {int(r['reps'])})",
+                    [run.path.name],
+                    "multirate",
+                    headline=""
+                    if rows
+                    else f"{format_rate(r['rate_msgs_per_s'], 'msgs/s')} per thread pair",
+                )
+            )
         top = s[s["threads"] == s["threads"].max()]
         if len(top) == 2 and int(top["threads"].iloc[0]) > 1:
             by = top.set_index("mode")["rate_per_thread_msgs_per_s"]
             if {"shared", "per-thread"} <= set(by.index) and by["per-thread"] > 0:
                 n = int(top["threads"].iloc[0])
-                rows.append(_Row(f"rate per thread, {n} thread pairs: one shared communicator "
-                                 f"vs one each", f"{by['shared'] / by['per-thread']:.2f}x",
-                                 f"shared {format_rate(by['shared'], 'msgs/s')}, one each "
-                                 f"{format_rate(by['per-thread'], 'msgs/s')}",
-                                 [run.path.name], "multirate",
-                                 note="oversubscribed" if top["oversubscribed"].any() else ""))
+                rows.append(
+                    _Row(
+                        f"rate per thread, {n} thread pairs: one shared communicator vs one each",
+                        f"{by['shared'] / by['per-thread']:.2f}x",
+                        f"shared {format_rate(by['shared'], 'msgs/s')}, one each "
+                        f"{format_rate(by['per-thread'], 'msgs/s')}",
+                        [run.path.name],
+                        "multirate",
+                        note="oversubscribed" if top["oversubscribed"].any() else "",
+                    )
+                )
     return rows
 
 
@@ -393,46 +517,77 @@ def _queue_rows(runs, machine_model):
         o = qs.order_dict("reversed")
         p = o["params"]
         if o["form"] == "piecewise" and o.get("breakpoint_messages"):
-            note = (f"reversed receives: {format_seconds(p['gamma1_s'])} per entry up to "
-                    f"{o['breakpoint_messages']:.0f} deep, {format_seconds(p['gamma2_s'])} beyond "
-                    "(the queue leaves the cache)")
-    return [_Row("queue search, per entry walked (gamma)", format_seconds(machine_model.gamma_s),
-                 _interval(ci, format_seconds), _sources(machine_model, "gamma"), "hvpingpong",
-                 note=note, headline=f"queue search {format_seconds(machine_model.gamma_s)} "
-                                     "per entry")]
+            note = (
+                f"reversed receives: {format_seconds(p['gamma1_s'])} per entry up to "
+                f"{o['breakpoint_messages']:.0f} deep, {format_seconds(p['gamma2_s'])} beyond "
+                "(the queue leaves the cache)"
+            )
+    return [
+        _Row(
+            "queue search, per entry walked (gamma)",
+            format_seconds(machine_model.gamma_s),
+            _interval(ci, format_seconds),
+            _sources(machine_model, "gamma"),
+            "hvpingpong",
+            note=note,
+            headline=f"queue search {format_seconds(machine_model.gamma_s)} per entry",
+        )
+    ]
 
 
 def _partitioned_rows(runs, machine_model):
     from ...predict.partitioned import comparison_table, measured_rows
+
     rows = []
-    for run in (r for r in runs if r.kind == "partitioned"
-                and not r.meta.get("parameters", {}).get("calibration")):
+    for run in (
+        r
+        for r in runs
+        if r.kind == "partitioned" and not r.meta.get("parameters", {}).get("calibration")
+    ):
         t = comparison_table(measured_rows(run)).sort_values("size_bytes")
         method = "partitioned" if t["measured_partitioned_s"].notna().any() else "isend"
         verdict = t["measured_verdict"].tolist()
         sizes = t["size_bytes"].tolist()
         wins = [v == "early-bird" for v in verdict]
         loses = [v == "single" for v in verdict]
-        what = ("early-bird partitioned sends (MPI_Psend) vs one send after the threads join"
-                if method == "partitioned" else "early-bird sends (one Isend per partition) "
-                                                "vs one send after the threads join")
-        start = next((i for i in range(len(sizes)) if all(not x for x in loses[i:])
-                      and any(wins[i:])), None)
+        what = (
+            "early-bird partitioned sends (MPI_Psend) vs one send after the threads join"
+            if method == "partitioned"
+            else "early-bird sends (one Isend per partition) vs one send after the threads join"
+        )
+        start = next(
+            (i for i in range(len(sizes)) if all(not x for x in loses[i:]) and any(wins[i:])), None
+        )
         if start is not None:
             value = f"pay off from {format_bytes(sizes[start])}"
         elif any(wins):
-            value = "pay off only at " + ", ".join(format_bytes(s) for s, w in zip(sizes, wins) if w)
+            value = "pay off only at " + ", ".join(
+                format_bytes(s) for s, w in zip(sizes, wins) if w
+            )
         else:
             value = "do not pay off"
         ties = sum(v == "tie" for v in verdict)
-        spread = (f"{sum(wins)} of {len(sizes)} sizes faster beyond noise, {sum(loses)} slower, "
-                  f"{ties} within noise (2 standard errors)")
+        spread = (
+            f"{sum(wins)} of {len(sizes)} sizes faster beyond noise, {sum(loses)} slower, "
+            f"{ties} within noise (2 standard errors)"
+        )
         last = t.iloc[-1]
         meas, single = last[f"measured_{method}_s"], last["measured_single_s"]
         note = ""
         if np.isfinite(meas) and np.isfinite(single) and single > 0:
-            note = (f"at {format_bytes(last['size_bytes'])}: {format_seconds(meas)} instead of "
-                    f"{format_seconds(single)} ({format_percent(meas / single - 1)})")
-        rows.append(_Row(what, value, spread, [run.path.name], "partitioned", note=note,
-                         headline=f"early-bird partitioned sends {value}"))
+            note = (
+                f"at {format_bytes(last['size_bytes'])}: {format_seconds(meas)} instead of "
+                f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
+            )
+        rows.append(
+            _Row(
+                what,
+                value,
+                spread,
+                [run.path.name],
+                "partitioned",
+                note=note,
+                headline=f"early-bird partitioned sends {value}",
+            )
+        )
     return rows
