@@ -197,11 +197,11 @@ def test_what_if_needs_a_known_change(programs, runs_root, capsys):
 
 
 def test_efficiency_per_phase_marked_with_pcontrol(default_mpi, tmp_path, runs_root, capsys):
-    """tests/programs/diagnose/phases.c: a balanced phase, then one where rank 3 works
+    """tests/programs/phases.c: a balanced phase, then one where rank 3 works
     3U and the others U; the trace's MPI_Pcontrol marks bound three phases."""
     from pathlib import Path
 
-    src = Path(__file__).parent / "programs" / "diagnose" / "phases.c"
+    src = Path(__file__).parent / "programs" / "phases.c"
     exe = tmp_path / "phases"
     import subprocess
 

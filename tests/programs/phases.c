@@ -8,9 +8,10 @@
  * Expected (commscope diagnose, efficiency per phase): phase 0's load balance near 1;
  * phase 1's near mean(U, U, U, 3U) / 3U = 0.5, its communication efficiency near 1
  * (rank 3 is busy the whole phase); three phases, bounded by the two MPI_Pcontrol
- * lines.  Not a diagnose case (tests/diagnose_cases.py): it checks the per-phase level.
+ * lines.  Not a diagnose case (tests/diagnose_cases.py, tests/programs/diagnose/): it
+ * checks the per-phase level.
  */
-#include "diag.h"
+#include "diagnose/diag.h"
 
 int main(int argc, char **argv)
 {
