@@ -36,7 +36,7 @@ SKIPPED = 3
 def ompt_missing(mpi_spec=None):
     """Why `bench partitioned --ompt` cannot run here, or None."""
     from commscope import mpi as mpimod
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     if ompt.runtime_library() is None:
         return "no libiomp5.so in this environment (the intel-openmp wheel; scripts/setup.sh)"

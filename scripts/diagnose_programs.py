@@ -152,7 +152,7 @@ def wait_idle(max_wait, busy_below=0.25, log=None):
 def ompt_problem(mpi):
     """Why OMPT cannot time OpenMP programs here (None: it can)."""
     from commscope.errors import EnvironmentProblem
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     if ompt.runtime_library() is None:
         return "no libiomp5.so (the intel-openmp wheel; scripts/setup.sh installs it)"

@@ -84,7 +84,7 @@ def loadavg():
 
 
 def ompt_problem(mpi):
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     if ompt.runtime_library() is None:
         return "no libiomp5.so (the intel-openmp wheel; scripts/setup.sh installs it)"

@@ -36,7 +36,7 @@ from pathlib import Path
 from commscope.compare.figures import record
 from commscope import mpi as mpimod
 from commscope.errors import EnvironmentProblem
-from commscope.profile import ompt
+from commscope.collect import ompt
 
 #: Exit status when the OMPT runtime or tool is missing (scripts/bench.py: skipped).
 SKIPPED = 3

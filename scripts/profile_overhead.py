@@ -93,7 +93,7 @@ TRACE_TARGET_S = 100e-9  # the trace's cost per traced event at 8 B (issue)
 
 def trace_records(profile_dir):
     """The trace_records counter summed over every rank and thread of a run's node files."""
-    from commscope.profile.counters import NodeFile, node_keys
+    from commscope.collect.node_files import NodeFile, node_keys
 
     total = 0
     for key in node_keys(profile_dir):

@@ -112,7 +112,7 @@ def make_originals(root, mpi, log=print):
     from commscope.bench.partitioned import run_partitioned
     from commscope.bench.pingpong import run_pingpong
     from commscope.bench.threads import run_threads
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     runs = root / "runs"
     quiet = dict(echo=False, runs_root=runs)

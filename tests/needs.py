@@ -46,6 +46,6 @@ OMPT_RUNTIME = "intel-openmp wheel not installed (scripts/setup.sh installs it)"
 
 
 def need_ompt_runtime():
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     need(ompt.runtime_library() is not None, OMPT_RUNTIME)

@@ -4,9 +4,10 @@ import pandas as pd
 import pytest
 
 from commscope import cli
-from commscope.bench.mtmatch import balanced_decomposition, build_plan, run_mtmatch, sweep_configs
+from commscope.bench.mtmatch import run_mtmatch, sweep_configs
 from commscope.errors import InputError
-from commscope.matching import orders_from_sequences, prq_search
+from commscope.models.queue_sim import orders_from_sequences, prq_search
+from commscope.models.stencil_plan import balanced_decomposition, build_plan
 from commscope.models.stencil import messages_per_thread, stencil_counts
 
 CONFIGS = [("27", (2, 2, 2), None), ("9", (2, 2), None), ("naive", (3,), 4)]

@@ -13,7 +13,7 @@ import pytest
 
 import commscope
 from commscope.cli import main
-from commscope.profile import ompt
+from commscope.collect import ompt
 from commscope.runs import open_run
 
 from diagnose_cases import (

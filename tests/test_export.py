@@ -16,7 +16,7 @@ import pytest
 import commscope
 from commscope.cli import main
 from commscope.errors import InputError
-from commscope.matching.trace import read_trace
+from commscope.collect.trace import read_trace
 from commscope.profile.run import run_profile
 from needs import need_module, need_ompt_runtime
 
@@ -577,7 +577,7 @@ def test_a_version_1_trace_is_named_by_kind(runs, tmp_path, capsys):
     """A trace written before function ids (version 1: u16 event and flags) still exports,
     its calls named by what they did."""
     import numpy as np
-    from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V1
+    from commscope.collect.trace import HEADER_BYTES, RECORD, RECORD_V1
 
     old = tmp_path / "old"
     shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))
@@ -604,7 +604,7 @@ def test_a_version_2_trace_has_no_call_sites_and_still_exports(runs, tmp_path, c
     """A trace written before call sites (version 2: 48-byte records) reads with site 0,
     its call sites None and the reason; its calls still export."""
     import numpy as np
-    from commscope.matching.trace import HEADER_BYTES, RECORD, RECORD_V2
+    from commscope.collect.trace import HEADER_BYTES, RECORD, RECORD_V2
 
     old = tmp_path / "old"
     shutil.copytree(runs["mix"], old, ignore=shutil.ignore_patterns("export"))

@@ -100,7 +100,7 @@ def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
     assert res.returncode != 0
     assert f"cannot write {out}/samples.csv: No space left on device [errno 28]" in res.stderr
-    from commscope.bench.driver import native_write_error
+    from commscope.collect.lifecycle import native_write_error
 
     err = native_write_error(res.stderr)
     assert err.errno == 28 and err.filename == f"{out}/samples.csv"
@@ -108,7 +108,7 @@ def test_native_write_to_full_device_stops_with_the_file_named(default_mpi, tmp_
 
 def test_only_commscope_s_own_write_failures_fail_a_run():
     """A profiled program's own message of the same form is its business, not a failed run."""
-    from commscope.bench.driver import native_write_error
+    from commscope.collect.lifecycle import native_write_error
 
     own = "commscope profile: rank 1: cannot write /r/c.json: No space left on device [errno 28]"
     app = "solver: cannot write out.dat: Permission denied [errno 13]"
@@ -143,7 +143,7 @@ def test_table_conversion_failure_names_file_and_marks_run(new_run, monkeypatch)
 def test_ompt_tool_stops_at_a_full_disk_with_one_message(default_mpi, tmp_path, victim):
     """The OMPT tool's files: the first failed write stops the tool, named once on stderr."""
     from commscope import mpi as mpimod
-    from commscope.profile import ompt
+    from commscope.collect import ompt
 
     need_ompt_runtime()
     tool = ompt.tool_library(default_mpi)

@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 
 from commscope import mpi
-from commscope.bench.mtmatch import build_plan
+from commscope.models.stencil_plan import build_plan
 from commscope.cli import main
-from commscope.matching import engines, queue_sim
+from commscope.matching import engines
+from commscope.models import queue_sim
 from commscope.matching.analysis import analyze
 from commscope.matching.replay import permute_thread_posts, random_interleave
 from commscope.models.stencil import stencil_counts
@@ -403,7 +404,7 @@ def _expect_error(capsys, run, *needles):
 
 
 def _edit_record(path, i, **fields):
-    from commscope.matching.trace import HEADER_BYTES, RECORD
+    from commscope.collect.trace import HEADER_BYTES, RECORD
 
     data = bytearray(path.read_bytes())
     rec = np.frombuffer(data, RECORD, offset=HEADER_BYTES).copy()
@@ -425,7 +426,7 @@ def test_bad_traces_name_the_file_and_record(capsys, traced, tmp_path):
     _edit_record(t0, 5, t_end=1, t_begin=0)
     _expect_error(capsys, run, "trace.0.0.bin", "record 5", "out of order: ends before record 4")
 
-    from commscope.matching.trace import RECORD
+    from commscope.collect.trace import RECORD
 
     first = int(np.flatnonzero(np.frombuffer(good, RECORD, offset=64)["event"] == 4)[0])
     size = RECORD.itemsize

@@ -1,4 +1,4 @@
-"""OMPT thread timing (native/ompt, commscope.profile.ompt), run for real.
+"""OMPT thread timing (native/ompt, commscope.collect.ompt), run for real.
 
 The runtime is the intel-openmp wheel's libiomp5.so (installed by scripts/setup.sh);
 GCC-built programs run on it by preloading.  Bounds are loose where the 2-core machine
@@ -18,7 +18,7 @@ from commscope import mpi as mpimod
 from commscope.bench.threads import compare_ompt_with_listing1, run_threads
 from commscope.cli import main as cli_main
 from commscope.errors import InputError
-from commscope.profile import ompt
+from commscope.collect import ompt
 from needs import need, need_ompt_runtime
 
 QUIET = dict(echo=False, progress=False, timeout=180)

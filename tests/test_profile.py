@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from commscope.cli import main
-from commscope.profile.counters import CounterFile, counter_ranks
+from commscope.collect.node_files import CounterFile, counter_ranks
 from commscope.runs import open_run
 from needs import importable, need
 
@@ -405,7 +405,7 @@ def test_trace_clock_alignment_undoes_a_skewed_clock(
     message arrives after it was sent, and the offset measured is the skew, to within
     half a round trip."""
     import commscope
-    from commscope.matching.trace import read_trace
+    from commscope.collect.trace import read_trace
 
     mpi = request.getfixturevalue("default_mpi" if which == "default" else "mpich_mpi")
     exe = compile_program(mpi, "clock_skew", tmp_path)
@@ -456,7 +456,7 @@ def test_trace_clocks_of_a_killed_rank_keep_its_init_measurement(
 ):
     """Rank 1 of exact_threads kills itself mid-run: its MPI_Init measurement was written
     at once, so its clock still has an offset (held constant)."""
-    from commscope.profile.clocks import alignment, read_clocks
+    from commscope.collect.clocks import alignment, read_clocks
 
     monkeypatch.setenv("CRASH_AFTER_PHASE1", "1")
     code, _, err, run = profile(
@@ -481,8 +481,8 @@ def test_trace_clock_offsets_are_per_node_and_interpolated(tmp_path):
     """Ranks of one node share its offset (the measurement with the shortest round trip;
     rank 0's node: none), interpolated between MPI_Init and MPI_Finalize."""
     import numpy as np
-    from commscope.matching.trace import Trace
-    from commscope.profile.clocks import alignment, read_clocks
+    from commscope.collect.trace import Trace
+    from commscope.collect.clocks import alignment, read_clocks
 
     def row(rank, node, when, local, offset, rtt, **kw):
         return dict(
@@ -531,8 +531,8 @@ def test_trace_clock_offsets_are_per_node_and_interpolated(tmp_path):
 
 def test_trace_damaged_clocks_and_trace_headers_are_one_clear_error(tmp_path):
     from commscope.errors import InputError
-    from commscope.matching.trace import HEADER_BYTES, read_file
-    from commscope.profile.clocks import read_clocks
+    from commscope.collect.trace import HEADER_BYTES, read_file
+    from commscope.collect.clocks import read_clocks
 
     good = dict(rank=1, node="a", when="init", local_ns=5, offset_ns=-3, rtt_ns=2)
     for bad, field in (

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from commscope.cli import main
-from commscope.matching.trace import read_trace
-from commscope.profile.callsites import callsites_table
+from commscope.collect.trace import read_trace
+from commscope.collect.callsites import callsites_table
 from commscope.runs import open_run
 from needs import need
 
@@ -234,7 +234,7 @@ def test_trace_records_name_their_call_sites(capsys, runs_root, tmp_path, reques
 def test_trace_call_sites_without_g_or_objects_are_none_with_the_reason(
     capsys, runs_root, tmp_path, default_mpi
 ):
-    from commscope.matching.trace import read_trace
+    from commscope.collect.trace import read_trace
 
     plain = build_c(default_mpi.mpicc, tmp_path / "plain")  # no -g: function+offset
     run = profile(capsys, runs_root, plain, "--trace")
@@ -514,7 +514,7 @@ def test_fortran_call_sites(capsys, runs_root, tmp_path, flavour, binding, flags
 def test_site_label_of_resolved_and_unresolved_rows():
     """An unresolved row's file reads back from a table as None or NaN: no label, never
     a crash (top --callsites and the report raised on NaN)."""
-    from commscope.profile.callsites import site_label
+    from commscope.collect.callsites import site_label
 
     assert site_label("/src/app/halo.c", 42) == "halo.c:42"
     assert site_label("/src/app/halo.c", float("nan")) == "halo.c"

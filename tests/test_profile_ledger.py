@@ -9,7 +9,7 @@ outstanding, with outstanding what the program's logic leaves open (none).
 import pytest
 
 from commscope.cli import main
-from commscope.matching.trace import read_trace
+from commscope.collect.trace import read_trace
 from commscope.runs import open_run
 
 from test_profile import compile_program

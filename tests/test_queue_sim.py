@@ -5,7 +5,13 @@ import random
 import pytest
 
 from commscope.errors import InputError
-from commscope.matching import orders_from_sequences, prq_search, simulate, summarize, umq_search
+from commscope.models.queue_sim import (
+    orders_from_sequences,
+    prq_search,
+    simulate,
+    summarize,
+    umq_search,
+)
 
 
 def brute_force(events):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from commscope.bench.driver import mpi_info
+from commscope.collect.lifecycle import mpi_info
 from commscope.runs import open_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -434,7 +434,7 @@ def test_trace_clocks_of_four_nodes_are_aligned(
     one host's clock): each node writes its clocks file, each node's offset is measured
     on its own, and aligned, every message is received after it was sent."""
     from test_profile import compile_program, message_gaps
-    from commscope.matching.trace import read_trace
+    from commscope.collect.trace import read_trace
 
     exe = compile_program(
         default_mpi if mpi_name == "openmpi" else mpich_mpi, "clock_skew", tmp_path

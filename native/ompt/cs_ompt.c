@@ -12,7 +12,7 @@
  * implicit-task begin/end (every thread of the team), sync-region begin/end
  * (barriers: arrival and leave; kind says closing, worksharing or explicit) and
  * work begin/end where the runtime reports it.  Events carry the region
- * instance id (unique per process), so Python (commscope.profile.ompt) turns
+ * instance id (unique per process), so Python (commscope.collect.ompt) turns
  * them into per-thread arrivals.  Timestamps: CLOCK_MONOTONIC ns, the clock
  * of every other commscope raw file.
  *

@@ -357,7 +357,7 @@ CS_HOT long long cs_bytes(long long count, MPI_Datatype type)
 #define CS_PREFIX "commscope profile: "
 
 /* A failed write (errno err), reported as "cannot write PATH: REASON [errno N]; THEN", the
- * form the Python side turns into the run's failure (commscope.bench.driver). */
+ * form the Python side turns into the run's failure (commscope.collect.lifecycle). */
 void cs_write_failed(const char *path, int err, const char *then);
 /* write() all n bytes (retrying short writes and EINTR); 0, or -1 with errno set. */
 int cs_write_all(int fd, const void *p, size_t n);

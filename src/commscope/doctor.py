@@ -5,8 +5,8 @@ import shutil
 from pathlib import Path
 
 from . import launch, mpi as mpimod
-from .bench.driver import mpi_info
-from .profile import ompt
+from .collect.lifecycle import mpi_info
+from .collect import ompt
 from .topology import node_topology
 
 

@@ -270,7 +270,7 @@ TABLE_COLUMNS = {
         "index": "i",
         "value": "n",
     },
-    # --callsites (profile/callsites.py): file/line/caller missing with the reason when
+    # --callsites (collect/callsites.py): file/line/caller missing with the reason when
     # an address cannot be resolved; bytes and time_s NaN without their sets
     ("profile", "callsites"): {
         "rank": "i",

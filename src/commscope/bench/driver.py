@@ -7,21 +7,29 @@
 4. record where each rank ran (``raw/placement.csv``), convert the tables to
    Parquet and stamp the status and end time.
 
+Steps 2-4 are the run lifecycle every run shares (:mod:`commscope.collect.lifecycle`);
+what is a benchmark's own is here: its input files, resuming a sweep, how its job's
+end is judged.
+
 A job that fails or is interrupted still leaves a run directory whose status says
 so, with every sample written before the failure.
 """
 
-import csv
-import json
 import os
 import platform
-import re
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Optional
 
 from .. import launch, mpi as mpimod, srun_mpi
+from ..collect.lifecycle import (
+    MPI_FACTS,
+    finalize_collectors,
+    mpi_info,
+    native_write_error,
+    plan_job,
+    record_placement,
+    record_start,
+)
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..kinds import POINTS
@@ -34,62 +42,6 @@ from ..runs import (
     read_csv_table,
     utc_now,
 )
-from ..topology import node_topology, shared_hosts, shared_hosts_note
-
-
-def mpi_info(mpi):
-    """What the MPI says about itself (cs_mpiinfo output), cached per build tree.
-
-    The cache is stale once the program or the MPI's mpicc is newer (a rebuild, or
-    an MPI upgraded in place).
-    """
-    program = mpimod.binary(mpi, "mpiinfo")
-    cache = program.parent / "mpiinfo.json"
-    newest = max(Path(f).stat().st_mtime for f in (program, mpi.mpicc) if Path(f).exists())
-    if cache.exists() and cache.stat().st_mtime >= newest:
-        try:
-            return json.loads(cache.read_text())
-        except json.JSONDecodeError:
-            pass
-    # Two ranks: transports for peers (e.g. Open MPI's shared-memory BTL, whose
-    # eager limit matters) only load when there is a peer.
-    plan = launch.plan_launch(mpi, 2, program)
-    res = launch.run_job(plan, echo=False, progress=False, timeout=120)
-    if res.returncode != 0:
-        raise (
-            srun_mpi.singleton_problem(plan, res.stderr)
-            or EnvironmentProblem(
-                f"cs_mpiinfo failed under {mpi.name} (launcher "
-                f"{plan.argv[0]}):\n{res.stderr.strip()}"
-            )
-        )
-    try:
-        info = json.loads(res.stdout)
-    except json.JSONDecodeError as exc:
-        raise EnvironmentProblem(f"cs_mpiinfo printed malformed JSON: {exc}") from None
-    write_text_atomic(cache, json.dumps(info, indent=2))
-    return info
-
-
-def read_placement(path):
-    """raw/placement.csv -> list of dicts (empty when the job died before writing it)."""
-    if not Path(path).exists():
-        return []
-    with open(path) as fh:
-        rows = list(csv.DictReader(fh))
-    for row in rows:
-        for key in ("rank", "cpu", "socket", "core", "numa", "bound"):
-            if key in row:
-                row[key] = int(row[key])
-    return rows
-
-
-def record_placement(run):
-    """Put raw/placement.csv into meta.json, with the hosts that held several nodes."""
-    run.meta["placement"] = read_placement(run.raw_dir / "placement.csv")
-    run.meta["shared_hosts"] = shared_hosts(run.meta["placement"])
-    if run.meta["shared_hosts"]:
-        print(f"commscope: note: {shared_hosts_note(run.meta['shared_hosts'])}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -162,49 +114,22 @@ def run_benchmark(
     except OSError as exc:  # e.g. no space for the plan: the run says so before it goes
         run.finish("failed", failure=describe_os_error(exc))
         raise
-    program, argv = binary, [*args, "--out", run.raw_dir]
-    if collectors:
-        program, argv = launch.wrap_env(
-            program,
-            argv,
-            [p for c in collectors for p in c.preload],
-            {
-                "COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve()),
-                **{k: v for c in collectors for k, v in c.env.items()},
-            },
-        )
-    with run.removed_if_refused():  # a launch refused here leaves no run directory
-        plan = launch.plan_launch(
-            mpi,
-            nranks,
-            program,
-            argv,
-            hosts=hosts,
-            ranks_per_node=ranks_per_node,
-            threads=threads,
-            bind=bind,
-            launcher=launcher,
-        )
-    plan.notes += [n for c in collectors for n in c.notes]
+    plan = plan_job(
+        run,
+        mpi,
+        nranks,
+        binary,
+        [*args, "--out", run.raw_dir],
+        collectors,
+        hosts=hosts,
+        ranks_per_node=ranks_per_node,
+        threads=threads,
+        bind=bind,
+        launcher=launcher,
+    )
     if extra_env:
         plan.env.update(extra_env)
-    run.meta["mpi"] = {
-        **mpi.to_dict(),
-        **{
-            k: info.get(k)
-            for k in (
-                "library_version",
-                "mpi_version",
-                "thread_level_provided",
-                "partitioned",
-                "eager_cvars",
-            )
-        },
-    }
-    run.meta["launch"] = plan.to_dict()
-    run.meta["hosts"] = plan.hosts
-    run.meta["topology"] = node_topology()
-    run.save_meta()
+    record_start(run, mpi, info, plan, facts=(*MPI_FACTS, "eager_cvars"))
     return _execute(run, plan, kind, timeout, echo, progress, collectors)
 
 
@@ -368,8 +293,7 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
         )
         raise
     finally:
-        for c in collectors:
-            c.finalize(run)
+        finalize_collectors(run, collectors)
         record_placement(run)
         try:
             run.finish(
@@ -393,24 +317,6 @@ def _execute(run, plan, kind, timeout, echo, progress, collectors=()):
             f"{run.path}\n{tail}"
         )
     return run
-
-
-#: A failed write as commscope's native parts report it, at the start of a line and behind
-#: their own prefix: a profiled program's own messages never fail its run.
-_NATIVE_WRITE_ERROR = re.compile(
-    r"^(?:commscope native|commscope profile: rank \d+|commscope_ompt|commscope_threadtiming): "
-    r"cannot write (.+?): ([^\[\n]+?) \[errno (\d+)\]",
-    re.MULTILINE,
-)
-
-
-def native_write_error(stderr):
-    """The OSError a native part reported (``<prefix>: cannot write PATH: REASON [errno N]``)."""
-    found = _NATIVE_WRITE_ERROR.findall(stderr or "")
-    if not found:
-        return None
-    path, reason, err = found[0]
-    return OSError(int(err), reason, path)
 
 
 def _append(path, text):

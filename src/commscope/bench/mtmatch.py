@@ -2,9 +2,9 @@
 
 Rank 0's T_r threads pre-post M_t uniquely tagged receives, rank 1's T_s threads
 send them (MPI_THREAD_MULTIPLE), and rank 0 times the queue drain. Which thread
-posts and which thread sends which tag is planned here from the stencil
-decomposition (:mod:`commscope.models.stencil`), so the counts are the model's by
-construction:
+posts and which thread sends which tag is planned from the stencil decomposition
+(:mod:`commscope.models.stencil_plan`), so the counts are the model's
+(:mod:`commscope.models.stencil`) by construction:
 
 * stencils (5/9-point 2-D, 7/27-point 3-D): every boundary thread p of the process
   receives one message per stencil direction d with p + d outside the process; the
@@ -20,7 +20,7 @@ receiving thread in turn, so thread t holds tags t, t + T_r, ... while all have
 messages left. Each thread posts, and each sending thread sends, its tags in
 increasing order; the global orders are whatever the threads race to, recorded per
 message (post_seq, send_seq) in the ``order`` table. The search depth of an
-MPICH-style linked list (:mod:`commscope.matching.queue_sim`) is computed from those
+MPICH-style linked list (:mod:`commscope.models.queue_sim`) is computed from those
 orders and stored in the ``trials`` table next to the queue lengths Open MPI's ob1
 reports through MPI_T.
 
@@ -35,13 +35,12 @@ Tables:
 
 from __future__ import annotations
 
-import itertools
-import math
 
 from ..errors import InputError
 from ..launch import available_cores
-from ..matching.queue_sim import orders_from_sequences, prq_search, summarize
 from ..models import stencil
+from ..models.queue_sim import orders_from_sequences, prq_search, summarize
+from ..models.stencil_plan import balanced_decomposition, build_plan
 from .driver import RunFile, register_resume, run_benchmark
 from ..lazy import lazy
 
@@ -51,75 +50,6 @@ pd = lazy("pandas")
 
 BUDGETS_S = (1e-3, 100e-3)  # 002 Sec. 4.3: per-timestep budgets of 1 ms to 100 ms
 MAX_THREADS = 1024
-
-
-def _offsets(points, ndim):
-    kind = stencil.STENCILS[points][1]
-    for d in itertools.product((-1, 0, 1), repeat=ndim):
-        if any(d) and (kind == "moore" or sum(map(abs, d)) == 1):
-            yield d
-
-
-def build_plan(points, decomposition, k=None):
-    """Who posts and who sends which tag, for one stencil and decomposition.
-
-    Returns a DataFrame sorted by tag: tag, recv_thread, send_thread,
-    recv_position, send_position (thread sub-domain coordinates; a sender's are
-    outside the process, e.g. -1 or L_d). The counts equal
-    :func:`commscope.models.stencil.stencil_counts` (checked).
-    """
-    dims = stencil.check_decomposition(decomposition, "--decomp")
-    counts = stencil.stencil_counts(points, dims, k)  # validates points, k, dimensions
-    key = counts.stencil
-    per_thread = {}  # receiver position -> [sender position]
-    if key == stencil.NAIVE:
-        for pos in np.ndindex(*dims):
-            per_thread[pos] = [pos] * int(k)
-    else:
-        offs = list(_offsets(key, len(dims)))
-        for pos in np.ndindex(*dims):
-            out = []
-            for d in offs:
-                q = tuple(p + o for p, o in zip(pos, d))
-                if any(c < 0 or c >= n for c, n in zip(q, dims)):
-                    out.append(q)
-            if out:
-                per_thread[pos] = out
-    receivers = sorted(per_thread)
-    senders = sorted({q for qs in per_thread.values() for q in qs})
-    rid = {p: i for i, p in enumerate(receivers)}
-    sid = {q: i for i, q in enumerate(senders)}
-    rows, tag = [], 0
-    for j in range(max(len(v) for v in per_thread.values())):  # strided tags
-        for p in receivers:
-            if j < len(per_thread[p]):
-                q = per_thread[p][j]
-                rows.append((tag, rid[p], sid[q], "x".join(map(str, p)), "x".join(map(str, q))))
-                tag += 1
-    plan = pd.DataFrame(
-        rows, columns=["tag", "recv_thread", "send_thread", "recv_position", "send_position"]
-    )
-    got = (len(plan), plan["recv_thread"].nunique(), plan["send_thread"].nunique())
-    want = (counts.M_t, counts.T_r, counts.T_s)
-    if got != want:  # the enumeration and the closed forms must agree
-        raise AssertionError(f"plan for {key}-point {dims}: (M_t, T_r, T_s) = {got}, model {want}")
-    return plan
-
-
-def balanced_decomposition(threads, ndim):
-    """The most cube-like L_1 >= L_2 >= ... with product ``threads`` (8 -> 2x2x2, 32 -> 4x4x2)."""
-    threads = int(threads)
-    if threads < 1:
-        raise InputError("--sweep", None, f"thread counts must be >= 1, got {threads}")
-    best = None
-    for dims in itertools.product(range(1, threads + 1), repeat=ndim - 1):
-        rest, r = divmod(threads, math.prod(dims)) if math.prod(dims) else (0, 1)
-        if r or rest < 1:
-            continue
-        cand = tuple(sorted((*dims, rest), reverse=True))
-        if best is None or (cand[0] - cand[-1], cand) < (best[0] - best[-1], best):
-            best = cand
-    return best
 
 
 def sweep_configs(points, thread_counts, shape="cube", k=None):
@@ -400,7 +330,7 @@ def _postprocess(run):
     run.meta["oversubscription"] = over
     run.meta["search_depth"] = (
         "MPICH-style linked list simulated from post_seq/send_seq "
-        "(commscope.matching.queue_sim): entries passed over before "
+        "(commscope.models.queue_sim): entries passed over before "
         "the match, 0 at the head"
     )
     run.save_meta()

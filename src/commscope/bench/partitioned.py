@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..profile.ompt import bench_collector
+from ..collect.ompt import bench_collector
 from ..kinds import PARTITIONED_METHODS as METHODS, partitioned_sizes as planned_sizes
 from .driver import register_resume, run_benchmark
 

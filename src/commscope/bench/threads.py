@@ -18,7 +18,7 @@ accuracy of the compute model (measured - intended).
 
 from ..errors import InputError
 from ..launch import available_cores
-from ..profile.ompt import bench_collector
+from ..collect.ompt import bench_collector
 from ..stats import arrivals
 from .driver import run_benchmark
 from ..lazy import lazy
@@ -76,7 +76,7 @@ def run_threads(
     compute); ``"sleep"`` sleeps to it (frees the core: arrivals stay close to the
     intended times when threads outnumber cores).  ``warmup`` untimed iterations run
     before each trial.  ``ompt=True`` also times every thread through the OMPT
-    tool (table ``threads``, see :mod:`commscope.profile.ompt`), for comparison with
+    tool (table ``threads``, see :mod:`commscope.collect.ompt`), for comparison with
     the Listing-1 timings (:func:`compare_ompt_with_listing1`).  ``launch_kw`` go to :func:`run_benchmark` (mpi_spec,
     runs_root, hosts, ranks_per_node, timeout, echo, ...).
     """

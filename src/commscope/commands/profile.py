@@ -176,7 +176,7 @@ def _thread_collectors(args, program):
         return [], None
     from .. import mpi as mpimod
     from ..errors import InputError
-    from ..profile.ompt import OmptCollector
+    from ..collect.ompt import OmptCollector
     from ..profile.run import resolve_program
 
     path = resolve_program(program)  # a missing program fails here, before anything runs
@@ -212,7 +212,7 @@ def _run(args):
             "name the program to profile after --, e.g. commscope profile -n 2 -- ./app",
         )
     from ..profile.run import run_profile
-    from ..profile.counters import counter_ranks
+    from ..collect.node_files import counter_ranks
     from ..profile.top import open_counter_files, read_rows
     from ..profile.summary import (
         PER_RANK_ROWS,
@@ -248,7 +248,7 @@ def _run(args):
         **launch_kwargs(args),
     )
     if args.ompt:
-        from ..profile.ompt import failure_reason
+        from ..collect.ompt import failure_reason
 
         reason = ompt_problem or failure_reason(run.raw_dir, collectors[0])
         if reason:

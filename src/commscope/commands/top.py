@@ -107,7 +107,7 @@ def _callsites(run, args):
     """The run's top call sites, from callsites.parquet (commscope profile --callsites)."""
     from ..errors import InputError
     from ..output import dump_json, format_table
-    from ..profile.callsites import reason_notes, site_label
+    from ..collect.callsites import reason_notes, site_label
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.views import callsite_time_stats
 

@@ -421,11 +421,9 @@ def _region_of_culprit(ctx, f, ws, keys):
         else f"the work between {before} and {after}"
     )
     if is_mark.any():  # the program marked phases (MPI_Pcontrol): name the culprit's
-        bounds = (
-            ["MPI_Init"]
-            + [site[i] for i in np.flatnonzero(is_mark & (stream == stream[0]))]
-            + ["MPI_Finalize"]
-        )
+        marker = stream[np.flatnonzero(is_mark)[0]]  # the first thread that marked
+        bounds = ["MPI_Init"] + [site[i] for i in np.flatnonzero(is_mark & (stream == marker))]
+        bounds.append("MPI_Finalize")
         if k + 1 < len(bounds):
             where += f", in phase {k} ({bounds[k]} .. {bounds[k + 1]})"
     return where

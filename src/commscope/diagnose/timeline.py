@@ -166,7 +166,7 @@ def eager_limit(sends, posts, machine_model=None, locality="intra-socket"):
 
 
 def build(trace, ranks, machine_model=None):
-    """The :class:`Timeline` of a :class:`~commscope.matching.trace.Trace`; ``ranks`` is
+    """The :class:`Timeline` of a :class:`~commscope.collect.trace.Trace`; ``ranks`` is
     the run's ranks table (wall_s per rank)."""
     from ..profile.export import call_names, match_messages
 

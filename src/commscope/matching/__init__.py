@@ -1,24 +1,8 @@
-"""Message-matching engines and their search costs (002 Sec. 2.1, 004 Sec. 4.1).
+"""Message-matching engines, their search costs and trace replay (002 Sec. 2.1, 004 Sec. 4.1).
 
-:mod:`commscope.matching.queue_sim` replays post and arrival orders through an
-MPICH-style pair of linked lists (posted receives, unexpected messages) and returns
-the search depth of every match.
+:mod:`engines` runs the native matching simulator; :mod:`replay` and :mod:`analysis`
+replay a profile's trace through it; :mod:`whatif` predicts a stencil's matching cost;
+:mod:`pvars` holds MPI_T queue lengths against the simulator.  The pure-Python queue
+model is :mod:`commscope.models.queue_sim`, the trace reader
+:mod:`commscope.collect.trace`.
 """
-
-from .queue_sim import (
-    SearchSummary,
-    orders_from_sequences,
-    prq_search,
-    simulate,
-    summarize,
-    umq_search,
-)
-
-__all__ = [
-    "SearchSummary",
-    "orders_from_sequences",
-    "prq_search",
-    "simulate",
-    "summarize",
-    "umq_search",
-]

@@ -10,7 +10,7 @@ from ..runs import open_run
 from . import engines as eng
 from .pvars import compare
 from .replay import permutation_trials, replay
-from .trace import read_trace
+from ..collect.trace import read_trace
 from ..lazy import lazy
 
 pd = lazy("pandas")

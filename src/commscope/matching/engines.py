@@ -7,7 +7,7 @@ through ctypes. See that file for what each engine does.
 
 :func:`simulate` takes one process's events in time order and returns one row per
 event: what it searched, how many entries it compared, which event it matched, and
-both queue lengths after it. ``depth`` follows :mod:`commscope.matching.queue_sim`:
+both queue lengths after it. ``depth`` follows :mod:`commscope.models.queue_sim`:
 entries passed over before the match (0 at the head), the whole search on a miss.
 """
 

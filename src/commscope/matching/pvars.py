@@ -17,7 +17,7 @@ was sent), which the replay cannot place exactly.
 from __future__ import annotations
 
 
-from ..profile.counters import load_node_meta, node_keys, read_snapshots
+from ..collect.node_files import load_node_meta, node_keys, read_snapshots
 from .replay import per_peer_lengths
 from ..lazy import lazy
 

@@ -1,6 +1,6 @@
 """Replay of a traced program through the matching engines (issue 12; 002 Sec. 4, 004 Sec. 4.1).
 
-From a :class:`~commscope.matching.trace.Trace` this module rebuilds, per receiving
+From a :class:`~commscope.collect.trace.Trace` this module rebuilds, per receiving
 process, the order in which receives were posted and messages arrived, and runs it
 through :mod:`commscope.matching.engines`:
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..models.p2p import node_aware_time
 from . import engines as eng
-from .trace import RECV_SIDE
+from ..collect.trace import RECV_SIDE
 from ..lazy import lazy
 
 np = lazy("numpy")

@@ -6,7 +6,7 @@ process's sub-domain is split into the most cube-like L_1 x ... decomposition of
 threads; every boundary thread exchanges its own part of the halo, so a timestep has
 M_t messages received by T_r threads and sent by T_s threads of the neighbours
 (:func:`commscope.models.stencil.stencil_counts`; who sends which tag to whom is
-:func:`commscope.bench.mtmatch.build_plan`). The timestep's bytes are split evenly
+:func:`commscope.models.stencil_plan.build_plan`). The timestep's bytes are split evenly
 over the M_t messages. Each stencil direction is mapped to one traced neighbour
 rank, in turn, so the ob1 engine sees the per-source lists it would have.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-from ..bench.mtmatch import balanced_decomposition, build_plan
+from ..models.stencil_plan import balanced_decomposition, build_plan
 from ..errors import InputError
 from ..models import stencil
 from ..models.p2p import node_aware_time, require_term

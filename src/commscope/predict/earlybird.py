@@ -106,7 +106,7 @@ def bytes_after_regions(run):
     for the region instance that ended last before it, when no other region had begun
     (sends inside regions or before the first one count for none).  None without a
     trace."""
-    from ..matching.trace import read_trace, trace_files
+    from ..collect.trace import read_trace, trace_files
 
     if not trace_files(run.raw_dir):
         return None

@@ -16,7 +16,7 @@ is None: ``trace`` without ``--trace``, ``threads`` without ``--ompt``, ``files`
 without MPI-IO, ``callsites`` without ``--callsites`` (one row per rank, MPI function
 and call site: file, line, caller, calls, bytes, time_s; docs/profile.md).  The
 columns are those of docs/profile.md; ``trace``'s are those of
-:func:`commscope.matching.trace.read_trace`.
+:func:`commscope.collect.trace.read_trace`.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Profile:
     # ---- the event trace ---------------------------------------------------------------
     @property
     def has_trace(self):
-        from ..matching.trace import trace_files
+        from ..collect.trace import trace_files
 
         return bool(trace_files(self.run.raw_dir))
 

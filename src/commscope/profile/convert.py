@@ -29,7 +29,7 @@ import os
 import warnings
 
 from ..errors import InputError
-from .counters import NodeFile, node_keys, read_snapshots
+from ..collect.node_files import NodeFile, node_keys, read_snapshots
 from .endings import HOW, fill_from_launcher, summarize
 from ..lazy import lazy
 

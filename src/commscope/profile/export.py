@@ -22,7 +22,7 @@
 
 Times: the trace's ticks become CLOCK_MONOTONIC nanoseconds of the rank's node, moved
 onto rank 0's clock by the offsets measured in the job
-(:class:`~commscope.matching.trace.Trace`), and the snapshots are placed on the same
+(:class:`~commscope.collect.trace.Trace`), and the snapshots are placed on the same
 clock from their raw records, so calls and counters line up.  The OMPT table's times
 are seconds after its ``rank_t0_ns`` on the node's clock (CLOCK_MONOTONIC), moved the
 same way.
@@ -142,8 +142,8 @@ def require_profile(run):
 
 
 def load_trace(run):
-    """The run's :class:`~commscope.matching.trace.Trace`, or None without ``--trace``."""
-    from ..matching.trace import read_trace, trace_files
+    """The run's :class:`~commscope.collect.trace.Trace`, or None without ``--trace``."""
+    from ..collect.trace import read_trace, trace_files
 
     if not trace_files(run.raw_dir):
         return None
@@ -315,7 +315,7 @@ def match_messages(trace):
 def snapshot_times(run, snapshots):
     """Each snapshot row's time on its node's monotonic clock, in ns (from the raw
     snapshot records), or None when the raw files are gone (then ``time_s`` is used)."""
-    from ..profile.counters import load_node_meta, node_keys, read_snapshots
+    from ..collect.node_files import load_node_meta, node_keys, read_snapshots
 
     frames = []
     try:
@@ -332,7 +332,7 @@ def snapshot_times(run, snapshots):
     return None if got.isna().any() else got.to_numpy(np.int64)
 
 
-#: OMPT table columns the export needs (commscope.profile.ompt's module docstring).
+#: OMPT table columns the export needs (commscope.collect.ompt's module docstring).
 OMPT_COLUMNS = (
     "rank",
     "thread",
@@ -491,9 +491,9 @@ class Contents:
 
         One communicator has a different id on each rank; its key (members, and how many
         communicators with those members the rank created before) is the trace reader's
-        (:func:`~commscope.matching.trace.read_comms`)."""
-        from ..matching.trace import read_comms
-        from ..profile.counters import expand_ranks
+        (:func:`~commscope.collect.trace.read_comms`)."""
+        from ..collect.trace import read_comms
+        from ..collect.node_files import expand_ranks
 
         self.comm_key_of = {}
         out = {}

@@ -9,22 +9,32 @@ so the preload reaches the ranks only, never the launcher.  Collectors (the
 counter library here; OMPT thread timing plugs in the same way) each add
 preload libraries, environment variables and a ``finalize(run)`` that turns
 their raw files into tables, called even when the program failed.
+
+The steps a benchmark run shares (record what runs, plan the launch with the
+collectors, finalise them, record placement) are :mod:`commscope.collect.lifecycle`'s;
+what is a profile's own is here: its collectors and how its program's end is judged.
 """
 
 import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import launch, mpi as mpimod
-from ..bench.driver import mpi_info, native_write_error, record_placement
+from ..collect.lifecycle import (
+    Collector,
+    finalize_collectors,
+    mpi_info,
+    native_write_error,
+    plan_job,
+    record_placement,
+    record_start,
+)
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..runs import Run, describe_os_error, utc_now
-from ..topology import node_topology
-from .counters import counter_ranks
+from ..collect.node_files import counter_ranks
 from .summary import TIMERS_HINT
 
 #: Counter sets of native/profiler (calls per function are always counted).
@@ -70,22 +80,6 @@ def parse_interval(text, option="--snapshot-every"):
     if 0 < value < 0.01:
         raise InputError(option, None, f"{text} is below the 10 ms minimum (or 0 for no snapshots)")
     return value
-
-
-@dataclass
-class Collector:
-    """What one kind of instrumentation adds to the profiled program's launch."""
-
-    name: str
-    preload: list = field(default_factory=list)
-    env: dict = field(default_factory=dict)
-    notes: list = field(default_factory=list)
-
-    #: what made the profile partial (set by finalize: an unreadable node, missing ranks)
-    partial: list = field(default_factory=list)
-
-    def finalize(self, run):  # noqa: D401 - overridden
-        """Turn this collector's raw files in ``run`` into tables."""
 
 
 class CounterCollector(Collector):
@@ -186,7 +180,7 @@ def check_same_mpi(program, library, mpi):
 
 class CallsiteCollector(Collector):
     """--callsites: the counter library records return addresses (COMMSCOPE_CALLSITES);
-    after the run they are resolved to file:line (profile/callsites.py)."""
+    after the run they are resolved to file:line (collect/callsites.py)."""
 
     def __init__(self, depth):
         super().__init__(
@@ -199,7 +193,7 @@ class CallsiteCollector(Collector):
         )
 
     def finalize(self, run):
-        from .callsites import callsites_table
+        from ..collect.callsites import callsites_table
 
         ranks = run.table("ranks") if (run.path / "ranks.parquet").exists() else None
         sets = tuple(run.meta["parameters"].get("counters") or ())
@@ -303,41 +297,25 @@ def run_profile(
     run = Run.create(runs_root or default_runs_root(), "profile", params, name=run_name)
     with run.removed_if_refused():  # a launch refused here leaves no run directory
         os.chmod(run.raw_dir, 0o700)  # counter files can reveal what the program does
-        env = {"COMMSCOPE_PROFILE_DIR": str(run.raw_dir.resolve())}
-        preload = [lib for c in collectors for lib in c.preload]
-        for c in collectors:
-            env.update(c.env)
-        if os.environ.get("LD_PRELOAD"):
-            preload.append(os.environ["LD_PRELOAD"])
-        wrapped = [
-            f"LD_PRELOAD={':'.join(preload)}",
-            *(f"{k}={v}" for k, v in env.items()),
-            str(path),
-            *map(str, args),
-        ]
-        plan = launch.plan_launch(
+        plan = plan_job(
+            run,
             mpi,
             nranks,
-            shutil.which("env") or "/usr/bin/env",
-            wrapped,
+            path,
+            args,
+            collectors,
             hosts=hosts,
             ranks_per_node=ranks_per_node,
             threads=threads,
             launcher=launcher,
         )
-        plan.notes += [n for c in collectors for n in c.notes]
-        run.meta["mpi"] = {
-            **mpi.to_dict(),
-            **{
-                k: info.get(k)
-                for k in ("library_version", "mpi_version", "thread_level_provided", "partitioned")
-            },
-        }
-        run.meta["launch"] = plan.to_dict()
-        run.meta["hosts"] = plan.hosts
-        run.meta["topology"] = node_topology()
-        run.meta["profile"] = {"collectors": [c.name for c in collectors], "ranks": {"count": 0}}
-        run.save_meta()
+        record_start(
+            run,
+            mpi,
+            info,
+            plan,
+            profile={"collectors": [c.name for c in collectors], "ranks": {"count": 0}},
+        )
     res, extra = None, {}
     try:
         res = launch.run_job(
@@ -355,12 +333,7 @@ def run_profile(
             # report in stderr.txt also names ranks a signal ended: convert reads it)
             write_text_atomic(run.path / "stdout.txt", res.kept("stdout") if res else "")
             write_text_atomic(run.path / "stderr.txt", res.kept("stderr") if res else "")
-            for c in collectors:
-                try:
-                    c.finalize(run)
-                    problems += getattr(c, "partial", [])
-                except InputError as exc:  # a raw file the program left unreadable
-                    problems.append(str(exc))
+            finalize_collectors(run, collectors, keep_going=True, problems=problems)
         except OSError as exc:
             write_error = write_error or exc
         record_placement(run)
@@ -412,8 +385,8 @@ def convert_run(path):
     were deleted.  The run's status stays as it was (a "running" one whose commscope is
     gone becomes "interrupted"); returns the :class:`Run`."""
     from ..runs import open_run
-    from .counters import node_keys
-    from .ompt import OmptCollector, tool_status
+    from ..collect.node_files import node_keys
+    from ..collect.ompt import OmptCollector, tool_status
 
     run = open_run(path, warn=False)
     if run.kind != "profile":
@@ -437,10 +410,7 @@ def convert_run(path):
     if tool_status(run.raw_dir)["event_files"]:
         collectors.append(OmptCollector("", ""))
     run.meta.setdefault("profile", {}).setdefault("ranks", {"count": 0})
-    problems = []
-    for c in collectors:
-        c.finalize(run)
-        problems += getattr(c, "partial", [])
+    problems = finalize_collectors(run, collectors)
     run.meta["profile"]["problems"] = problems
     run.meta["profile"]["tables"] = sorted(p.stem for p in run.path.glob("*.parquet"))
     run.meta["profile"]["converted"] = utc_now()

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from ..lazy import lazy
-from .counters import DIR_ENTRY, HEADER_FIELDS, NODE_HEADER, RECORD_MAGIC
+from ..collect.node_files import DIR_ENTRY, HEADER_FIELDS, NODE_HEADER, RECORD_MAGIC
 
 np = lazy("numpy")
 

@@ -17,7 +17,7 @@ from ..lazy import lazy
 
 from ..errors import InputError
 from ..output import format_table
-from .counters import NodeFile, node_keys, read_snapshots
+from ..collect.node_files import NodeFile, node_keys, read_snapshots
 from .summary import not_measured_note, printable, rank_row, row as summary_row, timed
 
 np = lazy("numpy")

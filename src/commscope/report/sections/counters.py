@@ -460,7 +460,7 @@ def _callsites(run):
     run has none."""
     if "callsites" not in run.tables():
         return ""
-    from ...profile.callsites import site_label, top_callsites
+    from ...collect.callsites import site_label, top_callsites
 
     sites = run.table("callsites")
     timed = run_timed(run)

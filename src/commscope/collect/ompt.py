@@ -290,7 +290,7 @@ def probe(mpi, binary=None, regions=3, threads=2):
 
 
 def bench_collector(mpi, binary):
-    """The collector a benchmark run gets with ``--ompt`` (see bench.driver)."""
+    """The collector a benchmark run gets with ``--ompt`` (see collect.lifecycle)."""
     return OmptCollector.for_program(binary, mpi)
 
 

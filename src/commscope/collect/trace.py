@@ -10,10 +10,10 @@ read, their ``function`` column empty. Timestamps are ticks; the rank's block of
 node file holds two (ticks, CLOCK_MONOTONIC ns) pairs, from which every tick becomes
 nanoseconds on the clock the snapshots use, so ranks and snapshots line up on one
 node; the clock offsets measured in the job (raw/clocks.<node>.jsonl,
-:mod:`commscope.profile.clocks`) then put every node on rank 0's clock.
+:mod:`commscope.collect.clocks`) then put every node on rank 0's clock.
 
 Call sites are resolved to file, line and caller as ``commscope profile --callsites``
-resolves them (:mod:`commscope.profile.callsites`), from the loaded objects each rank
+resolves them (:mod:`commscope.collect.callsites`), from the loaded objects each rank
 listed at MPI_Finalize in raw/callsites.<node>.jsonl, once per distinct address.
 
 Every problem that would make a replay wrong is one :class:`InputError` naming the
@@ -34,7 +34,7 @@ from pathlib import Path
 
 
 from ..errors import InputError
-from ..profile.counters import NodeFile, node_keys, read_communicators
+from .node_files import NodeFile, node_keys, read_communicators
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -117,7 +117,7 @@ class Trace:
     Times: :meth:`ns_of` turns a rank's ticks into nanoseconds of its node's
     CLOCK_MONOTONIC and, by default, adds the rank's clock offset to rank 0's
     (``alignment``), so that the ranks of all nodes share rank 0's clock.
-    ``clock_offsets`` shows the offsets (:func:`commscope.profile.clocks.alignment`);
+    ``clock_offsets`` shows the offsets (:func:`commscope.collect.clocks.alignment`);
     None for a run without them (before clock alignment, or not traced with it).
     """
 
@@ -132,7 +132,7 @@ class Trace:
     def offset_ns(self, rank, ns):
         """The offset (ns) that puts readings ``ns`` of ``rank``'s node clock on rank 0's
         clock (0 for a rank without measurements)."""
-        from ..profile.clocks import offset_at
+        from .clocks import offset_at
 
         points = self.alignment.get(rank)
         ns = np.asarray(ns, dtype=np.float64)
@@ -375,7 +375,7 @@ def _call_sites(events, raw_dir):
     unknown), resolved per rank and distinct address as the ``callsites`` table is,
     from the loaded objects each rank listed (raw/callsites.<node>.jsonl), then taken
     onto the records by index (a million records: a fraction of a second)."""
-    from ..profile.callsites import Resolver, objects_by_rank
+    from .callsites import Resolver, objects_by_rank
 
     site = events["site"].to_numpy()
     objects = objects_by_rank(raw_dir) if site.any() else {}
@@ -410,7 +410,7 @@ def _call_sites(events, raw_dir):
 def _resolve_site(a, rank, objects, resolver):
     """(callsite, file, line, caller, reason) of return address ``a`` of ``rank``, whose
     loaded objects are ``objects`` (None: it listed none)."""
-    from ..profile.callsites import UNKNOWN, resolve_addresses, site_label
+    from .callsites import UNKNOWN, resolve_addresses, site_label
 
     if a == 0:
         return (
@@ -516,7 +516,7 @@ def read_trace(raw_dir, check=True, callsites=True):
             _check_requests(d, raw_dir, rank)
         frames.append(d)
     events = pd.concat(frames, ignore_index=True)
-    from ..profile.clocks import alignment, read_clocks
+    from .clocks import alignment, read_clocks
 
     measures = read_clocks(raw_dir)
     points, offsets = alignment(measures) if measures is not None else ({}, None)
