@@ -311,22 +311,9 @@ static inline uint64_t *cs_peer(uint64_t *s, int world)
     return cs_peer_new(s, world);
 }
 
-/* Peer entries by (communicator, rank in it): the slow path (cs_prof_tables.c) maps
- * the rank to its world rank, finds or inserts the entry and caches it in this
- * thread's peer cache, which cs_refresh empties (a communicator was freed) and so does
- * the thread's own table moving (cs_peer_new). */
-uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank);
+/* The thread's peer cache (cs_peer_of, cs_prof_tables.h) emptied: a communicator was
+ * freed, or the thread's own table moved (cs_peer_new). */
 void cs_peer_cache_clear(void);
-
-#define CS_PEER_SLOT(comm, rank) (((unsigned)(rank) ^ (unsigned)((uintptr_t)(comm) >> 4)) & (CS_PEER_CACHE - 1))
-
-CS_HOT uint64_t *cs_peer_of(uint64_t *s, MPI_Comm comm, int rank)
-{
-    unsigned i = CS_PEER_SLOT(comm, rank);
-    if (__builtin_expect(cs_tl.peer_cache[i].comm == comm && cs_tl.peer_cache[i].rank == rank, 1))
-        return cs_tl.peer_cache[i].entry;
-    return cs_peer_slow(s, comm, rank);
-}
 
 CS_HOT uint64_t cs_ticks(void)
 {

@@ -249,7 +249,7 @@ void cs_comm_forget(MPI_Comm comm)
 }
 
 /* The peer entry of `rank` in `comm` (0 when it is no world rank), kept in this
- * thread's peer cache (cs_peer_of in cs_prof_state.h). */
+ * thread's peer cache (cs_peer_of in cs_prof_tables.h). */
 uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank)
 {
     int w = -1;

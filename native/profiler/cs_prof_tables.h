@@ -89,6 +89,22 @@ int cs_req_mark_cancelled(MPI_Request req);
 /* The request with this id completed: forget it, or (keep) mark a persistent one inactive. */
 void cs_req_done(MPI_Request req, uint64_t id, int keep);
 
+/* Peer entries by (communicator, rank in it): the slow path (cs_prof_tables.c) maps
+ * the rank to its world rank, finds or inserts the entry and caches it in this
+ * thread's peer cache, which cs_refresh empties (a communicator was freed) and so does
+ * the thread's own table moving (cs_peer_new). */
+uint64_t *cs_peer_slow(uint64_t *s, MPI_Comm comm, int rank);
+
+#define CS_PEER_SLOT(comm, rank) (((unsigned)(rank) ^ (unsigned)((uintptr_t)(comm) >> 4)) & (CS_PEER_CACHE - 1))
+
+CS_HOT uint64_t *cs_peer_of(uint64_t *s, MPI_Comm comm, int rank)
+{
+    unsigned i = CS_PEER_SLOT(comm, rank);
+    if (__builtin_expect(cs_tl.peer_cache[i].comm == comm && cs_tl.peer_cache[i].rank == rank, 1))
+        return cs_tl.peer_cache[i].entry;
+    return cs_peer_slow(s, comm, rank);
+}
+
 #pragma GCC visibility pop
 
 #endif
