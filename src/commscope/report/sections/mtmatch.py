@@ -94,8 +94,9 @@ def _render_run(run):
     if top > BUDGETS_S[1]:
         ax_t.axhline(BUDGETS_S[1], color="0.5", ls=":", lw=1)
     ax_t.set_ylim(top=top)
-    ax_d.set_title("search depth (open markers: oversubscribed)")
-    ax_t.set_title("time to drain the queue")
+    # padded: a log axis can put a tick label ("8") at its very top edge
+    ax_d.set_title("search depth (open markers: oversubscribed)", pad=12)
+    ax_t.set_title("time to drain the queue", pad=12)
     legend_below(fig)
     img = figure_html(fig, f"search depth and drain time against threads, {run.path.name}")
     note = (
