@@ -8,13 +8,11 @@
  * pair's locality taken from where the ranks actually run.
  */
 #include "cs_common.h"
+#include "cs_pingpong_options.h" /* generated from src/commscope/benchspec/pingpong.py */
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-#define LARGE_MESSAGE (8 * 1024) /* OSU: fewer iterations above this size */
 
 /* Page-aligned buffer, as OSU allocates; with hugepages, ask for transparent huge
  * pages (numpy does so for arrays of 4 MiB and more, which is why mpi4py's bench
@@ -34,49 +32,25 @@ static char *alloc_buffer(size_t n, int hugepages)
     return p;
 }
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_pingpong [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-I LARGE_ITERS]\n"
-            "                   [-X LARGE_WARMUP] [--hugepages] [--out DIR]\n"
-            "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
-}
-
 int main(int argc, char **argv)
 {
-    long long min_size = 1, max_size = 4 << 20;
-    int iters = 1000, warmup = 100, large_iters = 100, large_warmup = 10;
-    const char *out = NULL;
-    int rank, size, provided, hugepages = 0;
-    static struct option longopts[] = {{"out", required_argument, 0, 'o'},
-                                       {"hugepages", no_argument, 0, 'H'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    int rank, size, provided;
+    cs_pingpong_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-    for (int c; (c = getopt_long(argc, argv, "m:i:x:I:X:o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'm':
-            if (cs_parse_range(optarg, &min_size, &max_size) != 0)
-                cs_die("-m: expected MIN:MAX sizes, got '%s'", optarg);
-            break;
-        case 'i': iters = atoi(optarg); break;
-        case 'x': warmup = atoi(optarg); break;
-        case 'I': large_iters = atoi(optarg); break;
-        case 'X': large_warmup = atoi(optarg); break;
-        case 'o': out = optarg; break;
-        case 'H': hugepages = 1; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-    }
+    int status = cs_pingpong_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    long long min_size = o.min_size, max_size = o.max_size;
+    int iters = (int)o.iters, warmup = (int)o.warmup;
+    int large_iters = (int)o.large_iters, large_warmup = (int)o.large_warmup;
+    const char *out = o.out;
+    int hugepages = o.hugepages;
     if (size < 2 || size % 2)
         cs_die("needs an even number of ranks, got %d", size);
-    if (iters < 1 || large_iters < 1 || warmup < 0 || large_warmup < 0)
-        cs_die("iteration counts must be positive");
 
     int pairs = size / 2, half = pairs;
     int peer = rank < half ? rank + half : rank - half;
@@ -111,8 +85,8 @@ int main(int argc, char **argv)
 
     long done = 0;
     for (long long s = min_size; s <= max_size; s = s ? s * 2 : 1) {
-        int n = s > LARGE_MESSAGE ? large_iters : iters;
-        int w = s > LARGE_MESSAGE ? large_warmup : warmup;
+        int n = s > CS_PINGPONG_LARGE_MESSAGE ? large_iters : iters;
+        int w = s > CS_PINGPONG_LARGE_MESSAGE ? large_warmup : warmup;
         MPI_Barrier(MPI_COMM_WORLD);
         for (int r = -w; r < n; r++) {
             double t0 = MPI_Wtime();

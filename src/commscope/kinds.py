@@ -10,8 +10,7 @@ Columns map a name to a dtype kind: "i" integer, "p" positive integer, "f" float
 "*" a label of any type, never missing.
 """
 
-from dataclasses import dataclass
-from typing import Callable
+from .benchspec import BENCHMARKS, Check, Points
 
 TABLE_COLUMNS = {
     ("bsp", "intervals"): {
@@ -135,14 +134,6 @@ TABLE_COLUMNS = {
         "actual_s": "f",
     },
     ("partitioned", "methods"): {"method": "O", "status": "O", "note": "O"},
-    ("pingpong", "samples"): {
-        "size_bytes": "i",
-        "pair": "i",
-        "rep": "i",
-        "time_s": "f",
-        "locality": "O",
-        "pairs": "i",
-    },
     ("threads", "compute"): {
         "trial": "i",
         "rank": "i",
@@ -324,7 +315,6 @@ TABLE_KEYS = {
     ("partitioned", "samples"): ("method", "size_bytes", "run"),
     ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
     ("partitioned", "methods"): ("method",),
-    ("pingpong", "samples"): ("size_bytes", "pair", "rep"),
     ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
     ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
     ("threads", "threads"): _OMPT_THREADS_KEY,  # bench threads --ompt
@@ -341,16 +331,6 @@ TABLE_KEYS = {
     ("profile", "callsites"): ("rank", "function", "object", "offset", "depth", "stack"),
     ("profile", "communicators"): ("rank", "comm_id"),
 }
-
-
-@dataclass(frozen=True)
-class Check:
-    """A rule between columns that readers rely on: ``bad(df)`` marks the rows that break
-    it (columns it names may be absent: a stopped run has no derived ones yet)."""
-
-    column: str  # the column an error names
-    rule: str  # what must hold, in words
-    bad: Callable
 
 
 def _col(df, name):
@@ -395,7 +375,6 @@ TABLE_CHECKS = {
             lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
         ),
     ),
-    ("pingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
     ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
     ("partitioned", "samples"): (
         Check(
@@ -474,33 +453,6 @@ LATER_COLUMNS = {
 }
 
 
-@dataclass
-class Points:
-    """The measurement points a benchmark plans, so a stopped run knows what is complete.
-
-    ``planned(parameters)`` lists ``(key, rows)``: the values of the ``key`` columns
-    of one point, in measuring order, and how many rows of ``table`` it has when done.
-    """
-
-    table: str
-    key: tuple
-    unit: str  # plural noun: "sizes", "message counts"
-    planned: Callable
-
-
-LARGE_MESSAGE = 8192  # bytes; above it cs_pingpong uses the large-message counts
-
-
-def pingpong_sizes(params):
-    """``((size,), rows)`` in measuring order: 0 (if asked), then powers of two."""
-    out, s = [], params["min_size"]
-    while s <= params["max_size"]:
-        large = s > LARGE_MESSAGE
-        out.append(((s,), params["pairs"] * params["large_iters" if large else "iters"]))
-        s = s * 2 if s else 1
-    return out
-
-
 def hvpingpong_repetitions(params, n):
     """Timed repetitions of a cell of ``n`` messages: max(iters, ceil(min_messages / n)),
     as cs_hvpingpong counts them (``min_messages`` is absent in runs made before it)."""
@@ -523,7 +475,6 @@ def partitioned_sizes(params):
 
 
 POINTS = {
-    "pingpong": Points("samples", ("size_bytes",), "sizes", pingpong_sizes),
     "hvpingpong": Points("samples", ("n_messages",), "message counts", hvpingpong_counts),
     "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
     "mtmatch": Points(
@@ -555,6 +506,20 @@ POINTS = {
         ],
     ),
 }
+
+
+# The native benchmarks declare their tables and points in their descriptors
+# (commscope.benchspec); they are merged here so that readers look in one place.
+for _b in BENCHMARKS.values():
+    for _table, _t in _b.tables.items():
+        TABLE_COLUMNS[(_b.name, _table)] = _t.columns
+        TABLE_KEYS[(_b.name, _table)] = _t.key
+        if _t.checks:
+            TABLE_CHECKS[(_b.name, _table)] = _t.checks
+        if _t.values:
+            TABLE_VALUES[(_b.name, _table)] = _t.values
+    if _b.points is not None:
+        POINTS[_b.name] = _b.points
 
 
 #: Tables a profile run whose ranks left counters always has (written before commscope

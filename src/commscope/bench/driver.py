@@ -32,6 +32,7 @@ from ..collect.lifecycle import (
 )
 from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
+from ..benchspec import BENCHMARKS
 from ..kinds import POINTS
 from ..runs import (
     Run,
@@ -133,6 +134,25 @@ def run_benchmark(
     return _execute(run, plan, kind, timeout, echo, progress, collectors)
 
 
+def run_described(name, **kw):
+    """Run the benchmark ``name`` as its descriptor (commscope.benchspec) says: ``kw`` are
+    its parameters (the rest default) and :func:`run_benchmark`'s launch options."""
+    bench = BENCHMARKS[name]
+    params = bench.defaults()
+    for key in list(kw):
+        if key in params:
+            params[key] = kw.pop(key)
+    bench.check(params)
+    return run_benchmark(
+        name,
+        bench.program,
+        bench.native_args(params),
+        nranks=bench.ranks(params),
+        parameters=params,
+        **kw,
+    )
+
+
 def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     """Continue an interrupted or failed run from its first incomplete point.
 
@@ -142,14 +162,14 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     """
     _check_launch_options(timeout, None)
     run = open_run(path, warn=False)
-    points, resume = POINTS.get(run.kind), RESUMABLE.get(run.kind)
+    points, resume = POINTS.get(run.kind), resume_rule(run.kind)
     if points is None or resume is None:
         raise InputError(
             run.path / "meta.json",
             "kind",
             f"{run.kind} runs cannot be resumed: they are not a sweep of "
             "independent points, so a stopped one restarts (run it again); "
-            f"resumable: {', '.join(sorted(RESUMABLE))}",
+            f"resumable: {', '.join(sorted(_resumable()))}",
         )
     status = run.status
     if status == "complete":
@@ -233,6 +253,18 @@ RESUMABLE = {}
 
 def register_resume(kind, args, after=None):
     RESUMABLE[kind] = Resume(args, after)
+
+
+def _resumable():
+    return {*RESUMABLE, *(b.name for b in BENCHMARKS.values() if b.resume_from)}
+
+
+def resume_rule(kind):
+    """A driver's registered rule, else the one of the kind's descriptor."""
+    bench = BENCHMARKS.get(kind)
+    if kind in RESUMABLE or bench is None or bench.resume_from is None:
+        return RESUMABLE.get(kind)
+    return Resume(lambda params, first: bench.native_args(bench.resume_from(params, first)))
 
 
 def keep_complete_points(run, points, done):

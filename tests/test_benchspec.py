@@ -1,0 +1,85 @@
+"""The benchmark descriptors (commscope.benchspec): one table makes the CLI, the C
+program's arguments and parser, the docs and the table checks, and they agree."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from commscope import cli, kinds
+from commscope.benchspec import BENCHMARKS, docs
+from commscope.benchspec.cgen import header
+from commscope.errors import InputError
+
+
+def test_docs_page_is_what_the_descriptors_write():
+    assert docs.PATH.read_text() == docs.render(), (
+        "docs/benchmarks.md is stale: python -m commscope.benchspec.docs --write"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_cli_options_and_defaults_come_from_the_descriptor(name):
+    bench = BENCHMARKS[name]
+    parser = cli.build_parser()
+    text = subprocess.run(
+        [str(Path(sys.executable).parent / "commscope"), "bench", name, "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for opt in (o for o in bench.options if o.cli):
+        assert opt.flag in text, opt.flag
+        if opt.default is not None and opt.kind != "flag":
+            assert f"(default {opt.default})" in " ".join(text.split()), opt.flag
+    args = parser.parse_args(["bench", name])
+    assert args.benchmark == name
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_native_args_of_the_defaults_parse_back_to_the_defaults(name):
+    """What commscope passes the C program is what the descriptor's parser reads back."""
+    bench = BENCHMARKS[name]
+    defaults = bench.defaults()
+    argv = bench.native_args(defaults)
+    back = {}
+    for opt in (o for o in bench.options if o.native):
+        if opt.kind == "flag":
+            back[opt.params[0]] = opt.flag in argv
+        elif opt.flag in argv:
+            back.update(opt.parse(argv[argv.index(opt.flag) + 1]))
+        else:
+            back.update(opt.defaults())
+    assert back == {p: defaults[p] for p in back}
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_generated_c_header_names_every_native_option_and_constant(name):
+    bench = BENCHMARKS[name]
+    text = header(bench)
+    for opt in (o for o in bench.options if o.native):
+        assert f'{{"{opt.name}", ' in text
+    for key, value in bench.constants.items():
+        assert f"#define CS_{name.upper()}_{key} {value}" in text
+    for opt in (o for o in bench.options if not o.native):  # launch-only options stay out
+        assert f'{{"{opt.name}", ' not in text
+
+
+def test_descriptor_tables_reach_the_readers():
+    for bench in BENCHMARKS.values():
+        for table, t in bench.tables.items():
+            assert kinds.TABLE_COLUMNS[(bench.name, table)] == t.columns
+            assert kinds.TABLE_KEYS[(bench.name, table)] == t.key
+        if bench.points is not None:
+            assert kinds.POINTS[bench.name] is bench.points
+
+
+def test_minimum_refused_from_python_and_command_line():
+    bench = BENCHMARKS["pingpong"]
+    with pytest.raises(InputError, match="--iterations.*at least 1"):
+        bench.check(dict(bench.defaults(), iters=0))
+    with pytest.raises(InputError, match="at least 1"):
+        bench.option("iterations").parse("0")
+    with pytest.raises(InputError, match="below 2 GiB"):
+        bench.check(dict(bench.defaults(), max_size=1 << 31))
