@@ -83,3 +83,22 @@ def test_minimum_refused_from_python_and_command_line():
         bench.option("iterations").parse("0")
     with pytest.raises(InputError, match="below 2 GiB"):
         bench.check(dict(bench.defaults(), max_size=1 << 31))
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_meta_schema_takes_the_defaults_and_refuses_below_a_minimum(name):
+    """run-meta.json's parameters of a benchmark are its descriptor's (commscope.schemas)."""
+    import jsonschema
+
+    from commscope.schemas import schema
+
+    bench, defs = BENCHMARKS[name], schema("run-meta")["$defs"]
+    params = bench.defaults()
+    # what the descriptor records beyond its options is the driver's: not checked here
+    sub = dict(defs[name], required=[r for r in defs[name]["required"] if r in params])
+    sub["$defs"] = defs
+    jsonschema.validate(params, sub)
+    for opt in (o for o in bench.options if o.kind == "int" and o.minimum):
+        bad = dict(params, **{opt.params[0]: int(opt.minimum) - 1})
+        with pytest.raises(jsonschema.ValidationError, match="minimum"):
+            jsonschema.validate(bad, sub)

@@ -9,7 +9,7 @@ import pkgutil
 
 from .spec import Benchmark, Check, Option, Points, Table  # noqa: F401 (the descriptor API)
 
-_NOT_BENCHMARKS = {"spec", "cgen", "docs"}
+_NOT_BENCHMARKS = {"spec", "cgen", "docs", "schema"}
 
 
 def _discover():

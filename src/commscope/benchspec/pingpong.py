@@ -93,6 +93,7 @@ BENCHMARK = Benchmark(
             "flag",
             "back the buffers with transparent huge pages (as numpy/mpi4py do for >= 4 MiB "
             "arrays); default: page-aligned, as OSU",
+            required=False,
         ),
     ),
     tables={

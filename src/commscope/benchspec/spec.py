@@ -54,6 +54,7 @@ class Option:
     metavar: Optional[str] = None
     native: bool = True
     cli: bool = True  # False: set by commscope only (e.g. the point a resume starts from)
+    required: bool = True  # False: runs made before the option existed lack it
 
     def __post_init__(self):
         if self.kind not in C_TYPES:
@@ -211,6 +212,8 @@ class Benchmark:
     report_section: str = ""
     constants: dict = field(default_factory=dict)
     rules: Optional[Callable] = None  # rules(parameters): raise InputError past the minima
+    # JSON Schema {"properties": ..., "required": [...]} of parameters beyond the options
+    more_parameters: Optional[dict] = None
     program: str = ""  # default: the name
 
     def __post_init__(self):

@@ -1,8 +1,10 @@
 """JSON Schemas of commscope's own files, and the one way to check a document against them.
 
 ``run-meta.json`` describes a run directory's ``meta.json`` (with the parameters of
-every benchmark kind), ``machine-model.json`` a machine model.  The same files are
-published in docs/schemas/ (tests/test_schemas.py keeps the copies equal).  Every reader
+every kind: a native benchmark's come from its descriptor, commscope.benchspec),
+``machine-model.json`` a machine model.  The complete schemas are published in
+docs/schemas/ (``python -m commscope.schemas --write``; tests/test_schemas.py keeps the
+copies equal).  Every reader
 calls :func:`validate` first, so a wrong type anywhere is one InputError naming the
 file and the field's path instead of a traceback further in.
 """
@@ -19,7 +21,34 @@ SCHEMAS = ("run-meta", "machine-model")
 @functools.cache
 def schema(name):
     """The parsed schema ``name`` (one of :data:`SCHEMAS`)."""
-    return json.loads(resources.files(__name__).joinpath(f"{name}.json").read_text())
+    doc = json.loads(resources.files(__name__).joinpath(f"{name}.json").read_text())
+    if name == "run-meta":
+        _add_benchmark_parameters(doc)
+    return doc
+
+
+def _add_benchmark_parameters(doc):
+    """Each native benchmark's parameters, as its descriptor declares them."""
+    from ..benchspec import BENCHMARKS
+    from ..benchspec.schema import parameters_schema
+
+    for bench in BENCHMARKS.values():
+        doc["$defs"][bench.name] = parameters_schema(bench)
+        doc["allOf"].append(
+            {
+                "if": {"properties": {"kind": {"const": bench.name}}},
+                "then": {"properties": {"parameters": {"$ref": f"#/$defs/{bench.name}"}}},
+            }
+        )
+
+
+def write_published(root):
+    """Write the complete schemas to ``root``/docs/schemas/ (what the docs publish)."""
+    from pathlib import Path
+
+    for name in SCHEMAS:
+        path = Path(root) / "docs" / "schemas" / f"{name}.json"
+        path.write_text(json.dumps(schema(name), indent=2) + "\n")
 
 
 @functools.cache
