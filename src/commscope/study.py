@@ -53,7 +53,7 @@ from .paths import write_text_atomic
 from .models.machine_model import DEFAULT_FILE, save_machine_model
 from .machine_fit import fit_runs
 from .report.build import build_report
-from .bench.driver import RESUMABLE
+from .bench.driver import resumable_kinds
 from .runs import open_run
 
 #: The held-out single-pair ping-pong (not fitted from: the postal model's test).
@@ -367,7 +367,7 @@ def _resuming(out, log):
                 "status",
                 "still running: is the study already being resumed elsewhere?",
             )
-        if run.kind in RESUMABLE:
+        if run.kind in resumable_kinds():
             log(f"  {run_name}: {run.state_note()}; resuming")
             return resume_benchmark(path, echo=kw.get("echo", False))
         log(f"  {run_name}: {run.state_note()}; moved to incomplete/, measuring again")

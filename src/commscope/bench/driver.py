@@ -169,7 +169,7 @@ def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
             "kind",
             f"{run.kind} runs cannot be resumed: they are not a sweep of "
             "independent points, so a stopped one restarts (run it again); "
-            f"resumable: {', '.join(sorted(_resumable()))}",
+            f"resumable: {', '.join(sorted(resumable_kinds()))}",
         )
     status = run.status
     if status == "complete":
@@ -255,7 +255,7 @@ def register_resume(kind, args, after=None):
     RESUMABLE[kind] = Resume(args, after)
 
 
-def _resumable():
+def resumable_kinds():
     return {*RESUMABLE, *(b.name for b in BENCHMARKS.values() if b.resume_from)}
 
 
