@@ -51,6 +51,7 @@ SCRIPTS = {
     "bench_arrivals": (False, "1 trial (76,800 samples) once; paper table, 200 replicas"),
     "matchsim_throughput": (False, "2,000 messages, once per engine and stream"),
     "bench_startup": (False, "each command once, this tree only"),
+    "house_figures": (False, "the same figures (reads git, measures nothing)"),
     "ompt_overhead": (
         True,
         "2,000 regions, 1 repeat, a short bench threads under the tool "

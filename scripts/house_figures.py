@@ -113,6 +113,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("revs", nargs="*", default=["HEAD"])
     ap.add_argument("--most", type=int, default=10, help="how many longest functions")
+    ap.add_argument("--quick", action="store_true", help="the same (make bench QUICK=1)")
     args = ap.parse_args(argv)
     for rev in args.revs:
         label = git(rev, "rev-parse", "--short", rev).strip() or rev

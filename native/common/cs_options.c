@@ -18,9 +18,8 @@ static void split_items(const cs_option_t *o, const char *flag, const char *text
             cs_die("%s: at most %d values, got '%s'", flag, o->max_items, text);
         if (o->kind == CS_OPT_INTS)
             FIELD(opts, o->offset, long)
-            [n] = cs_parse_long(flag, item, (long)o->minimum);
-        else
-            FIELD(opts, o->offset, int)
+        [n] = cs_parse_long(flag, item, (long)o->minimum);
+        else FIELD(opts, o->offset, int)
             [n] =
                 cs_parse_choice(flag, "value", item, o->choices, o->nchoices);
         n++;
