@@ -892,7 +892,9 @@ def _queue_findings(ctx, trace):
             "model with the queue-search cost (--machine-model; commscope bench hvpingpong, "
             "then fit) turns that into time"
         )
-    per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
+    from ..models.p2p import fitted_gamma_per_entry
+
+    per_entry = fitted_gamma_per_entry(gamma)
     out = []
     c = ctx.tl.calls
     for row in deep.itertuples(index=False):

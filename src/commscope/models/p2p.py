@@ -82,6 +82,15 @@ def queue_search_time_from_elements(gamma_s, elements_searched):
     return gamma_s * np.asarray(elements_searched, dtype=float)
 
 
+def fitted_gamma_per_entry(gamma_s):
+    """Seconds per queue entry searched, from a gamma fitted in eq. 3's upper form.
+
+    ``commscope fit`` (like 004) fits gamma to the reversed exchange as gamma n^2, but such
+    a batch searches n(n+1)/2 entries, so one entry costs gamma n^2 / (n(n+1)/2), 2 gamma
+    for large n. Used where the entries searched are counted (a trace replayed).
+    """
+    return 2 * gamma_s
+
 
 def contention_link_bytes(hops, bytes_per_process, ppn):
     """Bytes crossing the busiest link, 004 eq. 7: ``l = 2 h^3 b ppn``.
