@@ -112,7 +112,7 @@ def test_the_cases_tell_the_models_apart():
     assert list(one.limited_by) == ["R_b", "R_b", "R_b"]  # one pair: 8e9 > R_b = 6.2e9
     assert list(four.limited_by) == ["R_b", "R_N", "R_N"]  # four pairs: 4 x 6.2e9 > 8e9
     assert four.time_s[1] == pytest.approx(1.7e-6 + 4 * RENDEZVOUS / 8e9)
-    # past the knee the bandwidth term costs twice per byte: 1 MiB at R_b, the rest at R_b / 2
+    # past the knee the pair transport costs twice per byte: 1 MiB at R_b, the rest at R_b / 2
     past = 1.7e-6 + (1 << 20) / 6.2e9 + 2 * (PAST_CAPACITY - (1 << 20)) / 6.2e9
     assert one.time_s[2] == pytest.approx(past) == one.postal_s[2]
     sixteen = message_time(MM, SIZES, "inter-node", 16)

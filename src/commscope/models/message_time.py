@@ -7,8 +7,8 @@ Bienz, Gropp & Olson (EuroMPI'18, paper 004): parameters per protocol and locali
 
     T = alpha + ppn s / min(R_N, ppn R_b)  =  alpha + max(s / R_b, ppn s / R_N)
 
-written as the larger of two terms: the *bandwidth term* ``s / R_b`` (one pair's transport)
-and the *injection term* ``ppn s / R_N`` (the node's limit shared by ``ppn`` pairs).
+written as the larger of two terms: the *pair transport* ``s / R_b`` (one pair alone) and
+the *injection term* ``ppn s / R_N`` (the node's limit shared by ``ppn`` pairs).
 
 Why max-rate at every locality and not 004's "postal on the node, ppn ignored": 004's
 on-node messages are not injected into the network, and its Table 1 has no R_N there
@@ -17,7 +17,7 @@ on-node messages are not injected into the network, and its Table 1 has no R_N t
 memory system the pairs share, and ignoring a measured limit would predict 4 pairs as
 fast as one.
 
-The bandwidth term is the machine model's postal transport, capacity regime included
+The pair transport is the machine model's postal transport, capacity regime included
 (:meth:`ProtocolParams.postal_s`), so one pair without an injection limit gets exactly
 the postal time (eq. 1) and :attr:`MessageTime.postal_s` is eq. 1 at any ``ppn``.
 
@@ -47,14 +47,14 @@ class MessageTime:
     size_bytes: object
     protocol: object  # "short", "eager" or "rendezvous", by the machine model's breakpoints
     alpha_s: object  # latency term
-    bandwidth_s: object  # s / R_b, with the capacity regime where the machine model has one
+    pair_transport_s: object  # s / R_b, with the capacity regime where the machine model has one
     injection_s: object  # ppn s / R_N (0 where the machine model has no R_N)
     Rb_Bps: object
     R_N_Bps: object
 
     @property
     def transport_s(self):
-        return np.maximum(self.bandwidth_s, self.injection_s)
+        return np.maximum(self.pair_transport_s, self.injection_s)
 
     @property
     def time_s(self):
@@ -62,8 +62,8 @@ class MessageTime:
 
     @property
     def postal_s(self):
-        """The postal model (eq. 1): latency and bandwidth term, no injection limit."""
-        return self.alpha_s + self.bandwidth_s
+        """The postal model (eq. 1): latency and pair transport, no injection limit."""
+        return self.alpha_s + self.pair_transport_s
 
     @property
     def rate_Bps(self):
@@ -78,7 +78,7 @@ class MessageTime:
         """ "R_N" where the node's injection limit sets the transport, else "R_b"."""
         s = self.size_bytes
         with np.errstate(divide="ignore", invalid="ignore"):
-            pair_rate = np.where(self.bandwidth_s > 0, s / self.bandwidth_s, self.Rb_Bps)
+            pair_rate = np.where(self.pair_transport_s > 0, s / self.pair_transport_s, self.Rb_Bps)
         return np.where(self.R_N_Bps < self.ppn * pair_rate, "R_N", "R_b").astype(object)
 
     def columns(self):
@@ -87,7 +87,7 @@ class MessageTime:
             "size_bytes": np.asarray(self.size_bytes).astype(np.int64),
             "protocol": self.protocol,
             "alpha_s": self.alpha_s,
-            "bandwidth_s": self.bandwidth_s,
+            "pair_transport_s": self.pair_transport_s,
             "injection_s": self.injection_s,
             "limited_by": self.limited_by,
             "rate_Bps": self.rate_Bps,
@@ -114,18 +114,18 @@ def message_time(machine_model, size_bytes, locality, ppn=1):
     if not ppn >= 1:
         raise InputError("ppn", None, f"must be >= 1 (got {ppn})")
     protocol = machine_model.protocols_of(sizes, locality)
-    alpha, bandwidth, rb, rn = (np.empty_like(sizes) for _ in range(4))
+    alpha, pair, rb, rn = (np.empty_like(sizes) for _ in range(4))
     for proto in PROTOCOLS:
         m = protocol == proto
         if not m.any():
             continue
         p = require_params(machine_model, proto, locality)
         alpha[m] = p.alpha_s
-        bandwidth[m] = p.postal_s(sizes[m]) - p.alpha_s
+        pair[m] = p.postal_s(sizes[m]) - p.alpha_s
         rb[m], rn[m] = p.Rb_Bps, p.R_N_Bps
     with np.errstate(divide="ignore", invalid="ignore"):
         injection = np.where(np.isinf(rn), 0.0, ppn * sizes / rn)
-    return MessageTime(locality, ppn, sizes, protocol, alpha, bandwidth, injection, rb, rn)
+    return MessageTime(locality, ppn, sizes, protocol, alpha, pair, injection, rb, rn)
 
 
 def message_seconds(machine_model, size_bytes, locality, ppn=1):
