@@ -75,7 +75,7 @@ class MessageTime:
 
     @property
     def limited_by(self):
-        """ "R_N" where the node's injection limit sets the transport, else "R_b"."""
+        """Which limit sets the transport: R_N (the node's, shared) or R_b (the pair's)."""
         s = self.size_bytes
         with np.errstate(divide="ignore", invalid="ignore"):
             pair_rate = np.where(self.pair_transport_s > 0, s / self.pair_transport_s, self.Rb_Bps)
