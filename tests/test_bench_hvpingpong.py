@@ -10,6 +10,7 @@ from commscope.errors import InputError
 from commscope.models import p2p
 from commscope.models.contention_fit import fit_delta
 from commscope.models.machine_model import bluewaters_machine_model
+from commscope.models.message_time import message_seconds
 
 COUNTS = [1, 7, 60]
 SIZES = [8, 2048]
@@ -56,7 +57,7 @@ def test_model_table_uses_machine_model_and_fitted_gamma(hvpp_run):
     row = tab[
         (tab["n_messages"] == 60) & (tab["size_bytes"] == 2048) & (tab["order"] == "reversed")
     ].iloc[0]
-    one = p2p.node_aware_time(machine_model, 2048, row["locality"])
+    one = message_seconds(machine_model, 2048, row["locality"])
     assert row["maxrate_s"] == pytest.approx(60 * one)
     assert row["queue_s"] == pytest.approx(2e-9 * 60**2)  # eq. 3, upper bound
     ordered = tab[
@@ -210,7 +211,7 @@ def test_fit_command_gets_gamma_and_delta_from_the_right_runs(runs_root, tmp_pat
                 size_bytes=s,
                 pair=0,
                 rep=r,
-                time_s=p2p.node_aware_time(machine_model, s, "inter-node") * noise(),
+                time_s=message_seconds(machine_model, s, "inter-node") * noise(),
                 locality="inter-node",
                 pairs=1,
             )

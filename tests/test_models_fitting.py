@@ -21,7 +21,8 @@ from commscope.models.fitting import (
     fit_protocol,
     protocol_switches,
 )
-from commscope.models.p2p import hvpingpong_time, node_aware_time
+from commscope.models.message_time import message_seconds
+from commscope.models.p2p import hvpingpong_time
 from commscope.models.machine_model import (
     bluewaters_machine_model,
     load_machine_model,
@@ -169,7 +170,7 @@ def test_fit_machine_model_recovers_every_locality(tmp_path):
             assert p.fit.n_samples > 0 and p.fit.max_rel_error < 0.05
         # the fitted machine model predicts the noiseless times at every size
         for s in SIZES:
-            assert node_aware_time(machine_model, s, canon) == pytest.approx(
+            assert message_seconds(machine_model, s, canon) == pytest.approx(
                 true_time(loc, s), rel=0.03
             )
     assert machine_model.params[("rendezvous", "inter-node")].R_N_Bps == pytest.approx(
@@ -331,7 +332,7 @@ def test_capacity_regime_is_modelled_with_three_sizes_beyond_it(tmp_path):
     assert 1 / p.beta_beyond_s_per_byte == pytest.approx(6e9, rel=0.05)
     assert 1 / p.beta_s_per_byte == pytest.approx(12e9, rel=0.05)
     truth = 2.2e-6 + knee / 12e9 + ((4 << 20) - knee) / 6e9
-    assert node_aware_time(mm, 4 << 20, "intra-socket") == pytest.approx(truth, rel=0.03)
+    assert message_seconds(mm, 4 << 20, "intra-socket") == pytest.approx(truth, rel=0.03)
     # below the knee the postal line alone; the fit's error covers every size
     assert float(p.postal_s(knee)) == pytest.approx(p.alpha_s + knee * p.beta_s_per_byte)
     assert p.fit.max_rel_error < 0.1 and max(p.fit.rel_error_by_size) == 4 << 20

@@ -15,8 +15,6 @@ from commscope.models.p2p import (
     contention_time,
     hvpingpong_time,
     maxrate_time,
-    node_aware_breakdown,
-    node_aware_time,
     MissingTerm,
     postal_time,
     predict_pattern,
@@ -24,6 +22,7 @@ from commscope.models.p2p import (
     queue_search_time_from_elements,
     validate_messages,
 )
+from commscope.models.message_time import message_seconds, message_time
 from commscope.models.machine_model import (
     FitQuality,
     bluewaters_machine_model,
@@ -56,11 +55,11 @@ BW = bluewaters_machine_model()
     ],
 )
 def test_node_aware_maxrate_reproduces_table1(size, locality, ppn, expected):
-    assert node_aware_time(BW, size, locality, ppn) == pytest.approx(expected, rel=1e-12)
+    assert message_seconds(BW, size, locality, ppn) == pytest.approx(expected, rel=1e-12)
 
 
 def test_breakdown_reports_protocol_and_limit():
-    t = node_aware_breakdown(BW, [499, 500, 7999, 8000, 10**6], "inter-node", ppn=16)
+    t = message_time(BW, [499, 500, 7999, 8000, 10**6], "inter-node", ppn=16).frame()
     assert list(t["protocol"]) == ["short", "eager", "eager", "rendezvous", "rendezvous"]
     assert list(t["limited_by"]) == ["R_b", "R_b", "R_b", "R_N", "R_N"]
     assert np.allclose(t["time_s"], t["alpha_s"] + t["transport_s"])
@@ -208,7 +207,7 @@ def test_missing_parameters_and_gamma_name_their_benchmark():
     intra.params = {k: v for k, v in intra.params.items() if k[1] == "intra-socket"}
     intra.breakpoints = {"intra-socket": intra.breakpoints["intra-socket"]}
     with pytest.raises(MissingTerm) as exc:
-        node_aware_time(intra, 1024, "inter-node")
+        message_seconds(intra, 1024, "inter-node")
     assert "inter-node" in exc.value.field and "commscope bench pingpong" in str(exc.value)
     with pytest.raises(MissingTerm) as exc:
         hvpingpong_time(load_machine_model(REFERENCE_CSV), [1, 10], 8, "intra-socket")
@@ -248,11 +247,11 @@ def test_bad_patterns(bad):
 
 def test_bad_model_arguments():
     with pytest.raises(InputError):
-        node_aware_time(BW, -1, "inter-node")
+        message_seconds(BW, -1, "inter-node")
     with pytest.raises(InputError):
-        node_aware_time(BW, 10, "inter-galactic")
+        message_seconds(BW, 10, "inter-galactic")
     with pytest.raises(InputError):
-        node_aware_time(BW, 10, "inter-node", ppn=0)
+        message_seconds(BW, 10, "inter-node", ppn=0)
     with pytest.raises(InputError):
         predict_pattern(BW, PATTERN, hops=-1)
 
@@ -372,7 +371,7 @@ def test_cli_p2p_json_matches_library(capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["size_bytes"] for r in rows] == [100, 1024, 2048, 4096]
     assert [r["time_s"] for r in rows] == pytest.approx(
-        list(node_aware_time(BW, np.array([100, 1024, 2048, 4096]), "inter-node", 16))
+        list(message_seconds(BW, np.array([100, 1024, 2048, 4096]), "inter-node", 16))
     )
 
 
@@ -393,7 +392,8 @@ def test_cli_p2p_with_csv_machine_model_table(capsys):
         == 0
     )
     out = capsys.readouterr().out
-    assert "rendezvous" in out and "postal" in out
+    # no injection limit on the node (Table 1): the pair's bandwidth R_b sets the time
+    assert "rendezvous" in out and "R_b" in out and "injection_s" in out
 
 
 def test_cli_pattern(tmp_path, capsys):

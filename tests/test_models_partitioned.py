@@ -101,14 +101,14 @@ def test_link_from_alpha_beta_is_postal():
 
 
 def test_machine_model_link_matches_node_aware_model():
-    from commscope.models.p2p import node_aware_time
+    from commscope.models.message_time import message_seconds
     from commscope.models.machine_model import bluewaters_machine_model
 
     machine_model = bluewaters_machine_model()
     sizes = np.array([100.0, 4000.0, 1e5, 1e7])
     link = pm.MachineModelLink(machine_model, "inter-node")
     assert np.allclose(
-        pm.message_time_s(link, sizes), node_aware_time(machine_model, sizes, "inter-node")
+        pm.message_time_s(link, sizes), message_seconds(machine_model, sizes, "inter-node")
     )
 
 
@@ -344,7 +344,7 @@ def test_cli_bad_input_exit_2(capsys, argv, needle):
 
 
 def test_cli_machine_model_link(tmp_path, capsys):
-    from commscope.models.p2p import node_aware_time
+    from commscope.models.message_time import message_seconds
     from commscope.models.machine_model import bluewaters_machine_model, save_machine_model
 
     path = tmp_path / "bw.json"
@@ -369,7 +369,7 @@ def test_cli_machine_model_link(tmp_path, capsys):
     assert rc == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["single_elapsed_s"] == pytest.approx(
-        node_aware_time(bluewaters_machine_model(), 2**20, "inter-node")
+        message_seconds(bluewaters_machine_model(), 2**20, "inter-node")
     )
 
 

@@ -271,8 +271,9 @@ def model_table(samples, machine_model=None, gamma_s=None, reversed_search="uppe
     ``gamma_s`` defaults to :func:`commscope.models.fitting.fit_gamma` on ``samples``
     (when both orders were measured), else the machine model's gamma.
     """
-    from ..models import p2p
     from ..models.fitting import fit_gamma
+    from ..models.message_time import message_seconds
+    from ..models.p2p import queue_search_time
 
     med = medians(samples)
     if gamma_s is None and set(med["order"]) >= set(ORDERS) and med["n_messages"].max() >= 2:
@@ -281,14 +282,12 @@ def model_table(samples, machine_model=None, gamma_s=None, reversed_search="uppe
         gamma_s = machine_model.gamma_s
     n = med["n_messages"].to_numpy(float)
     if gamma_s is not None:
-        case = np.where(
-            med["order"] == "ordered", n, n * n if reversed_search == "upper" else n * (n + 1) / 2
-        )
-        med["queue_s"] = gamma_s * case
+        in_order = queue_search_time(gamma_s, n, "ordered")
+        reversed_ = queue_search_time(gamma_s, n, reversed_search)
+        med["queue_s"] = np.where(med["order"] == "ordered", in_order, reversed_)
         ordered = med[med["order"] == "ordered"].set_index(["n_messages", "size_bytes"])["median_s"]
         key = pd.MultiIndex.from_frame(med[["n_messages", "size_bytes"]])
-        extra = n * n - n if reversed_search == "upper" else n * (n - 1) / 2
-        med["ordered_plus_queue_s"] = ordered.reindex(key).to_numpy() + gamma_s * extra
+        med["ordered_plus_queue_s"] = ordered.reindex(key).to_numpy() + (reversed_ - in_order)
     else:
         med["queue_s"] = np.nan
         med["ordered_plus_queue_s"] = np.nan
@@ -297,11 +296,8 @@ def model_table(samples, machine_model=None, gamma_s=None, reversed_search="uppe
         for (loc, ppn), idx in med.groupby(["locality", "pairs"]).groups.items():
             sub = med.loc[idx]
             try:
-                one = p2p.node_aware_time(
-                    machine_model,
-                    sub["size_bytes"].to_numpy(float),
-                    loc,
-                    ppn=int(ppn) if loc == "inter-node" else 1,
+                one = message_seconds(
+                    machine_model, sub["size_bytes"].to_numpy(float), loc, ppn=int(ppn)
                 )
             except InputError:  # the machine model lacks this locality
                 continue

@@ -4,7 +4,8 @@ import sys
 
 from ..errors import InputError
 from ..units import SIZE_HELP, parse_size_list
-from ..models.p2p import QUEUE_SEARCH_CASES, load_messages, node_aware_columns, predict_pattern
+from ..models.message_time import message_time
+from ..models.p2p import QUEUE_SEARCH_CASES, load_messages, predict_pattern
 from ..models.machine_model import LOCALITIES, canonical_locality, load_machine_model
 from ..output import dump_json, print_table
 from ..paths import prepare_output
@@ -12,8 +13,9 @@ from .common_options import add_machine_model_option, number
 
 P2P_DESCRIPTION = """\
 Time of one message under the node-aware max-rate model (Bienz, Gropp, Olson 2018):
-protocol from the machine model's breakpoints, T = alpha + ppn s / min(R_N, ppn R_b) for
-inter-node messages, the postal model alpha + s / R_b on the node.
+parameters per locality, protocol from the machine model's breakpoints,
+T = alpha + ppn s / min(R_N, ppn R_b) = alpha + max(s / R_b, ppn s / R_N); the postal
+model alpha + s / R_b where the machine model has no R_N (on the node, as in the paper).
 
 --machine-model takes a machine-model JSON (`commscope fit`; docs/machine-model.md), a
 CSV in the Blue Waters table format, or the word "bluewaters" for the paper's Table 1.
@@ -113,9 +115,9 @@ def run_p2p(args):
     if args.ppn < 1:
         raise InputError("--ppn", None, f"must be >= 1 (got {args.ppn})")
     locality = canonical_locality(args.locality, field_name="--locality")
-    columns = node_aware_columns(
+    columns = message_time(
         machine_model, parse_size_list(args.sizes, "--sizes"), locality, args.ppn
-    )
+    ).columns()
     table = [dict(zip(columns, row)) for row in zip(*columns.values())]  # no pandas: fast start
     if args.json:
         dump_json({"locality": args.locality, "ppn": args.ppn, "rows": table})

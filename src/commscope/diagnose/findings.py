@@ -701,7 +701,7 @@ def _small_message_findings(ctx):
         spent = float((c["end_s"].to_numpy()[spared] - c["start_s"].to_numpy()[spared]).sum())
         n, nruns = len(g), g["run"].nunique()
         recv_fn = c["function"].to_numpy()[g["recv"].to_numpy()]
-        alpha = _postal_alpha(ctx)
+        alpha = _latency_s(ctx, src, dst, float(g["bytes"].mean()))
         model = (
             f"; the postal model's latency says {format_seconds((n - nruns) * alpha)}"
             if alpha
@@ -739,15 +739,18 @@ def _small_message_findings(ctx):
     return out
 
 
-def _postal_alpha(ctx):
-    m = ctx.machine_model
-    if m is None:
+def _latency_s(ctx, src, dst, nbytes):
+    """The latency term of one such message (models.message_time), which merging spares;
+    None without a machine model or its parameters for that locality."""
+    if ctx.machine_model is None:
         return None
-    for proto in ("short", "eager"):
-        p = m.params.get((proto, "intra-socket"))
-        if p is not None:
-            return float(p.alpha_s)
-    return None
+    from ..models.message_time import message_time
+
+    where = rpl.pair_locality(ctx.tl.host_of or {}, src, dst)
+    try:
+        return float(message_time(ctx.machine_model, nbytes, where).alpha_s[0])
+    except InputError:
+        return None
 
 
 # ---- OpenMP threads -----------------------------------------------------------------------
@@ -889,7 +892,9 @@ def _queue_findings(ctx, trace):
             "model with the queue-search cost (--machine-model; commscope bench hvpingpong, "
             "then fit) turns that into time"
         )
-    per_entry = 2 * gamma  # gamma_s is fitted to gamma n^2; a reversed batch searches n(n+1)/2
+    from ..models.p2p import fitted_gamma_per_entry
+
+    per_entry = fitted_gamma_per_entry(gamma)
     out = []
     c = ctx.tl.calls
     for row in deep.itertuples(index=False):

@@ -19,8 +19,9 @@ every prediction); the changes:
   else each rank's bursts are scaled to the mean work;
 * ``network="ideal"``: zero latency, infinite bandwidth: every MPI call costs nothing
   and messages arrive as they are sent (POP's transfer efficiency, as Dimemas does);
-* ``machine_model``: as ideal, plus each message's time from the machine model's
-  node-aware postal model and each collective's from ceil(log2 P) postal steps;
+* ``machine_model``: as ideal, plus each message's time from the machine model
+  (:func:`commscope.models.message_time.message_time`) and each collective's from
+  ceil(log2 P) such steps;
 * ``no_wait``: the given calls wait for nobody (their partners are on time);
 * ``burst_scale``: {call: factor} multiplies the burst before a call (work removed
   from before it: a rebalanced region); ``cost_scale`` likewise a call's own cost (a
@@ -321,19 +322,24 @@ def typical_costs(measured, calls, how="site"):
     return pd.Series(measured).groupby(keys).transform("median").to_numpy()
 
 
+def pair_locality(host_of, src, dst):
+    """Where a message between two ranks goes: the trace knows hosts, not sockets, so
+    a message within a host is taken as intra-socket."""
+    return "inter-node" if host_of.get(src, 0) != host_of.get(dst, 0) else "intra-socket"
+
+
 def _model_times(machine_model, tl, ppn):
     """(transfer(src, dst, bytes), collective(P, bytes)) from a machine model: the
-    node-aware postal model per message, ceil(log2 P) of them per collective."""
-    from ..models.p2p import node_aware_time
+    time of one message (models.message_time), ceil(log2 P) of them per collective."""
+    from ..models.message_time import message_seconds
 
     host_of = tl.host_of
     cache = {}
 
     def transfer(src, dst, nbytes):
-        loc = "inter-node" if host_of.get(src, 0) != host_of.get(dst, 0) else "intra-socket"
-        key = (loc, nbytes)
+        key = (pair_locality(host_of, src, dst), nbytes)
         if key not in cache:
-            cache[key] = float(np.asarray(node_aware_time(machine_model, [nbytes], loc, ppn))[0])
+            cache[key] = message_seconds(machine_model, nbytes, key[0], ppn)
         return cache[key]
 
     def collective(p, nbytes):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 
 from ..errors import InputError
-from ..models.p2p import node_aware_time
+from ..models.message_time import message_seconds
 from . import engines as eng
 from ..collect.trace import RECV_SIDE
 from ..lazy import lazy
@@ -93,7 +93,7 @@ def _latency(sizes, src, dst, machine_model, locality_of):
     loc = np.array([locality_of(int(a), int(b)) for a, b in zip(src, dst)], dtype=object)
     for name in set(loc):
         m = loc == name
-        out[m] = node_aware_time(machine_model, np.asarray(sizes, float)[m], name)
+        out[m] = message_seconds(machine_model, np.asarray(sizes, float)[m], name)
     return out
 
 

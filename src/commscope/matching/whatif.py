@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from ..models.stencil_plan import balanced_decomposition, build_plan
 from ..errors import InputError
 from ..models import stencil
-from ..models.p2p import node_aware_time, require_term
+from ..models.message_time import message_seconds
+from ..models.required_terms import require_term
 from . import engines as eng
 from .replay import random_interleave
 from ..lazy import lazy
@@ -123,7 +124,7 @@ def predict(
     sources = np.array([neighbour_of[d] for d in plan["direction"]], dtype=np.int64)
     size = int(np.ceil(halo.bytes_per_step / counts.M_t))
     notes = []
-    per_msg = float(node_aware_time(machine_model, size, locality))
+    per_msg = float(message_seconds(machine_model, size, locality))
     # the drain time's search term: no silent 0 when the machine model lacks gamma
     gamma = require_term(machine_model, "gamma_s", "the what-if's queue-search time")
     rng = np.random.default_rng(seed)
@@ -178,7 +179,7 @@ def predict(
                     "searched_per_step": searched,
                     "searched_p95": None,
                     "drain_s": halo.messages_per_step
-                    * float(node_aware_time(machine_model, traced_size, locality))
+                    * float(message_seconds(machine_model, traced_size, locality))
                     + gamma * searched,
                     "drain_p95_s": None,
                     "trials": None,

@@ -657,8 +657,9 @@ def fit_machine_model(
     Segments are named from the top: the last is always rendezvous, the one below it
     eager, the first short, so with two segments there is no short protocol and with
     one everything is rendezvous. When multi-pair samples exist at a locality,
-    :func:`fit_maxrate` on the rendezvous sizes sets that protocol's R_N (the
-    node-aware model only uses R_N for inter-node messages).
+    :func:`fit_maxrate` on the rendezvous sizes sets that protocol's R_N (on one node:
+    the limit the concurrent pairs share; :mod:`commscope.models.message_time` uses it
+    at its locality).
 
     ``mpi_eager_limits`` (MPI_T cvar name -> bytes, e.g. from the MPI library) is
     stored next to the found breakpoints; see :func:`compare_breakpoints`. ``hvpp``,

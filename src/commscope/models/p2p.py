@@ -4,8 +4,8 @@ Pure functions, vectorised over numpy arrays where natural:
 
 * :func:`postal_time`            eq. 1   T = alpha + beta s
 * :func:`maxrate_time`           eq. 2   T = alpha + ppn s / min(R_N, ppn R_b)
-* :func:`node_aware_time`        Sec. 3  parameters by protocol and locality; on-node
-                                         messages use the postal model (not injected)
+* the node-aware time of one message (Sec. 3, eq. 2 with parameters by protocol and
+  locality) is :func:`commscope.models.message_time.message_time`, used by everything here
 * :func:`queue_search_time`      eq. 3   gamma n^2 (upper bound), n(n+1)/2, or n
 * :func:`contention_link_bytes`  eq. 7   l = 2 h^3 b ppn
 * :func:`contention_time`        eq. 5   T_c = delta l
@@ -22,7 +22,9 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .machine_model import PROTOCOLS, canonical_locality
+from .machine_model import canonical_locality
+from .message_time import message_time
+from .required_terms import MissingTerm, require_params, require_term  # noqa: F401 (re-exported)
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -30,57 +32,6 @@ pd = lazy("pandas")
 
 
 QUEUE_SEARCH_CASES = ("upper", "triangular", "ordered")
-
-#: Which benchmark measures each term a prediction may need (``commscope fit`` fits them
-#: from its runs). A prediction that needs a term the machine model lacks raises
-#: :class:`MissingTerm` naming both, instead of using a default (issue 26).
-TERM_BENCHMARKS = {
-    "gamma_s": "`commscope bench hvpingpong` (receives in send order and reversed), "
-    "then `commscope fit`",
-    "delta_s_per_byte": "`commscope bench hvpingpong --contention` on 2 or more nodes, "
-    "then `commscope fit`",
-    "R_N_Bps": "`commscope bench pingpong --pairs 2` (or more) across nodes, then `commscope fit`",
-    "parameters": "`commscope bench pingpong` with its two ranks at that locality, then "
-    "`commscope fit`",
-    "queue_search": "`commscope bench hvpingpong` (receives in send order and reversed; "
-    "--queues adds the queue lengths), then `commscope fit` (one MPI's runs)",
-}
-
-
-class MissingTerm(InputError):
-    """A machine model lacks a term a prediction needs: names the term and the benchmark
-    that measures it (CLI: exit status 2)."""
-
-    def __init__(self, source, term, needed_for, benchmark_term=None):
-        self.term = term
-        self.benchmark = TERM_BENCHMARKS[benchmark_term or term]
-        super().__init__(
-            source,
-            term,
-            f"not in the machine model, needed for {needed_for}; measured by {self.benchmark}",
-        )
-
-
-def require_term(machine_model, term, needed_for):
-    """The machine model's ``gamma_s`` or ``delta_s_per_byte``; :class:`MissingTerm` if unset."""
-    value = getattr(machine_model, term)
-    if value is None:
-        raise MissingTerm(getattr(machine_model, "source", "machine model"), term, needed_for)
-    return value
-
-
-def require_params(machine_model, protocol, locality):
-    """The (protocol, locality) parameters; :class:`MissingTerm` naming the benchmark if absent."""
-    key = (protocol, canonical_locality(locality))
-    if key not in machine_model.params:
-        have = ", ".join(f"{p}/{loc}" for p, loc in sorted(machine_model.params)) or "none"
-        raise MissingTerm(
-            getattr(machine_model, "source", "machine model"),
-            f"parameters {key[0]}/{key[1]}",
-            f"{key[1]} messages (the machine model has {have})",
-            "parameters",
-        )
-    return machine_model.params[key]
 
 
 def postal_time(alpha_s, beta_s_per_byte, size_bytes):
@@ -101,66 +52,6 @@ def maxrate_time(alpha_s, beta_s_per_byte, size_bytes, ppn=1, R_N_Bps=math.inf):
         rb = np.where(beta > 0, 1.0 / np.where(beta > 0, beta, 1.0), np.inf)
     rate = np.minimum(np.asarray(R_N_Bps, dtype=float), ppn * rb)
     return np.asarray(alpha_s) + ppn * s / rate
-
-
-def node_aware_columns(machine_model, size_bytes, locality, ppn=1):
-    """Node-aware max-rate model (004 Sec. 3) with its terms, one row per size.
-
-    Protocol is chosen from the machine model's breakpoints for that locality. Inter-node
-    messages use eq. 2 with the machine model's R_N; on-node messages (intra-socket,
-    cross-socket) are not injected into the network, so the postal model applies and
-    ``ppn`` is ignored, as the paper says.
-
-    Columns: size_bytes, protocol, alpha_s, rate_Bps (per-process byte rate used),
-    limited_by ("postal", "R_b" or "R_N"), transport_s, time_s.
-    """
-    locality = canonical_locality(locality)
-    sizes = np.atleast_1d(np.asarray(size_bytes, dtype=float))
-    if np.any(sizes < 0) or not np.all(np.isfinite(sizes)):
-        raise InputError("size_bytes", None, "message sizes must be finite and >= 0")
-    if ppn < 1:
-        raise InputError("ppn", None, f"must be >= 1 (got {ppn})")
-    protos = machine_model.protocols_of(sizes, locality)
-    alpha = np.empty_like(sizes)
-    rate = np.empty_like(sizes)
-    transport = np.empty_like(sizes)
-    limited = np.empty(sizes.shape, dtype=object)
-    for proto in PROTOCOLS:
-        m = protos == proto
-        if not m.any():
-            continue
-        p = require_params(machine_model, proto, locality)
-        alpha[m] = p.alpha_s
-        if locality == "inter-node":
-            node_rate = min(p.R_N_Bps, ppn * p.Rb_Bps)
-            rate[m] = node_rate / ppn  # eq. 2 rewritten as a per-process rate
-            transport[m] = sizes[m] / rate[m]
-            limited[m] = "R_N" if p.R_N_Bps < ppn * p.Rb_Bps else "R_b"
-        else:  # postal, with the capacity regime where the machine model has one
-            transport[m] = p.postal_s(sizes[m]) - p.alpha_s
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rate[m] = np.where(transport[m] > 0, sizes[m] / transport[m], p.Rb_Bps)
-            limited[m] = "postal"
-    return {
-        "size_bytes": sizes.astype(np.int64),
-        "protocol": protos,
-        "alpha_s": alpha,
-        "rate_Bps": rate,
-        "limited_by": limited,
-        "transport_s": transport,
-        "time_s": alpha + transport,
-    }
-
-
-def node_aware_breakdown(machine_model, size_bytes, locality, ppn=1):
-    """The columns of :func:`node_aware_columns` as a DataFrame."""
-    return pd.DataFrame(node_aware_columns(machine_model, size_bytes, locality, ppn))
-
-
-def node_aware_time(machine_model, size_bytes, locality, ppn=1):
-    """Node-aware max-rate time(s) in seconds; see :func:`node_aware_breakdown`."""
-    t = node_aware_columns(machine_model, size_bytes, locality, ppn)["time_s"]
-    return t if np.ndim(size_bytes) else float(t[0])
 
 
 def queue_search_time(gamma_s, n_messages, case="upper"):
@@ -189,6 +80,16 @@ def queue_search_time(gamma_s, n_messages, case="upper"):
 def queue_search_time_from_elements(gamma_s, elements_searched):
     """Queue-search time when the number of queue entries searched is known (gamma per entry)."""
     return gamma_s * np.asarray(elements_searched, dtype=float)
+
+
+def fitted_gamma_per_entry(gamma_s):
+    """Seconds per queue entry searched, from a gamma fitted in eq. 3's upper form.
+
+    ``commscope fit`` (like 004) fits gamma to the reversed exchange as gamma n^2, but such
+    a batch searches n(n+1)/2 entries, so one entry costs gamma n^2 / (n(n+1)/2), 2 gamma
+    for large n. Used where the entries searched are counted (a trace replayed).
+    """
+    return 2 * gamma_s
 
 
 def contention_link_bytes(hops, bytes_per_process, ppn):
@@ -266,15 +167,15 @@ def hvpingpong_time(
         if model == "paper"
         else None
     )
-    one = node_aware_breakdown(machine_model, s, locality, ppn)
+    one = message_time(machine_model, s, locality, ppn)
     if model == "fitted":
         base, queue = qs.terms(n, order)
         if np.any(s != qs.size_bytes):  # each message's transport differs from the fitted size's
-            ref = node_aware_breakdown(machine_model, np.full_like(s, qs.size_bytes), locality, ppn)
-            base = base + n * (one["time_s"].to_numpy() - ref["time_s"].to_numpy())
+            ref = message_time(machine_model, np.full_like(s, qs.size_bytes), locality, ppn)
+            base = base + n * (one.time_s - ref.time_s)
         maxrate, used = base, qs.order_dict(order)["form"]
     else:
-        maxrate = n * one["time_s"].to_numpy()
+        maxrate = n * one.time_s
         case = "ordered" if order == "ordered" else reversed_search
         queue, used = queue_search_time(gamma, n, case), "paper"
     return pd.DataFrame(
@@ -282,7 +183,7 @@ def hvpingpong_time(
             "n_messages": n.astype(np.int64),
             "size_bytes": s.astype(np.int64),
             "order": order,
-            "protocol": one["protocol"].to_numpy(),
+            "protocol": one.protocol,
             "maxrate_s": maxrate,
             "queue_s": queue,
             "total_s": maxrate + queue,
@@ -364,7 +265,8 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
 
     * max-rate term: a rank's messages are sent one after another, each paying its
       node-aware latency and transport (sum over the rank's messages; ``ppn`` active
-      processes per node share the injection limit of inter-node messages).
+      processes per node share the locality's injection limit R_N,
+      :func:`~commscope.models.message_time.message_time`).
     * queue term: all of a rank's messages are in flight at once, so
       n = sum of ``count`` over the rank's rows, and the cost is
       :func:`queue_search_time` (gamma n^2 by default, eq. 3).
@@ -387,9 +289,9 @@ def predict_pattern(machine_model, messages, ppn=1, hops=None, queue_search="upp
     notes = []
     one = np.empty(len(df))
     for loc, idx in df.groupby("peer_locality").groups.items():
-        one[df.index.get_indexer(idx)] = node_aware_breakdown(
+        one[df.index.get_indexer(idx)] = message_time(
             machine_model, df.loc[idx, "size_bytes"].to_numpy(), loc, ppn
-        )["time_s"].to_numpy()
+        ).time_s
     df = df.assign(maxrate_s=one * df["count"], bytes=df["size_bytes"] * df["count"])
     df["inter_node_bytes"] = np.where(df["peer_locality"] == "inter-node", df["bytes"], 0)
     g = df.groupby("rank", sort=True)

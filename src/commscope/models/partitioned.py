@@ -89,28 +89,27 @@ def link_from_alpha_beta(alpha_s: float, beta_s_per_byte: float) -> ConstantLink
 class MachineModelLink:
     """A machine model (:mod:`commscope.models.machine_model`) seen as a link.
 
-    Latency is the machine model's ``alpha_s`` and bandwidth the per-process rate of the
-    node-aware max-rate model (004 eq. 2) for the protocol each size falls in, so the
-    postal time here equals :func:`commscope.models.p2p.node_aware_time`.
+    Latency and per-message rate are those of
+    :func:`commscope.models.message_time.message_time` for the protocol each size falls
+    in, so the postal time here is that function's time.
     """
 
     def __init__(self, machine_model, locality: str = "inter-node", ppn: int = 1):
         self.machine_model, self.locality, self.ppn = machine_model, locality, ppn
 
-    def _breakdown(self, size_bytes):
-        from .p2p import node_aware_breakdown  # only needed for links from a machine model
+    def _terms(self, size_bytes):
+        from .message_time import message_time  # only needed for links from a machine model
 
         sizes = np.asarray(size_bytes, dtype=float)
-        b = node_aware_breakdown(self.machine_model, sizes.ravel(), self.locality, self.ppn)
-        return b, sizes.shape
+        return message_time(self.machine_model, sizes.ravel(), self.locality, self.ppn), sizes.shape
 
     def latency_s(self, size_bytes):
-        b, shape = self._breakdown(size_bytes)
-        return b["alpha_s"].to_numpy(float).reshape(shape)
+        t, shape = self._terms(size_bytes)
+        return np.asarray(t.alpha_s, float).reshape(shape)
 
     def bandwidth_Bps(self, size_bytes):
-        b, shape = self._breakdown(size_bytes)
-        return b["rate_Bps"].to_numpy(float).reshape(shape)
+        t, shape = self._terms(size_bytes)
+        return np.asarray(t.rate_Bps, float).reshape(shape)
 
 
 def message_time_s(link, size_bytes):

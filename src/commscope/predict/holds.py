@@ -7,9 +7,10 @@ and worst over the points compared) and a one-line verdict with its reason.
 =====================  ===================================  ==========================
 model                  measured (runs)                      predicted by
 =====================  ===================================  ==========================
-postal, per protocol   ping-pong, 1 pair                    ``alpha + beta s`` (004 eq. 1)
-max-rate               ping-pong, 2+ concurrent pairs       004 eq. 2 with R_N
-node-aware             every ping-pong run, per locality    :func:`models.p2p.node_aware_time`
+postal, per protocol   ping-pong, 1 pair                    ``alpha + beta s`` (004 eq. 1),
+                                                            ``message_time(...).postal_s``
+max-rate               ping-pong, 2+ concurrent pairs       004 eq. 2 with R_N, ``message_time``
+node-aware             every ping-pong run, per locality    :func:`models.message_time.message_time`
 queue search           HighVolumePingPong, per order        :func:`models.p2p.hvpingpong_time`
 contention             HighVolumePingPong ``--contention``  + ``delta 2 h^3 b ppn`` (eqs. 5, 7)
 stencil counts         mtmatch: messages matched, threads,  :func:`models.stencil.stencil_counts`
@@ -46,9 +47,11 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..models import p2p
+from ..models.message_time import message_time
 from ..models.machine_model import terms_fitted_from
 from ..models.stencil import stencil_counts
 from ..runs import Run, expand_run_paths, open_run
+from .pingpong_medians import pingpong_medians
 from ..units import format_bytes, format_number, format_seconds
 from ..lazy import lazy
 
@@ -314,11 +317,6 @@ def _pairs(run):
     return int(run.meta.get("parameters", {}).get("pairs", 1))
 
 
-def _pp_medians(run):
-    df = run.table("samples")
-    return df.groupby(["locality", "size_bytes"])["time_s"].median().reset_index()
-
-
 def _missing(exc):
     return str(exc) if isinstance(exc, p2p.MissingTerm) else f"cannot model: {exc}"
 
@@ -344,21 +342,22 @@ def check_postal(runs, mm):
     chosen, in_sample = _held_out(singles, mm)
     for run in chosen:
         over = oversubscription(run)
-        for loc, sub in _pp_medians(run).groupby("locality"):
+        for loc, sub in pingpong_medians([run]).groupby("locality"):
             sizes = sub["size_bytes"].to_numpy()
-            protos = mm.protocols_of(sizes, loc)
-            for proto in dict.fromkeys(protos):
-                c = checks[proto]
-                try:
-                    par = p2p.require_params(mm, proto, loc)
-                except InputError as exc:
-                    c.untested = _missing(exc)
-                    continue
+            try:
+                model = message_time(mm, sizes, loc, ppn=1)
+            except InputError as exc:
+                for proto in dict.fromkeys(mm.protocols_of(sizes, loc)):
+                    checks[proto].untested = _missing(exc)
+                continue
+            for proto in dict.fromkeys(model.protocol):
+                c, m = checks[proto], model.protocol == proto
                 c.runs.append(run.path.name)
-                for s, t in zip(sizes[protos == proto], sub["time_s"].to_numpy()[protos == proto]):
-                    model = float(par.postal_s(s))
+                for s, p, t in zip(sizes[m], model.postal_s[m], sub["median_s"].to_numpy()[m]):
                     c.points.append(
-                        Point(f"{format_bytes(s)} {loc}", float(s), model, float(t), excluded=over)
+                        Point(
+                            f"{format_bytes(s)} {loc}", float(s), float(p), float(t), excluded=over
+                        )
                     )
     out = [c for c in checks.values() if c.points or c.untested]
     for c in out:
@@ -378,26 +377,25 @@ def check_maxrate(runs, mm):
         return [c]
     no_rn = set()
     for run in multi:
-        over, ppn = oversubscription(run), _pairs(run)
-        for loc, sub in _pp_medians(run).groupby("locality"):
+        over = oversubscription(run)
+        for (loc, ppn), sub in pingpong_medians([run]).groupby(["locality", "pairs"]):
             c.runs.append(run.path.name)
-            for s, t in zip(sub["size_bytes"], sub["time_s"]):
-                proto = mm.protocol_of(s, loc)
-                try:
-                    par = p2p.require_params(mm, proto, loc)
-                except InputError as exc:
-                    c.untested = _missing(exc)
-                    return [c]
-                if proto == "rendezvous" and math.isinf(par.R_N_Bps):
-                    no_rn.add(loc)
-                model = float(
-                    p2p.maxrate_time(
-                        par.alpha_s, par.beta_s_per_byte, s, ppn=ppn, R_N_Bps=par.R_N_Bps
-                    )
-                )
+            sizes = sub["size_bytes"].to_numpy()
+            try:
+                model = message_time(mm, sizes, loc, ppn=int(ppn))
+            except InputError as exc:
+                c.untested = _missing(exc)
+                return [c]
+            if np.any((model.protocol == "rendezvous") & np.isinf(model.R_N_Bps)):
+                no_rn.add(loc)
+            for s, m, t in zip(sizes, model.time_s, sub["median_s"]):
                 c.points.append(
                     Point(
-                        f"{format_bytes(s)}, {ppn} pairs", float(s), model, float(t), excluded=over
+                        f"{format_bytes(s)}, {ppn} pairs",
+                        float(s),
+                        float(m),
+                        float(t),
+                        excluded=over,
                     )
                 )
     if no_rn:
@@ -413,7 +411,7 @@ def check_maxrate(runs, mm):
 
 
 def check_node_aware(runs, mm):
-    """Node-aware model (locality-dependent parameters, on-node messages not injected)."""
+    """Node-aware model (parameters per locality and protocol) against every ping-pong run."""
     c = Check("node-aware", "Bienz et al. 2018, Sec. 3")
     pp = [r for r in runs if r.kind == "pingpong"]
     if not pp:
@@ -423,16 +421,16 @@ def check_node_aware(runs, mm):
     chosen = singles + [r for r in pp if _pairs(r) > 1]
     localities = set()
     for run in chosen:
-        over, ppn = oversubscription(run), _pairs(run)
-        for loc, sub in _pp_medians(run).groupby("locality"):
+        over = oversubscription(run)
+        for (loc, ppn), sub in pingpong_medians([run]).groupby(["locality", "pairs"]):
             try:
-                model = p2p.node_aware_time(mm, sub["size_bytes"].to_numpy(float), loc, ppn=ppn)
+                model = message_time(mm, sub["size_bytes"].to_numpy(), loc, ppn=int(ppn)).time_s
             except InputError as exc:
                 c.untested = _missing(exc)
                 return [c]
             localities.add(loc)
             c.runs.append(run.path.name)
-            for s, t, m in zip(sub["size_bytes"], sub["time_s"], np.atleast_1d(model)):
+            for s, t, m in zip(sub["size_bytes"], sub["median_s"], model):
                 c.points.append(
                     Point(
                         f"{format_bytes(s)} {loc}, {ppn} pair(s)",
@@ -444,9 +442,8 @@ def check_node_aware(runs, mm):
                 )
     if "inter-node" not in localities:
         c.notes.append(
-            f"one node: only {', '.join(sorted(localities))} measured, where the "
-            "model is postal (not injected, ppn ignored); its inter-node branch "
-            "(R_N, ppn) is not tested here"
+            f"one node: only {', '.join(sorted(localities))} measured; the inter-node "
+            "parameters and the network's injection limit R_N are not tested here"
         )
     if in_sample:
         c.notes.append(_in_sample_note(singles, "the postal part"))

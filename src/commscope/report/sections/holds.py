@@ -29,7 +29,7 @@ ORDER = 55
 PLAIN = (
     ("postal", "one pair: time = latency + size / bandwidth"),
     ("max-rate", "several pairs: they share the injection limit R_N"),
-    ("node-aware", "postal or max-rate, by where the ranks run"),
+    ("node-aware", "latency and bandwidths of where the ranks run, R_N where measured"),
     ("queue search", "many messages: each searches the receive queue, longer as it grows"),
     ("contention", "pairs crossing one network link slow each other"),
     ("stencil counts", "a stencil exchange: messages and threads, counted"),

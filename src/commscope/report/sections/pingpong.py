@@ -2,7 +2,8 @@
 
 import html
 
-from ...models.p2p import maxrate_time
+from ...models.message_time import message_time
+from ...predict.pingpong_medians import pingpong_medians
 from ..figures import figure_html, legend_below, new_figure
 from ..gaps import model_gap_note
 from ..tables import html_table
@@ -11,7 +12,6 @@ from ...units import format_bytes
 from ...lazy import lazy
 
 np = lazy("numpy")
-pd = lazy("pandas")
 
 
 KINDS = {"pingpong"}
@@ -21,46 +21,23 @@ PROTOCOL_MARKERS = {"short": "o", "eager": "s", "rendezvous": "^"}
 PROTOCOL_COLORS = {"short": "tab:blue", "eager": "tab:orange", "rendezvous": "tab:green"}
 
 
-def _medians(runs):
-    frames = []
-    for r in runs:
-        df = r.table("samples")
-        over = bool(r.meta.get("launch", {}).get("oversubscribed"))
-        frames.append(df.assign(oversubscribed=over))
-    df = pd.concat(frames, ignore_index=True)
-    g = df.groupby(["locality", "pairs", "oversubscribed", "size_bytes"])["time_s"]
-    return (
-        g.median()
-        .rename("median_s")
-        .to_frame()
-        .join(g.quantile(0.1).rename("p10_s"))
-        .join(g.quantile(0.9).rename("p90_s"))
-        .reset_index()
-    )
-
-
-def model_times(machine_model, locality, sizes, ppn):
-    """Node-aware max-rate time per size, with the protocol the machine model assigns."""
-    protos = machine_model.protocols_of(sizes, locality)
-    out = np.empty(len(sizes))
-    for i, (s, proto) in enumerate(zip(sizes, protos)):
-        p = machine_model.params.get((proto, locality))
-        if p is None:
-            out[i] = np.nan
+def measured_and_modelled(runs, machine_model):
+    """The section's data: the runs' medians (predict.pingpong_medians) with the modelled
+    time (``model_s``, models.message_time) and the protocol of each size; NaN and ""
+    where there is no machine model or it has no parameters for the locality."""
+    med = pingpong_medians(runs).assign(model_s=float("nan"), protocol="")
+    for (loc, ppn), idx in med.groupby(["locality", "pairs"]).groups.items():
+        if machine_model is None or not any(k[1] == loc for k in machine_model.params):
             continue
-        rn = p.R_N_Bps if locality == "inter-node" or ppn > 1 else np.inf
-        # one pair on a node: the postal model, with its capacity regime if it has one
-        out[i] = (
-            maxrate_time(p.alpha_s, p.beta_s_per_byte, s, ppn=ppn, R_N_Bps=rn)
-            if np.isfinite(rn) or ppn > 1
-            else p.postal_s(s)
-        )
-    return out, protos
+        t = message_time(machine_model, med.loc[idx, "size_bytes"].to_numpy(), loc, int(ppn))
+        med.loc[idx, "model_s"] = t.time_s
+        med.loc[idx, "protocol"] = t.protocol
+    return med
 
 
 def render(runs, context):
     machine_model, where = report_machine_model(context)
-    med = _medians(runs)
+    med = measured_and_modelled(runs, machine_model)
     bars = "Median one-way time per size (bars: 10th-90th percentile of every repetition)"
     view = (
         "the same data as bandwidth, size / median time in MB/s (10<sup>6</sup> B/s), as "
@@ -68,8 +45,9 @@ def render(runs, context):
     )
     if machine_model is not None:
         intro = (
-            f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2, "
-            f"postal when ppn = 1), parameters {html.escape(where)}. Colours mark the "
+            f"{bars} against the node-aware max-rate model (Bienz et al. 2018, eq. 2; the "
+            "postal model where the machine model has no injection limit R_N), parameters "
+            f"{html.escape(where)}. Colours mark the "
             "protocol each size falls in by the machine model's breakpoints; the middle panels "
             f"show the residuals (model - measured, in % of measured), the right ones {view}."
         )
@@ -84,11 +62,8 @@ def render(runs, context):
     for (loc, ppn, over), sub in groups:
         sizes = sub["size_bytes"].to_numpy()
         times = sub["median_s"].to_numpy()
-        modelled = machine_model is not None and any(k[1] == loc for k in machine_model.params)
-        if modelled:
-            model, protos = model_times(machine_model, loc, sizes, ppn)
-        else:
-            model, protos = np.full(len(sizes), np.nan), np.full(len(sizes), "")
+        model, protos = sub["model_s"].to_numpy(), sub["protocol"].to_numpy()
+        modelled = bool(np.isfinite(model).any())
         fig, ax = new_figure(ncols=3 if modelled else 2, width=4.0, height=3.6)
         a, *b, c = ax[0]
         for proto in dict.fromkeys(protos):
