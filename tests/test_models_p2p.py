@@ -19,7 +19,6 @@ from commscope.models.p2p import (
     postal_time,
     predict_pattern,
     queue_search_time,
-    queue_search_time_from_elements,
     validate_messages,
 )
 from commscope.models.message_time import message_seconds, message_time
@@ -118,9 +117,6 @@ def test_queue_search_forms_against_brute_force(n):
     assert queue_search_time(g, n, "ordered") == pytest.approx(g * brute_force_searched(n, False))
     assert queue_search_time(g, n, "upper") == pytest.approx(g * n * n)
     assert queue_search_time(g, n, "upper") >= queue_search_time(g, n, "triangular")
-    assert queue_search_time_from_elements(g, brute_force_searched(n, True)) == pytest.approx(
-        queue_search_time(g, n, "triangular")
-    )
     with pytest.raises(InputError):
         queue_search_time(g, n, "quadratic")
 

@@ -77,11 +77,6 @@ def queue_search_time(gamma_s, n_messages, case="upper"):
     return gamma_s * elements
 
 
-def queue_search_time_from_elements(gamma_s, elements_searched):
-    """Queue-search time when the number of queue entries searched is known (gamma per entry)."""
-    return gamma_s * np.asarray(elements_searched, dtype=float)
-
-
 def fitted_gamma_per_entry(gamma_s):
     """Seconds per queue entry searched, from a gamma fitted in eq. 3's upper form.
 
