@@ -121,7 +121,7 @@ def test_contention_on_one_node_exits_with_the_explanation(runs_root, capsys):
     "argv, needle",
     [
         (["--order", "sideways"], "--order"),
-        (["--messages", "10:1"], "MIN <= MAX"),
+        (["--messages", "10:1"], "larger than MAX"),
         (["--messages", "a:b"], "--messages"),
         (["--counts", "1,20000000"], "--counts"),
         (["-i", "0"], "--iterations"),

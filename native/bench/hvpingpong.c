@@ -8,8 +8,8 @@
  * queue, O(n^2) search, 004 Sec. 4.1).  The time kept per repetition is half
  * the round trip measured on the initiating rank, as for ping-pong.
  *
- * Message counts come from -n MIN:MAX (log grid, --per-decade points per decade)
- * or --counts; sizes are fixed (--sizes, every count x every size) or follow a
+ * Message counts come from --counts (the Python driver makes the log grid of
+ * --messages MIN:MAX); sizes are fixed (--sizes, every count x every size) or follow a
  * constant total (--total-bytes B: s = B / n).  Both orders run for each
  * (n, s), interleaved, so they see the same machine state.
  *
@@ -28,58 +28,18 @@
  * nodes (004 Fig. 6).
  */
 #include "cs_common.h"
+#include "cs_hvpingpong_options.h" /* generated from src/commscope/benchspec/hvpingpong.py */
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_LIST 256
 #define MAX_BUFFER (1LL << 31) /* per direction: n * s bytes must fit one allocation */
-
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_hvpingpong [-n MIN:MAX] [--per-decade K] [--counts N1,N2,...]\n"
-            "                     [--sizes S1,S2,... | --total-bytes B]\n"
-            "                     [--order ordered,reversed] [-i ITERS] [-x WARMUP] [--min-messages M]\n"
-            "                     [--contention] [--queues] [--out DIR]\n"
-            "  -n MIN:MAX        message counts on a log grid (default 1:10000)\n"
-            "  --per-decade K    grid points per decade for -n (default 4)\n"
-            "  --counts LIST     explicit message counts instead of -n\n"
-            "  --sizes LIST      fixed message sizes in bytes (default 8)\n"
-            "  --total-bytes B   instead: constant total B bytes, s = B / n\n"
-            "  --order LIST      ordered, reversed or both (default ordered,reversed)\n"
-            "  -i, -x            timed and warm-up repetitions per (n, s, order)\n"
-            "  --min-messages M  time at least M messages per cell: max(ITERS, M/n) repetitions\n"
-            "  --queues          one more, untimed repetition per cell reading the ob1\n"
-            "                    queue-length pvars around each receive phase (queues.csv)\n"
-            "  --contention      node i sends to node i + N/2 (multi-node only, Bienz et al. 2018, Fig. 6)\n"
-            "  run with an even number of ranks: rank i pairs with rank i+P/2\n");
-}
 
 static int cmp_ll(const void *a, const void *b)
 {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return (x > y) - (x < y);
-}
-
-/* Log-spaced integer grid from lo to hi (both included), duplicates removed. */
-static int log_grid(long long lo, long long hi, int per_decade, long long *out, int max)
-{
-    int n = 0;
-    double a = log10((double)lo), b = log10((double)hi);
-    int steps = (int)ceil((b - a) * per_decade);
-    for (int k = 0; k <= steps && n < max; k++) {
-        long long v = llround(pow(10.0, a + (b - a) * (steps ? (double)k / steps : 0.0)));
-        if (v < lo)
-            v = lo;
-        if (v > hi)
-            v = hi;
-        if (n == 0 || v != out[n - 1])
-            out[n++] = v;
-    }
-    return n;
 }
 
 /* An ob1 queue-length pvar bound to MPI_COMM_WORLD (Open MPI only); ok = 0 elsewhere. */
@@ -114,83 +74,39 @@ static double qpvar_read(qpvar_t *q, MPI_T_pvar_session s, int peer, void *buf)
 
 int main(int argc, char **argv)
 {
-    long long nmin = 1, nmax = 10000, counts[MAX_LIST], sizes[MAX_LIST], total = -1;
-    int ncounts = 0, nsizes = 0, per_decade = 4, iters = 10, warmup = 2, contention = 0;
-    int queues = 0, min_messages = 0;
-    int do_order[2] = {1, 1}; /* ordered, reversed */
-    const char *out = NULL, *counts_arg = NULL;
     int rank, size, provided;
-    enum { O_COUNTS = 256,
-           O_SIZES,
-           O_TOTAL,
-           O_ORDER,
-           O_DECADE,
-           O_CONT,
-           O_QUEUES,
-           O_MINMSG };
-    static struct option longopts[] = {{"counts", required_argument, 0, O_COUNTS},
-                                       {"sizes", required_argument, 0, O_SIZES},
-                                       {"total-bytes", required_argument, 0, O_TOTAL},
-                                       {"order", required_argument, 0, O_ORDER},
-                                       {"per-decade", required_argument, 0, O_DECADE},
-                                       {"contention", no_argument, 0, O_CONT},
-                                       {"queues", no_argument, 0, O_QUEUES},
-                                       {"min-messages", required_argument, 0, O_MINMSG},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    cs_hvpingpong_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-    sizes[nsizes++] = 8;
-    for (int c; (c = getopt_long(argc, argv, "n:i:x:o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'n':
-            if (cs_parse_range(optarg, &nmin, &nmax) != 0)
-                cs_die("-n: expected MIN:MAX message counts, got '%s'", optarg);
-            if (nmin < 1)
-                nmin = 1;
-            break;
-        case O_COUNTS: counts_arg = optarg; break;
-        case O_SIZES: nsizes = cs_parse_size_list("--sizes", optarg, 0, sizes, MAX_LIST); break;
-        case O_TOTAL:
-            if ((total = cs_parse_size(optarg)) < 1)
-                cs_die("--total-bytes: expected a positive size, got '%s'", optarg);
-            break;
-        case O_ORDER:
-            do_order[0] = strstr(optarg, "ordered") != NULL;
-            do_order[1] = strstr(optarg, "reversed") != NULL;
-            if (!do_order[0] && !do_order[1])
-                cs_die("--order: expected ordered, reversed or both, got '%s'", optarg);
-            break;
-        case O_DECADE: per_decade = atoi(optarg); break;
-        case O_CONT: contention = 1; break;
-        case O_QUEUES: queues = 1; break;
-        case O_MINMSG: min_messages = atoi(optarg); break;
-        case 'i': iters = atoi(optarg); break;
-        case 'x': warmup = atoi(optarg); break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-    }
+    int status = cs_hvpingpong_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    const char *out = o.out;
+    int iters = (int)o.iters, warmup = (int)o.warmup, min_messages = (int)o.min_messages;
+    int contention = o.contention, queues = o.queues;
+    long long total = o.total_bytes > 0 ? o.total_bytes : -1;
+    int do_order[2] = {0, 0}; /* ordered, reversed */
+    for (int k = 0; k < o.orders_count; k++)
+        do_order[o.orders[k]] = 1;
+    int ncounts = o.counts_count, nsizes = o.sizes_count;
+    long long counts[CS_HVPINGPONG_MAX_COUNTS], *sizes = o.sizes;
+    for (int k = 0; k < ncounts; k++)
+        counts[k] = o.counts[k];
     if (size < 2 || size % 2)
         cs_die("needs an even number of ranks, got %d", size);
-    if (iters < 1 || warmup < 0 || min_messages < 0)
-        cs_die("-i must be >= 1, -x and --min-messages >= 0 (got %d, %d, %d)", iters, warmup,
-               min_messages);
-    if (per_decade < 1)
-        cs_die("--per-decade must be >= 1, got %d", per_decade);
-    if (counts_arg) {
-        ncounts = cs_parse_size_list("--counts", counts_arg, 0, counts, MAX_LIST);
-        qsort(counts, ncounts, sizeof counts[0], cmp_ll);
-    } else {
-        ncounts = log_grid(nmin, nmax, per_decade, counts, MAX_LIST);
-    }
+    if (ncounts == 0)
+        cs_die("--counts N1,N2,... is required (the Python driver makes them from --messages)");
+    qsort(counts, ncounts, sizeof counts[0], cmp_ll);
     if (counts[0] < 1)
-        cs_die("message counts must be >= 1");
+        cs_die("--counts: message counts must be >= 1, got %lld", counts[0]);
+    if (counts[ncounts - 1] > CS_HVPINGPONG_MAX_COUNT)
+        cs_die("--counts: at most %d messages, got %lld", CS_HVPINGPONG_MAX_COUNT,
+               counts[ncounts - 1]);
+    if (min_messages > CS_HVPINGPONG_MAX_COUNT)
+        cs_die("--min-messages: at most %d, got %d", CS_HVPINGPONG_MAX_COUNT, min_messages);
     if (total > 0)
         nsizes = 1; /* the size follows n */
 
@@ -257,7 +173,7 @@ int main(int argc, char **argv)
                 max_bytes = counts[a] * s;
         }
     if (max_bytes > MAX_BUFFER)
-        cs_die("n x s reaches %lld bytes per direction (limit %lld): lower -n or --sizes",
+        cs_die("n x s reaches %lld bytes per direction (limit %lld): lower --counts or --sizes",
                max_bytes, MAX_BUFFER);
     long long nmax_all = counts[ncounts - 1];
     char *sbuf = malloc(max_bytes), *rbuf = malloc(max_bytes);

@@ -35,27 +35,6 @@ TABLE_COLUMNS = {
         "argmax_rank": "i",
     },
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
-    ("hvpingpong", "samples"): {
-        "n_messages": "i",
-        "size_bytes": "i",
-        "order": "O",
-        "pair": "i",
-        "rep": "i",
-        "time_s": "f",
-        "locality": "O",
-        "pairs": "i",
-    },
-    # --queues: ob1 queue lengths around each rank's receive phase (NaN without the pvars)
-    ("hvpingpong", "queues"): {
-        "n_messages": "i",
-        "size_bytes": "i",
-        "order": "O",
-        "rank": "i",
-        "initiator": "i",
-        "unexpected_before_post": "n",
-        "posted_after_post": "n",
-        "unexpected_after_post": "n",
-    },
     # ob1 queue lengths NaN under MPIs without the pvars
     # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers): a label
     ("mtmatch", "trials"): {
@@ -306,8 +285,6 @@ TABLE_KEYS = {
     ("bsp", "intervals"): ("interval", "rank"),
     ("bsp", "maxima"): ("interval",),
     ("bsp", "neighbors"): ("rank", "direction"),
-    ("hvpingpong", "samples"): ("n_messages", "size_bytes", "order", "pair", "rep"),
-    ("hvpingpong", "queues"): ("n_messages", "size_bytes", "order", "rank"),
     ("mtmatch", "trials"): ("config", "trial"),
     ("mtmatch", "order"): ("config", "trial", "tag"),
     ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
@@ -375,7 +352,6 @@ TABLE_CHECKS = {
             lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
         ),
     ),
-    ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
     ("partitioned", "samples"): (
         Check(
             "partition_bytes",
@@ -453,18 +429,6 @@ LATER_COLUMNS = {
 }
 
 
-def hvpingpong_repetitions(params, n):
-    """Timed repetitions of a cell of ``n`` messages: max(iters, ceil(min_messages / n)),
-    as cs_hvpingpong counts them (``min_messages`` is absent in runs made before it)."""
-    return max(params["iters"], -(-params.get("min_messages", 0) // n))
-
-
-def hvpingpong_counts(params):
-    """``((n,), rows)`` in measuring order: each count with every size and order."""
-    cells = len(params["sizes"] or [None]) * len(params["orders"]) * params["pairs"]
-    return [((n,), cells * hvpingpong_repetitions(params, n)) for n in params["counts"]]
-
-
 def partitioned_sizes(params):
     """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
     t = params["threads"]
@@ -475,7 +439,6 @@ def partitioned_sizes(params):
 
 
 POINTS = {
-    "hvpingpong": Points("samples", ("n_messages",), "message counts", hvpingpong_counts),
     "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
     "mtmatch": Points(
         "trials",

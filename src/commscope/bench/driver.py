@@ -153,6 +153,16 @@ def run_described(name, **kw):
     )
 
 
+def split_parameters(name, kw):
+    """``kw`` of a run function split into the benchmark ``name``'s parameters (every one
+    its descriptor names, defaults filled in) and the rest (launch options)."""
+    params = BENCHMARKS[name].defaults()
+    rest = {}
+    for key, value in kw.items():
+        (params if key in params else rest)[key] = value
+    return params, rest
+
+
 def resume_benchmark(path, *, timeout=None, echo=True, progress=True):
     """Continue an interrupted or failed run from its first incomplete point.
 

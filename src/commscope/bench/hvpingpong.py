@@ -16,26 +16,25 @@ from __future__ import annotations
 import math
 import os
 
+from ..benchspec.hvpingpong import (  # noqa: F401 (re-exported)
+    BENCHMARK,
+    MAX_COUNT,
+    MAX_COUNTS,
+    ORDERS,
+    planned_counts,
+)
 from ..errors import InputError
 from ..launch import in_slurm_allocation
-from ..kinds import hvpingpong_counts as planned_counts  # noqa: F401 (re-exported)
-from .driver import register_resume, run_benchmark
+from .driver import run_benchmark, split_parameters
 from ..lazy import lazy
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
 
-ORDERS = ("ordered", "reversed")
-DEFAULTS = dict(
-    n_min=1, n_max=10000, per_decade=4, iters=10, warmup=2, sizes=(8,), min_messages=1000
-)
-MAX_COUNT = 1 << 20
-
-
 def count_grid(n_min, n_max, per_decade=4):
     """Message counts from ``n_min`` to ``n_max`` (both included), ``per_decade`` per decade,
-    log-spaced and rounded; the same grid the native program makes from ``-n``."""
+    log-spaced and rounded (the native program gets the counts, ``--counts``)."""
     if not 1 <= n_min <= n_max:
         raise InputError(
             "--messages", None, f"need 1 <= MIN <= MAX message counts, got {n_min}:{n_max}"
@@ -95,22 +94,7 @@ def check_contention_layout(hosts=None, ranks_per_node=None):
     return nodes, ppn
 
 
-def run_hvpingpong(
-    pairs=1,
-    n_min=1,
-    n_max=10000,
-    per_decade=4,
-    counts=None,
-    sizes=(8,),
-    total_bytes=None,
-    orders=ORDERS,
-    iters=10,
-    warmup=2,
-    contention=False,
-    queues=False,
-    min_messages=DEFAULTS["min_messages"],
-    **launch_kw,
-):
+def run_hvpingpong(**kw):
     """Run HighVolumePingPong and return the finished :class:`~commscope.runs.Run`.
 
     Message counts: ``counts`` (a list) or the log grid ``n_min..n_max`` with
@@ -124,10 +108,19 @@ def run_hvpingpong(
     repetition per cell that reads Open MPI's ob1 queue-length pvars around each receive
     phase (table ``queues``: unexpected messages before the receives are posted, posted
     receives and unexpected messages right after; NaN under an MPI without them), to
-    show which queue the search walked. ``launch_kw`` go to
-    :func:`~commscope.bench.driver.run_benchmark`.
+    show which queue the search walked. Parameters as the descriptor names them
+    (commscope/benchspec/hvpingpong.py: pairs, n_min, n_max, per_decade, counts, sizes,
+    total_bytes, orders, iters, warmup, min_messages, contention, queues; the rest
+    default), the other keywords go to :func:`~commscope.bench.driver.run_benchmark`.
     """
-    orders = tuple(dict.fromkeys(str(o).strip().lower() for o in orders))
+    p, launch_kw = split_parameters("hvpingpong", kw)
+    BENCHMARK.check(p)
+    if "sizes" in kw and p["total_bytes"] is not None:
+        raise InputError("--total-bytes", None, "give --sizes or --total-bytes, not both")
+    pairs, counts, sizes, total_bytes = p["pairs"], p["counts"], p["sizes"], p["total_bytes"]
+    iters, warmup, min_messages = p["iters"], p["warmup"], p["min_messages"]
+    contention, queues = p["contention"], p["queues"]
+    orders = tuple(dict.fromkeys(str(o).strip().lower() for o in p["orders"]))
     bad = [o for o in orders if o not in ORDERS]
     if bad or not orders:
         raise InputError(
@@ -141,11 +134,13 @@ def run_hvpingpong(
         if not counts or counts[0] < 1:
             raise InputError("--counts", None, "message counts must be >= 1")
     else:
-        counts = count_grid(int(n_min), int(n_max), int(per_decade))
+        counts = count_grid(int(p["n_min"]), int(p["n_max"]), int(p["per_decade"]))
     if counts[-1] > MAX_COUNT:
         raise InputError(count_opt, None, f"at most {MAX_COUNT} messages (got {counts[-1]})")
-    if len(counts) > 256:
-        raise InputError(count_opt, None, f"at most 256 message counts (got {len(counts)})")
+    if len(counts) > MAX_COUNTS:
+        raise InputError(
+            count_opt, None, f"at most {MAX_COUNTS} message counts (got {len(counts)})"
+        )
     if total_bytes is not None:
         if total_bytes < counts[-1]:
             raise InputError(
@@ -166,15 +161,8 @@ def run_hvpingpong(
                 f"{counts[-1]} x {sizes[-1]} bytes exceeds 2 GiB "
                 f"per direction: lower {count_opt} or --sizes",
             )
-    if iters < 1 or warmup < 0:
-        bad_opt = "--iterations" if iters < 1 else "--warmup"
-        raise InputError(
-            bad_opt, None, f"need --iterations >= 1 and --warmup >= 0, got {iters} and {warmup}"
-        )
-    if not 0 <= min_messages <= MAX_COUNT:
+    if min_messages > MAX_COUNT:
         raise InputError("--min-messages", None, f"must be 0 .. {MAX_COUNT}, got {min_messages}")
-    if pairs < 1:
-        raise InputError("--pairs", None, f"must be at least 1, got {pairs}")
     if contention:
         nodes, ppn = check_contention_layout(
             launch_kw.get("hosts"), launch_kw.get("ranks_per_node")
@@ -203,45 +191,11 @@ def run_hvpingpong(
     return run_benchmark(
         "hvpingpong",
         "hvpingpong",
-        native_args(params),
+        BENCHMARK.native_args(params),
         nranks=nranks,
         parameters=params,
         **launch_kw,
     )
-
-
-def native_args(params):
-    """Options of cs_hvpingpong for the parameters recorded in meta.json."""
-    args = [
-        "--counts",
-        ",".join(map(str, params["counts"])),
-        "--order",
-        ",".join(params["orders"]),
-        "-i",
-        params["iters"],
-        "-x",
-        params["warmup"],
-        "--min-messages",
-        params.get("min_messages", 0),
-    ]
-    args += (
-        ["--total-bytes", params["total_bytes"]]
-        if params["total_bytes"] is not None
-        else ["--sizes", ",".join(map(str, params["sizes"]))]
-    )
-    return (
-        args
-        + (["--contention"] if params["contention"] else [])
-        + (["--queues"] if params.get("queues") else [])
-    )
-
-
-register_resume(
-    "hvpingpong",
-    lambda params, first: native_args(
-        dict(params, counts=[n for n in params["counts"] if n >= first[0]])
-    ),
-)
 
 
 # ------------------------------------------------------------------ analysis

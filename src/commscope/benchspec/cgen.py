@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from . import BENCHMARKS
-from .spec import MAX_ITEMS
 
 _KIND = {
     "int": "CS_OPT_INT",
@@ -37,7 +36,7 @@ def _members(opt):
         return [f"long long {p[0]};", f"long long {p[1]};"]
     if opt.kind in _LISTS:
         item = {"sizes": "long long", "ints": "long", "choices": "int"}[opt.kind]
-        return [f"{item} {p[0]}[{MAX_ITEMS}];", f"int {p[0]}_count;"]
+        return [f"{item} {p[0]}[{opt.max_items}];", f"int {p[0]}_count;"]
     ctype = {"choice": "int", "flag": "int"}.get(opt.kind) or {
         "int": "long",
         "float": "double",
@@ -97,7 +96,7 @@ def header(bench):
         minimum = o.minimum if o.minimum is not None else "-1e18"
         lines.append(
             f"    {{{_c_string(o.name)}, {short}, {_KIND[o.kind]}, offsetof({t}, {p[0]}), "
-            f"{second}, {_default_text(bench, o)}, {minimum}, {choices}, {MAX_ITEMS}, "
+            f"{second}, {_default_text(bench, o)}, {minimum}, {choices}, {o.max_items}, "
             f"{_c_string(o.help)}}},"
         )
     lines += [

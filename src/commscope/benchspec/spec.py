@@ -55,6 +55,7 @@ class Option:
     native: bool = True
     cli: bool = True  # False: set by commscope only (e.g. the point a resume starts from)
     required: bool = True  # False: runs made before the option existed lack it
+    max_items: int = MAX_ITEMS  # list kinds: most items (the C array's length)
 
     def __post_init__(self):
         if self.kind not in C_TYPES:
@@ -74,7 +75,12 @@ class Option:
         return params
 
     def check(self, params):
-        """Refuse values below ``minimum`` (from a command line or a Python caller)."""
+        """Refuse values below ``minimum`` and lists longer than ``max_items`` (from a
+        command line or a Python caller)."""
+        for p in self.params:
+            v = params.get(p)
+            if isinstance(v, (list, tuple)) and len(v) > self.max_items:
+                raise InputError(self.flag, None, f"at most {self.max_items} values, got {len(v)}")
         if self.minimum is None:
             return
         for p in self.params:
