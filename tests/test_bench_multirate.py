@@ -172,7 +172,7 @@ def test_counts_under_the_profile_follow_the_protocol(tmp_path, capsys, default_
             str(binary),
             "--threads",
             str(T),
-            "-w",
+            "--window",
             str(W),
             "-i",
             str(I),

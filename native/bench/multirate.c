@@ -32,35 +32,18 @@
  *                queue columns NaN where the MPI has no such pvar)
  */
 #include "cs_common.h"
+#include "cs_multirate_options.h" /* generated from src/commscope/benchspec/multirate.py */
 
-#include <getopt.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_THREADS 64
-#define MAX_COUNTS 16
+#define MAX_THREADS CS_MULTIRATE_MAX_THREADS
 enum { MODE_SHARED,
        MODE_PER_THREAD,
        NMODES };
 static const char *const MODE_NAMES[NMODES] = {"shared", "per-thread"};
-
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_multirate [--threads T1,T2,...] [--modes shared,per-thread] [-s BYTES]\n"
-            "                    [-w WINDOW] [-i ITERATIONS] [-x WARMUP] [--reps N] [--out DIR]\n"
-            "  --threads LIST  threads per rank to run (default 1,2,4)\n"
-            "  --modes LIST    shared (one communicator, tag = thread) and/or per-thread\n"
-            "                  (one communicator per thread); default both\n"
-            "  -s BYTES        message size (default 64)\n"
-            "  -w WINDOW       messages per window (default 256)\n"
-            "  -i ITERATIONS   timed windows per repetition (default 100)\n"
-            "  -x WARMUP       untimed windows before them (default 10)\n"
-            "  --reps N        repetitions per configuration (default 5)\n"
-            "  run with exactly 2 ranks: rank 0's threads send, rank 1's receive\n");
-}
 
 /* An ob1 queue-length pvar, one handle per communicator, entry for peer 0 summed. */
 typedef struct {
@@ -112,63 +95,30 @@ static void stat_add(stat_t *st, double v)
 
 int main(int argc, char **argv)
 {
-    const char *out = NULL;
-    int rank, size, provided, reps = 5;
-    long window = 256, iters = 100, warmup = 10;
-    long long msg_size = 64;
-    int counts[MAX_COUNTS] = {1, 2, 4}, ncounts = 3;
-    int modes[NMODES] = {MODE_SHARED, MODE_PER_THREAD}, nmodes = 2;
-    enum { O_THREADS = 256,
-           O_MODES,
-           O_REPS };
-    static struct option longopts[] = {{"threads", required_argument, 0, O_THREADS},
-                                       {"modes", required_argument, 0, O_MODES},
-                                       {"reps", required_argument, 0, O_REPS},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    int rank, size, provided;
+    cs_multirate_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int c; (c = getopt_long(argc, argv, "s:w:i:x:o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case O_THREADS: {
-            long long tmp[MAX_COUNTS];
-            ncounts = cs_parse_size_list("--threads", optarg, 1, tmp, MAX_COUNTS);
-            for (int k = 0; k < ncounts; k++) {
-                if (tmp[k] > MAX_THREADS)
-                    cs_die("--threads: at most %d threads per rank, got %lld", MAX_THREADS, tmp[k]);
-                counts[k] = (int)tmp[k];
-            }
-            break;
-        }
-        case O_MODES: {
-            char *copy = strdup(optarg), *save = NULL;
-            nmodes = 0;
-            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                if (nmodes == NMODES)
-                    cs_die("--modes: at most %d modes, got '%s'", NMODES, optarg);
-                modes[nmodes++] = cs_parse_choice("--modes", "mode", tok, MODE_NAMES, NMODES);
-            }
-            free(copy);
-            if (nmodes == 0)
-                cs_die("--modes: no mode in '%s'", optarg);
-            break;
-        }
-        case O_REPS: reps = (int)cs_parse_long("--reps", optarg, 1); break;
-        case 's':
-            if ((msg_size = cs_parse_size(optarg)) < 0 || msg_size > (1 << 20))
-                cs_die("-s: expected a message size up to 1 MiB, got '%s'", optarg);
-            break;
-        case 'w': window = cs_parse_long("-w", optarg, 1); break;
-        case 'i': iters = cs_parse_long("-i", optarg, 1); break;
-        case 'x': warmup = cs_parse_long("-x", optarg, 0); break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
+    int status = cs_multirate_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    const char *out = o.out;
+    int reps = (int)o.reps, ncounts = o.threads_count, nmodes = o.modes_count;
+    long window = o.window, iters = o.iterations, warmup = o.warmup;
+    long long msg_size = o.size_bytes;
+    int counts[sizeof o.threads / sizeof o.threads[0]], *modes = o.modes;
+    for (int k = 0; k < ncounts; k++) {
+        if (o.threads[k] > MAX_THREADS)
+            cs_die("--threads: at most %d threads per rank, got %ld", MAX_THREADS, o.threads[k]);
+        counts[k] = (int)o.threads[k];
     }
+    if (nmodes > NMODES)
+        cs_die("--modes: at most %d modes, got %d", NMODES, nmodes);
+    if (msg_size > CS_MULTIRATE_MAX_SIZE)
+        cs_die("--size: expected a message size up to 1 MiB, got %lld", msg_size);
     if (provided < MPI_THREAD_MULTIPLE)
         cs_die("the MPI library does not provide MPI_THREAD_MULTIPLE (got level %d)", provided);
     if (size != 2)
@@ -177,7 +127,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < ncounts; k++)
         max_threads = counts[k] > max_threads ? counts[k] : max_threads;
     if ((double)window * msg_size * max_threads > (double)(1LL << 32))
-        cs_die("-w x -s x threads: receive buffers of %.0f bytes exceed 4 GiB",
+        cs_die("--window x --size x threads: receive buffers of %.0f bytes exceed 4 GiB",
                (double)window * msg_size * max_threads);
 
     /* comms[0]: the shared communicator; comms[1 + t]: thread t's own. */

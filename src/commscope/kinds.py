@@ -59,30 +59,6 @@ TABLE_COLUMNS = {
         "recv_thread": "i",
         "send_thread": "i",
     },
-    ("multirate", "threads"): {
-        "mode": "O",
-        "threads": "i",
-        "rep": "i",
-        "thread": "i",
-        "messages": "i",
-        "size_bytes": "i",
-        "time_s": "f",
-    },
-    # queue columns NaN under MPIs without the pvars
-    ("multirate", "reps"): {
-        "mode": "O",
-        "threads": "i",
-        "rep": "i",
-        "messages": "i",
-        "size_bytes": "i",
-        "window": "i",
-        "iterations": "i",
-        "time_s": "f",
-        "posted_recvq_mean": "n",
-        "posted_recvq_max": "n",
-        "unexpected_msgq_mean": "n",
-        "unexpected_msgq_max": "n",
-    },
     ("partitioned", "samples"): {
         "method": "O",
         "size_bytes": "p",
@@ -287,8 +263,6 @@ TABLE_KEYS = {
     ("bsp", "neighbors"): ("rank", "direction"),
     ("mtmatch", "trials"): ("config", "trial"),
     ("mtmatch", "order"): ("config", "trial", "tag"),
-    ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
-    ("multirate", "reps"): ("mode", "threads", "rep"),
     ("partitioned", "samples"): ("method", "size_bytes", "run"),
     ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
     ("partitioned", "methods"): ("method",),
@@ -337,20 +311,6 @@ TABLE_CHECKS = {
             lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth"),
         ),
         Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0),
-    ),
-    ("multirate", "reps"): (
-        Check(
-            "time_s",
-            "positive where messages were sent (rates divide by it)",
-            lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
-        ),
-    ),
-    ("multirate", "threads"): (
-        Check(
-            "time_s",
-            "positive where messages were sent (rates divide by it)",
-            lambda d: (d["time_s"] <= 0) & (d["messages"] > 0),
-        ),
     ),
     ("partitioned", "samples"): (
         Check(
@@ -445,12 +405,6 @@ POINTS = {
         ("config",),
         "configurations",
         lambda p: [((s["config"],), p["trials"]) for s in p["configs"]],
-    ),
-    "multirate": Points(
-        "reps",
-        ("threads",),
-        "thread counts",
-        lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
     ),
     # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
     # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a

@@ -23,5 +23,14 @@ RUNNERS = {
     else partial(run_described, name)
     for name in BENCHMARKS
 }
+#: benchmark name -> its driver's ``show_<name>(run, quiet, **output options)``: what
+#: ``commscope bench <name>`` prints when it is more than the run directory
+SHOWERS = {
+    name: show
+    for name in BENCHMARKS
+    if name in _DRIVERS
+    for show in [getattr(importlib.import_module(f"{__name__}.{name}"), f"show_{name}", None)]
+    if show is not None
+}
 for _name in _DRIVERS - {"driver"} - set(BENCHMARKS):  # drivers not yet described
     importlib.import_module(f"{__name__}.{_name}")

@@ -14,17 +14,13 @@ the thesis's comparison: rate per thread with a shared communicator over the rat
 with one communicator per thread, paired by repetition, at each thread count.
 """
 
+from ..benchspec.multirate import BENCHMARK, MAX_THREADS, MODES  # noqa: F401 (re-exported)
 from ..errors import InputError
 from ..launch import available_cores
-from .driver import register_resume, run_benchmark
+from .driver import register_resume, run_benchmark, split_parameters
 from ..lazy import lazy
 
 pd = lazy("pandas")
-
-
-MODES = ("shared", "per-thread")
-MAX_THREADS = 64
-DEFAULTS = dict(threads=(1, 2, 4), size_bytes=64, window=256, iterations=100, warmup=10, reps=5)
 
 
 def parse_modes(modes):
@@ -41,51 +37,28 @@ def parse_modes(modes):
     return tuple(dict.fromkeys(names))
 
 
-def run_multirate(
-    threads=DEFAULTS["threads"],
-    modes=MODES,
-    size_bytes=64,
-    window=256,
-    iterations=100,
-    warmup=10,
-    reps=5,
-    **launch_kw,
-):
+def run_multirate(**kw):
     """Run the pairwise multirate benchmark on 2 ranks; returns the finished Run.
 
     ``threads``: thread counts per rank (one job runs them all, repetitions of the
     modes alternating).  Rates are messages / time of the timed windows, from the
-    barrier to the last (or each) sending thread's final ack.
+    barrier to the last (or each) sending thread's final ack.  Parameters as the
+    descriptor names them (commscope/benchspec/multirate.py: threads, modes, size_bytes,
+    window, iterations, warmup, reps; the rest default), the other keywords go to
+    :func:`~commscope.bench.driver.run_benchmark`.
     """
-    counts = sorted(dict.fromkeys(int(t) for t in threads))
+    params, launch_kw = split_parameters("multirate", kw)
+    counts = sorted(dict.fromkeys(int(t) for t in params["threads"]))
     if not counts or counts[0] < 1 or counts[-1] > MAX_THREADS:
         raise InputError(
-            "--threads", None, f"thread counts must be 1..{MAX_THREADS}, got {threads}"
+            "--threads", None, f"thread counts must be 1..{MAX_THREADS}, got {params['threads']}"
         )
-    modes = parse_modes(modes)
-    if not 0 <= size_bytes <= 1 << 20:
-        raise InputError("--size", None, f"message size must be 0..1 MiB, got {size_bytes}")
-    for option, value, low in (
-        ("--window", window, 1),
-        ("--iterations", iterations, 1),
-        ("--warmup", warmup, 0),
-        ("--reps", reps, 1),
-    ):
-        if value < low:
-            raise InputError(option, None, f"must be at least {low}, got {value}")
-    params = dict(
-        threads=counts,
-        modes=list(modes),
-        size_bytes=size_bytes,
-        window=window,
-        iterations=iterations,
-        warmup=warmup,
-        reps=reps,
-    )
+    params.update(threads=counts, modes=list(parse_modes(params["modes"])))
+    BENCHMARK.check(params)
     run = run_benchmark(
         "multirate",
         "multirate",
-        native_args(params),
+        BENCHMARK.native_args(params),
         nranks=2,
         threads=counts[-1],
         parameters=params,
@@ -93,26 +66,6 @@ def run_multirate(
     )
     _postprocess(run)
     return run
-
-
-def native_args(params):
-    """Options of cs_multirate for the parameters recorded in meta.json."""
-    return [
-        "--threads",
-        ",".join(map(str, params["threads"])),
-        "--modes",
-        ",".join(params["modes"]),
-        "-s",
-        params["size_bytes"],
-        "-w",
-        params["window"],
-        "-i",
-        params["iterations"],
-        "-x",
-        params["warmup"],
-        "--reps",
-        params["reps"],
-    ]
 
 
 def _postprocess(run):
@@ -133,9 +86,34 @@ def _postprocess(run):
 
 register_resume(
     "multirate",
-    lambda p, first: native_args(dict(p, threads=[t for t in p["threads"] if t >= first[0]])),
+    lambda p, first: BENCHMARK.native_args(
+        dict(p, threads=[t for t in p["threads"] if t >= first[0]])
+    ),
     after=_postprocess,
 )
+
+
+def show_multirate(run, quiet=False, json=False):
+    """What ``commscope bench multirate`` prints: the summary and the mode ratio (as JSON
+    with ``json``), then the run directory."""
+    from ..output import dump_json, print_table
+
+    reps = run.table("reps")
+    summary, ratio = config_summary(reps), mode_ratio(reps)
+    if json:
+        dump_json(
+            {
+                "run": str(run.path),
+                "summary": summary.to_dict("records"),
+                "ratio": ratio.to_dict("records"),
+            }
+        )
+        return
+    if not quiet:
+        print_table(summary, title="median over repetitions (rates in messages/s)")
+        if len(ratio):
+            print_table(ratio, title="rate per thread: shared communicator / one per thread")
+    print(run.path)
 
 
 def config_summary(reps):

@@ -39,10 +39,8 @@ def render():
             flag = f"`-{o.short}`, `{o.flag}`" if o.short else f"`{o.flag}`"
             default = "off" if o.kind == "flag" else "-" if o.default is None else o.default
             unit = f" ({o.unit})" if o.unit else ""
-            lines.append(
-                f"| {flag} | {_cell(default)} | {_cell(o.help)}{unit} | "
-                f"{', '.join(f'`{p}`' for p in o.params)} |"
-            )
+            params = "-" if o.output else ", ".join(f"`{p}`" for p in o.params)
+            lines.append(f"| {flag} | {_cell(default)} | {_cell(o.help)}{unit} | {params} |")
         tables = ", ".join(f"`{t}`" for t in b.tables)
         lines += ["", f"Tables: {tables}.", ""]
     return "\n".join(lines)

@@ -32,7 +32,7 @@ def _option_schema(opt):
 def parameters_schema(bench):
     """``{"type": "object", "required": [...], "properties": {...}}`` for ``bench``."""
     properties, required = {}, []
-    for opt in bench.options:
+    for opt in (o for o in bench.options if not o.output):  # --json: not a parameter
         for p in opt.params:
             properties[p] = _option_schema(opt)
             if opt.required:

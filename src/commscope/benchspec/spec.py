@@ -37,7 +37,9 @@ MAX_ITEMS = 64
 class Option:
     """One option of a benchmark, as the CLI, the C program and the docs know it.
 
-    ``params`` are the meta.json parameters it sets (one, or two for a range: MIN, MAX);
+    ``params`` are the meta.json parameters it sets (one, or two for a range: MIN, MAX),
+    except for an ``output`` option (e.g. ``--json``: the command's own, passed to the
+    driver's ``show_<name>``, never to the run);
     ``default`` is given as a user would type it; ``native``: passed to the C program
     (False for options that only shape the launch, such as ``--pairs``).
     """
@@ -56,6 +58,7 @@ class Option:
     cli: bool = True  # False: set by commscope only (e.g. the point a resume starts from)
     required: bool = True  # False: runs made before the option existed lack it
     max_items: int = MAX_ITEMS  # list kinds: most items (the C array's length)
+    output: bool = False  # True: shapes what the command prints (--json), not a parameter
 
     def __post_init__(self):
         if self.kind not in C_TYPES:
@@ -110,6 +113,8 @@ class Option:
             text = f"{values[0]}:{values[1]}"
         elif self.kind in ("sizes", "ints", "choices"):
             text = ",".join(str(v) for v in values[0])
+        elif self.kind == "text":
+            text = values[0]  # as it is: a path, or a file the driver writes (RunFile)
         else:
             text = str(values[0])
         return [self.flag, text]
@@ -233,7 +238,8 @@ class Benchmark:
         """Every parameter's default, as meta.json records it."""
         out = {}
         for o in self.options:
-            out.update(o.defaults())
+            if not o.output:
+                out.update(o.defaults())
         return out
 
     def check(self, params):
@@ -245,4 +251,4 @@ class Benchmark:
 
     def native_args(self, params):
         """The C program's options for ``params`` (every native option, spelled out)."""
-        return [a for o in self.options if o.native for a in o.argv(params)]
+        return [a for o in self.options if o.native and not o.output for a in o.argv(params)]

@@ -19,6 +19,12 @@ def register(registry):
         )
         for opt in (o for o in bench.options if o.cli):
             _add_option(p, opt)
+        p.add_argument(
+            "--print-binary",
+            action="store_true",
+            help="build the native program for the selected MPI, print its path and exit "
+            "(to run it under `commscope profile`)",
+        )
         _add_resume(p, bench)
         add_launch_options(p)
         p.set_defaults(func=_run, benchmark=bench.name)
@@ -52,15 +58,28 @@ def _add_resume(parser, bench):
 def _run(args):
     if resume_if_asked(args):
         return 0
-    from ..bench import RUNNERS
+    from ..bench import RUNNERS, SHOWERS
 
     bench = BENCHMARKS[args.benchmark]
-    params = {}
+    if args.print_binary:
+        from .. import mpi as mpimod
+
+        print(mpimod.binary(mpimod.select_mpi(args.mpi), bench.program))
+        return 0
+    params, shown = {}, {}  # the run's parameters; the output options (--json)
     for opt in (o for o in bench.options if o.cli):
         value = getattr(args, opt.name.replace("-", "_"))
+        into = shown if opt.output else params
         if opt.kind == "flag":
-            params[opt.params[0]] = value
+            into[opt.params[0]] = value
         elif value is not None:
-            params.update(opt.parse(value))
-    print(RUNNERS[bench.name](**params, **launch_kwargs(args)).path)
+            into.update(opt.parse(value))
+    kw = launch_kwargs(args)
+    if shown.get("json"):
+        kw["echo"] = False  # stdout is the JSON alone
+    run = RUNNERS[bench.name](**params, **kw)
+    if bench.name in SHOWERS:
+        SHOWERS[bench.name](run, quiet=args.quiet, **shown)
+    else:
+        print(run.path)
     return 0
