@@ -28,8 +28,8 @@
  * are written before its trials row, so a complete trials row has its orders on disk.
  */
 #include "cs_common.h"
+#include "cs_mtmatch_options.h" /* generated from src/commscope/benchspec/mtmatch.py */
 
-#include <getopt.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -44,20 +44,6 @@ typedef struct {
     int **recv_list, **send_list;   /* per thread: tags in posting/sending order */
     int *recv_len, *send_len;
 } config_t;
-
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_mtmatch --plan FILE [--trials N] [--warmup W] [-s BYTES] [--from-config K]\n"
-            "                  [--out DIR]\n"
-            "  --plan FILE   CSV config,points,decomposition,tag,recv_thread,send_thread\n"
-            "                (receives posted in row order, sends in tag order per thread)\n"
-            "  --trials N    recorded trials per config (default 10)\n"
-            "  --warmup W    unrecorded trials first (default 2)\n"
-            "  --from-config K  start at config K of the plan (resuming a sweep)\n"
-            "  -s BYTES      message size (default 8)\n"
-            "  run with exactly 2 ranks: rank 0 receives, rank 1 sends\n");
-}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -193,47 +179,27 @@ static double pvar_read(pvar_t *p, MPI_T_pvar_session session, int peer)
 
 int main(int argc, char **argv)
 {
-    const char *out = NULL, *plan = NULL;
-    int trials = 10, warmup = 2, first = 0, rank, size, provided;
-    long long msg_size = 8;
-    enum { O_PLAN = 256,
-           O_TRIALS,
-           O_WARMUP,
-           O_FROM };
-    static struct option longopts[] = {{"plan", required_argument, 0, O_PLAN},
-                                       {"trials", required_argument, 0, O_TRIALS},
-                                       {"warmup", required_argument, 0, O_WARMUP},
-                                       {"from-config", required_argument, 0, O_FROM},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
+    int rank, size, provided;
+    cs_mtmatch_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    for (int c; (c = getopt_long(argc, argv, "s:o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case O_PLAN: plan = optarg; break;
-        case O_TRIALS: trials = atoi(optarg); break;
-        case O_WARMUP: warmup = atoi(optarg); break;
-        case O_FROM: first = (int)cs_parse_long("--from-config", optarg, 0); break;
-        case 's':
-            if ((msg_size = cs_parse_size(optarg)) < 0 || msg_size > (1 << 30))
-                cs_die("-s: expected a message size up to 1 GiB, got '%s'", optarg);
-            break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-    }
+    int status = cs_mtmatch_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    const char *out = o.out, *plan = o.plan_file;
+    int trials = (int)o.trials, warmup = (int)o.warmup, first = (int)o.from_config;
+    long long msg_size = o.size_bytes;
+    if (msg_size > CS_MTMATCH_MAX_SIZE)
+        cs_die("--size: expected a message size up to 1 MiB, got %lld", msg_size);
     if (provided < MPI_THREAD_MULTIPLE)
         cs_die("the MPI library does not provide MPI_THREAD_MULTIPLE (got level %d)", provided);
     if (size != 2)
         cs_die("needs exactly 2 ranks (receiver and sender), got %d", size);
     if (!plan)
         cs_die("--plan FILE is required (the Python driver writes it)");
-    if (trials < 1 || warmup < 0)
-        cs_die("--trials must be >= 1 and --warmup >= 0 (got %d, %d)", trials, warmup);
 
     config_t *cfg;
     int ncfg = read_plan(plan, &cfg);

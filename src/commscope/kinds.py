@@ -35,30 +35,6 @@ TABLE_COLUMNS = {
         "argmax_rank": "i",
     },
     ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
-    # ob1 queue lengths NaN under MPIs without the pvars
-    # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers): a label
-    ("mtmatch", "trials"): {
-        "config": "i",
-        "trial": "i",
-        "points": "*",
-        "decomposition": "*",
-        "threads_recv": "i",
-        "threads_send": "i",
-        "messages": "i",
-        "size_bytes": "i",
-        "drain_time_s": "f",
-        "ob1_posted_recvq_length": "n",
-        "ob1_unexpected_msgq_length": "n",
-    },
-    ("mtmatch", "order"): {
-        "config": "i",
-        "trial": "i",
-        "tag": "i",
-        "post_seq": "i",
-        "send_seq": "i",
-        "recv_thread": "i",
-        "send_thread": "i",
-    },
     ("partitioned", "samples"): {
         "method": "O",
         "size_bytes": "p",
@@ -261,8 +237,6 @@ TABLE_KEYS = {
     ("bsp", "intervals"): ("interval", "rank"),
     ("bsp", "maxima"): ("interval",),
     ("bsp", "neighbors"): ("rank", "direction"),
-    ("mtmatch", "trials"): ("config", "trial"),
-    ("mtmatch", "order"): ("config", "trial", "tag"),
     ("partitioned", "samples"): ("method", "size_bytes", "run"),
     ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
     ("partitioned", "methods"): ("method",),
@@ -284,34 +258,8 @@ TABLE_KEYS = {
 }
 
 
-def _col(df, name):
-    import pandas as pd
-
-    return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
-
-
 #: Checks between columns, per table (runs.Run.table applies them after the types).
 TABLE_CHECKS = {
-    ("mtmatch", "trials"): (
-        Check(
-            "messages",
-            "at least 1 where a search depth or drain time was measured",
-            lambda d: (
-                (d["messages"] < 1)
-                & (
-                    (_col(d, "avg_search_depth") > 0)
-                    | (_col(d, "max_search_depth") > 0)
-                    | (d["drain_time_s"] > 0)
-                )
-            ),
-        ),
-        Check(
-            "max_search_depth",
-            "at least avg_search_depth",
-            lambda d: _col(d, "max_search_depth") < _col(d, "avg_search_depth"),
-        ),
-        Check("drain_time_s", "not negative", lambda d: d["drain_time_s"] < 0),
-    ),
     ("partitioned", "samples"): (
         Check(
             "partition_bytes",
@@ -400,12 +348,6 @@ def partitioned_sizes(params):
 
 POINTS = {
     "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
-    "mtmatch": Points(
-        "trials",
-        ("config",),
-        "configurations",
-        lambda p: [((s["config"],), p["trials"]) for s in p["configs"]],
-    ),
     # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
     # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a
     # stopped run only says how far it got

@@ -36,12 +36,13 @@ Tables:
 from __future__ import annotations
 
 
+from ..benchspec.mtmatch import BENCHMARK
 from ..errors import InputError
 from ..launch import available_cores
 from ..models import stencil
 from ..models.queue_sim import orders_from_sequences, prq_search, summarize
 from ..models.stencil_plan import balanced_decomposition, build_plan
-from .driver import RunFile, register_resume, run_benchmark
+from .driver import RunFile, register_resume, run_benchmark, split_parameters
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -126,18 +127,7 @@ def check_plan(plan, source="plan"):
     return df[["tag", "recv_thread", "send_thread"]]
 
 
-def run_mtmatch(
-    points=None,
-    decomposition=None,
-    k=None,
-    *,
-    configs=None,
-    plan=None,
-    trials=10,
-    warmup=2,
-    size_bytes=8,
-    **launch_kw,
-):
+def run_mtmatch(points=None, decomposition=None, k=None, *, configs=None, plan=None, **kw):
     """Run the matching benchmark and return the finished :class:`~commscope.runs.Run`.
 
     One configuration (``points`` in 5, 7, 9, 27 or "naive", ``decomposition`` such as
@@ -150,15 +140,25 @@ def run_mtmatch(
     HighVolumePingPong's worst case. After the
     job the search depths are computed from the recorded orders and added to the
     ``trials`` table, and oversubscription (threads x ranks > cores) is noted in
-    meta.json under "oversubscription" and per trial.
+    meta.json under "oversubscription" and per trial. ``sweep`` (thread counts) with
+    ``shape`` instead of ``decomposition`` is :func:`sweep_configs`'s sweep. The other
+    parameters as the descriptor names them (commscope/benchspec/mtmatch.py: trials,
+    warmup, size_bytes; the rest default), the other keywords go to
+    :func:`~commscope.bench.driver.run_benchmark`.
     """
+    p, launch_kw = split_parameters("mtmatch", kw)
+    BENCHMARK.check(p)
+    trials, warmup, size_bytes = p["trials"], p["warmup"], p["size_bytes"]
+    if plan is None and configs is None:
+        if points is None:
+            raise InputError("--points", None, "required (5, 7, 9, 27 or naive)")
+        if (decomposition is None) == (p["sweep"] is None):
+            raise InputError("--decomp", None, "give exactly one of --decomp and --sweep")
+        if p["sweep"] is not None:
+            if not p["sweep"]:
+                raise InputError("--sweep", None, "no thread counts given")
+            configs = sweep_configs(points, p["sweep"], p["shape"], k)
     cfgs = [] if plan is not None else _config_list(points, decomposition, k, configs)
-    if trials < 1:
-        raise InputError("--trials", None, f"must be at least 1, got {trials}")
-    if warmup < 0:
-        raise InputError("--warmup", None, f"must be >= 0, got {warmup}")
-    if not 0 <= size_bytes <= (1 << 20):
-        raise InputError("--size", None, f"message size must be 0..1 MiB, got {size_bytes}")
     plans, summary = [], []
     for i, (pts, dims, kk) in enumerate(cfgs):
         one = build_plan(pts, dims, kk)
@@ -237,18 +237,9 @@ PLAN_COLUMNS = [
 def native_args(params, plan=None, from_config=0):
     """Options of cs_mtmatch for the parameters recorded in meta.json (``plan``: the text of
     plan.csv for a new run; a resumed one reads the file already there)."""
-    return [
-        "--plan",
-        RunFile("plan.csv", plan),
-        "--trials",
-        params["trials"],
-        "--warmup",
-        params["warmup"],
-        "-s",
-        params["size_bytes"],
-        "--from-config",
-        from_config,
-    ]
+    return BENCHMARK.native_args(
+        dict(params, plan_file=RunFile("plan.csv", plan), from_config=from_config)
+    )
 
 
 def oversubscription(summary, placement, cores=None):
@@ -339,6 +330,33 @@ def _postprocess(run):
 register_resume(
     "mtmatch", lambda p, first: native_args(p, from_config=first[0]), after=_postprocess
 )
+
+
+def show_mtmatch(run, quiet=False):
+    """What ``commscope bench mtmatch`` prints: the mean over trials per configuration,
+    then the run directory."""
+    from ..output import print_table
+
+    if not quiet:
+        summary = config_summary(run.table("trials"))
+        print_table(
+            summary[
+                [
+                    "points",
+                    "decomposition",
+                    "threads_recv",
+                    "threads_send",
+                    "messages",
+                    "drain_time_s",
+                    "avg_search_depth",
+                    "max_search_depth",
+                    "ob1_posted_recvq_length",
+                    "oversubscribed",
+                ]
+            ],
+            title="mean over trials (search depth: MPICH-style list, entries passed over)",
+        )
+    print(run.path)
 
 
 def config_summary(trials):
