@@ -100,7 +100,9 @@ static int write_metadata(void)
 #else
     fprintf(f, " \"tick_source\": \"clock_monotonic_ns\",\n");
 #endif
-    fprintf(f, " \"snapshot_interval_s\": %g,\n \"layout\": {", snapshot_s);
+    fprintf(f, " \"snapshot_interval_s\": %g,\n \"settings\": ", snapshot_s);
+    cs_settings_json(f); /* the numbers in effect (settings.def), for readers and tests */
+    fprintf(f, ",\n \"layout\": {");
     int idx = 0;
 #define CS_LAYOUT_JSON(key, value) fprintf(f, "%s\"%s\": %d", idx++ ? ", " : "", key, value);
     CS_LAYOUT_VALUES(CS_LAYOUT_JSON)

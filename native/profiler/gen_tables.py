@@ -31,7 +31,10 @@ def _comment(s):
 def settings_header(table):
     sets = [e for e in table if e.macro == "CS_COUNTER_SET"]
     settings = [e for e in table if e.macro == "CS_SETTING"]
-    out = [BANNER.format(src="settings.def"), "#ifndef CS_SETTINGS_H\n#define CS_SETTINGS_H\n\n"]
+    out = [
+        BANNER.format(src="settings.def"),
+        "#ifndef CS_SETTINGS_H\n#define CS_SETTINGS_H\n\n#include <stdio.h>\n\n",
+    ]
     out.append("/* Counter sets (COMMSCOPE_COUNTERS): a bit each, in table order. */\nenum {\n")
     for i, e in enumerate(sets):
         out.append(f"    CS_SET_{e.args[0].upper()} = 1 << {i}, /* {_comment(e.args[3])} */\n")
@@ -56,7 +59,10 @@ def settings_header(table):
     out.append("} cs_settings_t;\n\nextern cs_settings_t cs_settings;\n")
     out.append(
         "/* Reads the environment into cs_settings; a value out of range is reported on\n"
-        " * stderr and the default kept. */\nvoid cs_settings_read(void);\n\n#endif\n"
+        " * stderr and the default kept. */\nvoid cs_settings_read(void);\n"
+        "/* The numbers in effect as a JSON object (node.<n>.json \"settings\"): what the\n"
+        " * library used, whoever set them.  The sets are not repeated: meta.json has them. */\n"
+        "void cs_settings_json(FILE *f);\n\n#endif\n"
     )
     return "".join(out)
 
@@ -94,7 +100,16 @@ def settings_source(table):
             out.append(f"    cs_settings.{field} = env_seconds({env}, {float(dflt)!r});\n")
         else:
             out.append(f"    cs_settings.{field} = env_text({env}, {_c_string(str(dflt))});\n")
-    out.append("}\n")
+    out.append("}\n\nvoid cs_settings_json(FILE *f)\n{\n")
+    numbers = [e for e in settings if e.args[1] in ("LONG", "SECONDS")]
+    for i, e in enumerate(numbers):
+        name, typ = e.args[:2]
+        sep = "{" if i == 0 else ", "
+        fmt = "%ld" if typ == "LONG" else "%g"
+        out.append(
+            f'    fprintf(f, "{sep}\\"COMMSCOPE_{name}\\": {fmt}", cs_settings.{name.lower()});\n'
+        )
+    out.append('    fputs("}", f);\n}\n')
     return "".join(out)
 
 
