@@ -51,9 +51,8 @@ MPI_Finalize); 2 when --ompt could not time the program's threads (the counters 
 
 def register(registry):
     # the sets and defaults are the library's own (native/profiler/settings.def)
-    from ..profile.settings import COUNTER_SETS, default
+    from ..profile.settings import COUNTER_SETS, default, default_snapshot_interval
 
-    snapshot_ms = default("COMMSCOPE_SNAPSHOT_MS")
     trace_limit = default("COMMSCOPE_TRACE_LIMIT")
     p = registry.command(
         "profile",
@@ -84,7 +83,7 @@ def register(registry):
     )
     p.add_argument(
         "--snapshot-every",
-        default=f"{snapshot_ms}ms",
+        default=default_snapshot_interval(),
         metavar="DURATION",
         help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
         "start and end (default %(default)s)",

@@ -35,7 +35,7 @@ from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..runs import Run, describe_os_error, utc_now
 from ..collect.node_files import counter_ranks
-from .settings import chosen_sets, default, library_env, parse_counter_sets
+from .settings import chosen_sets, default_snapshot_interval, library_env, parse_counter_sets
 from .summary import TIMERS_HINT
 
 
@@ -48,11 +48,6 @@ def parse_interval(text, option="--snapshot-every"):
     if 0 < value < 0.01:
         raise InputError(option, None, f"{text} is below the 10 ms minimum (or 0 for no snapshots)")
     return value
-
-
-def default_interval():
-    """The library's snapshot interval (settings.def), as --snapshot-every shows it."""
-    return f"{default('COMMSCOPE_SNAPSHOT_MS')}ms"
 
 
 class CounterCollector(Collector):
@@ -158,7 +153,7 @@ class CallsiteCollector(Collector):
     def __init__(self, depth):
         super().__init__(
             "callsites",
-            env=library_env(callsites=depth),
+            env=library_env(CALLSITES=depth),
             notes=[
                 f"call sites: {depth} frame{'s' if depth > 1 else ''} per call"
                 + (" (unwound with backtrace())" if depth > 1 else "")
@@ -190,11 +185,11 @@ def callsite_collector(depth):
 
 def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
     env = library_env(
-        counters=",".join(sets + (("trace",) if trace else ())) or "calls",
-        snapshot_ms=int(round(snapshot_s * 1000)),
+        COUNTERS=",".join(sets + (("trace",) if trace else ())) or "calls",
+        SNAPSHOT_MS=int(round(snapshot_s * 1000)),
     )
     if trace_limit is not None:
-        env.update(library_env(trace_limit=int(trace_limit)))
+        env.update(library_env(TRACE_LIMIT=int(trace_limit)))
     notes = [
         f"counters: {', '.join(sets) or 'calls only'}"
         + ("" if "timers" in sets else f" (time in MPI not measured: {TIMERS_HINT})")
@@ -241,7 +236,7 @@ def run_profile(
     """
     sets = parse_counter_sets(counters)
     snapshot_s = parse_interval(
-        snapshot_every if snapshot_every is not None else default_interval()
+        snapshot_every if snapshot_every is not None else default_snapshot_interval()
     )
     sites = callsite_collector(callsites)
     if timeout is not None and not timeout > 0:

@@ -73,14 +73,19 @@ def chosen_sets(run_meta):
     return tuple(counters) + (("trace",) if p.get("trace") else ())
 
 
+def default_snapshot_interval():
+    """The library's snapshot interval, as --snapshot-every takes it ("500ms")."""
+    return f"{default('COMMSCOPE_SNAPSHOT_MS')}ms"
+
+
 def library_env(**values):
-    """{COMMSCOPE_NAME: str(value)} for ``name=value`` (lower-case names of the table);
+    """{COMMSCOPE_NAME: str(value)} for ``NAME=value`` (names as the table spells them);
     a name the table lacks is a programming error, caught here rather than ignored by
     the library."""
     known = settings()
     env = {}
     for name, value in values.items():
-        key = f"COMMSCOPE_{name.upper()}"
+        key = f"COMMSCOPE_{name}"
         if key not in known:
             raise KeyError(f"{key} is not in native/profiler/settings.def")
         env[key] = str(value)
