@@ -38,19 +38,19 @@ def test_the_parser_reads_c_macro_tables_as_c_reads_them():
 #endif
 CS_X(name, 0x10, "one " "two"  // continued
      "\\"three\\"")
-CS_Y(-1)
+CS_Y(-1, f(x) + 1)
 """
     got = d.parse(text)
     assert [e.macro for e in got] == ["CS_X", "CS_Y"]
     assert got[0].args == ("name", 16, 'one two"three"') and got[0].line == 6
     assert isinstance(got[0].args[0], d.Ident) and not isinstance(got[0].args[2], d.Ident)
-    assert got[1].args == (-1,)
+    assert got[1].args == (-1, "f(x) + 1") and isinstance(got[1].args[1], d.Expr)
 
 
 @pytest.mark.parametrize(
     "text, says",
     [
-        ("CS_X(a b)", "a name, a number or strings"),
+        ('CS_X(a "b")', "strings mixed"),
         ("CS_X(a,)", "an empty argument"),
         ("CS_X(a", "never closed"),
         ('"stray"', "expected NAME(...)"),
@@ -161,7 +161,8 @@ def test_records_have_one_size_in_c_numpy_and_struct(tmp_path):
         assert f"_Static_assert(sizeof({ctype}) == {size}," in header
     assert nt.record_struct("snap_header").size == 64  # the header the C side wrote before
     assert nt.record_struct("snap_record").size == 40
-    assert nt.layout_keys()[:2] == ("page", "dir_at")
+    assert nt.metadata_keys("layout")[:2] == ("page", "dir_at")
+    assert nt.metadata_keys("canonical")[0] == "words"
 
 
 # ---- with the library ------------------------------------------------------------------

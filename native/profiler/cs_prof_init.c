@@ -104,14 +104,13 @@ static int write_metadata(void)
     cs_settings_json(f); /* the numbers in effect (settings.def), for readers and tests */
     fprintf(f, ",\n \"layout\": {");
     int idx = 0;
-#define CS_LAYOUT_JSON(key, value) fprintf(f, "%s\"%s\": %d", idx++ ? ", " : "", key, value);
-    CS_LAYOUT_VALUES(CS_LAYOUT_JSON)
-#undef CS_LAYOUT_JSON
+#define CS_METADATA_JSON(key, value) fprintf(f, "%s\"%s\": %lld", idx++ ? ", " : "", key, value);
+    CS_LAYOUT_VALUES(CS_METADATA_JSON)
     fprintf(f, "},\n");
-    fprintf(f, " \"canonical\": {\"words\": %zu, \"total_calls\": %d, \"total_ticks\": %d, \"calls\": %d, "
-               "\"ticks\": %d, \"bytes\": %d, \"coll\": %d, \"bins\": %d, \"peers\": %d, \"pvars\": %zu},\n",
-            cs_canonical_words(), CS_CAN_TOTAL_CALLS, CS_CAN_TOTAL_TICKS, CS_CAN_CALLS, CS_CAN_TICKS,
-            CS_CAN_FBYTES, CS_CAN_COLL, CS_CAN_BINS, CS_CAN_PEERS, cs_canonical_pvars_at());
+    fprintf(f, " \"canonical\": {");
+    idx = 0;
+    CS_CANONICAL_VALUES(CS_METADATA_JSON)
+    fprintf(f, "},\n");
     fprintf(f, " \"counters\": [\n");
     idx = 0;
 #define CS_COUNTER(name, kind, scope, set, unit, desc) \
@@ -122,6 +121,7 @@ static int write_metadata(void)
     json_string(f, desc); \
     fprintf(f, "}%s\n", idx < CS_NCOUNTERS ? "," : "");
 #include "counters.def"
+#undef CS_METADATA_JSON
     fprintf(f, " ],\n \"functions\": [\n");
     for (int i = 0; i < CS_NFUNC; i++) {
         fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d, \"bytes_offset\": %d",

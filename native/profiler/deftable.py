@@ -1,8 +1,8 @@
 """The reader of the profiler's X-macro tables (counters.def, settings.def, layout.def).
 
 A table is C text: comments, preprocessor lines and calls ``NAME(arg, arg, ...)`` whose
-arguments are identifiers, whole numbers or string literals (adjacent literals joined,
-as C joins them).  Both the build's generator (gen_tables.py, stdlib only) and the
+arguments are identifiers, whole numbers, string literals (adjacent literals joined,
+as C joins them) or other C expressions (kept as their text, an :class:`Expr`).  Both the build's generator (gen_tables.py, stdlib only) and the
 Python package (commscope.collect.native_tables) read the tables through this one
 parser, so neither side guesses at the other's syntax.
 
@@ -20,6 +20,7 @@ _TOKEN = re.compile(
   | (?P<number>-?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*)
   | (?P<ident>[A-Za-z_]\w*)
   | (?P<punct>[(),])
+  | (?P<op>[-+*/%<>=!&|^~?:.\[\]]+)
     """,
     re.X | re.S,
 )
@@ -28,6 +29,10 @@ _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'"}
 
 class Ident(str):
     """An identifier argument (a C name such as THREAD or CS_PAGE), not a string."""
+
+
+class Expr(str):
+    """A C expression argument other than a lone name or number, as written."""
 
 
 class Entry(NamedTuple):
@@ -77,42 +82,45 @@ def parse(text, name="<table>"):
             raise TableError(f"{name}:{line}: unexpected {text[pos : pos + 20]!r}")
         kind = m.lastgroup
         if kind not in ("space", "comment"):
-            tokens.append((kind, m.group(), line))
+            tokens.append((kind, m.group(), line, m.start(), m.end()))
         pos = m.end()
     out, i = [], 0
     while i < len(tokens):
-        kind, value, line = tokens[i]
+        kind, value, line = tokens[i][:3]
         if kind != "ident" or i + 1 >= len(tokens) or tokens[i + 1][1] != "(":
             raise TableError(f"{name}:{line}: expected NAME(...), got {value!r}")
         i += 2
-        args, parts = [], []
+        args, parts, depth = [], [], 0
         while True:
             if i >= len(tokens):
                 raise TableError(f"{name}:{line}: {value}( is never closed")
-            k, v, ln = tokens[i]
+            k, v, ln, start, end = tokens[i]
             i += 1
-            if v in (",", ")"):
-                args.append(_argument(parts, f"{name}:{ln}"))
+            if v in (",", ")") and depth == 0:
+                args.append(_argument(parts, text, f"{name}:{ln}"))
                 parts = []
                 if v == ")":
                     break
             else:
-                parts.append((k, v))
+                depth += (v == "(") - (v == ")")
+                parts.append((k, v, start, end))
         out.append(Entry(value, tuple(args), line))
     return out
 
 
-def _argument(parts, where):
+def _argument(parts, text, where):
     if not parts:
         raise TableError(f"{where}: an empty argument")
-    kinds = {k for k, _ in parts}
+    kinds = {k for k, *_ in parts}
     if kinds == {"string"}:
-        return "".join(_unquote(v, where) for _, v in parts)
+        return "".join(_unquote(v, where) for _, v, *_ in parts)
     if len(parts) == 1 and kinds == {"ident"}:
         return Ident(parts[0][1])
     if len(parts) == 1 and kinds == {"number"}:
         return int(parts[0][1].rstrip("uUlL"), 0)
-    raise TableError(f"{where}: an argument must be a name, a number or strings")
+    if "string" in kinds:
+        raise TableError(f"{where}: strings mixed with other tokens in one argument")
+    return Expr(text[parts[0][2] : parts[-1][3]])
 
 
 def entries(path):

@@ -60,7 +60,7 @@ def settings_header(table):
     out.append(
         "/* Reads the environment into cs_settings; a value out of range is reported on\n"
         " * stderr and the default kept. */\nvoid cs_settings_read(void);\n"
-        "/* The numbers in effect as a JSON object (node.<n>.json \"settings\"): what the\n"
+        '/* The numbers in effect as a JSON object (node.<n>.json "settings"): what the\n'
         " * library used, whoever set them.  The sets are not repeated: meta.json has them. */\n"
         "void cs_settings_json(FILE *f);\n\n#endif\n"
     )
@@ -143,13 +143,19 @@ def layout_header(table):
         out.append(
             f'_Static_assert(sizeof({ctype}) == {size}, "{ctype}: layout.def has no padding");\n'
         )
-    keys = [e for e in table if e.macro == "CS_LAYOUT_VALUE"]
-    out.append(
-        '\n/* The node metadata\'s "layout" object: X(key, value) per entry of layout.def. */\n'
-        "#define CS_LAYOUT_VALUES(X) \\\n"
-    )
-    out += [f'    X("{e.args[0]}", (int)({e.args[1]})) \\\n' for e in keys]
-    out.append("\n\n#endif\n")
+    values = [e for e in table if e.macro == "CS_METADATA_VALUE"]
+    for obj in dict.fromkeys(e.args[0] for e in values):
+        out.append(
+            f'\n/* The node metadata\'s "{obj}" object: X(key, value) per entry of layout.def. */\n'
+            f"#define CS_{obj.upper()}_VALUES(X) \\\n"
+        )
+        out += [
+            f'    X("{e.args[1]}", (long long)({e.args[2]})) \\\n'
+            for e in values
+            if e.args[0] == obj
+        ]
+        out.append("\n")
+    out.append("\n#endif\n")
     return "".join(out)
 
 

@@ -74,6 +74,6 @@ def constant(name):
     raise KeyError(name)
 
 
-def layout_keys():
-    """The keys of node.<n>.json's "layout" object, in order."""
-    return tuple(r[0] for r in rows("layout", "CS_LAYOUT_VALUE"))
+def metadata_keys(obj):
+    """The keys of node.<n>.json's object ``obj`` ("layout", "canonical"), in order."""
+    return tuple(key for o, key, _, _ in rows("layout", "CS_METADATA_VALUE") if o == obj)

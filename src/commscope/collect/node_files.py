@@ -29,7 +29,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..lazy import lazy
-from .native_tables import constant, layout_keys, magic, record_dtype, record_struct
+from .native_tables import constant, magic, metadata_keys, record_dtype, record_struct
 
 np = lazy("numpy")
 pd = lazy("pandas")
@@ -75,19 +75,8 @@ _META_FIELDS = {
     "collective_bins": dict,
     "pvars": list,
 }
-_LAYOUT = layout_keys()
-_CANONICAL = (
-    "words",
-    "total_calls",
-    "total_ticks",
-    "calls",
-    "ticks",
-    "bytes",
-    "coll",
-    "bins",
-    "peers",
-    "pvars",
-)
+_LAYOUT = metadata_keys("layout")
+_CANONICAL = metadata_keys("canonical")
 _NAME = re.compile(r"node\.([A-Za-z0-9._-]+)\.json")
 
 
