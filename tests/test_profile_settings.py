@@ -149,6 +149,24 @@ def test_the_generated_c_parser_reads_every_setting_of_the_table(tmp_path):
             assert f'getenv("{env}")' not in c.read_text(), (c.name, env)
 
 
+def test_every_library_variable_named_in_code_and_docs_is_in_the_table():
+    """The profiler's sources, its docs and the scripts that preload it by hand name no
+    COMMSCOPE_* variable the table lacks (a misspelt one the library would ignore)."""
+    import re
+
+    files = [
+        *PROFILER.glob("*.[ch]"),
+        *PROFILER.glob("*.def"),
+        ROOT / "docs" / "profile.md",
+        ROOT / "docs" / "counters.md",
+        ROOT / "scripts" / "hotpath_instructions.py",
+        ROOT / "scripts" / "profile_overhead.py",
+        ROOT / "src" / "commscope" / "profile" / "run.py",
+    ]
+    named = {(m, f.name) for f in files for m in re.findall(r"COMMSCOPE_[A-Z0-9_]+", f.read_text())}
+    assert {(m, f) for m, f in named if m not in st.settings()} == set()
+
+
 # ---- the counter-file records ----------------------------------------------------------
 
 
