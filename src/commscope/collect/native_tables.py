@@ -13,11 +13,14 @@ import struct
 
 from ..paths import native_dir
 
-_TYPES = {"U32": ("<u4", "I", 4), "I32": ("<i4", "i", 4), "U64": ("<u8", "Q", 8)}
+#: layout.def's field types: (numpy, struct) codes, little-endian.
+_TYPES = {"U32": ("<u4", "I"), "I32": ("<i4", "i"), "U64": ("<u8", "Q")}
 
 
 @functools.cache
 def _parser():
+    # loaded by path: it lives beside the build's generator, which any python3 runs
+    # (the build must not need commscope installed)
     path = native_dir() / "profiler" / "deftable.py"
     spec = importlib.util.spec_from_file_location("commscope_deftable", path)
     module = importlib.util.module_from_spec(spec)
