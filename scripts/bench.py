@@ -46,7 +46,10 @@ SKIPPED = 3
 #: Every scripts/*.py is one of these or in NOT_BENCHMARKS (tests/test_scripts_quick.py).
 SCRIPTS = {
     "paper_examples": (False, "the same tables (no measurement: paper value vs model)"),
-    "gen_counter_docs": (False, "checks that docs/counters.md is current (writes nothing)"),
+    "gen_counter_docs": (
+        False,
+        "checks that the counter and settings tables of docs/counters.md and docs/profile.md are current (writes nothing)",
+    ),
     "bench_bootstrap": (False, "200 replicas at 256 ranks, 20 intervals; the paper tables"),
     "bench_arrivals": (False, "1 trial (76,800 samples) once; paper table, 200 replicas"),
     "matchsim_throughput": (False, "2,000 messages, once per engine and stream"),

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Rewrite the counter table in docs/counters.md from native/profiler/counters.def.
+"""Rewrite the generated tables of the docs: the counters (docs/counters.md, from
+native/profiler/counters.def) and the settings (docs/profile.md, from settings.def).
 
     .venv/bin/python scripts/gen_counter_docs.py [--check | --quick]
 
 --check (and --quick, what `make bench QUICK=1` runs) writes nothing: it prints whether
-the table is current and exits 1 when it is not.
+the tables are current and exits 1 when one is not.
 """
 
 import argparse
@@ -14,10 +15,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from commscope.profile.catalog import catalog_markdown  # noqa: E402
+from commscope.profile.settings import settings_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "counters.md"
-BEGIN, END = "<!-- counter table: generated -->\n", "<!-- end of generated table -->\n"
+END = "<!-- end of generated table -->\n"
+#: (doc, the marker that starts its table, the table's generator)
+TABLES = (
+    (ROOT / "docs" / "counters.md", "<!-- counter table: generated -->\n", catalog_markdown),
+    (ROOT / "docs" / "profile.md", "<!-- settings table: generated -->\n", settings_markdown),
+)
+
+
+def regenerate(doc, begin, make):
+    """(old text, new text) of ``doc`` with its table made by ``make``; None: no markers."""
+    text = doc.read_text()
+    if begin not in text or END not in text:
+        return None
+    table = make()
+    new = re.sub(
+        re.escape(begin) + ".*?" + re.escape(END), lambda m: begin + table + END, text, flags=re.S
+    )
+    return text, new
 
 
 def main(argv=None):
@@ -25,27 +43,22 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true", help="only say whether the table is current")
     ap.add_argument("--quick", action="store_true", help="the same as --check")
     a = ap.parse_args(argv)
-    text = DOC.read_text()
-    if BEGIN not in text or END not in text:
-        print(f"{DOC.relative_to(ROOT)}: no generated-table markers", file=sys.stderr)
-        return 1
-    new = re.sub(
-        re.escape(BEGIN) + ".*?" + re.escape(END),
-        lambda m: BEGIN + catalog_markdown() + END,
-        text,
-        flags=re.S,
-    )
-    rows = catalog_markdown().count("\n")
-    if a.check or a.quick:
-        print(
-            f"{DOC.relative_to(ROOT)}: {'current' if new == text else 'OUT OF DATE'} ({rows} table lines)"
-        )
-        return 0 if new == text else 1
-    DOC.write_text(new)
-    print(
-        f"{DOC.relative_to(ROOT)}: {'updated' if new != text else 'already current'} ({rows} table lines)"
-    )
-    return 0
+    status = 0
+    for doc, begin, make in TABLES:
+        name = doc.relative_to(ROOT)
+        texts = regenerate(doc, begin, make)
+        if texts is None:
+            print(f"{name}: no generated-table markers", file=sys.stderr)
+            status = 1
+            continue
+        text, new = texts
+        if a.check or a.quick:
+            print(f"{name}: {'current' if new == text else 'OUT OF DATE'}")
+            status |= new != text
+        else:
+            doc.write_text(new)
+            print(f"{name}: {'updated' if new != text else 'already current'}")
+    return status
 
 
 if __name__ == "__main__":

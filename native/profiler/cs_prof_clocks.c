@@ -46,8 +46,8 @@ static char node_name[256];
 
 void cs_clocks_skew(int rank)
 {
-    const char *v = getenv("COMMSCOPE_TEST_CLOCK_SKEW_NS");
-    if (!v || !*v) return;
+    const char *v = cs_settings.test_clock_skew_ns;
+    if (!*v) return;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", v);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
@@ -68,9 +68,7 @@ void cs_clocks_skew(int rank)
 
 static double timeout_s(void)
 {
-    const char *t = getenv("COMMSCOPE_SUMMARY_TIMEOUT_S");
-    double limit = t && *t ? atof(t) : 30.0;
-    return limit > 0 ? limit : 30.0;
+    return cs_settings.summary_timeout_s; /* COMMSCOPE_SUMMARY_TIMEOUT_S */
 }
 
 /* Wait for r until `deadline` (cs_now_ns): 1 when it completed.  Polls, yielding the

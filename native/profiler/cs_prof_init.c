@@ -2,20 +2,9 @@
  * everything up (the counter file, tables, snapshots, trace) and write the metadata
  * file that describes the counter file.
  *
- * Environment (set by `commscope profile`; the library also works when linked
- * or preloaded by hand):
- *   COMMSCOPE_PROFILE_DIR   where counters.<rank>.{bin,json} go (default ./commscope-profile)
- *   COMMSCOPE_COUNTERS      comma-separated sets: bytes,peers,bins,requests,timers,trace,pvars,
- *                           default or all (both: every set but the trace; unset: default)
- *   COMMSCOPE_SNAPSHOT_MS   snapshot interval in ms (default 500; 0 = none)
- *   COMMSCOPE_SLABS         slabs a rank starts with (default 1; more as threads appear)
- *   COMMSCOPE_MAX_REQUESTS  request-table size before it spills (default 131072)
- *   COMMSCOPE_COLL_SMALL_BYTES, COMMSCOPE_COLL_SMALL_COMM  collective-bin breakpoints
- *   COMMSCOPE_TRACE_LIMIT   trace bytes per rank (default 1 GiB), COMMSCOPE_TRACE_BUFFER
- *   COMMSCOPE_CALLSITES     call sites: callers recorded per call (0 = off; 1 = the
- *                           immediate caller; N > 1 unwinds N frames), cs_prof_sites.h
- *   COMMSCOPE_SUMMARY_TIMEOUT_S  deadline of the exchanges at MPI_Finalize (summary, clocks)
- *   COMMSCOPE_TEST_CLOCK_SKEW_NS tests only: shift some ranks' clocks (cs_prof_clocks.h)
+ * Settings: the COMMSCOPE_* environment (set by `commscope profile`; the library also
+ * works when linked or preloaded by hand), read once into cs_settings by the parser
+ * generated from settings.def, which lists each with its default.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -39,55 +28,22 @@
 static char dir[4096];
 static char node_key[256];
 static double snapshot_s = 0.5;
-static int chosen_sets; /* cs_sets is only published once everything is set up */
 static int npvar_values;
 
 /* ---- set-up ------------------------------------------------------------ */
 
-static long env_long(const char *name, long dflt, long min)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) return dflt;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end || x < min) {
-        fprintf(stderr, CS_PREFIX "ignoring %s=%s (expected a whole number >= %ld)\n", name, v, min);
-        return dflt;
-    }
-    return x;
-}
-
-static const struct {
-    const char *name;
-    int bit;
-} SET_NAMES[] = {
-    {"bytes", CS_SET_BYTES},
-    {"peers", CS_SET_PEERS},
-    {"bins", CS_SET_BINS},
-    {"requests", CS_SET_REQUESTS},
-    {"timers", CS_SET_TIMERS},
-    {"trace", CS_SET_TRACE},
-    {"pvars", CS_SET_PVARS},
-};
-#define NSETS ((int)(sizeof SET_NAMES / sizeof SET_NAMES[0]))
-
-#define CS_DEFAULT_SETS (CS_SET_BYTES | CS_SET_PEERS | CS_SET_BINS | CS_SET_REQUESTS | CS_SET_TIMERS | CS_SET_PVARS)
-
+/* COMMSCOPE_COUNTERS -> CS_SET_* bits: set names (settings.def), "default", "all" (the
+ * same: every set the default holds) or "calls" (none: calls are always counted). */
 static int parse_sets(const char *text)
 {
-    if (!text || !*text) return CS_DEFAULT_SETS; /* time in MPI is on by default */
     int sets = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", text);
     for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(0, ",", &save)) {
         int found = !strcmp(tok, "calls");
-        if (!strcmp(tok, "default")) sets |= CS_DEFAULT_SETS, found = 1;
-        if (!strcmp(tok, "all")) {
-            sets |= ~CS_SET_TRACE & ((1 << NSETS) - 1);
-            found = 1;
-        }
-        for (int i = 0; i < NSETS; i++)
-            if (!strcmp(tok, SET_NAMES[i].name)) sets |= SET_NAMES[i].bit, found = 1;
+        if (!strcmp(tok, "default") || !strcmp(tok, "all")) sets |= CS_DEFAULT_SETS, found = 1;
+        for (int i = 0; i < CS_NSETS; i++)
+            if (!strcmp(tok, cs_set_names[i].name)) sets |= cs_set_names[i].bit, found = 1;
         if (!found) fprintf(stderr, CS_PREFIX "unknown counter set '%s' ignored\n", tok);
     }
     return sets;
@@ -111,8 +67,8 @@ static void json_string(FILE *f, const char *s)
 static const char *const KIND_NAMES[] = {"regular", "timer", "watermark", "sentinel"};
 static const char *set_name(int bit)
 {
-    for (int i = 0; i < NSETS; i++)
-        if (SET_NAMES[i].bit == bit) return SET_NAMES[i].name;
+    for (int i = 0; i < CS_NSETS; i++)
+        if (cs_set_names[i].bit == bit) return cs_set_names[i].name;
     return "calls";
 }
 
@@ -129,7 +85,7 @@ static int write_metadata(void)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : 0;
     if (!f) return errno ? errno : EIO;
-    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 4,\n \"node\": ");
+    fprintf(f, "{\n \"schema\": \"commscope.node\",\n \"schema_version\": 5,\n \"node\": ");
     json_string(f, node_key);
     fprintf(f, ",\n \"host\": ");
     json_string(f, host);
@@ -144,27 +100,19 @@ static int write_metadata(void)
 #else
     fprintf(f, " \"tick_source\": \"clock_monotonic_ns\",\n");
 #endif
-    fprintf(f, " \"sets\": [");
-    for (int i = 0, first = 1; i < NSETS; i++)
-        if (chosen_sets & SET_NAMES[i].bit) fprintf(f, "%s\"%s\"", first ? "" : ", ", SET_NAMES[i].name), first = 0;
-    fprintf(f, "],\n \"snapshot_interval_s\": %g,\n", snapshot_s);
-    fprintf(f, " \"layout\": {\"page\": %d, \"dir_at\": %d, \"max_ranks\": %d, \"rank_block_bytes\": %d, "
-               "\"rank_words_at\": %d, \"files_at\": %d, \"chunks_at\": %d, \"max_chunks\": %d, "
-               "\"big_chunk\": %d,\n  \"slab_words\": %d, \"tid_offset\": %d, \"binmap_offset\": %d, "
-               "\"binrows_offset\": %d, \"binblocks_offset\": %d, \"bin_blocks\": %d, "
-               "\"bin_block_rows\": %d,\n  \"peerseq_offset\": %d, \"peercap_offset\": %d, "
-               "\"peercount_offset\": %d, \"peerat_offset\": %d, \"peers_offset\": %d, "
-               "\"peer_entry_words\": %d},\n",
-            CS_PAGE, CS_DIR_AT, CS_MAX_LOCAL_RANKS, CS_RANK_BLOCK_BYTES, CS_RANK_WORDS_AT, CS_FILES_AT,
-            CS_CHUNKS_AT, (int)CS_MAX_CHUNKS, CS_BIG_CHUNK, (int)CS_SLAB_WORDS, CS_OFF_TID,
-            CS_OFF_BINMAP, CS_OFF_BINROWS, CS_OFF_BINBLOCKS, CS_BIN_BLOCKS, CS_BIN_BLOCK_ROWS,
-            CS_OFF_PEERSEQ, CS_OFF_PEERCAP, CS_OFF_PEERCOUNT, CS_OFF_PEERAT, CS_OFF_PEERS, CS_PEER_ENTRY);
-    fprintf(f, " \"canonical\": {\"words\": %zu, \"total_calls\": %d, \"total_ticks\": %d, \"calls\": %d, "
-               "\"ticks\": %d, \"bytes\": %d, \"coll\": %d, \"bins\": %d, \"peers\": %d, \"pvars\": %zu},\n",
-            cs_canonical_words(), CS_CAN_TOTAL_CALLS, CS_CAN_TOTAL_TICKS, CS_CAN_CALLS, CS_CAN_TICKS,
-            CS_CAN_FBYTES, CS_CAN_COLL, CS_CAN_BINS, CS_CAN_PEERS, cs_canonical_pvars_at());
-    fprintf(f, " \"counters\": [\n");
+    fprintf(f, " \"snapshot_interval_s\": %g,\n \"settings\": ", snapshot_s);
+    cs_settings_json(f); /* the numbers in effect (settings.def), for readers and tests */
+    fprintf(f, ",\n \"layout\": {");
     int idx = 0;
+#define CS_METADATA_JSON(key, value) fprintf(f, "%s\"%s\": %lld", idx++ ? ", " : "", key, value);
+    CS_LAYOUT_VALUES(CS_METADATA_JSON)
+    fprintf(f, "},\n");
+    fprintf(f, " \"canonical\": {");
+    idx = 0;
+    CS_CANONICAL_VALUES(CS_METADATA_JSON)
+    fprintf(f, "},\n");
+    fprintf(f, " \"counters\": [\n");
+    idx = 0;
 #define CS_COUNTER(name, kind, scope, set, unit, desc) \
     fprintf(f, "  {\"name\": \"%s\", \"kind\": \"%s\", \"scope\": \"%s\", \"set\": \"%s\", " \
                "\"unit\": \"%s\", \"offset\": %d, \"description\": ", \
@@ -173,6 +121,7 @@ static int write_metadata(void)
     json_string(f, desc); \
     fprintf(f, "}%s\n", idx < CS_NCOUNTERS ? "," : "");
 #include "counters.def"
+#undef CS_METADATA_JSON
     fprintf(f, " ],\n \"functions\": [\n");
     for (int i = 0; i < CS_NFUNC; i++) {
         fprintf(f, "  {\"name\": \"%s\", \"calls_offset\": %d, \"ticks_offset\": %d, \"bytes_offset\": %d",
@@ -264,15 +213,14 @@ static void set_up(int thread_level, cs_session_t session, int sets)
         cs_write_failed(dir, errno, "not profiling");
         return;
     }
-    chosen_sets = sets;
-    snapshot_s = env_long("COMMSCOPE_SNAPSHOT_MS", 500, 0) / 1000.0;
-    cs_coll_small_bytes = env_long("COMMSCOPE_COLL_SMALL_BYTES", 2048, 0);
-    cs_coll_small_comm = (int)env_long("COMMSCOPE_COLL_SMALL_COMM", 16, 1);
+    snapshot_s = cs_settings.snapshot_ms / 1000.0;
+    cs_coll_small_bytes = cs_settings.coll_small_bytes;
+    cs_coll_small_comm = (int)cs_settings.coll_small_comm;
     char base[4200], path[4300];
     snprintf(base, sizeof base, "%s/node.%s", dir, node_key);
     snprintf(path, sizeof path, "%s.bin", base);
-    int slabs = (int)env_long("COMMSCOPE_SLABS", 1, 1), leader = 0;
-    if (cs_reqs_init(env_long("COMMSCOPE_MAX_REQUESTS", 131072, 64)) != 0 ||
+    int slabs = (int)cs_settings.slabs, leader = 0;
+    if (cs_reqs_init(cs_settings.max_requests) != 0 ||
         cs_state_map(path, slabs, &leader) != 0)
         return;
     cs_hdr->thread_level = thread_level;
@@ -280,8 +228,7 @@ static void set_up(int thread_level, cs_session_t session, int sets)
     cs_files_init(base);
     npvar_values = (sets & CS_SET_PVARS) ? cs_pvars_init(session == CS_NO_SESSION) : 0;
     if (sets & CS_SET_TRACE)
-        cs_trace_init(dir, env_long("COMMSCOPE_TRACE_LIMIT", 1L << 30, 4096),
-                      (int)env_long("COMMSCOPE_TRACE_BUFFER", 4096, 16));
+        cs_trace_init(dir, cs_settings.trace_limit, (int)cs_settings.trace_buffer);
     if (leader) {
         int err = write_metadata();
         if (err) {
@@ -289,7 +236,7 @@ static void set_up(int thread_level, cs_session_t session, int sets)
             cs_write_failed(path, err, "this node's counters cannot be read");
         }
     }
-    long depth = env_long("COMMSCOPE_CALLSITES", 0, 0);
+    long depth = cs_settings.callsites;
     if (depth > 0 || (sets & CS_SET_TRACE)) /* the trace's call sites need the text ranges */
         cs_sites_init((int)depth);
     if (depth > 0)
@@ -307,8 +254,8 @@ static void set_up(int thread_level, cs_session_t session, int sets)
 void cs_profile_start(int thread_level, cs_session_t session)
 {
     if (__atomic_exchange_n(&started, 1, __ATOMIC_ACQ_REL)) return;
-    const char *d = getenv("COMMSCOPE_PROFILE_DIR");
-    snprintf(dir, sizeof dir, "%s", d && *d ? d : "commscope-profile");
+    cs_settings_read();
+    snprintf(dir, sizeof dir, "%s", cs_settings.profile_dir);
     if (find_world(session) != MPI_SUCCESS) {
         fprintf(stderr, CS_PREFIX "cannot tell this process's world rank: not profiling\n");
         return;
@@ -317,7 +264,7 @@ void cs_profile_start(int thread_level, cs_session_t session)
     find_node_key();
     /* collective: every rank gets here, whatever happens to its files below */
     if (session == CS_NO_SESSION) cs_summary_init();
-    int sets = parse_sets(getenv("COMMSCOPE_COUNTERS"));
+    int sets = parse_sets(cs_settings.counters);
     set_up(thread_level, session, sets);
     cs_end_watch(); /* how this process ends: exit, a fatal signal, MPI_Abort */
     /* collective too (the trace's clock alignment); a rank without files takes part */

@@ -7,12 +7,11 @@
  * write(), so records of the node's ranks never interleave and a killed run keeps
  * every complete record.
  *
- * node.<node>.snap: 64-byte header {"CSSNAP03", u32 version 3, u32 0, u64 canonical
- * words, 40 bytes 0} written by the rank that creates it, then records:
- *   u32 0x33525343 ("CSR3"), u32 rank, u64 seq, u64 ticks, u64 CLOCK_MONOTONIC ns,
- *   u32 n, u32 0, n x u32 canonical index (padded to 8 bytes), n x u64 value
- * holding the words that changed since the rank's previous record (its first: every
- * nonzero word).  Pvar values are doubles' bits.
+ * node.<node>.snap: a header (cs_snap_header_t) written by the rank that creates it,
+ * then records: a head (cs_snap_record_t), n x u32 canonical index (padded to 8 bytes),
+ * n x u64 value, holding the words that changed since the rank's previous record (its
+ * first: every nonzero word); both records are layout.def's.  Pvar values are doubles'
+ * bits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -266,15 +265,13 @@ static void take_snapshot(void)
     for (size_t w = 0; w < nwords; w++)
         if (now[w] != before[w]) changed_at[n++] = (uint32_t)w;
     size_t index_words = (n + 1) / 2; /* n u32 indices, padded to whole words */
-    record[0] = 0x33525343u | ((uint64_t)(uint32_t)cs_world_rank << 32);
-    record[1] = seq;
-    record[2] = cs_hdr->tick1;
-    record[3] = cs_hdr->ns1;
-    record[4] = n;
-    memset(record + 5, 0, index_words * 8);
-    memcpy(record + 5, changed_at, (size_t)n * 4);
-    for (uint32_t k = 0; k < n; k++) record[5 + index_words + k] = now[changed_at[k]];
-    size_t bytes = (5 + index_words + n) * 8;
+    enum { HEAD = sizeof(cs_snap_record_t) / 8 };
+    *(cs_snap_record_t *)record = (cs_snap_record_t){
+        .magic = CS_RECORD_MAGIC, .rank = cs_world_rank, .seq = seq, .ticks = cs_hdr->tick1, .ns = cs_hdr->ns1, .n = n};
+    memset(record + HEAD, 0, index_words * 8);
+    memcpy(record + HEAD, changed_at, (size_t)n * 4);
+    for (uint32_t k = 0; k < n; k++) record[HEAD + index_words + k] = now[changed_at[k]];
+    size_t bytes = (HEAD + index_words + n) * 8;
     if (snap_fd >= 0 && !write_failed && cs_write_all(snap_fd, record, bytes) != 0) {
         /* a partial record ends the readers' scan; stop writing rather than leave
          * records after it */
@@ -322,11 +319,9 @@ static int open_snapshots(const char *path)
     struct stat st;
     int rc = fstat(fd, &st);
     if (rc == 0 && st.st_size == 0) {
-        uint64_t header[8] = {0};
-        memcpy(header, "CSSNAP03", 8);
-        header[1] = 3; /* version (u32) + 0 */
-        header[2] = nwords;
-        rc = cs_write_all(fd, header, sizeof header);
+        cs_snap_header_t header = {.version = CS_SNAP_VERSION, .words = nwords};
+        memcpy(header.magic, CS_SNAP_MAGIC, 8);
+        rc = cs_write_all(fd, &header, sizeof header);
     }
     int err = errno;
     flock(fd, LOCK_UN);
@@ -345,7 +340,7 @@ int cs_snap_start(const char *path, double interval_s)
     now = calloc(nwords, 8);
     before = calloc(nwords, 8);
     changed_at = calloc(nwords, 4);
-    record = calloc(5 + nwords + (nwords + 1) / 2, 8);
+    record = calloc(sizeof(cs_snap_record_t) / 8 + nwords + (nwords + 1) / 2, 8);
     if (!now || !before || !changed_at || !record) {
         fprintf(stderr, CS_PREFIX "out of memory for %s: no snapshots\n", path);
         return -1;

@@ -133,8 +133,8 @@ static int open_node(const char *path, int *leader)
     void *p = err ? MAP_FAILED : mmap(0, CS_FIRST_BLOCK, PROT_READ | PROT_WRITE, MAP_SHARED, node_fd, 0);
     if (p != MAP_FAILED && *leader) {
         cs_node_header_t *h = p;
-        memcpy(h->magic, "CSNODE03", 8);
-        h->version = 3;
+        memcpy(h->magic, CS_NODE_MAGIC, 8);
+        h->version = CS_NODE_VERSION;
         h->page = CS_PAGE;
         h->max_ranks = CS_MAX_LOCAL_RANKS;
         h->dir_at = CS_DIR_AT;
@@ -148,7 +148,7 @@ static int open_node(const char *path, int *leader)
     }
     node = p;
     cs_node_nonce = node->nonce;
-    if (memcmp(node->magic, "CSNODE03", 8) != 0) {
+    if (memcmp(node->magic, CS_NODE_MAGIC, 8) != 0) {
         errno = EINVAL; /* not a node file of this version: never write into it */
         return -1;
     }
@@ -225,8 +225,8 @@ int cs_state_map(const char *path, int slabs, int *leader)
         cs_write_failed(path, errno, "this rank is not profiled");
         return -1;
     }
-    memcpy(h->magic, "CSCOUNT3", 8);
-    h->version = 3;
+    memcpy(h->magic, CS_RANK_MAGIC, 8);
+    h->version = CS_RANK_VERSION;
     h->block_bytes = CS_RANK_BLOCK_BYTES;
     h->slab_words = CS_SLAB_WORDS;
     h->nonce = ((uint64_t)getpid() << 32) ^ cs_now_ns() ^ ((uint64_t)cs_world_rank << 48);

@@ -41,18 +41,14 @@
  * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
 #pragma GCC visibility push(hidden)
 
-/* Counter sets, selected by COMMSCOPE_COUNTERS (calls are always counted; the default
- * is every set but the trace). */
+#include "cs_layout.h"   /* the counter files' records (generated from layout.def) */
+#include "cs_settings.h" /* sets and settings (generated from settings.def) */
+
+/* Counter sets (CS_SET_*, CS_DEFAULT_SETS) and the COMMSCOPE_* settings come from
+ * settings.def (cs_settings.h, generated); two more bits say what a set implies. */
 enum {
-    CS_SET_BYTES = 1 << 0,     /* message, byte, RMA, I/O and neighbour counts */
-    CS_SET_PEERS = 1 << 1,     /* rank x rank matrices */
-    CS_SET_BINS = 1 << 2,      /* power-of-two size bins and collective bins */
-    CS_SET_REQUESTS = 1 << 3,  /* request ledger, watermarks */
-    CS_SET_TIMERS = 1 << 4,    /* ticks inside every wrapped function (in the default sets) */
-    CS_SET_TRACE = 1 << 5,     /* event trace of point-to-point calls */
-    CS_SET_PVARS = 1 << 6,     /* MPI_T performance variables in the snapshots */
-    CS_SET_CALLSITES = 1 << 7, /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
-    CS_SET_CLOCK = 1 << 8,     /* timers or trace: wrappers read the clock (not a set) */
+    CS_SET_CALLSITES = 1 << CS_NSETS,   /* call sites (COMMSCOPE_CALLSITES, not a counter set) */
+    CS_SET_CLOCK = 1 << (CS_NSETS + 1), /* timers or trace: wrappers read the clock (not a set) */
 };
 /* What a wrapper does beyond counting, on its slow path: the trace's call site, call sites. */
 #define CS_SETS_SLOW (CS_SET_TRACE | CS_SET_CALLSITES)
@@ -92,23 +88,7 @@ enum {
 #define CS_DIR_AT CS_NODE_HEADER_BYTES
 #define CS_FIRST_BLOCK (CS_DIR_AT + CS_MAX_LOCAL_RANKS * 16)
 
-typedef struct {
-    char magic[8]; /* "CSNODE03" */
-    uint32_t version;
-    uint32_t page;
-    uint64_t next_free; /* bytes handed out so far (atomic; whole pages) */
-    uint32_t nranks;    /* directory entries claimed (atomic) */
-    uint32_t max_ranks;
-    uint64_t dir_at;
-    uint64_t lost_ranks; /* ranks of this node that found the directory full */
-    uint64_t nonce;      /* also in node.<node>.json: pairs the two files */
-} cs_node_header_t;
-
-typedef struct {
-    int32_t rank;
-    uint32_t ready; /* 1 once the rank block is set up (release) */
-    uint64_t block; /* file offset of the rank block */
-} cs_dir_entry_t;
+/* The node header (cs_node_header_t) and directory entries (cs_dir_entry_t): layout.def. */
 
 /* ---- a rank block --------------------------------------------------------------- */
 #define CS_RANK_BLOCK_BYTES 8192
@@ -122,27 +102,7 @@ typedef struct {
 #define CS_BIG_CHUNK 64
 #define CS_BIG_CHUNK_LOG 6
 
-typedef struct {
-    char magic[8]; /* "CSCOUNT3" */
-    uint32_t version;
-    uint32_t block_bytes;
-    uint64_t slab_words;
-    uint32_t slabs_mapped; /* slabs in chunks so far */
-    uint32_t nslabs;       /* slabs claimed by threads (a new one may still be all zero) */
-    uint64_t nonce;
-    int32_t rank, world_size;
-    int32_t pid, state;              /* CS_STATE_* */
-    uint64_t seq;                    /* snapshots taken */
-    uint64_t tick0, ns0, tick1, ns1; /* clock pairs: ticks and CLOCK_MONOTONIC ns */
-    uint32_t lost_threads;           /* threads that got no slab (the file could not grow) */
-    uint32_t nfiles;                 /* MPI-IO files seen (rows of the file counters used) */
-    uint32_t lost_blocks;            /* bin rows or peer tables that could not grow: counts lost */
-    int32_t thread_level;            /* what MPI provides */
-    /* how the process ended (cs_prof_end.c): CS_END_*, its code (exit status, signal
-     * number or MPI_Abort error code) and when (CLOCK_MONOTONIC ns); 0: not recorded */
-    int32_t end_how, end_code;
-    uint64_t end_ns;
-} cs_header_t;
+/* A rank block starts with its header, cs_header_t (layout.def). */
 
 enum { CS_STATE_RUNNING = 1,
        CS_STATE_FINALIZED = 2 };

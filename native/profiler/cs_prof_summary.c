@@ -111,8 +111,7 @@ void cs_summary_reduce(const char *dir)
     PMPI_Ireduce(vr, lo, NVALUES, MPI_DOUBLE_INT, MPI_MINLOC, 0, comm, &r[1]);
     for (int i = 0; !profiled && i < NVALUES; i++) vr[i].value = -1e308; /* nor maximum */
     PMPI_Ireduce(vr, hi, NVALUES, MPI_DOUBLE_INT, MPI_MAXLOC, 0, comm, &r[2]);
-    const char *t = getenv("COMMSCOPE_SUMMARY_TIMEOUT_S");
-    double limit = t && *t ? atof(t) : 30.0;
+    double limit = cs_settings.summary_timeout_s;
     uint64_t deadline = cs_now_ns() + (uint64_t)(limit * 1e9);
     int done = 0;
     while (!done && cs_now_ns() < deadline) {

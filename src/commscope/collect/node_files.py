@@ -23,66 +23,38 @@ from __future__ import annotations  # annotations name numpy types without impor
 import json
 import mmap
 import re
-import struct
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 from ..lazy import lazy
+from .native_tables import constant, magic, metadata_keys, record_dtype, record_struct
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
 
 NODE_SCHEMA = "commscope.node"
-SCHEMA_VERSION = 4
-#: Versions this reader reads: 3 had size-bin rows of counts only (no time per bin).
-READABLE_VERSIONS = (3, 4)
-NODE_MAGIC, RANK_MAGIC, SNAP_MAGIC = b"CSNODE03", b"CSCOUNT3", b"CSSNAP03"
-RECORD_MAGIC = 0x33525343  # "CSR3"
-NODE_HEADER = [
-    ("magic", "S8"),
-    ("version", "<u4"),
-    ("page", "<u4"),
-    ("next_free", "<u8"),
-    ("nranks", "<u4"),
-    ("max_ranks", "<u4"),
-    ("dir_at", "<u8"),
-    ("lost_ranks", "<u8"),
-    ("nonce", "<u8"),
-]
-DIR_ENTRY = [("rank", "<i4"), ("ready", "<u4"), ("block", "<u8")]
-#: A rank block's header (numpy dtype spec; a dtype is built on use, not at import).
-HEADER_FIELDS = [
-    ("magic", "S8"),
-    ("version", "<u4"),
-    ("block_bytes", "<u4"),
-    ("slab_words", "<u8"),
-    ("slabs_mapped", "<u4"),
-    ("nslabs", "<u4"),
-    ("nonce", "<u8"),
-    ("rank", "<i4"),
-    ("world_size", "<i4"),
-    ("pid", "<i4"),
-    ("state", "<i4"),
-    ("seq", "<u8"),
-    ("tick0", "<u8"),
-    ("ns0", "<u8"),
-    ("tick1", "<u8"),
-    ("ns1", "<u8"),
-    ("lost_threads", "<u4"),
-    ("nfiles", "<u4"),
-    ("lost_blocks", "<u4"),
-    ("thread_level", "<i4"),
-    # how the process ended (cs_prof_end.c; zero in files of a library before it)
-    ("end_how", "<i4"),
-    ("end_code", "<i4"),
-    ("end_ns", "<u8"),
-]
+SCHEMA_VERSION = 5
+#: Versions this reader reads: 3 had size-bin rows of counts only (no time per bin);
+#: 3 and 4 also listed the counter sets ("sets"), now recorded in meta.json only.
+READABLE_VERSIONS = (3, 4, 5)
+# The binary records are layout.def's (native/profiler/), the table the C structs are
+# generated from: numpy dtype specs (a dtype is built on use, not at import).
+NODE_MAGIC, _ = magic("NODE")
+RANK_MAGIC, _ = magic("RANK")
+SNAP_MAGIC, _ = magic("SNAP")
+RECORD_MAGIC = constant("RECORD_MAGIC")
+NODE_HEADER = record_dtype("node_header")
+DIR_ENTRY = record_dtype("dir_entry")
+#: A rank block's header.
+HEADER_FIELDS = record_dtype("rank_header")
+SNAP_HEADER = record_dtype("snap_header")
+SNAP_RECORD = record_dtype("snap_record")
 STATES = {1: "running", 2: "finalized"}
-SNAP_HEADER_BYTES = 64
-_RECORD_HEAD = struct.Struct("<IiQQQII")
+SNAP_HEADER_BYTES = record_struct("snap_header").size
+_RECORD_HEAD = record_struct("snap_record")
 _META_FIELDS = {
     "schema": str,
     "schema_version": int,
@@ -102,44 +74,9 @@ _META_FIELDS = {
     "bins": dict,
     "collective_bins": dict,
     "pvars": list,
-    "sets": list,
 }
-_LAYOUT = (
-    "page",
-    "dir_at",
-    "max_ranks",
-    "rank_block_bytes",
-    "rank_words_at",
-    "files_at",
-    "chunks_at",
-    "max_chunks",
-    "big_chunk",
-    "slab_words",
-    "tid_offset",
-    "binmap_offset",
-    "binrows_offset",
-    "binblocks_offset",
-    "bin_blocks",
-    "bin_block_rows",
-    "peerseq_offset",
-    "peercap_offset",
-    "peercount_offset",
-    "peerat_offset",
-    "peers_offset",
-    "peer_entry_words",
-)
-_CANONICAL = (
-    "words",
-    "total_calls",
-    "total_ticks",
-    "calls",
-    "ticks",
-    "bytes",
-    "coll",
-    "bins",
-    "peers",
-    "pvars",
-)
+_LAYOUT = metadata_keys("layout")
+_CANONICAL = metadata_keys("canonical")
 _NAME = re.compile(r"node\.([A-Za-z0-9._-]+)\.json")
 
 
@@ -622,7 +559,7 @@ def read_snapshots(raw_dir, meta):
     data = require_regular_file(path).read_bytes()
     if len(data) < SNAP_HEADER_BYTES or data[:8] != SNAP_MAGIC:
         raise InputError(path, "header", "not a commscope snapshot file (or cut short)")
-    words = int(np.frombuffer(data, np.uint64, count=1, offset=16)[0])
+    words = int(np.frombuffer(data, np.dtype(SNAP_HEADER), count=1)[0]["words"])
     if words != meta["canonical"]["words"]:
         raise InputError(
             path,
@@ -634,10 +571,10 @@ def read_snapshots(raw_dir, meta):
     heads, spans = [], []
     pos, end = SNAP_HEADER_BYTES, len(data)
     while pos + _RECORD_HEAD.size <= end:
-        magic, rank, seq, ticks, ns, n, _ = _RECORD_HEAD.unpack_from(data, pos)
+        tag, rank, seq, ticks, ns, n, _ = _RECORD_HEAD.unpack_from(data, pos)
         size = _RECORD_HEAD.size + 8 * ((n + 1) // 2) + 8 * n
         if (
-            magic != RECORD_MAGIC
+            tag != RECORD_MAGIC
             or pos + size > end
             or n > words
             or not 0 <= rank < meta["world_size"]

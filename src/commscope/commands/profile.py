@@ -50,6 +50,10 @@ MPI_Finalize); 2 when --ompt could not time the program's threads (the counters 
 
 
 def register(registry):
+    # the sets and defaults are the library's own (native/profiler/settings.def)
+    from ..profile.settings import COUNTER_SETS, default, default_snapshot_interval
+
+    trace_limit = default("COMMSCOPE_TRACE_LIMIT")
     p = registry.command(
         "profile",
         help="run any MPI program with software performance counters",
@@ -74,12 +78,12 @@ def register(registry):
         default="default",
         metavar="SET",
         help="default (every set, time in MPI included; all is the same), or a "
-        "comma list of: bytes, peers, bins, requests, timers, pvars (without "
+        f"comma list of: {', '.join(COUNTER_SETS)} (without "
         "timers, times are not measured) (default %(default)s)",
     )
     p.add_argument(
         "--snapshot-every",
-        default="0.5s",
+        default=default_snapshot_interval(),
         metavar="DURATION",
         help="copy every counter this often, e.g. 0.5s or 200ms; 0 = only at the "
         "start and end (default %(default)s)",
@@ -96,11 +100,11 @@ def register(registry):
     )
     p.add_argument(
         "--trace-limit",
-        default="1G",
+        default=f"{trace_limit >> 30}G" if trace_limit % (1 << 30) == 0 else str(trace_limit),
         metavar="SIZE",
         help="bytes of trace each rank writes before it drops records: 1G is 1 "
         "GiB, K, M and G are powers of 2 (KiB, MiB, GiB), KB, MB and GB "
-        "powers of 10 (default %(default)s = 1 GiB)",
+        "powers of 10 (default %(default)s)",
     )
     p.add_argument(
         "--callsites",
@@ -213,6 +217,7 @@ def _run(args):
         )
     from ..profile.run import run_profile
     from ..collect.node_files import counter_ranks
+    from ..profile.settings import chosen_sets
     from ..profile.top import open_counter_files, read_rows
     from ..profile.summary import (
         PER_RANK_ROWS,
@@ -261,11 +266,11 @@ def _run(args):
     if per_rank:
         files = open_counter_files(run) if counter_ranks(run.raw_dir) else []
         try:
-            rows = read_rows(files)
+            rows = read_rows(files, chosen_sets(run.meta))
         finally:
             for f in files:
                 f.close()
-    is_timed = timed(run.meta["parameters"]["counters"])
+    is_timed = timed(chosen_sets(run.meta))
     note = "" if is_timed else not_measured_note("mpi_time_s, mpi_pct")
     if args.json:
         dump_json(

@@ -80,6 +80,7 @@ def register(registry):
 def _run(args):
     from ..errors import InputError
     from ..output import dump_json, format_table
+    from ..profile.settings import chosen_sets
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.top import live, replay
     from ..runs import open_run
@@ -93,7 +94,7 @@ def _run(args):
         return _callsites(run, args)
     once = args.once or args.json
     rows = replay(run, args.speed, once) if args.replay else live(run, args.interval, once)
-    is_timed = timed(run.meta["parameters"].get("counters"))
+    is_timed = timed(chosen_sets(run.meta))
     if args.json:
         dump_json(rows)
     elif once:
@@ -108,6 +109,7 @@ def _callsites(run, args):
     from ..errors import InputError
     from ..output import dump_json, format_table
     from ..collect.callsites import reason_notes, site_label
+    from ..profile.settings import chosen_sets
     from ..profile.summary import not_measured_note, printable, timed
     from ..profile.views import callsite_time_stats
 
@@ -123,7 +125,7 @@ def _callsites(run, args):
     if args.json:
         dump_json(top.to_dict("records"))
         return 0
-    is_timed = timed(run.meta["parameters"].get("counters"))
+    is_timed = timed(chosen_sets(run.meta))
     rows = [
         {
             "function": r["function"],

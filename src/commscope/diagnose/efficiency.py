@@ -31,6 +31,7 @@ wall time.
 from __future__ import annotations
 
 from ..lazy import lazy
+from ..profile.settings import chosen_sets
 
 np = lazy("numpy")
 pd = lazy("pandas")
@@ -40,7 +41,7 @@ def useful_times(profile, timeline=None):
     """Per rank: total_s (MPI_Init to MPI_Finalize), mpi_s, useful_s; and where the MPI
     time comes from.  (None, reason) when no time in MPI was measured."""
     ranks = profile.ranks
-    counters = profile.meta.get("parameters", {}).get("counters") or []
+    counters = chosen_sets(profile.meta)
     functions = profile.functions
     if "timers" in counters and functions is not None and len(functions):
         per_thread = functions.groupby(["rank", "thread"])["time_s"].sum()

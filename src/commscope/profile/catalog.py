@@ -1,58 +1,44 @@
 """The counter table of native/profiler/counters.def, for --list-counters and the docs.
 
-The C library writes the same table into every counters.<rank>.json; this reads
-the source so the table is known before anything has run.
+The C library writes the same table into every node.<n>.json; this reads the source
+(through the build's own parser, collect.native_tables) so the table is known before
+anything has run.
 """
 
-import re
-
-from ..paths import native_dir
-
-_ENTRY = re.compile(
-    r'CS_COUNTER\((\w+),\s*(\w+),\s*(\w+),\s*(\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)', re.S
-)
-
-
-_PEER = re.compile(r'CS_PEER_ARRAY\((\w+),\s*(\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)', re.S)
-_FILE = re.compile(r'CS_FILE_COUNTER\((\w+),\s*"([^"]*)",\s*"((?:[^"\\]|\\.)*)"\)', re.S)
-
-
-def _definitions():
-    text = (native_dir() / "profiler" / "counters.def").read_text()
-    return re.sub(r'"\s*\n\s*"', "", text)  # join continued string literals
+from ..collect.native_tables import rows
+from .settings import default
 
 
 def counter_catalog():
     """[{name, kind, scope, set, unit, description}] in table order: the counters, then
     the per-peer arrays (scope "per peer") and the per-file counters ("per file")."""
-    text = _definitions()
-    rows = [
+    out = [
         dict(
-            name=m[0],
-            kind=m[1].lower(),
-            scope=m[2].lower(),
-            set=m[3].lower(),
-            unit=m[4],
-            description=m[5],
+            name=name,
+            kind=kind.lower(),
+            scope=scope.lower(),
+            set=cset.lower(),
+            unit=unit,
+            description=desc,
         )
-        for m in _ENTRY.findall(text)
+        for name, kind, scope, cset, unit, desc in rows("counters", "CS_COUNTER")
     ]
-    rows += [
+    out += [
         dict(
-            name=m[0],
+            name=name,
             kind="regular",
             scope="per peer",
-            set=m[1].lower(),
-            unit=m[2],
-            description=m[3],
+            set=cset.lower(),
+            unit=unit,
+            description=desc,
         )
-        for m in _PEER.findall(text)
+        for name, cset, unit, desc in rows("counters", "CS_PEER_ARRAY")
     ]
-    rows += [
-        dict(name=m[0], kind="regular", scope="per file", set="bytes", unit=m[1], description=m[2])
-        for m in _FILE.findall(text)
+    out += [
+        dict(name=name, kind="regular", scope="per file", set="bytes", unit=unit, description=desc)
+        for name, unit, desc in rows("counters", "CS_FILE_COUNTER")
     ]
-    return rows
+    return out
 
 
 PER_FUNCTION = [
@@ -85,8 +71,9 @@ PER_FUNCTION = [
         set="bins",
         unit="calls",
         description="collective calls by message size (small/large) x communicator size "
-        "(small/large); breakpoints COMMSCOPE_COLL_SMALL_BYTES (2048) and "
-        "COMMSCOPE_COLL_SMALL_COMM (16 ranks)",
+        "(small/large); breakpoints COMMSCOPE_COLL_SMALL_BYTES "
+        f"({default('COMMSCOPE_COLL_SMALL_BYTES')}) and COMMSCOPE_COLL_SMALL_COMM "
+        f"({default('COMMSCOPE_COLL_SMALL_COMM')} ranks)",
     ),
 ]
 

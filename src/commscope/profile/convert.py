@@ -31,6 +31,7 @@ import warnings
 from ..errors import InputError
 from ..collect.node_files import NodeFile, node_keys, read_snapshots
 from .endings import HOW, fill_from_launcher, summarize
+from .settings import chosen_sets
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -123,14 +124,14 @@ def _counters_table(nc):
     return pd.concat(parts, ignore_index=True) if parts else None
 
 
-def _functions_table(nc):
+def _functions_table(nc, sets):
     meta = nc.meta
     f = meta["functions"]
     calls = nc.slabs[:, [x["calls_offset"] for x in f]]
     s, i = np.nonzero(calls)
     if not len(s):
         return None
-    timed, counted = "timers" in meta["sets"], "bytes" in meta["sets"]
+    timed, counted = "timers" in sets, "bytes" in sets
     rate = nc.ticks_per_s[nc.slab_rank[s]]
     ticks = nc.slabs[s, np.array([x["ticks_offset"] for x in f])[i]].astype(np.float64)
     nbytes = nc.slabs[s, np.array([x["bytes_offset"] for x in f])[i]].astype(np.float64)
@@ -157,7 +158,7 @@ def _peers_table(nc):
     return df[df[names].to_numpy().any(axis=1)].reset_index(drop=True)
 
 
-def _bins_tables(nc):
+def _bins_tables(nc, sets):
     meta = nc.meta
     by_row = {f["bin_row"]: f["name"] for f in meta["functions"] if "bin_row" in f}
     size = None
@@ -165,7 +166,7 @@ def _bins_tables(nc):
         nb = nc.bin_counts.shape[1]
         k, b = np.nonzero(nc.bin_counts)
         rank_row = nc.slab_rank[nc.bin_slab[k]]
-        timed = "timers" in meta["sets"] and nc.bin_ticks is not None
+        timed = "timers" in sets and nc.bin_ticks is not None
         df = pd.DataFrame(
             {
                 "rank": nc.ranks[rank_row],
@@ -250,7 +251,7 @@ def _files_table(nc, raw_dir):
     return df
 
 
-def _snapshot_tables(raw_dir, nc, rank_rate):
+def _snapshot_tables(raw_dir, nc, rank_rate, sets):
     meta = nc.meta
     snaps, dropped = read_snapshots(raw_dir, meta)
     if dropped:
@@ -268,7 +269,7 @@ def _snapshot_tables(raw_dir, nc, rank_rate):
     frame = pd.DataFrame({"rank": snaps.rank, "seq": snaps.seq, "time_s": (snaps.ns - t0) / 1e9})
     frame["calls"] = vals[:, len(cols)].astype(np.int64)
     rate = np.array([rank_rate.get(int(r), np.nan) for r in snaps.rank])
-    frame["mpi_time_s"] = vals[:, len(cols) + 1] / rate if "timers" in meta["sets"] else np.nan
+    frame["mpi_time_s"] = vals[:, len(cols) + 1] / rate if "timers" in sets else np.nan
     for i, name in enumerate(cols):
         frame[name] = vals[:, i].astype(np.int64)
     pv = None
@@ -307,8 +308,9 @@ def _communicators(raw_dir, meta):
     return df.rename(columns={"size": "members"})  # a count of ranks; a "size" is bytes
 
 
-def convert_node(raw_dir, key):
-    """Every table's rows of one node: {table: DataFrame}."""
+def convert_node(raw_dir, key, sets):
+    """Every table's rows of one node: {table: DataFrame}; ``sets``: the run's counter
+    sets (settings.chosen_sets: what was not counted is NaN, not 0)."""
     nf = NodeFile(raw_dir, key)
     try:
         nc = nf.read()
@@ -318,24 +320,24 @@ def convert_node(raw_dir, key):
     out = {
         "ranks": _ranks_table(nc, key),
         "counters": _counters_table(nc),
-        "functions": _functions_table(nc),
+        "functions": _functions_table(nc, sets),
         "peers": _peers_table(nc),
         "files": _files_table(nc, raw_dir),
     }
-    out["size_bins"], out["collective_bins"] = _bins_tables(nc)
+    out["size_bins"], out["collective_bins"] = _bins_tables(nc, sets)
     rates = dict(zip(nc.ranks.tolist(), nc.ticks_per_s.tolist()))
-    out["snapshots"], out["pvars"] = _snapshot_tables(raw_dir, nc, rates)
+    out["snapshots"], out["pvars"] = _snapshot_tables(raw_dir, nc, rates, sets)
     out["communicators"] = _communicators(raw_dir, nc.meta)
     out["_lost_ranks"] = lost_ranks
     return {k: v for k, v in out.items() if v is not None}
 
 
 def _convert_one(args):
-    raw_dir, key = args
+    raw_dir, key, sets = args
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return key, convert_node(raw_dir, key), None, [str(w.message) for w in caught]
+            return key, convert_node(raw_dir, key, sets), None, [str(w.message) for w in caught]
         except InputError as exc:
             return key, None, str(exc), [str(w.message) for w in caught]
 
@@ -347,7 +349,8 @@ def convert(run, jobs=None):
     raw = run.raw_dir
     keys = node_keys(raw)
     jobs = jobs or min(len(keys), os.cpu_count() or 1)
-    work = [(raw, k) for k in keys]
+    sets = chosen_sets(run.meta)
+    work = [(raw, k, sets) for k in keys]
     if jobs > 1 and len(keys) > 1:
         from concurrent.futures import ProcessPoolExecutor
 

@@ -35,40 +35,8 @@ from ..errors import EnvironmentProblem, InputError, Interrupted
 from ..paths import default_runs_root, write_text_atomic
 from ..runs import Run, describe_os_error, utc_now
 from ..collect.node_files import counter_ranks
+from .settings import chosen_sets, default_snapshot_interval, library_env, parse_counter_sets
 from .summary import TIMERS_HINT
-
-#: Counter sets of native/profiler (calls per function are always counted).
-COUNTER_SETS = {
-    "bytes": "messages and bytes sent and received, any-source/any-tag receives, collective bytes",
-    "peers": "rank x rank matrix of messages and bytes",
-    "bins": "power-of-two message-size bins per function and collective bins",
-    "requests": "requests started/completed, watermarks of outstanding requests and posted receives",
-    "timers": "time inside every wrapped function, per function, call site and size bin "
-    "(two clock reads per call)",
-    "pvars": "MPI_T performance variables sampled into the snapshots",
-}
-#: Every set: time in MPI is what a first profile is read for (a rank's MPI time, the
-#: busiest functions and call sites).  ``all`` is the same; a comma list leaves sets out.
-DEFAULT_SETS = tuple(COUNTER_SETS)
-
-
-def parse_counter_sets(text):
-    """'default', 'all' or a comma-separated list of set names -> sorted tuple."""
-    text = (text or "default").strip()
-    if text == "default":
-        return DEFAULT_SETS
-    if text == "all":
-        return tuple(COUNTER_SETS)
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in COUNTER_SETS]
-    if unknown or not names:
-        raise InputError(
-            "--counters",
-            None,
-            f"unknown counter set {', '.join(unknown) or repr(text)} "
-            f"(default, all, or some of {', '.join(COUNTER_SETS)})",
-        )
-    return tuple(n for n in COUNTER_SETS if n in names)
 
 
 def parse_interval(text, option="--snapshot-every"):
@@ -185,7 +153,7 @@ class CallsiteCollector(Collector):
     def __init__(self, depth):
         super().__init__(
             "callsites",
-            env={"COMMSCOPE_CALLSITES": str(depth)},
+            env=library_env(CALLSITES=depth),
             notes=[
                 f"call sites: {depth} frame{'s' if depth > 1 else ''} per call"
                 + (" (unwound with backtrace())" if depth > 1 else "")
@@ -196,7 +164,7 @@ class CallsiteCollector(Collector):
         from ..collect.callsites import callsites_table
 
         ranks = run.table("ranks") if (run.path / "ranks.parquet").exists() else None
-        sets = tuple(run.meta["parameters"].get("counters") or ())
+        sets = chosen_sets(run.meta)
         df = callsites_table(run.raw_dir, ranks, sets)
         if df is not None:
             run.write_table("callsites", df)
@@ -216,12 +184,12 @@ def callsite_collector(depth):
 
 
 def counter_collector(lib, sets, snapshot_s, trace, trace_limit):
-    env = {
-        "COMMSCOPE_COUNTERS": ",".join(sets + (("trace",) if trace else ())) or "calls",
-        "COMMSCOPE_SNAPSHOT_MS": str(int(round(snapshot_s * 1000))),
-    }
+    env = library_env(
+        COUNTERS=",".join(sets + (("trace",) if trace else ())) or "calls",
+        SNAPSHOT_MS=int(round(snapshot_s * 1000)),
+    )
     if trace_limit is not None:
-        env["COMMSCOPE_TRACE_LIMIT"] = str(int(trace_limit))
+        env.update(library_env(TRACE_LIMIT=int(trace_limit)))
     notes = [
         f"counters: {', '.join(sets) or 'calls only'}"
         + ("" if "timers" in sets else f" (time in MPI not measured: {TIMERS_HINT})")
@@ -244,7 +212,7 @@ def run_profile(
     nranks=2,
     threads=1,
     counters="default",
-    snapshot_every="0.5s",
+    snapshot_every=None,
     trace=False,
     trace_limit=None,
     callsites=None,
@@ -267,7 +235,9 @@ def run_profile(
     marks the run failed and raises that OSError, whatever the program's exit status.
     """
     sets = parse_counter_sets(counters)
-    snapshot_s = parse_interval(snapshot_every)
+    snapshot_s = parse_interval(
+        snapshot_every if snapshot_every is not None else default_snapshot_interval()
+    )
     sites = callsite_collector(callsites)
     if timeout is not None and not timeout > 0:
         raise InputError("--timeout", None, f"must be a positive number of seconds, got {timeout}")

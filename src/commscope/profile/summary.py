@@ -23,7 +23,7 @@ TIMERS_HINT = "profile with --counters default, or a --counters list that includ
 
 
 def timed(sets):
-    """True when counter sets ``sets`` (meta "sets", run parameters "counters") hold the timers."""
+    """True when counter sets ``sets`` (settings.chosen_sets of the run) hold the timers."""
     return "timers" in (sets or ())
 
 
@@ -54,7 +54,7 @@ def canonical_head(c):
     return counters, calls, ticks
 
 
-def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=float("nan")):
+def row(meta, sets, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=float("nan")):
     """One rank's totals: calls, messages, bytes, its wall time since MPI_Init, time in
     MPI (the mean over its ``threads`` that called MPI: profile/views.py) and its share
     of the wall time, top functions by time (by calls without timers).  A time not
@@ -62,7 +62,7 @@ def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=
     named = {x["name"]: int(v) for x, v in zip(meta["counters"], counters)}
     calls = np.asarray(calls, dtype=np.int64)
     ticks = np.asarray(ticks, dtype=float)
-    is_timed = timed(meta["sets"]) and ticks_per_s == ticks_per_s
+    is_timed = timed(sets) and ticks_per_s == ticks_per_s
     key = ticks if is_timed else calls
     order = [i for i in np.argsort(-key, kind="stable") if calls[i]][:top]
     names = [meta["functions"][i]["name"].removeprefix("MPI_") for i in order]
@@ -80,7 +80,7 @@ def row(meta, rank, threads, counters, calls, ticks, ticks_per_s, top=3, wall_s=
     )
 
 
-def rank_row(c, top=3, now_ns=None):
+def rank_row(c, sets, top=3, now_ns=None):
     """:func:`row` of RankCounters ``c``; its wall time runs to ``now_ns`` (CLOCK_MONOTONIC,
     for a rank still running on this host) or else to its latest clock pair (the last
     snapshot; MPI_Finalize once it has finalized)."""
@@ -89,6 +89,7 @@ def rank_row(c, top=3, now_ns=None):
     end = now_ns if now_ns is not None and int(h["state"]) == 1 else int(h["ns1"])
     return row(
         c.meta,
+        sets,
         c.rank,
         c.slabs.shape[0],
         counters,

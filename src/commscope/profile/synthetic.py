@@ -18,7 +18,16 @@ import json
 from pathlib import Path
 
 from ..lazy import lazy
-from ..collect.node_files import DIR_ENTRY, HEADER_FIELDS, NODE_HEADER, RECORD_MAGIC
+from ..collect.native_tables import magic
+from ..collect.node_files import (
+    DIR_ENTRY,
+    HEADER_FIELDS,
+    NODE_HEADER,
+    RECORD_MAGIC,
+    SNAP_HEADER,
+    SNAP_RECORD,
+)
+from .settings import DEFAULT_SETS
 
 np = lazy("numpy")
 
@@ -88,7 +97,7 @@ def write_run(
         args=[],
         ranks=ranks,
         threads=threads,
-        counters=list(tmeta["sets"]),
+        counters=list(DEFAULT_SETS),
         snapshot_every_s=tmeta["snapshot_interval_s"],
         trace=False,
     )
@@ -184,7 +193,7 @@ def _write_node(
     buf = np.zeros(size // 8, np.uint64)
     raw_bytes = buf.view(np.uint8)
     head = np.zeros(1, np.dtype(NODE_HEADER))
-    head["magic"], head["version"], head["page"] = b"CSNODE03", 3, page
+    (head["magic"], head["version"]), head["page"] = magic("NODE"), page
     head["next_free"], head["nranks"], head["max_ranks"], head["dir_at"] = (
         size,
         R,
@@ -198,12 +207,8 @@ def _write_node(
     d["rank"], d["ready"], d["block"] = world, 1, blocks
     raw_bytes[lay["dir_at"] : lay["dir_at"] + d.nbytes] = d.view(np.uint8)
     hdr = np.zeros(R, np.dtype(HEADER_FIELDS))
-    hdr["magic"], hdr["version"], hdr["block_bytes"], hdr["slab_words"] = (
-        b"CSCOUNT3",
-        3,
-        lay["rank_block_bytes"],
-        words,
-    )
+    (hdr["magic"], hdr["version"]) = magic("RANK")
+    hdr["block_bytes"], hdr["slab_words"] = lay["rank_block_bytes"], words
     hdr["slabs_mapped"], hdr["nslabs"] = sum(chunk_sizes), nslabs
     hdr["nonce"] = rng.integers(1, 2**62, R)
     hdr["rank"], hdr["world_size"], hdr["pid"], hdr["state"] = world, world_size, 10000 + world, 2
@@ -325,30 +330,26 @@ def _write_node(
 
 
 def _write_snapshots(path, meta, world, totals, n):
-    """n records per rank: the counters growing linearly, the first holding them all."""
+    """n records per rank: the counters growing linearly, the first holding them all.
+    Header and record heads are layout.def's records, as the reader reads them."""
     words = meta["canonical"]["words"]
-    head = np.zeros(8, np.uint64)
-    head[:1] = np.frombuffer(b"CSSNAP03", np.uint64)
-    head[1], head[2] = 3, words
+    head = np.zeros(1, np.dtype(SNAP_HEADER))
+    (head["magic"], head["version"]), head["words"] = magic("SNAP"), words
     cn = {c["name"]: c["offset"] for c in meta["counters"]}
     names = [k for k in totals if k in cn]
     idx = np.array(sorted(cn[k] for k in names), dtype=np.uint32)
     order = [k for _, k in sorted((cn[k], k) for k in names)]
     out = [head.tobytes()]
     ns0, ticks0 = 10**12, 10**9
+    rec = np.zeros(1, np.dtype(SNAP_RECORD))
+    rec["magic"], rec["n"] = RECORD_MAGIC, len(idx)
+    pad = np.zeros(((len(idx) + 1) // 2) * 2, np.uint32)  # indices padded to whole words
+    pad[: len(idx)] = idx
     for k in range(1, n + 1):
         frac = k / n
         for i, r in enumerate(world.tolist()):
             vals = np.array([int(totals[name][i] * frac) for name in order], dtype=np.uint64)
-            rec = np.zeros(5, np.uint64)
-            rec[0] = RECORD_MAGIC | (r << 32)
-            rec[1], rec[2], rec[3], rec[4] = (
-                k,
-                ticks0 + k * 10**8,
-                ns0 + k * 5 * 10**7 + r,
-                len(idx),
-            )
-            pad = np.zeros(((len(idx) + 1) // 2) * 2, np.uint32)
-            pad[: len(idx)] = idx
+            rec["rank"], rec["seq"] = r, k
+            rec["ticks"], rec["ns"] = ticks0 + k * 10**8, ns0 + k * 5 * 10**7 + r
             out += [rec.tobytes(), pad.tobytes(), vals.tobytes()]
     path.write_bytes(b"".join(out))

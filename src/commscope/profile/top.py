@@ -18,6 +18,7 @@ from ..lazy import lazy
 from ..errors import InputError
 from ..output import format_table
 from ..collect.node_files import NodeFile, node_keys, read_snapshots
+from .settings import chosen_sets
 from .summary import not_measured_note, printable, rank_row, row as summary_row, timed
 
 np = lazy("numpy")
@@ -44,9 +45,10 @@ def open_counter_files(run):
     return [NodeFile(run.raw_dir, k) for k in keys]
 
 
-def read_rows(files):
+def read_rows(files, sets):
     """The summary row of every rank of every node now (each node read at once); a rank
-    still running on this host has its wall time up to now."""
+    still running on this host has its wall time up to now.  ``sets``: the run's
+    (settings.chosen_sets)."""
     import socket
 
     host, now = socket.gethostname(), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -54,7 +56,7 @@ def read_rows(files):
     for f in files:
         nc = f.read()
         here = now if f.meta.get("host") == host else None
-        rows += [rank_row(nc.rank(i), now_ns=here) for i in range(len(nc.ranks))]
+        rows += [rank_row(nc.rank(i), sets, now_ns=here) for i in range(len(nc.ranks))]
     return sorted(rows, key=lambda r: r["rank"])
 
 
@@ -125,7 +127,7 @@ def frame(prev, now, dt):
     return rows
 
 
-def snapshot_series(files):
+def snapshot_series(files, sets):
     """Per rank, (ns, summary row) at each of its snapshot records."""
     series = {}
     for f in files:
@@ -153,6 +155,7 @@ def snapshot_series(files):
                     int(snaps.ns[k]),
                     summary_row(
                         meta,
+                        sets,
                         r,
                         threads.get(r, 1),
                         v[:ncount],
@@ -178,6 +181,7 @@ def _print(rows, title, clear, is_timed=True):
 def live(run, interval=1.0, once=False, stream_is_tty=None):
     """Refresh until every rank has finalized (or once); returns the last rows."""
     files = open_counter_files(run)
+    sets = chosen_sets(run.meta)
     tty = sys.stdout.isatty() if stream_is_tty is None else stream_is_tty
     prev, t_prev, rows = None, None, []
     try:
@@ -186,7 +190,7 @@ def live(run, interval=1.0, once=False, stream_is_tty=None):
                 for f in files:
                     f.close()
                 files = open_counter_files(run)
-            now = read_rows(files)
+            now = read_rows(files, sets)
             t = time.monotonic()
             rows = frame(prev, now, (t - t_prev) if t_prev else 0)
             running = is_live(files)
@@ -197,7 +201,7 @@ def live(run, interval=1.0, once=False, stream_is_tty=None):
                 f"commscope top {run.path}  ({'running' if running else 'finished'}, "
                 f"every {interval:g} s; Ctrl-C to leave)",
                 tty,
-                timed(files[0].meta["sets"]),
+                timed(sets),
             )
             if not running:
                 return rows
@@ -212,8 +216,9 @@ def replay(run, speed=0.0, once=False):
     """Print one frame per snapshot (the last only with ``once``); returns the last rows."""
     files = open_counter_files(run)
     try:
-        is_timed = timed(files[0].meta["sets"])
-        series = snapshot_series(files)
+        sets = chosen_sets(run.meta)
+        is_timed = timed(sets)
+        series = snapshot_series(files, sets)
         snap_files = ", ".join(str(f.raw_dir / f.meta["snapshot_file"]) for f in files)
     finally:
         for f in files:

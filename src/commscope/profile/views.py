@@ -22,6 +22,7 @@ says null.
 """
 
 from ..lazy import lazy
+from .settings import chosen_sets
 from .summary import timed
 
 np = lazy("numpy")
@@ -34,7 +35,7 @@ MAX_RANK_ROWS = 64
 
 def run_timed(run):
     """True when the run measured time in MPI (its counter sets hold the timers)."""
-    return timed(run.meta.get("parameters", {}).get("counters"))
+    return timed(chosen_sets(run.meta))
 
 
 def rank_times(run):
