@@ -1,4 +1,5 @@
 /* The table-driven option parser of the native benchmarks (cs_options.h). */
+#define _POSIX_C_SOURCE 200809L /* strdup, strtok_r under -std=c11 too */
 #include "cs_options.h"
 #include "cs_common.h"
 
@@ -18,9 +19,8 @@ static void split_items(const cs_option_t *o, const char *flag, const char *text
             cs_die("%s: at most %d values, got '%s'", flag, o->max_items, text);
         if (o->kind == CS_OPT_INTS)
             FIELD(opts, o->offset, long)
-            [n] = cs_parse_long(flag, item, (long)o->minimum);
-        else
-            FIELD(opts, o->offset, int)
+        [n] = cs_parse_long(flag, item, (long)o->minimum);
+        else FIELD(opts, o->offset, int)
             [n] =
                 cs_parse_choice(flag, "value", item, o->choices, o->nchoices);
         n++;
@@ -109,6 +109,10 @@ int cs_parse_options(int argc, char **argv, const cs_option_t *table, int n, voi
         }
         if (o->default_text && o->kind != CS_OPT_FLAG)
             set_value(o, o->default_text, opts);
+        else if (o->kind == CS_OPT_CHOICE) /* no default: -1 until given */
+            *FIELD(opts, o->offset, int) = -1;
+        else if (o->kind == CS_OPT_FLOAT) /* no default: NAN until given */
+            *FIELD(opts, o->offset, double) = NAN;
     }
     shorts[ns++] = 'h';
     shorts[ns] = '\0';

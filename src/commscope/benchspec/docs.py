@@ -16,6 +16,10 @@ def _cell(text):
     return str(text).replace("|", "\\|")
 
 
+def _recorded(opt):
+    return opt.params if opt.recorded is None else opt.recorded
+
+
 def render():
     lines = [
         "# Benchmarks and their options",
@@ -41,7 +45,7 @@ def render():
             unit = f" ({o.unit})" if o.unit else ""
             lines.append(
                 f"| {flag} | {_cell(default)} | {_cell(o.help)}{unit} | "
-                f"{', '.join(f'`{p}`' for p in o.params)} |"
+                f"{', '.join(f'`{p}`' for p in _recorded(o)) or '-'} |"
             )
         tables = ", ".join(f"`{t}`" for t in b.tables)
         lines += ["", f"Tables: {tables}.", ""]

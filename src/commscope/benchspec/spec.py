@@ -54,6 +54,8 @@ class Option:
     metavar: Optional[str] = None
     native: bool = True
     cli: bool = True  # False: set by commscope only (e.g. the point a resume starts from)
+    summary: bool = False  # True: CLI only, read by what it prints after the run (a threshold)
+    recorded: Optional[tuple] = None  # meta.json's names when not ``params`` (() : none)
 
     def __post_init__(self):
         if self.kind not in C_TYPES:
@@ -212,6 +214,9 @@ class Benchmark:
     constants: dict = field(default_factory=dict)
     rules: Optional[Callable] = None  # rules(parameters): raise InputError past the minima
     program: str = ""  # default: the name
+    # from_cli(parameters): the command line's parameters as the run function's keywords
+    # (e.g. two options that set one parameter); raise InputError on a bad combination
+    from_cli: Optional[Callable] = None
 
     def __post_init__(self):
         if not self.program:

@@ -4,8 +4,16 @@ The options, their defaults and help come from the descriptor; the run goes to t
 benchmark's driver (commscope.bench.RUNNERS).
 """
 
+import sys
+
 from ..benchspec import BENCHMARKS
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
+from .common_options import (
+    add_launch_options,
+    add_resume_option,
+    launch_kwargs,
+    number,
+    resume_if_asked,
+)
 
 
 def register(registry):
@@ -35,6 +43,7 @@ def _add_option(parser, opt):
         *names,
         dest=dest,
         default=None,
+        type=number if opt.kind == "float" else None,  # a finite number
         metavar=opt.metavar or dest.upper(),
         help=opt.help + shown,
     )
@@ -55,12 +64,23 @@ def _run(args):
     from ..bench import RUNNERS
 
     bench = BENCHMARKS[args.benchmark]
-    params = {}
+    params, shown = {}, {}
     for opt in (o for o in bench.options if o.cli):
         value = getattr(args, opt.name.replace("-", "_"))
+        into = shown if opt.summary else params
         if opt.kind == "flag":
-            params[opt.params[0]] = value
+            into[opt.params[0]] = value
         elif value is not None:
-            params.update(opt.parse(value))
-    print(RUNNERS[bench.name](**params, **launch_kwargs(args)).path)
+            into.update(opt.parse(value))
+        elif opt.summary:
+            into.update(opt.defaults())
+    if bench.from_cli is not None:
+        params = bench.from_cli(params)
+    runner = RUNNERS[bench.name]
+    run = runner(**params, **launch_kwargs(args))
+    # a driver's show_summary(run, parameters) prints what the run found (stderr)
+    show = getattr(sys.modules.get(getattr(runner, "__module__", "")), "show_summary", None)
+    if show is not None and not args.quiet:
+        show(run, {**params, **shown})
+    print(run.path)
     return 0
