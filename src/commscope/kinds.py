@@ -104,36 +104,6 @@ TABLE_COLUMNS = {
         "unexpected_msgq_mean": "n",
         "unexpected_msgq_max": "n",
     },
-    ("partitioned", "samples"): {
-        "method": "O",
-        "size_bytes": "p",
-        "partitions": "p",
-        "partition_bytes": "p",
-        "run": "i",
-        "elapsed_s": "f",
-        "effective_bandwidth_Bps": "f",
-        "sender_elapsed_s": "f",
-        "last_ready_s": "f",
-        "first_ready_s": "f",
-        "bytes_received": "i",
-        "mismatches": "i",
-        "threads": "p",
-        "dist": "O",
-        "compute_s": "f",
-        "sigma_s": "f",
-        "compute_mode": "O",
-        "clock": "O",
-        "clock_uncertainty_s": "f",
-    },
-    ("partitioned", "compute"): {
-        "run": "i",
-        "method": "O",
-        "size_bytes": "i",
-        "thread": "i",
-        "requested_s": "f",
-        "actual_s": "f",
-    },
-    ("partitioned", "methods"): {"method": "O", "status": "O", "note": "O"},
     ("threads", "compute"): {
         "trial": "i",
         "rank": "i",
@@ -289,14 +259,9 @@ TABLE_COLUMNS = {
     },
 }
 
-#: The send methods of the partitioned benchmark (bench/partitioned.py).
-PARTITIONED_METHODS = ("partitioned", "isend", "single")
-
 #: Columns whose values are names from a fixed list: any other value is damage (a
 #: reader groups and labels by them).
-TABLE_VALUES = {
-    ("partitioned", t): {"method": PARTITIONED_METHODS} for t in ("samples", "compute", "methods")
-}
+TABLE_VALUES = {}
 
 #: Columns that identify a row, for every table: a table with two rows of one key is
 #: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
@@ -312,9 +277,6 @@ TABLE_KEYS = {
     ("mtmatch", "order"): ("config", "trial", "tag"),
     ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
     ("multirate", "reps"): ("mode", "threads", "rep"),
-    ("partitioned", "samples"): ("method", "size_bytes", "run"),
-    ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
-    ("partitioned", "methods"): ("method",),
     ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
     ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
     ("threads", "threads"): _OMPT_THREADS_KEY,  # bench threads --ompt
@@ -376,18 +338,6 @@ TABLE_CHECKS = {
         ),
     ),
     ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
-    ("partitioned", "samples"): (
-        Check(
-            "partition_bytes",
-            "size_bytes / partitions",
-            lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"],
-        ),
-        Check(
-            "last_ready_s",
-            "at least first_ready_s",
-            lambda d: d["last_ready_s"] < d["first_ready_s"],
-        ),
-    ),
     ("threads", "compute"): (
         Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),
     ),
@@ -465,18 +415,8 @@ def hvpingpong_counts(params):
     return [((n,), cells * hvpingpong_repetitions(params, n)) for n in params["counts"]]
 
 
-def partitioned_sizes(params):
-    """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
-    t = params["threads"]
-    return [
-        ((s - s % t,), params["runs_per_size"] * len(params["methods"]))
-        for s in params["sizes_bytes"]
-    ]
-
-
 POINTS = {
     "hvpingpong": Points("samples", ("n_messages",), "message counts", hvpingpong_counts),
-    "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
     "mtmatch": Points(
         "trials",
         ("config",),
