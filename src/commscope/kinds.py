@@ -104,24 +104,6 @@ TABLE_COLUMNS = {
         "unexpected_msgq_mean": "n",
         "unexpected_msgq_max": "n",
     },
-    ("threads", "compute"): {
-        "trial": "i",
-        "rank": "i",
-        "iteration": "i",
-        "region": "O",
-        "thread": "i",
-        "start_s": "f",
-        "end_s": "f",
-        "compute_time_s": "f",
-    },
-    ("threads", "injected"): {
-        "trial": "i",
-        "rank": "i",
-        "iteration": "i",
-        "thread": "i",
-        "intended_time_s": "f",
-        "laggard": "i",
-    },
     ("profile", "threads"): {
         "trial": "i",
         "rank": "i",
@@ -277,8 +259,6 @@ TABLE_KEYS = {
     ("mtmatch", "order"): ("config", "trial", "tag"),
     ("multirate", "threads"): ("mode", "threads", "rep", "thread"),
     ("multirate", "reps"): ("mode", "threads", "rep"),
-    ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
-    ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
     ("threads", "threads"): _OMPT_THREADS_KEY,  # bench threads --ompt
     ("profile", "threads"): _OMPT_THREADS_KEY,
     ("profile", "ranks"): ("rank",),
@@ -338,9 +318,6 @@ TABLE_CHECKS = {
         ),
     ),
     ("hvpingpong", "samples"): (Check("time_s", "positive", lambda d: d["time_s"] <= 0),),
-    ("threads", "compute"): (
-        Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),
-    ),
     ("profile", "ranks"): (Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
     ("profile", "functions"): (
         Check("calls", "not negative", lambda d: d["calls"] < 0),
@@ -429,21 +406,10 @@ POINTS = {
         "thread counts",
         lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
     ),
-    # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
-    # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a
-    # stopped run only says how far it got
+    # bsp is not a resumable sweep: a run is one time series (the maxima need it
+    # unbroken), so a stopped run only says how far it got
     "bsp": Points(
         "maxima", ("interval",), "intervals", lambda p: [((i,), 1) for i in range(p["intervals"])]
-    ),
-    "threads": Points(
-        "compute",
-        ("trial", "iteration"),
-        "iterations",
-        lambda p: [
-            ((t, i), p["ranks"] * p["threads"])
-            for t in range(p["trials"])
-            for i in range(p["iterations"])
-        ],
     ),
 }
 
