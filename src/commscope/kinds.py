@@ -13,28 +13,6 @@ Columns map a name to a dtype kind: "i" integer, "p" positive integer, "f" float
 from .benchspec import BENCHMARKS, Check, Points
 
 TABLE_COLUMNS = {
-    ("bsp", "intervals"): {
-        "interval": "i",
-        "rank": "i",
-        "host": "O",
-        "workload_s": "f",
-        "halo_s": "f",
-        "barrier_s": "f",
-        "interval_s": "f",
-        # each workload's own (FTQ draws time, FWQ work; NaN otherwise)
-        "requested_s": "n",
-        "requested_ops": "n",
-        "checksum": "n",
-        "halo_sum": "n",
-        "halo_bad": "n",
-    },
-    ("bsp", "maxima"): {
-        "interval": "i",
-        "max_interval_s": "f",
-        "max_workload_s": "f",
-        "argmax_rank": "i",
-    },
-    ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
     ("hvpingpong", "samples"): {
         "n_messages": "i",
         "size_bytes": "i",
@@ -250,9 +228,6 @@ TABLE_VALUES = {}
 #: tests/test_failures_read.py checks that every table of TABLE_COLUMNS has one.
 _OMPT_THREADS_KEY = ("trial", "rank", "iteration", "region", "instance", "thread", "segment")
 TABLE_KEYS = {
-    ("bsp", "intervals"): ("interval", "rank"),
-    ("bsp", "maxima"): ("interval",),
-    ("bsp", "neighbors"): ("rank", "direction"),
     ("hvpingpong", "samples"): ("n_messages", "size_bytes", "order", "pair", "rep"),
     ("hvpingpong", "queues"): ("n_messages", "size_bytes", "order", "rank"),
     ("mtmatch", "trials"): ("config", "trial"),
@@ -405,11 +380,6 @@ POINTS = {
         ("threads",),
         "thread counts",
         lambda p: [((t,), len(p["modes"]) * p["reps"]) for t in p["threads"]],
-    ),
-    # bsp is not a resumable sweep: a run is one time series (the maxima need it
-    # unbroken), so a stopped run only says how far it got
-    "bsp": Points(
-        "maxima", ("interval",), "intervals", lambda p: [((i,), 1) for i in range(p["intervals"])]
     ),
 }
 
