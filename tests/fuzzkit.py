@@ -248,11 +248,11 @@ def make_originals(root, mpi, log=print):
                 "2",
                 "--",
                 str(prog),
-                "-n",
+                "-i",
                 "8",
                 "-x",
                 "1",
-                "--compute",
+                "--compute-mode",
                 "sleep",
             ),
         )

@@ -8,7 +8,8 @@ import pytest
 from scipy import stats
 
 from commscope import launch
-from commscope.bench.partitioned import default_sizes, method_status, run_partitioned
+from commscope.bench.partitioned import BENCHMARK, default_sizes, method_status, run_partitioned
+from commscope.benchspec import cgen
 from commscope.cli import main
 from commscope.models.partitioned import thread_time_distribution
 from commscope.paths import native_dir
@@ -168,6 +169,8 @@ def test_partitioned_skipped_with_a_note_without_mpi4_calls(tmp_path, default_mp
     exe = tmp_path / "cs_partitioned_nopart"
     src = native_dir() / "bench" / "partitioned.c"
     common = native_dir() / "common"
+    gen = tmp_path / "gen"  # the option header, as the CMake build generates it
+    cgen.main([str(gen)])
     subprocess.run(
         [
             default_mpi.mpicc,
@@ -175,8 +178,10 @@ def test_partitioned_skipped_with_a_note_without_mpi4_calls(tmp_path, default_mp
             "-O2",
             "-fopenmp",
             f"-I{common}",
+            f"-I{gen}",
             str(src),
             str(common / "cs_common.c"),
+            str(common / "cs_options.c"),
             "-lm",
             "-o",
             str(exe),
@@ -188,7 +193,18 @@ def test_partitioned_skipped_with_a_note_without_mpi4_calls(tmp_path, default_mp
         default_mpi,
         2,
         exe,
-        ["--threads", "2", "--compute", "0.002", "--sizes", "4K", "--runs", "2", "--out", out],
+        [
+            "--threads",
+            "2",
+            "--compute",
+            "0.002",
+            "--sizes",
+            "4K",
+            "--runs-per-size",
+            "2",
+            "--out",
+            out,
+        ],
         threads=2,
     )
     res = launch.run_job(plan, echo=False, progress=False, timeout=120)
@@ -230,9 +246,12 @@ def test_bad_options_exit_2_and_create_nothing(argv, runs_root, capsys):
     [["--variability", "0.1", "--sigma", "0.1"], ["--dist", "cauchy"], ["--compute-mode", "busy"]],
 )
 def test_bad_choices_exit_2(argv, runs_root):
-    with pytest.raises(SystemExit) as exc:
-        main(["bench", "partitioned", *argv, "--runs", str(runs_root)])
-    assert exc.value.code == 2
+    try:
+        code = main(["bench", "partitioned", *argv, "--runs", str(runs_root)])
+    except SystemExit as exc:  # refused by the argument parser
+        code = exc.code
+    assert code == 2
+    assert list(runs_root.iterdir()) == []
 
 
 def test_native_rejects_bad_options(tmp_path, default_mpi):
@@ -242,7 +261,7 @@ def test_native_rejects_bad_options(tmp_path, default_mpi):
     plan = launch.plan_launch(default_mpi, 2, exe, ["--dist", "bogus", "--out", tmp_path])
     res = launch.run_job(plan, echo=False, progress=False, timeout=60)
     assert res.returncode != 0
-    assert "--dist: unknown distribution 'bogus'" in res.stderr
+    assert "--dist: unknown value 'bogus'" in res.stderr
 
 
 def test_default_sweep_is_the_scaled_thesis_sweep():
@@ -279,3 +298,10 @@ def test_a_method_name_not_of_the_benchmark_is_one_error_naming_the_table(
         == 2
     )
     assert "samples.parquet" in capsys.readouterr().err
+
+
+def test_descriptor_default_sizes_are_the_thesis_sweep():
+    """--sizes's default (72K:72M, doubling) is default_sizes(), as the C program reads it."""
+    assert BENCHMARK.defaults()["sizes"] == default_sizes()
+    argv = BENCHMARK.native_args(BENCHMARK.defaults())
+    assert argv[argv.index("--sizes") + 1] == ",".join(map(str, default_sizes()))

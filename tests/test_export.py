@@ -671,13 +671,13 @@ def test_openmp_regions_from_ompt_are_exported(default_mpi, tmp_path, capsys):
                 "--quiet",
                 "--",
                 str(mpimod.binary(default_mpi, "threads")),
-                "-n",
+                "-i",
                 str(OMP_ITERS),
                 "--warmup",
                 str(OMP_WARMUP),
-                "--compute",
+                "--compute-mode",
                 "sleep",
-                "--work",
+                "--compute",
                 "1e-3",
             ]
         )

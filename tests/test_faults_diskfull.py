@@ -210,7 +210,7 @@ def full_run_file(monkeypatch):
         ),
         (
             ["profile", "--ompt", "--threads", "2", "-n", "2"],
-            ["--", "threads", "-n", "4", "-x", "1", "--compute", "sleep"],
+            ["--", "threads", "-i", "4", "-x", "1", "--compute-mode", "sleep"],
         ),
     ],
 )
@@ -258,11 +258,11 @@ def test_profiler_on_a_full_disk_fails_the_run_naming_the_file(default_mpi, tini
             "prof",
             "--",
             str(mpimod.binary(default_mpi, "threads")),
-            "-n",
+            "-i",
             "4",
             "-x",
             "1",
-            "--compute",
+            "--compute-mode",
             "sleep",
         ],
         capture_output=True,

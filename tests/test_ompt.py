@@ -193,11 +193,11 @@ def test_profile_threads_writes_arrivals_stats_reads(tool, default_mpi, tmp_path
             "--quiet",
             "--",
             str(prog),
-            "-n",
+            "-i",
             "12",
             "-x",
             "1",
-            "--compute",
+            "--compute-mode",
             "sleep",
         ]
     )

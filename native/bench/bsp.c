@@ -28,8 +28,8 @@
  * maxima.csv (one row per interval), neighbors.csv, placement.csv.
  */
 #include "cs_common.h"
+#include "cs_bsp_options.h" /* generated from src/commscope/benchspec/bsp.py */
 
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,21 +43,20 @@
 #define CS_BLAS(name) CS_CAT(CS_BLAS_PREFIX, name)
 #endif
 
-#define HALO_RANK_W 1000003.0
-#define HALO_ITER_W 17.0
+#define HALO_RANK_W CS_BSP_HALO_RANK_W /* shared with the Python checks (the descriptor) */
+#define HALO_ITER_W CS_BSP_HALO_ITER_W
 
 enum workload { W_FTQ,
                 W_FWQ,
                 W_DGEMM,
                 W_SPMV };
-static const char *const workload_names[] = {"ftq", "fwq", "dgemm", "spmv"};
+#define workload_names cs_bsp_workload_names /* the descriptor's names, in this order */
 enum dist { D_CONSTANT,
             D_NORMAL,
             D_UNIFORM,
             D_EXPONENTIAL,
             D_LOGNORMAL };
-static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential",
-                                         "lognormal"};
+#define dist_names cs_bsp_dist_names
 
 /* --- random numbers: one splitmix64 stream per rank, seeded in main -------- */
 static uint64_t rng_state;
@@ -266,80 +265,40 @@ typedef struct {
 } row_t;
 #define ROW_DOUBLES ((int)(sizeof(row_t) / sizeof(double)))
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_bsp -w ftq|fwq|dgemm|spmv [options] [--out DIR]\n"
-            "  -w, --workload W     ftq, fwq, dgemm or spmv\n"
-            "  -k, --intervals K    measured intervals (default 200)\n"
-            "  -x, --warmup W       unrecorded intervals first (default 2)\n"
-            "  -d, --dist D         ftq/fwq draw: constant, normal, uniform, exponential,\n"
-            "                       lognormal (default normal)\n"
-            "      --mean M         ftq: seconds (default 0.01); fwq: additions (default 5e6)\n"
-            "      --sd S           standard deviation, same unit (default mean/10)\n"
-            "  -n, --size N         dgemm: N x N matrices (256); spmv: N x N grid (512)\n"
-            "  -r, --reps R         dgemm/spmv operations per interval (default 1)\n"
-            "  -b, --halo-bytes B   bytes sent to each of 4 neighbours per interval (0: none)\n"
-            "  -s, --seed S         seed of the draws; rank r uses stream S + r (default 1)\n"
-            "  -f, --flush-every F  gather and write per-rank rows every F intervals (10)\n"
-            "  -o, --out DIR        write the tables there\n");
-}
-
 int main(int argc, char **argv)
 {
     int rank, size, provided;
-    enum workload wl = W_FTQ;
-    enum dist dist = D_NORMAL;
-    long intervals = 200, warmup = 2, flush_every = 10, reps = 1, nsize = -1;
-    double mean = -1, sd = -1;
-    long long halo_bytes = 0;
-    unsigned long long seed = 1;
-    const char *out = NULL;
-    int have_workload = 0;
-    static struct option longopts[] = {
-        {"workload", required_argument, 0, 'w'}, {"intervals", required_argument, 0, 'k'}, {"warmup", required_argument, 0, 'x'}, {"dist", required_argument, 0, 'd'}, {"mean", required_argument, 0, 'M'}, {"sd", required_argument, 0, 'S'}, {"size", required_argument, 0, 'n'}, {"reps", required_argument, 0, 'r'}, {"halo-bytes", required_argument, 0, 'b'}, {"seed", required_argument, 0, 's'}, {"flush-every", required_argument, 0, 'f'}, {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    cs_bsp_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-    for (int c; (c = getopt_long(argc, argv, "w:k:x:d:n:r:b:s:f:o:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 'w':
-            wl = cs_parse_choice("--workload", "workload", optarg, workload_names, 4);
-            have_workload = 1;
-            break;
-        case 'k': intervals = cs_parse_long("--intervals", optarg, 1); break;
-        case 'x': warmup = cs_parse_long("--warmup", optarg, 0); break;
-        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, dist_names, 5); break;
-        case 'M': mean = cs_parse_double("--mean", optarg); break;
-        case 'S': sd = cs_parse_double("--sd", optarg); break;
-        case 'n': nsize = cs_parse_long("--size", optarg, 1); break;
-        case 'r': reps = cs_parse_long("--reps", optarg, 1); break;
-        case 'b':
-            halo_bytes = cs_parse_size(optarg);
-            if (halo_bytes < 0 || halo_bytes % 8)
-                cs_die("--halo-bytes: expected a multiple of 8 bytes, got '%s'", optarg);
-            break;
-        case 's': seed = (unsigned long long)cs_parse_long("--seed", optarg, 0); break;
-        case 'f': flush_every = cs_parse_long("--flush-every", optarg, 1); break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-    }
-    if (!have_workload)
+    int status = cs_bsp_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    if (o.workload < 0)
         cs_die("--workload is required (ftq, fwq, dgemm or spmv)");
-    if (mean < 0)
+    enum workload wl = (enum workload)o.workload;
+    enum dist dist = (enum dist)o.dist;
+    long intervals = o.intervals, warmup = o.warmup, flush_every = o.flush_every, reps = o.reps;
+    long nsize = o.dim;              /* 0: not given */
+    double mean = o.mean, sd = o.sd; /* NAN: not given */
+    long long halo_bytes = o.halo_bytes;
+    unsigned long long seed = (unsigned long long)o.seed;
+    const char *out = o.out;
+    if (halo_bytes % 8)
+        cs_die("--halo-bytes: expected a multiple of 8 bytes, got %lld", halo_bytes);
+    if (isnan(mean))
         mean = wl == W_FTQ ? 0.01 : 5e6;
-    if (sd < 0)
+    if (isnan(sd))
         sd = mean / 10;
     if (dist == D_LOGNORMAL && mean <= 0)
         cs_die("--mean: the lognormal distribution needs a positive mean");
-    if (nsize < 0)
+    if (nsize <= 0)
         nsize = wl == W_DGEMM ? 256 : 512;
     if (wl == W_SPMV && nsize * nsize > 0x7fffffffL / 5)
-        cs_die("--size: a %ld x %ld grid is too large for 32-bit column indices", nsize, nsize);
+        cs_die("--dim: a %ld x %ld grid is too large for 32-bit column indices", nsize, nsize);
 
     rng_state = seed + 0x632BE59BD9B4E019ULL * (uint64_t)rank;
     cs_place_t *places = malloc(sizeof(cs_place_t) * size);

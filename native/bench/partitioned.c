@@ -50,9 +50,9 @@
  */
 #define _GNU_SOURCE
 #include "cs_common.h"
+#include "cs_partitioned_options.h" /* generated from src/commscope/benchspec/partitioned.py */
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -66,23 +66,22 @@ enum { M_PART,
        M_ISEND,
        M_SINGLE,
        M_COUNT };
-static const char *const METHOD_NAME[M_COUNT] = {"partitioned", "isend", "single"};
+#define METHOD_NAME cs_partitioned_methods_names /* the descriptor's names, in this order */
 enum { D_NORMAL,
        D_UNIFORM,
        D_EXPONENTIAL,
        D_CONSTANT,
        D_STAGGER,
        D_COUNT };
-static const char *const DIST_NAME[] = {"normal", "uniform", "exponential", "constant", "stagger"};
+#define DIST_NAME cs_partitioned_dist_names
 enum { C_SLEEP,
        C_SPIN,
        C_HYBRID };
-static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
+#define MODE_NAME cs_partitioned_compute_mode_names
 
 #define TAG_RESULT 1000000 /* above any partition tag */
 #define TAG_SYNC 1000001
 #define HYBRID_SPIN_S 200e-6
-#define MAX_SIZES 64
 
 #define CHECK(call) \
     do { \
@@ -94,28 +93,6 @@ static const char *const MODE_NAME[] = {"sleep", "spin", "hybrid"};
             cs_die("%s failed: %s", #call, msg_); \
         } \
     } while (0)
-
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_partitioned [options] --out DIR   (exactly 2 ranks)\n"
-            "  -t, --threads N        sender threads = partitions (default OMP_NUM_THREADS)\n"
-            "  -c, --compute S        mean compute time per thread, seconds (default 0.01)\n"
-            "  -v, --variability V    thesis convention: sigma = compute * V^2 (default 0.1)\n"
-            "  -s, --sigma S          standard deviation in seconds (overrides -v)\n"
-            "  -d, --dist NAME        normal (default), uniform, exponential, constant, stagger\n"
-            "                         (stagger: thread t of T finishes at mean + sigma*(2t/(T-1) - 1),\n"
-            "                         no draw: the calibration of the early-bird overlap)\n"
-            "  -z, --sizes LIST       buffer sizes, comma-separated, suffixes K/M/G\n"
-            "                         (default 18*2^j MiB, j = -8..2: 72 KiB .. 72 MiB)\n"
-            "  -r, --runs N           recorded runs per size and method (default 5)\n"
-            "  -x, --warmup N         unrecorded warm-up runs per size and method (default 1)\n"
-            "  -M, --methods LIST     partitioned,isend,single (default all)\n"
-            "  -C, --compute-mode M   sleep (default), spin or hybrid\n"
-            "  -S, --seed N           seed of the thread-time draws (default 1)\n"
-            "  -F, --from-size K      start at the K-th size (0-based; resuming a sweep)\n"
-            "  -o, --out DIR          write CSV tables there\n");
-}
 
 /* ---- random draws (splitmix64: tiny, seedable, good enough for this) ---- */
 
@@ -221,62 +198,32 @@ typedef struct {
 
 int main(int argc, char **argv)
 {
-    int threads = 0, runs = 5, warmup = 1, dist = D_NORMAL, mode = C_SLEEP;
-    double compute = 0.01, variability = 0.1, sigma = -1;
-    long long sizes[MAX_SIZES];
-    int nsizes = 0, first_size = 0; /* --from-size: a resumed sweep skips measured sizes */
-    unsigned long long seed = 1;
-    int want[M_COUNT] = {1, 1, 1};
-    const char *out = NULL;
+    cs_partitioned_options_t o;
     int rank, nranks, provided;
-    static struct option longopts[] = {
-        {"threads", required_argument, 0, 't'}, {"compute", required_argument, 0, 'c'}, {"variability", required_argument, 0, 'v'}, {"sigma", required_argument, 0, 's'}, {"dist", required_argument, 0, 'd'}, {"sizes", required_argument, 0, 'z'}, {"runs", required_argument, 0, 'r'}, {"warmup", required_argument, 0, 'x'}, {"methods", required_argument, 0, 'M'}, {"compute-mode", required_argument, 0, 'C'}, {"seed", required_argument, 0, 'S'}, {"out", required_argument, 0, 'o'}, {"from-size", required_argument, 0, 'F'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-
-    for (int c; (c = getopt_long(argc, argv, "t:c:v:s:d:z:r:x:M:C:S:o:F:h", longopts, NULL)) != -1;) {
-        switch (c) {
-        case 't': threads = (int)cs_parse_long("--threads", optarg, 1); break;
-        case 'c': compute = cs_parse_double("--compute", optarg); break;
-        case 'v': variability = cs_parse_double("--variability", optarg); break;
-        case 's': sigma = cs_parse_double("--sigma", optarg); break;
-        case 'd': dist = cs_parse_choice("--dist", "distribution", optarg, DIST_NAME, D_COUNT); break;
-        case 'z': nsizes = cs_parse_size_list("--sizes", optarg, 1, sizes, MAX_SIZES); break;
-        case 'r': runs = (int)cs_parse_long("--runs", optarg, 1); break;
-        case 'F': first_size = (int)cs_parse_long("--from-size", optarg, 0); break;
-        case 'x': warmup = (int)cs_parse_long("--warmup", optarg, 0); break;
-        case 'M': {
-            char buf[256], *save = NULL;
-            if (strlen(optarg) >= sizeof buf)
-                cs_die("--methods: list too long");
-            strcpy(buf, optarg);
-            memset(want, 0, sizeof want);
-            for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-                want[cs_parse_choice("--methods", "method", tok, METHOD_NAME, M_COUNT)] = 1;
-            break;
-        }
-        case 'C':
-            mode = cs_parse_choice("--compute-mode", "compute mode", optarg, MODE_NAME, 3);
-            break;
-        case 'S': seed = (unsigned long long)cs_parse_long("--seed", optarg, 0); break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-    }
+    int status = cs_partitioned_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    int threads = (int)o.threads, runs = (int)o.runs_per_size, warmup = (int)o.warmup;
+    int dist = o.dist, mode = o.compute_mode;
+    double compute = o.compute_s, variability = o.variability, sigma = o.sigma_s;
+    long long *sizes = o.sizes;
+    int nsizes = o.sizes_count, first_size = (int)o.from_size; /* a resumed sweep skips measured sizes */
+    unsigned long long seed = (unsigned long long)o.seed;
+    int want[M_COUNT] = {0};
+    for (int i = 0; i < o.methods_count; i++)
+        want[o.methods[i]] = 1;
+    const char *out = o.out;
     if (nranks != 2)
         cs_die("needs exactly 2 ranks (sender and receiver), got %d", nranks);
     if (compute <= 0)
         cs_die("--compute: must be > 0 seconds");
-    if (threads == 0)
-        threads = omp_get_max_threads();
-    if (sigma < 0)
+    if (isnan(sigma))                                /* --sigma not given */
         sigma = compute * variability * variability; /* Algorithm 1/2 convention */
-    if (nsizes == 0)
-        for (int j = -8; j <= 2; j++)
-            sizes[nsizes++] = (long long)(18.0 * 1048576.0 * ldexp(1.0, j));
     long long max_size = 0;
     for (int i = 0; i < nsizes; i++) {
         long long s = sizes[i] - sizes[i] % threads; /* equal partitions */

@@ -8,7 +8,7 @@
  * one item per thread (schedule(static,1)), so thread t runs item t: a busy spin
  * for its intended time
  *
- *     intended = max(0, draw(dist; mean = --work, sd = --sd)) + laggard * --laggard-extra
+ *     intended = max(0, draw(dist; mean = --compute, sd = --sd)) + laggard * --laggard-extra
  *
  * where laggard is 1 with probability --laggard-prob.  Draws come from a counter-based
  * hash of (seed, trial, rank, iteration, thread), so a run is reproducible and rank 0
@@ -17,7 +17,7 @@
  * Compute model: a clock-polling spin (CLOCK_MONOTONIC, polled until the deadline),
  * not a calibrated loop: its error is the clock read (~20-50 ns) plus whatever time
  * the OS takes the core away; a calibrated loop would stretch by that too, and would
- * also drift with frequency changes.  --compute sleep sleeps to the deadline instead
+ * also drift with frequency changes.  --compute-mode sleep sleeps to the deadline instead
  * (clock_nanosleep): it frees the core, so oversubscribed runs (threads > cores)
  * still give arrivals close to the intended ones.
  *
@@ -28,8 +28,8 @@
 #define _GNU_SOURCE
 #include "cs_common.h"
 #include "commscope_threadtiming.h"
+#include "cs_threads_options.h" /* generated from src/commscope/benchspec/threads.py */
 
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,36 +43,14 @@ enum dist { DIST_CONSTANT,
             DIST_NORMAL,
             DIST_UNIFORM,
             DIST_EXPONENTIAL };
-static const char *const dist_names[] = {"constant", "normal", "uniform", "exponential"};
-static const char *const compute_names[] = {"spin", "sleep"}; /* index = sleep_mode */
+#define dist_names cs_threads_dist_names       /* the descriptor's names, in this order */
+#define compute_names cs_threads_compute_names /* index = sleep_mode */
 
 typedef struct {
     enum dist dist;
     double work, sd, lag_prob, lag_extra;
     uint64_t seed;
 } imbalance_t;
-
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: cs_threads [-n ITERS] [-t TRIALS] [-x WARMUP] [--work S] [--dist D]\n"
-            "                  [--sd S] [--laggard-prob P] [--laggard-extra S] [--seed N]\n"
-            "                  [--compute spin|sleep] [--region NAME] [--out DIR]\n"
-            "  threads per rank: OMP_NUM_THREADS\n"
-            "  -n, --iterations N     timed steps per trial (default 50)\n"
-            "  -t, --trials N         trials (default 1)\n"
-            "  -x, --warmup N         untimed steps before each trial (default 2)\n"
-            "  -w, --work S           mean compute time per thread and step, s (default 1e-3)\n"
-            "  -d, --dist D           constant, normal, uniform or exponential (default constant);\n"
-            "                         each has mean --work and standard deviation --sd\n"
-            "                         (exponential: shifted, work - sd + Exp(sd)); draws < 0 -> 0\n"
-            "  -s, --sd S             standard deviation, s (default 1e-4)\n"
-            "  -p, --laggard-prob P   chance that a thread-step is a laggard (default 0)\n"
-            "  -e, --laggard-extra S  extra time of a laggard, s (default 5e-3)\n"
-            "  -S, --seed N           seed of all draws (default 1)\n"
-            "  -c, --compute M        spin (busy, default) or sleep (frees the core)\n"
-            "  -r, --region NAME      region name in the compute table (default compute)\n");
-}
 
 /* splitmix64 as a pure function of its input: a good 64-bit mixer for
  * counter-based draws (x is a copy, so no stream state is kept). */
@@ -162,46 +140,21 @@ static int step(cs_tt_t *tt, int region, int it, const double *work, int nthread
 
 int main(int argc, char **argv)
 {
-    int iters = 50, trials = 1, warmup = 2, sleep_mode = 0;
-    imbalance_t im = {DIST_CONSTANT, 1e-3, 1e-4, 0.0, 5e-3, 1};
-    const char *out = NULL, *region_name = "compute";
     int rank, size, provided;
-    static struct option longopts[] = {
-        {"iterations", required_argument, 0, 'n'}, {"trials", required_argument, 0, 't'}, {"warmup", required_argument, 0, 'x'}, {"work", required_argument, 0, 'w'}, {"dist", required_argument, 0, 'd'}, {"sd", required_argument, 0, 's'}, {"laggard-prob", required_argument, 0, 'p'}, {"laggard-extra", required_argument, 0, 'e'}, {"seed", required_argument, 0, 'S'}, {"compute", required_argument, 0, 'c'}, {"region", required_argument, 0, 'r'}, {"out", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    cs_threads_options_t o;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     cs_check_world();
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-
-    for (int c; (c = getopt_long(argc, argv, "n:t:x:w:d:s:p:e:S:c:r:o:h", longopts, NULL)) != -1;) {
-        char *end = NULL;
-        switch (c) {
-        case 'n': iters = atoi(optarg); break;
-        case 't': trials = atoi(optarg); break;
-        case 'x': warmup = atoi(optarg); break;
-        case 'w': im.work = strtod(optarg, &end); break;
-        case 's': im.sd = strtod(optarg, &end); break;
-        case 'p': im.lag_prob = strtod(optarg, &end); break;
-        case 'e': im.lag_extra = strtod(optarg, &end); break;
-        case 'S': im.seed = strtoull(optarg, &end, 10); break;
-        case 'd':
-            im.dist = (enum dist)cs_parse_choice("--dist", "distribution", optarg, dist_names, 4);
-            break;
-        case 'c':
-            sleep_mode = cs_parse_choice("--compute", "compute mode", optarg, compute_names, 2);
-            break;
-        case 'r': region_name = optarg; break;
-        case 'o': out = optarg; break;
-        default: return cs_usage_exit(rank, c == 'h', usage);
-        }
-        if (end && (*end || end == optarg))
-            cs_die("-%c: expected a number, got '%s'", c, optarg);
-    }
-    if (iters < 1 || trials < 1 || warmup < 0)
-        cs_die("--iterations and --trials must be >= 1 and --warmup >= 0");
-    if (!(im.work >= 0) || !(im.sd >= 0) || !(im.lag_extra >= 0))
-        cs_die("--work, --sd and --laggard-extra must be >= 0 seconds");
+    int status = cs_threads_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    int iters = (int)o.iterations, trials = (int)o.trials, warmup = (int)o.warmup;
+    int sleep_mode = o.compute;
+    imbalance_t im = {(enum dist)o.dist, o.work, o.sd, o.laggard_prob, o.laggard_extra,
+                      (uint64_t)o.seed};
+    const char *out = o.out, *region_name = o.region;
     if (!(im.lag_prob >= 0 && im.lag_prob <= 1))
         cs_die("--laggard-prob must lie in [0, 1], got %g", im.lag_prob);
     if (provided < MPI_THREAD_FUNNELED)

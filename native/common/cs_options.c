@@ -1,4 +1,5 @@
 /* The table-driven option parser of the native benchmarks (cs_options.h). */
+#define _POSIX_C_SOURCE 200809L /* strdup, strtok_r under -std=c11 too */
 #include "cs_options.h"
 #include "cs_common.h"
 
@@ -108,6 +109,10 @@ int cs_parse_options(int argc, char **argv, const cs_option_t *table, int n, voi
         }
         if (o->default_text && o->kind != CS_OPT_FLAG)
             set_value(o, o->default_text, opts);
+        else if (o->kind == CS_OPT_CHOICE) /* no default: -1 until given */
+            *FIELD(opts, o->offset, int) = -1;
+        else if (o->kind == CS_OPT_FLOAT) /* no default: NAN until given */
+            *FIELD(opts, o->offset, double) = NAN;
     }
     shorts[ns++] = 'h';
     shorts[ns] = '\0';

@@ -29,7 +29,8 @@ typedef struct {
     int short_name;   /* a letter, or 0 */
     cs_opt_kind_t kind;
     size_t offset, offset2;   /* where the value (and a range's MAX / a list's count) go */
-    const char *default_text; /* parsed as if typed; NULL: zero / empty */
+    const char *default_text; /* parsed as if typed; NULL: zero / empty (a choice -1, a
+                                 float NAN: "not given") */
     double minimum;           /* numbers (each item of a list) below it are refused */
     const char *const *choices;
     int nchoices;

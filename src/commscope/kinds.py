@@ -10,79 +10,9 @@ Columns map a name to a dtype kind: "i" integer, "p" positive integer, "f" float
 "*" a label of any type, never missing.
 """
 
-from .benchspec import BENCHMARKS, Check, Points
+from .benchspec import BENCHMARKS, Check
 
 TABLE_COLUMNS = {
-    ("bsp", "intervals"): {
-        "interval": "i",
-        "rank": "i",
-        "host": "O",
-        "workload_s": "f",
-        "halo_s": "f",
-        "barrier_s": "f",
-        "interval_s": "f",
-        # each workload's own (FTQ draws time, FWQ work; NaN otherwise)
-        "requested_s": "n",
-        "requested_ops": "n",
-        "checksum": "n",
-        "halo_sum": "n",
-        "halo_bad": "n",
-    },
-    ("bsp", "maxima"): {
-        "interval": "i",
-        "max_interval_s": "f",
-        "max_workload_s": "f",
-        "argmax_rank": "i",
-    },
-    ("bsp", "neighbors"): {"rank": "i", "direction": "O", "neighbor": "i"},
-    ("partitioned", "samples"): {
-        "method": "O",
-        "size_bytes": "p",
-        "partitions": "p",
-        "partition_bytes": "p",
-        "run": "i",
-        "elapsed_s": "f",
-        "effective_bandwidth_Bps": "f",
-        "sender_elapsed_s": "f",
-        "last_ready_s": "f",
-        "first_ready_s": "f",
-        "bytes_received": "i",
-        "mismatches": "i",
-        "threads": "p",
-        "dist": "O",
-        "compute_s": "f",
-        "sigma_s": "f",
-        "compute_mode": "O",
-        "clock": "O",
-        "clock_uncertainty_s": "f",
-    },
-    ("partitioned", "compute"): {
-        "run": "i",
-        "method": "O",
-        "size_bytes": "i",
-        "thread": "i",
-        "requested_s": "f",
-        "actual_s": "f",
-    },
-    ("partitioned", "methods"): {"method": "O", "status": "O", "note": "O"},
-    ("threads", "compute"): {
-        "trial": "i",
-        "rank": "i",
-        "iteration": "i",
-        "region": "O",
-        "thread": "i",
-        "start_s": "f",
-        "end_s": "f",
-        "compute_time_s": "f",
-    },
-    ("threads", "injected"): {
-        "trial": "i",
-        "rank": "i",
-        "iteration": "i",
-        "thread": "i",
-        "intended_time_s": "f",
-        "laggard": "i",
-    },
     ("profile", "threads"): {
         "trial": "i",
         "rank": "i",
@@ -220,28 +150,15 @@ TABLE_COLUMNS = {
     },
 }
 
-#: The send methods of the partitioned benchmark (bench/partitioned.py).
-PARTITIONED_METHODS = ("partitioned", "isend", "single")
-
 #: Columns whose values are names from a fixed list: any other value is damage (a
 #: reader groups and labels by them).
-TABLE_VALUES = {
-    ("partitioned", t): {"method": PARTITIONED_METHODS} for t in ("samples", "compute", "methods")
-}
+TABLE_VALUES = {}
 
 #: Columns that identify a row, for every table: a table with two rows of one key is
 #: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
 #: tests/test_failures_read.py checks that every table of TABLE_COLUMNS has one.
 _OMPT_THREADS_KEY = ("trial", "rank", "iteration", "region", "instance", "thread", "segment")
 TABLE_KEYS = {
-    ("bsp", "intervals"): ("interval", "rank"),
-    ("bsp", "maxima"): ("interval",),
-    ("bsp", "neighbors"): ("rank", "direction"),
-    ("partitioned", "samples"): ("method", "size_bytes", "run"),
-    ("partitioned", "compute"): ("run", "method", "size_bytes", "thread"),
-    ("partitioned", "methods"): ("method",),
-    ("threads", "compute"): ("trial", "rank", "iteration", "region", "thread"),
-    ("threads", "injected"): ("trial", "rank", "iteration", "thread"),
     ("threads", "threads"): _OMPT_THREADS_KEY,  # bench threads --ompt
     ("profile", "threads"): _OMPT_THREADS_KEY,
     ("profile", "ranks"): ("rank",),
@@ -260,21 +177,6 @@ TABLE_KEYS = {
 
 #: Checks between columns, per table (runs.Run.table applies them after the types).
 TABLE_CHECKS = {
-    ("partitioned", "samples"): (
-        Check(
-            "partition_bytes",
-            "size_bytes / partitions",
-            lambda d: d["partition_bytes"] * d["partitions"] != d["size_bytes"],
-        ),
-        Check(
-            "last_ready_s",
-            "at least first_ready_s",
-            lambda d: d["last_ready_s"] < d["first_ready_s"],
-        ),
-    ),
-    ("threads", "compute"): (
-        Check("end_s", "at least start_s", lambda d: d["end_s"] < d["start_s"]),
-    ),
     ("profile", "ranks"): (Check("lost_threads", "not negative", lambda d: d["lost_threads"] < 0),),
     ("profile", "functions"): (
         Check("calls", "not negative", lambda d: d["calls"] < 0),
@@ -337,34 +239,8 @@ LATER_COLUMNS = {
 }
 
 
-def partitioned_sizes(params):
-    """``((size,), rows)`` in measuring order (sizes rounded down to whole partitions)."""
-    t = params["threads"]
-    return [
-        ((s - s % t,), params["runs_per_size"] * len(params["methods"]))
-        for s in params["sizes_bytes"]
-    ]
-
-
-POINTS = {
-    "partitioned": Points("samples", ("size_bytes",), "sizes", partitioned_sizes),
-    # bsp and threads are not resumable sweeps: a run is one time series (the maxima and
-    # arrival statistics need it unbroken; a trial is flushed to disk when it ends), so a
-    # stopped run only says how far it got
-    "bsp": Points(
-        "maxima", ("interval",), "intervals", lambda p: [((i,), 1) for i in range(p["intervals"])]
-    ),
-    "threads": Points(
-        "compute",
-        ("trial", "iteration"),
-        "iterations",
-        lambda p: [
-            ((t, i), p["ranks"] * p["threads"])
-            for t in range(p["trials"])
-            for i in range(p["iterations"])
-        ],
-    ),
-}
+#: Planned points of the native benchmarks, from their descriptors (below).
+POINTS = {}
 
 
 # The native benchmarks declare their tables and points in their descriptors

@@ -26,6 +26,14 @@ rank s sends in interval i is (s+1)*1000003 + (i+1)*17 + j mod 13.
 import math
 import os
 
+from ..benchspec.bsp import (  # noqa: F401 (re-exported)
+    BENCHMARK,
+    DEFAULTS,
+    DISTRIBUTIONS,
+    HALO_ITER_W,
+    HALO_RANK_W,
+    WORKLOADS,
+)
 from ..errors import InputError
 from .driver import run_benchmark
 from ..lazy import lazy
@@ -33,28 +41,7 @@ from ..lazy import lazy
 np = lazy("numpy")
 
 
-WORKLOADS = ("ftq", "fwq", "dgemm", "spmv")
-DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential", "lognormal")
-HALO_RANK_W = 1000003.0
-HALO_ITER_W = 17.0
-
-#: Defaults per workload: FTQ mean/sd in seconds, FWQ in integer additions,
-#: DGEMM/SPMV matrix (grid) side.  The thesis ran 100 ms FTQ intervals; 10 ms keeps
-#: a 200-interval run near two seconds here.
-DEFAULTS = dict(
-    intervals=200,
-    warmup=2,
-    dist="normal",
-    ftq_mean_s=0.01,
-    ftq_sd_s=0.001,
-    fwq_mean_ops=5_000_000,
-    fwq_sd_ops=500_000,
-    dgemm_dim=256,
-    spmv_dim=512,
-    reps=1,
-    halo_bytes=0,
-    flush_every=10,
-)
+_RANKS = BENCHMARK.option("ranks").default
 
 #: Parameters that must agree for two runs to be the same experiment at two scales.
 EXPERIMENT_KEYS = ("workload", "dist", "mean", "sd", "dim", "reps", "halo_bytes")
@@ -62,18 +49,18 @@ EXPERIMENT_KEYS = ("workload", "dist", "mean", "sd", "dim", "reps", "halo_bytes"
 
 def run_bsp(
     workload,
-    ranks=2,
-    intervals=200,
+    ranks=_RANKS,
+    intervals=DEFAULTS["intervals"],
     *,
-    warmup=2,
-    dist="normal",
+    warmup=DEFAULTS["warmup"],
+    dist=DEFAULTS["dist"],
     mean=None,
     sd=None,
     dim=None,
-    reps=1,
-    halo_bytes=0,
+    reps=DEFAULTS["reps"],
+    halo_bytes=DEFAULTS["halo_bytes"],
     seed=None,
-    flush_every=10,
+    flush_every=DEFAULTS["flush_every"],
     **launch_kw,
 ):
     """Run the bulk-synchronous harness on ``ranks`` ranks; returns the finished Run.
@@ -170,30 +157,13 @@ def run_bsp(
         dim=None if timed else int(dim),
         reps=None if timed else int(reps),
     )
-    args = [
-        "--workload",
-        workload,
-        "--intervals",
-        intervals,
-        "--warmup",
-        warmup,
-        "--halo-bytes",
-        int(halo_bytes),
-        "--seed",
-        int(seed),
-        "--flush-every",
-        flush_every,
-    ]
-    if timed:
-        args += ["--dist", dist, "--mean", repr(float(mean)), "--sd", repr(float(sd))]
-    else:
-        args += ["--size", int(dim), "--reps", int(reps)]  # cs_bsp's name for the side
+    args = BENCHMARK.native_args(dict(params, seed=int(seed)))
     env = dict(launch_kw.pop("extra_env", None) or {})
     # the thesis runs one single-threaded BLAS per core
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     return run_benchmark(
         "bsp",
-        "bsp",
+        BENCHMARK.program,
         args,
         nranks=ranks,
         parameters=params,

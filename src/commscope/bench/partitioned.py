@@ -49,20 +49,22 @@ from __future__ import annotations
 
 import math
 
+from ..benchspec.partitioned import (  # noqa: F401 (re-exported)
+    BENCHMARK,
+    COMPUTE_MODES,
+    DISTRIBUTIONS,
+    METHODS,
+    MIB,
+    default_sizes,
+    native_params,
+    planned_sizes,
+)
 from ..errors import InputError
 from ..collect.ompt import bench_collector
-from ..kinds import PARTITIONED_METHODS as METHODS, partitioned_sizes as planned_sizes
-from .driver import register_resume, run_benchmark
+from .driver import run_benchmark
 
 KIND = "partitioned"
-DISTRIBUTIONS = ("normal", "uniform", "exponential", "constant", "stagger")
-COMPUTE_MODES = ("sleep", "spin", "hybrid")
-MIB = 1 << 20
-
-
-def default_sizes(j_min=-8, j_max=2):
-    """The thesis's sweep ``18 * 2**j`` MiB scaled down to this machine: 72 KiB .. 72 MiB."""
-    return [int(18 * MIB * 2.0**j) for j in range(j_min, j_max + 1)]
+_DEFAULTS = BENCHMARK.defaults()
 
 
 def sigma_of(compute_s, variability=None, sigma_s=None):
@@ -135,17 +137,17 @@ def _as_int(size):
 
 
 def run_partitioned(
-    threads=2,
-    compute_s=0.01,
+    threads=_DEFAULTS["threads"],
+    compute_s=_DEFAULTS["compute_s"],
     variability=None,
     sigma_s=None,
-    dist="normal",
+    dist=_DEFAULTS["dist"],
     sizes=None,
-    runs_per_size=5,
-    warmup=1,
-    methods=METHODS,
-    compute_mode="sleep",
-    seed=1,
+    runs_per_size=_DEFAULTS["runs_per_size"],
+    warmup=_DEFAULTS["warmup"],
+    methods=_DEFAULTS["methods"],
+    compute_mode=_DEFAULTS["compute_mode"],
+    seed=_DEFAULTS["seed"],
     ompt=False,
     calibrate=False,
     **launch_kw,
@@ -217,8 +219,8 @@ def run_partitioned(
     )
     return run_benchmark(
         KIND,
-        "partitioned",
-        native_args(params),
+        BENCHMARK.program,
+        BENCHMARK.native_args(native_params(params)),
         nranks=2,
         threads=threads,
         parameters=params,
@@ -226,45 +228,6 @@ def run_partitioned(
         collectors=[bench_collector] if ompt else (),
         **launch_kw,
     )
-
-
-def native_args(params, from_size=0):
-    """Options of cs_partitioned for the parameters recorded in meta.json."""
-    return [
-        "--threads",
-        params["threads"],
-        "--compute",
-        repr(float(params["compute_s"])),
-        "--sigma",
-        repr(params["sigma_s"]),
-        "--dist",
-        params["dist"],
-        "--sizes",
-        ",".join(str(s) for s in params["sizes_bytes"]),
-        "--runs",
-        params["runs_per_size"],
-        "--warmup",
-        params["warmup"],
-        "--methods",
-        ",".join(params["methods"]),
-        "--compute-mode",
-        params["compute_mode"],
-        "--seed",
-        params["seed"],
-        "--from-size",
-        from_size,
-    ]
-
-
-def _resume_args(params, first):
-    if params.get("ompt"):  # the thread-timing tool is not re-attached to a resumed segment
-        raise InputError(
-            "--resume", None, "partitioned runs with --ompt cannot be resumed: run them again"
-        )
-    return native_args(params, from_size=[k for k, _ in planned_sizes(params)].index(first))
-
-
-register_resume(KIND, _resume_args)
 
 
 def method_status(run):

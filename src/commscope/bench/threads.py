@@ -16,50 +16,39 @@ reclaimable time and idle ratios measured vs expected from the intended times, a
 accuracy of the compute model (measured - intended).
 """
 
+import sys
+
+from ..benchspec.threads import BENCHMARK, COMPUTE_MODES, DISTRIBUTIONS  # noqa: F401
 from ..errors import InputError
 from ..launch import available_cores
 from ..collect.ompt import bench_collector
+from ..output import format_table
 from ..stats import arrivals
+from ..units import format_seconds
 from .driver import run_benchmark
 from ..lazy import lazy
 
 np = lazy("numpy")
 pd = lazy("pandas")
 
-
-DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential")
-COMPUTE_MODES = ("spin", "sleep")
-DEFAULTS = dict(
-    ranks=2,
-    threads=2,
-    iterations=50,
-    trials=1,
-    warmup=2,
-    work=1e-3,
-    dist="constant",
-    sd=1e-4,
-    laggard_prob=0.0,
-    laggard_extra=5e-3,
-    seed=1,
-    compute="spin",
-    region="compute",
-)
+#: The run's parameters by default (the descriptor's, as run_threads names them).
+DEFAULTS = {k: v for k, v in BENCHMARK.defaults().items() if k not in ("threshold", "ompt")}
 
 
 def run_threads(
-    ranks=2,
-    threads=2,
-    iterations=50,
-    trials=1,
-    warmup=2,
-    work=1e-3,
-    dist="constant",
-    sd=1e-4,
-    laggard_prob=0.0,
-    laggard_extra=5e-3,
-    seed=1,
-    compute="spin",
-    region="compute",
+    ranks=DEFAULTS["ranks"],
+    threads=DEFAULTS["threads"],
+    iterations=DEFAULTS["iterations"],
+    trials=DEFAULTS["trials"],
+    warmup=DEFAULTS["warmup"],
+    work=DEFAULTS["work"],
+    dist=DEFAULTS["dist"],
+    sd=DEFAULTS["sd"],
+    laggard_prob=DEFAULTS["laggard_prob"],
+    laggard_extra=DEFAULTS["laggard_extra"],
+    seed=DEFAULTS["seed"],
+    compute=DEFAULTS["compute"],
+    region=DEFAULTS["region"],
     ompt=False,
     **launch_kw,
 ):
@@ -116,33 +105,18 @@ def run_threads(
         region=region,
         ompt=bool(ompt),
     )
-    args = [
-        "-n",
-        iterations,
-        "-t",
-        trials,
-        "-x",
-        warmup,
-        "-w",
-        repr(float(work)),
-        "-d",
-        dist,
-        "-s",
-        repr(float(sd)),
-        "-p",
-        repr(float(laggard_prob)),
-        "-e",
-        repr(float(laggard_extra)),
-        "-S",
-        int(seed),
-        "-c",
-        compute,
-        "-r",
-        region,
-    ]
+    args = BENCHMARK.native_args(
+        dict(
+            params,
+            work=params["work_s"],
+            sd=params["sd_s"],
+            laggard_extra=params["laggard_extra_s"],
+            seed=int(seed),
+        )
+    )
     run = run_benchmark(
         "threads",
-        "threads",
+        BENCHMARK.program,
         args,
         nranks=int(ranks),
         threads=int(threads),
@@ -384,3 +358,31 @@ def compare_ompt_with_listing1(run):
         "abs_p99_s": q(a, 99),
         "abs_max_s": float(a.max()) if a.size else float("nan"),
     }
+
+
+def show_threads(run, quiet=False, threshold=1e-3):
+    """What ``commscope bench threads`` prints: the laggards and reclaimable time
+    recovered vs injected, and with ``ompt`` OMPT vs Listing 1 (stderr, unless
+    ``quiet``), then the run directory."""
+    if not quiet:
+        _show_recovery(run, threshold)
+    print(run.path)
+
+
+def _show_recovery(run, threshold):
+    summary = summarize_run(run, threshold)
+    print(format_table(recovery_table(summary), title="recovered vs injected"), file=sys.stderr)
+    print(
+        f"# compute - intended: mean {format_seconds(summary['error_mean_s'])}, "
+        f"p95 {format_seconds(summary['error_p95_s'])}, "
+        f"max {format_seconds(summary['error_max_s'])}",
+        file=sys.stderr,
+    )
+    if run.meta["parameters"].get("ompt"):
+        _, d = compare_ompt_with_listing1(run)
+        print(
+            f"# OMPT - Listing 1 per thread-iteration ({d['samples']} samples, "
+            f"{d['missing']} missing): median {format_seconds(d['median_s'])}, "
+            f"p99 {format_seconds(d['p99_s'])}, max {format_seconds(d['max_s'])}",
+            file=sys.stderr,
+        )

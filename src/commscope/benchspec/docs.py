@@ -16,6 +16,10 @@ def _cell(text):
     return str(text).replace("|", "\\|")
 
 
+def _recorded(opt):
+    return opt.params if opt.recorded is None else opt.recorded
+
+
 def render():
     lines = [
         "# Benchmarks and their options",
@@ -39,7 +43,8 @@ def render():
             flag = f"`-{o.short}`, `{o.flag}`" if o.short else f"`{o.flag}`"
             default = "off" if o.kind == "flag" else "-" if o.default is None else o.default
             unit = f" ({o.unit})" if o.unit else ""
-            params = "-" if o.output else ", ".join(f"`{p}`" for p in o.params)
+            names = () if o.output else _recorded(o)
+            params = ", ".join(f"`{p}`" for p in names) or "-"
             lines.append(f"| {flag} | {_cell(default)} | {_cell(o.help)}{unit} | {params} |")
         tables = ", ".join(f"`{t}`" for t in b.tables)
         lines += ["", f"Tables: {tables}.", ""]

@@ -58,7 +58,10 @@ class Option:
     cli: bool = True  # False: set by commscope only (e.g. the point a resume starts from)
     required: bool = True  # False: runs made before the option existed lack it
     max_items: int = MAX_ITEMS  # list kinds: most items (the C array's length)
-    output: bool = False  # True: shapes what the command prints (--json), not a parameter
+    # True: shapes what the command prints after the run (--json, a summary's threshold),
+    # passed to the driver's show_<name>, not a parameter
+    output: bool = False
+    recorded: Optional[tuple] = None  # meta.json's names when not ``params`` (() : none)
 
     def __post_init__(self):
         if self.kind not in C_TYPES:
@@ -226,6 +229,9 @@ class Benchmark:
     # JSON Schema {"properties": ..., "required": [...]} of parameters beyond the options
     more_parameters: Optional[dict] = None
     program: str = ""  # default: the name
+    # from_cli(parameters): the command line's parameters as the run function's keywords
+    # (e.g. two options that set one parameter); raise InputError on a bad combination
+    from_cli: Optional[Callable] = None
 
     def __post_init__(self):
         if not self.program:

@@ -5,7 +5,13 @@ benchmark's driver (commscope.bench.RUNNERS).
 """
 
 from ..benchspec import BENCHMARKS
-from .common_options import add_launch_options, add_resume_option, launch_kwargs, resume_if_asked
+from .common_options import (
+    add_launch_options,
+    add_resume_option,
+    launch_kwargs,
+    number,
+    resume_if_asked,
+)
 
 
 def register(registry):
@@ -41,6 +47,7 @@ def _add_option(parser, opt):
         *names,
         dest=dest,
         default=None,
+        type=number if opt.kind == "float" else None,  # a finite number
         metavar=opt.metavar or dest.upper(),
         help=opt.help + shown,
     )
@@ -74,6 +81,8 @@ def _run(args):
             into[opt.params[0]] = value
         elif value is not None:
             into.update(opt.parse(value))
+    if bench.from_cli is not None:
+        params = bench.from_cli(params)
     kw = launch_kwargs(args)
     if shown.get("json"):
         kw["echo"] = False  # stdout is the JSON alone
