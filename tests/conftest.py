@@ -144,10 +144,11 @@ def mpich_mpi():
     return m
 
 
-#: What a run of each kind must record to be read (its meta.json schema requires it)
-#: beyond its descriptor's defaults (commscope.benchspec).
+#: What a run of each kind must record to be read (its meta.json schema requires it).
 MINIMAL_PARAMETERS = {
-    "pingpong": dict(max_size=4, iters=1, warmup=0, large_iters=1, large_warmup=0),
+    "pingpong": dict(
+        pairs=1, min_size=1, max_size=4, iters=1, warmup=0, large_iters=1, large_warmup=0
+    ),
     "bsp": dict(workload="ftq", ranks=2, intervals=4, warmup=0),
 }
 
@@ -156,14 +157,10 @@ MINIMAL_PARAMETERS = {
 def new_run(runs_root):
     """``new_run(kind, root=None, **parameters)``: an empty run directory being written,
     with the parameters its kind requires (overridden by ``parameters``)."""
-    from commscope.benchspec import BENCHMARKS
     from commscope.runs import Run
 
     def make(kind, root=None, **parameters):
-        described = BENCHMARKS[kind].defaults() if kind in BENCHMARKS else {}
-        return Run.create(
-            root or runs_root, kind, {**described, **MINIMAL_PARAMETERS[kind], **parameters}
-        )
+        return Run.create(root or runs_root, kind, {**MINIMAL_PARAMETERS[kind], **parameters})
 
     return make
 

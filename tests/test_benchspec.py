@@ -93,6 +93,9 @@ def test_meta_schema_takes_the_defaults_and_refuses_below_a_minimum(name):
     from commscope.schemas import schema
 
     bench, defs = BENCHMARKS[name], schema("run-meta")["$defs"]
+    if bench.parameters_schema is not None:  # the driver records names of its own
+        assert defs[name] == bench.parameters_schema
+        return
     params = bench.defaults()
     # what the descriptor records beyond its options is the driver's: not checked here
     sub = dict(defs[name], required=[r for r in defs[name]["required"] if r in params])
@@ -102,3 +105,33 @@ def test_meta_schema_takes_the_defaults_and_refuses_below_a_minimum(name):
         bad = dict(params, **{opt.params[0]: int(opt.minimum) - 1})
         with pytest.raises(jsonschema.ValidationError, match="minimum"):
             jsonschema.validate(bad, sub)
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_study_runs_are_named_once_and_their_parameters_are_the_runners(quick):
+    """What each descriptor declares for the default study reaches a run function that
+    takes it (a misspelt keyword would fail only minutes into a study)."""
+    import inspect
+
+    from commscope.bench import RUNNERS
+
+    names = []
+    for bench in (b for b in BENCHMARKS.values() if b.study):
+        runs = bench.study(quick, 2)
+        assert runs and runs[0].says, f"{bench.name}: its first study run says what it is"
+        runner = inspect.signature(RUNNERS[bench.name])
+        for run in runs:
+            assert run.phase in ("fit", "held-out", "measure")
+            names.append(run.name)
+            for key in run.params:
+                known = key in runner.parameters or key in bench.defaults()
+                assert known, f"{bench.name}: {run.name}: {key} is no parameter of its run"
+    assert len(names) == len(set(names))
+
+
+def test_each_descriptor_names_a_report_section_that_shows_its_runs():
+    import importlib
+
+    for bench in BENCHMARKS.values():
+        section = importlib.import_module(f"commscope.report.sections.{bench.report_section}")
+        assert bench.name in section.KINDS

@@ -1,6 +1,7 @@
 """The default study (the README's first command): measure, fit, report.
 
-On one node, every benchmark at a size that runs in a few minutes on 2 cores:
+On one node, every benchmark at a size that runs in a few minutes on 2 cores (each
+benchmark's runs are declared by its descriptor, ``commscope.benchspec.<name>.study``):
 
 1. ping-pong, 1 pair, 1 B .. 16 MiB (postal model per protocol; past 2 MiB the
    buffers leave the caches, and the sizes beyond fit that capacity regime)
@@ -40,51 +41,26 @@ import os
 import sys
 from pathlib import Path
 
-from .bench.bsp import run_bsp
-from .bench.driver import resume_benchmark
-from .bench.hvpingpong import run_hvpingpong
-from .bench.mtmatch import run_mtmatch, sweep_configs
-from .bench.multirate import run_multirate
-from .bench.partitioned import run_partitioned
-from .bench.pingpong import run_pingpong
-from .bench.threads import run_threads
+from .bench import RUNNERS
+from .bench.driver import resumable_kinds, resume_benchmark
+from .benchspec import BENCHMARKS
 from .errors import InputError
-from .paths import write_text_atomic
-from .models.machine_model import DEFAULT_FILE, save_machine_model
 from .machine_fit import fit_runs
+from .models.machine_model import DEFAULT_FILE, save_machine_model
+from .paths import write_text_atomic
 from .report.build import build_report
-from .bench.driver import resumable_kinds
 from .runs import open_run
 
-#: The held-out single-pair ping-pong (not fitted from: the postal model's test).
-HELD_OUT_PINGPONG = "pingpong-1pair-heldout"
-#: The held-out HighVolumePingPong (not fitted from: the queue-search model's test).
-HELD_OUT_HVPINGPONG = "hvpingpong-heldout"
-# up to 16 MiB: on this machine ping-pong loses half its bandwidth between 2 and 4 MiB
-# (the buffers leave the caches); 4, 8 and 16 MiB let the fit model that regime
-SINGLE_PAIR_MAX = 16 << 20
-# the partitioned run's thread-time spread (sigma = compute x 0.25^2, the thesis's
-# convention), and the calibration whose threads are that close
-PARTITIONED_VARIABILITY = 0.25
-SHORT_CALIBRATION = "partitioned-calibration-short"
-STEPS = (
-    "pingpong",
-    "hvpingpong",
-    "mtmatch",
-    "multirate",
-    "threads",
-    "partitioned",
-    "bsp",
-    "profile",
-)
+#: What the study measures: every benchmark whose descriptor declares its study runs
+#: (commscope.benchspec, ``study``), in their study order, then a profiled application.
+STUDIED = tuple(b.name for b in sorted(BENCHMARKS.values(), key=lambda b: b.study_order) if b.study)
+STEPS = (*STUDIED, "profile")
+#: Always measured: the fit needs it.
+ALWAYS = ("pingpong",)
 
 
 def default_study_dir(root="studies"):
     return Path(root) / f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-
-
-def _scale(quick, full, small):
-    return small if quick else full
 
 
 def run_study(
@@ -128,202 +104,37 @@ def run_study(
     runs = out / "runs"
     kw = dict(mpi_spec=mpi_spec, runs_root=runs, echo=echo)
     measure = _resuming(out, log) if resume else _measure
-    plan = [s for s in ("pingpong", *steps) if s in STEPS]
-    plan = list(dict.fromkeys(plan))
-    total = len(plan) + 2 + ("partitioned" in plan)
+    plan = [s for s in STEPS if s in (*ALWAYS, *steps)]
+    planned = [
+        (name, r) for name in plan if name in STUDIED for r in BENCHMARKS[name].study(quick, pairs)
+    ]
+    total = sum(1 for _, r in planned if r.says) + 2 + ("profile" in plan)  # + fit, report
     step = iter(range(1, total + 1))
 
     def say(msg):
         log(f"[{next(step)}/{total}] {msg}")
 
-    reps = _scale(
-        quick,
-        dict(iters=1000, warmup=100, large_iters=100, large_warmup=10),
-        dict(iters=100, warmup=10, large_iters=10, large_warmup=2),
-    )
-    say(f"ping-pong, 1 pair, 1 B .. 16 MiB; then {pairs} concurrent pairs, 16 KiB .. 4 MiB")
-    measure(
-        run_pingpong,
-        pairs=1,
-        min_size=1,
-        max_size=SINGLE_PAIR_MAX,
-        run_name="pingpong-1pair",
-        **reps,
-        **kw,
-    )
-    measure(
-        run_pingpong,
-        pairs=pairs,
-        min_size=16 << 10,
-        max_size=4 << 20,
-        run_name=f"pingpong-{pairs}pairs",
-        **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2),
-        **kw,
-    )
-    if "hvpingpong" in plan:
-        say("HighVolumePingPong, ordered and reversed receives")
-        # 3 depths per decade: enough for the queue-search fit to choose a form with a
-        # breakpoint (2 depths each side); --queues: the ob1 queue lengths beside it
-        hv = dict(n_min=1, n_max=_scale(quick, 10000, 300), per_decade=3, sizes=(8,), warmup=1)
-        measure(
-            run_hvpingpong,
-            iters=_scale(quick, 5, 2),
-            queues=True,
-            run_name="hvpingpong",
-            **hv,
-            **kw,
-        )
-    part_kw = dict(
-        threads=2,
-        compute_s=0.02,
-        sizes=_scale(quick, None, [1 << 16, 1 << 20]),
-        runs_per_size=_scale(quick, 5, 2),
-    )
-    if "partitioned" in plan:
-        say("partitioned calibration: staggered threads, the partitioned model's terms")
-        # its own runs, before the fit: the machine model never comes from the run it
-        # predicts. Two leads: compute_s (20 ms: every partition size clear of the one
-        # before it), and the predicted run's sigma, as close as its threads finish (after
-        # a long idle lead this machine's small partitions take 2-3x longer)
-        cal = dict(part_kw, runs_per_size=_scale(quick, 3, 2))
-        measure(run_partitioned, calibrate=True, run_name="partitioned-calibration", **cal, **kw)
-        measure(
-            run_partitioned,
-            calibrate=True,
-            run_name=SHORT_CALIBRATION,
-            sigma_s=part_kw["compute_s"] * PARTITIONED_VARIABILITY**2 / 2,
-            **cal,
-            **kw,
-        )
+    def measure_phase(phase):
+        for name, r in planned:
+            if r.phase == phase:
+                if r.says:
+                    say(r.says)
+                measure(RUNNERS[name], run_name=r.name, **r.params, **kw)
+
+    # fitted only from its own runs: the machine model never comes from a run it predicts
+    measure_phase("fit")
     say(
         "fitting the postal / max-rate / queue-search / partitioned models; a held-out "
         "ping-pong to test them"
     )
-    fitted = [
-        runs / n
-        for n in (
-            "pingpong-1pair",
-            f"pingpong-{pairs}pairs",
-            "hvpingpong",
-            "partitioned-calibration",
-            SHORT_CALIBRATION,
-        )
-        if (runs / n / "meta.json").exists()
-    ]
-    machine_model = fit_runs(fitted)
-    # A second single-pair ping-pong the fit never sees: "Do the models hold here?" in
-    # the report judges the postal model on it, a prediction rather than a fit residual.
-    measure(
-        run_pingpong,
-        pairs=1,
-        min_size=1,
-        max_size=SINGLE_PAIR_MAX,
-        run_name=HELD_OUT_PINGPONG,
-        **dict(reps, iters=reps["iters"] // 4, large_iters=reps["large_iters"] // 2),
-        **kw,
-    )
-    if "hvpingpong" in plan:  # and one for gamma (the queue search), the same depths
-        measure(run_hvpingpong, iters=_scale(quick, 3, 1), run_name=HELD_OUT_HVPINGPONG, **hv, **kw)
+    fitted = [runs / r.name for _, r in planned if r.phase == "fit"]
+    machine_model = fit_runs([p for p in fitted if (p / "meta.json").exists()])
+    # runs the fit never sees: "Do the models hold here?" judges the models on them, a
+    # prediction rather than a fit residual
+    measure_phase("held-out")
     # resumed: fitted again from the same runs, so it replaces the stopped study's
     save_machine_model(machine_model, out / DEFAULT_FILE, overwrite=resume)
-    if "mtmatch" in plan:
-        say("multithreaded matching, 27-point stencil, 1 .. 8 threads per process")
-        measure(
-            run_mtmatch,
-            configs=sweep_configs(27, _scale(quick, [1, 2, 4, 8], [1, 2])),
-            trials=_scale(quick, 10, 3),
-            warmup=_scale(quick, 2, 1),
-            run_name="mtmatch",
-            **kw,
-        )
-    if "multirate" in plan:
-        say("multirate: thread pairs, one shared communicator vs one per thread")
-        measure(
-            run_multirate,
-            threads=_scale(quick, (1, 2, 4), (1, 2)),
-            window=_scale(quick, 256, 32),
-            iterations=_scale(quick, 100, 5),
-            warmup=_scale(quick, 10, 1),
-            reps=_scale(quick, 10, 2),
-            run_name="multirate",
-            **kw,
-        )
-    if "threads" in plan:
-        say("thread arrivals: 2 ranks x 2 threads, normal work with injected laggards")
-        measure(
-            run_threads,
-            ranks=2,
-            threads=2,
-            iterations=_scale(quick, 200, 20),
-            trials=1,
-            work=2e-3,
-            dist="normal",
-            sd=1e-4,
-            laggard_prob=0.05,
-            laggard_extra=5e-3,
-            seed=1,
-            compute="sleep",
-            run_name="threads",
-            **kw,
-        )
-    if "partitioned" in plan:
-        say("partitioned communication vs single send, 2 threads")
-        measure(
-            run_partitioned,
-            variability=PARTITIONED_VARIABILITY,
-            run_name="partitioned",
-            **part_kw,
-            **kw,
-        )
-    if "bsp" in plan:
-        say("bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)")
-        for ranks in _scale(quick, (1, 2, 4), (1, 2)):
-            measure(
-                run_bsp,
-                "ftq",
-                ranks=ranks,
-                intervals=_scale(quick, 500, 20),
-                mean=5e-3,
-                sd=5e-4,
-                seed=1,
-                run_name=f"bsp-ftq-{ranks}rank",
-                **kw,
-            )
-            if not quick:
-                measure(
-                    run_bsp,
-                    "dgemm",
-                    ranks=ranks,
-                    intervals=300,
-                    dim=256,
-                    seed=1,
-                    run_name=f"bsp-dgemm-{ranks}rank",
-                    **kw,
-                )
-        # two more 1-rank runs of each: the predictions' run-to-run spread (without them
-        # the intervals know only one run's noise, and miss the next run's median)
-        for repeat in _scale(quick, (2, 3), ()):
-            measure(
-                run_bsp,
-                "ftq",
-                ranks=1,
-                intervals=500,
-                mean=5e-3,
-                sd=5e-4,
-                seed=1,
-                run_name=f"bsp-ftq-1rank-repeat{repeat}",
-                **kw,
-            )
-            measure(
-                run_bsp,
-                "dgemm",
-                ranks=1,
-                intervals=300,
-                dim=256,
-                seed=1,
-                run_name=f"bsp-dgemm-1rank-repeat{repeat}",
-                **kw,
-            )
+    measure_phase("measure")
     if "profile" in plan:
         say("profiling an application: FTQ with a 2-D halo, 4 ranks, all counters")
         measure(profile_application, quick, run_name="profile-bsp-halo", **kw)
@@ -395,23 +206,20 @@ def profile_application(
     from . import mpi as mpimod
     from .profile.run import run_profile
 
-    program = mpimod.binary(mpimod.select_mpi(mpi_spec), "bsp")
-    args = [
-        "--workload",
-        "ftq",
-        "--intervals",
-        _scale(quick, 200, 20),
-        "--warmup",
-        2,
-        "--mean",
-        "0.004",
-        "--sd",
-        "0.0008",
-        "--halo-bytes",
-        8192,
-        "--seed",
-        1,
-    ]
+    bsp = BENCHMARKS["bsp"]
+    program = mpimod.binary(mpimod.select_mpi(mpi_spec), bsp.program)
+    args = bsp.native_args(
+        dict(
+            bsp.defaults(),
+            workload="ftq",
+            intervals=20 if quick else 200,
+            warmup=2,
+            mean=0.004,
+            sd=0.0008,
+            halo_bytes=8192,
+            seed=1,
+        )
+    )
     run, status = run_profile(
         program,
         args,

@@ -1,8 +1,10 @@
 """Bulk-synchronous variability harness (Dominguez-Trujillo 2021, Sec. 3.3):
 native/bench/bsp.c (DGEMM links a CBLAS: native/bench/bsp.cmake)."""
 
+from dataclasses import replace
+
 from ..errors import InputError
-from .spec import Benchmark, Option, Points, Table
+from .spec import Benchmark, Option, Points, StudyRun, Table
 
 #: Workloads and draw distributions, in the order cs_bsp numbers them.
 WORKLOADS = ("ftq", "fwq", "dgemm", "spmv")
@@ -55,8 +57,58 @@ def from_cli(params):
     return params
 
 
+#: meta.json's parameters as the driver records them (its own names, e.g. seconds as
+#: *_s): the options' schema would not describe them.
+RECORDED_PARAMETERS = {
+    "type": "object",
+    "required": ["workload", "ranks", "intervals", "warmup"],
+    "properties": {
+        "workload": {"enum": ["ftq", "fwq", "dgemm", "spmv"]},
+        "ranks": {"$ref": "#/$defs/positive"},
+        "intervals": {"$ref": "#/$defs/positive"},
+        "warmup": {"$ref": "#/$defs/count"},
+        "halo_bytes": {"$ref": "#/$defs/bytes"},
+        "flush_every": {"$ref": "#/$defs/positive"},
+        "dist": {"type": ["string", "null"]},
+        "mean": {"type": ["number", "null"]},
+        "sd": {"type": ["number", "null"]},
+        "mean_unit": {"type": ["string", "null"]},
+        "dim": {
+            "type": ["integer", "null"],
+            "description": "DGEMM: side of the N x N matrices; SPMV: side of the N x N grid",
+        },
+        "size": {
+            "type": ["integer", "null"],
+            "description": "dim, in runs made before the option was renamed --dim",
+        },
+        "reps": {"type": ["integer", "null"]},
+    },
+}
+
+
+def study(quick, pairs):
+    """FTQ (and DGEMM) at 1, 2 and 4 ranks, predicted from 1 rank to the others; two
+    more 1-rank runs of each: the predictions' run-to-run spread (without them the
+    intervals know only one run's noise, and miss the next run's median)."""
+    ftq = dict(workload="ftq", intervals=20 if quick else 500, mean=5e-3, sd=5e-4, seed=1)
+    dgemm = dict(workload="dgemm", intervals=300, dim=256, seed=1)
+    runs = []
+    for ranks in (1, 2) if quick else (1, 2, 4):
+        runs.append(StudyRun(f"bsp-ftq-{ranks}rank", dict(ftq, ranks=ranks)))
+        if not quick:
+            runs.append(StudyRun(f"bsp-dgemm-{ranks}rank", dict(dgemm, ranks=ranks)))
+    for repeat in () if quick else (2, 3):
+        runs.append(StudyRun(f"bsp-ftq-1rank-repeat{repeat}", dict(ftq, ranks=1)))
+        runs.append(StudyRun(f"bsp-dgemm-1rank-repeat{repeat}", dict(dgemm, ranks=1)))
+    says = "bulk-synchronous FTQ and DGEMM at 1, 2 and 4 ranks (variability prediction)"
+    return [replace(runs[0], says=says), *runs[1:]]
+
+
 BENCHMARK = Benchmark(
     name="bsp",
+    study=study,
+    study_order=70,
+    parameters_schema=RECORDED_PARAMETERS,
     summary="bulk-synchronous variability harness (FTQ/FWQ/DGEMM/SPMV + halo)",
     description="k intervals of MPI_Barrier, workload [+ 2-D halo], MPI_Barrier "
     "(Dominguez-Trujillo 2021, Sec. 3.3): per-rank interval and barrier "

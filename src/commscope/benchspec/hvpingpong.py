@@ -1,6 +1,6 @@
 """HighVolumePingPong (Bienz et al. 2018, Alg. 1): native/bench/hvpingpong.c."""
 
-from .spec import Benchmark, Check, Option, Points, Table
+from .spec import Benchmark, Check, Option, Points, StudyRun, Table
 
 ORDERS = ("ordered", "reversed")
 MAX_COUNT = 1 << 20  # most messages per exchange
@@ -25,6 +25,22 @@ def _resume_from(params, first):
         counts=[n for n in params["counts"] if n >= first[0]],
         min_messages=params.get("min_messages", 0),  # runs made before it timed ITERATIONS
     )
+
+
+def study(quick, pairs):
+    """Ordered and reversed receives for the queue-search fit (3 depths per decade: enough
+    for a form with a breakpoint, 2 depths each side; --queues: the ob1 queue lengths
+    beside it), and a held-out run at the same depths for gamma's test."""
+    grid = dict(n_min=1, n_max=300 if quick else 10000, per_decade=3, sizes=(8,), warmup=1)
+    return [
+        StudyRun(
+            "hvpingpong",
+            dict(grid, iters=2 if quick else 5, queues=True),
+            "fit",
+            "HighVolumePingPong, ordered and reversed receives",
+        ),
+        StudyRun("hvpingpong-heldout", dict(grid, iters=1 if quick else 3), "held-out"),
+    ]
 
 
 BENCHMARK = Benchmark(
@@ -193,6 +209,8 @@ BENCHMARK = Benchmark(
     resume_from=_resume_from,
     ranks=lambda params: 2 * params["pairs"],
     report_section="hvpingpong",
+    study=study,
+    study_order=20,
     constants={"MAX_COUNT": MAX_COUNT, "MAX_COUNTS": MAX_COUNTS},
     examples="""\
 examples:

@@ -1,7 +1,7 @@
 """Multithreaded message matching (Schonbein et al. 2018, Sec. 4.1): native/bench/mtmatch.c."""
 
 from ..errors import InputError
-from .spec import Benchmark, Check, Option, Points, Table
+from .spec import Benchmark, Check, Option, Points, StudyRun, Table
 
 MAX_SIZE = 1 << 20  # bytes per message
 
@@ -17,6 +17,21 @@ def _col(df, name):
     import pandas as pd
 
     return df[name] if name in df.columns else pd.Series(float("nan"), index=df.index)
+
+
+def study(quick, pairs):
+    return [
+        StudyRun(
+            "mtmatch",
+            dict(
+                points=27,
+                sweep=[1, 2] if quick else [1, 2, 4, 8],
+                trials=3 if quick else 10,
+                warmup=1 if quick else 2,
+            ),
+            says="multithreaded matching, 27-point stencil, 1 .. 8 threads per process",
+        )
+    ]
 
 
 BENCHMARK = Benchmark(
@@ -188,6 +203,8 @@ BENCHMARK = Benchmark(
     ),
     ranks=lambda params: 2,
     report_section="mtmatch",
+    study=study,
+    study_order=30,
     constants={"MAX_SIZE": MAX_SIZE},
     rules=_rules,
     examples="""\

@@ -1,7 +1,7 @@
 """Pairwise multirate (Eberius 2020, Sec. 3.9.1, Table 3.4): native/bench/multirate.c."""
 
 from ..errors import InputError
-from .spec import Benchmark, Check, Option, Points, Table
+from .spec import Benchmark, Check, Option, Points, StudyRun, Table
 
 MODES = ("shared", "per-thread")
 MAX_THREADS = 64  # threads per rank
@@ -27,6 +27,23 @@ def _positive_time(d):
 _RATE_CHECK = Check(
     "time_s", "positive where messages were sent (rates divide by it)", _positive_time
 )
+
+
+def study(quick, pairs):
+    return [
+        StudyRun(
+            "multirate",
+            dict(
+                threads=(1, 2) if quick else (1, 2, 4),
+                window=32 if quick else 256,
+                iterations=5 if quick else 100,
+                warmup=1 if quick else 10,
+                reps=2 if quick else 10,
+            ),
+            says="multirate: thread pairs, one shared communicator vs one per thread",
+        )
+    ]
+
 
 BENCHMARK = Benchmark(
     name="multirate",
@@ -120,6 +137,8 @@ BENCHMARK = Benchmark(
     ),
     ranks=lambda params: 2,
     report_section="multirate",
+    study=study,
+    study_order=40,
     constants={"MAX_THREADS": MAX_THREADS, "MAX_SIZE": MAX_SIZE},
     rules=_rules,
     examples="""\

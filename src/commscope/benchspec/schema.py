@@ -31,6 +31,8 @@ def _option_schema(opt):
 
 def parameters_schema(bench):
     """``{"type": "object", "required": [...], "properties": {...}}`` for ``bench``."""
+    if bench.parameters_schema is not None:
+        return bench.parameters_schema
     properties, required = {}, []
     for opt in (o for o in bench.options if not o.output):  # --json: not a parameter
         for p in opt.params:

@@ -204,6 +204,22 @@ class Table:
 
 
 @dataclass(frozen=True)
+class StudyRun:
+    """One run the default study (``commscope study``) makes of a benchmark.
+
+    ``phase``: "fit" runs come first and the machine model is fitted from them;
+    "held-out" runs come right after the fit and are never fitted from (a model's test
+    on a run it has not seen); "measure" runs come last.  ``says``: the progress line
+    printed before it (none: it belongs to the line before).
+    """
+
+    name: str  # the run directory's name in <study>/runs/
+    params: dict  # the run function's keywords
+    phase: str = "measure"
+    says: str = ""
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One native benchmark: ``native/bench/<program>.c`` and everything said about it.
 
@@ -228,10 +244,17 @@ class Benchmark:
     rules: Optional[Callable] = None  # rules(parameters): raise InputError past the minima
     # JSON Schema {"properties": ..., "required": [...]} of parameters beyond the options
     more_parameters: Optional[dict] = None
+    # the whole JSON Schema of meta.json's parameters, when the driver records names of
+    # its own rather than the options' (then more_parameters is not used)
+    parameters_schema: Optional[dict] = None
     program: str = ""  # default: the name
     # from_cli(parameters): the command line's parameters as the run function's keywords
     # (e.g. two options that set one parameter); raise InputError on a bad combination
     from_cli: Optional[Callable] = None
+    # study(quick, pairs) -> [StudyRun]: what the default study measures (None: nothing);
+    # study_order: where among the benchmarks (runs of one phase go in this order)
+    study: Optional[Callable] = None
+    study_order: int = 50
 
     def __post_init__(self):
         if not self.program:

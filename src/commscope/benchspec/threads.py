@@ -1,7 +1,7 @@
 """Per-thread arrival times of an OpenMP phase with known imbalance (Marts et al. 2023,
 Sec. 3.1 and 4): native/bench/threads.c."""
 
-from .spec import Benchmark, Check, Option, Points, Table
+from .spec import Benchmark, Check, Option, Points, StudyRun, Table
 
 #: Compute-time distributions, in the order cs_threads numbers them.
 DISTRIBUTIONS = ("constant", "normal", "uniform", "exponential")
@@ -18,8 +18,55 @@ def planned_iterations(params):
     ]
 
 
+#: meta.json's parameters as the driver records them (its own names, e.g. seconds as
+#: *_s): the options' schema would not describe them.
+RECORDED_PARAMETERS = {
+    "type": "object",
+    "required": ["ranks", "threads", "iterations", "trials"],
+    "properties": {
+        "ranks": {"$ref": "#/$defs/positive"},
+        "threads": {"$ref": "#/$defs/positive"},
+        "iterations": {"$ref": "#/$defs/positive"},
+        "trials": {"$ref": "#/$defs/positive"},
+        "warmup": {"$ref": "#/$defs/count"},
+        "work_s": {"$ref": "#/$defs/seconds"},
+        "dist": {"type": "string"},
+        "sd_s": {"$ref": "#/$defs/seconds"},
+        "laggard_prob": {"type": "number", "minimum": 0, "maximum": 1},
+        "laggard_extra_s": {"$ref": "#/$defs/seconds"},
+        "compute": {"type": "string"},
+        "region": {"type": "string"},
+    },
+}
+
+
+def study(quick, pairs):
+    return [
+        StudyRun(
+            "threads",
+            dict(
+                ranks=2,
+                threads=2,
+                iterations=20 if quick else 200,
+                trials=1,
+                work=2e-3,
+                dist="normal",
+                sd=1e-4,
+                laggard_prob=0.05,
+                laggard_extra=5e-3,
+                seed=1,
+                compute="sleep",
+            ),
+            says="thread arrivals: 2 ranks x 2 threads, normal work with injected laggards",
+        )
+    ]
+
+
 BENCHMARK = Benchmark(
     name="threads",
+    study=study,
+    study_order=50,
+    parameters_schema=RECORDED_PARAMETERS,
     summary="per-thread arrival times of an OpenMP phase with known imbalance",
     description="MPI+OpenMP steps timed as Marts et al. (2023) Listing 1 (barrier, start, "
     "omp for nowait, end) with per-thread work drawn from a distribution plus "
