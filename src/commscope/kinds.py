@@ -199,31 +199,15 @@ TABLE_CHECKS = {
     ),
 }
 
-#: Columns a benchmark derives once its job has ended (bench/multirate.py, mtmatch.py):
+#: Columns a benchmark derives once its job has ended (its descriptor's Table.derived):
 #: required of a complete run (a stopped one has not derived them yet); the step that
 #: adds them reads the table without them.
-DERIVED_COLUMNS = {
-    ("mtmatch", "trials"): {
-        "k": "n",
-        "avg_search_depth": "n",
-        "max_search_depth": "n",
-        "total_searched": "n",
-        "oversubscribed": "b",
-    },
-    ("multirate", "reps"): {
-        "rate_msgs_per_s": "f",
-        "rate_per_thread_msgs_per_s": "f",
-        "oversubscribed": "b",
-    },
-    ("multirate", "threads"): {"rate_msgs_per_s": "f"},
-}
+DERIVED_COLUMNS = {}
 
 
 #: Columns typed when present, absent from runs of an earlier commscope (whose reader
-#: says so where it needs them): partitioned's per-partition call and arrival times.
-OPTIONAL_COLUMNS = {
-    ("partitioned", "compute"): {"call_s": "n", "arrived_s": "n"},
-}
+#: says so where it needs them; a descriptor's Table.optional).
+OPTIONAL_COLUMNS = {}
 
 
 #: Columns a later commscope added to a table, with the value they read as in a run
@@ -253,6 +237,10 @@ for _b in BENCHMARKS.values():
             TABLE_CHECKS[(_b.name, _table)] = _t.checks
         if _t.values:
             TABLE_VALUES[(_b.name, _table)] = _t.values
+        if _t.derived:
+            DERIVED_COLUMNS[(_b.name, _table)] = _t.derived
+        if _t.optional:
+            OPTIONAL_COLUMNS[(_b.name, _table)] = _t.optional
     if _b.points is not None:
         POINTS[_b.name] = _b.points
 

@@ -34,8 +34,28 @@ def study(quick, pairs):
     ]
 
 
+#: meta.json's fields beyond the parameters that the driver records (JSON Schema).
+MORE_META = {
+    "oversubscription": {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "config": {"$ref": "#/$defs/count"},
+                "oversubscribed": {"type": "boolean"},
+                "threads_recv": {"$ref": "#/$defs/count"},
+                "threads_send": {"$ref": "#/$defs/count"},
+                "cores_per_node": {"$ref": "#/$defs/count"},
+            },
+            "required": ["config", "oversubscribed", "threads_recv", "threads_send"],
+        },
+    }
+}
+
+
 BENCHMARK = Benchmark(
     name="mtmatch",
+    more_meta=MORE_META,
     summary="multithreaded message matching: queue drain and search depth (Schonbein et al. "
     "2018, Sec. 4.1)",
     description="Threads of a stencil decomposition pre-post and send their own halo "
@@ -115,6 +135,14 @@ BENCHMARK = Benchmark(
         # points and decomposition: "27", "2x1x1" (a raw CSV may read the first as numbers):
         # a label; ob1 queue lengths NaN under MPIs without the pvars
         "trials": Table(
+            # derived from the recorded orders once the job has ended (bench/mtmatch.py)
+            derived={
+                "k": "n",
+                "avg_search_depth": "n",
+                "max_search_depth": "n",
+                "total_searched": "n",
+                "oversubscribed": "b",
+            },
             columns={
                 "config": "i",
                 "trial": "i",

@@ -45,8 +45,21 @@ def study(quick, pairs):
     ]
 
 
+#: meta.json's fields beyond the parameters that the driver records (JSON Schema).
+MORE_META = {
+    "oversubscription": {
+        "type": "object",
+        "properties": {
+            "cores_per_node": {"$ref": "#/$defs/count"},
+            "ranks_share_node": {"type": "boolean"},
+        },
+    }
+}
+
+
 BENCHMARK = Benchmark(
     name="multirate",
+    more_meta=MORE_META,
     summary="message rate of thread pairs: shared vs per-thread communicators (Eberius 2020, "
     "Table 3.4)",
     description="Pairwise multirate pattern (Eberius 2020, Sec. 3.9.1): T threads per rank, "
@@ -97,6 +110,7 @@ BENCHMARK = Benchmark(
     ),
     tables={
         "threads": Table(
+            derived={"rate_msgs_per_s": "f"},  # once the job has ended (bench/multirate.py)
             columns={
                 "mode": "O",
                 "threads": "i",
@@ -111,6 +125,11 @@ BENCHMARK = Benchmark(
         ),
         # queue columns NaN under MPIs without the pvars
         "reps": Table(
+            derived={  # once the job has ended (bench/multirate.py)
+                "rate_msgs_per_s": "f",
+                "rate_per_thread_msgs_per_s": "f",
+                "oversubscribed": "b",
+            },
             columns={
                 "mode": "O",
                 "threads": "i",

@@ -259,6 +259,8 @@ BENCHMARK = Benchmark(
             values=_METHOD_VALUES,
         ),
         "compute": Table(
+            # per-partition call and arrival times: absent from runs of an earlier commscope
+            optional={"call_s": "n", "arrived_s": "n"},
             columns={
                 "run": "i",
                 "method": "O",

@@ -201,6 +201,10 @@ class Table:
     key: tuple
     checks: tuple = ()
     values: dict = field(default_factory=dict)
+    # columns the driver derives once the job has ended (required of a complete run only)
+    derived: dict = field(default_factory=dict)
+    # columns typed when present, absent from runs of an earlier commscope
+    optional: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -247,6 +251,8 @@ class Benchmark:
     # the whole JSON Schema of meta.json's parameters, when the driver records names of
     # its own rather than the options' (then more_parameters is not used)
     parameters_schema: Optional[dict] = None
+    # JSON Schema "properties" of meta.json's fields beyond "parameters" the driver writes
+    more_meta: Optional[dict] = None
     program: str = ""  # default: the name
     # from_cli(parameters): the command line's parameters as the run function's keywords
     # (e.g. two options that set one parameter); raise InputError on a bad combination

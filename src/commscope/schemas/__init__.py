@@ -37,7 +37,12 @@ def _add_benchmark_parameters(doc):
         doc["allOf"].append(
             {
                 "if": {"properties": {"kind": {"const": bench.name}}},
-                "then": {"properties": {"parameters": {"$ref": f"#/$defs/{bench.name}"}}},
+                "then": {
+                    "properties": {
+                        "parameters": {"$ref": f"#/$defs/{bench.name}"},
+                        **(bench.more_meta or {}),
+                    }
+                },
             }
         )
 
