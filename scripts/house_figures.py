@@ -9,9 +9,12 @@ Reads the revisions with `git show`/`git ls-tree` (nothing is checked out or bui
 
 import argparse
 import ast
+import io
+import json
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,10 +50,45 @@ def files_at(rev):
     return set(git(rev, "ls-tree", "-r", "--name-only", rev).split())
 
 
-def mentions(text, name):
-    """A shared file names a benchmark when its name stands as a word there (a kind
-    string, a module in an import list): "pingpong" is not "hvpingpong"."""
-    return re.search(rf"(?<![\w-]){name}(?![\w-])", text) is not None
+def mentions(path, text, name):
+    """A shared file names a benchmark when it holds its name as a value: a string that is
+    the name exactly (a kind), a JSON key or value, or a module in an import; prose that
+    happens to use the word ("threads") does not count, nor a JSON key that is no kind."""
+    if path.endswith(".json"):
+        return name in _json_words(json.loads(text))
+    words = set()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    importing = False
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string in ("import", "from"):
+            importing = True
+        elif tok.type in (tokenize.NEWLINE, tokenize.NL):
+            importing = False
+        elif tok.type == tokenize.NAME and importing:
+            words.add(tok.string)
+        elif tok.type == tokenize.STRING:
+            try:
+                value = ast.literal_eval(tok.string)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, str):
+                words.add(value)
+    return name in words
+
+
+def _json_words(doc):
+    """A kind in a JSON Schema: a "const" value or a definition's name."""
+    if isinstance(doc, list):
+        return {w for v in doc for w in _json_words(v)}
+    if not isinstance(doc, dict):
+        return set()
+    words = set(doc.get("$defs", {}))
+    if isinstance(doc.get("const"), str):
+        words.add(doc["const"])
+    return words | {w for v in doc.values() for w in _json_words(v)}
 
 
 def benchmark_files(rev):
@@ -59,7 +97,7 @@ def benchmark_files(rev):
     out = {}
     for b in BENCHMARKS:
         own = [f.format(b=b) for f in OWN_FILES if f.format(b=b) in tree]
-        out[b] = own + [p for p, text in shared.items() if mentions(text, b)]
+        out[b] = own + [p for p, text in shared.items() if mentions(p, text, b)]
     return out
 
 
