@@ -301,3 +301,14 @@ def test_synthetic_runs_read_back_through_the_reader(runs_root, alltoall, tmp_pa
     off = next(x["offset"] for x in meta["counters"] if x["name"] == "messages_sent")
     last = s.values([off])[s.seq == snaps][:, 0]
     assert last.tolist() == want[:per_node].tolist()  # the last record holds the totals
+
+
+@pytest.mark.parametrize("name", ["counters", "settings", "layout"])
+def test_tables_reach_worker_processes(name):
+    """The converter sends what it read from the tables to worker processes (a 4-node
+    profile converts node files in parallel): everything must pickle, and the parser's
+    own str subclasses, from a module loaded by path, do not."""
+    import pickle
+
+    entries = nt.table(name)
+    assert pickle.loads(pickle.dumps(entries)) == entries

@@ -10,6 +10,7 @@ here; the reader, the synthetic writer and the docs take them from this module.
 import functools
 import importlib.util
 import struct
+from typing import NamedTuple
 
 from ..paths import native_dir
 
@@ -28,10 +29,25 @@ def _parser():
     return module
 
 
+class Entry(NamedTuple):
+    macro: str
+    args: tuple  # int or str per argument
+    line: int
+
+
+def _plain(arg):
+    # the parser's str subclasses (identifier, expression) belong to a module loaded by
+    # path, which pickle cannot import: the converter's worker processes get plain str
+    return str(arg) if isinstance(arg, str) else arg
+
+
 @functools.cache
 def table(name):
     """The entries (macro, args, line) of native/profiler/<name>.def."""
-    return tuple(_parser().entries(native_dir() / "profiler" / f"{name}.def"))
+    path = native_dir() / "profiler" / f"{name}.def"
+    return tuple(
+        Entry(e.macro, tuple(_plain(a) for a in e.args), e.line) for e in _parser().entries(path)
+    )
 
 
 def rows(name, macro):
