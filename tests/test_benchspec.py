@@ -135,3 +135,21 @@ def test_each_descriptor_names_a_report_section_that_shows_its_runs():
     for bench in BENCHMARKS.values():
         section = importlib.import_module(f"commscope.report.sections.{bench.report_section}")
         assert bench.name in section.KINDS
+
+
+@pytest.mark.parametrize("name", sorted(BENCHMARKS))
+def test_every_example_of_the_help_parses(name):
+    """The examples under `commscope bench NAME --help` are command lines that work."""
+    import re
+    import shlex
+
+    parser = cli.build_parser()
+    examples = [
+        m.group(1).strip().rstrip("\\").strip()
+        for line in BENCHMARKS[name].examples.splitlines()
+        if (m := re.match(r"\s*commscope (bench [^#]*)", line))
+    ]
+    assert examples
+    for example in examples:
+        args = parser.parse_args(shlex.split(example))
+        assert args.benchmark == name, example
