@@ -265,6 +265,268 @@ typedef struct {
 } row_t;
 #define ROW_DOUBLES ((int)(sizeof(row_t) / sizeof(double)))
 
+/* Everything the phases of a run share: the checked options, the workload
+ * and halo state, the row buffers, the open tables and the running block. */
+typedef struct {
+    int rank, size;
+    enum workload wl;
+    enum dist dist;
+    long intervals, warmup, flush_every, reps;
+    long nsize; /* matrix or grid side */
+    double mean, sd;
+    long long halo_bytes;
+    unsigned long long seed;
+    const char *out;
+    cs_place_t *places;
+    gemm_t gemm;
+    csr_t csr;
+    halo_t halo;
+    row_t *rows, *all; /* this rank's rows of the block; every rank's, on rank 0 */
+    int *all_nbr;
+    FILE *tab_iv, *tab_max;
+    /* rank 0: the block since the last flush, and the whole run */
+    double sum_max, total_max, sum_bar, block_max;
+    long block_start;
+} bench_t;
+
+/* Copy the parsed options, check them, and fill in the defaults that depend
+ * on the workload. */
+static void take_options(bench_t *b, const cs_bsp_options_t *o)
+{
+    if (o->workload < 0)
+        cs_die("--workload is required (ftq, fwq, dgemm or spmv)");
+    b->wl = (enum workload)o->workload;
+    b->dist = (enum dist)o->dist;
+    b->intervals = o->intervals, b->warmup = o->warmup, b->flush_every = o->flush_every, b->reps = o->reps;
+    b->nsize = o->dim;                /* 0: not given */
+    b->mean = o->mean, b->sd = o->sd; /* NAN: not given */
+    b->halo_bytes = o->halo_bytes;
+    b->seed = (unsigned long long)o->seed;
+    b->out = o->out;
+    if (b->halo_bytes % 8)
+        cs_die("--halo-bytes: expected a multiple of 8 bytes, got %lld", b->halo_bytes);
+    if (isnan(b->mean))
+        b->mean = b->wl == W_FTQ ? 0.01 : 5e6;
+    if (isnan(b->sd))
+        b->sd = b->mean / 10;
+    if (b->dist == D_LOGNORMAL && b->mean <= 0)
+        cs_die("--mean: the lognormal distribution needs a positive mean");
+    if (b->nsize <= 0)
+        b->nsize = b->wl == W_DGEMM ? 256 : 512;
+    if (b->wl == W_SPMV && b->nsize * b->nsize > 0x7fffffffL / 5)
+        cs_die("--dim: a %ld x %ld grid is too large for 32-bit column indices", b->nsize, b->nsize);
+}
+
+/* The workload's operands and the halo's grid and buffers. */
+static void set_up_work(bench_t *b)
+{
+    if (b->wl == W_DGEMM) {
+#ifdef CS_HAVE_BLAS
+#ifdef CS_BLAS_OPENBLAS
+        CS_BLAS(openblas_set_num_threads)(1); /* one core per rank, as in the thesis */
+#endif
+#else
+        cs_die("--workload dgemm: cs_bsp was built without a CBLAS "
+               "(configure with -DCOMMSCOPE_BLAS_INCLUDE_DIR/_LIB_DIR/_LIBRARY)");
+#endif
+        dgemm_setup(&b->gemm, (int)b->nsize);
+    } else if (b->wl == W_SPMV) {
+        spmv_setup(&b->csr, (int)b->nsize);
+    }
+    if (b->halo_bytes > 0)
+        halo_setup(&b->halo, b->halo_bytes, b->size);
+}
+
+/* Row buffers for one flush block, and every rank's neighbours on rank 0. */
+static void allocate_rows(bench_t *b)
+{
+    b->rows = malloc(sizeof(row_t) * b->flush_every);
+    b->all = b->rank == 0 ? malloc(sizeof(row_t) * b->flush_every * b->size) : NULL;
+    if (!b->rows || (b->rank == 0 && !b->all))
+        cs_die("cannot allocate %ld rows", b->flush_every);
+    /* neighbours of every rank, for the halo check */
+    int nbr[4] = {-1, -1, -1, -1};
+    if (b->halo_bytes > 0)
+        memcpy(nbr, b->halo.nbr, sizeof nbr);
+    b->all_nbr = b->rank == 0 ? malloc(sizeof(int) * 4 * b->size) : NULL;
+    MPI_Gather(nbr, 4, MPI_INT, b->all_nbr, 4, MPI_INT, 0, MPI_COMM_WORLD);
+}
+
+/* Rank 0: placement, intervals.csv, maxima.csv and (with a halo) neighbors.csv. */
+static void open_tables(bench_t *b)
+{
+    cs_write_placement(b->out, b->places, b->size);
+    b->tab_iv = cs_open_table(b->out, "intervals.csv",
+                              "interval,rank,host,workload_s,halo_s,barrier_s,interval_s,"
+                              "requested_s,requested_ops,checksum,halo_sum,halo_bad");
+    b->tab_max = cs_open_table(b->out, "maxima.csv",
+                               "interval,max_interval_s,max_workload_s,argmax_rank,"
+                               "wall_s,max_barrier_s");
+    if (b->halo_bytes > 0) {
+        FILE *f = cs_open_table(b->out, "neighbors.csv", "rank,direction,neighbor");
+        for (int r = 0; r < b->size; r++)
+            for (int d = 0; d < 4; d++)
+                cs_row(f, "%d,%s,%d\n", r, dir_names[d], b->all_nbr[4 * r + d]);
+        cs_close_table(f);
+    }
+}
+
+/* Rank 0: the run's description and the column heads on stdout. */
+static void print_header(const bench_t *b)
+{
+    printf("# commscope bsp (Dominguez-Trujillo 2021, Sec. 3.3): %d rank(s), workload %s",
+           b->size, workload_names[b->wl]);
+    if (b->wl == W_FTQ) {
+        char t_mean[24], t_sd[24];
+        printf(", %s(mean %s, sd %s)", dist_names[b->dist], cs_time_text(b->mean, t_mean, sizeof t_mean),
+               cs_time_text(b->sd, t_sd, sizeof t_sd));
+    } else if (b->wl == W_FWQ)
+        printf(", %s(mean %g, sd %g) additions", dist_names[b->dist], b->mean, b->sd);
+    else
+        printf(", size %ld, reps %ld", b->nsize, b->reps);
+    printf(", halo %lld B, seed %llu\n", b->halo_bytes, b->seed);
+    printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max", "Max Max",
+           "Avg MaxBarr");
+    fflush(stdout);
+}
+
+/* One interval: barrier, workload, halo, barrier.  Fills this rank's row and
+ * returns the wall time from the first barrier's end to the second's. */
+static double run_interval(bench_t *b, long it, row_t *row)
+{
+    *row = (row_t){0};
+    row->requested_s = row->requested_ops = NAN;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    switch (b->wl) {
+    case W_FTQ:
+        row->requested_s = draw(b->dist, b->mean, b->sd);
+        cs_spin(row->requested_s);
+        break;
+    case W_FWQ:
+        row->requested_ops = floor(draw(b->dist, b->mean, b->sd) + 0.5);
+        row->checksum = (double)fwq((uint64_t)row->requested_ops);
+        break;
+    case W_DGEMM: row->checksum = dgemm(&b->gemm, (int)b->reps); break;
+    case W_SPMV: row->checksum = spmv(&b->csr, (int)b->reps); break;
+    }
+    double t1 = MPI_Wtime();
+    if (b->halo_bytes > 0) {
+        long bad = 0;
+        halo_exchange(&b->halo, b->rank, it, &row->halo_sum, &bad);
+        row->halo_bad = (double)bad;
+    }
+    double t2 = MPI_Wtime();
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t3 = MPI_Wtime();
+    row->workload_s = t1 - t0;
+    row->halo_s = t2 - t1;
+    row->interval_s = t2 - t0;
+    row->barrier_s = t3 - t2;
+    return t3 - t0;
+}
+
+/* The per-interval maximum, by reduction as in the thesis; rank 0 writes it
+ * and adds it to the block. */
+static void reduce_maxima(bench_t *b, long it, const row_t *row, double wall)
+{
+    struct {
+        double v;
+        int r;
+    } mine = {row->interval_s, b->rank}, top;
+    double wmax, bmax, mine_w[2] = {row->workload_s, row->barrier_s}, maxes[2];
+    MPI_Reduce(&mine, &top, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
+    MPI_Reduce(mine_w, maxes, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    wmax = maxes[0];
+    bmax = maxes[1];
+    if (b->rank == 0) {
+        if (b->tab_max)
+            cs_row(b->tab_max, "%ld,%.9e,%.9e,%d,%.9e,%.9e\n", it, top.v, wmax, top.r,
+                   wall, bmax);
+        b->sum_max += top.v;
+        b->total_max += top.v;
+        b->block_max = top.v > b->block_max ? top.v : b->block_max;
+        b->sum_bar += bmax;
+    }
+}
+
+/* Rank 0: the gathered rows of a block of n intervals into intervals.csv. */
+static void write_block_rows(bench_t *b, int n)
+{
+    FILE *tab_iv = b->tab_iv;
+    for (int k = 0; k < n && tab_iv; k++)
+        for (int r = 0; r < b->size; r++) {
+            row_t *w = &b->all[(size_t)r * n + k];
+            cs_row(tab_iv, "%ld,%d,%s,%.9e,%.9e,%.9e,%.9e,", b->block_start + k, r,
+                   b->places[r].host, w->workload_s, w->halo_s, w->barrier_s,
+                   w->interval_s);
+            if (isnan(w->requested_s))
+                cs_row(tab_iv, ",");
+            else
+                cs_row(tab_iv, "%.9e,", w->requested_s);
+            if (isnan(w->requested_ops))
+                cs_row(tab_iv, ",");
+            else
+                cs_row(tab_iv, "%.0f,", w->requested_ops);
+            cs_row(tab_iv, "%.17g,%.17g,%.0f\n", w->checksum, w->halo_sum,
+                   w->halo_bad);
+        }
+}
+
+/* Gather the block that ends at interval it (n intervals) on rank 0, write
+ * and echo it, and start the next block. */
+static void flush_block(bench_t *b, long it, int n)
+{
+    MPI_Gather(b->rows, n * ROW_DOUBLES, MPI_DOUBLE, b->all, n * ROW_DOUBLES, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    if (b->rank == 0) {
+        write_block_rows(b, n);
+        char label[64];
+        snprintf(label, sizeof label, "%ld-%ld", b->block_start, it);
+        char t_avg[24], t_max[24], t_bar[24];
+        printf("%-20s %16s %16s %16s\n", label, cs_time_text(b->sum_max / n, t_avg, sizeof t_avg),
+               cs_time_text(b->block_max, t_max, sizeof t_max),
+               cs_time_text(b->sum_bar / n, t_bar, sizeof t_bar));
+        fflush(stdout);
+        cs_progress(it + 1, b->intervals, "intervals");
+    }
+    b->block_start = it + 1;
+    b->sum_max = b->sum_bar = b->block_max = 0;
+}
+
+/* Warm-up, then every interval; a block is flushed every --flush-every
+ * intervals and at the end, so a killed run keeps what it measured. */
+static void run_intervals(bench_t *b)
+{
+    for (long it = -b->warmup; it < b->intervals; it++) {
+        row_t row;
+        double wall = run_interval(b, it, &row);
+        if (it < 0)
+            continue;
+        reduce_maxima(b, it, &row, wall);
+        long slot = (it - b->block_start);
+        b->rows[slot] = row;
+        if (slot + 1 == b->flush_every || it + 1 == b->intervals)
+            flush_block(b, it, (int)(slot + 1));
+    }
+}
+
+static void tear_down(bench_t *b)
+{
+    if (b->tab_iv)
+        cs_close_table(b->tab_iv);
+    if (b->tab_max)
+        cs_close_table(b->tab_max);
+    if (b->halo_bytes > 0) {
+        for (int d = 0; d < 4; d++)
+            free(b->halo.send[d]), free(b->halo.recv[d]);
+        MPI_Comm_free(&b->halo.cart);
+    }
+    free(b->gemm.a), free(b->gemm.b), free(b->gemm.c);
+    free(b->csr.rowptr), free(b->csr.col), free(b->csr.val), free(b->csr.x), free(b->csr.y);
+    free(b->rows), free(b->all), free(b->all_nbr), free(b->places);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -277,207 +539,28 @@ int main(int argc, char **argv)
     int status = cs_bsp_parse_options(argc, argv, &o, rank);
     if (status >= 0)
         return status;
-    if (o.workload < 0)
-        cs_die("--workload is required (ftq, fwq, dgemm or spmv)");
-    enum workload wl = (enum workload)o.workload;
-    enum dist dist = (enum dist)o.dist;
-    long intervals = o.intervals, warmup = o.warmup, flush_every = o.flush_every, reps = o.reps;
-    long nsize = o.dim;              /* 0: not given */
-    double mean = o.mean, sd = o.sd; /* NAN: not given */
-    long long halo_bytes = o.halo_bytes;
-    unsigned long long seed = (unsigned long long)o.seed;
-    const char *out = o.out;
-    if (halo_bytes % 8)
-        cs_die("--halo-bytes: expected a multiple of 8 bytes, got %lld", halo_bytes);
-    if (isnan(mean))
-        mean = wl == W_FTQ ? 0.01 : 5e6;
-    if (isnan(sd))
-        sd = mean / 10;
-    if (dist == D_LOGNORMAL && mean <= 0)
-        cs_die("--mean: the lognormal distribution needs a positive mean");
-    if (nsize <= 0)
-        nsize = wl == W_DGEMM ? 256 : 512;
-    if (wl == W_SPMV && nsize * nsize > 0x7fffffffL / 5)
-        cs_die("--dim: a %ld x %ld grid is too large for 32-bit column indices", nsize, nsize);
+    bench_t b = {.rank = rank, .size = size};
+    take_options(&b, &o);
 
-    rng_state = seed + 0x632BE59BD9B4E019ULL * (uint64_t)rank;
-    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
-    cs_place_allgather(MPI_COMM_WORLD, places);
-
-    gemm_t gemm = {0};
-    csr_t csr = {0};
-    halo_t halo = {0};
-    if (wl == W_DGEMM) {
-#ifdef CS_HAVE_BLAS
-#ifdef CS_BLAS_OPENBLAS
-        CS_BLAS(openblas_set_num_threads)(1); /* one core per rank, as in the thesis */
-#endif
-#else
-        cs_die("--workload dgemm: cs_bsp was built without a CBLAS "
-               "(configure with -DCOMMSCOPE_BLAS_INCLUDE_DIR/_LIB_DIR/_LIBRARY)");
-#endif
-        dgemm_setup(&gemm, (int)nsize);
-    } else if (wl == W_SPMV) {
-        spmv_setup(&csr, (int)nsize);
-    }
-    if (halo_bytes > 0)
-        halo_setup(&halo, halo_bytes, size);
-
-    FILE *tab_iv = NULL, *tab_max = NULL;
-    row_t *rows = malloc(sizeof(row_t) * flush_every);
-    row_t *all = rank == 0 ? malloc(sizeof(row_t) * flush_every * size) : NULL;
-    if (!rows || (rank == 0 && !all))
-        cs_die("cannot allocate %ld rows", flush_every);
-    /* neighbours of every rank, for the halo check */
-    int nbr[4] = {-1, -1, -1, -1};
-    if (halo_bytes > 0)
-        memcpy(nbr, halo.nbr, sizeof nbr);
-    int *all_nbr = rank == 0 ? malloc(sizeof(int) * 4 * size) : NULL;
-    MPI_Gather(nbr, 4, MPI_INT, all_nbr, 4, MPI_INT, 0, MPI_COMM_WORLD);
-
+    rng_state = b.seed + 0x632BE59BD9B4E019ULL * (uint64_t)rank;
+    b.places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, b.places);
+    set_up_work(&b);
+    allocate_rows(&b);
     if (rank == 0) {
-        if (out) {
-            cs_write_placement(out, places, size);
-            tab_iv = cs_open_table(out, "intervals.csv",
-                                   "interval,rank,host,workload_s,halo_s,barrier_s,interval_s,"
-                                   "requested_s,requested_ops,checksum,halo_sum,halo_bad");
-            tab_max = cs_open_table(out, "maxima.csv",
-                                    "interval,max_interval_s,max_workload_s,argmax_rank,"
-                                    "wall_s,max_barrier_s");
-            if (halo_bytes > 0) {
-                FILE *f = cs_open_table(out, "neighbors.csv", "rank,direction,neighbor");
-                for (int r = 0; r < size; r++)
-                    for (int d = 0; d < 4; d++)
-                        cs_row(f, "%d,%s,%d\n", r, dir_names[d], all_nbr[4 * r + d]);
-                cs_close_table(f);
-            }
-        }
-        printf("# commscope bsp (Dominguez-Trujillo 2021, Sec. 3.3): %d rank(s), workload %s",
-               size, workload_names[wl]);
-        if (wl == W_FTQ) {
-            char t_mean[24], t_sd[24];
-            printf(", %s(mean %s, sd %s)", dist_names[dist], cs_time_text(mean, t_mean, sizeof t_mean),
-                   cs_time_text(sd, t_sd, sizeof t_sd));
-        } else if (wl == W_FWQ)
-            printf(", %s(mean %g, sd %g) additions", dist_names[dist], mean, sd);
-        else
-            printf(", size %ld, reps %ld", nsize, reps);
-        printf(", halo %lld B, seed %llu\n", halo_bytes, seed);
-        printf("%-20s %16s %16s %16s\n", "# Intervals", "Avg Max", "Max Max",
-               "Avg MaxBarr");
-        fflush(stdout);
+        if (b.out)
+            open_tables(&b);
+        print_header(&b);
     }
-
-    double sum_max = 0, total_max = 0, sum_bar = 0, block_max = 0;
-    long block_start = 0;
-    for (long it = -warmup; it < intervals; it++) {
-        row_t row = {0};
-        row.requested_s = row.requested_ops = NAN;
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        switch (wl) {
-        case W_FTQ:
-            row.requested_s = draw(dist, mean, sd);
-            cs_spin(row.requested_s);
-            break;
-        case W_FWQ:
-            row.requested_ops = floor(draw(dist, mean, sd) + 0.5);
-            row.checksum = (double)fwq((uint64_t)row.requested_ops);
-            break;
-        case W_DGEMM: row.checksum = dgemm(&gemm, (int)reps); break;
-        case W_SPMV: row.checksum = spmv(&csr, (int)reps); break;
-        }
-        double t1 = MPI_Wtime();
-        if (halo_bytes > 0) {
-            long bad = 0;
-            halo_exchange(&halo, rank, it, &row.halo_sum, &bad);
-            row.halo_bad = (double)bad;
-        }
-        double t2 = MPI_Wtime();
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t3 = MPI_Wtime();
-        if (it < 0)
-            continue;
-        row.workload_s = t1 - t0;
-        row.halo_s = t2 - t1;
-        row.interval_s = t2 - t0;
-        row.barrier_s = t3 - t2;
-
-        /* the per-interval maximum, by reduction as in the thesis */
-        struct {
-            double v;
-            int r;
-        } mine = {row.interval_s, rank}, top;
-        double wmax, bmax, mine_w[2] = {row.workload_s, row.barrier_s}, maxes[2];
-        MPI_Reduce(&mine, &top, 1, MPI_DOUBLE_INT, MPI_MAXLOC, 0, MPI_COMM_WORLD);
-        MPI_Reduce(mine_w, maxes, 2, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-        wmax = maxes[0];
-        bmax = maxes[1];
-        long slot = (it - block_start);
-        rows[slot] = row;
-        if (rank == 0) {
-            if (tab_max)
-                cs_row(tab_max, "%ld,%.9e,%.9e,%d,%.9e,%.9e\n", it, top.v, wmax, top.r,
-                       t3 - t0, bmax);
-            sum_max += top.v;
-            total_max += top.v;
-            block_max = top.v > block_max ? top.v : block_max;
-            sum_bar += bmax;
-        }
-        if (slot + 1 == flush_every || it + 1 == intervals) {
-            int n = (int)(slot + 1);
-            MPI_Gather(rows, n * ROW_DOUBLES, MPI_DOUBLE, all, n * ROW_DOUBLES, MPI_DOUBLE, 0,
-                       MPI_COMM_WORLD);
-            if (rank == 0) {
-                for (int k = 0; k < n && tab_iv; k++)
-                    for (int r = 0; r < size; r++) {
-                        row_t *w = &all[(size_t)r * n + k];
-                        cs_row(tab_iv, "%ld,%d,%s,%.9e,%.9e,%.9e,%.9e,", block_start + k, r,
-                               places[r].host, w->workload_s, w->halo_s, w->barrier_s,
-                               w->interval_s);
-                        if (isnan(w->requested_s))
-                            cs_row(tab_iv, ",");
-                        else
-                            cs_row(tab_iv, "%.9e,", w->requested_s);
-                        if (isnan(w->requested_ops))
-                            cs_row(tab_iv, ",");
-                        else
-                            cs_row(tab_iv, "%.0f,", w->requested_ops);
-                        cs_row(tab_iv, "%.17g,%.17g,%.0f\n", w->checksum, w->halo_sum,
-                               w->halo_bad);
-                    }
-                char label[64];
-                snprintf(label, sizeof label, "%ld-%ld", block_start, it);
-                char t_avg[24], t_max[24], t_bar[24];
-                printf("%-20s %16s %16s %16s\n", label, cs_time_text(sum_max / n, t_avg, sizeof t_avg),
-                       cs_time_text(block_max, t_max, sizeof t_max),
-                       cs_time_text(sum_bar / n, t_bar, sizeof t_bar));
-                fflush(stdout);
-                cs_progress(it + 1, intervals, "intervals");
-            }
-            block_start = it + 1;
-            sum_max = sum_bar = block_max = 0;
-        }
-    }
+    run_intervals(&b);
     if (rank == 0) {
         char t_total[24];
         printf("# runtime (sum of interval maxima): %s over %ld intervals\n",
-               cs_time_text(total_max, t_total, sizeof t_total),
-               intervals);
+               cs_time_text(b.total_max, t_total, sizeof t_total),
+               b.intervals);
         fflush(stdout);
     }
-    if (tab_iv)
-        cs_close_table(tab_iv);
-    if (tab_max)
-        cs_close_table(tab_max);
-    if (halo_bytes > 0) {
-        for (int d = 0; d < 4; d++)
-            free(halo.send[d]), free(halo.recv[d]);
-        MPI_Comm_free(&halo.cart);
-    }
-    free(gemm.a), free(gemm.b), free(gemm.c);
-    free(csr.rowptr), free(csr.col), free(csr.val), free(csr.x), free(csr.y);
-    free(rows), free(all), free(all_nbr), free(places);
+    tear_down(&b);
     MPI_Finalize();
     return 0;
 }

@@ -72,6 +72,344 @@ static double qpvar_read(qpvar_t *q, MPI_T_pvar_session s, int peer, void *buf)
     return q->tsize == 4 ? (double)((unsigned *)buf)[peer] : (double)((unsigned long long *)buf)[peer];
 }
 
+static const char *order_name[2] = {"ordered", "reversed"};
+
+/* Everything the phases of a run share: the checked options, the pairing,
+ * the buffers, the queue pvars and the open tables. */
+typedef struct {
+    int rank, size, pairs;
+    int iters, warmup, min_messages, contention, queues;
+    long long total; /* --total-bytes, or -1: fixed sizes */
+    int do_order[2]; /* ordered, reversed */
+    int ncounts, nsizes;
+    long long counts[CS_HVPINGPONG_MAX_COUNTS], *sizes;
+    const char *out;
+    MPI_Comm ctl; /* bookkeeping traffic stays out of the measured communicator's queues */
+    cs_place_t *places;
+    int *peer, *initiator; /* per rank: its partner, and whether it sends first and keeps the time */
+    int ninit, *inits;     /* the initiators, whose samples rank 0 collects */
+    char *sbuf, *rbuf;
+    MPI_Request *reqs;
+    int *send_tags, *recv_tags;
+    double *times, *all;
+    MPI_T_pvar_session session;
+    qpvar_t q_posted, q_unexp;
+    unsigned long long qbuf[64];
+    double qs[3], *qall;
+    FILE *samples, *qfile;
+} bench_t;
+
+/* Copy the parsed options and check them against the world and MPI_TAG_UB. */
+static void take_options(bench_t *b, cs_hvpingpong_options_t *o)
+{
+    b->out = o->out;
+    b->iters = (int)o->iters, b->warmup = (int)o->warmup, b->min_messages = (int)o->min_messages;
+    b->contention = o->contention, b->queues = o->queues;
+    b->total = o->total_bytes > 0 ? o->total_bytes : -1;
+    for (int k = 0; k < o->orders_count; k++)
+        b->do_order[o->orders[k]] = 1;
+    int ncounts = b->ncounts = o->counts_count;
+    b->nsizes = o->sizes_count;
+    long long *counts = b->counts;
+    b->sizes = o->sizes;
+    for (int k = 0; k < ncounts; k++)
+        counts[k] = o->counts[k];
+    if (b->size < 2 || b->size % 2)
+        cs_die("needs an even number of ranks, got %d", b->size);
+    if (ncounts == 0)
+        cs_die("--counts N1,N2,... is required (the Python driver makes them from --messages)");
+    qsort(counts, ncounts, sizeof counts[0], cmp_ll);
+    if (counts[0] < 1)
+        cs_die("--counts: message counts must be >= 1, got %lld", counts[0]);
+    if (counts[ncounts - 1] > CS_HVPINGPONG_MAX_COUNT)
+        cs_die("--counts: at most %d messages, got %lld", CS_HVPINGPONG_MAX_COUNT,
+               counts[ncounts - 1]);
+    if (b->min_messages > CS_HVPINGPONG_MAX_COUNT)
+        cs_die("--min-messages: at most %d, got %d", CS_HVPINGPONG_MAX_COUNT, b->min_messages);
+    if (b->total > 0)
+        b->nsizes = 1; /* the size follows n */
+
+    int *tag_ub, flag;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
+    if (flag && counts[ncounts - 1] > *tag_ub)
+        cs_die("%lld messages need tags up to %lld but MPI_TAG_UB is %d", counts[ncounts - 1],
+               counts[ncounts - 1] - 1, *tag_ub);
+}
+
+/* --contention: nodes in order of first appearance; the j-th rank of node i
+ * pairs with the j-th rank of node i + N/2. */
+static void pair_across_nodes(bench_t *b)
+{
+    int size = b->size;
+    const cs_place_t *places = b->places;
+    int *node = malloc(sizeof(int) * size), *slot = malloc(sizeof(int) * size);
+    int nnodes = 0, *per_node = calloc(size, sizeof(int));
+    for (int r = 0; r < size; r++) {
+        node[r] = -1;
+        for (int q = 0; q < r && node[r] < 0; q++)
+            if (strcmp(places[q].node, places[r].node) == 0)
+                node[r] = node[q];
+        if (node[r] < 0)
+            node[r] = nnodes++;
+        slot[r] = per_node[node[r]]++;
+    }
+    if (nnodes < 4 || nnodes % 2)
+        cs_die("--contention needs an even number of nodes, at least 4 (ranks run on %d "
+               "node%s): node i sends to node i + N/2 across the network (Bienz et al. 2018, Fig. 6)",
+               nnodes, nnodes == 1 ? "" : "s");
+    for (int i = 1; i < nnodes; i++)
+        if (per_node[i] != per_node[0])
+            cs_die("--contention needs the same number of ranks on every node "
+                   "(node 0 has %d, node %d has %d)",
+                   per_node[0], i, per_node[i]);
+    for (int r = 0; r < size; r++) {
+        int target = node[r] < nnodes / 2 ? node[r] + nnodes / 2 : node[r] - nnodes / 2;
+        b->initiator[r] = node[r] < nnodes / 2;
+        for (int q = 0; q < size; q++)
+            if (node[q] == target && slot[q] == slot[r])
+                b->peer[r] = q;
+    }
+    free(node);
+    free(slot);
+    free(per_node);
+}
+
+/* Pairing: peer[r], and whether r initiates; then the list of initiators. */
+static void pair_ranks(bench_t *b)
+{
+    int size = b->size;
+    b->peer = malloc(sizeof(int) * size), b->initiator = malloc(sizeof(int) * size);
+    b->pairs = size / 2;
+    if (!b->contention) {
+        for (int r = 0; r < size; r++) {
+            b->peer[r] = r < b->pairs ? r + b->pairs : r - b->pairs;
+            b->initiator[r] = r < b->pairs;
+        }
+    } else {
+        pair_across_nodes(b);
+    }
+}
+
+/* Buffers for the largest n * s exchanged, and the samples of one cell. */
+static void allocate_buffers(bench_t *b)
+{
+    long long max_bytes = 1, *counts = b->counts;
+    for (int a = 0; a < b->ncounts; a++)
+        for (int k = 0; k < b->nsizes; k++) {
+            long long s = b->total > 0 ? b->total / counts[a] : b->sizes[k];
+            if (counts[a] * s > max_bytes)
+                max_bytes = counts[a] * s;
+        }
+    if (max_bytes > MAX_BUFFER)
+        cs_die("n x s reaches %lld bytes per direction (limit %lld): lower --counts or --sizes",
+               max_bytes, MAX_BUFFER);
+    long long nmax_all = counts[b->ncounts - 1];
+    b->sbuf = malloc(max_bytes), b->rbuf = malloc(max_bytes);
+    b->reqs = malloc(sizeof(MPI_Request) * nmax_all);
+    b->send_tags = malloc(sizeof(int) * nmax_all), b->recv_tags = malloc(sizeof(int) * nmax_all);
+    /* A cell of n messages times max(iters, ceil(min_messages / n)) repetitions: a few
+       repetitions of a few messages give a median that jumps between the two modes of
+       a small exchange (receives posted before or after the messages arrive). */
+    int max_reps = b->iters > b->min_messages ? b->iters : b->min_messages;
+    b->times = malloc(sizeof(double) * max_reps);
+    b->all = b->rank == 0 ? malloc(sizeof(double) * max_reps * b->size) : NULL;
+    if (!b->sbuf || !b->rbuf || !b->reqs || !b->send_tags || !b->recv_tags || !b->times ||
+        (b->rank == 0 && !b->all))
+        cs_die("out of memory for %lld-byte buffers", max_bytes);
+    memset(b->sbuf, 'a', max_bytes);
+
+    b->inits = malloc(sizeof(int) * b->size);
+    for (int r = 0; r < b->size; r++)
+        if (b->initiator[r])
+            b->inits[b->ninit++] = r;
+}
+
+/* Queue lengths (--queues): every rank reads its own ob1 pvars; rank 0 writes them. */
+static void open_queue_pvars(bench_t *b)
+{
+    b->session = MPI_T_PVAR_SESSION_NULL;
+    b->qs[0] = b->qs[1] = b->qs[2] = NAN;
+    b->qall = b->rank == 0 ? malloc(sizeof(double) * 3 * b->size) : NULL;
+    int tprov;
+    if (b->queues && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS &&
+        MPI_T_pvar_session_create(&b->session) == MPI_SUCCESS) {
+        qpvar_open(&b->q_posted, b->session, "pml_ob1_posted_recvq_length");
+        qpvar_open(&b->q_unexp, b->session, "pml_ob1_unexpected_msgq_length");
+        if (b->q_posted.count > 64 || b->q_unexp.count > 64) /* one entry per peer: keep qbuf small */
+            b->q_posted.ok = b->q_unexp.ok = 0;
+    }
+}
+
+/* Rank 0: placement, samples.csv and (--queues) queues.csv. */
+static void open_tables(bench_t *b)
+{
+    cs_write_placement(b->out, b->places, b->size);
+    b->samples = cs_open_table(b->out, "samples.csv",
+                               "n_messages,size_bytes,order,pair,rep,time_s,locality,pairs");
+    if (b->queues)
+        b->qfile = cs_open_table(b->out, "queues.csv",
+                                 "n_messages,size_bytes,order,rank,initiator,"
+                                 "unexpected_before_post,posted_after_post,"
+                                 "unexpected_after_post");
+}
+
+/* Rank 0: the run's description, its pairs and the column heads on stdout. */
+static void print_header(const bench_t *b)
+{
+    const cs_place_t *places = b->places;
+    printf("# commscope HighVolumePingPong (Bienz et al. 2018, Algorithm 1), %d pair(s)%s, "
+           "one-way time = round trip / 2\n",
+           b->pairs, b->contention ? ", contention layout" : "");
+    for (int p = 0; p < b->ninit; p++) {
+        int x = b->inits[p], y = b->peer[x];
+        printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, x,
+               places[x].node, places[x].cpu, y, places[y].node, places[y].cpu,
+               cs_locality(&places[x], &places[y]));
+    }
+    printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",
+           "Avg Time", "Min Time", "Max Time", "Iters");
+    fflush(stdout);
+}
+
+/* Algorithm 1 for one cell: warm-up, reps timed repetitions into times[], and
+ * with --queues one untimed repetition (r == reps) that reads the queue pvars. */
+static void exchange(bench_t *b, int n, long long s, int order, int reps)
+{
+    int peer = b->peer[b->rank];
+    for (int i = 0; i < n; i++) {
+        b->send_tags[i] = i;
+        b->recv_tags[i] = order == 0 ? i : n - 1 - i; /* reversed: recv_tags_i = send_tags_{n-i-1} */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = -b->warmup; r < reps + b->queues; r++) {
+        double t0 = MPI_Wtime();
+        int sample = r == reps;
+        for (int phase = 0; phase < 2; phase++) {
+            /* initiator: send then receive; its peer the other way round */
+            int sending = (phase == 0) == (b->initiator[b->rank] != 0);
+            if (sample && !sending)
+                b->qs[0] = qpvar_read(&b->q_unexp, b->session, peer, b->qbuf);
+            for (int i = 0; i < n; i++) {
+                if (sending)
+                    MPI_Isend(b->sbuf + (size_t)i * s, (int)s, MPI_CHAR, peer,
+                              b->send_tags[i], MPI_COMM_WORLD, &b->reqs[i]);
+                else
+                    MPI_Irecv(b->rbuf + (size_t)i * s, (int)s, MPI_CHAR, peer,
+                              b->recv_tags[i], MPI_COMM_WORLD, &b->reqs[i]);
+            }
+            if (sample && !sending) {
+                b->qs[1] = qpvar_read(&b->q_posted, b->session, peer, b->qbuf);
+                b->qs[2] = qpvar_read(&b->q_unexp, b->session, peer, b->qbuf);
+            }
+            MPI_Waitall(n, b->reqs, MPI_STATUSES_IGNORE);
+        }
+        if (r >= 0 && r < reps)
+            b->times[r] = (MPI_Wtime() - t0) / 2.0;
+    }
+}
+
+/* --queues: every rank's three queue lengths to rank 0, into queues.csv. */
+static void gather_queues(bench_t *b, int n, long long s, int order)
+{
+    double *qall = b->qall;
+    MPI_Gather(b->qs, 3, MPI_DOUBLE, qall, 3, MPI_DOUBLE, 0, b->ctl);
+    if (b->qfile)
+        for (int q = 0; q < b->size; q++)
+            cs_row(b->qfile, "%d,%lld,%s,%d,%d,%.0f,%.0f,%.0f\n", n, s, order_name[order],
+                   q, b->initiator[q], qall[3 * q], qall[3 * q + 1], qall[3 * q + 2]);
+}
+
+/* Rank 0: the initiators' samples of a cell gathered, echoed and written. */
+static void report_cell(bench_t *b, int n, long long s, int order, int reps)
+{
+    int ninit = b->ninit;
+    double sum, lo, hi;
+    for (int p = 0; p < ninit; p++) {
+        double *dst = b->all + (size_t)p * reps;
+        if (b->inits[p] == 0)
+            memcpy(dst, b->times, sizeof(double) * reps);
+        else
+            MPI_Recv(dst, reps, MPI_DOUBLE, b->inits[p], 2, b->ctl,
+                     MPI_STATUS_IGNORE);
+    }
+    cs_sum_min_max(b->all, (size_t)ninit * reps, &sum, &lo, &hi);
+    char t_avg[24], t_lo[24], t_hi[24];
+    printf("%-10d %-12lld %-9s %14s %14s %14s %6d\n", n, s, order_name[order],
+           cs_time_text(sum / ((double)reps * ninit), t_avg, sizeof t_avg),
+           cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi),
+           reps);
+    fflush(stdout);
+    if (b->samples)
+        for (int p = 0; p < ninit; p++) {
+            const cs_place_t *x = &b->places[b->inits[p]], *y = &b->places[b->peer[b->inits[p]]];
+            const char *loc = cs_locality(x, y);
+            for (int r = 0; r < reps; r++)
+                cs_row(b->samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
+                       order_name[order], p, r, b->all[(size_t)p * reps + r], loc,
+                       b->pairs);
+        }
+}
+
+/* Every (n, s) cell, both orders interleaved so they see the same machine state. */
+static void sweep(bench_t *b)
+{
+    long done = 0, total_steps = (long)b->ncounts * b->nsizes;
+    for (int a = 0; a < b->ncounts; a++) {
+        int n = (int)b->counts[a];
+        int reps = (int)((b->min_messages + n - 1) / n);
+        if (reps < b->iters)
+            reps = b->iters;
+        for (int k = 0; k < b->nsizes; k++) {
+            long long s = b->total > 0 ? b->total / n : b->sizes[k];
+            if (s > 2147483647LL)
+                cs_die("message size %lld does not fit an MPI count", s);
+            for (int order = 0; order < 2; order++) {
+                if (!b->do_order[order])
+                    continue;
+                exchange(b, n, s, order, reps);
+                if (b->queues)
+                    gather_queues(b, n, s, order);
+                /* Initiators hold the samples; gather them on rank 0. */
+                if (b->rank == 0)
+                    report_cell(b, n, s, order, reps);
+                else if (b->initiator[b->rank])
+                    MPI_Send(b->times, reps, MPI_DOUBLE, 0, 2, b->ctl);
+            }
+            if (b->rank == 0)
+                cs_progress(++done, total_steps, "messages");
+        }
+    }
+}
+
+static void tear_down(bench_t *b)
+{
+    if (b->samples)
+        cs_close_table(b->samples);
+    if (b->qfile)
+        cs_close_table(b->qfile);
+    if (b->session != MPI_T_PVAR_SESSION_NULL) {
+        if (b->q_posted.allocated)
+            MPI_T_pvar_handle_free(b->session, &b->q_posted.handle);
+        if (b->q_unexp.allocated)
+            MPI_T_pvar_handle_free(b->session, &b->q_unexp.handle);
+        MPI_T_pvar_session_free(&b->session);
+        MPI_T_finalize();
+    }
+    free(b->qall);
+    free(b->sbuf);
+    free(b->rbuf);
+    free(b->reqs);
+    free(b->send_tags);
+    free(b->recv_tags);
+    free(b->times);
+    free(b->all);
+    free(b->inits);
+    free(b->peer);
+    free(b->initiator);
+    free(b->places);
+    MPI_Comm_free(&b->ctl);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size, provided;
@@ -84,268 +422,22 @@ int main(int argc, char **argv)
     int status = cs_hvpingpong_parse_options(argc, argv, &o, rank);
     if (status >= 0)
         return status;
-    const char *out = o.out;
-    int iters = (int)o.iters, warmup = (int)o.warmup, min_messages = (int)o.min_messages;
-    int contention = o.contention, queues = o.queues;
-    long long total = o.total_bytes > 0 ? o.total_bytes : -1;
-    int do_order[2] = {0, 0}; /* ordered, reversed */
-    for (int k = 0; k < o.orders_count; k++)
-        do_order[o.orders[k]] = 1;
-    int ncounts = o.counts_count, nsizes = o.sizes_count;
-    long long counts[CS_HVPINGPONG_MAX_COUNTS], *sizes = o.sizes;
-    for (int k = 0; k < ncounts; k++)
-        counts[k] = o.counts[k];
-    if (size < 2 || size % 2)
-        cs_die("needs an even number of ranks, got %d", size);
-    if (ncounts == 0)
-        cs_die("--counts N1,N2,... is required (the Python driver makes them from --messages)");
-    qsort(counts, ncounts, sizeof counts[0], cmp_ll);
-    if (counts[0] < 1)
-        cs_die("--counts: message counts must be >= 1, got %lld", counts[0]);
-    if (counts[ncounts - 1] > CS_HVPINGPONG_MAX_COUNT)
-        cs_die("--counts: at most %d messages, got %lld", CS_HVPINGPONG_MAX_COUNT,
-               counts[ncounts - 1]);
-    if (min_messages > CS_HVPINGPONG_MAX_COUNT)
-        cs_die("--min-messages: at most %d, got %d", CS_HVPINGPONG_MAX_COUNT, min_messages);
-    if (total > 0)
-        nsizes = 1; /* the size follows n */
+    bench_t b = {.rank = rank, .size = size};
+    take_options(&b, &o);
 
-    int *tag_ub, flag;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-    if (flag && counts[ncounts - 1] > *tag_ub)
-        cs_die("%lld messages need tags up to %lld but MPI_TAG_UB is %d", counts[ncounts - 1],
-               counts[ncounts - 1] - 1, *tag_ub);
-
-    MPI_Comm ctl; /* bookkeeping traffic stays out of the measured communicator's queues */
-    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
-    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
-    cs_place_allgather(MPI_COMM_WORLD, places);
-
-    /* Pairing: peer[r], and whether r initiates (sends first and keeps the time). */
-    int *peer = malloc(sizeof(int) * size), *initiator = malloc(sizeof(int) * size);
-    int pairs = size / 2;
-    if (!contention) {
-        for (int r = 0; r < size; r++) {
-            peer[r] = r < pairs ? r + pairs : r - pairs;
-            initiator[r] = r < pairs;
-        }
-    } else {
-        /* Nodes in order of first appearance; the j-th rank of node i pairs with
-         * the j-th rank of node i + N/2. */
-        int *node = malloc(sizeof(int) * size), *slot = malloc(sizeof(int) * size);
-        int nnodes = 0, *per_node = calloc(size, sizeof(int));
-        for (int r = 0; r < size; r++) {
-            node[r] = -1;
-            for (int q = 0; q < r && node[r] < 0; q++)
-                if (strcmp(places[q].node, places[r].node) == 0)
-                    node[r] = node[q];
-            if (node[r] < 0)
-                node[r] = nnodes++;
-            slot[r] = per_node[node[r]]++;
-        }
-        if (nnodes < 4 || nnodes % 2)
-            cs_die("--contention needs an even number of nodes, at least 4 (ranks run on %d "
-                   "node%s): node i sends to node i + N/2 across the network (Bienz et al. 2018, Fig. 6)",
-                   nnodes, nnodes == 1 ? "" : "s");
-        for (int i = 1; i < nnodes; i++)
-            if (per_node[i] != per_node[0])
-                cs_die("--contention needs the same number of ranks on every node "
-                       "(node 0 has %d, node %d has %d)",
-                       per_node[0], i, per_node[i]);
-        for (int r = 0; r < size; r++) {
-            int target = node[r] < nnodes / 2 ? node[r] + nnodes / 2 : node[r] - nnodes / 2;
-            initiator[r] = node[r] < nnodes / 2;
-            for (int q = 0; q < size; q++)
-                if (node[q] == target && slot[q] == slot[r])
-                    peer[r] = q;
-        }
-        free(node);
-        free(slot);
-        free(per_node);
-    }
-
-    /* Buffers for the largest n * s exchanged. */
-    long long max_bytes = 1;
-    for (int a = 0; a < ncounts; a++)
-        for (int b = 0; b < nsizes; b++) {
-            long long s = total > 0 ? total / counts[a] : sizes[b];
-            if (counts[a] * s > max_bytes)
-                max_bytes = counts[a] * s;
-        }
-    if (max_bytes > MAX_BUFFER)
-        cs_die("n x s reaches %lld bytes per direction (limit %lld): lower --counts or --sizes",
-               max_bytes, MAX_BUFFER);
-    long long nmax_all = counts[ncounts - 1];
-    char *sbuf = malloc(max_bytes), *rbuf = malloc(max_bytes);
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * nmax_all);
-    int *send_tags = malloc(sizeof(int) * nmax_all), *recv_tags = malloc(sizeof(int) * nmax_all);
-    /* A cell of n messages times max(iters, ceil(min_messages / n)) repetitions: a few
-       repetitions of a few messages give a median that jumps between the two modes of
-       a small exchange (receives posted before or after the messages arrive). */
-    int max_reps = iters > min_messages ? iters : min_messages;
-    double *times = malloc(sizeof(double) * max_reps);
-    double *all = rank == 0 ? malloc(sizeof(double) * max_reps * size) : NULL;
-    if (!sbuf || !rbuf || !reqs || !send_tags || !recv_tags || !times || (rank == 0 && !all))
-        cs_die("out of memory for %lld-byte buffers", max_bytes);
-    memset(sbuf, 'a', max_bytes);
-
-    /* Rank 0 collects the initiators' samples: list them once. */
-    int ninit = 0, *inits = malloc(sizeof(int) * size);
-    for (int r = 0; r < size; r++)
-        if (initiator[r])
-            inits[ninit++] = r;
-
-    /* Queue lengths (--queues): every rank reads its own ob1 pvars; rank 0 writes them. */
-    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-    qpvar_t q_posted = {0}, q_unexp = {0};
-    unsigned long long qbuf[64];
-    double qs[3] = {NAN, NAN, NAN}, *qall = rank == 0 ? malloc(sizeof(double) * 3 * size) : NULL;
-    int tprov;
-    if (queues && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS &&
-        MPI_T_pvar_session_create(&session) == MPI_SUCCESS) {
-        qpvar_open(&q_posted, session, "pml_ob1_posted_recvq_length");
-        qpvar_open(&q_unexp, session, "pml_ob1_unexpected_msgq_length");
-        if (q_posted.count > 64 || q_unexp.count > 64) /* one entry per peer: keep qbuf small */
-            q_posted.ok = q_unexp.ok = 0;
-    }
-
-    FILE *samples = NULL, *qfile = NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &b.ctl);
+    b.places = malloc(sizeof(cs_place_t) * size);
+    cs_place_allgather(MPI_COMM_WORLD, b.places);
+    pair_ranks(&b);
+    allocate_buffers(&b);
+    open_queue_pvars(&b);
     if (rank == 0) {
-        if (out) {
-            cs_write_placement(out, places, size);
-            samples = cs_open_table(out, "samples.csv",
-                                    "n_messages,size_bytes,order,pair,rep,time_s,locality,pairs");
-            if (queues)
-                qfile = cs_open_table(out, "queues.csv",
-                                      "n_messages,size_bytes,order,rank,initiator,"
-                                      "unexpected_before_post,posted_after_post,"
-                                      "unexpected_after_post");
-        }
-        printf("# commscope HighVolumePingPong (Bienz et al. 2018, Algorithm 1), %d pair(s)%s, "
-               "one-way time = round trip / 2\n",
-               pairs, contention ? ", contention layout" : "");
-        for (int p = 0; p < ninit; p++) {
-            int a = inits[p], b = peer[a];
-            printf("# pair %d: rank %d (%s cpu %d) <-> rank %d (%s cpu %d): %s\n", p, a,
-                   places[a].node, places[a].cpu, b, places[b].node, places[b].cpu,
-                   cs_locality(&places[a], &places[b]));
-        }
-        printf("%-10s %-12s %-9s %14s %14s %14s %6s\n", "# Messages", "Size", "Order",
-               "Avg Time", "Min Time", "Max Time", "Iters");
-        fflush(stdout);
+        if (b.out)
+            open_tables(&b);
+        print_header(&b);
     }
-
-    static const char *order_name[2] = {"ordered", "reversed"};
-    long done = 0, total_steps = (long)ncounts * nsizes;
-    for (int a = 0; a < ncounts; a++) {
-        int n = (int)counts[a];
-        int reps = (int)((min_messages + n - 1) / n);
-        if (reps < iters)
-            reps = iters;
-        for (int b = 0; b < nsizes; b++) {
-            long long s = total > 0 ? total / n : sizes[b];
-            if (s > 2147483647LL)
-                cs_die("message size %lld does not fit an MPI count", s);
-            for (int o = 0; o < 2; o++) {
-                if (!do_order[o])
-                    continue;
-                for (int i = 0; i < n; i++) {
-                    send_tags[i] = i;
-                    recv_tags[i] = o == 0 ? i : n - 1 - i; /* reversed: recv_tags_i = send_tags_{n-i-1} */
-                }
-                MPI_Barrier(MPI_COMM_WORLD);
-                /* r == reps: the untimed repetition that reads the queue pvars (--queues) */
-                for (int r = -warmup; r < reps + queues; r++) {
-                    double t0 = MPI_Wtime();
-                    int sample = r == reps;
-                    for (int phase = 0; phase < 2; phase++) {
-                        /* initiator: send then receive; its peer the other way round */
-                        int sending = (phase == 0) == (initiator[rank] != 0);
-                        if (sample && !sending)
-                            qs[0] = qpvar_read(&q_unexp, session, peer[rank], qbuf);
-                        for (int i = 0; i < n; i++) {
-                            if (sending)
-                                MPI_Isend(sbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
-                                          send_tags[i], MPI_COMM_WORLD, &reqs[i]);
-                            else
-                                MPI_Irecv(rbuf + (size_t)i * s, (int)s, MPI_CHAR, peer[rank],
-                                          recv_tags[i], MPI_COMM_WORLD, &reqs[i]);
-                        }
-                        if (sample && !sending) {
-                            qs[1] = qpvar_read(&q_posted, session, peer[rank], qbuf);
-                            qs[2] = qpvar_read(&q_unexp, session, peer[rank], qbuf);
-                        }
-                        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
-                    }
-                    if (r >= 0 && r < reps)
-                        times[r] = (MPI_Wtime() - t0) / 2.0;
-                }
-                if (queues) {
-                    MPI_Gather(qs, 3, MPI_DOUBLE, qall, 3, MPI_DOUBLE, 0, ctl);
-                    if (qfile)
-                        for (int q = 0; q < size; q++)
-                            cs_row(qfile, "%d,%lld,%s,%d,%d,%.0f,%.0f,%.0f\n", n, s, order_name[o],
-                                   q, initiator[q], qall[3 * q], qall[3 * q + 1], qall[3 * q + 2]);
-                }
-                /* Initiators hold the samples; gather them on rank 0. */
-                if (rank == 0) {
-                    double sum, lo, hi;
-                    for (int p = 0; p < ninit; p++) {
-                        double *dst = all + (size_t)p * reps;
-                        if (inits[p] == 0)
-                            memcpy(dst, times, sizeof(double) * reps);
-                        else
-                            MPI_Recv(dst, reps, MPI_DOUBLE, inits[p], 2, ctl,
-                                     MPI_STATUS_IGNORE);
-                    }
-                    cs_sum_min_max(all, (size_t)ninit * reps, &sum, &lo, &hi);
-                    char t_avg[24], t_lo[24], t_hi[24];
-                    printf("%-10d %-12lld %-9s %14s %14s %14s %6d\n", n, s, order_name[o],
-                           cs_time_text(sum / ((double)reps * ninit), t_avg, sizeof t_avg),
-                           cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi),
-                           reps);
-                    fflush(stdout);
-                    if (samples)
-                        for (int p = 0; p < ninit; p++) {
-                            const char *loc = cs_locality(&places[inits[p]], &places[peer[inits[p]]]);
-                            for (int r = 0; r < reps; r++)
-                                cs_row(samples, "%d,%lld,%s,%d,%d,%.9e,%s,%d\n", n, s,
-                                       order_name[o], p, r, all[(size_t)p * reps + r], loc,
-                                       pairs);
-                        }
-                } else if (initiator[rank]) {
-                    MPI_Send(times, reps, MPI_DOUBLE, 0, 2, ctl);
-                }
-            }
-            if (rank == 0)
-                cs_progress(++done, total_steps, "messages");
-        }
-    }
-    if (samples)
-        cs_close_table(samples);
-    if (qfile)
-        cs_close_table(qfile);
-    if (session != MPI_T_PVAR_SESSION_NULL) {
-        if (q_posted.allocated)
-            MPI_T_pvar_handle_free(session, &q_posted.handle);
-        if (q_unexp.allocated)
-            MPI_T_pvar_handle_free(session, &q_unexp.handle);
-        MPI_T_pvar_session_free(&session);
-        MPI_T_finalize();
-    }
-    free(qall);
-    free(sbuf);
-    free(rbuf);
-    free(reqs);
-    free(send_tags);
-    free(recv_tags);
-    free(times);
-    free(all);
-    free(inits);
-    free(peer);
-    free(initiator);
-    free(places);
-    MPI_Comm_free(&ctl);
+    sweep(&b);
+    tear_down(&b);
     MPI_Finalize();
     return 0;
 }

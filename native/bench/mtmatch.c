@@ -50,20 +50,24 @@ static int cmp_int(const void *a, const void *b)
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
-/* Read the plan; returns the number of configs. */
-static int read_plan(const char *path, config_t **out)
+/* One message of the plan, as written. */
+typedef struct {
+    int cfg, tag, rt, st;
+    char pts[LABEL_MAX], dec[LABEL_MAX];
+} plan_row_t;
+
+/* The plan's rows in file order (a header line and blank lines skipped);
+ * returns how many. */
+static int read_rows(const char *path, plan_row_t **out)
 {
     FILE *f = fopen(path, "r");
     char line[512];
-    int ncfg = 0, cap = 0, lineno = 0;
-    struct row {
-        int cfg, tag, rt, st;
-        char pts[LABEL_MAX], dec[LABEL_MAX];
-    } *rows = NULL;
+    int nrows = 0, cap = 0, lineno = 0;
+    plan_row_t *rows = NULL;
     if (!f)
         cs_die("--plan: cannot open %s", path);
     while (fgets(line, sizeof line, f)) {
-        struct row r;
+        plan_row_t r;
         lineno++;
         if (lineno == 1 && strncmp(line, "config,", 7) == 0)
             continue;
@@ -75,17 +79,24 @@ static int read_plan(const char *path, config_t **out)
                    path, lineno);
         if (r.cfg < 0 || r.tag < 0 || r.rt < 0 || r.st < 0)
             cs_die("%s line %d: negative value", path, lineno);
-        if (ncfg == cap) {
+        if (nrows == cap) {
             cap = cap ? 2 * cap : 1024;
             rows = realloc(rows, sizeof *rows * cap);
             if (!rows)
                 cs_die("out of memory reading %s", path);
         }
-        rows[ncfg++] = r;
+        rows[nrows++] = r;
     }
     fclose(f);
-    int nrows = ncfg;
-    ncfg = 0;
+    *out = rows;
+    return nrows;
+}
+
+/* Read the plan; returns the number of configs. */
+static int read_plan(const char *path, config_t **out)
+{
+    plan_row_t *rows;
+    int nrows = read_rows(path, &rows), ncfg = 0;
     for (int i = 0; i < nrows; i++)
         ncfg = rows[i].cfg + 1 > ncfg ? rows[i].cfg + 1 : ncfg;
     if (nrows == 0)
@@ -177,176 +188,217 @@ static double pvar_read(pvar_t *p, MPI_T_pvar_session session, int peer)
     return v;
 }
 
-int main(int argc, char **argv)
-{
-    int rank, size, provided;
-    cs_mtmatch_options_t o;
+/* Everything the phases of a run share: the checked options, the plan, the
+ * buffers, the queue pvars, the open tables and the progress count. */
+typedef struct {
+    int rank;
+    int trials, warmup, first; /* first: --from-config, a resumed sweep skips the configs before */
+    long long msg_size;
+    const char *out, *plan;
+    config_t *cfg;
+    int ncfg, max_msgs;
+    MPI_Comm ctl; /* bookkeeping traffic stays out of MPI_COMM_WORLD's queues */
+    cs_place_t places[2];
+    char *rbuf, *sbuf;
+    MPI_Request *reqs;
+    int *post_seq, *send_seq; /* by tag: global post order (rank 0) and send order (rank 1) */
+    MPI_T_pvar_session session;
+    pvar_t q_posted, q_unexp;
+    int have_t;
+    FILE *ftrials, *forder;
+    long done, total_trials;
+} bench_t;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    cs_check_world();
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = cs_mtmatch_parse_options(argc, argv, &o, rank);
-    if (status >= 0)
-        return status;
-    const char *out = o.out, *plan = o.plan_file;
-    int trials = (int)o.trials, warmup = (int)o.warmup, first = (int)o.from_config;
-    long long msg_size = o.size_bytes;
-    if (msg_size > CS_MTMATCH_MAX_SIZE)
-        cs_die("--size: expected a message size up to 1 MiB, got %lld", msg_size);
+/* What rank 0 measured in one trial. */
+typedef struct {
+    double qp, qu, drain;
+} trial_t;
+
+/* Copy the parsed options and check them against the library and the world. */
+static void take_options(bench_t *b, const cs_mtmatch_options_t *o, int provided, int size)
+{
+    b->out = o->out, b->plan = o->plan_file;
+    b->trials = (int)o->trials, b->warmup = (int)o->warmup, b->first = (int)o->from_config;
+    b->msg_size = o->size_bytes;
+    if (b->msg_size > CS_MTMATCH_MAX_SIZE)
+        cs_die("--size: expected a message size up to 1 MiB, got %lld", b->msg_size);
     if (provided < MPI_THREAD_MULTIPLE)
         cs_die("the MPI library does not provide MPI_THREAD_MULTIPLE (got level %d)", provided);
     if (size != 2)
         cs_die("needs exactly 2 ranks (receiver and sender), got %d", size);
-    if (!plan)
+    if (!b->plan)
         cs_die("--plan FILE is required (the Python driver writes it)");
+}
 
-    config_t *cfg;
-    int ncfg = read_plan(plan, &cfg);
-    if (first >= ncfg)
-        cs_die("--from-config %d: the plan has configs 0..%d", first, ncfg - 1);
-    int max_msgs = 0;
-    for (int k = 0; k < ncfg; k++)
-        max_msgs = cfg[k].messages > max_msgs ? cfg[k].messages : max_msgs;
+/* Read the plan and check it against --from-config and MPI_TAG_UB. */
+static void load_plan(bench_t *b)
+{
+    b->ncfg = read_plan(b->plan, &b->cfg);
+    if (b->first >= b->ncfg)
+        cs_die("--from-config %d: the plan has configs 0..%d", b->first, b->ncfg - 1);
+    for (int k = 0; k < b->ncfg; k++)
+        b->max_msgs = b->cfg[k].messages > b->max_msgs ? b->cfg[k].messages : b->max_msgs;
     int *tag_ub, flag;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-    if (flag && max_msgs - 1 > *tag_ub)
-        cs_die("%d messages need tags up to %d but MPI_TAG_UB is %d", max_msgs, max_msgs - 1,
+    if (flag && b->max_msgs - 1 > *tag_ub)
+        cs_die("%d messages need tags up to %d but MPI_TAG_UB is %d", b->max_msgs, b->max_msgs - 1,
                *tag_ub);
+}
 
-    MPI_Comm ctl; /* bookkeeping traffic stays out of MPI_COMM_WORLD's queues */
-    MPI_Comm_dup(MPI_COMM_WORLD, &ctl);
-    cs_place_t places[2];
-    cs_place_allgather(ctl, places);
-    omp_set_dynamic(0); /* exactly the thread counts asked for */
+static void allocate_buffers(bench_t *b)
+{
+    b->rbuf = cs_xmalloc((size_t)b->max_msgs * b->msg_size), b->sbuf = cs_xmalloc(b->msg_size);
+    memset(b->sbuf, 'a', b->msg_size);
+    b->reqs = cs_xmalloc(sizeof(MPI_Request) * b->max_msgs);
+    b->post_seq = cs_xmalloc(sizeof(int) * b->max_msgs);
+    b->send_seq = cs_xmalloc(sizeof(int) * b->max_msgs);
+}
 
-    char *rbuf = cs_xmalloc((size_t)max_msgs * msg_size), *sbuf = cs_xmalloc(msg_size);
-    memset(sbuf, 'a', msg_size);
-    MPI_Request *reqs = cs_xmalloc(sizeof(MPI_Request) * max_msgs);
-    int *post_seq = cs_xmalloc(sizeof(int) * max_msgs);
-    int *send_seq = cs_xmalloc(sizeof(int) * max_msgs);
-
-    /* Queue lengths from the receiver's ob1 pvars (Open MPI only; NaN elsewhere). */
-    MPI_T_pvar_session session = MPI_T_PVAR_SESSION_NULL;
-    pvar_t q_posted = {0}, q_unexp = {0};
-    int tprov, have_t = 0;
-    if (rank == 0 && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS) {
-        have_t = 1;
+/* Queue lengths from the receiver's ob1 pvars (Open MPI only; NaN elsewhere). */
+static void open_queue_pvars(bench_t *b)
+{
+    b->session = MPI_T_PVAR_SESSION_NULL;
+    int tprov;
+    if (b->rank == 0 && MPI_T_init_thread(MPI_THREAD_SINGLE, &tprov) == MPI_SUCCESS) {
+        b->have_t = 1;
         MPI_Comm world = MPI_COMM_WORLD;
-        if (MPI_T_pvar_session_create(&session) == MPI_SUCCESS) {
-            pvar_open(&q_posted, session, "pml_ob1_posted_recvq_length", &world);
-            pvar_open(&q_unexp, session, "pml_ob1_unexpected_msgq_length", &world);
+        if (MPI_T_pvar_session_create(&b->session) == MPI_SUCCESS) {
+            pvar_open(&b->q_posted, b->session, "pml_ob1_posted_recvq_length", &world);
+            pvar_open(&b->q_unexp, b->session, "pml_ob1_unexpected_msgq_length", &world);
         }
     }
+}
 
-    FILE *ftrials = NULL, *forder = NULL;
-    if (rank == 0) {
-        if (out) {
-            cs_write_placement(out, places, 2);
-            ftrials = cs_open_table(out, "trials.csv",
-                                    "config,trial,points,decomposition,threads_recv,threads_send,"
-                                    "messages,size_bytes,drain_time_s,ob1_posted_recvq_length,"
-                                    "ob1_unexpected_msgq_length");
-            forder = cs_open_table(out, "order.csv",
-                                   "config,trial,tag,post_seq,send_seq,recv_thread,send_thread");
+/* Rank 0: placement, trials.csv and order.csv. */
+static void open_tables(bench_t *b)
+{
+    cs_write_placement(b->out, b->places, 2);
+    b->ftrials = cs_open_table(b->out, "trials.csv",
+                               "config,trial,points,decomposition,threads_recv,threads_send,"
+                               "messages,size_bytes,drain_time_s,ob1_posted_recvq_length,"
+                               "ob1_unexpected_msgq_length");
+    b->forder = cs_open_table(b->out, "order.csv",
+                              "config,trial,tag,post_seq,send_seq,recv_thread,send_thread");
+}
+
+/* Rank 0: the run's description and the column heads on stdout. */
+static void print_header(const bench_t *b)
+{
+    const cs_place_t *places = b->places;
+    printf("# commscope multithreaded matching (Schonbein et al. 2018, Sec. 4.1): rank 0 (%s cpu %d) receives, "
+           "rank 1 (%s cpu %d) sends; %d recorded trial(s) after %d warm-up\n",
+           places[0].node, places[0].cpu, places[1].node, places[1].cpu, b->trials, b->warmup);
+    printf("# ob1 queue-length pvars: %s\n", b->q_posted.ok ? "read" : "not available");
+    printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
+           "Decomp", "T_r", "T_s", "M_t", "Avg Drain", "Min Drain", "Max Drain",
+           "PostedQ");
+    fflush(stdout);
+}
+
+/* Rank 0, steps 1-4: post in a free-for-all, read the queues, time the drain,
+ * then learn the send order. */
+static void receive_trial(bench_t *b, const config_t *c, trial_t *tr)
+{
+    int seq = 0;
+    long long msg_size = b->msg_size;
+#pragma omp parallel num_threads(c->threads_recv)
+    {
+        int t = omp_get_thread_num();
+        if (omp_get_num_threads() != c->threads_recv)
+            cs_die("asked for %d receiving threads, got %d (OMP_THREAD_LIMIT?)",
+                   c->threads_recv, omp_get_num_threads());
+        for (int i = 0; i < c->recv_len[t]; i++) {
+            int tag = c->recv_list[t][i], my;
+#pragma omp atomic capture
+            my = seq++;
+            b->post_seq[tag] = my;
+            MPI_Irecv(b->rbuf + (size_t)tag * msg_size, (int)msg_size, MPI_CHAR, 1, tag,
+                      MPI_COMM_WORLD, &b->reqs[tag]);
         }
-        printf("# commscope multithreaded matching (Schonbein et al. 2018, Sec. 4.1): rank 0 (%s cpu %d) receives, "
-               "rank 1 (%s cpu %d) sends; %d recorded trial(s) after %d warm-up\n",
-               places[0].node, places[0].cpu, places[1].node, places[1].cpu, trials, warmup);
-        printf("# ob1 queue-length pvars: %s\n", q_posted.ok ? "read" : "not available");
-        printf("%-8s %-6s %-10s %5s %5s %7s %15s %15s %15s %9s\n", "# Config", "Points",
-               "Decomp", "T_r", "T_s", "M_t", "Avg Drain", "Min Drain", "Max Drain",
-               "PostedQ");
+    }
+    /* Everything is posted and nothing sent yet: the queues as the sender finds them. */
+    tr->qp = pvar_read(&b->q_posted, b->session, 1);
+    tr->qu = pvar_read(&b->q_unexp, b->session, 1);
+    MPI_Barrier(b->ctl); /* on ctl: its messages stay out of the measured queues */
+    double t0 = MPI_Wtime();
+    MPI_Waitall(c->messages, b->reqs, MPI_STATUSES_IGNORE);
+    tr->drain = MPI_Wtime() - t0;
+    MPI_Recv(b->send_seq, c->messages, MPI_INT, 1, 3, b->ctl, MPI_STATUS_IGNORE);
+}
+
+/* Rank 1, step 3: every thread sends its tags in order; then the send order
+ * to rank 0. */
+static void send_trial(bench_t *b, const config_t *c)
+{
+    int seq = 0;
+    MPI_Barrier(b->ctl); /* on ctl: its messages stay out of the measured queues */
+#pragma omp parallel num_threads(c->threads_send)
+    {
+        int t = omp_get_thread_num();
+        if (omp_get_num_threads() != c->threads_send)
+            cs_die("asked for %d sending threads, got %d (OMP_THREAD_LIMIT?)",
+                   c->threads_send, omp_get_num_threads());
+        for (int i = 0; i < c->send_len[t]; i++) {
+            int tag = c->send_list[t][i], my;
+#pragma omp atomic capture
+            my = seq++;
+            b->send_seq[tag] = my;
+            MPI_Send(b->sbuf, (int)b->msg_size, MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+        }
+    }
+    MPI_Send(b->send_seq, c->messages, MPI_INT, 0, 3, b->ctl);
+}
+
+/* Rank 0: a recorded trial's order rows, then its trials row. */
+static void write_trial(bench_t *b, int k, int trial, const trial_t *tr)
+{
+    const config_t *c = &b->cfg[k];
+    if (b->forder) /* first: a written trials row implies its order rows */
+        for (int tag = 0; tag < c->messages; tag++)
+            cs_row(b->forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
+                   b->post_seq[tag], b->send_seq[tag], c->recv_thread[tag],
+                   c->send_thread[tag]);
+    if (b->ftrials)
+        cs_row(b->ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
+               c->points, c->decomp, c->threads_recv, c->threads_send,
+               c->messages, b->msg_size, tr->drain, tr->qp, tr->qu);
+}
+
+/* Warm-up and recorded trials of config k; rank 0 echoes the config's line. */
+static void run_config(bench_t *b, int k)
+{
+    config_t *c = &b->cfg[k];
+    double sum = 0, lo = INFINITY, hi = 0, qlen = NAN;
+    for (int trial = -b->warmup; trial < b->trials; trial++) {
+        trial_t tr = {NAN, NAN, 0};
+        MPI_Barrier(b->ctl);
+        if (b->rank == 0)
+            receive_trial(b, c, &tr);
+        else
+            send_trial(b, c);
+        if (b->rank == 0) {
+            if (trial >= 0) {
+                sum += tr.drain;
+                lo = tr.drain < lo ? tr.drain : lo;
+                hi = tr.drain > hi ? tr.drain : hi;
+                qlen = tr.qp;
+                write_trial(b, k, trial, &tr);
+            }
+            cs_progress(++b->done, b->total_trials, "trial");
+        }
+    }
+    if (b->rank == 0) {
+        char t_avg[24], t_lo[24], t_hi[24];
+        printf("%-8d %-6s %-10s %5d %5d %7d %15s %15s %15s %9.0f\n", k, c->points,
+               c->decomp, c->threads_recv, c->threads_send, c->messages,
+               cs_time_text(sum / b->trials, t_avg, sizeof t_avg),
+               cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi), qlen);
         fflush(stdout);
     }
+}
 
-    long done = 0, total_trials = (long)(ncfg - first) * (trials + warmup);
-    for (int k = first; k < ncfg; k++) {
-        config_t *c = &cfg[k];
-        double sum = 0, lo = INFINITY, hi = 0, qlen = NAN;
-        for (int trial = -warmup; trial < trials; trial++) {
-            int seq = 0;
-            double qp = NAN, qu = NAN, drain = 0;
-            MPI_Barrier(ctl);
-            if (rank == 0) {
-#pragma omp parallel num_threads(c->threads_recv)
-                {
-                    int t = omp_get_thread_num();
-                    if (omp_get_num_threads() != c->threads_recv)
-                        cs_die("asked for %d receiving threads, got %d (OMP_THREAD_LIMIT?)",
-                               c->threads_recv, omp_get_num_threads());
-                    for (int i = 0; i < c->recv_len[t]; i++) {
-                        int tag = c->recv_list[t][i], my;
-#pragma omp atomic capture
-                        my = seq++;
-                        post_seq[tag] = my;
-                        MPI_Irecv(rbuf + (size_t)tag * msg_size, (int)msg_size, MPI_CHAR, 1, tag,
-                                  MPI_COMM_WORLD, &reqs[tag]);
-                    }
-                }
-                /* Everything is posted and nothing sent yet: the queues as the sender finds them. */
-                qp = pvar_read(&q_posted, session, 1);
-                qu = pvar_read(&q_unexp, session, 1);
-                MPI_Barrier(ctl); /* on ctl: its messages stay out of the measured queues */
-                double t0 = MPI_Wtime();
-                MPI_Waitall(c->messages, reqs, MPI_STATUSES_IGNORE);
-                drain = MPI_Wtime() - t0;
-                MPI_Recv(send_seq, c->messages, MPI_INT, 1, 3, ctl, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Barrier(ctl); /* on ctl: its messages stay out of the measured queues */
-#pragma omp parallel num_threads(c->threads_send)
-                {
-                    int t = omp_get_thread_num();
-                    if (omp_get_num_threads() != c->threads_send)
-                        cs_die("asked for %d sending threads, got %d (OMP_THREAD_LIMIT?)",
-                               c->threads_send, omp_get_num_threads());
-                    for (int i = 0; i < c->send_len[t]; i++) {
-                        int tag = c->send_list[t][i], my;
-#pragma omp atomic capture
-                        my = seq++;
-                        send_seq[tag] = my;
-                        MPI_Send(sbuf, (int)msg_size, MPI_CHAR, 0, tag, MPI_COMM_WORLD);
-                    }
-                }
-                MPI_Send(send_seq, c->messages, MPI_INT, 0, 3, ctl);
-            }
-            if (rank == 0) {
-                if (trial >= 0) {
-                    sum += drain;
-                    lo = drain < lo ? drain : lo;
-                    hi = drain > hi ? drain : hi;
-                    qlen = qp;
-                    if (forder) /* first: a written trials row implies its order rows */
-                        for (int tag = 0; tag < c->messages; tag++)
-                            cs_row(forder, "%d,%d,%d,%d,%d,%d,%d\n", k, trial, tag,
-                                   post_seq[tag], send_seq[tag], c->recv_thread[tag],
-                                   c->send_thread[tag]);
-                    if (ftrials)
-                        cs_row(ftrials, "%d,%d,%s,%s,%d,%d,%d,%lld,%.9e,%.17g,%.17g\n", k, trial,
-                               c->points, c->decomp, c->threads_recv, c->threads_send,
-                               c->messages, msg_size, drain, qp, qu);
-                }
-                cs_progress(++done, total_trials, "trial");
-            }
-        }
-        if (rank == 0) {
-            char t_avg[24], t_lo[24], t_hi[24];
-            printf("%-8d %-6s %-10s %5d %5d %7d %15s %15s %15s %9.0f\n", k, c->points,
-                   c->decomp, c->threads_recv, c->threads_send, c->messages,
-                   cs_time_text(sum / trials, t_avg, sizeof t_avg),
-                   cs_time_text(lo, t_lo, sizeof t_lo), cs_time_text(hi, t_hi, sizeof t_hi), qlen);
-            fflush(stdout);
-        }
-    }
-    if (ftrials)
-        cs_close_table(ftrials);
-    if (forder)
-        cs_close_table(forder);
-    if (have_t) {
-        if (session != MPI_T_PVAR_SESSION_NULL)
-            MPI_T_pvar_session_free(&session);
-        MPI_T_finalize();
-    }
+static void free_plan(config_t *cfg, int ncfg)
+{
     for (int k = 0; k < ncfg; k++) {
         for (int t = 0; t < cfg[k].threads_recv; t++)
             free(cfg[k].recv_list[t]);
@@ -360,12 +412,58 @@ int main(int argc, char **argv)
         free(cfg[k].send_thread);
     }
     free(cfg);
-    free(rbuf);
-    free(sbuf);
-    free(reqs);
-    free(post_seq);
-    free(send_seq);
-    MPI_Comm_free(&ctl);
+}
+
+static void tear_down(bench_t *b)
+{
+    if (b->ftrials)
+        cs_close_table(b->ftrials);
+    if (b->forder)
+        cs_close_table(b->forder);
+    if (b->have_t) {
+        if (b->session != MPI_T_PVAR_SESSION_NULL)
+            MPI_T_pvar_session_free(&b->session);
+        MPI_T_finalize();
+    }
+    free_plan(b->cfg, b->ncfg);
+    free(b->rbuf);
+    free(b->sbuf);
+    free(b->reqs);
+    free(b->post_seq);
+    free(b->send_seq);
+    MPI_Comm_free(&b->ctl);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size, provided;
+    cs_mtmatch_options_t o;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int status = cs_mtmatch_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    bench_t b = {.rank = rank};
+    take_options(&b, &o, provided, size);
+    load_plan(&b);
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &b.ctl);
+    cs_place_allgather(b.ctl, b.places);
+    omp_set_dynamic(0); /* exactly the thread counts asked for */
+    allocate_buffers(&b);
+    open_queue_pvars(&b);
+    if (rank == 0) {
+        if (b.out)
+            open_tables(&b);
+        print_header(&b);
+    }
+    b.total_trials = (long)(b.ncfg - b.first) * (b.trials + b.warmup);
+    for (int k = b.first; k < b.ncfg; k++)
+        run_config(&b, k);
+    tear_down(&b);
     MPI_Finalize();
     return 0;
 }

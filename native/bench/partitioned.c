@@ -196,110 +196,150 @@ typedef struct {
     double bytes;
 } result_t;
 
-int main(int argc, char **argv)
-{
-    cs_partitioned_options_t o;
-    int rank, nranks, provided;
+/* Everything the phases of a run share: the checked options, which methods
+ * run and why not, the clock relation, the buffers and the open tables. */
+typedef struct {
+    int rank, provided;
+    int threads, runs, warmup, dist, mode;
+    double compute, sigma;
+    long long *sizes, max_size; /* sizes: the options' own array, rounded in place */
+    int nsizes, first_size;     /* a resumed sweep skips measured sizes */
+    unsigned long long seed;
+    const char *out;
+    int want[M_COUNT], run_m[M_COUNT];
+    const char *note[M_COUNT];
+    MPI_Comm comm;
+    cs_place_t places[2];
+    const char *clock_kind;
+    double offset, measured_offset, uncertainty, best_rtt;
+    unsigned char *buf;
+    double *req_s, *ready, *call, *arrived;
+    MPI_Request *reqs;
+    MPI_Status *stats;
+    int *idx;
+    FILE *samples, *ctab;
+} bench_t;
 
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    cs_check_world();
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    int status = cs_partitioned_parse_options(argc, argv, &o, rank);
-    if (status >= 0)
-        return status;
-    int threads = (int)o.threads, runs = (int)o.runs_per_size, warmup = (int)o.warmup;
-    int dist = o.dist, mode = o.compute_mode;
-    double compute = o.compute_s, variability = o.variability, sigma = o.sigma_s;
-    long long *sizes = o.sizes;
-    int nsizes = o.sizes_count, first_size = (int)o.from_size; /* a resumed sweep skips measured sizes */
-    unsigned long long seed = (unsigned long long)o.seed;
-    int want[M_COUNT] = {0};
-    for (int i = 0; i < o.methods_count; i++)
-        want[o.methods[i]] = 1;
-    const char *out = o.out;
+/* One (size, method) point. */
+typedef struct {
+    int si, m;
+    long long size, part;
+    MPI_Request preq; /* the persistent partitioned request, M_PART only */
+} point_t;
+
+/* One measured run as the sender saw it, with the receiver's result. */
+typedef struct {
+    int r;
+    double t0, t_first, t_last, t_f;
+    result_t res;
+} run_t;
+
+/* A point's elapsed times over its measured runs. */
+typedef struct {
+    double sum_el, min_el, max_el, sum_bw;
+} summary_t;
+
+/* Copy the parsed options, check them, and round every size down to equal
+ * partitions. */
+static void take_options(bench_t *b, cs_partitioned_options_t *o, int nranks)
+{
+    b->threads = (int)o->threads, b->runs = (int)o->runs_per_size, b->warmup = (int)o->warmup;
+    b->dist = o->dist, b->mode = o->compute_mode;
+    b->compute = o->compute_s, b->sigma = o->sigma_s;
+    b->sizes = o->sizes;
+    b->nsizes = o->sizes_count, b->first_size = (int)o->from_size;
+    b->seed = (unsigned long long)o->seed;
+    for (int i = 0; i < o->methods_count; i++)
+        b->want[o->methods[i]] = 1;
+    b->out = o->out;
     if (nranks != 2)
         cs_die("needs exactly 2 ranks (sender and receiver), got %d", nranks);
-    if (compute <= 0)
+    if (b->compute <= 0)
         cs_die("--compute: must be > 0 seconds");
-    if (isnan(sigma))                                /* --sigma not given */
-        sigma = compute * variability * variability; /* Algorithm 1/2 convention */
-    long long max_size = 0;
-    for (int i = 0; i < nsizes; i++) {
+    if (isnan(b->sigma))                                         /* --sigma not given */
+        b->sigma = b->compute * o->variability * o->variability; /* Algorithm 1/2 convention */
+    int threads = b->threads;
+    long long *sizes = b->sizes;
+    for (int i = 0; i < b->nsizes; i++) {
         long long s = sizes[i] - sizes[i] % threads; /* equal partitions */
         if (s < threads)
             cs_die("--sizes: %lld bytes is smaller than %d partitions", sizes[i], threads);
         if (s > INT_MAX)
             cs_die("--sizes: %lld bytes is above the 2 GiB a single MPI_Isend count allows", sizes[i]);
-        if (s != sizes[i] && rank == 0)
+        if (s != sizes[i] && b->rank == 0)
             printf("# size %lld rounded down to %lld (a multiple of %d partitions)\n", sizes[i], s, threads);
         sizes[i] = s;
-        max_size = s > max_size ? s : max_size;
+        b->max_size = s > b->max_size ? s : b->max_size;
     }
-    omp_set_dynamic(0);
+}
 
-    MPI_Comm comm;
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
-    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+#ifdef COMMSCOPE_HAVE_PARTITIONED
+/* The header has the partitioned calls; does the library accept them?  A
+ * one-byte transfer: a partitioned request freed without ever being started
+ * upsets Open MPI's part/persist component, so go all the way. */
+static int partitioned_accepted(MPI_Comm comm, int rank)
+{
+    MPI_Request probe = MPI_REQUEST_NULL;
+    char dummy[1] = {0};
+    int ok = rank == 0 ? MPI_Psend_init(dummy, 1, 1, MPI_BYTE, 1, TAG_SYNC, comm, MPI_INFO_NULL, &probe)
+                       : MPI_Precv_init(dummy, 1, 1, MPI_BYTE, 0, TAG_SYNC, comm, MPI_INFO_NULL, &probe);
+    int good = ok == MPI_SUCCESS, all_good;
+    MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
+    if (all_good) {
+        good = MPI_Start(&probe) == MPI_SUCCESS;
+        if (good && rank == 0)
+            good = MPI_Pready(0, probe) == MPI_SUCCESS;
+        if (good)
+            good = MPI_Wait(&probe, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
+    }
+    if (probe != MPI_REQUEST_NULL)
+        MPI_Request_free(&probe);
+    return all_good;
+}
+#endif
 
-    cs_place_t places[2];
-    cs_place_allgather(comm, places);
-    int same_host = strcmp(places[0].host, places[1].host) == 0;
-
-    /* Which methods can run, and why not. */
-    const char *note[M_COUNT] = {"", "", ""};
-    int run_m[M_COUNT];
-    for (int m = 0; m < M_COUNT; m++)
-        run_m[m] = want[m];
-    if (!want[M_PART])
-        note[M_PART] = "not requested";
-    if (!want[M_ISEND])
-        note[M_ISEND] = "not requested";
-    if (!want[M_SINGLE])
-        note[M_SINGLE] = "not requested";
+/* Which methods can run, and why not. */
+static void choose_methods(bench_t *b)
+{
+    for (int m = 0; m < M_COUNT; m++) {
+        b->note[m] = "";
+        b->run_m[m] = b->want[m];
+    }
+    if (!b->want[M_PART])
+        b->note[M_PART] = "not requested";
+    if (!b->want[M_ISEND])
+        b->note[M_ISEND] = "not requested";
+    if (!b->want[M_SINGLE])
+        b->note[M_SINGLE] = "not requested";
 #ifndef COMMSCOPE_HAVE_PARTITIONED
-    if (want[M_PART]) {
-        run_m[M_PART] = 0;
-        note[M_PART] = "MPI-4 partitioned calls unavailable: mpi.h lacks MPI_Psend_init "
-                       "(built without COMMSCOPE_HAVE_PARTITIONED)";
+    if (b->want[M_PART]) {
+        b->run_m[M_PART] = 0;
+        b->note[M_PART] = "MPI-4 partitioned calls unavailable: mpi.h lacks MPI_Psend_init "
+                          "(built without COMMSCOPE_HAVE_PARTITIONED)";
     }
 #else
-    if (want[M_PART]) { /* the header has them; does the library accept them? */
-        /* A one-byte transfer; a partitioned request freed without ever being
-         * started upsets Open MPI's part/persist component, so go all the way. */
-        MPI_Request probe = MPI_REQUEST_NULL;
-        char dummy[1] = {0};
-        int ok = rank == 0 ? MPI_Psend_init(dummy, 1, 1, MPI_BYTE, 1, TAG_SYNC, comm, MPI_INFO_NULL, &probe)
-                           : MPI_Precv_init(dummy, 1, 1, MPI_BYTE, 0, TAG_SYNC, comm, MPI_INFO_NULL, &probe);
-        int good = ok == MPI_SUCCESS, all_good;
-        MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-        if (all_good) {
-            good = MPI_Start(&probe) == MPI_SUCCESS;
-            if (good && rank == 0)
-                good = MPI_Pready(0, probe) == MPI_SUCCESS;
-            if (good)
-                good = MPI_Wait(&probe, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-            MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-        }
-        if (probe != MPI_REQUEST_NULL)
-            MPI_Request_free(&probe);
-        if (!all_good) {
-            run_m[M_PART] = 0;
-            note[M_PART] = "MPI-4 partitioned calls refused at run time (MPI_Psend_init/MPI_Precv_init failed)";
-        }
+    if (b->want[M_PART] && !partitioned_accepted(b->comm, b->rank)) {
+        b->run_m[M_PART] = 0;
+        b->note[M_PART] = "MPI-4 partitioned calls refused at run time (MPI_Psend_init/MPI_Precv_init failed)";
     }
 #endif
-    if (provided < MPI_THREAD_MULTIPLE)
+    if (b->provided < MPI_THREAD_MULTIPLE)
         for (int m = M_PART; m <= M_ISEND; m++)
-            if (run_m[m]) {
-                run_m[m] = 0;
-                note[m] = "needs MPI_THREAD_MULTIPLE (threads call MPI themselves); the library provided less";
+            if (b->run_m[m]) {
+                b->run_m[m] = 0;
+                b->note[m] = "needs MPI_THREAD_MULTIPLE (threads call MPI themselves); the library provided less";
             }
+}
 
-    /* Clock relation between the ranks (see header). */
-    double offset = 0, uncertainty = 0, best_rtt = INFINITY;
+/* Clock relation between the ranks (see header). */
+static void relate_clocks(bench_t *b)
+{
+    MPI_Comm comm = b->comm;
+    int same_host = strcmp(b->places[0].host, b->places[1].host) == 0;
+    double offset = 0, best_rtt = INFINITY;
     for (int i = 0; i < 32; i++) {
-        if (rank == 0) {
+        if (b->rank == 0) {
             double ta = cs_clock(), tb;
             CHECK(MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_SYNC, comm));
             CHECK(MPI_Recv(&tb, 1, MPI_DOUBLE, 1, TAG_SYNC, comm, MPI_STATUS_IGNORE));
@@ -312,252 +352,358 @@ int main(int argc, char **argv)
             CHECK(MPI_Send(&tb, 1, MPI_DOUBLE, 0, TAG_SYNC, comm));
         }
     }
-    const char *clock_kind = same_host ? "shared-monotonic" : "pingpong-offset";
-    double measured_offset = offset;
-    if (same_host)
-        offset = 0; /* one CLOCK_MONOTONIC for every process of the host */
-    else
-        uncertainty = best_rtt / 2;
+    b->clock_kind = same_host ? "shared-monotonic" : "pingpong-offset";
+    b->measured_offset = offset;
+    b->best_rtt = best_rtt;
+    b->offset = same_host ? 0 : offset; /* one CLOCK_MONOTONIC for every process of the host */
+    b->uncertainty = same_host ? 0 : best_rtt / 2;
+}
 
-    unsigned char *buf = malloc(max_size);
-    if (!buf)
-        cs_die("cannot allocate %lld bytes", max_size);
-    memset(buf, 0, max_size); /* touch the pages before timing */
-    double *req_s = malloc(sizeof(double) * threads), *ready = malloc(sizeof(double) * threads);
-    MPI_Request *reqs = malloc(sizeof(MPI_Request) * threads);
-    MPI_Status *stats = malloc(sizeof(MPI_Status) * threads);
-    double *call = calloc(threads, sizeof(double)), *arrived = calloc(threads, sizeof(double));
-    int *idx = malloc(sizeof(int) * threads);
+static void allocate_buffers(bench_t *b)
+{
+    int threads = b->threads;
+    b->buf = malloc(b->max_size);
+    if (!b->buf)
+        cs_die("cannot allocate %lld bytes", b->max_size);
+    memset(b->buf, 0, b->max_size); /* touch the pages before timing */
+    b->req_s = malloc(sizeof(double) * threads), b->ready = malloc(sizeof(double) * threads);
+    b->reqs = malloc(sizeof(MPI_Request) * threads);
+    b->stats = malloc(sizeof(MPI_Status) * threads);
+    b->call = calloc(threads, sizeof(double)), b->arrived = calloc(threads, sizeof(double));
+    b->idx = malloc(sizeof(int) * threads);
+}
 
-    FILE *samples = NULL, *ctab = NULL;
-    if (rank == 0) {
-        if (out) {
-            cs_write_placement(out, places, 2);
-            FILE *mt = cs_open_table(out, "methods.csv", "method,status,note");
-            for (int m = 0; m < M_COUNT; m++)
-                cs_row(mt, "%s,%s,\"%s\"\n", METHOD_NAME[m],
-                       run_m[m] ? "run" : (want[m] ? "skipped" : "not-requested"), note[m]);
-            cs_close_table(mt);
-            samples = cs_open_table(out, "samples.csv",
-                                    "method,size_bytes,partitions,partition_bytes,run,elapsed_s,"
-                                    "effective_bandwidth_Bps,sender_elapsed_s,last_ready_s,"
-                                    "first_ready_s,bytes_received,mismatches,threads,dist,compute_s,"
-                                    "sigma_s,compute_mode,clock,clock_uncertainty_s");
-            ctab = cs_open_table(out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s,"
-                                                     "call_s,arrived_s");
-        }
-        char t_compute[24], t_sigma[24];
-        printf("# commscope partitioned (Dominguez-Trujillo 2021, Algorithm 2): %d threads/partitions, %s compute "
-               "mean %s sd %s (%s), %d runs, %d warm-up\n",
-               threads, DIST_NAME[dist], cs_time_text(compute, t_compute, sizeof t_compute),
-               cs_time_text(sigma, t_sigma, sizeof t_sigma), MODE_NAME[mode], runs, warmup);
-        printf("# rank 0 (%s cpu %d) -> rank 1 (%s cpu %d): %s; MPI thread level %d\n",
-               places[0].node, places[0].cpu, places[1].node, places[1].cpu,
-               cs_locality(&places[0], &places[1]), provided);
-        char t_off[24], t_rt[24];
-        printf("# clock: %s (ping-pong offset %s, best round trip %s)\n", clock_kind,
-               cs_time_text(measured_offset, t_off, sizeof t_off),
-               cs_time_text(best_rtt, t_rt, sizeof t_rt));
-        for (int m = 0; m < M_COUNT; m++)
-            if (want[m] && !run_m[m])
-                printf("# method %s skipped: %s\n", METHOD_NAME[m], note[m]);
-        printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed",
-               "Min elapsed", "Max elapsed", "Avg BW(MB/s)", "Runs");
-        fflush(stdout);
-    }
-
-    long total = 0, done = 0;
+/* Rank 0: placement and methods tables, samples.csv and compute.csv opened. */
+static void open_tables(bench_t *b)
+{
+    cs_write_placement(b->out, b->places, 2);
+    FILE *mt = cs_open_table(b->out, "methods.csv", "method,status,note");
     for (int m = 0; m < M_COUNT; m++)
-        total += run_m[m] ? nsizes - first_size : 0;
-    long long failures = 0;
+        cs_row(mt, "%s,%s,\"%s\"\n", METHOD_NAME[m],
+               b->run_m[m] ? "run" : (b->want[m] ? "skipped" : "not-requested"), b->note[m]);
+    cs_close_table(mt);
+    b->samples = cs_open_table(b->out, "samples.csv",
+                               "method,size_bytes,partitions,partition_bytes,run,elapsed_s,"
+                               "effective_bandwidth_Bps,sender_elapsed_s,last_ready_s,"
+                               "first_ready_s,bytes_received,mismatches,threads,dist,compute_s,"
+                               "sigma_s,compute_mode,clock,clock_uncertainty_s");
+    b->ctab = cs_open_table(b->out, "compute.csv", "run,method,size_bytes,thread,requested_s,actual_s,"
+                                                   "call_s,arrived_s");
+}
 
-    /* the size index seeds the draws, so a resumed sweep draws what the full one would */
-    for (int si = first_size; si < nsizes; si++) {
-        long long size = sizes[si];
-        long long part = size / threads;
-        for (int m = 0; m < M_COUNT; m++) {
-            if (!run_m[m])
-                continue;
-            MPI_Request preq = MPI_REQUEST_NULL;
+/* Rank 0: the run's description and the column heads on stdout. */
+static void print_header(const bench_t *b)
+{
+    const cs_place_t *places = b->places;
+    char t_compute[24], t_sigma[24];
+    printf("# commscope partitioned (Dominguez-Trujillo 2021, Algorithm 2): %d threads/partitions, %s compute "
+           "mean %s sd %s (%s), %d runs, %d warm-up\n",
+           b->threads, DIST_NAME[b->dist], cs_time_text(b->compute, t_compute, sizeof t_compute),
+           cs_time_text(b->sigma, t_sigma, sizeof t_sigma), MODE_NAME[b->mode], b->runs, b->warmup);
+    printf("# rank 0 (%s cpu %d) -> rank 1 (%s cpu %d): %s; MPI thread level %d\n",
+           places[0].node, places[0].cpu, places[1].node, places[1].cpu,
+           cs_locality(&places[0], &places[1]), b->provided);
+    char t_off[24], t_rt[24];
+    printf("# clock: %s (ping-pong offset %s, best round trip %s)\n", b->clock_kind,
+           cs_time_text(b->measured_offset, t_off, sizeof t_off),
+           cs_time_text(b->best_rtt, t_rt, sizeof t_rt));
+    for (int m = 0; m < M_COUNT; m++)
+        if (b->want[m] && !b->run_m[m])
+            printf("# method %s skipped: %s\n", METHOD_NAME[m], b->note[m]);
+    printf("%-12s %-12s %16s %16s %16s %14s %6s\n", "# Size", "Method", "Avg elapsed",
+           "Min elapsed", "Max elapsed", "Avg BW(MB/s)", "Runs");
+    fflush(stdout);
+}
+
+/* Receiver: clear the buffer and post the receives of one run. */
+static void post_receives(bench_t *b, point_t *p)
+{
+    memset(b->buf, 0, p->size);
+    if (p->m == M_PART)
+        CHECK(MPI_Start(&p->preq));
+    else if (p->m == M_ISEND)
+        for (int t = 0; t < b->threads; t++)
+            CHECK(MPI_Irecv(b->buf + t * p->part, (int)p->part, MPI_BYTE, 0, t, b->comm, &b->reqs[t]));
+    else
+        CHECK(MPI_Irecv(b->buf, (int)p->size, MPI_BYTE, 0, 0, b->comm, &b->reqs[0]));
+}
+
+/* Receiver: wait for the data, noting when each partition arrived.  Poll it
+ * (MPI_Parrived, MPI_Testsome) as MPI_Wait would spin anyway: the early-bird
+ * overlap is whether a partition arrives before the slowest thread is ready. */
+static void await_partitions(bench_t *b, point_t *p)
+{
+    int threads = b->threads;
+    double *arrived = b->arrived;
+    if (p->m == M_PART) {
 #ifdef COMMSCOPE_HAVE_PARTITIONED
-            if (m == M_PART) {
-                if (rank == 0)
-                    CHECK(MPI_Psend_init(buf, threads, (MPI_Count)part, MPI_BYTE, 1, 0, comm, MPI_INFO_NULL, &preq));
-                else
-                    CHECK(MPI_Precv_init(buf, threads, (MPI_Count)part, MPI_BYTE, 0, 0, comm, MPI_INFO_NULL, &preq));
+        for (int t = 0; t < threads; t++)
+            arrived[t] = -1;
+        for (int left = threads; left > 0;)
+            for (int t = 0; t < threads; t++) {
+                int flag = 0;
+                if (arrived[t] >= 0)
+                    continue;
+                CHECK(MPI_Parrived(p->preq, t, &flag));
+                if (flag)
+                    arrived[t] = cs_clock(), left--;
             }
 #endif
-            double sum_el = 0, min_el = INFINITY, max_el = 0, sum_bw = 0;
-            for (int r = -warmup; r < runs; r++) {
-                /* Same draws for every method at this size and run. */
-                uint64_t st = stream_state(seed, (uint64_t)si, (uint64_t)(r + warmup + 1));
-                uint64_t salt = (uint64_t)(r + warmup + 1) * 0xD6E8FEB86659FD93ull ^ (uint64_t)m << 56;
-                if (rank == 0) {
-                    for (int t = 0; t < threads; t++)
-                        req_s[t] = dist == D_STAGGER
-                                       ? compute + (threads > 1 ? sigma * (2.0 * t / (threads - 1) - 1.0) : 0)
-                                       : draw(dist, compute, sigma, &st);
-                } else {
-                    memset(buf, 0, size);
-                    if (m == M_PART)
-                        CHECK(MPI_Start(&preq));
-                    else if (m == M_ISEND)
-                        for (int t = 0; t < threads; t++)
-                            CHECK(MPI_Irecv(buf + t * part, (int)part, MPI_BYTE, 0, t, comm, &reqs[t]));
-                    else
-                        CHECK(MPI_Irecv(buf, (int)size, MPI_BYTE, 0, 0, comm, &reqs[0]));
-                }
-                if (rank == 0 && m == M_PART)
-                    CHECK(MPI_Start(&preq));
-                CHECK(MPI_Barrier(comm)); /* receives are posted before anything is sent */
+        CHECK(MPI_Wait(&p->preq, &b->stats[0]));
+    } else if (p->m == M_ISEND) {
+        for (int left = threads; left > 0;) {
+            int outcount = 0;
+            CHECK(MPI_Testsome(threads, b->reqs, &outcount, b->idx, b->stats + (threads - left)));
+            double now = cs_clock();
+            for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++)
+                arrived[b->idx[k]] = now;
+            left -= outcount == MPI_UNDEFINED ? left : outcount;
+        }
+    } else {
+        CHECK(MPI_Waitall(1, b->reqs, b->stats));
+    }
+}
 
-                if (rank == 1) {
-                    int nreq = m == M_ISEND ? threads : 1;
-                    /* When did each partition arrive?  Poll it (MPI_Parrived, MPI_Testsome)
-                     * as MPI_Wait would spin anyway: the early-bird overlap is whether a
-                     * partition arrives before the slowest thread is ready. */
-                    if (m == M_PART) {
-#ifdef COMMSCOPE_HAVE_PARTITIONED
-                        for (int t = 0; t < threads; t++)
-                            arrived[t] = -1;
-                        for (int left = threads; left > 0;)
-                            for (int t = 0; t < threads; t++) {
-                                int flag = 0;
-                                if (arrived[t] >= 0)
-                                    continue;
-                                CHECK(MPI_Parrived(preq, t, &flag));
-                                if (flag)
-                                    arrived[t] = cs_clock(), left--;
-                            }
-#endif
-                        CHECK(MPI_Wait(&preq, &stats[0]));
-                    } else if (m == M_ISEND) {
-                        for (int left = threads; left > 0;) {
-                            int outcount = 0;
-                            CHECK(MPI_Testsome(threads, reqs, &outcount, idx, stats + (threads - left)));
-                            double now = cs_clock();
-                            for (int k = 0; k < outcount && outcount != MPI_UNDEFINED; k++)
-                                arrived[idx[k]] = now;
-                            left -= outcount == MPI_UNDEFINED ? left : outcount;
-                        }
-                    } else {
-                        CHECK(MPI_Waitall(nreq, reqs, stats));
-                    }
-                    result_t res;
-                    res.t_done = cs_clock();
-                    if (m == M_SINGLE)
-                        for (int t = 0; t < threads; t++)
-                            arrived[t] = res.t_done;
-                    res.mismatches = (double)count_mismatches(buf, size, salt);
-                    res.bytes = 0;
-                    if (m == M_PART) {
-                        res.bytes = (double)size; /* a partitioned status carries no count we rely on */
-                    } else {
-                        for (int q = 0; q < nreq; q++) {
-                            int cnt = 0;
-                            MPI_Get_count(&stats[q], MPI_BYTE, &cnt);
-                            res.bytes += cnt;
-                        }
-                    }
-                    CHECK(MPI_Send(&res, 3, MPI_DOUBLE, 0, TAG_RESULT, comm));
-                    CHECK(MPI_Send(arrived, threads, MPI_DOUBLE, 0, TAG_RESULT, comm));
-                    continue;
-                }
+/* Receiver: one run, then its result and arrival times back to the sender. */
+static void receive_run(bench_t *b, point_t *p, uint64_t salt)
+{
+    int nreq = p->m == M_ISEND ? b->threads : 1;
+    await_partitions(b, p);
+    result_t res;
+    res.t_done = cs_clock();
+    if (p->m == M_SINGLE)
+        for (int t = 0; t < b->threads; t++)
+            b->arrived[t] = res.t_done;
+    res.mismatches = (double)count_mismatches(b->buf, p->size, salt);
+    res.bytes = 0;
+    if (p->m == M_PART) {
+        res.bytes = (double)p->size; /* a partitioned status carries no count we rely on */
+    } else {
+        for (int q = 0; q < nreq; q++) {
+            int cnt = 0;
+            MPI_Get_count(&b->stats[q], MPI_BYTE, &cnt);
+            res.bytes += cnt;
+        }
+    }
+    CHECK(MPI_Send(&res, 3, MPI_DOUBLE, 0, TAG_RESULT, b->comm));
+    CHECK(MPI_Send(b->arrived, b->threads, MPI_DOUBLE, 0, TAG_RESULT, b->comm));
+}
 
-                /* Sender: Algorithm 2. */
-                double t0 = 0;
-                int got_threads = 0;
+/* Sender, Algorithm 2: every thread fills its partition, computes from a
+ * common start t0, then marks the partition ready.  Returns t0. */
+static double compute_and_ready(bench_t *b, const point_t *p, uint64_t salt)
+{
+    int threads = b->threads, m = p->m;
+    long long part = p->part;
+    double t0 = 0;
+    int got_threads = 0;
 #pragma omp parallel num_threads(threads)
-                {
-                    int t = omp_get_thread_num();
-                    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake-ups on time */
-                    fill(buf, (size_t)t * part, (size_t)(t + 1) * part, salt);
+    {
+        int t = omp_get_thread_num();
+        prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* wake-ups on time */
+        fill(b->buf, (size_t)t * part, (size_t)(t + 1) * part, salt);
 #pragma omp barrier
 #pragma omp single
-                    {
-                        got_threads = omp_get_num_threads();
-                        t0 = cs_clock();
-                    } /* implicit barrier: everyone starts from the same t0 */
-                    if (got_threads == threads) {
-                        wait_until(t0 + req_s[t], mode);
-                        ready[t] = cs_clock();
+        {
+            got_threads = omp_get_num_threads();
+            t0 = cs_clock();
+        } /* implicit barrier: everyone starts from the same t0 */
+        if (got_threads == threads) {
+            wait_until(t0 + b->req_s[t], b->mode);
+            b->ready[t] = cs_clock();
 #ifdef COMMSCOPE_HAVE_PARTITIONED
-                        if (m == M_PART)
-                            CHECK(MPI_Pready(t, preq));
+            if (m == M_PART)
+                CHECK(MPI_Pready(t, p->preq));
 #endif
-                        if (m == M_ISEND)
-                            CHECK(MPI_Isend(buf + t * part, (int)part, MPI_BYTE, 1, t, comm, &reqs[t]));
-                        call[t] = cs_clock() - ready[t]; /* the Pready (or Isend) call itself */
-                    }
-                }
-                if (got_threads != threads)
-                    cs_die("asked OpenMP for %d threads, got %d", threads, got_threads);
-                double t_last = ready[0], t_first = ready[0];
-                for (int t = 1; t < threads; t++) {
-                    t_last = ready[t] > t_last ? ready[t] : t_last;
-                    t_first = ready[t] < t_first ? ready[t] : t_first;
-                }
-                if (m == M_SINGLE) {
-                    CHECK(MPI_Isend(buf, (int)size, MPI_BYTE, 1, 0, comm, &reqs[0]));
-                    CHECK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
-                } else if (m == M_ISEND) {
-                    CHECK(MPI_Waitall(threads, reqs, MPI_STATUSES_IGNORE));
-                } else {
-                    CHECK(MPI_Wait(&preq, MPI_STATUS_IGNORE));
-                }
-                double t_f = cs_clock();
-                result_t res;
-                CHECK(MPI_Recv(&res, 3, MPI_DOUBLE, 1, TAG_RESULT, comm, MPI_STATUS_IGNORE));
-                CHECK(MPI_Recv(arrived, threads, MPI_DOUBLE, 1, TAG_RESULT, comm, MPI_STATUS_IGNORE));
-                if (r < 0)
-                    continue;
-                double elapsed = (res.t_done - offset) - t_last;
-                double bw = (double)size / elapsed;
-                sum_el += elapsed, sum_bw += bw;
-                min_el = elapsed < min_el ? elapsed : min_el;
-                max_el = elapsed > max_el ? elapsed : max_el;
-                if (samples) {
-                    cs_row(samples, "%s,%lld,%d,%lld,%d,%.9e,%.9e,%.9e,%.9e,%.9e,%.0f,%.0f,%d,%s,%.9e,%.9e,%s,%s,%.3e\n",
-                           METHOD_NAME[m], size, threads, part, r, elapsed, bw, t_f - t_last,
-                           t_last - t0, t_first - t0, res.bytes, res.mismatches, threads,
-                           DIST_NAME[dist], compute, sigma, MODE_NAME[mode], clock_kind, uncertainty);
-                    for (int t = 0; t < threads; t++)
-                        cs_row(ctab, "%d,%s,%lld,%d,%.9e,%.9e,%.9e,%.9e\n", r, METHOD_NAME[m], size, t,
-                               req_s[t], ready[t] - t0, m == M_SINGLE ? NAN : call[t],
-                               arrived[t] < 0 ? NAN : arrived[t] - offset - t0);
-                }
-                if (res.mismatches > 0 || res.bytes != (double)size) {
-                    fprintf(stderr, "commscope native: %s, %lld bytes, run %d: receiver found "
-                                    "%.0f mismatched bytes and %.0f of %lld bytes\n",
-                            METHOD_NAME[m], size, r,
-                            res.mismatches, res.bytes, size);
-                    failures++;
-                }
-            }
+            if (m == M_ISEND)
+                CHECK(MPI_Isend(b->buf + t * part, (int)part, MPI_BYTE, 1, t, b->comm, &b->reqs[t]));
+            b->call[t] = cs_clock() - b->ready[t]; /* the Pready (or Isend) call itself */
+        }
+    }
+    if (got_threads != threads)
+        cs_die("asked OpenMP for %d threads, got %d", threads, got_threads);
+    return t0;
+}
+
+/* Sender: one run, through to the receiver's result. */
+static void send_run(bench_t *b, point_t *p, uint64_t salt, run_t *run)
+{
+    double *ready = b->ready;
+    run->t0 = compute_and_ready(b, p, salt);
+    run->t_last = ready[0], run->t_first = ready[0];
+    for (int t = 1; t < b->threads; t++) {
+        run->t_last = ready[t] > run->t_last ? ready[t] : run->t_last;
+        run->t_first = ready[t] < run->t_first ? ready[t] : run->t_first;
+    }
+    if (p->m == M_SINGLE) {
+        CHECK(MPI_Isend(b->buf, (int)p->size, MPI_BYTE, 1, 0, b->comm, &b->reqs[0]));
+        CHECK(MPI_Wait(&b->reqs[0], MPI_STATUS_IGNORE));
+    } else if (p->m == M_ISEND) {
+        CHECK(MPI_Waitall(b->threads, b->reqs, MPI_STATUSES_IGNORE));
+    } else {
+        CHECK(MPI_Wait(&p->preq, MPI_STATUS_IGNORE));
+    }
+    run->t_f = cs_clock();
+    CHECK(MPI_Recv(&run->res, 3, MPI_DOUBLE, 1, TAG_RESULT, b->comm, MPI_STATUS_IGNORE));
+    CHECK(MPI_Recv(b->arrived, b->threads, MPI_DOUBLE, 1, TAG_RESULT, b->comm, MPI_STATUS_IGNORE));
+}
+
+/* Sender: a measured run into the summary, its rows, and its data check.
+ * Returns 1 when the receiver found wrong or missing bytes. */
+static int record_run(bench_t *b, const point_t *p, const run_t *run, summary_t *s)
+{
+    const result_t *res = &run->res;
+    int m = p->m, threads = b->threads;
+    double elapsed = (res->t_done - b->offset) - run->t_last;
+    double bw = (double)p->size / elapsed;
+    s->sum_el += elapsed, s->sum_bw += bw;
+    s->min_el = elapsed < s->min_el ? elapsed : s->min_el;
+    s->max_el = elapsed > s->max_el ? elapsed : s->max_el;
+    if (b->samples) {
+        cs_row(b->samples, "%s,%lld,%d,%lld,%d,%.9e,%.9e,%.9e,%.9e,%.9e,%.0f,%.0f,%d,%s,%.9e,%.9e,%s,%s,%.3e\n",
+               METHOD_NAME[m], p->size, threads, p->part, run->r, elapsed, bw, run->t_f - run->t_last,
+               run->t_last - run->t0, run->t_first - run->t0, res->bytes, res->mismatches, threads,
+               DIST_NAME[b->dist], b->compute, b->sigma, MODE_NAME[b->mode], b->clock_kind, b->uncertainty);
+        for (int t = 0; t < threads; t++)
+            cs_row(b->ctab, "%d,%s,%lld,%d,%.9e,%.9e,%.9e,%.9e\n", run->r, METHOD_NAME[m], p->size, t,
+                   b->req_s[t], b->ready[t] - run->t0, m == M_SINGLE ? NAN : b->call[t],
+                   b->arrived[t] < 0 ? NAN : b->arrived[t] - b->offset - run->t0);
+    }
+    if (res->mismatches > 0 || res->bytes != (double)p->size) {
+        fprintf(stderr, "commscope native: %s, %lld bytes, run %d: receiver found "
+                        "%.0f mismatched bytes and %.0f of %lld bytes\n",
+                METHOD_NAME[m], p->size, run->r,
+                res->mismatches, res->bytes, p->size);
+        return 1;
+    }
+    return 0;
+}
+
+/* All runs of one (size, method) point, warm-up first; returns how many
+ * measured runs failed the data check (counted on the sender only). */
+static long long measure_point(bench_t *b, point_t *p, summary_t *s)
+{
+    long long failures = 0;
+    int threads = b->threads, warmup = b->warmup;
+    for (int r = -warmup; r < b->runs; r++) {
+        /* Same draws for every method at this size and run. */
+        uint64_t st = stream_state(b->seed, (uint64_t)p->si, (uint64_t)(r + warmup + 1));
+        uint64_t salt = (uint64_t)(r + warmup + 1) * 0xD6E8FEB86659FD93ull ^ (uint64_t)p->m << 56;
+        if (b->rank == 0) {
+            for (int t = 0; t < threads; t++)
+                b->req_s[t] = b->dist == D_STAGGER
+                                  ? b->compute + (threads > 1 ? b->sigma * (2.0 * t / (threads - 1) - 1.0) : 0)
+                                  : draw(b->dist, b->compute, b->sigma, &st);
+        } else {
+            post_receives(b, p);
+        }
+        if (b->rank == 0 && p->m == M_PART)
+            CHECK(MPI_Start(&p->preq));
+        CHECK(MPI_Barrier(b->comm)); /* receives are posted before anything is sent */
+        if (b->rank == 1) {
+            receive_run(b, p, salt);
+            continue;
+        }
+        run_t run = {.r = r};
+        send_run(b, p, salt, &run);
+        if (r >= 0)
+            failures += record_run(b, p, &run, s);
+    }
+    return failures;
+}
+
+/* Rank 0: a point's summary line on stdout and the progress line. */
+static void echo_point(const bench_t *b, const point_t *p, const summary_t *s, long done, long total)
+{
+    int runs = b->runs;
+    char t_avg[24], t_lo[24], t_hi[24];
+    printf("%-12lld %-12s %16s %16s %16s %14.2f %6d\n", p->size, METHOD_NAME[p->m],
+           cs_time_text(s->sum_el / runs, t_avg, sizeof t_avg),
+           cs_time_text(s->min_el, t_lo, sizeof t_lo), cs_time_text(s->max_el, t_hi, sizeof t_hi),
+           1e-6 * s->sum_bw / runs, runs);
+    fflush(stdout);
+    cs_progress(done, total, METHOD_NAME[p->m]);
+}
+
+/* Every size and method that runs; dies at the first point whose data check
+ * failed, after echoing it. */
+static void sweep(bench_t *b)
+{
+    long total = 0, done = 0;
+    for (int m = 0; m < M_COUNT; m++)
+        total += b->run_m[m] ? b->nsizes - b->first_size : 0;
+    long long failures = 0;
+    /* the size index seeds the draws, so a resumed sweep draws what the full one would */
+    for (int si = b->first_size; si < b->nsizes; si++) {
+        for (int m = 0; m < M_COUNT; m++) {
+            if (!b->run_m[m])
+                continue;
+            point_t p = {si, m, b->sizes[si], b->sizes[si] / b->threads, MPI_REQUEST_NULL};
 #ifdef COMMSCOPE_HAVE_PARTITIONED
-            if (preq != MPI_REQUEST_NULL)
-                MPI_Request_free(&preq);
-#endif
-            if (rank == 0) {
-                char t_avg[24], t_lo[24], t_hi[24];
-                printf("%-12lld %-12s %16s %16s %16s %14.2f %6d\n", size, METHOD_NAME[m],
-                       cs_time_text(sum_el / runs, t_avg, sizeof t_avg),
-                       cs_time_text(min_el, t_lo, sizeof t_lo), cs_time_text(max_el, t_hi, sizeof t_hi),
-                       1e-6 * sum_bw / runs, runs);
-                fflush(stdout);
-                cs_progress(++done, total, METHOD_NAME[m]);
+            if (m == M_PART) {
+                if (b->rank == 0)
+                    CHECK(MPI_Psend_init(b->buf, b->threads, (MPI_Count)p.part, MPI_BYTE, 1, 0, b->comm,
+                                         MPI_INFO_NULL, &p.preq));
+                else
+                    CHECK(MPI_Precv_init(b->buf, b->threads, (MPI_Count)p.part, MPI_BYTE, 0, 0, b->comm,
+                                         MPI_INFO_NULL, &p.preq));
             }
-            MPI_Bcast(&failures, 1, MPI_LONG_LONG, 0, comm);
+#endif
+            summary_t s = {0, INFINITY, 0, 0};
+            failures += measure_point(b, &p, &s);
+#ifdef COMMSCOPE_HAVE_PARTITIONED
+            if (p.preq != MPI_REQUEST_NULL)
+                MPI_Request_free(&p.preq);
+#endif
+            if (b->rank == 0)
+                echo_point(b, &p, &s, ++done, total);
+            MPI_Bcast(&failures, 1, MPI_LONG_LONG, 0, b->comm);
             if (failures)
                 cs_die("data check failed (%lld runs with wrong or missing bytes); "
                        "the rows are in samples.csv (mismatches, bytes_received)",
                        failures);
         }
     }
-    if (samples)
-        cs_close_table(samples), cs_close_table(ctab);
-    free(buf), free(req_s), free(ready), free(reqs), free(stats), free(call), free(arrived), free(idx);
-    MPI_Comm_free(&comm);
+}
+
+static void tear_down(bench_t *b)
+{
+    if (b->samples)
+        cs_close_table(b->samples), cs_close_table(b->ctab);
+    free(b->buf), free(b->req_s), free(b->ready), free(b->reqs), free(b->stats), free(b->call),
+        free(b->arrived), free(b->idx);
+    MPI_Comm_free(&b->comm);
+}
+
+int main(int argc, char **argv)
+{
+    cs_partitioned_options_t o;
+    int rank, nranks, provided;
+
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    cs_check_world();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    int status = cs_partitioned_parse_options(argc, argv, &o, rank);
+    if (status >= 0)
+        return status;
+    bench_t b = {.rank = rank, .provided = provided};
+    take_options(&b, &o, nranks);
+    omp_set_dynamic(0);
+
+    MPI_Comm_dup(MPI_COMM_WORLD, &b.comm);
+    MPI_Comm_set_errhandler(b.comm, MPI_ERRORS_RETURN);
+    cs_place_allgather(b.comm, b.places);
+    choose_methods(&b);
+    relate_clocks(&b);
+    allocate_buffers(&b);
+    if (rank == 0) {
+        if (b.out)
+            open_tables(&b);
+        print_header(&b);
+    }
+    sweep(&b);
+    tear_down(&b);
     MPI_Finalize();
     return 0;
 }
