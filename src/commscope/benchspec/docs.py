@@ -29,8 +29,9 @@ def render():
         "",
         "Each benchmark is one C program (`native/bench/<name>.c`) and one descriptor "
         "(`src/commscope/benchspec/<name>.py`) from which the command line, the C "
-        "program's option parser and this page are made. Every option is recorded in the "
-        "run's `meta.json` under `parameters` by the names in the last column.",
+        "program's option parser and this page are made. The last column names where an option "
+        "lands in the run's `meta.json` under `parameters` (`-`: nowhere, it shapes only "
+        "what is printed).",
         "",
     ]
     for b in BENCHMARKS.values():

@@ -59,6 +59,7 @@ BENCHMARK = Benchmark(
             params=("n_min", "n_max"),
             metavar="MIN:MAX",
             native=False,
+            recorded=("counts",),  # the grid is recorded as the counts it makes
             required=False,
         ),
         Option(
@@ -68,6 +69,7 @@ BENCHMARK = Benchmark(
             default=4,
             minimum=1,
             native=False,
+            recorded=("counts",),  # the grid is recorded as the counts it makes
             required=False,
         ),
         Option(

@@ -69,6 +69,7 @@ BENCHMARK = Benchmark(
             "required unless --resume",
             metavar="5|7|9|27|naive",
             native=False,
+            recorded=("configs",),  # recorded as the configurations it makes
             required=False,
         ),
         Option(
@@ -78,15 +79,24 @@ BENCHMARK = Benchmark(
             params=("decomposition",),
             metavar="LxL[xL]",
             native=False,
+            recorded=("configs",),  # recorded as the configurations it makes
             required=False,
         ),
-        Option("k", "int", "messages per thread (naive only)", native=False, required=False),
+        Option(
+            "k",
+            "int",
+            "messages per thread (naive only)",
+            native=False,
+            required=False,
+            recorded=("configs",),
+        ),
         Option(
             "sweep",
             "ints",
             "instead of --decomp: threads per process to sweep (one job)",
             metavar="T1,T2,...",
             native=False,
+            recorded=("configs",),  # recorded as the configurations it makes
             required=False,
         ),
         Option(
@@ -96,6 +106,7 @@ BENCHMARK = Benchmark(
             default="cube",
             choices=("cube", "linear"),
             native=False,
+            recorded=("configs",),  # recorded as the configurations it makes
             required=False,
         ),
         Option("trials", "int", "recorded trials", default=10, short="t", minimum=1),
