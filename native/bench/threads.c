@@ -138,131 +138,170 @@ static int step(cs_tt_t *tt, int region, int it, const double *work, int nthread
     return team;
 }
 
+/* What the phases of a run share. */
+typedef struct {
+    int rank, size, nthreads, iters, trials, warmup, sleep_mode, region;
+    imbalance_t im;
+    cs_tt_t tt;
+    FILE *injected; /* rank 0 with --out: what each thread was meant to compute */
+    double *work;
+} bench_t;
+
+/* The compute table (every rank) and, on rank 0, placement.csv and injected.csv. */
+static void open_outputs(bench_t *b, const char *out, const cs_place_t *places)
+{
+    b->injected = NULL;
+    if (!out) {
+        cs_tt_set_output(&b->tt, "/dev/null");
+        return;
+    }
+    if (cs_mkdir_p(out) != 0)
+        cs_die("cannot create --out directory '%s'", out);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/compute.csv", out);
+    cs_tt_set_output(&b->tt, path);
+    if (b->rank == 0) {
+        cs_write_placement(out, places, b->size);
+        b->injected = cs_open_table(out, "injected.csv",
+                                    "trial,rank,iteration,thread,intended_time_s,laggard");
+    }
+}
+
+static void print_header(const bench_t *b)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const imbalance_t *im = &b->im;
+    printf("# commscope threads: %d rank(s) x %d thread(s), %d trial(s) x %d iteration(s)\n",
+           b->size, b->nthreads, b->trials, b->iters);
+    char t_work[24], t_sd[24], t_lag[24];
+    printf("# work %s mean %s sd %s, laggard p=%.3g extra %s, seed %llu, "
+           "compute=%s\n",
+           dist_names[im->dist], cs_time_text(im->work, t_work, sizeof t_work),
+           cs_time_text(im->sd, t_sd, sizeof t_sd), im->lag_prob,
+           cs_time_text(im->lag_extra, t_lag, sizeof t_lag), (unsigned long long)im->seed,
+           b->sleep_mode ? "sleep" : "spin");
+    if ((long)b->nthreads * b->size > cores)
+        printf("# oversubscribed: %d ranks x %d threads on %ld cores (if on one node)\n",
+               b->size, b->nthreads, cores);
+    printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean", "Min",
+           "Max", "MeanErr", "MaxErr", "Laggards");
+    fflush(stdout);
+}
+
+/* The warm-up and timed iterations of one trial: compute, then the barrier that stands
+ * for the step's communication phase. */
+static void run_iterations(bench_t *b, int trial, long *done)
+{
+    cs_tt_set_trial(&b->tt, trial);
+    for (int it = -b->warmup; it < b->iters; it++) {
+        int lag;
+        for (int t = 0; t < b->nthreads; t++)
+            b->work[t] = intended(&b->im, trial, b->rank, it < 0 ? -1 - it : it, t, &lag);
+        int team = step(it >= 0 ? &b->tt : NULL, b->region, it, b->work, b->nthreads,
+                        b->sleep_mode);
+        if (team != b->nthreads)
+            cs_die("OpenMP gave a team of %d threads, asked for %d", team, b->nthreads);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (it >= 0 && b->rank == 0)
+            cs_progress(++*done, (long)b->trials * b->iters, "iteration");
+    }
+}
+
+/* Sums (compute time, error vs intended, samples) and extremes (-min time, max time, max
+ * error) over every rank's records of the trial, taken before the flush empties them. */
+static void trial_statistics(bench_t *b, int trial, double sum[3], double ext[3])
+{
+    sum[0] = sum[1] = sum[2] = 0;
+    ext[0] = ext[1] = ext[2] = -1e300;
+    for (int t = 0; t < b->nthreads; t++)
+        for (long k = 0; k < b->tt.thr[t].count; k++) {
+            const cs_tt_record_t *r = &b->tt.rec[(size_t)t * (size_t)b->tt.capacity + (size_t)k];
+            int lag;
+            double ct = r->end - r->start;
+            double err = ct - intended(&b->im, trial, b->rank, r->iteration, t, &lag);
+            sum[0] += ct;
+            sum[1] += err;
+            sum[2] += 1;
+            ext[0] = -ct > ext[0] ? -ct : ext[0];
+            ext[1] = ct > ext[1] ? ct : ext[1];
+            ext[2] = err > ext[2] ? err : ext[2];
+        }
+    MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, ext, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+}
+
+/* Rank 0: every thread's intended time of the trial (injected.csv) and its echo row. */
+static void report_trial(const bench_t *b, int trial, const double sum[3], const double ext[3])
+{
+    long laggards = 0;
+    for (int r = 0; r < b->size; r++)
+        for (int it = 0; it < b->iters; it++)
+            for (int t = 0; t < b->nthreads; t++) {
+                int lag;
+                double w = intended(&b->im, trial, r, it, t, &lag);
+                laggards += lag;
+                if (b->injected)
+                    cs_row(b->injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
+            }
+    char t_mean[24], t_lo[24], t_hi[24], e_mean[24], e_max[24];
+    printf("%-7d %9.0f %12s %12s %12s %13s %13s %9ld\n", trial, sum[2],
+           cs_time_text(sum[0] / sum[2], t_mean, sizeof t_mean),
+           cs_time_text(-ext[0], t_lo, sizeof t_lo), cs_time_text(ext[1], t_hi, sizeof t_hi),
+           cs_time_text(sum[1] / sum[2], e_mean, sizeof e_mean),
+           cs_time_text(ext[2], e_max, sizeof e_max), laggards);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
-    int rank, size, provided;
+    int provided;
     cs_threads_options_t o;
+    bench_t b;
 
     MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
     cs_check_world();
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int status = cs_threads_parse_options(argc, argv, &o, rank);
+    MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &b.size);
+    int status = cs_threads_parse_options(argc, argv, &o, b.rank);
     if (status >= 0)
         return status;
-    int iters = (int)o.iterations, trials = (int)o.trials, warmup = (int)o.warmup;
-    int sleep_mode = o.compute;
-    imbalance_t im = {(enum dist)o.dist, o.work, o.sd, o.laggard_prob, o.laggard_extra,
-                      (uint64_t)o.seed};
-    const char *out = o.out, *region_name = o.region;
-    if (!(im.lag_prob >= 0 && im.lag_prob <= 1))
-        cs_die("--laggard-prob must lie in [0, 1], got %g", im.lag_prob);
+    b.iters = (int)o.iterations;
+    b.trials = (int)o.trials;
+    b.warmup = (int)o.warmup;
+    b.sleep_mode = o.compute;
+    b.im = (imbalance_t){(enum dist)o.dist, o.work, o.sd, o.laggard_prob,
+                         o.laggard_extra, (uint64_t)o.seed};
+    if (!(b.im.lag_prob >= 0 && b.im.lag_prob <= 1))
+        cs_die("--laggard-prob must lie in [0, 1], got %g", b.im.lag_prob);
     if (provided < MPI_THREAD_FUNNELED)
         cs_die("MPI provides thread level %d, need MPI_THREAD_FUNNELED", provided);
 
-    int nthreads = omp_get_max_threads();
-    cs_place_t *places = malloc(sizeof(cs_place_t) * size);
+    b.nthreads = omp_get_max_threads();
+    cs_place_t *places = malloc(sizeof(cs_place_t) * b.size);
     cs_place_allgather(MPI_COMM_WORLD, places);
+    if (cs_tt_init(&b.tt, b.iters, b.nthreads) != 0)
+        cs_die("out of memory for %d x %d timing records", b.iters, b.nthreads);
+    b.region = cs_tt_region(&b.tt, o.region);
+    open_outputs(&b, o.out, places);
+    if (b.rank == 0)
+        print_header(&b);
 
-    cs_tt_t tt;
-    if (cs_tt_init(&tt, iters, nthreads) != 0)
-        cs_die("out of memory for %d x %d timing records", iters, nthreads);
-    int region = cs_tt_region(&tt, region_name);
-    FILE *injected = NULL;
-    if (out) {
-        if (cs_mkdir_p(out) != 0)
-            cs_die("cannot create --out directory '%s'", out);
-        char path[4096];
-        snprintf(path, sizeof path, "%s/compute.csv", out);
-        cs_tt_set_output(&tt, path);
-        if (rank == 0) {
-            cs_write_placement(out, places, size);
-            injected = cs_open_table(out, "injected.csv",
-                                     "trial,rank,iteration,thread,intended_time_s,laggard");
-        }
-    } else {
-        cs_tt_set_output(&tt, "/dev/null");
-    }
-
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (rank == 0) {
-        printf("# commscope threads: %d rank(s) x %d thread(s), %d trial(s) x %d iteration(s)\n",
-               size, nthreads, trials, iters);
-        char t_work[24], t_sd[24], t_lag[24];
-        printf("# work %s mean %s sd %s, laggard p=%.3g extra %s, seed %llu, "
-               "compute=%s\n",
-               dist_names[im.dist], cs_time_text(im.work, t_work, sizeof t_work),
-               cs_time_text(im.sd, t_sd, sizeof t_sd), im.lag_prob,
-               cs_time_text(im.lag_extra, t_lag, sizeof t_lag),
-               (unsigned long long)im.seed, sleep_mode ? "sleep" : "spin");
-        if ((long)nthreads * size > cores)
-            printf("# oversubscribed: %d ranks x %d threads on %ld cores (if on one node)\n",
-                   size, nthreads, cores);
-        printf("%-6s %9s %12s %12s %12s %13s %13s %9s\n", "# Trial", "Samples", "Mean",
-               "Min", "Max", "MeanErr", "MaxErr", "Laggards");
-        fflush(stdout);
-    }
-
-    double *work = malloc(sizeof(double) * nthreads);
+    b.work = malloc(sizeof(double) * b.nthreads);
     long done = 0;
-    for (int trial = 0; trial < trials; trial++) {
-        cs_tt_set_trial(&tt, trial);
-        for (int it = -warmup; it < iters; it++) {
-            int lag;
-            for (int t = 0; t < nthreads; t++)
-                work[t] = intended(&im, trial, rank, it < 0 ? -1 - it : it, t, &lag);
-            int team = step(it >= 0 ? &tt : NULL, region, it, work, nthreads, sleep_mode);
-            if (team != nthreads)
-                cs_die("OpenMP gave a team of %d threads, asked for %d", team, nthreads);
-            MPI_Barrier(MPI_COMM_WORLD); /* the communication phase of the step */
-            if (it >= 0 && rank == 0)
-                cs_progress(++done, (long)trials * iters, "iteration");
-        }
-        /* Summaries from this rank's records before the flush empties them. */
-        double sum[3] = {0, 0, 0};                /* compute time, error vs intended, samples */
-        double ext[3] = {-1e300, -1e300, -1e300}; /* -min time, max time, max error */
-        for (int t = 0; t < nthreads; t++)
-            for (long k = 0; k < tt.thr[t].count; k++) {
-                const cs_tt_record_t *r = &tt.rec[(size_t)t * (size_t)tt.capacity + (size_t)k];
-                int lag;
-                double ct = r->end - r->start;
-                double err = ct - intended(&im, trial, rank, r->iteration, t, &lag);
-                sum[0] += ct;
-                sum[1] += err;
-                sum[2] += 1;
-                ext[0] = -ct > ext[0] ? -ct : ext[0];
-                ext[1] = ct > ext[1] ? ct : ext[1];
-                ext[2] = err > ext[2] ? err : ext[2];
-            }
-        MPI_Allreduce(MPI_IN_PLACE, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-        MPI_Allreduce(MPI_IN_PLACE, ext, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-        if (cs_tt_flush(&tt) != 0)
-            cs_die("cannot write the compute table %s", tt.out);
-        if (rank == 0) {
-            long laggards = 0;
-            for (int r = 0; r < size; r++)
-                for (int it = 0; it < iters; it++)
-                    for (int t = 0; t < nthreads; t++) {
-                        int lag;
-                        double w = intended(&im, trial, r, it, t, &lag);
-                        laggards += lag;
-                        if (injected)
-                            cs_row(injected, "%d,%d,%d,%d,%.9e,%d\n", trial, r, it, t, w, lag);
-                    }
-            char t_mean[24], t_lo[24], t_hi[24], e_mean[24], e_max[24];
-            printf("%-7d %9.0f %12s %12s %12s %13s %13s %9ld\n", trial, sum[2],
-                   cs_time_text(sum[0] / sum[2], t_mean, sizeof t_mean),
-                   cs_time_text(-ext[0], t_lo, sizeof t_lo), cs_time_text(ext[1], t_hi, sizeof t_hi),
-                   cs_time_text(sum[1] / sum[2], e_mean, sizeof e_mean),
-                   cs_time_text(ext[2], e_max, sizeof e_max), laggards);
-            fflush(stdout);
-        }
+    for (int trial = 0; trial < b.trials; trial++) {
+        double sum[3], ext[3];
+        run_iterations(&b, trial, &done);
+        trial_statistics(&b, trial, sum, ext);
+        if (cs_tt_flush(&b.tt) != 0)
+            cs_die("cannot write the compute table %s", b.tt.out);
+        if (b.rank == 0)
+            report_trial(&b, trial, sum, ext);
     }
-    if (cs_tt_finalize(&tt) != 0)
-        cs_die("cannot write the compute table %s", tt.out);
-    if (injected)
-        cs_close_table(injected);
-    free(work);
+    if (cs_tt_finalize(&b.tt) != 0)
+        cs_die("cannot write the compute table %s", b.tt.out);
+    if (b.injected)
+        cs_close_table(b.injected);
+    free(b.work);
     free(places);
     MPI_Finalize();
     return 0;
