@@ -32,7 +32,7 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 #: The run's parameters by default (the descriptor's, as run_threads names them).
-DEFAULTS = {k: v for k, v in BENCHMARK.defaults().items() if k not in ("threshold", "ompt")}
+DEFAULTS = {k: v for k, v in BENCHMARK.defaults().items() if k != "ompt"}
 
 
 def run_threads(
