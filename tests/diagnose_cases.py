@@ -137,6 +137,16 @@ _CASES = [
         summary="rank 0 works 2U before sending x (4 KiB) that rank 1 needs",
     ),
     Case(
+        "request_reply",
+        ranks=2,
+        iters=40,
+        culprits=(0,),
+        waiting="MPI_Recv",
+        saving=lambda U, N: 3 * U,
+        summary="rank 0 works 4U before sending the request rank 1 answers in 3U",
+        finding="late_sender",
+    ),
+    Case(
         "late_receiver",
         ranks=2,
         iters=120,

@@ -62,6 +62,8 @@ def expected_calls(name, fixed, n):
     elif name == "late_sender":
         add([0], Send=n, Allreduce=n)
         add([1], Recv=n, Allreduce=n)
+    elif name == "request_reply":
+        add(every, Send=n, Recv=n)
     elif name == "late_receiver":
         add([0], Allreduce=n, **({"Issend": n, "Wait": n} if fixed else {"Ssend": n}))
         add([1], Recv=n, Allreduce=n)

@@ -64,9 +64,16 @@ def register(registry):
         "machine-model=FILE (repeatable)",
     )
     p.add_argument(
+        "--all",
+        action="store_true",
+        help="list every finding, one per call site (default: one line per kind, culprits "
+        "and waiting ranks, the top 5)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
-        help='print {"efficiency": ..., "findings": [...], "replay": ..., "notes": [...]}',
+        help='print {"efficiency": ..., "findings": [...] (every call site), "groups": '
+        '[...], "replay": ..., "notes": [...]}',
     )
     p.set_defaults(func=_run)
 
@@ -106,7 +113,7 @@ def _run(args):
     if args.json:
         dump_json(d.to_dict())
         return 0
-    render(d, sys.stdout)
+    render(d, sys.stdout, every=args.all)
     if d.replay and d.replay["what_if"]:
         from ..units import format_seconds
 

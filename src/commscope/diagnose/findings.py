@@ -2,10 +2,11 @@
 the fix and what it saves (docs/diagnose.md).
 
 Each finding is one :class:`Finding`; the text, the report section and ``--json`` are
-views of the same records.  Findings are ranked by the run time they cost
-(``lost_s``: the rank-seconds lost, divided by the ranks, so a loss every rank shares
-counts once).  Where the run has an event trace, a finding's predicted saving is the
-difference of two replays of it (:mod:`.replay`): unchanged, and with the fix.
+views of the same records.  Findings are ranked by what their fix saves, then by the
+run time they cost (``lost_s``: the rank-seconds lost, divided by the ranks, so a loss
+every rank shares counts once; :mod:`.ranking`).  Where the run has an event trace, a
+finding's predicted saving is the difference of two replays of it (:mod:`.replay`):
+unchanged, and with the fix.
 
 Kinds, and where they come from:
 
@@ -36,6 +37,7 @@ from ..errors import InputError
 from ..lazy import lazy
 from ..units import format_bytes, format_seconds
 from . import efficiency as eff
+from . import ranking as rk
 from . import replay as rpl
 from . import timeline as tlm
 from . import waits as wst
@@ -103,9 +105,13 @@ class Finding:
     predicted_saving_s: float | None
     basis: str
     evidence: dict = field(default_factory=dict)
+    #: the replay change its saving comes from (Replayer.run's keywords), for grouping
+    change: dict | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self):
-        return asdict(self)
+        out = asdict(self)
+        out.pop("change")
+        return out
 
 
 @dataclass
@@ -117,6 +123,13 @@ class Diagnosis:
     findings: list
     notes: list
     replay: dict | None = None
+    #: the findings of one kind, culprits and waiting ranks made one (ranking.group),
+    #: ranked: what a person reads; ``findings`` keeps every call site
+    groups: list | None = None
+
+    def __post_init__(self):
+        if self.groups is None:
+            self.groups = list(self.findings)
 
     def to_dict(self):
         return {
@@ -125,13 +138,15 @@ class Diagnosis:
             "runtime_s": self.runtime_s,
             "efficiency": self.efficiency,
             "findings": [f.to_dict() for f in self.findings],
+            "groups": [f.to_dict() for f in self.groups],
             "replay": self.replay,
             "notes": self.notes,
         }
 
     @property
     def major(self):
-        return [f for f in self.findings if f.share_of_runtime >= MINOR_SHARE]
+        """The groups that cost at least MINOR_SHARE of the run, best saving first."""
+        return [f for f in self.groups if f.share_of_runtime >= MINOR_SHARE]
 
 
 # ---- entry ------------------------------------------------------------------------------
@@ -186,8 +201,8 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
         findings += _thread_findings(ctx)
-    findings = _absorb_search_waits([f for f in findings if f.lost_s > 0])
-    findings.sort(key=lambda f: -f.lost_s)
+    findings = rk.rank(_absorb_search_waits([f for f in findings if f.lost_s > 0]))
+    groups = rk.group(findings, (lambda change: ctx.saving(**change)) if rp else None)
     if tl is None:
         notes.append(
             "without an event trace (commscope profile --trace): no wait states, no "
@@ -237,6 +252,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         findings=findings,
         notes=notes,
         replay=replay,
+        groups=groups,
     )
 
 
@@ -267,10 +283,18 @@ class _Context:
     runtime: float
     nranks: int
     machine_model: object
+    _balance: float | None = None
 
     def saving(self, **change):
         """Predicted saving of a change: unchanged replay - changed replay (never below 0)."""
         return max(self.base.runtime_s - self.rp.run(**change).runtime_s, 0.0)
+
+    def balance_saving(self):
+        """The saving of balancing the work over ranks: one replay, whichever findings
+        an imbalance makes."""
+        if self._balance is None:
+            self._balance = self.saving(balance=True)
+        return self._balance
 
     def overloaded(self):
         """Ranks whose useful time stands out (module constants), and max - mean."""
@@ -283,6 +307,26 @@ class _Context:
         return sorted(int(r) for r in u.index[u - u.mean() > gap / 2]), gap
 
 
+def _predict(ctx, f, **change):
+    """A finding's predicted saving: the replay of ``change`` (kept for grouping)."""
+    f.change = change
+    f.predicted_saving_s = (
+        ctx.balance_saving() if change == {"balance": True} else ctx.saving(**change)
+    )
+
+
+def _predict_no_wait(ctx, f, calls):
+    """The saving of ``calls`` waiting for nobody, counted from this finding's own
+    waits: at most its lost rank-seconds over P - 1 (all ranks but the last waiting
+    that long).  A replay without a wait also cuts what the wait passed on, whose
+    loss (and saving) belongs to the finding that caused it."""
+    _predict(ctx, f, no_wait=calls)
+    cap = f.lost_s * ctx.nranks / max(ctx.nranks - 1, 1)
+    if f.predicted_saving_s > cap:
+        f.evidence["replayed_saving_s"] = f.predicted_saving_s
+        f.predicted_saving_s = cap
+
+
 # ---- from the wait states -------------------------------------------------------------------
 
 
@@ -291,6 +335,20 @@ def _top_ranks(weights, share=0.2):
         return []
     top = max(weights.values())
     return sorted(int(r) for r, w in weights.items() if w >= share * top and w > 0)
+
+
+#: Waits an overloaded culprit explains: wherever they show, they are one load imbalance,
+#: with one balancing saving.
+_IMBALANCE_WAITS = (
+    "wait_nxn",
+    "late_sender",
+    "late_broadcast",
+    "late_scatter",
+    "early_reduce",
+    "early_gather",
+)
+#: A wait-state kind as a finding's kind once it belongs to a load imbalance.
+_AS_IMBALANCE = {"wait_nxn": "load_imbalance", "late_sender": "load_imbalance"}
 
 
 def _wait_findings(ctx):
@@ -303,62 +361,106 @@ def _wait_findings(ctx):
         weight = ws.culprit_weight.get(k, {})
         total = sum(weight.values())
         mostly_overloaded = total > 0 and sum(weight.get(r, 0.0) for r in overloaded) >= 0.5 * total
-        if kind in ("late_sender", "wait_nxn") and mostly_overloaded:
-            fk = ("load_imbalance",)
+        if kind in _IMBALANCE_WAITS and mostly_overloaded:
+            fk = ("imbalance",)
         elif kind == "wait_nxn":
             fk = ("wait_at_collective", fn, site)
         else:
             fk = (kind, fn, site)
         groups.setdefault(fk, []).append(k)
+    _split_late_sends(ctx, ws, groups)
     out = []
     for fk, keys in groups.items():
-        by_rank = {}
-        for (k, r), v in ws.by_key_rank.items():
-            if k in keys:
-                by_rank[r] = by_rank.get(r, 0.0) + v
-        total = sum(by_rank.values())
-        if total <= 0:
-            continue
-        weights = {}
-        for k in keys:
-            for r, w in ws.culprit_weight.get(k, {}).items():
-                weights[r] = weights.get(r, 0.0) + w
-        key_total = {k: sum(v for (kk, _), v in ws.by_key_rank.items() if kk == k) for k in keys}
-        mine = ws.waits[ws.waits["key"].isin(keys)]
-        direct = mine.groupby("rank")["direct_s"].sum()
-        direct = direct[direct > 0]
-        main = max(keys, key=lambda k: key_total[k])
-        kind, fn, site = ws.keys[main]
-        top = max(by_rank.values())
-        culprits = _top_ranks(weights)
-        if fk[0] in BALANCE_KINDS and set(overloaded) & set(culprits):
-            # the overloaded ranks all hold the others up, whichever of them came last
-            culprits = overloaded
-        f = Finding(
-            kind=fk[0],
-            culprit_ranks=overloaded if fk[0] == "load_imbalance" else culprits,
-            waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
-            if len(direct)
-            else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
-            waiting_function=fn,
-            callsite=site if site != fn else None,
-            region=None,
-            lost_s=total / ctx.nranks,
-            share_of_runtime=total / ctx.nranks / ctx.runtime,
-            fix="",
-            predicted_saving_s=None,
-            basis="",
-            evidence={
-                "lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
-                "direct_s": float(mine["direct_s"].sum()),
-                # credited to this finding from waits it held up on other calls
-                "held_up_s": max(total - float(mine["direct_s"].sum()), 0.0),
-                "waits": int(ws.waits["key"].isin(keys).sum()),
-            },
-        )
-        _predict_wait_fix(ctx, f, ws, keys)
-        out.append(f)
+        f = _wait_finding(ctx, ws, fk, keys, overloaded)
+        if f is not None:
+            _predict_wait_fix(ctx, f, ws, keys, imbalance=fk == ("imbalance",))
+            out.append(f)
     return out
+
+
+def _split_late_sends(ctx, ws, groups):
+    """Late sends by an overloaded rank are part of its imbalance, unless sending
+    first (the late-sender fix) saves more than balancing the work: then they are a
+    late-sender finding of their own, ranked by that saving."""
+    keys = groups.get(("imbalance",))
+    if not keys:
+        return
+    late = {}
+    for k in keys:
+        kind, fn, site = ws.keys[k]
+        if kind == "late_sender":
+            late.setdefault((fn, site), []).append(k)
+    for (fn, site), ks in late.items():
+        calls = _calls_at(ctx, fn, site if site != fn else None)
+        if ctx.saving(no_wait=calls) > ctx.balance_saving():
+            groups[("late_sender", fn, site)] = ks
+            keys[:] = [k for k in keys if k not in ks]
+    if not keys:
+        del groups[("imbalance",)]
+
+
+def _imbalance_kind(ws, keys):
+    """The kind of the finding a load imbalance makes: the wait kind it loses most
+    direct time to (waits at N x N collectives and for messages read as
+    ``load_imbalance``; a late root or an early one as its own kind)."""
+    w = ws.waits[ws.waits["key"].isin(keys)]
+    by = w.groupby("kind")["direct_s"].sum()
+    by.index = [_AS_IMBALANCE.get(k, k) for k in by.index]
+    by = by.groupby(level=0).sum()
+    return str(by.idxmax()) if len(by) else "load_imbalance"
+
+
+def _wait_finding(ctx, ws, fk, keys, overloaded):
+    """One finding from the waits of ``keys`` (one group of :func:`_wait_findings`)."""
+    by_rank = {}
+    for (k, r), v in ws.by_key_rank.items():
+        if k in keys:
+            by_rank[r] = by_rank.get(r, 0.0) + v
+    total = sum(by_rank.values())
+    if total <= 0:
+        return None
+    weights = {}
+    for k in keys:
+        for r, w in ws.culprit_weight.get(k, {}).items():
+            weights[r] = weights.get(r, 0.0) + w
+    key_total = {k: sum(v for (kk, _), v in ws.by_key_rank.items() if kk == k) for k in keys}
+    mine = ws.waits[ws.waits["key"].isin(keys)]
+    direct = mine.groupby("rank")["direct_s"].sum()
+    direct = direct[direct > 0]
+    main = max(keys, key=lambda k: key_total[k])
+    _kind, fn, site = ws.keys[main]
+    kind = _imbalance_kind(ws, keys) if fk == ("imbalance",) else fk[0]
+    top = max(by_rank.values())
+    # culprits by the waits they caused; of an imbalance (whose waits they mostly
+    # caused) the overloaded ranks: on a shared core the same work ends in a steady
+    # order, so the last of equally loaded ranks would stand out by causation alone
+    culprits = overloaded if fk == ("imbalance",) else _top_ranks(weights)
+    sites = mine.groupby("site")["direct_s"].sum().sort_values(ascending=False)
+    return Finding(
+        kind=kind,
+        culprit_ranks=culprits,
+        waiting_ranks=sorted(int(r) for r, v in direct.items() if v >= 0.25 * direct.max())
+        if len(direct)
+        else sorted(int(r) for r, v in by_rank.items() if v >= 0.25 * top),
+        waiting_function=fn,
+        callsite=site if site != fn else None,
+        region=None,
+        lost_s=total / ctx.nranks,
+        share_of_runtime=total / ctx.nranks / ctx.runtime,
+        fix="",
+        predicted_saving_s=None,
+        basis="",
+        evidence={
+            "lost_s_by_rank": {str(r): v for r, v in sorted(by_rank.items())},
+            "direct_s": float(mine["direct_s"].sum()),
+            # credited to this finding from waits it held up on other calls
+            "held_up_s": max(total - float(mine["direct_s"].sum()), 0.0),
+            "waits": int(len(mine)),
+            # the waits it caused, per culprit (rank-seconds of direct waits)
+            "caused_s_by_rank": {str(r): float(v) for r, v in sorted(weights.items())},
+            "direct_s_by_site": {str(k): float(v) for k, v in sites.items()},
+        },
+    )
 
 
 def _calls_at(ctx, function, callsite):
@@ -467,16 +569,26 @@ def _at(f):
     return f"{f.waiting_function}" + (f" at {f.callsite}" if f.callsite else "")
 
 
-def _predict_wait_fix(ctx, f, ws, keys):
-    """Fill the finding's fix, region and predicted saving (a replay with the fix)."""
+def _predict_wait_fix(ctx, f, ws, keys, imbalance):
+    """Fill the finding's fix, region and predicted saving (a replay with the fix):
+    an imbalance (``imbalance``) by balancing all work, a late or early root of a rank
+    that is not overloaded by balancing the work before those collectives only."""
     culprits = _ranks_text(f.culprit_ranks)
     if f.kind in BALANCE_KINDS:
         f.region = _region_of_culprit(ctx, f, ws, keys)
-        f.predicted_saving_s = ctx.saving(balance=True)
-        f.basis = (
-            "replay of the trace with every rank's work between its MPI calls set to "
-            "the mean over ranks"
-        )
+        if imbalance:
+            _predict(ctx, f, balance=True)
+            f.basis = (
+                "replay of the trace with every rank's work between its MPI calls set to "
+                "the mean over ranks"
+            )
+        else:
+            waiting = ws.waits.loc[ws.waits["key"].isin(keys), "call"]
+            _predict(ctx, f, burst_scale=_local_balance(ctx, waiting))
+            f.basis = (
+                "replay of the trace with the work just before each of these collectives "
+                "set to its members' mean"
+            )
         work = _work_ratio(ctx, f.culprit_ranks)
         if f.kind == "load_imbalance":
             f.fix = (
@@ -496,9 +608,9 @@ def _predict_wait_fix(ctx, f, ws, keys):
                 f"for {culprits}: give it a share of their work, or let it work on with {op}."
             )
         return
-    calls = _calls_at(ctx, f.waiting_function, f.callsite)
+    calls = _waiting_calls(ws, keys)
     if f.kind == "wait_at_collective":
-        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        _predict_no_wait(ctx, f, calls)
         f.basis = (
             "replay of the trace with this collective no longer waiting for the last "
             "rank (every call of it returns after its own cost)"
@@ -510,17 +622,17 @@ def _predict_wait_fix(ctx, f, ws, keys):
             "the nonblocking form and wait later."
         )
     elif f.kind == "late_sender":
-        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        _predict_no_wait(ctx, f, calls)
         f.basis = "replay of the trace with these receives finding their messages already sent"
         partner = _partner_site(ctx, calls)
         f.fix = (
             f"{_ranks_text(f.waiting_ranks).capitalize()} {_verb('wait', f.waiting_ranks)} in {_at(f)} for {culprits}, "
             f"whose send{' at ' + partner if partner else ''} comes after work that does "
             "not produce the message: send as soon as the data is ready (before the "
-            "independent work), or post MPI_Irecv early and wait later."
+            "independent work)."
         )
     elif f.kind == "late_receiver":
-        f.predicted_saving_s = ctx.saving(no_wait=calls)
+        _predict_no_wait(ctx, f, calls)
         f.basis = "replay of the trace with these sends no longer waiting for their receives"
         f.fix = (
             f"{_ranks_text(f.waiting_ranks).capitalize()}'s {_at(f)} waits until {culprits} "
@@ -529,7 +641,7 @@ def _predict_wait_fix(ctx, f, ws, keys):
         )
     elif f.kind == "wrong_order":
         scale = _wrong_order_scale(ctx, ws, keys)
-        f.predicted_saving_s = ctx.saving(burst_scale=scale)
+        _predict(ctx, f, burst_scale=scale)
         f.basis = (
             "replay of the trace with the work after each such receive done during the "
             "wait instead (up to the time the earlier message waited)"
@@ -539,6 +651,33 @@ def _predict_wait_fix(ctx, f, ws, keys):
             "while another message is already there: receive in arrival order "
             "(MPI_ANY_SOURCE, or MPI_Irecv for all and MPI_Waitany) and handle each as it comes."
         )
+
+
+def _waiting_calls(ws, keys):
+    """The calls that waited in ``keys``' waits, less those whose wait is partly of
+    another kind (a late-sender receive that is also in the wrong order): not waiting
+    at all would remove that part too."""
+    w = ws.waits
+    mine = set(w.loc[w["key"].isin(keys), "call"].astype(int))
+    others = set(w.loc[~w["key"].isin(keys), "call"].astype(int))
+    return mine - others
+
+
+def _local_balance(ctx, waiting_calls):
+    """{entry call: factor}: the members' work just before each collective instance
+    the waiting calls belong to becomes the instance's mean."""
+    rp = ctx.rp
+    scale = {}
+    for c in set(int(x) for x in waiting_calls):
+        got = rp.coll.get(c)
+        if got is None:
+            continue
+        entries = [e for _r, e, _root in rp.instance_entries[got[0]]]
+        mean = float(np.mean(rp.burst[entries]))
+        for e in entries:
+            if rp.burst[e] > 0:
+                scale[e] = mean / rp.burst[e]
+    return scale
 
 
 def _work_ratio(ctx, culprits):
@@ -722,7 +861,7 @@ def _small_message_findings(ctx):
                 f"{' at ' + site_key if site_key != fn_ else ''}: pack each run into one "
                 "message (one MPI_Send of the whole buffer, or a derived datatype)."
             ),
-            predicted_saving_s=ctx.saving(cost_scale=cost_scale, burst_scale=burst_scale),
+            predicted_saving_s=None,
             basis=(
                 "replay of the trace with each run sent as one message (the runs' "
                 "other messages cost nothing)" + model
@@ -735,6 +874,7 @@ def _small_message_findings(ctx):
                 "send_function": str(fn_),
             },
         )
+        _predict(ctx, f, cost_scale=cost_scale, burst_scale=burst_scale)
         out.append(f)
     return out
 
@@ -797,7 +937,7 @@ def _thread_findings(ctx):
             "(schedule(dynamic) or an even split of the work)."
         )
         if ctx.tl is not None:
-            f.predicted_saving_s = ctx.saving(burst_scale=_thread_scale(ctx, g))
+            _predict(ctx, f, burst_scale=_thread_scale(ctx, g))
             f.basis = (
                 "replay of the trace with each instance's work cut from its slowest "
                 "thread's to its threads' mean"
@@ -1030,13 +1170,14 @@ def _shared_comm_findings(ctx, multirate):
             f"matched apart; this machine's multirate run measured {1 / ratio:.2f}x the "
             f"rate per thread that way at {threads} threads."
         ),
-        predicted_saving_s=ctx.saving(cost_scale={int(x): ratio for x in mine.index}),
+        predicted_saving_s=None,
         basis=(
             f"replay of the trace with the threads' point-to-point calls taking "
             f"{ratio:.2f} of their time (the multirate ratio at {threads} threads)"
         ),
         evidence={"threads": threads, "shared_over_per_thread": ratio, "time_in_calls_s": spent},
     )
+    _predict(ctx, f, cost_scale={int(x): ratio for x in mine.index})
     return [f], None
 
 

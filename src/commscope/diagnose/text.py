@@ -77,18 +77,32 @@ def sentence(f, runtime_s):
     }.get(f.kind, f"{f.kind}: {w} {lose} {cost}{at}.")
 
 
+#: How many groups of findings the text lists (``--all``: every finding).
+SHOWN = 5
+
+#: Why a large loss can save little when fixed, per kind (one line).
+_WHY_LITTLE = {
+    "wait_at_collective": "without it the ranks wait at their next synchronisation instead",
+    "late_sender": "sent earlier, the message still waits for work the receiver does first",
+    "late_receiver": "the send still needs its receive before it can complete",
+    "wrong_order": "the messages arrive as late in any order",
+    "load_imbalance": "the work per rank is balanced where the ranks wait; the loss comes "
+    "from when it happens, not how much there is",
+}
+
+
 def headline(d):
-    """One or two sentences: the top finding and its saving, or that nothing costs more
-    than 5 %."""
+    """One or two sentences: the finding whose fix saves most and its saving, or that
+    nothing costs more than 5 %; when the largest loss saves little, why."""
     major = d.major
     if not major:
         return (
             f"No problem costs more than {MINOR_SHARE:.0%} of the run "
             f"({format_seconds(d.runtime_s)} on {d.ranks} ranks)"
             + (
-                f"; the largest, {d.findings[0].kind.replace('_', ' ')}, costs "
-                f"{percent(d.findings[0].share_of_runtime)}."
-                if d.findings
+                f"; the largest, {d.groups[0].kind.replace('_', ' ')}, costs "
+                f"{percent(d.groups[0].share_of_runtime)}."
+                if d.groups
                 else "."
             )
         )
@@ -99,15 +113,35 @@ def headline(d):
             f" Fixed, the run saves about {format_seconds(f.predicted_saving_s)} "
             f"({percent(f.predicted_saving_s / d.runtime_s)})."
         )
+    largest = max(major, key=lambda g: g.lost_s)
+    if largest is not f and (largest.predicted_saving_s or 0.0) < 0.5 * largest.lost_s:
+        why = _WHY_LITTLE.get(largest.kind, "its fix, replayed, moves the waiting elsewhere")
+        text += (
+            f" The largest loss, {largest.kind.replace('_', ' ')} "
+            f"({percent(largest.share_of_runtime)}), saves "
+            f"{format_seconds(largest.predicted_saving_s or 0.0)} fixed: {why}."
+        )
     return text
 
 
-def render(d, stream):
+def _where(f):
+    where = f.waiting_function or ""
+    where += (" at " if where else "") + f.callsite if f.callsite else ""
+    sites = f.evidence.get("callsites") or []
+    if len(sites) > 1:
+        where += f" (+{len(sites) - 1} call sites)"
+    return where or "-"
+
+
+def render(d, stream, every=False):
+    """The diagnosis as text: the answer, then the groups of findings best saving first
+    (the first SHOWN; ``every``: every finding, one per call site)."""
     p = lambda *a: print(*a, file=stream)  # noqa: E731
     p(f"# commscope diagnose {d.run}: {d.ranks} ranks, {format_seconds(d.runtime_s)}")
     p(headline(d))
-    if d.findings:
-        f = d.findings[0]
+    listed = d.findings if every else d.groups
+    if listed:
+        f = d.major[0] if d.major else listed[0]
         p(f"  fix: {f.fix}")
         if f.region:
             p(f"  where: {f.region}")
@@ -117,30 +151,38 @@ def render(d, stream):
                 f"({percent(f.predicted_saving_s / d.runtime_s)} of the run): {f.basis}"
             )
         p("")
-        p("findings, ranked by the time they cost:")
-        rows = [("#", "kind", "lost", "share", "culprits", "waiting", "where", "saving")]
-        for i, f in enumerate(d.findings, 1):
-            where = f.waiting_function or ""
-            where += (" at " if where else "") + f.callsite if f.callsite else ""
+        shown = listed if every else listed[:SHOWN]
+        what = "findings, one per call site" if every else "findings"
+        p(f"{what}, ranked by what their fix saves:")
+        rows = [("#", "kind", "saving", "lost", "share", "culprits", "waiting", "where")]
+        for i, g in enumerate(shown, 1):
             rows.append(
                 (
                     str(i),
-                    f.kind,
-                    format_seconds(f.lost_s),
-                    percent(f.share_of_runtime),
-                    _ranks(f.culprit_ranks),
-                    _ranks(f.waiting_ranks),
-                    where or "-",
-                    format_seconds(f.predicted_saving_s)
-                    if f.predicted_saving_s is not None
+                    g.kind,
+                    format_seconds(g.predicted_saving_s)
+                    if g.predicted_saving_s is not None
                     else "-",
+                    format_seconds(g.lost_s),
+                    percent(g.share_of_runtime),
+                    _ranks(g.culprit_ranks),
+                    _ranks(g.waiting_ranks),
+                    _where(g),
                 )
             )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         for r in rows:
             p("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-        for i, f in enumerate(d.findings[1:], 2):
-            p(f"  {i}. {f.fix}")
+        rest = listed[len(shown) :]
+        if rest:
+            share = sum(g.share_of_runtime for g in rest)
+            p(
+                f"  {len(rest)} more, together {percent(share)} of the run "
+                "(--all lists every call site, --json has them all)"
+            )
+        for i, g in enumerate(shown, 1):
+            if g is not f and g.share_of_runtime >= MINOR_SHARE:
+                p(f"  {i}. {g.fix}")
     e = d.efficiency.get("mpi")
     if e:
         p("")

@@ -13,9 +13,12 @@
   its entry; ``early_reduce`` / ``early_gather`` (N x 1): the root loses the latest
   non-root's entry - its entry (the data it reduces or gathers is not there before).
 
-Every wait is cut at the call's exit.  The *culprits* of a wait are the partners that
-entered last (within 5 % of the wait; for a collective, within half of the longest wait
-of its instance: its members arrive a little apart even when they do the same work).
+Every wait is cut at the call's exit.  The *culprits* of a point-to-point wait are the
+partners that entered last (within 5 % of the wait), sharing it equally.  A collective
+wait is shared by causation: while k of the members it waits for are still missing,
+each of them causes 1/k of that stretch, so the last arriver causes the whole stretch
+after the second-to-last came (the wait of a member is the last entry minus its own,
+and a rank that is last in most instances carries most of every instance's waits).
 
 **Passed-on waits** (Scalasca's delay analysis, simplified): a culprit may be late
 because it was itself waiting.  The culprit's *interval* runs from its previous
@@ -41,10 +44,11 @@ pd = lazy("pandas")
 
 #: The smallest wait recorded (shorter ones are the cost of the call, not a wait).
 MIN_WAIT_S = 1e-6
-#: Partners that entered within this share of the wait of the last are culprits too (a
-#: collective's members arrive a little apart even when they do the same work).
+#: Point-to-point partners that entered within this share of the wait of the last are
+#: culprits too.
 CULPRIT_TOLERANCE = 0.05
-COLLECTIVE_CULPRIT_TOLERANCE = 0.5
+#: A collective member causing less than this share of a wait is not named for it.
+MIN_CAUSE_SHARE = 0.01
 
 COLLECTIVE_KINDS = {
     ("1xn", "bcast"): "late_broadcast",
@@ -60,7 +64,8 @@ COLLECTIVE_KINDS = {
 class WaitStates:
     """``waits``: one row per wait (call, rank, thread, function, callsite, kind,
     start_s, end_s, lost_s, culprits (tuple of ranks), culprit_calls (their calls the
-    wait was for), key (index into ``keys``),
+    wait was for), culprit_shares (the share of the wait each culprit caused, summing
+    to 1), key (index into ``keys``),
     direct_s, passed_on_s).  ``keys``: the causes, (kind, function, callsite) each.
     ``by_key_rank``: lost seconds per (key, rank) after passing on.  ``culprit_weight``:
     per key, {rank: seconds of direct waits it caused}."""
@@ -114,6 +119,7 @@ def _p2p_waits(tl):
             "culprits": culprits.get(c, ()),
             "culprit_calls": culprit_calls.get(c, ()),
         }
+        wait["culprit_shares"] = _equal(wait["culprits"])
         earlier = wrong.get(c)
         if kind == "message" and earlier is not None and earlier < r:
             # another message for this rank, received later, was sent before: from then
@@ -181,26 +187,23 @@ def _collective_waits(tl):
     wc = col["wait_call"].to_numpy()
     lost = np.minimum(ready, end[wc]) - start[wc]
     col = col.assign(ready=ready, lost=lost)
-    # culprits per instance: the members (non-roots for N x 1, the root for 1 x N) that
-    # entered within the tolerance of the last, the tolerance taken from the longest wait
+    # who each wait is for: every member (N x N), the non-roots (the root of N x 1), the
+    # root (a non-root of 1 x N)
     cand = np.where(
         col["pattern"] == "nxn", True, np.where(col["pattern"] == "nx1", ~is_root, is_root)
     )
-    longest = col.groupby("instance")["lost"].transform("max").clip(lower=0)
-    late = cand & (
-        col["entry_s"]
-        >= col["ready"].where(np.isfinite(col["ready"])).groupby(col["instance"]).transform("max")
-        - COLLECTIVE_CULPRIT_TOLERANCE * longest
-    )
-    late_rows = col[late]
-    culprit_ranks = late_rows.groupby("instance")["rank"].agg(tuple)
-    culprit_calls = late_rows.groupby("instance")["entry_call"].agg(tuple)
+    members = {}
+    for inst, rank, entry, call, c in zip(
+        col["instance"], col["rank"], col["entry_s"], col["entry_call"], cand
+    ):
+        if c:
+            members.setdefault(inst, []).append((float(entry), int(rank), int(call)))
     waiting = col[col["lost"] > MIN_WAIT_S]
     out = []
     for row in waiting.itertuples(index=False):
-        ranks = culprit_ranks.get(row.instance, ())
-        calls = culprit_calls.get(row.instance, ())
-        keep = [i for i, r in enumerate(ranks) if r != row.rank]
+        ranks, calls, shares = _causes(
+            members.get(row.instance, ()), start[row.wait_call], row.rank
+        )
         out.append(
             {
                 "call": int(row.wait_call),
@@ -208,12 +211,41 @@ def _collective_waits(tl):
                 "start_s": start[row.wait_call],
                 "end_s": start[row.wait_call] + row.lost,
                 "lost_s": float(row.lost),
-                "culprits": tuple(sorted({ranks[i] for i in keep})),
-                "culprit_calls": tuple(calls[i] for i in keep),
+                "culprits": ranks,
+                "culprit_calls": calls,
+                "culprit_shares": shares,
                 "comm": row.comm,
             }
         )
     return out
+
+
+def _equal(culprits):
+    return tuple(1.0 / len(culprits) for _ in culprits)
+
+
+def _causes(members, entry, rank):
+    """(ranks, calls, shares) of one collective wait of ``rank``, entered at ``entry``:
+    the members entering after it, each with the share of the wait it caused (module
+    docstring), those under MIN_CAUSE_SHARE dropped and the rest renormalised."""
+    later = sorted((e, r, c) for e, r, c in members if r != rank and e > entry)
+    if not later:
+        return (), (), ()
+    total = later[-1][0] - entry
+    if total <= 0:
+        return (), (), ()
+    caused, acc, prev = [], 0.0, entry
+    for k, (e, _r, _c) in enumerate(later):
+        acc += (e - prev) / (len(later) - k)  # the stretch up to e, over those still missing
+        caused.append(acc)
+        prev = e
+    keep = [i for i, v in enumerate(caused) if v >= MIN_CAUSE_SHARE * total]
+    norm = sum(caused[i] for i in keep)
+    return (
+        tuple(later[i][1] for i in keep),
+        tuple(later[i][2] for i in keep),
+        tuple(caused[i] / norm for i in keep),
+    )
 
 
 def find(tl):
@@ -221,7 +253,17 @@ def find(tl):
     to their causes (see the module docstring)."""
     rows = _p2p_waits(tl) + _collective_waits(tl)
     calls = tl.calls
-    cols = ["call", "kind", "start_s", "end_s", "lost_s", "culprits", "culprit_calls", "comm"]
+    cols = [
+        "call",
+        "kind",
+        "start_s",
+        "end_s",
+        "lost_s",
+        "culprits",
+        "culprit_calls",
+        "culprit_shares",
+        "comm",
+    ]
     w = pd.DataFrame(rows, columns=cols)
     for c in ("rank", "thread", "function", "callsite"):
         w[c] = calls[c].to_numpy()[w["call"].to_numpy().astype(np.int64)] if len(w) else []
@@ -267,8 +309,8 @@ def _pass_on(states, tl):
     for i, row in enumerate(w.itertuples(index=False)):
         vec = np.zeros(nkeys)
         passed = np.zeros(nkeys)
-        share = row.lost_s / max(len(row.culprits), 1)
-        for c in row.culprits:
+        for c, fraction in zip(row.culprits, row.culprit_shares):
+            share = row.lost_s * fraction
             entry = entry_of(row.call, c)
             if entry is None:
                 continue
@@ -298,9 +340,9 @@ def _pass_on(states, tl):
             by[(int(k), int(r))] += float(vec[k])
     states.by_key_rank = dict(by)
     weight = defaultdict(lambda: defaultdict(float))
-    for key, culprits, d in zip(w["key"], w["culprits"], direct):
-        for c in culprits:
-            weight[int(key)][int(c)] += d / len(culprits)
+    for key, culprits, shares, d in zip(w["key"], w["culprits"], w["culprit_shares"], direct):
+        for c, fraction in zip(culprits, shares):
+            weight[int(key)][int(c)] += d * fraction
     states.culprit_weight = {k: dict(v) for k, v in weight.items()}
 
 
