@@ -24,7 +24,9 @@ Kinds, and where they come from:
   every arrival searches a long posted-receive queue;
 * ``shared_communicator``: threads of a rank sending and receiving on one communicator
   at once, where this machine's multirate measurement says a communicator per thread
-  is faster.
+  is faster;
+* ``cpu_contention``: ranks runnable but waiting for a core (an oversubscribed or busy
+  node), and the waits of the others that this explains (:mod:`.contention`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import InputError
 from ..lazy import lazy
 from ..units import format_bytes, format_seconds
+from . import contention as cnt
 from . import efficiency as eff
 from . import ranking as rk
 from . import replay as rpl
@@ -70,6 +73,7 @@ KINDS = (
     "thread_imbalance",
     "queue_search",
     "shared_communicator",
+    "cpu_contention",
 )
 NEEDS_TRACE = (
     "wait_at_collective",
@@ -189,7 +193,14 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
             efficiency["phases"] = eff.phase_levels(tl, ideal)
         except ValueError as exc:
             notes.append(f"no efficiency per phase: {exc}")
-    ctx = _Context(profile, tl, rp, base, useful, runtime, nranks, machine_model)
+    rank_cpu, nodes = _cpu_record(profile)
+    cpu = None
+    if rp is not None and getattr(trace, "cpu", None) is not None and len(trace.cpu):
+        cpu = cnt.per_call(tl, trace.cpu, rp.burst, rp.cost)
+    # a rank slowed by the machine has no more work: imbalance is judged without CPU waits
+    work = cnt.useful_without_waits(useful, rank_cpu, cpu[0] if cpu else None, tl)
+    ctx = _Context(profile, tl, rp, base, work, runtime, nranks, machine_model)
+    ctx.cpu, ctx.rank_cpu, ctx.nodes = cpu, rank_cpu, nodes
     findings = []
     if tl is not None:
         findings += _wait_findings(ctx)
@@ -201,6 +212,9 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         findings += _imbalance_without_trace(ctx)
     if profile.threads is not None and len(profile.threads):
         findings += _thread_findings(ctx)
+    findings += _contention_findings(ctx)
+    note = cnt.unmeasured_note(rank_cpu, nodes)
+    notes += [note] if note else []
     findings = rk.rank(_absorb_search_waits([f for f in findings if f.lost_s > 0]))
     groups = rk.group(findings, (lambda change: ctx.saving(**change)) if rp else None)
     if tl is None:
@@ -284,6 +298,12 @@ class _Context:
     nranks: int
     machine_model: object
     _balance: float | None = None
+    #: CPU contention (diagnose.contention): per call the CPU wait in its burst and its
+    #: cost (with a trace); per rank and per node as measured; the waits it explained
+    cpu: tuple | None = None
+    rank_cpu: object = None
+    nodes: object = None
+    absorbed_s_by_rank: dict = field(default_factory=dict)
 
     def saving(self, **change):
         """Predicted saving of a change: unchanged replay - changed replay (never below 0)."""
@@ -352,12 +372,15 @@ _AS_IMBALANCE = {"wait_nxn": "load_imbalance", "late_sender": "load_imbalance"}
 
 
 def _wait_findings(ctx):
-    ws = wst.find(ctx.tl)
+    ws = wst.find(ctx.tl, ctx.cpu)
     if not len(ws.waits):
         return []
     overloaded, _gap = ctx.overloaded()
     groups = {}
     for k, (kind, fn, site) in enumerate(ws.keys):
+        if (kind, fn, site) == wst.CPU_KEY:  # the machine's: the cpu_contention finding's
+            ctx.absorbed_s_by_rank = {r: v for (kk, r), v in ws.by_key_rank.items() if kk == k}
+            continue
         weight = ws.culprit_weight.get(k, {})
         total = sum(weight.values())
         mostly_overloaded = total > 0 and sum(weight.get(r, 0.0) for r in overloaded) >= 0.5 * total
@@ -710,6 +733,64 @@ def _wrong_order_scale(ctx, ws, keys):
         if nxt < len(c) and c["stream"].iat[nxt] == c["stream"].iat[call] and burst[nxt] > 0:
             scale[int(nxt)] = max(burst[nxt] - lost, 0.0) / burst[nxt]
     return scale
+
+
+# ---- CPU contention ------------------------------------------------------------------------
+
+
+def _cpu_record(profile):
+    """(per rank, per node) CPU contention as the profiler measured it, or (None, None)
+    for a run recorded without it."""
+    from ..collect import cpu
+
+    ranks = cpu.rank_cpu(profile)
+    return ranks, (cpu.node_load(profile) if ranks is not None else None)
+
+
+def _contention_findings(ctx):
+    """Time the ranks waited for a core, and the waits that explains (contention.py)."""
+    r = ctx.rank_cpu
+    if r is None or not r["measured"].any():
+        return []
+    own = (r["cpu_wait_s"] / r["threads"].clip(lower=1)).fillna(0.0)
+    own.index = r["rank"].to_numpy()
+    if ctx.cpu is not None:  # the waits inside the traced window, per call
+        c = ctx.tl.calls
+        waited = pd.Series(ctx.cpu[0] + ctx.cpu[1]).groupby([c["rank"], c["thread"]]).sum()
+        own = waited.groupby(level=0).mean().reindex(own.index, fill_value=0.0)
+    absorbed = ctx.absorbed_s_by_rank
+    lost = (float(own.sum()) + sum(absorbed.values())) / ctx.nranks
+    if lost <= 0:
+        return []
+    hosts, where = cnt.where(ctx.nodes, r)
+    culprits = sorted(int(k) for k, v in own.items() if v >= 0.25 * own.max() and v > 0)
+    waiting = sorted(int(k) for k, v in absorbed.items() if v > 0) or culprits
+    f = Finding(
+        kind="cpu_contention",
+        culprit_ranks=culprits,
+        waiting_ranks=waiting,
+        waiting_function=None,
+        callsite=None,
+        region=where or None,
+        lost_s=lost,
+        share_of_runtime=lost / ctx.runtime,
+        fix=cnt.fix_text(ctx.nodes, hosts, f"{100 * lost / ctx.runtime:.0f} %"),
+        predicted_saving_s=float(own.mean()),
+        basis="the CPU wait the profiler measured per rank (runnable, no core free), "
+        "the mean over ranks; no trace, so no replay",
+        evidence={
+            "cpu_wait_s_by_rank": {str(k): float(v) for k, v in own.items()},
+            "waits_explained_s_by_rank": {str(k): float(v) for k, v in sorted(absorbed.items())},
+            "nodes": ctx.nodes.to_dict("records") if ctx.nodes is not None else [],
+        },
+    )
+    if ctx.rp is not None and ctx.cpu is not None:
+        _predict(ctx, f, **cnt.idle_change(*ctx.cpu, ctx.rp.burst, ctx.rp.cost))
+        f.basis = (
+            "replay of the trace with every burst of work and every call less the CPU "
+            "wait measured in it (a core for every thread)"
+        )
+    return [f]
 
 
 # ---- without a trace: load imbalance from the useful times -----------------------------

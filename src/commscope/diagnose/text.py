@@ -74,6 +74,11 @@ def sentence(f, runtime_s):
         f"different times: {cost} idle there.",
         "queue_search": f"{w.capitalize()} {lose} {cost}{at} searching long queues of posted "
         "receives.",
+        "cpu_contention": f"{c.capitalize()} {_lose(f.culprit_ranks)} {cost} to CPU contention"
+        + (f" on {f.region}" if f.region else "")
+        + ": runnable but waiting for a core, and the others waiting for them.",
+        "shared_communicator": f"The threads of {w} share one communicator: {cost}{at} go to "
+        "matching their messages apart.",
     }.get(f.kind, f"{f.kind}: {w} {lose} {cost}{at}.")
 
 

@@ -38,6 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..lazy import lazy
+from . import contention
 
 np = lazy("numpy")
 pd = lazy("pandas")
@@ -248,9 +249,15 @@ def _causes(members, entry, rank):
     )
 
 
-def find(tl):
+#: The key of the waits CPU contention explains (diagnose.contention), when measured.
+CPU_KEY = ("cpu_contention", None, None)
+
+
+def find(tl, cpu=None):
     """The :class:`WaitStates` of a timeline: every wait, then passed-on waits credited
-    to their causes (see the module docstring)."""
+    to their causes (see the module docstring).  ``cpu``: (CPU wait in each call's
+    burst, in its cost), from :func:`commscope.diagnose.contention.per_call`: the part of
+    a wait its culprits' CPU wait explains is credited to :data:`CPU_KEY`."""
     rows = _p2p_waits(tl) + _collective_waits(tl)
     calls = tl.calls
     cols = [
@@ -271,6 +278,9 @@ def find(tl):
     keys = list(dict.fromkeys(zip(w["kind"], w["function"], w["site"])))
     index = {k: i for i, k in enumerate(keys)}
     w["key"] = [index[k] for k in zip(w["kind"], w["function"], w["site"])]
+    w["cpu_s"] = contention.explained(tl, w, *cpu) if cpu is not None else 0.0
+    if (w["cpu_s"] > 0).any():
+        keys.append(CPU_KEY)
     w = w.sort_values(["end_s", "call"], kind="stable").reset_index(drop=True)
     states = WaitStates(waits=w, keys=keys)
     _pass_on(states, tl)
@@ -326,7 +336,11 @@ def _pass_on(states, tl):
             if total > 0:
                 passed += got * (min(share, total) / total)
         vec += passed
-        direct[i] = max(row.lost_s - passed.sum(), 0.0)
+        left = max(row.lost_s - passed.sum(), 0.0)
+        machine = min(row.cpu_s, left)  # the culprits were descheduled, not late
+        if machine > 0:
+            vec[nkeys - 1] += machine
+        direct[i] = left - machine
         vec[row.key] += direct[i]
         vectors[i] = vec
         ends, items = done[row.rank]
