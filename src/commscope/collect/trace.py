@@ -491,6 +491,7 @@ def read_trace(raw_dir, check=True, callsites=True):
     missing; None when resolved).  Unresolved parts are None (callsite_line <NA>), as in
     the ``callsites`` table.
     ``callsites=False`` leaves the call sites unresolved (only ``site``).
+    The CPU records (version 4) are not in ``events`` but in ``Trace.cpu``.
 
     Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world
     rank), bytes what this rank sent, bytes_received what it received, request the
