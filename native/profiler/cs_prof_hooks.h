@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "cs_prof_cpu.h"
 #include "cs_prof_sites.h"
 #include "cs_prof_state.h"
 #include "cs_prof_tables.h"
@@ -36,6 +37,7 @@
 typedef struct {
     uint64_t b0;    /* the function's bytes at entry */
     uint64_t *site; /* the call site's entry (--callsites) */
+    uint64_t t0;    /* traced: the entry tick (its end is the thread's last traced call's) */
     int tsite;      /* the trace's site was set here (to be cleared at exit) */
 } cs_slow_t;
 
@@ -44,15 +46,21 @@ typedef struct {
  * MPI_Finalize) saved the program's; in the MPI's own Fortran layer (MPICH's mpif.h
  * calls MPI_*), the first frame outside it, unwound (cs_site_program).  Call-site
  * counting then finds the same address in cs_tl_site, so the trace and the call-site
- * table agree. */
-CS_HOT void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra)
+ * table agree.  Traced, a call after a compute burst first records the thread's CPU
+ * times (cs_cpu_enter). */
+CS_HOT void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra, uint64_t t0)
 {
     sl->b0 = s[CS_FN(f, CS_FN_BYTES)];
     sl->tsite = 0;
+    sl->t0 = 0;
     if ((sets & CS_SET_TRACE) && !cs_tl_site) {
         uintptr_t r = (uintptr_t)ra;
         cs_tl_site = (void *)(cs_site_passthrough(r) ? cs_site_program(r) : r);
         sl->tsite = 1;
+    }
+    if (sets & CS_SET_TRACE) {
+        cs_cpu_enter(f, t0);
+        sl->t0 = t0;
     }
     sl->site = (sets & CS_SET_CALLSITES) ? cs_site_enter(f, ra) : 0;
 }
@@ -61,6 +69,7 @@ CS_HOT void cs_leave_slow(const cs_slow_t *sl, uint64_t *s, int f, uint64_t dt)
 {
     if (sl->site) cs_site_leave(sl->site, s[CS_FN(f, CS_FN_BYTES)] - sl->b0, dt);
     if (sl->tsite) cs_tl_site = 0;
+    if (sl->t0) cs_tl_cpu_last = dt ? sl->t0 + dt : cs_ticks(); /* dt is 0 without the timers */
 }
 
 /* The clock at exit: the call's ticks, to its function and to the bin of the message
@@ -84,9 +93,9 @@ CS_HOT uint64_t cs_leave_time(uint64_t *s, int f, uint64_t t0, uint64_t *bt)
     s_[CS_FN((F), CS_FN_CALLS)]++; \
     uint64_t t0_ = (sets_ & CS_SET_CLOCK) ? cs_ticks() : 0; \
     uint64_t *bt_ = 0; /* the tick word of the size bin the call's time goes to */ \
-    cs_slow_t sl_ = {0, 0, 0}; \
+    cs_slow_t sl_ = {0, 0, 0, 0}; \
     if (__builtin_expect((sets_ & CS_SETS_SLOW) != 0, 0)) \
-        cs_enter_slow(&sl_, s_, (F), sets_, (RA)); \
+        cs_enter_slow(&sl_, s_, (F), sets_, (RA), t0_); \
     uint64_t *se_ = sl_.site; \
     (void)t0_, (void)se_, (void)bt_
 

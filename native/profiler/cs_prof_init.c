@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cs_prof_clocks.h"
+#include "cs_prof_cpu.h"
 #include "cs_prof_end.h"
 #include "cs_prof_init.h"
 #include "cs_prof_snap.h"
@@ -100,6 +101,8 @@ static int write_metadata(void)
 #else
     fprintf(f, " \"tick_source\": \"clock_monotonic_ns\",\n");
 #endif
+    /* the node's CPUs, against which its ranks x threads are judged */
+    fprintf(f, " \"cpus_online\": %ld,\n", sysconf(_SC_NPROCESSORS_ONLN));
     fprintf(f, " \"snapshot_interval_s\": %g,\n \"settings\": ", snapshot_s);
     cs_settings_json(f); /* the numbers in effect (settings.def), for readers and tests */
     fprintf(f, ",\n \"layout\": {");
@@ -247,6 +250,8 @@ static void set_up(int thread_level, cs_session_t session, int sets)
     cs_thread_multiple = thread_level >= MPI_THREAD_MULTIPLE;
     __atomic_store_n(&cs_sets, sets, __ATOMIC_RELEASE);
     cs_epoch_bump(); /* every thread takes the sets (and a slab) at its next call */
+    /* before the first snapshot, which reads the CPU times */
+    cs_cpu_start(sets & CS_SET_TIMERS, sets & CS_SET_TRACE);
     snprintf(path, sizeof path, "%s.snap", base);
     cs_snap_start(path, snapshot_s);
 }
@@ -279,6 +284,9 @@ void cs_profile_finish(void)
 {
     if (!cs_hdr || cs_hdr->state == CS_STATE_FINALIZED) return;
     cs_snap_stop(); /* takes the last snapshot */
+    char cpu_path[4400];
+    snprintf(cpu_path, sizeof cpu_path, "%s/cpu.%s.jsonl", dir, node_key);
+    cs_cpu_write(cpu_path);
     cs_summary_reduce(dir);
     cs_pvars_stop();
     cs_trace_finish();

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cs_prof_cpu.h"
 #include "cs_prof_snap.h"
 
 /* ---- MPI_T performance variables ----------------------------------------- */
@@ -259,6 +260,7 @@ static void take_snapshot(void)
     cs_hdr->tick1 = cs_ticks();
     cs_hdr->ns1 = cs_now_ns();
     uint64_t seq = cs_hdr->seq + 1;
+    cs_cpu_sample(); /* the cpu_* rank words, before they are merged */
     cs_rank_totals(now);
     if (npvar_values) pvars_read((double *)(now + cs_canonical_pvars_at()));
     uint32_t n = 0;
@@ -286,6 +288,7 @@ static void take_snapshot(void)
 static void *snap_main(void *arg)
 {
     (void)arg;
+    cs_cpu_skip_self();
     pthread_mutex_lock(&snap_lock);
     while (snap_running) {
         struct timespec ts;

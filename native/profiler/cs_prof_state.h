@@ -9,6 +9,7 @@
  *   cs_prof_snap.c      snapshot thread and MPI_T performance variables
  *   cs_prof_summary.c   the job-wide summary reduced at MPI_Finalize
  *   cs_prof_trace.c     per-thread event-trace buffers
+ *   cs_prof_cpu.c       CPU contention: run-queue wait and on-CPU time of the threads
  *   cs_prof_requests.c  request life cycle: start, Wait/Test families, cancel, free
  *   cs_prof_fortran.c   Fortran entry points written by hand (init, Wait/Test)
  *   cs_prof_init.c      MPI_Init/Finalize and sessions: sets everything up, metadata

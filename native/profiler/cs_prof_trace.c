@@ -8,12 +8,13 @@
  * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
  * dropped and a message says so once.
  *
- * File: 64-byte header {"CSTRACE1", u32 version 3, u32 record size 56, i32 rank,
+ * File: 64-byte header {"CSTRACE1", u32 version 4, u32 record size 56, i32 rank,
  * i32 thread, f64 ticks per second (0: see counters.<rank>.json), u64 tick0,
  * 24 bytes 0} then records (see cs_trace_rec_t).  Version 1 had u16 event and flags
  * and no function id; version 2 keeps the 48 bytes with u8 event and flags and the
  * function id in the other two bytes; version 3 appends the call site (the return
- * address of the outermost entry into this library, cs_prof_hooks.h).
+ * address of the outermost entry into this library, cs_prof_hooks.h); version 4 adds
+ * CPU records (CS_EV_CPU: the thread's run-queue wait and on-CPU ns, cs_prof_cpu.c).
  *
  * The distinct call sites of each thread's records are gathered into a small set
  * when its buffer is flushed (not per record), so that MPI_Finalize can list the
@@ -37,7 +38,8 @@
  * them.  Collective records (COLL, ICOLL, COLL_DONE): peer is the root (CS_ROOT_*),
  * tag the collective's function id (MPI_Allreduce_init's for a persistent one); COLL: bytes sent, and its bytes received in `request` (a blocking
  * collective has no request); ICOLL: request id and bytes sent; COLL_DONE: request
- * id and bytes received.  func: the function table's id (node.<key>.json
+ * id and bytes received.  CPU: begin = end, request the thread's run-queue wait ns and
+ * bytes its on-CPU ns so far.  func: the function table's id (node.<key>.json
  * "functions"), 0xffff unknown.  site: the call's return address in the program (the
  * call-site table's key; 0 unknown). */
 typedef struct {
@@ -49,7 +51,7 @@ typedef struct {
     uint64_t site;
 } cs_trace_rec_t;
 _Static_assert(sizeof(cs_trace_rec_t) == 56, "trace record layout");
-#define TRACE_VERSION 3
+#define TRACE_VERSION 4
 
 /* The distinct sites of a thread's records: open addressing, 0 is empty. */
 typedef struct {
@@ -205,14 +207,14 @@ static trace_buf_t *my_buffer(void)
     return tl_buf = b;
 }
 
-void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
-              int comm_id, int flags)
+static void trace_at(int event, int func, uint64_t t0, uint64_t t1, uint64_t request, long long bytes,
+                     int peer, int tag, int comm_id, int flags)
 {
     trace_buf_t *b = my_buffer();
     if (!b) return;
     cs_trace_rec_t *r = &b->recs[b->n++];
     r->t_begin = t0;
-    r->t_end = cs_ticks();
+    r->t_end = t1;
     r->request = request;
     r->bytes = bytes;
     r->peer = peer == MPI_ANY_SOURCE ? -1 : peer;
@@ -223,6 +225,17 @@ void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long byte
     r->func = func >= 0 && func < CS_NFUNC ? (uint16_t)func : 0xffff;
     r->site = (uint64_t)(uintptr_t)cs_tl_site; /* set by the entry point (cs_prof_hooks.h) */
     if (b->n == buffer_records) flush(b);
+}
+
+void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long bytes, int peer, int tag,
+              int comm_id, int flags)
+{
+    trace_at(event, func, t0, cs_ticks(), request, bytes, peer, tag, comm_id, flags);
+}
+
+void cs_trace_cpu(int func, uint64_t t0, uint64_t wait_ns, uint64_t run_ns)
+{
+    trace_at(CS_EV_CPU, func, t0, t0, wait_ns, (long long)run_ns, -1, 0, -1, 0);
 }
 
 void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,

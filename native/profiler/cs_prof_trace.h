@@ -11,7 +11,8 @@
 
 /* COLL: a blocking collective; ICOLL: a nonblocking or persistent collective started
  * (MPI_Ibcast, MPI_Start of an MPI_Bcast_init request); COLL_DONE: its completion.
- * MARK: an MPI_Pcontrol call, its level in bytes (a phase boundary of the program). */
+ * MARK: an MPI_Pcontrol call, its level in bytes (a phase boundary of the program).
+ * CPU: the thread's cumulative run-queue wait and on-CPU ns (cs_prof_cpu.h). */
 enum { CS_EV_SEND = 1,
        CS_EV_ISEND,
        CS_EV_RECV,
@@ -21,7 +22,8 @@ enum { CS_EV_SEND = 1,
        CS_EV_COLL,
        CS_EV_ICOLL,
        CS_EV_COLL_DONE,
-       CS_EV_MARK };
+       CS_EV_MARK,
+       CS_EV_CPU };
 /* A collective's root in a trace record: its rank in comm, or one of these.  CS_NO_ROOT
  * is what the wrappers of collectives without a root pass (MPICH's MPI_PROC_NULL is -1). */
 enum { CS_ROOT_NONE = -1,
@@ -39,6 +41,9 @@ void cs_trace(int event, int func, uint64_t t0, uint64_t request, long long byte
  * start and completion of a persistent one). */
 void cs_trace_coll(int event, int func, int coll, uint64_t t0, uint64_t request, long long sent,
                    long long received, int root, int comm_id);
+/* A CPU record at tick t0 (begin = end): the thread's run-queue wait ns in `request`,
+ * its on-CPU ns in `bytes`, both since the thread started. */
+void cs_trace_cpu(int func, uint64_t t0, uint64_t wait_ns, uint64_t run_ns);
 void cs_trace_finish(void);
 /* After cs_trace_finish: the distinct call sites of every record (malloc'd, unsorted,
  * *out 0 when none), so that the loaded objects holding them can be listed. */

@@ -1,9 +1,11 @@
 """Reader of `commscope profile --trace` event traces (raw/trace.<rank>.<thread>.bin).
 
-Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 3, u32 record
+Format (docs/profile.md): a 64-byte header {"CSTRACE1", u32 version 4, u32 record
 size 56, i32 rank, i32 thread, f64 ticks per second, u64 tick0, 24 bytes 0}, then
-56-byte records in the order the thread's calls returned. Version 3 records end with
-the call site (the return address into the program); version 2 records (48 bytes, no
+56-byte records in the order the thread's calls returned. Version 4 adds CPU records
+(the thread's cumulative run-queue wait and on-CPU time at a traced call's entry),
+which the reader keeps apart from the calls' records (``Trace.cpu``). Version 3 records
+end with the call site (the return address into the program); version 2 records (48 bytes, no
 call site) name the MPI function (an id into the node file's function list) and hold
 collectives too; version 1 traces (no function id, u16 event and flags) are still
 read, their ``function`` column empty. Timestamps are ticks; the rank's block of the
@@ -86,8 +88,8 @@ RECORD_V1 = np.dtype(
     ]
 )
 assert RECORD.itemsize == 56 and RECORD_V2.itemsize == RECORD_V1.itemsize == 48
-VERSION = 3
-RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD}  # the record of each version
+VERSION = 4
+RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD, 4: RECORD}  # the record of each version
 NO_FUNCTION = 0xFFFF  # func of a record whose function is unknown (and of version 1)
 EVENTS = {
     1: "SEND",
@@ -100,13 +102,16 @@ EVENTS = {
     8: "ICOLL",
     9: "COLL_DONE",
     10: "MARK",
-}  # MARK: MPI_Pcontrol, level in bytes
+    11: "CPU",
+}  # MARK: MPI_Pcontrol, level in bytes; CPU: not a call's record (Trace.cpu)
 STARTS = (2, 4, 8)  # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
 COMPLETES = (5, 9)  # COMPLETE, COLL_DONE
 COLLECTIVE = (7, 8, 9)  # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
 # collective's function id
 RECV_SIDE = 1  # flags bit 0: a receive-side completion
 MARK = 10  # an MPI_Pcontrol call (no communicator, its level in bytes)
+CPU = 11  # the thread's CPU times (version 4): wait ns in request, on-CPU ns in bytes
+CPU_COLUMNS = ["rank", "thread", "record", "function", "time_s", "cpu_wait_s", "cpu_run_s"]
 _NAME = re.compile(r"trace\.(\d+)\.(\d+)\.bin")
 
 
@@ -128,6 +133,10 @@ class Trace:
     t0_ns: int = 0  # time zero: the earliest rank's tick0 (aligned)
     alignment: dict = field(default_factory=dict)  # rank -> (node clock ns, offset ns) points
     clock_offsets: object = None  # DataFrame, a row per measured rank, or None
+    #: the CPU records (version 4), never in ``events``: rank, thread, record, function
+    #: (the call they preceded), time_s (as events' time_begin_s), cpu_wait_s and
+    #: cpu_run_s (the thread's run-queue wait and on-CPU time since it started)
+    cpu: object = None
 
     def offset_ns(self, rank, ns):
         """The offset (ns) that puts readings ``ns`` of ``rank``'s node clock on rank 0's
@@ -199,8 +208,14 @@ def read_file(path, rank, thread):
     n, cut = divmod(body, layout.itemsize)
     if cut:
         warnings.warn(f"{path}: last record cut short ({cut} bytes) and left out", stacklevel=2)
-    if version == VERSION:
-        return np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
+    if version >= 3:
+        rec = np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
+        if version < 4 and (rec["event"] == CPU).any():  # a code of later versions
+            i = int(np.argmax(rec["event"] == CPU))
+            raise InputError(
+                path, f"record {i}", f"unknown event code {CPU} in a version {version} trace"
+            )
+        return rec
     old = np.frombuffer(data, layout, count=n, offset=HEADER_BYTES)
     rec = np.zeros(n, RECORD)  # site 0: unknown
     for name in layout.names:
@@ -290,7 +305,8 @@ def _check_records(path, rec, comm_sizes, rank, comm_list):
                 f"out of order: ends before record {i - 1} (records are written as calls return)",
             )
     comm = rec["comm"]
-    known = np.isin(comm, list(comm_sizes)) | ((ev == MARK) & (comm == -1))  # a mark has none
+    mark = np.isin(ev, (MARK, CPU))  # neither has a communicator or a peer
+    known = np.isin(comm, list(comm_sizes)) | (mark & (comm == -1))
     if not known.all():
         i = int(np.argmax(~known))
         raise InputError(
@@ -299,7 +315,6 @@ def _check_records(path, rec, comm_sizes, rank, comm_list):
             f"communicator id {int(comm[i])} was never created "
             f"(not in rank {rank}'s communicator list, {comm_list})",
         )
-    mark = ev == MARK
     size = pd.Series(comm).map(comm_sizes).fillna(0).to_numpy(dtype=np.int64)
     peer = rec["peer"].astype(np.int64)
     coll = np.isin(ev, COLLECTIVE)  # peer: the root
@@ -317,6 +332,30 @@ def _check_records(path, rec, comm_sizes, rank, comm_list):
             f"{'root' if coll[i] else 'peer'} {int(peer[i])} "
             f"outside its communicator (size {int(size[i])})",
         )
+    _check_cpu(path, rec)
+
+
+def _check_cpu(path, rec):
+    """A CPU record is one instant (begin = end), and a thread's times never go back."""
+    at = np.flatnonzero(rec["event"] == CPU)
+    if not len(at):
+        return
+    cpu = rec[at]
+    bad = (cpu["t_end"] != cpu["t_begin"]) | (cpu["bytes"] < 0)
+    back = np.zeros(len(cpu), bool)
+    if len(cpu) > 1:
+        back[1:] = (np.diff(cpu["request"].astype(np.float64)) < 0) | (
+            np.diff(cpu["bytes"].astype(np.float64)) < 0
+        )
+    if (bad | back).any():
+        k = int(np.argmax(bad | back))
+        why = (
+            "a CPU record must have begin = end and on-CPU time >= 0"
+            if bad[k]
+            else "a CPU record whose run-queue wait or on-CPU time is below the thread's "
+            "previous one (they only grow)"
+        )
+        raise InputError(path, f"record {int(at[k])}", why)
 
 
 def _check_requests(df, raw_dir, rank):
@@ -452,6 +491,7 @@ def read_trace(raw_dir, check=True, callsites=True):
     missing; None when resolved).  Unresolved parts are None (callsite_line <NA>), as in
     the ``callsites`` table.
     ``callsites=False`` leaves the call sites unresolved (only ``site``).
+    The CPU records (version 4) are not in ``events`` but in ``Trace.cpu``.
 
     Collective rows (COLL, ICOLL, COLL_DONE): peer is the root (peer_world its world
     rank), bytes what this rank sent, bytes_received what it received, request the
@@ -465,7 +505,7 @@ def read_trace(raw_dir, check=True, callsites=True):
         raise InputError(
             raw_dir, None, "no trace.<rank>.<thread>.bin files (run `commscope profile --trace`)"
         )
-    frames, comms, clocks = [], [], {}
+    frames, comms, clocks, cpu_frames = [], [], {}, []
     communicators, rank_clocks = read_communicators(raw_dir), _clocks(raw_dir)
     for rank in sorted({r for r, _ in files}):
         cm = read_comms(communicators, raw_dir, rank)
@@ -495,6 +535,10 @@ def read_trace(raw_dir, check=True, callsites=True):
             d.insert(0, "file", path.name)
             d.insert(0, "thread", thread)
             d.insert(0, "rank", rank)
+            is_cpu = d["event"].to_numpy() == CPU  # kept apart: not a call's record
+            if is_cpu.any():
+                cpu_frames.append(d[is_cpu])
+                d = d[~is_cpu].reset_index(drop=True)
             rank_frames.append(d)
         if not rank_frames:
             continue
@@ -539,4 +583,33 @@ def read_trace(raw_dir, check=True, callsites=True):
     events["time_begin_s"] = tb
     events["time_end_s"] = te
     events["event"] = events["event"].map(EVENTS)
+    trace.cpu = _cpu_samples(trace, cpu_frames, rank_clocks)
     return trace
+
+
+def _cpu_samples(trace, frames, rank_clocks):
+    """``Trace.cpu`` from the CPU records: times as the events' time_begin_s, the
+    cumulative nanoseconds in seconds."""
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in zip(CPU_COLUMNS, "iiiOfff")})
+    d = pd.concat(frames, ignore_index=True)
+    time_s = np.empty(len(d))
+    for rank, idx in d.groupby("rank").indices.items():
+        time_s[idx] = trace.time_s(rank, d["t_begin"].to_numpy()[idx])
+    function = np.empty(len(d), dtype=object)
+    for rank, idx in d.groupby("rank").indices.items():
+        names = rank_clocks[rank][2]
+        table = np.asarray(names + [None], dtype=object)
+        f = d["func"].to_numpy()[idx]
+        function[idx] = table[np.where(f < len(names), f, len(names))]
+    return pd.DataFrame(
+        {
+            "rank": d["rank"].to_numpy(np.int64),
+            "thread": d["thread"].to_numpy(np.int64),
+            "record": d["record"].to_numpy(np.int64),
+            "function": function,
+            "time_s": time_s,
+            "cpu_wait_s": d["request"].to_numpy(np.float64) / 1e9,
+            "cpu_run_s": d["bytes"].to_numpy(np.float64) / 1e9,
+        }
+    )

@@ -270,8 +270,11 @@ def _snapshot_tables(raw_dir, nc, rank_rate, sets):
     frame["calls"] = vals[:, len(cols)].astype(np.int64)
     rate = np.array([rank_rate.get(int(r), np.nan) for r in snaps.rank])
     frame["mpi_time_s"] = vals[:, len(cols) + 1] / rate if "timers" in sets else np.nan
-    for i, name in enumerate(cols):
-        frame[name] = vals[:, i].astype(np.int64)
+    for i, c in enumerate(meta["counters"]):
+        if c.get("unit") == "ns":  # cpu_wait, cpu_run: seconds, as every stored time
+            frame[f"{c['name']}_s"] = vals[:, i] / 1e9
+        else:
+            frame[c["name"]] = vals[:, i].astype(np.int64)
     pv = None
     at = can["pvars"]
     sel = snaps.change_index >= at

@@ -162,19 +162,21 @@ def job_rows(doc, top=10):
     """
     from .catalog import counter_catalog
 
-    watermarks = {c["name"] for c in counter_catalog() if c["kind"] == "watermark"}
+    catalog = {c["name"]: c for c in counter_catalog() if c["scope"] in ("thread", "rank")}
+    watermarks = {n for n, c in catalog.items() if c["kind"] == "watermark"}
+    ns = {n for n, c in catalog.items() if c["unit"] == "ns"}  # shown in seconds, as _s
     rows = [
         dict(
-            name=name,
-            total=None if name in watermarks else s["total"],
-            mean=s["mean"],
-            min=s["min"],
+            name=f"{name}_s" if name in ns else name,
+            total=None if name in watermarks else s["total"] / (1e9 if name in ns else 1),
+            mean=s["mean"] / (1e9 if name in ns else 1),
+            min=s["min"] / (1e9 if name in ns else 1),
             min_rank=s["min_rank"],
-            max=s["max"],
+            max=s["max"] / (1e9 if name in ns else 1),
             max_rank=s["max_rank"],
         )
         for name, s in doc["counters"].items()
-        if s["total"]
+        if s["total"] and catalog.get(name, {}).get("unit") != "code"  # cpu_source: a code
     ]
     busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
     rows += [
