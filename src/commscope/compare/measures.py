@@ -211,10 +211,13 @@ def _counters(c):
         return {}, {}
     values, info = {}, {}
     for (name, kind, unit), g in c.groupby(["counter", "kind", "unit"], sort=True):
+        scale = 1.0
+        if unit == "ns":  # the CPU contention counters: seconds, as every time here
+            name, unit, scale = f"{name}_s", "s", 1e-9
         if kind == "regular":
-            values[str(name)] = float(g["value"].sum())
+            values[str(name)] = float(g["value"].sum()) * scale
         elif kind == "watermark":
-            values[str(name)] = float(g["value"].max())
+            values[str(name)] = float(g["value"].max()) * scale
         else:
             continue
         info[str(name)] = {"unit": str(unit), "counter_kind": str(kind)}

@@ -6,8 +6,9 @@ profiler measures each thread's run-queue wait (:mod:`commscope.collect.cpu`); w
 trace, at the entry of every call after a burst of work, so the wait is known per
 stretch of a stream.  Here that becomes:
 
-* :func:`per_call`: per traced call, the CPU wait inside the burst before it and inside
-  its own cost (a stretch's wait shared out over its bursts and costs by length);
+* :func:`per_call`: per traced call, the CPU wait inside the burst before it (the part
+  that made it longer), inside its own cost and while it waited for a partner (a
+  stretch's wait shared out over these by length);
 * :func:`explained`: per wait state, the part its culprit's lateness was CPU wait: the
   culprit's CPU wait just before the call it was late to, less the waiter's (both were
   slowed alike when both waited), at most the wait.  :func:`commscope.diagnose.waits.find`
@@ -31,16 +32,19 @@ UNMEASURED = "CPU contention unmeasured"
 
 
 def per_call(tl, samples, burst, cost):
-    """(wait in burst, wait in cost) per call of ``tl``, from the trace's CPU
-    ``samples`` (collect.cpu.cpu_samples): between two samples of a thread, the
-    increase of its run-queue wait is shared over the bursts and call costs in between
-    in proportion to their length, none above its length."""
+    """(in burst, in cost, in wait): the CPU wait per call of ``tl`` in the burst before
+    it, in its own cost and while it waited for a partner, from the trace's CPU
+    ``samples`` (collect.cpu.cpu_samples): between two samples of a thread, the increase
+    of its run-queue wait is shared over the bursts, costs and waits in between in
+    proportion to their length, none above its length.  A wait's share delayed the
+    thread only if its partner came meanwhile, so only :func:`explained` counts it."""
     n = len(tl.calls)
-    in_burst, in_cost = np.zeros(n), np.zeros(n)
+    in_burst, in_cost, in_wait = np.zeros(n), np.zeros(n), np.zeros(n)
     if samples is None or not len(samples) or not n:
-        return in_burst, in_cost
+        return in_burst, in_cost, in_wait
     calls = tl.calls
     start = calls["start_s"].to_numpy()
+    waited = np.maximum(calls["end_s"].to_numpy() - start - cost, 0.0)
     streams = calls.groupby(["rank", "thread"]).indices
     for (rank, thread), s in samples.groupby(["rank", "thread"]):
         idx = streams.get((rank, thread))
@@ -57,25 +61,48 @@ def per_call(tl, samples, burst, cost):
                 continue
             bursts = idx[a + 1 : b + 1]  # the work before each call up to the sampled one
             costs = idx[a:b]  # and the calls from the previous sample's on
-            spans = np.concatenate([burst[bursts], cost[costs]])
+            spans = np.concatenate([burst[bursts], cost[costs], waited[costs]])
             total = spans.sum()
             if total <= 0:
                 continue
             share = np.minimum(spans * (grown / total), spans)
             in_burst[bursts] += share[: len(bursts)]
-            in_cost[costs] += share[len(bursts) :]
-    return in_burst, in_cost
+            in_cost[costs] += share[len(bursts) : len(bursts) + len(costs)]
+            in_wait[costs] += share[len(bursts) + len(costs) :]
+    return _delaying(in_burst, burst, calls), in_cost, in_wait
 
 
-def explained(tl, waits, in_burst, in_cost):
+#: Bursts of one place (rank, thread, the call after them) needed to tell whether their
+#: CPU wait made them longer.
+MIN_BURSTS = 5
+
+
+def _delaying(in_burst, burst, calls):
+    """The part of each burst's CPU wait that made it longer.  Computation takes as much
+    longer as it waited for a core; work that runs to a deadline (a spin until a clock
+    time, a poll loop) does not.  Per place, the slope of the bursts' length on their
+    CPU wait (least squares, clipped to [0, 1]) says which: about 1 and 0."""
+    out = in_burst.copy()
+    site = calls["callsite"].fillna(calls["function"]).to_numpy()
+    keys = pd.MultiIndex.from_arrays([calls["rank"], calls["thread"], site])
+    for idx in pd.Series(np.arange(len(calls))).groupby(keys).indices.values():
+        w, b = in_burst[idx], burst[idx]
+        if len(idx) < MIN_BURSTS or np.var(w) <= 0:
+            continue
+        slope = float(np.cov(w, b, bias=True)[0, 1] / np.var(w))
+        out[idx] = w * min(max(slope, 0.0), 1.0)
+    return out
+
+
+def explained(tl, waits, in_burst, in_cost, in_wait):
     """Per row of ``waits`` (waits.find's columns before passing on), the seconds of the
     wait that the culprits' CPU wait explains (module docstring)."""
     if not len(waits):
         return np.zeros(0)
     stream = tl.calls["stream"].to_numpy()
-    prev_cost = np.zeros(len(stream))
-    prev_cost[1:] = np.where(stream[1:] == stream[:-1], in_cost[:-1], 0.0)
-    before = in_burst + prev_cost  # a call's entry is late by its burst's and the previous call's
+    prev = np.zeros(len(stream))  # the previous call's, which it may have left late
+    prev[1:] = np.where(stream[1:] == stream[:-1], (in_cost + in_wait)[:-1], 0.0)
+    before = in_burst + prev
     out = np.zeros(len(waits))
     for i, (call, calls, shares, lost) in enumerate(
         zip(waits["call"], waits["culprit_calls"], waits["culprit_shares"], waits["lost_s"])
@@ -110,7 +137,7 @@ def useful_without_waits(useful, rank_cpu, in_burst=None, tl=None):
     return out
 
 
-def idle_change(in_burst, in_cost, burst, cost):
+def idle_change(in_burst, in_cost, _in_wait, burst, cost):
     """The replay change of an idle machine: every burst and call cost less its CPU wait."""
 
     def scale(wait, spans):

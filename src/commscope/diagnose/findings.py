@@ -199,8 +199,11 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         cpu = cnt.per_call(tl, trace.cpu, rp.burst, rp.cost)
     # a rank slowed by the machine has no more work: imbalance is judged without CPU waits
     work = cnt.useful_without_waits(useful, rank_cpu, cpu[0] if cpu else None, tl)
-    ctx = _Context(profile, tl, rp, base, work, runtime, nranks, machine_model)
+    ctx = _Context(profile, tl, rp, base, useful, runtime, nranks, machine_model, work=work)
     ctx.cpu, ctx.rank_cpu, ctx.nodes = cpu, rank_cpu, nodes
+    if cpu is not None and (cpu[0].any() or cpu[1].any()):
+        ctx.idle = cnt.idle_change(*cpu, rp.burst, rp.cost)
+        ctx.idle_runtime_s = rp.run("idle machine", **ctx.idle).runtime_s
     findings = []
     if tl is not None:
         findings += _wait_findings(ctx)
@@ -297,6 +300,8 @@ class _Context:
     runtime: float
     nranks: int
     machine_model: object
+    #: the useful time less the CPU wait (the work the ranks had), for the imbalance test
+    work: object = None
     _balance: float | None = None
     #: CPU contention (diagnose.contention): per call the CPU wait in its burst and its
     #: cost (with a trace); per rank and per node as measured; the waits it explained
@@ -304,9 +309,13 @@ class _Context:
     rank_cpu: object = None
     nodes: object = None
     absorbed_s_by_rank: dict = field(default_factory=dict)
+    #: the replay change of an idle machine (every measured CPU wait taken out), its run time
+    idle: dict | None = None
+    idle_runtime_s: float | None = None
 
     def saving(self, **change):
-        """Predicted saving of a change: unchanged replay - changed replay (never below 0)."""
+        """Predicted saving of a change on this machine as it ran: unchanged replay -
+        changed replay (never below 0)."""
         return max(self.base.runtime_s - self.rp.run(**change).runtime_s, 0.0)
 
     def balance_saving(self):
@@ -317,14 +326,25 @@ class _Context:
         return self._balance
 
     def overloaded(self):
-        """Ranks whose useful time stands out (module constants), and max - mean."""
-        if self.useful is None or len(self.useful) < 2:
-            return [], 0.0
-        u = self.useful.set_index("rank")["useful_s"]
-        gap = float(u.max() - u.mean())
-        if gap < IMBALANCE_SHARE * self.runtime:
-            return [], gap
-        return sorted(int(r) for r in u.index[u - u.mean() > gap / 2]), gap
+        """Ranks whose useful time stands out (module constants), and max - mean: both
+        as measured and less the CPU wait (``work``).  A rank descheduled while it
+        computes looks overloaded only as measured; one whose work spins to a deadline
+        (a descheduled spin takes no longer) only less its CPU wait."""
+        ranks, gap = _stand_out(self.useful, self.runtime)
+        if self.work is not None and self.work is not self.useful:
+            fewer, gap = _stand_out(self.work, self.runtime)
+            ranks = sorted(set(ranks) & set(fewer))
+        return ranks, gap
+
+
+def _stand_out(useful, runtime):
+    if useful is None or len(useful) < 2:
+        return [], 0.0
+    u = useful.set_index("rank")["useful_s"]
+    gap = float(u.max() - u.mean())
+    if gap < IMBALANCE_SHARE * runtime:
+        return [], gap
+    return sorted(int(r) for r in u.index[u - u.mean() > gap / 2]), gap
 
 
 def _predict(ctx, f, **change):
@@ -777,15 +797,17 @@ def _contention_findings(ctx):
         fix=cnt.fix_text(ctx.nodes, hosts, f"{100 * lost / ctx.runtime:.0f} %"),
         predicted_saving_s=float(own.mean()),
         basis="the CPU wait the profiler measured per rank (runnable, no core free), "
-        "the mean over ranks; no trace, so no replay",
+        "the mean over ranks, taken as time the work was delayed; no trace, so neither "
+        "a replay nor a check that the work really took longer (work that spins to a "
+        "deadline does not)",
         evidence={
             "cpu_wait_s_by_rank": {str(k): float(v) for k, v in own.items()},
             "waits_explained_s_by_rank": {str(k): float(v) for k, v in sorted(absorbed.items())},
             "nodes": ctx.nodes.to_dict("records") if ctx.nodes is not None else [],
         },
     )
-    if ctx.rp is not None and ctx.cpu is not None:
-        _predict(ctx, f, **cnt.idle_change(*ctx.cpu, ctx.rp.burst, ctx.rp.cost))
+    if ctx.idle is not None:
+        f.predicted_saving_s = max(ctx.base.runtime_s - ctx.idle_runtime_s, 0.0)
         f.basis = (
             "replay of the trace with every burst of work and every call less the CPU "
             "wait measured in it (a core for every thread)"
