@@ -20,7 +20,8 @@ no longer matches the run, or that has neither debug information nor symbols, gi
 Python (mpi4py): a call made from mpi4py's compiled module is recorded at the first
 Python frame outside mpi4py (cs_prof_sites.c); the record's ``python_sites`` list
 ([id, file, line, function]) names it and the site's address is that id (below
-``PY_SITE_MAX``).  Its row has the script as file and object, the line as offset.
+``PY_SITE_MAX``), in the trace's records too.  Its row has the script as file and
+object, the line as offset.
 
 Table ``callsites``: rank, function (the MPI function), file, line, caller (the
 function containing the call), object, offset (the return address in the object),
