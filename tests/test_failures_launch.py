@@ -6,7 +6,9 @@ program's output is kept in the run directory, bounded, whatever --quiet says.
 Real jobs of 2 ranks under both wheels (tests/programs/endings.c)."""
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,68 @@ def test_a_rank_that_finalizes_then_fails_is_named(endings, runs_root, capfd):
     last = err.strip().splitlines()[-1]
     assert last.startswith("commscope profile: rank 1 finalized, then exited with status 4; ")
     assert "the program's exit status 4; " in last
+
+
+@pytest.fixture(scope="module")
+def user_preload(default_mpi, tmp_path_factory):
+    """tests/programs/user_preload.c built: a user's LD_PRELOAD library with handlers."""
+    lib = tmp_path_factory.mktemp("preload") / "libuser_preload.so"
+    src = PROGRAMS / "user_preload.c"
+    subprocess.run([default_mpi.mpicc, "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    return lib
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    "mpi, mode",
+    [("openmpi", m) for m in ("handlers", "siginfo", "ignore", "nocldwait", "reap")]
+    + [("mpich", "ignore"), ("mpich", "reap")],
+)
+def test_a_users_preload_with_signal_handlers_never_breaks_profile(
+    mpi, mode, user_preload, endings, runs_root, tmp_path
+):
+    """Issue 42: a user's LD_PRELOAD library whose constructor installs signal handlers
+    (in commscope's own process too) made profile exit 1 with a traceback (restoring
+    a handler Python had not installed); one that ignores SIGCHLD lost the job's exit
+    status (and MPICH's launcher hung).  A complete run exits 0; a failing rank is still
+    reported, with its status."""
+    env = {**os.environ, "LD_PRELOAD": str(user_preload), "USER_PRELOAD_MODE": mode}
+    exe = str(endings[mpi])
+
+    def profile(*args):
+        argv = [
+            sys.executable,
+            "-m",
+            "commscope",
+            "profile",
+            "--mpi",
+            mpi,
+            "--runs",
+            str(runs_root),
+        ]
+        return subprocess.run(
+            [*argv, "-n", "2", "--quiet", "--", exe, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    ok = profile("ok")
+    assert ok.returncode == 0 and "Traceback" not in ok.stderr, ok.stderr
+    run = open_run(ok.stdout.strip().splitlines()[0])
+    assert run.meta["status"] == "complete"
+    bad = profile("status", "1", "4")
+    assert bad.returncode == 4 and "Traceback" not in bad.stderr, bad.stderr
+    assert "rank 1 finalized, then exited with status 4" in bad.stderr.strip().splitlines()[-1]
+    # the library given to the ranks only, through the program's own environment
+    wrapper = tmp_path / "with_preload.sh"
+    wrapper.write_text(f'#!/bin/sh\nLD_PRELOAD="$LD_PRELOAD:{user_preload}" exec "$@"\n')
+    wrapper.chmod(0o755)
+    del env["LD_PRELOAD"]
+    exe = str(wrapper)
+    ok = profile(str(endings[mpi]), "ok")
+    assert ok.returncode == 0 and "Traceback" not in ok.stderr, ok.stderr
 
 
 @pytest.mark.mpi

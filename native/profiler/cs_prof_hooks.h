@@ -46,8 +46,9 @@ typedef struct {
  * MPI_Finalize) saved the program's; in the MPI's own Fortran layer (MPICH's mpif.h
  * calls MPI_*), the first frame outside it, unwound (cs_site_program).  Call-site
  * counting then finds the same address in cs_tl_site, so the trace and the call-site
- * table agree.  Traced, a call after a compute burst first records the thread's CPU
- * times (cs_cpu_enter). */
+ * table agree; a call from mpi4py's module is then given its Python site id.
+ * Traced, a call after a compute burst first records the thread's CPU times
+ * (cs_cpu_enter). */
 CS_HOT void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra, uint64_t t0)
 {
     sl->b0 = s[CS_FN(f, CS_FN_BYTES)];
@@ -63,6 +64,10 @@ CS_HOT void cs_enter_slow(cs_slow_t *sl, uint64_t *s, int f, int sets, void *ra,
         sl->t0 = t0;
     }
     sl->site = (sets & CS_SET_CALLSITES) ? cs_site_enter(f, ra) : 0;
+    /* mpi4py: the return address is the method's, whichever line called it; the trace
+     * takes the Python line the call-site entry was keyed by (or finds it) instead. */
+    if (sl->tsite && cs_site_python((uintptr_t)cs_tl_site))
+        cs_tl_site = (void *)cs_site_python_line((uintptr_t)cs_tl_site, sl->site);
 }
 
 CS_HOT void cs_leave_slow(const cs_slow_t *sl, uint64_t *s, int f, uint64_t dt)

@@ -14,7 +14,8 @@
  * hold a recorded address are listed: a site of the table, or one of the T distinct
  * call sites of the rank's trace records (--trace; then the line is written even
  * without --callsites, with depth 0 and no sites).  A site whose address is below
- * CS_PY_SITE_MAX is a Python line (mpi4py): that id of "python_sites".
+ * CS_PY_SITE_MAX is a Python line (mpi4py): that id of "python_sites", in the table
+ * and in the trace's records alike.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -119,7 +120,7 @@ void cs_sites_init(int depth)
 /* ---- Python call sites (mpi4py) ---------------------------------------------
  *
  * Only for a call whose return address is in mpi4py's extension module, and only
- * with --callsites.  The CPython C API is found with dlsym (nothing links against
+ * with --callsites or --trace.  The CPython C API is found with dlsym (nothing links against
  * Python; a C program has none of it and never gets here).  Everything below runs
  * with the GIL held (taken for the moment when mpi4py released it around the MPI
  * call, as it does for the blocking ones), which also guards the global tables:
@@ -292,9 +293,9 @@ static uint32_t py_site_of(PyObject_ *f, PyObject_ *code, const py_code_t *c)
 }
 
 /* The Python site ids of this call (made from mpi4py's module) into key: the first
- * frame outside mpi4py, then (--callsite-depth N) the N - 1 Python callers above it;
- * 0 when there is none (key untouched). */
-static uint32_t py_site(uintptr_t *key)
+ * frame outside mpi4py, then (--callsite-depth N) the N - 1 Python callers above it,
+ * `depth_max` ids at most; 0 when there is none (key untouched). */
+static uint32_t py_site(uintptr_t *key, int depth_max)
 {
     if (!py.ok || py_busy || !py.is_initialized() || (py.finalizing && py.finalizing())) return 0;
     py_busy = 1; /* a call made while we run Python code (a finaliser) is not walked */
@@ -304,7 +305,7 @@ static uint32_t py_site(uintptr_t *key)
     uint32_t id = 0;
     PyObject_ *f = py.get_frame(), *owned = 0; /* borrowed; `owned` is a new reference */
     int k = 0;
-    for (int depth = 0; f && depth < 256 && k < cs_site_depth; depth++) {
+    for (int depth = 0; f && depth < 256 && k < depth_max; depth++) {
         PyObject_ *code = py.frame_code(f);
         if (!code) break;
         const py_code_t *c = py_code(code);
@@ -324,6 +325,13 @@ static uint32_t py_site(uintptr_t *key)
     if (!held) py.gil_release(gil);
     py_busy = 0;
     return id;
+}
+
+uintptr_t cs_site_python_line(uintptr_t ra, const uint64_t *e)
+{
+    if (e) return e[CS_SITE_RA]; /* the site id the table keyed the call by, or ra */
+    uintptr_t key[1] = {ra};
+    return py_site(key, 1) ? key[0] : ra;
 }
 
 static int in_own(uintptr_t a) { return a >= own_lo && a < own_hi; }
@@ -438,7 +446,7 @@ uint64_t *cs_site_slow(int func, uintptr_t ra)
     cs_sites_t *t = cs_tl_sites;
     if (!t && !(t = cs_tl_sites = table_new())) return 0;
     uintptr_t key[16] = {ra};
-    if (cs_site_python(ra) && py_site(key)) {
+    if (cs_site_python(ra) && py_site(key, cs_site_depth)) {
         /* the Python line and its Python callers */
     } else if (cs_site_depth > 1 || cs_site_passthrough(ra))
         unwind(ra, key);
@@ -608,7 +616,9 @@ void cs_sites_write(const char *path, int rank, const uint64_t *extra, size_t ne
             }
         }
     }
-    for (size_t i = 0; i < nextra; i++) { /* the trace's sites: their objects are listed too */
+    /* the trace's sites: their objects are listed too (a Python site id is in python_sites) */
+    for (size_t i = 0; i < nextra; i++) {
+        if (extra[i] < CS_PY_SITE_MAX) continue;
         if (naddrs == cap) {
             uintptr_t *more = realloc(addrs, sizeof *addrs * (cap = cap ? 2 * cap : 256));
             if (!more) goto fail;

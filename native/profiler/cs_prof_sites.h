@@ -82,6 +82,11 @@ void cs_sites_write(const char *path, int rank, const uint64_t *extra, size_t ne
  * (backtrace()), for a return address in that layer; `ra` without unwind information. */
 uintptr_t cs_site_program(uintptr_t ra);
 
+/* Slow path, for the trace: the Python site id of a call made from mpi4py's module at
+ * return address `ra`: entry e's key when the call-site table keyed it (--callsites),
+ * else read from the Python stack; `ra` when there is no Python line. */
+uintptr_t cs_site_python_line(uintptr_t ra, const uint64_t *e);
+
 static inline int cs_site_passthrough(uintptr_t ra)
 {
     for (int i = 0; i < cs_site_npass; i++)

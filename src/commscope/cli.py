@@ -15,7 +15,7 @@ import sys
 
 from . import __version__
 from .errors import EnvironmentProblem, InputError
-from .interrupts import raise_interrupted, stop_signals_to
+from .interrupts import default_sigchld, raise_interrupted, stop_signals_to
 
 GROUP_HELP = {
     "bench": "run an MPI benchmark into a run directory",
@@ -139,6 +139,10 @@ def build_parser():
 
 
 def main(argv=None):
+    from .launch import set_aside_user_preload
+
+    default_sigchld()  # a user's LD_PRELOAD library is loaded here too
+    set_aside_user_preload()
     with stop_signals_to(raise_interrupted):
         return _dispatch(argv)
 

@@ -126,6 +126,9 @@ def main(argv):
     command = argv[3:] if argv[2] == "--" else argv[2:]
     # Signals are blocked and taken with sigtimedwait: no handler can race the fork.
     watched = (*STOP_SIGNALS, signal.SIGCHLD)
+    # A user's LD_PRELOAD library loads here too: SIGCHLD ignored (or SA_NOCLDWAIT)
+    # would reap the launcher before waitpid sees its status (interrupts.default_sigchld).
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

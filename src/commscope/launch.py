@@ -77,13 +77,32 @@ class LaunchPlan:
         return asdict(self)
 
 
+#: A user's own LD_PRELOAD, set aside by the CLI (:func:`set_aside_user_preload`).
+USER_PRELOAD = "COMMSCOPE_USER_LD_PRELOAD"
+
+
+def set_aside_user_preload():
+    """Move a user's LD_PRELOAD out of commscope's environment: it is meant for the
+    program, so jobs get it back (:func:`run_job`, :func:`wrap_env`) but commscope's own
+    tools (cmake, ninja, compilers) do not: a library that ignores SIGCHLD makes their
+    waitpid fail ("ninja: fatal: waitpid: No child processes")."""
+    value = os.environ.pop("LD_PRELOAD", None)
+    if value:
+        os.environ[USER_PRELOAD] = value
+
+
+def user_preload():
+    """The user's own LD_PRELOAD ("" without one), set aside or not."""
+    return os.environ.get("LD_PRELOAD") or os.environ.get(USER_PRELOAD) or ""
+
+
 def wrap_env(program, args, preload=(), env=None):
     """``env LD_PRELOAD=... K=V program args`` as (program, args): the preload and the
     variables reach the ranks only, never the launcher.  A user's own LD_PRELOAD is
     kept after ours."""
     preload = [str(p) for p in preload]
-    if os.environ.get("LD_PRELOAD"):
-        preload.append(os.environ["LD_PRELOAD"])
+    if user_preload():
+        preload.append(user_preload())
     words = ([f"LD_PRELOAD={':'.join(preload)}"] if preload else []) + [
         f"{k}={v}" for k, v in (env or {}).items()
     ]
@@ -402,6 +421,11 @@ def run_job(
     """
     _refuse_where_jobs_are_forbidden(plan.argv)
     env = dict(os.environ, **plan.env)
+    # A user's LD_PRELOAD goes where it was given: to the ranks through `env
+    # LD_PRELOAD=...` when the argv carries it (wrap_env), else to the whole job.  Not to
+    # a launcher whose ranks get it anyway: MPICH's hydra hangs if it ignores SIGCHLD.
+    if user_preload() and not any(str(a).startswith("LD_PRELOAD=") for a in plan.argv):
+        env.setdefault("LD_PRELOAD", user_preload())
     # A single-node mpiexec keeps its session files (Open MPI: <TMPDIR>/ompi.<pid>, PMIx
     # sockets) in a directory of this job's own: a killed launcher leaves its directory
     # behind, and a later launcher with the same pid failed to start on it ("The PMIx

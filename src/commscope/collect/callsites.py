@@ -20,7 +20,8 @@ no longer matches the run, or that has neither debug information nor symbols, gi
 Python (mpi4py): a call made from mpi4py's compiled module is recorded at the first
 Python frame outside mpi4py (cs_prof_sites.c); the record's ``python_sites`` list
 ([id, file, line, function]) names it and the site's address is that id (below
-``PY_SITE_MAX``).  Its row has the script as file and object, the line as offset.
+``PY_SITE_MAX``), in the trace's records too.  Its row has the script as file and
+object, the line as offset.
 
 Table ``callsites``: rank, function (the MPI function), file, line, caller (the
 function containing the call), object, offset (the return address in the object),
@@ -434,6 +435,11 @@ class Resolver:
         for o in self._objects.values():
             o.close()
 
+    def problems(self):
+        """{path: why nothing in it resolves} of the objects asked about so far that
+        could not be read as they ran (rebuilt, changed, gone, stripped)."""
+        return {o.path: o.problem for o in self._objects.values() if o.problem}
+
 
 def _locate(objects, addr):
     """(object record, address relative to its load bias) of an absolute address."""
@@ -455,23 +461,43 @@ def _frame(resolver, objects, addr):
 def objects_by_rank(raw_dir):
     """{rank: the loaded objects it listed} from the run's callsites.<node>.jsonl (with
     --callsites, or --trace: the objects that hold its trace's call sites)."""
+    return {rank: objects for rank, (objects, _) in listed_by_rank(raw_dir).items()}
+
+
+def listed_by_rank(raw_dir):
+    """{rank: (loaded objects, Python sites)} from the run's callsites.<node>.jsonl: the
+    Python sites (mpi4py) as {id: (file, line, function)}."""
     out = {}
     for path in callsite_files(raw_dir):
         for rec in read_records(path):
-            out.setdefault(int(rec["rank"]), []).extend(rec["objects"])
+            objects, python = out.setdefault(int(rec["rank"]), ([], {}))
+            objects.extend(rec["objects"])
+            python.update({int(p[0]): tuple(p[1:]) for p in rec.get("python_sites", [])})
     return out
 
 
-def resolve_addresses(addresses, objects, resolver=None):
+def resolve_addresses(addresses, objects, resolver=None, python=None):
     """(file, line, caller, reason) of each absolute return address of one rank, whose
-    loaded objects are ``objects`` (:func:`objects_by_rank`): what the ``callsites``
-    table says of that address (file None and ``line`` None where unknown; caller
-    "unknown" when nothing is known; reason empty when resolved)."""
+    loaded objects are ``objects`` and Python sites ``python`` (:func:`listed_by_rank`):
+    what the ``callsites`` table says of that address (file None and ``line`` None where
+    unknown; caller "unknown" when nothing is known; reason empty when resolved).  An
+    "address" below ``PY_SITE_MAX`` is a Python site id (mpi4py's calls)."""
+    return [r[:4] for r in resolve_sites(addresses, objects, resolver, python)]
+
+
+def resolve_sites(addresses, objects, resolver=None, python=None):
+    """As :func:`resolve_addresses`, each with two more: the object's path and the
+    address in it (None for a Python site or an address in no object)."""
     resolver = resolver or Resolver()
     out = []
     for a in addresses:
-        _, _, (file, line), caller, reason = _frame(resolver, objects, int(a))
-        out.append((file, line, caller, reason or ""))
+        if int(a) < PY_SITE_MAX:  # a Python line: the record's python_sites name it
+            file, line, caller = (python or {}).get(int(a), (None, None, UNKNOWN))
+            out.append((file, line, caller, "" if file else f"Python site {a} not listed"))
+            out[-1] += (None, None)
+            continue
+        obj, rel, (file, line), caller, reason = _frame(resolver, objects, int(a))
+        out.append((file, line, caller, reason or "", obj, rel))
     return out
 
 
@@ -640,7 +666,9 @@ __all__ = [
     "site_label",
     "reason_notes",
     "objects_by_rank",
+    "listed_by_rank",
     "resolve_addresses",
+    "resolve_sites",
     "Resolver",
     "UNKNOWN",
 ]

@@ -228,7 +228,7 @@ def probe(mpi, binary=None, regions=3, threads=2):
     ``profile --ompt`` runs a program, and checks every thread of every region
     reported its closing barrier.  Returns a dict (``available``, ``hint``, ...)."""
     import tempfile
-    from .. import mpi as mpimod
+    from .. import launch, mpi as mpimod
 
     out = {"available": False, "runtime": None, "tool": None, "probe": None, "hint": None}
     rt = runtime_library()
@@ -247,7 +247,7 @@ def probe(mpi, binary=None, regions=3, threads=2):
             **env,
             "COMMSCOPE_PROFILE_DIR": tmp,
             "OMP_NUM_THREADS": str(threads),
-            "LD_PRELOAD": ":".join(preload + [os.environ.get("LD_PRELOAD", "")]).rstrip(":"),
+            "LD_PRELOAD": ":".join(preload + [launch.user_preload()]).rstrip(":"),
         }
         try:
             subprocess.run(

@@ -137,6 +137,16 @@ class Trace:
     #: (the call they preceded), time_s (as events' time_begin_s), cpu_wait_s and
     #: cpu_run_s (the thread's run-queue wait and on-CPU time since it started)
     cpu: object = None
+    #: {object path: why its call sites could not be resolved (rebuilt after the run, ...)}
+    callsite_problems: dict = field(default_factory=dict)
+
+    def callsite_notes(self):
+        """One sentence per object whose call sites could not be resolved."""
+        return [
+            f"call sites not resolved: {why}; they are named by object and offset "
+            f"({Path(path).name}+0x...), as the run recorded them"
+            for path, why in self.callsite_problems.items()
+        ]
 
     def offset_ns(self, rank, ns):
         """The offset (ns) that puts readings ``ns`` of ``rank``'s node clock on rank 0's
@@ -411,26 +421,31 @@ def _collectives(d):
 
 def _call_sites(events, raw_dir):
     """The call-site columns of ``events`` (its ``site`` column: return addresses, 0
-    unknown), resolved per rank and distinct address as the ``callsites`` table is,
-    from the loaded objects each rank listed (raw/callsites.<node>.jsonl), then taken
-    onto the records by index (a million records: a fraction of a second)."""
-    from .callsites import Resolver, objects_by_rank
+    unknown, or Python site ids), resolved per rank and distinct address as the
+    ``callsites`` table is, from the loaded objects and Python sites each rank listed
+    (raw/callsites.<node>.jsonl), then taken onto the records by index (a million
+    records: a fraction of a second).  Returns {object path: why its call sites could
+    not be resolved}."""
+    from .callsites import Resolver, listed_by_rank
 
     site = events["site"].to_numpy()
-    objects = objects_by_rank(raw_dir) if site.any() else {}
+    listed = listed_by_rank(raw_dir) if site.any() else {}
     resolver = Resolver()
     codes = np.zeros(len(events), np.int64)
-    rows = []  # (callsite, file, line, caller, reason) per distinct (rank, address)
+    rows = []  # _resolve_site's, per distinct (rank, address)
     try:
         for rank, idx in events.groupby("rank").indices.items():
             addrs, inverse = np.unique(site[idx], return_inverse=True)
             codes[idx] = inverse.reshape(-1) + len(rows)
             rows += [
-                _resolve_site(a, rank, objects.get(int(rank)), resolver) for a in addrs.tolist()
+                _resolve_site(a, rank, listed.get(int(rank)), resolver) for a in addrs.tolist()
             ]
+        problems = resolver.problems()
     finally:
         resolver.close()
-    cols = list(zip(*rows)) if rows else [()] * 5
+    if problems:
+        rows = _sites_resolved_after_the_run(raw_dir, rows, problems)
+    cols = list(zip(*rows)) if rows else [()] * 8
 
     def take(values):  # text: None where missing, as in the callsites table (never NaN)
         table = np.empty(len(values), dtype=object)
@@ -444,12 +459,52 @@ def _call_sites(events, raw_dir):
     events["callsite_line"] = line
     events["caller"] = take(cols[3])
     events["callsite_reason"] = take(cols[4])
+    events["callsite_key"] = take(cols[5])
+    return problems
 
 
-def _resolve_site(a, rank, objects, resolver):
-    """(callsite, file, line, caller, reason) of return address ``a`` of ``rank``, whose
-    loaded objects are ``objects`` (None: it listed none)."""
-    from .callsites import UNKNOWN, resolve_addresses, site_label
+def _sites_resolved_after_the_run(raw_dir, rows, problems):
+    """``rows`` with the sites in objects that no longer resolve (``problems``: rebuilt,
+    changed or gone since) taken from the run's callsites.parquet, which ``commscope
+    profile`` resolved right after the run (with --callsites: the same addresses), by
+    object and offset; ``problems`` keeps the objects with a site still unresolved."""
+    from .callsites import site_label
+
+    table = Path(raw_dir).parent / "callsites.parquet"
+    known = {}
+    if table.is_file():
+        try:
+            cs = pd.read_parquet(table, columns=["object", "offset", "file", "line", "caller"])
+        except (OSError, ValueError, KeyError):  # unreadable: resolved as it is now
+            cs = None
+        if cs is not None:
+            cs = cs[cs["file"].notna() & cs["line"].notna() & cs["object"].isin(list(problems))]
+            for o, off, f, ln, c in cs.itertuples(index=False):
+                known[(o, int(off))] = (site_label(f, ln), f, int(ln), c, None, site_label(f, ln))
+    out, left = [], set()
+    for r in rows:
+        obj, rel = r[6], r[7]
+        if r[0] is None and obj in problems:
+            if (obj, rel) in known:
+                r = known[(obj, rel)] + (obj, rel)
+            else:
+                left.add(obj)
+        out.append(r)
+    for obj in set(problems) - left:
+        del problems[obj]
+    return out
+
+
+def _resolve_site(a, rank, listed, resolver):
+    """(callsite, file, line, caller, reason, key, object, offset) of return address (or
+    Python site id) ``a`` of ``rank``, whose loaded objects and Python sites are ``listed`` (None:
+    it listed none).  ``key`` names the site when file:line is unknown: the symbol and
+    offset (``send_a+0x1c``, built without -g), else the object's name and the address
+    in it (``app+0x11a9``, an object rebuilt after the run), so that calls from
+    different sites stay apart."""
+    import os
+
+    from .callsites import UNKNOWN, resolve_sites, site_label
 
     if a == 0:
         return (
@@ -460,8 +515,11 @@ def _resolve_site(a, rank, objects, resolver):
             "no call site recorded (a record written outside a "
             "wrapped call, or a trace written before call sites, "
             "version 3)",
+            None,
+            None,
+            None,
         )
-    if objects is None:
+    if listed is None:
         return (
             None,
             None,
@@ -470,10 +528,20 @@ def _resolve_site(a, rank, objects, resolver):
             f"rank {rank} listed no loaded objects in "
             "callsites.<node>.jsonl (killed before MPI_Finalize, or "
             "traced before call sites were recorded)",
+            None,
+            None,
+            None,
         )
-    f, ln, c, why = resolve_addresses([a], objects, resolver)[0]
+    objects, python = listed
+    f, ln, c, why, obj, rel = resolve_sites([a], objects, resolver, python)[0]
     ln = int(ln) if f and ln else None
-    return (site_label(f, ln) if ln else None, f, ln, None if c == UNKNOWN else c, why or None)
+    label = site_label(f, ln) if ln else None
+    key = label
+    if key is None and c and c != UNKNOWN and "+0x" in c:
+        key = c
+    elif key is None and obj:
+        key = f"{os.path.basename(obj)}+{rel:#x}"
+    return (label, f, ln, None if c == UNKNOWN else c, why or None, key, obj, rel)
 
 
 def read_trace(raw_dir, check=True, callsites=True):
@@ -488,8 +556,10 @@ def read_trace(raw_dir, check=True, callsites=True):
     (``name.c:42``, the file's base name and line), callsite_file (the file as the
     ``callsites`` table gives it), callsite_line, caller (the enclosing function;
     ``function+0x1c`` without -g), callsite_reason (why file and line, or all three, are
-    missing; None when resolved).  Unresolved parts are None (callsite_line <NA>), as in
-    the ``callsites`` table.
+    missing; None when resolved), callsite_key (callsite, else ``function+0x1c`` or
+    ``object+0x11a9``: what tells sites apart when file:line is unknown).  Unresolved
+    parts are None (callsite_line <NA>), as in the ``callsites`` table.  A record of a
+    call from mpi4py names the Python line (its site is that Python site id).
     ``callsites=False`` leaves the call sites unresolved (only ``site``).
     The CPU records (version 4) are not in ``events`` but in ``Trace.cpu``.
 
@@ -574,7 +644,7 @@ def read_trace(raw_dir, check=True, callsites=True):
     )
     trace.t0_ns = int(min(float(trace.align_ns(r, ns0)) for r, (_, ns0, _) in clocks.items()))
     if callsites:
-        _call_sites(events, raw_dir)
+        trace.callsite_problems = _call_sites(events, raw_dir)
     tb = np.empty(len(events))
     te = np.empty(len(events))
     for rank, idx in events.groupby("rank").indices.items():

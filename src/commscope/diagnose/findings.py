@@ -174,7 +174,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
     useful, useful_basis = eff.useful_times(profile, tl)
     nranks = int(len(ranks))
     runtime = tl.runtime_s if tl is not None else float(ranks["wall_s"].max())
-    notes = []
+    notes = trace.callsite_notes() if trace is not None else []
     rp = base = ideal = None
     if tl is not None and len(tl.calls):
         rp = rpl.Replayer(tl)

@@ -48,8 +48,9 @@ class Timeline:
     """The calls, their links and the run's window per rank (see the module docstring).
 
     ``calls``: call (= row number), rank, thread, stream, pos (in its stream),
-    function, callsite (file:line or None), comm (the communicator, the same text on
-    every rank), start_s, end_s, bytes (sent + received by the call's records).
+    function, callsite (file:line; unresolved, the raw site ``app+0x11a9``; or None),
+    comm (the communicator, the same text on every rank), start_s, end_s, bytes (sent +
+    received by the call's records).
     ``links``: the point-to-point waits: call, partner (a call), kind ("message" or
     "sync_send"), bytes (the message's size), src, dst (world ranks).
     ``collectives``: one row per member of every collective instance (see
@@ -93,7 +94,9 @@ def _calls(ev, names):
     )
     end = pd.Series(ev["time_end_s"].to_numpy()).groupby(call).max().to_numpy()
     nbytes = pd.Series(np.asarray(size, dtype=float)).groupby(call).sum().to_numpy()
-    site = ev["callsite"].to_numpy()[first] if "callsite" in ev else np.full(len(first), None)
+    # file:line, else the raw site (a program rebuilt after the run): sites stay apart
+    col = "callsite_key" if "callsite_key" in ev else "callsite"
+    site = ev[col].to_numpy()[first] if col in ev else np.full(len(first), None)
     site = np.array([_short_site(x) for x in site], dtype=object)
     calls = pd.DataFrame(
         {
