@@ -40,6 +40,7 @@ and exits 3; it exits 1 when an application run fails or the shim misses a funct
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -390,26 +391,29 @@ def validate_app(app, work, runs_root, reps=1, quick=False, mpicc=MPICC, shim=No
     shim = shim or shim_library(mpicc)
     work = Path(work) / app.key
     work.mkdir(parents=True, exist_ok=True)
+    variants = app.prepare(work, quick)
+    labels = ["balanced" if v.balanced else "imbalanced" for v in variants]
+    # the variants alternate, so a load that comes and goes on a shared machine
+    # slows both alike
+    alone = {label: [] for label in labels}
+    for i in range(reps):
+        for variant, label in zip(variants, labels):
+            tag = f"{app.key}-{label}-shim{i}"
+            alone[label].append(shim_run(app, variant, work, tag, shim, mpicc))
     rows = []
-    for variant in app.prepare(work, quick):
-        label = "balanced" if variant.balanced else "imbalanced"
-        alone = [
-            shim_run(app, variant, work, f"{app.key}-{label}-shim{i}", shim, mpicc)
-            for i in range(reps)
-        ]
-        run, stacked, own = profiled_run(
-            app, variant, work, f"{app.key}-{label}-profile", shim, runs_root, mpicc
-        )
+    for variant, label in zip(variants, labels):
+        tag = f"{app.key}-{label}-profile"
+        run, stacked, own = profiled_run(app, variant, work, tag, shim, runs_root, mpicc)
         rows.append(
             {
                 "app": app.name,
                 "knob": variant.knob,
                 "balanced": variant.balanced,
-                "alone": alone,
+                "alone": alone[label],
                 "stacked": stacked,
                 "own": own,
                 "diagnosis": diagnosis(run),
-                "uncovered": uncovered(run, read_shim(work / f"{app.key}-{label}-profile.shim")),
+                "uncovered": uncovered(run, read_shim(work / f"{tag}.shim")),
                 "run": run.path,
             }
         )
@@ -452,6 +456,7 @@ def table_rows(rows):
                 "knob": r["knob"],
                 "shim LB (same run)": _f(s["load_balance"]),
                 "shim LB (alone)": "/".join(_f(x) for x in alone_lb),
+                "run time alone (best)": _f(min(t["runtime_s"] for t, _ in r["alone"]), "{:.2f} s"),
                 "own-timer LB": _f(r["own"][0]),
                 "shim culprits (wait caused)": " ".join(
                     f"{r}:{s['wait_caused_s'][r]:.2f}s" for r in sorted(s["wait_caused_s"])
@@ -506,11 +511,13 @@ def main(argv=None):
         bad += [f"{r['app']} {r['knob']}: {r['uncovered']}" for r in rows if r["uncovered"]]
         for r in rows:
             print(f"run: {r['run']}", file=sys.stderr)
+    load = os.getloadavg()[0]
     print(
         format_table(
             table,
             title=f"commscope diagnose on real applications, {NRANKS} ranks: "
-            "ground truth (timing shim, the programs' own timers) vs commscope",
+            "ground truth (timing shim, the programs' own timers) vs commscope "
+            f"(load average {load:.1f} at the end)",
         )
     )
     if bad:
