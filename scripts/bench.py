@@ -94,6 +94,11 @@ SCRIPTS = {
     ),
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),
     "validate_lammps": (True, "shorter LAMMPS inputs (skips without Debian's lmp)"),
+    "validate_diagnose_apps": (
+        True,
+        "LAMMPS 300 and GROMACS 600 steps, 1 run a variant alone and 1 profiled "
+        "(skips without Debian's lmp and gmx_mpi)",
+    ),
     "conformance": (True, "2 mpi4py test modules, Open MPI (skips without PyPI)"),
     "export_sizes": (True, "2 threads, a ring of 2 ranks x 100 iterations, both formats"),
     "fuzz_runs": (True, "60 damaged-input cases, 2 through python -m commscope"),

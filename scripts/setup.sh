@@ -26,8 +26,8 @@ fi
 # As root with apt (CI, a fresh VM): Debian's Open MPI 4.1 and MPICH 4.0 with gfortran,
 # so the Fortran bindings (mpif.h, use mpi, use mpi_f08) are profiled and tested under
 # both; Debian's chromium, in which tests/test_report_browser.py opens a report
-# (headless); LAMMPS and HPCC, the real applications tests/test_validation_apps.py
-# profiles (docs/validation.md; about 30 MB); clang-format, for the C format check of
+# (headless); LAMMPS, HPCC and GROMACS, the real applications tests/test_validation_apps.py
+# profiles and diagnoses (docs/validation.md; about 350 MB, GROMACS's data most of it); clang-format, for the C format check of
 # scripts/test.sh.  Without root this is skipped; those tests then skip and say why (in CI,
 # scripts/test.sh makes them fail instead).
 apt_install() {  # apt_install "what skips without them" PACKAGE...
@@ -46,6 +46,6 @@ apt_install() {  # apt_install "what skips without them" PACKAGE...
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "${COMMSCOPE_APT:-1}" != 0 ]; then
     apt_install "the Fortran tests" gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich
     apt_install "the report's browser test" chromium
-    apt_install "the LAMMPS and HPCC validation tests" lammps hpcc
+    apt_install "the LAMMPS, HPCC and GROMACS validation tests" lammps hpcc gromacs
     apt_install "the C format check" clang-format
 fi

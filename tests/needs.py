@@ -3,7 +3,7 @@
 ``need(ok, reason)`` inside a test (or fixture), ``@needs(ok, reason)`` on one: when
 ``ok`` is false the test skips and says why, except under COMMSCOPE_REQUIRE_ALL=1
 (scripts/test.sh sets it in CI as root, where scripts/setup.sh has installed Debian's
-MPIs, gfortran, chromium, LAMMPS and HPCC, and PyPI is reachable): there a missing
+MPIs, gfortran, chromium, LAMMPS, HPCC and GROMACS, and PyPI is reachable): there a missing
 dependency fails the test.  A test that does not apply here (another MPI's feature, a
 machine without root) skips with ``pytest.skip`` as before.
 """

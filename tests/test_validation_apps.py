@@ -130,3 +130,74 @@ def test_hpcc_every_message_accounted_for(tmp_path, monkeypatch):
             peers.loc[(rank, 1 - rank), "bytes_sent"]
             == peers.loc[(1 - rank, rank), "bytes_received"]
         )
+
+
+# --- commscope diagnose on real applications (issue 42, item 5) ---------------------------
+
+
+def _apps_script():
+    spec = importlib.util.spec_from_file_location(
+        "validate_diagnose_apps", ROOT / "scripts" / "validate_diagnose_apps.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _shim_rank(rank, wall, mpi, entries):
+    calls = [("MPI_Allreduce", e, e + 10) for e in entries]
+    return {"rank": rank, "wall_s": wall, "mpi_s": mpi, "init_end_ns": 0,
+            "finalize_ns": int(wall * 1e9), "functions": {}, "calls": calls}  # fmt: skip
+
+
+def test_shim_truth_from_known_records():
+    """Rank 0 works 3 s, rank 1 1 s: LB = 2 / 3; rank 0 enters each of the three
+    Allreduces 0.5 s after rank 1, so it alone caused the 1.5 s of waiting."""
+    v = _apps_script()
+    ranks = {
+        0: _shim_rank(0, 4.0, 1.0, [int(x * 1e9) for x in (1.5, 2.5, 3.5)]),
+        1: _shim_rank(1, 4.0, 3.0, [int(x * 1e9) for x in (1.0, 2.0, 3.0)]),
+    }
+    t = v.shim_truth(ranks)
+    assert t["load_balance"] == pytest.approx(2 / 3)
+    assert t["culprits"] == [0] and t["wait_caused_s"][0] == pytest.approx(1.5)
+    assert t["wait_caused_s"][1] == 0 and t["runtime_s"] == pytest.approx(4.0)
+    ranks[1]["calls"].pop()  # unequal counts: no instance is certain, no culprit
+    assert v.shim_truth(ranks)["culprits"] == []
+
+
+needs_gromacs = needs(
+    shutil.which("gmx_mpi") is not None and shutil.which("gmx") is not None,
+    f"Debian's gromacs (gmx_mpi) is not installed: run {INSTALL}",
+)
+
+
+def _check_diagnosis_against_the_shim(app_key, tmp_path):
+    """The imbalanced variant, short, profiled with the shim stacked above libcommscope:
+    commscope's POP load balance within 0.1 of the shim's (the same run), its
+    load_imbalance finding's culprits those the shim's collective entries name, and
+    every MPI function the profile counted wrapped by the shim."""
+    v = _apps_script()
+    app = v.APPS[app_key]
+    shim = v.shim_library(SYSTEM_MPICC)
+    work = tmp_path / app_key
+    work.mkdir()
+    variant = next(x for x in app.prepare(work, quick=True) if not x.balanced)
+    run, truth, _ = v.profiled_run(app, variant, work, "imbalanced", shim, tmp_path / "runs")
+    d = v.diagnosis(run)
+    assert v.uncovered(run, v.read_shim(work / "imbalanced.shim")) == []
+    assert truth["culprits"] == [0]  # rank 0's domain holds twice rank 1's atoms
+    assert abs(d["load_balance"] - truth["load_balance"]) <= 0.1, (d, truth)
+    assert d["imbalance_culprits"] == truth["culprits"], (d, truth)
+
+
+@needs_system_mpi
+@needs_lammps
+def test_lammps_diagnosis_agrees_with_the_timing_shim(tmp_path):
+    _check_diagnosis_against_the_shim("lammps", tmp_path)
+
+
+@needs_system_mpi
+@needs_gromacs
+def test_gromacs_diagnosis_agrees_with_the_timing_shim(tmp_path):
+    _check_diagnosis_against_the_shim("gromacs", tmp_path)
