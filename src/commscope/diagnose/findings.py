@@ -621,9 +621,14 @@ def _predict_wait_fix(ctx, f, ws, keys, imbalance):
         f.region = _region_of_culprit(ctx, f, ws, keys)
         if imbalance:
             _predict(ctx, f, balance=True)
+            _overloaded, gap = ctx.overloaded()
+            f.evidence["work_over_mean_s"] = gap
             f.basis = (
                 "replay of the trace with every rank's work between its MPI calls set to "
-                "the mean over ranks"
+                "the mean over ranks (step by step: between collectives where the ranks' "
+                f"calls differ); the most loaded rank works {format_seconds(gap)} more "
+                "than the mean over the whole run, which is what balancing saves where "
+                "every step is alike (and what is predicted without a trace)"
             )
         else:
             waiting = ws.waits.loc[ws.waits["key"].isin(keys), "call"]

@@ -16,7 +16,8 @@ every prediction); the changes:
 
 * ``balance``: every burst of a stream becomes the mean of the bursts at the same
   place of every rank's stream of that thread (when the ranks made the same calls),
-  else each rank's bursts are scaled to the mean work;
+  else, between each two collectives the ranks all make, each rank's bursts are scaled
+  to the mean work of that stretch (else of the whole run);
 * ``network="ideal"``: zero latency, infinite bandwidth: every MPI call costs nothing
   and messages arrive as they are sent (POP's transfer efficiency, as Dimemas does);
 * ``machine_model``: as ideal, plus each message's time from the machine model
@@ -208,11 +209,31 @@ class Replayer:
                 for i in streams:
                     out[i] = mean
             elif len(streams) > 1:
-                work = np.array([bursts[i].sum() + 0.0 for i in streams])
-                target = work.mean()
-                for i, w in zip(streams, work):
-                    if w > 0:
-                        out[i] = bursts[i] * (target / w)
+                for segments in self._between_collectives(streams):
+                    work = np.array([bursts[i].sum() + 0.0 for i in segments])
+                    target = work.mean()
+                    for i, w in zip(segments, work):
+                        if w > 0:
+                            out[i] = bursts[i] * (target / w)
+        return out
+
+    def _between_collectives(self, streams):
+        """The streams cut at their collectives: for each stretch between the k-th and
+        the (k+1)-th collective, every stream's calls in it (ranks that make the same
+        collectives but different point-to-point calls balance per stretch, as a time
+        step's work is balanced); one stretch, the whole stream, when their numbers of
+        collectives differ."""
+        cuts = [np.flatnonzero([c in self.entry_of for c in i]) for i in streams]
+        if len({len(c) for c in cuts}) != 1 or not len(cuts[0]):
+            return [streams]
+        out = []
+        for k in range(len(cuts[0]) + 1):
+            seg = []
+            for i, c in zip(streams, cuts):
+                lo = c[k - 1] + 1 if k else 0
+                hi = c[k] + 1 if k < len(c) else len(i)
+                seg.append(i[lo:hi])
+            out.append(seg)
         return out
 
     def run(
