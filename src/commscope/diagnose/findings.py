@@ -40,6 +40,7 @@ from ..lazy import lazy
 from ..units import format_bytes, format_seconds
 from . import contention as cnt
 from . import efficiency as eff
+from . import noise as ns
 from . import ranking as rk
 from . import replay as rpl
 from . import timeline as tlm
@@ -117,6 +118,11 @@ class Finding:
         out.pop("change")
         return out
 
+    @property
+    def within_noise(self):
+        """No larger than the run's own repetition says noise alone would lose."""
+        return bool(self.evidence.get("within_noise"))
+
 
 @dataclass
 class Diagnosis:
@@ -149,8 +155,9 @@ class Diagnosis:
 
     @property
     def major(self):
-        """The groups that cost at least MINOR_SHARE of the run, best saving first."""
-        return [f for f in self.groups if f.share_of_runtime >= MINOR_SHARE]
+        """The groups that cost at least MINOR_SHARE of the run and more than noise,
+        best saving first."""
+        return [f for f in self.groups if f.share_of_runtime >= MINOR_SHARE and not f.within_noise]
 
 
 # ---- entry ------------------------------------------------------------------------------
@@ -417,8 +424,19 @@ def _wait_findings(ctx):
         f = _wait_finding(ctx, ws, fk, keys, overloaded)
         if f is not None:
             _predict_wait_fix(ctx, f, ws, keys, imbalance=fk == ("imbalance",))
+            _mark_noise(ctx, f, ws, keys)
             out.append(f)
     return out
+
+
+def _mark_noise(ctx, f, ws, keys):
+    """The loss the collectives' arrival jitter alone explains (noise.py), and whether
+    the finding is within it."""
+    calls = set(ws.waits.loc[ws.waits["key"].isin(keys), "call"].astype(int))
+    got = ns.collective_noise(ctx.tl, calls, ctx.nranks)
+    if got is not None:
+        f.evidence.update(got)
+        f.evidence["within_noise"] = bool(f.lost_s <= got["noise_s"])
 
 
 def _split_late_sends(ctx, ws, groups):

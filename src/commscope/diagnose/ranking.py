@@ -48,7 +48,13 @@ def group(findings, saving=None):
                 share_of_runtime=sum(f.share_of_runtime for f in members),
                 predicted_saving_s=predicted,
                 basis=top.basis + f", at all {len(members)} call sites at once",
-                evidence={**top.evidence, "callsites": sites, "findings": len(members)},
+                evidence={
+                    **top.evidence,
+                    "callsites": sites,
+                    "findings": len(members),
+                    "noise_s": sum(f.evidence.get("noise_s", 0.0) for f in members),
+                    "within_noise": all(f.within_noise for f in members),
+                },
                 change=change,
             )
         )

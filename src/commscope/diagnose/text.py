@@ -101,13 +101,21 @@ def headline(d):
     nothing costs more than 5 %; when the largest loss saves little, why."""
     major = d.major
     if not major:
+        noisy = [g for g in d.groups if g.within_noise and g.share_of_runtime >= MINOR_SHARE]
         return (
             f"No problem costs more than {MINOR_SHARE:.0%} of the run "
             f"({format_seconds(d.runtime_s)} on {d.ranks} ranks)"
             + (
                 f"; the largest, {d.groups[0].kind.replace('_', ' ')}, costs "
-                f"{percent(d.groups[0].share_of_runtime)}."
+                f"{percent(d.groups[0].share_of_runtime)}"
                 if d.groups
+                else ""
+            )
+            + (
+                f"; {noisy[0].kind.replace('_', ' ')} ({percent(noisy[0].share_of_runtime)}) "
+                "is within noise: the ranks' arrival jitter alone loses "
+                f"{format_seconds(noisy[0].evidence['noise_s'])}."
+                if noisy
                 else "."
             )
         )
@@ -169,7 +177,12 @@ def render(d, stream, every=False):
                     if g.predicted_saving_s is not None
                     else "-",
                     format_seconds(g.lost_s),
-                    percent(g.share_of_runtime),
+                    percent(g.share_of_runtime)
+                    + (
+                        f" (noise {format_seconds(g.evidence['noise_s'])})"
+                        if g.within_noise
+                        else ""
+                    ),
                     _ranks(g.culprit_ranks),
                     _ranks(g.waiting_ranks),
                     _where(g),

@@ -1,0 +1,69 @@
+"""Is a finding more than the run's own noise?
+
+Ranks that do the same work still reach a collective a little apart, instance by
+instance, and the first wait for the last: a loss no fix wins.  The run's repetition
+tells how large it is: per instance, each rank's entry less the instance's median entry;
+less each rank's own median over the instances (what stays from one instance to the
+next is an imbalance, not noise), the rest is jitter, of typical size sigma (the median
+absolute deviation pooled over ranks and instances, as a standard deviation: large
+lateness in a few instances, work that moves between ranks or a rank descheduled, is
+not noise of the typical size; CPU contention is credited apart).  With P members arriving with that jitter, the mean rank loses
+sigma x c_P per instance, c_P the expected maximum of P standard normal draws; over the
+instances that is the loss noise alone explains.  A finding that loses no more than that
+is *within noise*: listed with the figure, never the headline.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..lazy import lazy
+
+np = lazy("numpy")
+pd = lazy("pandas")
+
+#: Fewest instances from which the jitter is estimated.
+MIN_INSTANCES = 5
+
+
+@functools.lru_cache(maxsize=64)
+def expected_max_normal(p):
+    """c_P: E[max of p iid N(0, 1)] minus their mean (0)."""
+    from scipy import stats
+
+    from ..stats.evt import expected_max_exact
+
+    return float(expected_max_exact(stats.norm(), p)) if p > 1 else 0.0
+
+
+def collective_noise(tl, calls, nranks):
+    """{noise_s, jitter_s, instances}: the loss (rank-seconds over the run's ``nranks``
+    ranks, as a finding's ``lost_s``) that arrival jitter alone explains at the
+    collective instances the waiting ``calls`` belong to; None when they are not
+    collectives or too few."""
+    col = tl.collectives
+    if not len(col) or not len(calls):
+        return None
+    inst = col.loc[col["wait_call"].isin(list(calls)), "instance"].unique()
+    if len(inst) < MIN_INSTANCES:
+        return None
+    members = col[col["instance"].isin(inst)]
+    entry = tl.calls["start_s"].to_numpy()[members["entry_call"].to_numpy()]
+    table = pd.DataFrame(
+        {"instance": members["instance"].to_numpy(), "rank": members["rank"].to_numpy(), "t": entry}
+    ).pivot_table(index="instance", columns="rank", values="t", aggfunc="first")
+    table = table.dropna()  # instances every member of the group entered
+    p = table.shape[1]
+    if len(table) < MIN_INSTANCES or p < 2:
+        return None
+    offset = table.sub(table.median(axis=1), axis=0)
+    jitter = (offset - offset.median(axis=0)).to_numpy()  # less each rank's steady lead or lag
+    # robust (median absolute deviation): a rank that is late by much in some instances
+    # (work that moves between ranks, a descheduled rank) is not noise of the typical size
+    sigma = 1.4826 * float(np.median(np.abs(jitter - np.median(jitter))))
+    n = len(inst)
+    return {
+        "noise_s": n * p * sigma * expected_max_normal(p) / nranks,
+        "jitter_s": sigma,
+        "instances": int(n),
+    }
