@@ -1177,7 +1177,8 @@ def _queue_findings(ctx, trace):
         )
         f = Finding(
             kind="queue_search",
-            culprit_ranks=senders,
+            # the order of the sends and that of the posted receives differ: either side fixes it
+            culprit_ranks=sorted(set(senders) | {int(row.rank)}),
             waiting_ranks=[int(row.rank)],
             waiting_function=str(fn.iloc[0]) if len(fn) else None,
             callsite=str(site.iloc[0]) if len(site) else None,
@@ -1187,9 +1188,10 @@ def _queue_findings(ctx, trace):
             fix=(
                 f"Rank {int(row.rank)}'s messages arrive in another order than its receives "
                 f"were posted (mean search depth {row.prq_avg_depth:.0f}, up to "
-                f"{int(row.prq_max_depth):,} entries): post the receives in the order the "
-                "messages are sent, or tell them apart by communicator or source rather "
-                "than by tag alone."
+                f"{int(row.prq_max_depth):,} entries): rank {int(row.rank)} posts the "
+                f"receives in the order {_ranks_text(senders)} {_verb('send', senders)} "
+                "(or the senders send in the posted order), or tells them apart by "
+                "communicator or source rather than by tag alone."
             ),
             predicted_saving_s=lost_rank,
             basis=(

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+#: Kinds grouped by call site whoever sends: every pair that sends small messages from
+#: one place of the code (an exchange both ranks make) is one problem with one fix.
+BY_SITE = ("small_messages",)
+
 
 def rank(findings):
     """``findings`` best saving first (an unknown saving counts as none), then by loss."""
@@ -18,13 +22,18 @@ def rank(findings):
 
 
 def group(findings, saving=None):
-    """One finding per (kind, culprits, waiting ranks): the member that loses most
-    stands for the group, with the summed loss, the call sites in
+    """One finding per (kind, culprits, waiting ranks), or per (kind, call site) for
+    :data:`BY_SITE`: the member that loses most stands for the group (the culprits and
+    waiting ranks of all), with the summed loss, the call sites in
     ``evidence["callsites"]`` and, where every member's saving comes from a replay
     change, ``saving(change)`` of the merged change (else the summed savings)."""
     by = {}
     for f in findings:
-        by.setdefault((f.kind, tuple(f.culprit_ranks), tuple(f.waiting_ranks)), []).append(f)
+        if f.kind in BY_SITE:
+            key = (f.kind, f.callsite or f.waiting_function)
+        else:
+            key = (f.kind, tuple(f.culprit_ranks), tuple(f.waiting_ranks))
+        by.setdefault(key, []).append(f)
     out = []
     for members in by.values():
         if len(members) == 1:
@@ -44,6 +53,8 @@ def group(findings, saving=None):
         out.append(
             replace(
                 top,
+                culprit_ranks=sorted({r for f in members for r in f.culprit_ranks}),
+                waiting_ranks=sorted({r for f in members for r in f.waiting_ranks}),
                 lost_s=lost,
                 share_of_runtime=sum(f.share_of_runtime for f in members),
                 predicted_saving_s=predicted,
