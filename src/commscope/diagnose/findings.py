@@ -824,6 +824,9 @@ def _contention_findings(ctx):
         "a replay nor a check that the work really took longer (work that spins to a "
         "deadline does not)",
         evidence={
+            "lost_s_by_rank": {
+                str(k): float(v) + absorbed.get(int(k), 0.0) for k, v in own.items()
+            },
             "cpu_wait_s_by_rank": {str(k): float(v) for k, v in own.items()},
             "waits_explained_s_by_rank": {str(k): float(v) for k, v in sorted(absorbed.items())},
             "nodes": ctx.nodes.to_dict("records") if ctx.nodes is not None else [],

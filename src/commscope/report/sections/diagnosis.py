@@ -4,7 +4,7 @@ where the others wait, the fix and the saving (commscope diagnose, docs/diagnose
 import html
 
 from ...diagnose.findings import MINOR_SHARE, diagnose, replay_error_text
-from ...diagnose.text import headline, percent
+from ...diagnose.text import SHOWN, headline, percent
 from ...profile.api import Profile
 from ...units import format_seconds
 from ..figures import figure_html, legend_below, new_figure
@@ -46,25 +46,33 @@ def _render_run(run, context):
         f'<p class="note">{e(run.path.name)}: {d.ranks} ranks, '
         f"{e(format_seconds(d.runtime_s))}.</p></div>"
     )
-    if d.findings:
+    if d.groups:
+        shown = d.groups[:SHOWN]
         rows = [
             {
-                "kind": f.kind.replace("_", " "),
+                "kind": f.kind.replace("_", " ") + (" (within noise)" if f.within_noise else ""),
+                "predicted_saving_s": f.predicted_saving_s,
                 "lost_s": f.lost_s,
                 "share_pct": 100 * f.share_of_runtime,
                 "culprit ranks": _ranks(f.culprit_ranks),
                 "waiting ranks": _ranks(f.waiting_ranks),
-                "where": " at ".join(x for x in (f.waiting_function, f.callsite) if x) or "-",
-                "predicted_saving_s": f.predicted_saving_s,
+                "where": _where(f),
                 "fix": f.fix,
             }
-            for f in d.findings
+            for f in shown
         ]
+        rest = d.groups[len(shown) :]
+        more = (
+            f"; {len(rest)} more, together {percent(sum(g.share_of_runtime for g in rest))} "
+            "of the run (commscope diagnose --all lists every call site)"
+            if rest
+            else ""
+        )
         parts.append(
             html_table(
                 rows,
-                caption="findings, ranked by the run time they cost "
-                f"(below {MINOR_SHARE:.0%}: minor)",
+                caption="findings, ranked by what their fix saves "
+                f"(below {MINOR_SHARE:.0%} of the run, or within noise: minor){more}",
             )
         )
     parts.append(_per_rank_figure(d))
@@ -82,6 +90,12 @@ def _model(context):
 
         mm = load_machine_model(mm)
     return mm
+
+
+def _where(f):
+    where = " at ".join(x for x in (f.waiting_function, f.callsite) if x) or "-"
+    sites = f.evidence.get("callsites") or []
+    return where + (f" (+{len(sites) - 1} call sites)" if len(sites) > 1 else "")
 
 
 def _ranks(ranks):
@@ -157,7 +171,7 @@ def _per_rank_figure(d):
     bars without waiting."""
     by_rank = {}
     kinds = []
-    for f in d.findings[:5]:
+    for f in d.groups[:SHOWN]:
         lost = f.evidence.get("lost_s_by_rank")
         if not lost:
             continue
@@ -171,7 +185,7 @@ def _per_rank_figure(d):
         total = {r: sum(by_rank.get(r, {}).values()) for r in ranks}
         order = sorted(ranks, key=lambda r: total[r])
         keep = set(order[: MAX_BARS // 2]) | set(order[-MAX_BARS // 2 :])
-        keep |= {r for f in d.findings[:1] for r in f.culprit_ranks}
+        keep |= {r for f in d.groups[:1] for r in f.culprit_ranks}
         ranks = sorted(keep)
     fig, axes = new_figure(width=7.5, height=3.2)
     ax = axes[0][0]
