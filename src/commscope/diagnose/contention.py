@@ -10,8 +10,9 @@ stretch of a stream.  Here that becomes:
   that made it longer), inside its own cost and while it waited for a partner (a
   stretch's wait shared out over these by length);
 * :func:`explained`: per wait state, the part its culprit's lateness was CPU wait: the
-  culprit's CPU wait just before the call it was late to, less the waiter's (both were
-  slowed alike when both waited), at most the wait.  :func:`commscope.diagnose.waits.find`
+  culprit's CPU wait since it last synchronised (its previous blocking call) up to the
+  call it was late to, less the waiter's likewise (both were slowed alike when both
+  waited), at most the wait.  :func:`commscope.diagnose.waits.find`
   credits that part to CPU contention instead of the wait's pattern;
 * :func:`finding`: the ``cpu_contention`` finding: the node, its ranks x threads
   against its cores, the share of the run, what to do, and the saving of a replay with
@@ -80,8 +81,10 @@ MIN_BURSTS = 5
 def _delaying(in_burst, burst, calls):
     """The part of each burst's CPU wait that made it longer.  Computation takes as much
     longer as it waited for a core; work that runs to a deadline (a spin until a clock
-    time, a poll loop) does not.  Per place, the slope of the bursts' length on their
-    CPU wait (least squares, clipped to [0, 1]) says which: about 1 and 0."""
+    time, a fixed time quantum) does not, unless the deadline passed while it waited.
+    Per place, the slope of the bursts' length on their CPU wait (least squares, clipped
+    to [0, 1]) says which, about 1 or 0; a burst longer than the place's median by no
+    more than its CPU wait was delayed by that much whatever the slope."""
     out = in_burst.copy()
     site = calls["callsite"].fillna(calls["function"]).to_numpy()
     keys = pd.MultiIndex.from_arrays([calls["rank"], calls["thread"], site])
@@ -90,7 +93,8 @@ def _delaying(in_burst, burst, calls):
         if len(idx) < MIN_BURSTS or np.var(w) <= 0:
             continue
         slope = float(np.cov(w, b, bias=True)[0, 1] / np.var(w))
-        out[idx] = w * min(max(slope, 0.0), 1.0)
+        late = np.minimum(w, np.maximum(b - np.median(b), 0.0))
+        out[idx] = np.maximum(w * min(max(slope, 0.0), 1.0), late)
     return out
 
 
@@ -99,10 +103,7 @@ def explained(tl, waits, in_burst, in_cost, in_wait):
     wait that the culprits' CPU wait explains (module docstring)."""
     if not len(waits):
         return np.zeros(0)
-    stream = tl.calls["stream"].to_numpy()
-    prev = np.zeros(len(stream))  # the previous call's, which it may have left late
-    prev[1:] = np.where(stream[1:] == stream[:-1], (in_cost + in_wait)[:-1], 0.0)
-    before = in_burst + prev
+    before = since_sync(tl, (in_burst, in_cost, in_wait))
     out = np.zeros(len(waits))
     for i, (call, calls, shares, lost) in enumerate(
         zip(waits["call"], waits["culprit_calls"], waits["culprit_shares"], waits["lost_s"])
@@ -110,6 +111,35 @@ def explained(tl, waits, in_burst, in_cost, in_wait):
         mine = before[int(call)]
         late = sum(f * max(before[int(c)] - mine, 0.0) for c, f in zip(calls, shares))
         out[i] = min(late, lost)
+    return out
+
+
+def since_sync(tl, cpu):
+    """Per call, its thread's CPU wait since it last synchronised (``cpu``:
+    :func:`per_call`'s arrays): how much later than on an idle machine it entered."""
+    in_burst, in_cost, in_wait = cpu
+    return _since_blocking(tl, in_burst, in_cost + in_wait)
+
+
+def _since_blocking(tl, in_burst, in_call):
+    """Per call, the CPU wait of its thread since its previous blocking call (the last
+    time it synchronised): the bursts after it up to this call's entry and the calls
+    from it on, that one included (it may have left it late)."""
+    calls = tl.calls
+    fn = calls["function"].astype(str)
+    blocking = ~fn.str.match(r"MPI_I[a-z]") | fn.isin(("MPI_Init", "MPI_Init_thread"))
+    blocking = blocking.to_numpy()
+    out = np.zeros(len(calls))
+    for idx in calls.groupby("stream").indices.values():
+        idx = idx[np.argsort(calls["start_s"].to_numpy()[idx], kind="stable")]
+        b = np.cumsum(in_burst[idx])
+        c = np.r_[0.0, np.cumsum(in_call[idx])]  # c[k]: calls before position k
+        last = -1
+        for k in range(len(idx)):
+            s = max(last, 0)
+            out[idx[k]] = (b[k] - b[s]) + (c[k] - c[s]) if last >= 0 else b[k] + c[k]
+            if blocking[idx[k]]:
+                last = k
     return out
 
 

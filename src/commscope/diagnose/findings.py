@@ -319,6 +319,7 @@ class _Context:
     #: the replay change of an idle machine (every measured CPU wait taken out), its run time
     idle: dict | None = None
     idle_runtime_s: float | None = None
+    cpu_until: object = None  # per call, its thread's CPU wait since it last synchronised
 
     def saving(self, **change):
         """Predicted saving of a change on this machine as it ran: unchanged replay -
@@ -424,7 +425,8 @@ def _wait_findings(ctx):
         f = _wait_finding(ctx, ws, fk, keys, overloaded)
         if f is not None:
             _predict_wait_fix(ctx, f, ws, keys, imbalance=fk == ("imbalance",))
-            _mark_noise(ctx, f, ws, keys)
+            if fk != ("imbalance",):  # an overloaded rank's lateness persists: never noise
+                _mark_noise(ctx, f, ws, keys)
             out.append(f)
     return out
 
@@ -433,7 +435,9 @@ def _mark_noise(ctx, f, ws, keys):
     """The loss the collectives' arrival jitter alone explains (noise.py), and whether
     the finding is within it."""
     calls = set(ws.waits.loc[ws.waits["key"].isin(keys), "call"].astype(int))
-    got = ns.collective_noise(ctx.tl, calls, ctx.nranks)
+    if ctx.cpu is not None and ctx.cpu_until is None:
+        ctx.cpu_until = cnt.since_sync(ctx.tl, ctx.cpu)
+    got = ns.collective_noise(ctx.tl, calls, ctx.nranks, ctx.cpu_until)
     if got is not None:
         f.evidence.update(got)
         f.evidence["within_noise"] = bool(f.lost_s <= got["noise_s"])

@@ -10,7 +10,9 @@ lateness in a few instances, work that moves between ranks or a rank descheduled
 not noise of the typical size; CPU contention is credited apart).  With P members arriving with that jitter, the mean rank loses
 sigma x c_P per instance, c_P the expected maximum of P standard normal draws; over the
 instances that is the loss noise alone explains.  A finding that loses no more than that
-is *within noise*: listed with the figure, never the headline.
+is *within noise*: listed with the figure, never the headline.  A load imbalance (the
+waits of ranks that stand out in work) is not tested: its lateness persists from one
+instance to the next by definition.
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ def expected_max_normal(p):
     return float(expected_max_exact(stats.norm(), p)) if p > 1 else 0.0
 
 
-def collective_noise(tl, calls, nranks):
+def collective_noise(tl, calls, nranks, cpu_until=None):
     """{noise_s, jitter_s, instances}: the loss (rank-seconds over the run's ``nranks``
     ranks, as a finding's ``lost_s``) that arrival jitter alone explains at the
     collective instances the waiting ``calls`` belong to; None when they are not
-    collectives or too few."""
+    collectives or too few.  ``cpu_until``: per call, its thread's CPU wait since it last
+    synchronised (contention.since_sync), taken off the entries: the scatter the
+    machine caused is credited to CPU contention already."""
     col = tl.collectives
     if not len(col) or not len(calls):
         return None
@@ -48,7 +52,8 @@ def collective_noise(tl, calls, nranks):
     if len(inst) < MIN_INSTANCES:
         return None
     members = col[col["instance"].isin(inst)]
-    entry = tl.calls["start_s"].to_numpy()[members["entry_call"].to_numpy()]
+    at = members["entry_call"].to_numpy()
+    entry = tl.calls["start_s"].to_numpy()[at] - (cpu_until[at] if cpu_until is not None else 0.0)
     table = pd.DataFrame(
         {"instance": members["instance"].to_numpy(), "rank": members["rank"].to_numpy(), "t": entry}
     ).pivot_table(index="instance", columns="rank", values="t", aggfunc="first")
