@@ -334,14 +334,17 @@ class _Context:
         return self._balance
 
     def overloaded(self):
-        """Ranks whose useful time stands out (module constants), and max - mean: both
-        as measured and less the CPU wait (``work``).  A rank descheduled while it
-        computes looks overloaded only as measured; one whose work spins to a deadline
-        (a descheduled spin takes no longer) only less its CPU wait."""
+        """Ranks whose useful time stands out (module constants), and max - mean, where
+        the work less the CPU wait (``work``) stands out too: a balanced program whose
+        ranks were descheduled unevenly looks imbalanced only as measured.  The ranks
+        are those measured (work that spins to a deadline takes no longer descheduled,
+        so its CPU wait is no measure of it)."""
         ranks, gap = _stand_out(self.useful, self.runtime)
         if self.work is not None and self.work is not self.useful:
-            fewer, gap = _stand_out(self.work, self.runtime)
-            ranks = sorted(set(ranks) & set(fewer))
+            fewer, gap_work = _stand_out(self.work, self.runtime)
+            if not fewer:
+                return [], gap_work
+            ranks = ranks or fewer
         return ranks, gap
 
 
