@@ -56,7 +56,7 @@ def test_mpi4py_imbalance_names_the_culprit_and_the_script_line(
     run = profile(capsys, runs_root, "--trace", *callsites, *mpi, "--", sys.executable, script)
     want = f"imbalance_mpi4py.py:{site_line(script, 'allreduce')}"
     d = diagnose(commscope.open(run.path))
-    top = d.findings[0]
+    top = next(f for f in d.findings if f.kind != "cpu_contention")  # a busy machine's first
     # mpi4py calls MPI_Allreduce_c where the MPI has it (MPICH)
     assert (top.kind, top.culprit_ranks, top.waiting_function.removesuffix("_c")) == (
         "load_imbalance",
@@ -74,7 +74,8 @@ def test_mpi4py_imbalance_names_the_culprit_and_the_script_line(
         assert {f"{Path(f).name}:{int(n)}" for f, n in zip(cs["file"], cs["line"])} == {want}
     # the JSON says the same
     assert main(["diagnose", str(run.path), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["findings"][0]["callsite"] == want
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert [f["callsite"] for f in found if f["kind"] == "load_imbalance"][:1] == [want]
 
 
 def build(mpicc, out, *flags):
