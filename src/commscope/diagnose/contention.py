@@ -117,8 +117,8 @@ def explained(tl, waits, in_burst, in_cost, in_wait):
 def since_sync(tl, cpu):
     """Per call, its thread's CPU wait since it last synchronised (``cpu``:
     :func:`per_call`'s arrays): how much later than on an idle machine it entered."""
-    in_burst, in_cost, in_wait = cpu
-    return _since_blocking(tl, in_burst, in_cost + in_wait)
+    in_burst, in_cost, _in_wait = cpu  # descheduled while waiting for a partner: no later
+    return _since_blocking(tl, in_burst, in_cost)
 
 
 def _since_blocking(tl, in_burst, in_call):
