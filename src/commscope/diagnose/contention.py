@@ -70,12 +70,28 @@ def per_call(tl, samples, burst, cost):
             in_burst[bursts] += share[: len(bursts)]
             in_cost[costs] += share[len(bursts) : len(bursts) + len(costs)]
             in_wait[costs] += share[len(bursts) + len(costs) :]
-    return _delaying(in_burst, burst, calls), in_cost, in_wait
+    return _delaying(in_burst, burst, calls), _late_calls(in_cost, in_wait, cost, calls), in_wait
 
 
 #: Bursts of one place (rank, thread, the call after them) needed to tell whether their
 #: CPU wait made them longer.
 MIN_BURSTS = 5
+
+
+def _late_calls(in_cost, in_wait, cost, calls):
+    """The CPU wait that made each call end late: its share of the stretch's wait in its
+    cost, or, where the call took longer than the median at its place after its
+    partner came, that excess up to all the call's CPU wait (a rank descheduled while it
+    waited notices its partner late)."""
+    out = in_cost.copy()
+    site = calls["callsite"].fillna(calls["function"]).to_numpy()
+    keys = pd.MultiIndex.from_arrays([calls["rank"], calls["thread"], site])
+    for idx in pd.Series(np.arange(len(calls))).groupby(keys).indices.values():
+        if len(idx) < MIN_BURSTS:
+            continue
+        excess = np.maximum(cost[idx] - np.median(cost[idx]), 0.0)
+        out[idx] = np.maximum(out[idx], np.minimum(in_cost[idx] + in_wait[idx], excess))
+    return out
 
 
 def _delaying(in_burst, burst, calls):
