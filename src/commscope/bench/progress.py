@@ -39,7 +39,11 @@ def run_progress(**kw):
 def overlap_rows(run):
     """Per size, case, sender and receiver: repetitions, median T, transfer alone, wait
     after T and overlap fraction (NaN where the case did not run)."""
-    df = run.table("samples")
+    return overlap_rows_of(run.table("samples"))
+
+
+def overlap_rows_of(df):
+    """:func:`overlap_rows` of a samples table (several runs' pooled)."""
     g = df.groupby(["size_bytes", "case", "sender", "receiver"], sort=False)
     out = g.agg(
         reps=("overlap_fraction", "count"),

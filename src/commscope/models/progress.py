@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+from ..units import format_bytes, format_percent
+
 CASES = ("isend", "partitioned", "early-pready")
 SENDERS = ("busy", "blocked")
 RECEIVERS = ("polling", "idle")
@@ -284,3 +286,40 @@ def summary(machine_model, mpi=None):
     ``moves_per_partition``, ... (each True, False or None), or None without a section."""
     e = entry(machine_model, mpi)
     return None if e is None else dict(e.get("summary") or {})
+
+
+def _answer(flag, fraction):
+    said = {
+        True: "yes",
+        False: "no",
+        None: "in between" if fraction is not None else "not measured",
+    }
+    shown = "" if fraction is None else f" ({format_percent(fraction)} overlapped)"
+    return said[flag] + shown
+
+
+def progress_lines(machine_model, mpi=None):
+    """The summary in sentences for people: what ``commscope fit`` and the report print."""
+    s = summary(machine_model, mpi)
+    if not s:
+        return []
+    at = format_bytes(s["size_bytes"])
+    lines = [
+        f"{at}: a send completes while the receiver computes: "
+        + _answer(
+            s["rendezvous_completes_while_receiver_computes"], s["rendezvous_overlap_fraction"]
+        ),
+        f"{at}: a send completes while the receiver polls (MPI_Test): "
+        + _answer(
+            s["rendezvous_completes_while_receiver_polls"],
+            s["rendezvous_polling_overlap_fraction"],
+        ),
+    ]
+    if s["partitioned_supported"]:
+        lines.append(
+            f"{at}: a partitioned send moves partition by partition: "
+            + _answer(s["moves_per_partition"], s["early_pready_overlap_fraction"])
+        )
+    else:
+        lines.append(f"partitioned sends: {UNSUPPORTED}")
+    return lines
