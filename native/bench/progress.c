@@ -17,7 +17,7 @@
  * MPI_Wait at once), from the send's start to the receiver's completion; its
  * median is transfer_s, and T = max(compute_factor x transfer_s, min_compute).
  * Then every sender x receiver mode, each repetition a transfer alone (its
- * transfer_s) and right after it the transfer with T: wait_after_s is the receiver's completion
+ * transfer_s: the lower of it and that median) and right after it the transfer with T: wait_after_s is the receiver's completion
  * minus the end of T (an idle receiver's own T: its MPI_Wait, while the sender,
  * whose T began after its send calls, still computes; the sender's T for a
  * polling receiver), at least 0; overlap_fraction = 1 - wait_after /
@@ -345,7 +345,10 @@ static void measure_modes(bench_t *b, point_t *p, int smode, int rmode)
         /* the transfer alone right before, so a slow phase of a shared machine
          * slows both sides of the ratio */
         result_t alone = send_run(b, p, smode, R_IDLE, 0, salt, &t0, &t1, &t2);
+        /* the lower of it and the median of the transfers alone: a preempted one
+         * must not make the wait after T look short */
         double transfer = alone.t_done - t0;
+        transfer = transfer < p->transfer ? transfer : p->transfer;
         result_t res = send_run(b, p, smode, rmode, p->compute, salt, &t0, &t1, &t2);
         if (r < 0)
             continue;
