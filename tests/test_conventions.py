@@ -409,6 +409,7 @@ JSON_ARGS = {
         "{tmp}",
         "--quiet",
     ],
+    "bench progress": ["--sizes", "1K,64K", "--reps", "1", "--runs", "{tmp}", "--quiet"],
     "doctor": [],
     "export": ["{profile}", "--format", "perfetto", "-o", "{tmp}/trace.json"],
     "fit": ["{pingpong}", "{hvpingpong}", "-o", "{tmp}/machine-model.json"],

@@ -33,6 +33,7 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
         "pingpong-1pair-heldout",
         "pingpong-2pairs",
         "profile-bsp-halo",
+        "progress",
         "threads",
     ]
     machine_model = load_machine_model(study / "machine-model.json")
@@ -54,6 +55,7 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
         "HighVolumePingPong",
         "Multithreaded message matching",
         "Partitioned communication",
+        "Progress: does data move",
         "Thread arrivals",
         "Runtime variability",
         "Application profile",

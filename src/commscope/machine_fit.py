@@ -23,6 +23,7 @@ pd = lazy("pandas")
 PINGPONG_KINDS = {"pingpong"}
 HVPP_KINDS = {"hvpingpong"}
 PARTITIONED_KINDS = {"partitioned"}
+PROGRESS_KINDS = {"progress"}
 
 
 def _eager_limits(runs):
@@ -81,6 +82,7 @@ def fit_runs(paths, hops=None):
             for r in runs
             if r.kind in PINGPONG_KINDS | HVPP_KINDS
             or (r.kind in PARTITIONED_KINDS and _is_calibration(r))
+            or r.kind in PROGRESS_KINDS
         ],
         "oversubscribed_runs": [str(r.path) for r in pp if _oversubscribed(r)],
     }
@@ -115,12 +117,16 @@ def fit_runs(paths, hops=None):
         except InputError as exc:  # e.g. an MPI without MPI_Psend_init: the rest still fits
             warnings.append(f"no partitioned terms: {exc}")
             calib = []
+    progress = [r for r in runs if r.kind in PROGRESS_KINDS]
+    if progress:
+        machine_model.progress = _progress_section(progress)
     # which runs each term came from (a prediction refuses to be checked against them)
     machine_model.machine["term_sources"] = {
         "postal/max-rate": [_run_id(r) for r in pp],
         **({"gamma": [_run_id(r) for r in hv]} if hv else {}),
         **({"delta": [_run_id(r) for r in contention]} if contention else {}),
         **({"partitioned": [_run_id(r) for r in calib]} if calib else {}),
+        **({"progress": [_run_id(r) for r in progress]} if progress else {}),
     }
     if warnings:
         machine_model.machine["warnings"] = machine_model.machine.get("warnings", []) + warnings
@@ -206,6 +212,46 @@ def _partitioned_terms(runs):
         [_run_id(r) for r in runs],
         source=", ".join(str(r.path) for r in runs),
     )
+
+
+def _library(run):
+    mpi = run.meta.get("mpi", {})
+    lines = (mpi.get("library_version") or "").strip().splitlines()
+    return lines[0].strip() if lines else str(mpi.get("name") or "")
+
+
+def _progress_section(runs):
+    """The machine model's ``progress`` section (models/progress.py): one entry per MPI
+    library string and progress setting, the runs of one entry pooled."""
+    from .bench.progress import case_notes, overlap_rows_of
+    from .machine_load import judge
+    from .models.progress import entry_key, section_entry
+
+    groups = {}
+    for run in runs:
+        env = run.meta.get("progress_env") or {}
+        groups.setdefault(entry_key(_library(run), env), []).append((run, env))
+    section = {}
+    for key, members in sorted(groups.items()):
+        rows = overlap_rows_of(pd.concat([r.table("samples") for r, _ in members]))
+        supported = {}
+        for run, _ in members:
+            for case, (status, _note) in case_notes(run).items():
+                supported[case] = supported.get(case, False) or status == "run"
+        first, env = members[0]
+        busy = [f"{r.path.name}: {w}" for r, _ in members for w in [judge(r.meta.get("load"))] if w]
+        section[key] = section_entry(
+            rows.to_dict("records"),
+            supported,
+            mpi_library=_library(first),
+            mpi_name=first.meta.get("mpi", {}).get("name"),
+            settings=env,
+            partitions=int(first.meta["parameters"]["partitions"]),
+            oversubscribed=any(_oversubscribed(r) for r, _ in members),
+            busy_machine=busy,
+            source_runs=[_run_id(r) for r, _ in members],
+        )
+    return section
 
 
 def _shared_host_warnings(runs):

@@ -3,6 +3,7 @@
 from ..errors import InputError
 from ..models.fitting import compare_breakpoints
 from ..models.machine_model import DEFAULT_FILE, save_machine_model
+from ..models.progress import progress_lines
 from ..output import dump_json, print_table
 from ..paths import prepare_output
 from ..machine_fit import fit_runs, machine_model_table, queue_search_table
@@ -104,6 +105,8 @@ def _run(args):
         print(
             f"delta (contention per byte on a link) = {format_seconds(machine_model.delta_s_per_byte)}"
         )
+    for key in sorted(machine_model.progress or {}):
+        print(f"\nprogress ({key}):\n  " + "\n  ".join(progress_lines(machine_model, key)))
     for warning in machine_model.machine.get("warnings", []):
         print(f"warning: {warning}")
     print(f"\nmachine model written to {out}")

@@ -185,6 +185,8 @@ class MachineModel:
     queue_search: object | None = None
     # partitioned-model terms measured by `bench partitioned --calibrate` (partitioned_terms.py)
     partitioned: object = None
+    # does data move while the ranks compute? per MPI library (models/progress.py)
+    progress: dict | None = None
     source: str = field(default="machine model", compare=False)  # the file, for messages
 
     @property
@@ -268,6 +270,7 @@ class MachineModel:
                 else {}
             ),
             **({"partitioned": self.partitioned.to_dict()} if self.partitioned is not None else {}),
+            **({"progress": self.progress} if self.progress is not None else {}),
         }
 
 
@@ -436,6 +439,7 @@ def machine_model_from_dict(data, source="machine model"):
             else None
         ),
         partitioned=terms_from_dict(data.get("partitioned"), source),  # absent in older files
+        progress=data.get("progress"),  # checked by the schema; absent in older files
     )
     check_machine_model(machine_model, source)
     return machine_model

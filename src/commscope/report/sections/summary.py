@@ -32,6 +32,7 @@ KINDS = {
     "multirate",
     "threads",
     "partitioned",
+    "progress",
     "bsp",
     "profile",
 }
@@ -142,6 +143,7 @@ GROUPS = (
     "Message rate",
     "Matching",
     "Early-bird partitioned sends",
+    "Progress: does data move while the ranks compute? (bench progress)",
 )
 
 
@@ -160,6 +162,7 @@ def render(runs, context):
             _rate_rows,
             _queue_rows,
             _partitioned_rows,
+            _progress_rows,
         ),
     ):
         try:
@@ -590,4 +593,35 @@ def _partitioned_rows(runs, machine_model):
                 headline=f"early-bird partitioned sends {value}",
             )
         )
+    return rows
+
+
+def _progress_rows(runs, machine_model):
+    """The progress probe's answers per run: rendezvous while the receiver computes, and
+    partition by partition (models/progress.py, from the run's own verdicts)."""
+    from ...bench.progress import case_notes, overlap_rows
+    from ...models.progress import entry_key, progress_lines, section_entry
+
+    rows = []
+    for run in (r for r in runs if r.kind == "progress"):
+        supported = {c: s == "run" for c, (s, _) in case_notes(run).items()}
+        lib = (run.meta.get("mpi", {}).get("library_version") or "").strip().splitlines()
+        env = run.meta.get("progress_env") or {}
+        key = entry_key(lib[0] if lib else run.meta.get("mpi", {}).get("name"), env)
+        model = {"progress": {key: section_entry(overlap_rows(run).to_dict("records"), supported)}}
+        for line in progress_lines(model):
+            at, _, said = line.partition(": ")
+            question, _, answer = said.rpartition(": ")
+            rows.append(
+                _Row(
+                    f"{question} ({at}, {run.meta.get('mpi', {}).get('name', '?')}"
+                    + (", " + ", ".join(f"{k}={v}" for k, v in sorted(env.items())) if env else "")
+                    + ")",
+                    answer,
+                    "no MPI call on either rank during T; medians of "
+                    f"{run.meta['parameters'].get('reps', '?')} repetitions",
+                    [run.path.name],
+                    "progress",
+                )
+            )
     return rows
