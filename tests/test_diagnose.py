@@ -296,3 +296,57 @@ def test_efficiency_per_phase_marked_with_pcontrol(default_mpi, tmp_path, runs_r
     assert first["region"].endswith(f"in phase 1 (phases.c:{lines[0]} .. phases.c:{lines[1]})")
     assert main(["diagnose", str(run)]) == 0
     assert "phase 1 (phases.c:" in capsys.readouterr().out
+
+
+def _progress_model(receiver_in_mpi, receiver_computing):
+    """A machine model whose progress section says how much of a message moves while the
+    sender computes: with its receiver inside MPI, and with it computing too."""
+    from commscope.models import progress as pg
+    from commscope.models.machine_model import machine_model_from_dict
+
+    rows = [
+        dict(size_bytes=s, case="isend", sender="busy", receiver=r, overlap_fraction=o, reps=3)
+        for s in (1024, 1 << 20)
+        for r, o in (("polling", receiver_in_mpi), ("idle", receiver_computing))
+    ]
+    return machine_model_from_dict(
+        {
+            "schema": "commscope.machine-model",
+            "schema_version": 1,
+            "parameters": [
+                {
+                    "protocol": "rendezvous",
+                    "locality": "intra-socket",
+                    "alpha_s": 1e-6,
+                    "beta_s_per_byte": 1e-10,
+                }
+            ],
+            "machine": {"mpi_library": "MPI X"},
+            "progress": {
+                pg.entry_key("MPI X"): pg.section_entry(rows, mpi_library="MPI X", mpi_name="x")
+            },
+        }
+    )
+
+
+def test_late_receiver_fixes_follow_the_mpis_progress(programs, runs_root, capsys):
+    """The late-receiver fixes are offered where this MPI's progress probe says they
+    work: MPI_Isend where the message moves while the receiver is inside MPI, an early
+    receive only where it moves while the receiver computes; neither: no saving."""
+    run = profile("late_receiver", programs["late_receiver"], runs_root, capsys)
+    p = commscope.open(run.path)
+
+    def finding(mm):
+        d = diagnose(p, machine_model=mm)
+        return next(f for f in d.findings if f.kind == "late_receiver")
+
+    free = finding(None)
+    isend_only = finding(_progress_model(1.0, 0.0))
+    assert "MPI_Isend" in isend_only.fix and "earlier alone saves nothing" in isend_only.fix
+    assert isend_only.predicted_saving_s == free.predicted_saving_s > 0
+    stuck = finding(_progress_model(0.0, 0.0))
+    assert stuck.predicted_saving_s == 0 and "progress thread" in stuck.fix
+    assert "progress probe" in stuck.basis
+    assert stuck.evidence["replayed_saving_s"] == free.predicted_saving_s
+    both = finding(_progress_model(1.0, 1.0))
+    assert both.fix == free.fix

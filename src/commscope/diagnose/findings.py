@@ -712,6 +712,7 @@ def _predict_wait_fix(ctx, f, ws, keys, imbalance):
             "posts the receive: complete the send later (MPI_Issend/MPI_Isend, then "
             "MPI_Wait after the independent work), or post the receive earlier (MPI_Irecv)."
         )
+        _without_progress(ctx, f, calls)
     elif f.kind == "wrong_order":
         scale = _wrong_order_scale(ctx, ws, keys)
         _predict(ctx, f, burst_scale=scale)
@@ -751,6 +752,50 @@ def _local_balance(ctx, waiting_calls):
             if rp.burst[e] > 0:
                 scale[e] = mean / rp.burst[e]
     return scale
+
+
+def _without_progress(ctx, f, calls):
+    """The late-receiver fixes this MPI's progress makes work, from its progress probe
+    (``bench progress`` in the machine model): MPI_Isend and waiting later helps where a
+    message moves while its receiver is inside MPI and the sender computes (the probe's
+    polling receiver); posting the receive earlier where it moves while the receiver
+    computes (its idle receiver).  Neither: the replay's saving cannot be had."""
+    from ..models import progress
+
+    if ctx.machine_model is None or not calls:
+        return
+    size = max(float(np.median(ctx.tl.calls.loc[sorted(calls), "bytes"])), 1.0)
+    try:
+        polling = progress.overlaps(ctx.machine_model, size, "isend", receiver="polling")
+        idle = progress.overlaps(ctx.machine_model, size, "isend", receiver="idle")
+    except ValueError:
+        return
+    if polling is None or idle is None:
+        return
+    f.evidence["progress_overlap"] = {"receiver_in_mpi": polling, "receiver_computing": idle}
+    who = f"{_ranks_text(f.waiting_ranks).capitalize()}'s {_at(f)} waits until "
+    who += f"{_ranks_text(f.culprit_ranks)} posts the receive"
+    size_text = format_bytes(size)
+    if polling > progress.STALLS and idle <= progress.STALLS:
+        f.fix = (
+            f"{who}: complete the send later (MPI_Issend/MPI_Isend, then MPI_Wait after the "
+            "independent work). Posting the receive earlier alone saves nothing here: this "
+            f"MPI moves a {size_text} message only while the receiver is inside an MPI call "
+            f"({100 * idle:.0f} % of it while it computes, this machine's progress probe)."
+        )
+    elif polling <= progress.STALLS and idle <= progress.STALLS:
+        f.evidence["replayed_saving_s"] = f.predicted_saving_s
+        f.predicted_saving_s = 0.0
+        f.basis = (
+            f"this MPI's progress probe: a {size_text} message moves only while both ranks "
+            "are inside MPI calls, so the send waits for the receiver however it is written"
+        )
+        f.fix = (
+            f"{who}, and this MPI moves such a message only while both ranks are inside MPI "
+            "calls: MPI_Isend or an earlier receive saves nothing here. Let the ranks call "
+            "MPI_Test during their work, or run MPI with a progress thread (MPICH: "
+            "MPIR_CVAR_ASYNC_PROGRESS=1, given a free core)."
+        )
 
 
 def _work_ratio(ctx, culprits):
