@@ -193,6 +193,14 @@ TABLE_CHECKS = {
         Check("max_bytes", "at least min_bytes", lambda d: d["max_bytes"] < d["min_bytes"]),
         Check("time_s", "not negative", lambda d: d["time_s"] < 0),
     ),
+    # a counter is a 64-bit count: a value past 2^64 is damage, not a measurement
+    ("profile", "counters"): (
+        Check(
+            "value",
+            "a 64-bit counter's value (0 to 2^64)",
+            lambda d: (d["value"] < 0) | (d["value"] > 2.0**64),
+        ),
+    ),
     ("profile", "peers"): tuple(
         Check(c, "not negative", lambda d, c=c: d[c] < 0)
         for c in ("messages_sent", "bytes_sent", "messages_received", "bytes_received")
