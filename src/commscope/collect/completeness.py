@@ -9,7 +9,7 @@ What the run says it wrote, against what is there:
   them: cs_prof_trace.c), no record cut short;
 * every rank that reached MPI_Finalize is listed in its node's
   ``raw/callsites.<node>.jsonl``, whose last line is whole;
-* (once the trace is read, :func:`partners`) every send has its receive in the trace,
+* (once the trace is read and matched, :func:`partners`) every send has its receive in the trace,
   or the ones without are counted.
 
 A run whose ranks all reached MPI_Finalize and whose status is complete has no reason
@@ -350,17 +350,15 @@ def check(run, refuse=True, quiet=False):
     return c
 
 
-def partners(c, trace):
-    """Count the sends and receives without a partner in ``trace`` into ``c`` (once),
-    and say so."""
+def partners(c, matched):
+    """Count the sends and receives without a partner into ``c`` (once), and say so;
+    ``matched``: the trace's messages (profile.export.match_messages), or None."""
     if c is None or getattr(c, "_partners_done", False):
         return c
-    from ..profile.export import match_messages
-
     c._partners_done = True
-    if trace is None or not len(trace.events):
+    if matched is None or not len(matched):
         return c
-    m = match_messages(trace)
+    m = matched
     alone = m[(m["send"] < 0) | (m["recv"] < 0)]
     if len(alone):
         c.unmatched = int(len(alone))

@@ -66,9 +66,8 @@ def analyze(
         eng.engine_code(e)
     from ..collect import completeness
 
-    gaps = completeness.check(run)  # a whole run with a gap: refused, naming the file
+    completeness.check(run)  # a whole run with a gap: refused, naming the file
     trace = read_trace(run.raw_dir)
-    completeness.partners(gaps, trace)
     locality_of = locality_from_run(run)
     results, summary, inputs = replay(trace, engines, bins, arrivals, machine_model, locality_of)
     cmp_rows = []

@@ -154,7 +154,8 @@ def load_trace(run):
     if not trace_files(run.raw_dir):
         return None
     trace = read_trace(run.raw_dir)
-    trace.completeness = completeness.partners(gaps, trace)
+    matched = match_messages(trace) if len(trace.events) else None
+    trace.completeness = completeness.partners(gaps, matched)
     return trace
 
 
