@@ -116,6 +116,25 @@ def test_call_sites_cut_short_in_a_whole_run_are_refused(profile, damage):
     assert status == 2 and path.name in err and "rank" in err, err
 
 
+@pytest.mark.parametrize("family", ["clocks", "cpu"])
+def test_a_finalize_file_cut_in_a_whole_run_is_refused(profile, family):
+    """The clock offsets and CPU times every rank appends at MPI_Finalize: a cut file
+    changed the diagnosis without a word (fuzz pass, seed 44)."""
+    (path,) = (profile / "raw").glob(f"{family}.*.jsonl")
+    path.write_bytes(path.read_bytes()[:-30])
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and path.name in err and "cut short" in err, err
+
+
+def test_a_counter_kind_emptied_is_refused(profile):
+    p = profile / "counters.parquet"
+    c = pd.read_parquet(p)
+    c["kind"] = None
+    c.to_parquet(p, index=False)
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and "counters.parquet: kind" in err, err
+
+
 def test_compare_says_damaged_not_beyond_noise(fuzz_originals, profile):
     original = fuzz_originals["profile"]
     interrupted(profile)

@@ -152,7 +152,10 @@ TABLE_COLUMNS = {
 
 #: Columns whose values are names from a fixed list: any other value is damage (a
 #: reader groups and labels by them).
-TABLE_VALUES = {}
+TABLE_VALUES = {
+    # how a counter adds up (regular: summed, watermark: the largest, sentinel: a code)
+    ("profile", "counters"): {"kind": ("regular", "watermark", "sentinel")},
+}
 
 #: Columns that identify a row, for every table: a table with two rows of one key is
 #: damaged (a reader that sums, pivots or aligns on the key would count a row twice).

@@ -215,40 +215,78 @@ def _records_in(path):
     return divmod(size - HEADER_BYTES, rec)
 
 
-def _callsite_gaps(run, gaps):
-    """Call sites: every finalized rank listed in its node's callsites file, whose last
-    line is whole."""
-    from .callsites import callsite_files, read_records
+#: The files every rank appends its line to at MPI_Finalize (a whole run's list each
+#: of its ranks, one whole line each): what they hold, for an error.
+FINALIZE_FILES = {
+    "callsites": "call sites",
+    "clocks": "clock offsets",
+    "cpu": "CPU times",
+}
 
+
+def _ranks_of(path, data):
+    """Ranks named by the whole lines of a JSON-lines file; None when a line is not a
+    JSON object with a rank (the file's own reader names that)."""
+    import json
+
+    out = set()
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(rec, dict) or not _whole(rec.get("rank")):
+            return None
+        out.add(rec["rank"])
+    return out
+
+
+def _finalize_file_gaps(run, gaps, traced):
+    """Every finalized rank listed in its node's callsites, clocks and cpu files (each
+    family the run has; callsites whenever it was traced), whose last line is whole."""
     if "ranks" not in run.tables():
         return
     ranks = run.table("ranks")
     if not {"rank", "node"} <= set(ranks.columns):
         return
-    files = {p.name[len("callsites.") : -len(".jsonl")]: p for p in callsite_files(run.raw_dir)}
-    for node, g in ranks.groupby("node"):
-        want = sorted(int(r) for r in g["rank"])
-        path = files.get(str(node))
-        name = f"raw/callsites.{node}.jsonl"
-        if path is None:
-            gaps += [Gap(r, name, "missing: the rank's call sites are not listed") for r in want]
-            continue
-        data = path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            cut = len(data) - data.rfind(b"\n") - 1
-            gaps.append(
-                Gap(
-                    want[0] if want else 0,
-                    name,
-                    f"cut short: its last line ({cut} bytes) has no end",
+    for family, what in FINALIZE_FILES.items():
+        files = {
+            p.name[len(family) + 1 : -len(".jsonl")]: p
+            for p in sorted(run.raw_dir.glob(f"{family}.*.jsonl"))
+        }
+        if not files and not (family == "callsites" and traced):
+            continue  # not measured in this run
+        for node, g in ranks.groupby("node"):
+            want = sorted(int(r) for r in g["rank"])
+            path = files.get(str(node))
+            name = f"raw/{family}.{node}.jsonl"
+            if path is None:
+                gaps += [Gap(r, name, f"missing: the rank's {what} are not listed") for r in want]
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue  # the reader names it
+            if data and not data.endswith(b"\n"):
+                cut = len(data) - data.rfind(b"\n") - 1
+                gaps.append(
+                    Gap(
+                        want[0] if want else 0,
+                        name,
+                        f"cut short: its last line ({cut} bytes) has no end",
+                    )
                 )
-            )
-        listed = {int(rec["rank"]) for rec in read_records(path)}
-        gaps += [
-            Gap(r, name, "not listed: the rank reached MPI_Finalize, its call sites are gone")
-            for r in want
-            if r not in listed
-        ]
+                data = data[: data.rfind(b"\n") + 1]
+            listed = _ranks_of(path, data)
+            if listed is None:
+                continue
+            gaps += [
+                Gap(r, name, f"not listed: the rank reached MPI_Finalize, its {what} are gone")
+                for r in want
+                if r not in listed
+            ]
 
 
 def check(run, refuse=True, quiet=False):
@@ -333,8 +371,8 @@ def check(run, refuse=True, quiet=False):
                 )
     elif c.traced and not files and whole:
         gaps.append(Gap(0, "raw/trace.*.bin", "missing: the run was traced (--trace)"))
-    if c.traced and whole:
-        _callsite_gaps(run, gaps)
+    if whole:
+        _finalize_file_gaps(run, gaps, c.traced)
     if gaps and whole and refuse:
         g = gaps[0]
         more = f" (and {len(gaps) - 1} more: {gaps[1].text()}...)" if len(gaps) > 1 else ""

@@ -875,7 +875,7 @@ def _where_others_wait(profile, culprits, waiting):
         if len(c):
             per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
             d = per.reindex(waiting).mean() - per.reindex(culprits).mean()
-            site = str(d.idxmax()) if len(d) else None
+            site = str(d.idxmax()) if len(d) and d.notna().any() else None
     return fn, site
 
 
