@@ -15,8 +15,10 @@ A *case* is one mutated input run through one command.  Prints cases per command
 outcomes by class (exit 0 / exit 2 naming the damaged file / exit 2 not naming it /
 crash / hang / invariant breaches: nan or inf shown, no output, a silent success (exit 0
 without a word after reading a table damaged in a way kinds.py says every reader
-refuses), input changed, output overwritten), and the crash and hang signatures with an
-example each.  --spot K runs K
+refuses), a silent changed answer (an accepted answer of diagnose, compare, model
+matching, stats imbalance or top that differs from the undamaged run's, with no
+`commscope: warning:` line), input changed, output overwritten), and the crash and hang
+signatures with an example each.  --spot K runs K
 cases again through the real entry point (`python -m commscope`, a new process each) and
 checks they end the same way.  Exits 1 when any case crashed, hung or broke an
 invariant.  --quick: 60 cases.  A report costs seconds (figures), every other command
@@ -53,7 +55,7 @@ def worker(index, jobs, cases, seed, originals, scratch, limit, sink, report_eve
             if k % report_every and len(mutant.commands) > 1:  # reports take seconds each
                 mutant.commands = [c for c in mutant.commands if c[0] != "report"]
             mutant.commands = mutant.commands[: share - done]
-            for case in fuzzkit.run_mutant(mutant, limit_s=limit):
+            for case in fuzzkit.run_mutant(mutant, limit_s=limit, originals=originals):
                 fh.write(json.dumps({"mutant_no": k, "kind": mutant.kind, **vars(case)}) + "\n")
                 fh.flush()
                 done += 1
@@ -99,7 +101,7 @@ def rerun(a, originals, scratch, setup_s):
     for seed, k in seeds:
         work = scratch / f"re{k}"
         mutant = fuzzkit.draw_mutant(fuzzkit.Draw(seed), originals, work)
-        for case in fuzzkit.run_mutant(mutant, limit_s=a.limit):
+        for case in fuzzkit.run_mutant(mutant, limit_s=a.limit, originals=originals):
             records.append({"mutant_no": k, "seed": seed, "kind": mutant.kind, **vars(case)})
         shutil.rmtree(work, ignore_errors=True)
     print(f"# rerun of the {len(seeds)} mutants that failed in {a.rerun}")
@@ -248,6 +250,7 @@ def report(records, elapsed, setup_s, a, changed, spot):
         "hang": "hang",
         "insane output": "nan/empty",
         "silent success": "silent",
+        "silent changed answer": "changed",
         "input changed": "in_changed",
         "output overwritten": "out_breach",
     }

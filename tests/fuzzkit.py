@@ -78,6 +78,7 @@ CLASSES = (
     "hang",
     "insane output",
     "silent success",
+    "silent changed answer",
     "input changed",
     "output overwritten",
 )
@@ -86,6 +87,7 @@ FAILURES = (
     "hang",
     "insane output",
     "silent success",
+    "silent changed answer",
     "input changed",
     "output overwritten",
 )
@@ -570,6 +572,9 @@ class Mutant:
     # and the table: a command that read it and exited 0 without a word is a silent success
     refuse: str = ""
     table: str = ""
+    # a file damaged (not an option, not an output planted): an accepted answer must be
+    # the undamaged run's, or said to differ (a warning)
+    answers: bool = False
 
 
 def _json_paths(doc, prefix=()):
@@ -836,6 +841,7 @@ def draw_mutant(d, originals, work):
         cmds,
         refuse=refuse,
         table=victim.stem if refuse else "",
+        answers=True,
     )
 
 
@@ -1244,6 +1250,73 @@ def check(mutant, label, argv, output, result, before):
     return case
 
 
+#: Commands whose answer (stdout, the run's path left out) is compared with the
+#: undamaged run's: the diagnosis, the comparison, the matching replay.
+ANSWERS = (
+    "diagnose",
+    "diagnose --json",
+    "diagnose --what-if",
+    "compare",
+    "model matching",
+    "stats imbalance --json",
+    "top --json",
+)
+
+_REFERENCE = {}  # (kind, label) -> the undamaged run's answer
+
+
+def answer(text, paths):
+    """A command's stdout with the run paths given replaced (the answer itself)."""
+    for p in sorted({str(p) for p in paths}, key=len, reverse=True):
+        text = text.replace(p, "RUN")
+    return text
+
+
+def reference(mutant, label, originals, runner=None, limit_s=60.0):
+    """The answer of command ``label`` on the undamaged original of ``mutant``'s kind
+    (run once, kept)."""
+    key = (mutant.kind, label)
+    if key not in _REFERENCE:
+        src = originals[mutant.kind]
+        out_dir = mutant.target.parent.parent / "out"
+        argv = next(
+            a for lbl, a, _ in commands(mutant.kind, src, originals, out_dir) if lbl == label
+        )
+        result = (runner or run_forked)(argv, out_dir, limit_s)
+        _REFERENCE[key] = answer(result.out, [src]) if result.status == 0 and result.out else None
+    return _REFERENCE[key]
+
+
+def changed_answer(mutant, case, result, originals, runner=None, limit_s=60.0):
+    """An accepted answer that differs from the undamaged run's, with no warning: the
+    case becomes a *silent changed answer*."""
+    if (
+        not mutant.answers
+        or originals is None
+        or case.outcome != "exit 0"
+        or case.command not in ANSWERS
+        or "commscope: warning:" in result.err
+    ):
+        return case
+    want = reference(mutant, case.command, originals, runner, limit_s)
+    src = originals[mutant.kind]
+    if want is not None and answer(result.out, [mutant.target, src]) != want:
+        got = answer(result.out, [mutant.target, src]).splitlines()
+        exp = want.splitlines()
+        first = next(
+            (i for i, (a, b) in enumerate(zip(got, exp)) if a != b), min(len(got), len(exp))
+        )
+        case.outcome = "silent changed answer"
+        line = got[first] if first < len(got) else "(ends)"
+        case.detail = f"line {first + 1}: {line.strip()[:200]}"
+        case.signature = (
+            f"silent changed answer: {case.command} on {mutant.kind} {mutant.what.split(':')[0]}"[
+                :150
+            ]
+        )
+    return case
+
+
 def _parts(output):
     """The paths a command writing ``output`` may create (an OTF2 archive is three)."""
     if output is None:
@@ -1254,8 +1327,9 @@ def _parts(output):
     return {output}
 
 
-def run_mutant(mutant, runner=run_forked, limit_s=30.0):
-    """Every command on one mutant: a list of :class:`Case`."""
+def run_mutant(mutant, runner=run_forked, limit_s=30.0, originals=None):
+    """Every command on one mutant: a list of :class:`Case`; with ``originals``, an
+    accepted answer is compared with the undamaged run's (:func:`changed_answer`)."""
     cases = []
     out_dir = mutant.target.parent.parent / "out"
     before = digest(mutant.target.parent)  # the parent: a deleted file counts too
@@ -1263,7 +1337,8 @@ def run_mutant(mutant, runner=run_forked, limit_s=30.0):
         for path, content in mutant.planted.items():
             path.write_bytes(content)
         result = runner(argv, out_dir, limit_s)
-        cases.append(check(mutant, label, argv, output, result, before))
+        case = check(mutant, label, argv, output, result, before)
+        cases.append(changed_answer(mutant, case, result, originals, runner, limit_s))
         # what a command may leave: its output, nothing else
         left = {p for p in out_dir.iterdir()} - _parts(output) - set(mutant.planted)
         if left and cases[-1].outcome in GOOD:

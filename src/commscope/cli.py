@@ -147,7 +147,19 @@ def main(argv=None):
         return _dispatch(argv)
 
 
+def _one_voice(message, category, filename, lineno, file=None, line=None):
+    """warnings.showwarning: a warning (a library's too) is one ``commscope: warning:``
+    line, never Python's form with its source line."""
+    from .errors import warn
+
+    text = str(message).strip().splitlines()
+    warn(text[0] if text else category.__name__)
+
+
 def _dispatch(argv):
+    import warnings
+
+    warnings.showwarning = _one_voice
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     try:

@@ -152,7 +152,10 @@ TABLE_COLUMNS = {
 
 #: Columns whose values are names from a fixed list: any other value is damage (a
 #: reader groups and labels by them).
-TABLE_VALUES = {}
+TABLE_VALUES = {
+    # how a counter adds up (regular: summed, watermark: the largest, sentinel: a code)
+    ("profile", "counters"): {"kind": ("regular", "watermark", "sentinel")},
+}
 
 #: Columns that identify a row, for every table: a table with two rows of one key is
 #: damaged (a reader that sums, pivots or aligns on the key would count a row twice).
@@ -192,6 +195,14 @@ TABLE_CHECKS = {
         Check("count", "not negative", lambda d: d["count"] < 0),
         Check("max_bytes", "at least min_bytes", lambda d: d["max_bytes"] < d["min_bytes"]),
         Check("time_s", "not negative", lambda d: d["time_s"] < 0),
+    ),
+    # a counter is a 64-bit count: a value past 2^64 is damage, not a measurement
+    ("profile", "counters"): (
+        Check(
+            "value",
+            "a 64-bit counter's value (0 to 2^64)",
+            lambda d: (d["value"] < 0) | (d["value"] > 2.0**64),
+        ),
     ),
     ("profile", "peers"): tuple(
         Check(c, "not negative", lambda d, c=c: d[c] < 0)

@@ -30,7 +30,6 @@ profile's own converter does.
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,6 +138,9 @@ class Trace:
     cpu: object = None
     #: {object path: why its call sites could not be resolved (rebuilt after the run, ...)}
     callsite_problems: dict = field(default_factory=dict)
+    #: what the run counted that the trace lacks (collect.completeness), None: unchecked
+    completeness: object = None
+    raw_dir: str | None = None  # where the files are (to name one in an error)
 
     def callsite_notes(self):
         """One sentence per object whose call sites could not be resolved."""
@@ -171,6 +173,19 @@ class Trace:
 
     def time_s(self, rank, ticks):
         return (self.ns_of(rank, ticks) - self.t0_ns) / 1e9
+
+
+_SAID = set()
+
+
+def _warn_once(message):
+    """One ``commscope: warning:`` line per message (the completeness check may have
+    said it already)."""
+    from ..errors import warn
+
+    if message not in _SAID:
+        _SAID.add(message)
+        warn(message)
 
 
 def trace_files(raw_dir):
@@ -217,7 +232,7 @@ def read_file(path, rank, thread):
     body = len(data) - HEADER_BYTES
     n, cut = divmod(body, layout.itemsize)
     if cut:
-        warnings.warn(f"{path}: last record cut short ({cut} bytes) and left out", stacklevel=2)
+        _warn_once(f"{path}: last record cut short ({cut} bytes) and left out")
     if version >= 3:
         rec = np.frombuffer(data, RECORD, count=n, offset=HEADER_BYTES)
         if version < 4 and (rec["event"] == CPU).any():  # a code of later versions
@@ -641,6 +656,7 @@ def read_trace(raw_dir, check=True, callsites=True):
         files=[p.name for p in files.values()],
         alignment=points,
         clock_offsets=offsets,
+        raw_dir=str(raw_dir),
     )
     trace.t0_ns = int(min(float(trace.align_ns(r, ns0)) for r, (_, ns0, _) in clocks.items()))
     if callsites:

@@ -87,12 +87,15 @@ def _run(args):
     from ..profile.api import open as open_profile
 
     machine_model = load_machine_model(args.machine_model) if args.machine_model else None
+    # a what-if's machine model times its own replay only: the diagnosis of what was
+    # measured (eager limit, findings, savings) never sees it
+    what_if_models = {}
     for change in args.what_if:
         if change.startswith("machine-model="):
             path = change.split("=", 1)[1]
             if not path:
                 raise InputError("--what-if", None, "machine-model= needs a file")
-            machine_model = load_machine_model(path)
+            what_if_models[change] = load_machine_model(path)
     multirate = None
     if args.multirate:
         from ..runs import open_run
@@ -109,6 +112,7 @@ def _run(args):
         machine_model=machine_model,
         what_if=args.what_if,
         multirate=multirate,
+        what_if_models=what_if_models,
     )
     if args.json:
         dump_json(d.to_dict())

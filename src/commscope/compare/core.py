@@ -140,9 +140,15 @@ def compare(before, after, findings=True, statistic="mean"):
         have_b = [m.levels.get(level) for m in b_meas]
         have_a = [m.levels.get(level) for m in a_meas]
         if any(v is None for v in have_b + have_a):
+            damaged = [
+                m.missing[level] for m in b_meas + a_meas if m.damaged and level in m.missing
+            ]
             why = next(
-                (m.missing[level] for m in b_meas + a_meas if level in m.missing),
-                "not in every run",
+                iter(damaged),
+                next(
+                    (m.missing[level] for m in b_meas + a_meas if level in m.missing),
+                    "not in every run",
+                ),
             )
             not_compared[level] = why
             if level in SINGLE:
@@ -182,6 +188,9 @@ def compare(before, after, findings=True, statistic="mean"):
             f"ranks {_ranks(rb ^ ra)} are on one side only: per rank, only the "
             f"{len(rb & ra)} ranks of both are compared"
         )
+    damaged = {str(m.run): m.damaged for m in b_meas + a_meas if m.damaged}
+    for run, why in damaged.items():
+        notes.append(f"damaged: {run}: {why}: its findings are not compared")
     if len(b_runs) < 2 or len(a_runs) < 2:
         notes.append(
             "one run on a side: no spread to judge the noise by (beyond_noise is "
@@ -201,6 +210,7 @@ def compare(before, after, findings=True, statistic="mean"):
                 "runs_after": len(a_runs),
             },
             "not_compared": not_compared,
+            "damaged": damaged,
             "notes": notes,
         }
     )

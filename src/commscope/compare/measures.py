@@ -101,6 +101,8 @@ class Measures:
     levels: dict = field(default_factory=dict)
     missing: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    #: why the run's trace fails the completeness check (collect.completeness), or None
+    damaged: str | None = None
 
 
 def measure(run, findings=True):
@@ -138,6 +140,16 @@ def _profile(run, findings):
     wall = times["wall_s"].max()
     profile = Profile(run)
     diagnosis = None
+    from ..collect import completeness
+
+    # a side whose trace fails the completeness check is damaged: its findings are not
+    # compared (a finding "gone" there is a file gone, not a fix); said on stderr
+    gaps = completeness.check(run, refuse=False)
+    if gaps.damaged and math.isfinite(wall):
+        m.damaged = gaps.summary()
+        if findings:
+            m.missing["findings"] = f"damaged: {run.path}: {m.damaged}"
+        findings = False
     if findings or not math.isfinite(wall):
         from ..diagnose.findings import diagnose
 
@@ -183,7 +195,7 @@ def _profile(run, findings):
                 "callsite": f.callsite,
                 "predicted_saving_s": f.predicted_saving_s,
             }
-    elif not findings:
+    elif not findings and "findings" not in m.missing:
         m.missing["findings"] = "not asked for (--no-findings)"
     return m
 

@@ -48,8 +48,15 @@ def _mean(xs):
 
 
 def _var(xs):
+    """The sample variance, computed on deviations scaled by the largest one, so that
+    no square of a large value overflows (a float ``**`` raises OverflowError; a product
+    too large is inf, which the callers treat as no spread to test by)."""
     m = _mean(xs)
-    return sum((x - m) ** 2 for x in xs) / (len(xs) - 1)
+    dev = [x - m for x in xs]
+    s = max((abs(d) for d in dev), default=0.0)
+    if s == 0 or not math.isfinite(s):
+        return 0.0 if s == 0 else math.inf
+    return (s * s) * math.fsum((d / s) * (d / s) for d in dev) / (len(xs) - 1)
 
 
 def welch(before, after):
@@ -65,7 +72,9 @@ def welch(before, after):
     if se2 <= 0 or not math.isfinite(se2):
         return (0.0 if diff != 0 else 1.0), diff, diff
     se = math.sqrt(se2)
-    df = se2**2 / ((vb**2 / (nb - 1) if vb else 0.0) + (va**2 / (na - 1) if va else 0.0))
+    df = (se2 * se2) / ((vb * vb / (nb - 1) if vb else 0.0) + (va * va / (na - 1) if va else 0.0))
+    if not math.isfinite(df) or df <= 0:  # variances too large to square: Welch's limit
+        df = float(min(nb, na) - 1)
     t = diff / se
     p = float(2 * stats.t.sf(abs(t), df))
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, df)) * se

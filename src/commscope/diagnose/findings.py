@@ -136,6 +136,8 @@ class Diagnosis:
     #: the findings of one kind, culprits and waiting ranks made one (ranking.group),
     #: ranked: what a person reads; ``findings`` keeps every call site
     groups: list | None = None
+    #: what the trace misses (an unfinished run: diagnose.damage), None when whole
+    incomplete: dict | None = None
 
     def __post_init__(self):
         if self.groups is None:
@@ -151,6 +153,7 @@ class Diagnosis:
             "groups": [f.to_dict() for f in self.groups],
             "replay": self.replay,
             "notes": self.notes,
+            "incomplete": self.incomplete,
         }
 
     @property
@@ -163,12 +166,15 @@ class Diagnosis:
 # ---- entry ------------------------------------------------------------------------------
 
 
-def diagnose(profile, machine_model=None, what_if=(), multirate=None):
+def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_models=None):
     """The :class:`Diagnosis` of an open profile run (``commscope.open``); ``multirate``:
     an open ``bench multirate`` run of this machine (whether threads do better with a
-    communicator each)."""
+    communicator each); ``what_if_models``: {``machine-model=FILE`` change: its loaded
+    model}, used by that what-if's replay only (never by the diagnosis)."""
     from ..profile.export import load_trace
+    from . import damage
 
+    gaps = damage.check(profile)  # a whole run with a gap: refused (naming the file)
     ranks = profile.ranks
     if ranks is None or not len(ranks):
         raise InputError(
@@ -258,7 +264,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
             "eager_basis": tl.eager_basis,
         }
         for change in what_if:
-            r = run_what_if(rp, change, machine_model)
+            r = run_what_if(rp, change, (what_if_models or {}).get(change, machine_model))
             replay["what_if"].append(
                 {
                     "change": change,
@@ -268,7 +274,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
             )
         if replay["eager_max_bytes"] == float("inf"):
             replay["eager_max_bytes"] = None
-    return Diagnosis(
+    d = Diagnosis(
         run=str(profile.path),
         ranks=nranks,
         runtime_s=runtime,
@@ -278,6 +284,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None):
         replay=replay,
         groups=groups,
     )
+    return damage.mark(d, getattr(trace, "completeness", None) or gaps)
 
 
 WHAT_IFS = ("balance", "network=ideal", "machine-model=FILE")
@@ -946,7 +953,7 @@ def _where_others_wait(profile, culprits, waiting):
         if len(c):
             per = c.groupby(["rank", "site"])["time_s"].sum().unstack(fill_value=0.0)
             d = per.reindex(waiting).mean() - per.reindex(culprits).mean()
-            site = str(d.idxmax()) if len(d) else None
+            site = str(d.idxmax()) if len(d) and d.notna().any() else None
     return fn, site
 
 

@@ -35,6 +35,7 @@ saving, so what the replay does not model cancels out.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -300,12 +301,7 @@ class Replayer:
                     for s, idx in enumerate(self.streams)
                     if pointer[s] < len(idx)
                 ]
-                raise InputError(
-                    "trace",
-                    None,
-                    f"the replay cannot go on: calls {stuck[:5]} wait "
-                    "for partners that never begin (records missing?)",
-                )
+                raise self._stuck_error(stuck, start)
         ends = {}
         for s, idx in enumerate(self.streams):
             if len(idx):
@@ -316,6 +312,42 @@ class Replayer:
             ends.setdefault(int(r), float(fin))  # a rank that made no traced call
         return Replay(
             runtime_s=float(max(ends.values()) - init), end_s=ends, change=change, call_end_s=end
+        )
+
+    def _call_text(self, c):
+        """``MPI_Recv at halo.c:69 (call 12 of rank 1, thread 0)``: a call in the
+        program's terms (its index among its rank's traced calls)."""
+        calls = self.tl.calls
+        row = calls.iloc[int(c)]
+        rank, thread = int(row["rank"]), int(row["thread"])
+        index = int((calls["rank"].to_numpy()[: int(c)] == rank).sum())
+        site = f" at {row['callsite']}" if isinstance(row["callsite"], str) else ""
+        return f"{row['function']}{site} (call {index} of rank {rank}, thread {thread})"
+
+    def _stuck_error(self, stuck, start):
+        """The replay's refusal: the run's trace file, the rank, and the first stuck
+        call and the partner it waits for, in the program's terms."""
+        c = int(stuck[0])
+        calls = self.tl.calls
+        rank, thread = int(calls["rank"].iloc[c]), int(calls["thread"].iloc[c])
+        waits = [int(self.rank[p]) for p, _, _ in self.p2p[c] if np.isnan(start[p])]
+        whom = (
+            f"a message from rank {waits[0]} that rank's trace never sends"
+            if waits
+            else "the other members of its collective, whose traces never enter it"
+        )
+        more = (
+            "; also stuck: " + ", ".join(self._call_text(x) for x in stuck[1:4])
+            if len(stuck) > 1
+            else ""
+        )
+        raw = getattr(self.tl, "raw_dir", None)
+        where = Path(raw) / f"trace.{rank}.{thread}.bin" if raw else f"trace.{rank}.{thread}.bin"
+        return InputError(
+            where,
+            f"rank {rank}",
+            f"the replay cannot go on: {self._call_text(c)} waits for {whom}{more} "
+            "(records missing or damaged)",
         )
 
     def _partners_known(self, c, start, known):

@@ -4,6 +4,7 @@ efficiency hierarchy and how far the replay can be trusted."""
 from __future__ import annotations
 
 from ..units import format_seconds
+from . import damage
 from .findings import MINOR_SHARE, replay_error_text
 
 
@@ -98,7 +99,12 @@ _WHY_LITTLE = {
 
 def headline(d):
     """One or two sentences: the finding whose fix saves most and its saving, or that
-    nothing costs more than 5 %; when the largest loss saves little, why."""
+    nothing costs more than 5 %; when the largest loss saves little, why.  An incomplete
+    trace says so first (diagnose.damage)."""
+    return damage.headline_prefix(d) + _headline(d)
+
+
+def _headline(d):
     major = d.major
     if not major:
         noisy = [g for g in d.groups if g.within_noise and g.share_of_runtime >= MINOR_SHARE]
@@ -172,7 +178,7 @@ def render(d, stream, every=False):
             rows.append(
                 (
                     str(i),
-                    g.kind,
+                    g.kind + damage.marked(g),
                     format_seconds(g.predicted_saving_s)
                     if g.predicted_saving_s is not None
                     else "-",

@@ -69,6 +69,7 @@ class Timeline:
     eager_basis: str
     host_of: dict = None
     t0_ns: int = 0  # the trace's time zero (CLOCK_MONOTONIC ns of the earliest rank)
+    raw_dir: str | None = None  # the run's raw directory (to name a trace file)
 
     @property
     def runtime_s(self):
@@ -141,18 +142,14 @@ def _start_records(ev):
 def eager_limit(sends, posts, machine_model=None, locality="intra-socket"):
     """The largest message size treated as eager, and why.
 
-    From the machine model's breakpoints when one is given; else from the trace: a
-    send whose receive was posted after it began either returned before the post
-    (eager) or waited for it (rendezvous); the limit lies between the largest eager
-    and the smallest rendezvous size seen.  Without such evidence every message is
-    treated as eager (no send waits for its receive).
+    From the trace: a send whose receive was posted after it began either returned
+    before the post (eager) or waited for it (rendezvous); the limit lies between the
+    largest eager and the smallest rendezvous size seen.  What the run measured comes
+    first: a machine model's breakpoints are used where the trace has no evidence, or
+    agrees with them (no send that waited at or below the model's limit, none returned
+    early above it).  Without either every message is treated as eager (no send waits
+    for its receive).
     """
-    if machine_model is not None:
-        bp = machine_model.breakpoints.get(locality)
-        if bp is not None:
-            limits = [v for v in (bp.eager_max_bytes, bp.short_max_bytes) if v is not None]
-            if limits:
-                return float(max(limits)), f"the machine model's eager limit ({locality})"
     # Evidence: blocking sends that are not synchronous, whose receive was posted later.
     later = posts > sends["start_s"].to_numpy() + 1e-6
     waited = sends["end_s"].to_numpy() > posts
@@ -161,6 +158,18 @@ def eager_limit(sends, posts, machine_model=None, locality="intra-socket"):
     rendezvous = size[later & waited]
     largest_eager = eager.max() if eager.size else 0.0
     above = rendezvous[rendezvous > largest_eager]
+    if machine_model is not None:
+        bp = machine_model.breakpoints.get(locality)
+        limits = (
+            [v for v in (bp.eager_max_bytes, bp.short_max_bytes) if v is not None]
+            if bp is not None
+            else []
+        )
+        if limits:
+            limit = float(max(limits))
+            agrees = not (rendezvous <= limit).any() and not (eager > limit).any()
+            if agrees:
+                return limit, f"the machine model's eager limit ({locality})"
     if above.size:
         return float(above.min() - 1), "the trace: sends that waited for a later receive"
     if eager.size:
@@ -259,6 +268,7 @@ def build(trace, ranks, machine_model=None):
         eager_basis=eager_basis,
         host_of=dict(zip(ranks["rank"].astype(int), ranks["host"].astype(str))),
         t0_ns=int(trace.t0_ns),
+        raw_dir=getattr(trace, "raw_dir", None),
     )
 
 

@@ -64,6 +64,9 @@ def analyze(
         )
     for e in engines:
         eng.engine_code(e)
+    from ..collect import completeness
+
+    completeness.check(run)  # a whole run with a gap: refused, naming the file
     trace = read_trace(run.raw_dir)
     locality_of = locality_from_run(run)
     results, summary, inputs = replay(trace, engines, bins, arrivals, machine_model, locality_of)

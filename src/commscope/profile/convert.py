@@ -28,7 +28,7 @@ operations over all its ranks at once.  Tables (columns in docs/profile.md):
 import os
 import warnings
 
-from ..errors import InputError
+from ..errors import InputError, warn
 from ..collect.node_files import NodeFile, node_keys, read_snapshots
 from .endings import HOW, fill_from_launcher, summarize
 from .settings import chosen_sets
@@ -363,8 +363,8 @@ def convert(run, jobs=None):
         results = [_convert_one(w) for w in work]
     frames, problems, lost = {}, [], 0
     for key, tables, problem, warned in results:
-        for w in warned:
-            warnings.warn(w, stacklevel=2)
+        for w in warned:  # said here, once, in the CLI's form (a worker's are recorded)
+            warn(w)
         if problem:
             problems.append(problem)
             continue

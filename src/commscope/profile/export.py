@@ -142,12 +142,21 @@ def require_profile(run):
 
 
 def load_trace(run):
-    """The run's :class:`~commscope.collect.trace.Trace`, or None without ``--trace``."""
+    """The run's :class:`~commscope.collect.trace.Trace`, or None without ``--trace``
+    (or, in an interrupted run, when every trace file is gone).  The trace is checked
+    against what the run counted first (:mod:`commscope.collect.completeness`): a whole
+    run with a gap is an InputError; ``Trace.completeness`` says what an unfinished
+    one misses."""
+    from ..collect import completeness
     from ..collect.trace import read_trace, trace_files
 
+    gaps = completeness.check(run)
     if not trace_files(run.raw_dir):
         return None
-    return read_trace(run.raw_dir)
+    trace = read_trace(run.raw_dir)
+    matched = match_messages(trace) if len(trace.events) else None
+    trace.completeness = completeness.partners(gaps, matched)
+    return trace
 
 
 def call_names(events):

@@ -127,6 +127,17 @@ def frame(prev, now, dt):
     return rows
 
 
+_SAID = set()
+
+
+def _say_once(message):
+    from ..errors import warn
+
+    if message not in _SAID:
+        _SAID.add(message)
+        warn(message)
+
+
 def snapshot_series(files, sets):
     """Per rank, (ns, summary row) at each of its snapshot records."""
     series = {}
@@ -137,7 +148,12 @@ def snapshot_series(files, sets):
             zip(nc.ranks.tolist(), np.bincount(nc.slab_rank, minlength=len(nc.ranks)).tolist())
         )
         rates = dict(zip(nc.ranks.tolist(), nc.ticks_per_s.tolist()))
-        snaps, _ = read_snapshots(f.raw_dir, meta)
+        snaps, dropped = read_snapshots(f.raw_dir, meta)
+        if dropped:
+            _say_once(
+                f"{f.raw_dir / meta['snapshot_file']}: {dropped} bytes at the end are not a "
+                f"whole snapshot record (cut short, or still being written): left out"
+            )
         can, nfunc, ncount = meta["canonical"], len(meta["functions"]), len(meta["counters"])
         idx = (
             list(range(ncount))

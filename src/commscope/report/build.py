@@ -47,7 +47,12 @@ def open_runs(paths, keep_going=False):
     damaged, runs = [], []
     for path in paths:
         try:
-            runs.append(open_run(path).check())
+            run = open_run(path).check()
+            if run.kind == "profile":  # its trace against what the ranks counted
+                from ..collect import completeness
+
+                completeness.check(run)
+            runs.append(run)
         except InputError as exc:
             damaged.append((path, exc))
     if damaged and len(paths) == 1:

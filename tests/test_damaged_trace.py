@@ -1,0 +1,239 @@
+"""No answer from damaged data (issue 43): the trace is checked against what the ranks
+counted before any analysis (collect/completeness.py), a whole run with a gap is refused
+naming the file and the rank, an unfinished one is diagnosed with the gap said and its
+findings marked; compare says "damaged"; one warning voice; a what-if never changes the
+diagnosis.  Real runs: tests/fuzzkit.py's originals (a traced 2-rank profile)."""
+
+import contextlib
+import io
+import json
+import math
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from commscope import cli
+
+pytestmark = pytest.mark.mpi
+
+HEADER, RECORD = 64, 56
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main([str(a) for a in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def profile(fuzz_originals, tmp_path):
+    """A fresh copy of the traced profile run (exact_threads, 2 ranks, 3 threads each)."""
+    dst = tmp_path / "run"
+    shutil.copytree(fuzz_originals["profile"], dst)
+    return dst
+
+
+def interrupted(run):
+    meta = json.loads((run / "meta.json").read_text())
+    meta["status"] = "interrupted"
+    (run / "meta.json").write_text(json.dumps(meta))
+    return run
+
+
+def biggest(run):
+    return max((run / "raw").glob("trace.*.bin"), key=lambda p: p.stat().st_size)
+
+
+def _records(path):
+    return (path.stat().st_size - HEADER) // RECORD
+
+
+@pytest.mark.parametrize("damage", ["deleted", "header only", "cut at a record", "records dropped"])
+def test_a_whole_run_with_a_gap_is_refused_naming_file_and_rank(profile, damage):
+    victim = biggest(profile)
+    data = victim.read_bytes()
+    n = _records(victim)
+    if damage == "deleted":
+        victim.unlink()
+    elif damage == "header only":
+        victim.write_bytes(data[:HEADER])
+    elif damage == "cut at a record":
+        victim.write_bytes(data[: HEADER + RECORD * (n // 2)])
+    else:
+        victim.write_bytes(data[: HEADER + RECORD * 10] + data[HEADER + RECORD * 13 :])
+    rank, thread = victim.name.split(".")[1:3]
+    for argv in (["diagnose", profile], ["model", "matching", profile, "--json", "-t", "2"]):
+        status, out, err = run_cli(*argv)
+        assert status == 2, (argv, err)
+        assert victim.name in err and f"rank {rank} thread {thread}" in err, err
+        assert "trace_records" in err and out == ""
+
+
+def test_an_interrupted_run_is_diagnosed_with_the_gap_said_and_its_findings_marked(profile):
+    interrupted(profile)
+    victim = biggest(profile)
+    n = _records(victim)
+    victim.unlink()
+    rank = int(victim.name.split(".")[1])
+    status, out, err = run_cli("diagnose", profile)
+    assert status == 0, err
+    headline = out.splitlines()[1]
+    assert headline.startswith("Incomplete: the trace of") and f"{n} of its" in headline
+    assert "(gap)" in out
+    assert "commscope: warning:" in err and victim.name in err
+    status, out, _ = run_cli("diagnose", profile, "--json")
+    d = json.loads(out)
+    assert rank in d["incomplete"]["ranks"] and d["incomplete"]["missing_records"] == n
+    assert d["incomplete"]["gaps"][0]["file"] == f"raw/{victim.name}"
+    touched = [g for g in d["groups"] if rank in g["culprit_ranks"] or rank in g["waiting_ranks"]]
+    assert touched and all(g["evidence"].get("trace_gap") for g in touched)
+
+
+def test_a_traced_run_whose_files_are_gone_is_not_called_untraced(profile):
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 0
+    for p in (profile / "raw").glob("trace.*.bin"):
+        p.unlink()
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and "trace.0.0.bin" in err and "missing" in err
+    interrupted(profile)
+    status, out, err = run_cli("diagnose", profile)
+    assert status == 0, err
+    assert "profiled without --trace" not in out and "without an event trace" not in out
+    assert "the run was traced (--trace), but its trace files are gone" in out
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbage"])
+def test_call_sites_cut_short_in_a_whole_run_are_refused(profile, damage):
+    (path,) = (profile / "raw").glob("callsites.*.jsonl")
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2] if damage == "cut" else b"x#z")
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and path.name in err and "rank" in err, err
+
+
+@pytest.mark.parametrize("family", ["clocks", "cpu"])
+def test_a_finalize_file_cut_in_a_whole_run_is_refused(profile, family):
+    """The clock offsets and CPU times every rank appends at MPI_Finalize: a cut file
+    changed the diagnosis without a word (fuzz pass, seed 44)."""
+    (path,) = (profile / "raw").glob(f"{family}.*.jsonl")
+    path.write_bytes(path.read_bytes()[:-30])
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and path.name in err and "cut short" in err, err
+
+
+def test_a_counter_kind_emptied_is_refused(profile):
+    p = profile / "counters.parquet"
+    c = pd.read_parquet(p)
+    c["kind"] = None
+    c.to_parquet(p, index=False)
+    status, _, err = run_cli("diagnose", profile)
+    assert status == 2 and "counters.parquet: kind" in err, err
+
+
+def test_compare_says_damaged_not_beyond_noise(fuzz_originals, profile):
+    original = fuzz_originals["profile"]
+    interrupted(profile)
+    biggest(profile).unlink()
+    status, out, err = run_cli(
+        "compare", "--before", original, original, "--after", original, profile, "--json"
+    )
+    assert status == 0, err
+    c = json.loads(out)
+    assert "findings" not in c or not c["findings"]
+    assert c["not_compared"]["findings"].startswith("damaged:")
+    assert str(profile) in c["damaged"]
+    assert "commscope: warning:" in err
+
+
+def test_noise_statistics_never_overflow():
+    from commscope.compare import noise
+
+    for statistic in noise.STATISTICS:
+        r = noise.change([1.0, 1.0], [1.0, 1e200], statistic=statistic)
+        assert r["difference_s"] == pytest.approx(5e199)
+        r = noise.change([1e200, 3e200], [2e200, 5e200], statistic=statistic)
+        assert r["p_value"] is None or 0 <= r["p_value"] <= 1
+    assert math.isfinite(noise._var([1e200, 3e200])) is False or noise._var([1e200, 3e200]) > 0
+
+
+def test_an_absurd_counter_is_refused_with_its_name(fuzz_originals, profile):
+    p = profile / "counters.parquet"
+    c = pd.read_parquet(p)
+    c.loc[c["counter"] == "messages_sent", "value"] = 1e200
+    c.to_parquet(p, index=False)
+    original = fuzz_originals["profile"]
+    status, _, err = run_cli(
+        "compare", "--before", original, original, "--after", original, profile
+    )
+    assert status == 2 and "counters.parquet: value" in err and "Traceback" not in err
+
+
+def test_warnings_are_one_line_even_with_python_warnings_as_errors(profile):
+    interrupted(profile)
+    victim = biggest(profile)
+    victim.write_bytes(victim.read_bytes()[:-20])  # the last record cut short
+    for argv in (
+        ["diagnose", profile],
+        ["export", profile, "--format", "perfetto", "-o", profile.parent / "t.json"],
+    ):
+        p = subprocess.run(
+            [sys.executable, "-W", "error", "-m", "commscope", *map(str, argv)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert p.returncode == 0, p.stderr
+        assert "Traceback" not in p.stderr and "Warning:" not in p.stderr
+        lines = p.stderr.splitlines()
+        assert lines and all(ln.startswith("commscope: warning: ") for ln in lines), lines
+        assert any("last record cut short" in ln for ln in lines)
+
+
+def test_a_what_if_never_changes_the_diagnosis(fuzz_originals):
+    run = fuzz_originals["profile"]
+    _, plain, _ = run_cli("diagnose", run, "--json")
+    _, what_if, _ = run_cli("diagnose", run, "--json", "--what-if", "machine-model=bluewaters")
+    a, b = json.loads(plain), json.loads(what_if)
+    for key in ("findings", "groups", "efficiency", "notes"):
+        assert a[key] == b[key], key
+    assert a["replay"]["eager_basis"] == b["replay"]["eager_basis"]
+    assert [w["change"] for w in b["replay"]["what_if"]] == ["machine-model=bluewaters"]
+
+
+def test_the_sizes_that_waited_come_before_a_machine_models_eager_limit():
+    from commscope.diagnose.timeline import eager_limit
+    from commscope.models.machine_model import bluewaters_machine_model
+
+    sends = pd.DataFrame({"start_s": [0.0, 0.0], "end_s": [1.0, 1.0], "bytes": [4096, 4096]})
+    posts = pd.Series([0.5, 0.5]).to_numpy()  # posted later; both sends waited for it
+    limit, basis = eager_limit(sends, posts, bluewaters_machine_model())
+    assert limit == 4095 and basis.startswith("the trace")
+    quick = pd.DataFrame({"start_s": [0.0], "end_s": [0.1], "bytes": [16384]})
+    limit, basis = eager_limit(quick, pd.Series([0.5]).to_numpy(), bluewaters_machine_model())
+    assert basis.startswith("the trace")  # 16 KiB returned early, above the model's 7999
+
+
+def test_the_fuzz_harness_fails_a_changed_answer_without_a_warning(fuzz_originals, tmp_path):
+    import fuzzkit
+
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    target = tmp_path / "in" / "run"
+    shutil.copytree(fuzz_originals["profile"], target)
+    mutant = fuzzkit.Mutant("profile", target, "a test", (), [], answers=True)
+    label = "diagnose --json"
+    want = fuzzkit.reference(mutant, label, fuzz_originals)
+    assert want
+    same = fuzzkit.Result(0, want, "", 0.1)
+    other = fuzzkit.Result(0, want.replace("small_messages", "late_sender"), "", 0.1)
+    warned = fuzzkit.Result(0, other.out, "commscope: warning: x\n", 0.1)
+    for result, outcome in ((same, "exit 0"), (other, "silent changed answer"), (warned, "exit 0")):
+        case = fuzzkit.Case(label, mutant.what, "exit 0")
+        assert fuzzkit.changed_answer(mutant, case, result, fuzz_originals).outcome == outcome, (
+            result
+        )
