@@ -142,13 +142,14 @@ static int site_insert(site_set_t *t, uint64_t a)
 }
 
 /* The buffer's sites into its thread's set (consecutive records of one call share
- * theirs, so most records cost one comparison). */
+ * theirs, so most records cost one comparison); a CPU record names no call of its own
+ * (it may precede a call that writes no record). */
 static void note_sites(trace_buf_t *b)
 {
     uint64_t last = 0;
     for (int i = 0; i < b->n; i++) {
         uint64_t a = b->recs[i].site;
-        if (a == last || !a) continue;
+        if (a == last || !a || b->recs[i].event == CS_EV_CPU) continue;
         last = a;
         if (site_insert(&b->sites, a) != 0) return; /* out of memory: those stay unresolved */
     }

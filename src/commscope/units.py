@@ -131,6 +131,7 @@ DIMENSIONLESS = (
     "msgq",
     "messages",
     "ops",
+    "switches",
     "aic",
     "bic",
 )  # aic, bic: information criteria

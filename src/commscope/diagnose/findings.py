@@ -533,7 +533,9 @@ def _wait_finding(ctx, ws, fk, keys, overloaded):
             "waits": int(len(mine)),
             # the waits it caused, per culprit (rank-seconds of direct waits)
             "caused_s_by_rank": {str(r): float(v) for r, v in sorted(weights.items())},
-            "direct_s_by_site": {str(k): float(v) for k, v in sites.items()},
+            "direct_by_site": [
+                {"callsite": str(k), "direct_s": float(v)} for k, v in sites.items()
+            ],
         },
     )
 

@@ -142,7 +142,27 @@ def read_job_summary(raw_dir):
     for name, per in doc["functions"].items():
         for what in ("calls", "bytes", "time_s"):
             _check_stats(path, f"functions.{name}.{what}", (per or {}).get(what))
+    doc["counters"] = _in_data_units(doc["counters"])
     return doc
+
+
+def _in_data_units(counters):
+    """The counters as data: nanosecond ones in seconds (``cpu_wait`` -> ``cpu_wait_s``),
+    codes left out (``cpu_source``)."""
+    from .catalog import counter_catalog
+
+    unit = {c["name"]: c["unit"] for c in counter_catalog() if c["scope"] in ("thread", "rank")}
+    out = {}
+    for name, stats in counters.items():
+        if unit.get(name) == "code":
+            continue
+        if unit.get(name) == "ns":
+            stats = {
+                k: v / 1e9 if k in ("total", "mean", "min", "max") else v for k, v in stats.items()
+            }
+            name = f"{name}_s"
+        out[name] = stats
+    return out
 
 
 def _check_stats(path, field, stats):
@@ -164,19 +184,18 @@ def job_rows(doc, top=10):
 
     catalog = {c["name"]: c for c in counter_catalog() if c["scope"] in ("thread", "rank")}
     watermarks = {n for n, c in catalog.items() if c["kind"] == "watermark"}
-    ns = {n for n, c in catalog.items() if c["unit"] == "ns"}  # shown in seconds, as _s
-    rows = [
+    rows = [  # read_job_summary gave the counters in data units already
         dict(
-            name=f"{name}_s" if name in ns else name,
-            total=None if name in watermarks else s["total"] / (1e9 if name in ns else 1),
-            mean=s["mean"] / (1e9 if name in ns else 1),
-            min=s["min"] / (1e9 if name in ns else 1),
+            name=name,
+            total=None if name in watermarks else s["total"],
+            mean=s["mean"],
+            min=s["min"],
             min_rank=s["min_rank"],
-            max=s["max"] / (1e9 if name in ns else 1),
+            max=s["max"],
             max_rank=s["max_rank"],
         )
         for name, s in doc["counters"].items()
-        if s["total"] and catalog.get(name, {}).get("unit") != "code"  # cpu_source: a code
+        if s["total"]
     ]
     busiest = sorted(doc["functions"].items(), key=lambda kv: -kv[1]["calls"]["total"])[:top]
     rows += [
