@@ -197,7 +197,7 @@ def json_unit_problems(obj, path=""):
         parent = path.rsplit(".", 1)[-1].rstrip("[]")
         if _is_data_label(name):
             name = parent.split("_by_")[0]
-        elif name in STATISTICS and _unit_suffix(parent):  # time_s: {"mean": ...}: seconds
+        elif name in STATISTICS:  # time_s: {"mean": ...}: seconds; messages: {...}: a count
             name = parent
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
             problem = None
