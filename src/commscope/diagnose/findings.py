@@ -51,6 +51,8 @@ pd = lazy("pandas")
 
 #: A finding below this share of the run time is minor: listed, never the headline.
 MINOR_SHARE = 0.05
+#: A finding that loses less than this is none (what is left of a wait others explain).
+MIN_LOST_S = 1e-7
 #: A rank is overloaded when its useful time exceeds the mean by half the max - mean gap,
 #: and the gap is at least this share of the run.
 IMBALANCE_SHARE = 0.05
@@ -231,7 +233,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_mo
     findings += _contention_findings(ctx)
     note = cnt.unmeasured_note(rank_cpu, nodes)
     notes += [note] if note else []
-    findings = rk.rank(_absorb_search_waits([f for f in findings if f.lost_s > 0]))
+    findings = rk.rank(_absorb_search_waits([f for f in findings if f.lost_s >= MIN_LOST_S]))
     groups = rk.group(findings, (lambda change: ctx.saving(**change)) if rp else None)
     if tl is None:
         notes.append(

@@ -108,13 +108,14 @@ def _headline(d):
     major = d.major
     if not major:
         noisy = [g for g in d.groups if g.within_noise and g.share_of_runtime >= MINOR_SHARE]
+        largest = max(d.groups, key=lambda g: g.lost_s, default=None)
         return (
             f"No problem costs more than {MINOR_SHARE:.0%} of the run "
             f"({format_seconds(d.runtime_s)} on {d.ranks} ranks)"
             + (
-                f"; the largest, {d.groups[0].kind.replace('_', ' ')}, costs "
-                f"{percent(d.groups[0].share_of_runtime)}"
-                if d.groups
+                f"; the largest, {largest.kind.replace('_', ' ')}, costs "
+                f"{percent(largest.share_of_runtime)}"
+                if largest is not None
                 else ""
             )
             + (
@@ -126,6 +127,15 @@ def _headline(d):
             )
         )
     f = major[0]
+    if f.predicted_saving_s is not None and f.predicted_saving_s < MINOR_SHARE * d.runtime_s:
+        largest = max(major, key=lambda g: g.lost_s)
+        why = _WHY_LITTLE.get(largest.kind, "its fix, replayed, moves the waiting elsewhere")
+        return (
+            f"No fix saves more than {MINOR_SHARE:.0%} of the run "
+            f"({format_seconds(d.runtime_s)} on {d.ranks} ranks): the largest loss, "
+            f"{largest.kind.replace('_', ' ')} ({percent(largest.share_of_runtime)}), saves "
+            f"{format_seconds(largest.predicted_saving_s or 0.0)} fixed: {why}."
+        )
     text = sentence(f, d.runtime_s)
     if f.predicted_saving_s is not None:
         text += (
@@ -159,8 +169,8 @@ def render(d, stream, every=False):
     p(f"# commscope diagnose {d.run}: {d.ranks} ranks, {format_seconds(d.runtime_s)}")
     p(headline(d))
     listed = d.findings if every else d.groups
-    if listed:
-        f = d.major[0] if d.major else listed[0]
+    f = d.major[0] if d.major else None  # nothing major: no fix to urge
+    if f is not None:
         p(f"  fix: {f.fix}")
         if f.region:
             p(f"  where: {f.region}")
@@ -169,6 +179,7 @@ def render(d, stream, every=False):
                 f"  saving: {format_seconds(f.predicted_saving_s)} "
                 f"({percent(f.predicted_saving_s / d.runtime_s)} of the run): {f.basis}"
             )
+    if listed:
         p("")
         shown = listed if every else listed[:SHOWN]
         what = "findings, one per call site" if every else "findings"
