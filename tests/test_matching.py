@@ -433,8 +433,8 @@ def test_bad_traces_name_the_file_and_record(capsys, traced, tmp_path):
     cut = 64 + size * first
     t0.write_bytes(
         good[:cut] + good[cut + size :]
-    )  # the first IRECV is missing: its completion is not
-    _expect_error(capsys, run, "trace.0.0.bin", "whose start is not in rank 0's trace")
+    )  # the first IRECV is missing: a whole run's trace is refused as incomplete first
+    _expect_error(capsys, run, "trace.0.0.bin", "rank 0", "1 missing", "the run is damaged")
 
     t0.write_bytes(good[:40])
     _expect_error(capsys, run, "trace.0.0.bin", "header", "cut short")
@@ -448,13 +448,13 @@ def test_bad_traces_name_the_file_and_record(capsys, traced, tmp_path):
 
 
 @pytest.mark.mpi
-def test_a_record_cut_short_is_left_out_with_a_warning(capsys, traced, tmp_path):
+def test_a_record_cut_short_in_a_whole_run_is_refused(capsys, traced, tmp_path):
+    """Every rank reached MPI_Finalize, so the trace's bytes past its records are damage
+    (the completeness check, docs/robustness.md), named, not left out in silence."""
     run = _copy(traced["known"], tmp_path)
     t1 = run / "raw" / "trace.1.0.bin"
-    t1.write_bytes(t1.read_bytes() + b"\0" * 20)
-    with pytest.warns(UserWarning, match="trace.1.0.bin: last record cut short"):
-        a = analyze(run, engines=("ob1",))
-    assert a.summary["messages"].iloc[0] == 14
+    t1.write_bytes(t1.read_bytes() + b"\0" * 20)  # every record whole, 20 bytes more
+    _expect_error(capsys, run, "trace.1.0.bin", "rank 1", "20 bytes more", "the run is damaged")
 
 
 def test_a_run_that_is_not_a_profile_is_refused(capsys, new_run):
