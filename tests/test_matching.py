@@ -19,7 +19,6 @@ from commscope.models.stencil_plan import build_plan
 from commscope.cli import main
 from commscope.matching import engines
 from commscope.models import queue_sim
-from commscope.matching.analysis import analyze
 from commscope.matching.replay import permute_thread_posts, random_interleave
 from commscope.models.stencil import stencil_counts
 
