@@ -11,6 +11,8 @@ from commscope.bench.progress import run_progress, verdict_table
 from commscope.models import progress as pg
 from commscope.models.machine_model import load_machine_model, machine_model_from_dict
 
+from progress_models import progress_model
+
 SIZES = [1 << 10, 1 << 20]  # eager and rendezvous under both wheels
 
 
@@ -113,28 +115,7 @@ def test_bad_input_is_refused_before_anything_runs(argv, says, tmp_path, capsys)
     assert not any(tmp_path.iterdir())  # no run directory
 
 
-def _model(cases):
-    rows = [
-        dict(size_bytes=s, case=c, sender=snd, receiver=rcv, overlap_fraction=o, reps=3)
-        for (s, c, snd, rcv), o in cases.items()
-    ]
-    entry = pg.section_entry(rows, mpi_library="MPI X", mpi_name="x")
-    return machine_model_from_dict(
-        {
-            "schema": "commscope.machine-model",
-            "schema_version": 1,
-            "parameters": [
-                {
-                    "protocol": "rendezvous",
-                    "locality": "intra-socket",
-                    "alpha_s": 1e-6,
-                    "beta_s_per_byte": 1e-10,
-                }
-            ],
-            "machine": {"mpi_library": "MPI X"},
-            "progress": {pg.entry_key("MPI X"): entry},
-        }
-    )
+_model = progress_model
 
 
 def test_verdicts_and_summary_of_a_whole_buffer_mpi():

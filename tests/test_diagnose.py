@@ -321,30 +321,13 @@ def test_efficiency_per_phase_marked_with_pcontrol(default_mpi, tmp_path, runs_r
 def _progress_model(receiver_in_mpi, receiver_computing):
     """A machine model whose progress section says how much of a message moves while the
     sender computes: with its receiver inside MPI, and with it computing too."""
-    from commscope.models import progress as pg
-    from commscope.models.machine_model import machine_model_from_dict
+    from progress_models import progress_model
 
-    rows = [
-        dict(size_bytes=s, case="isend", sender="busy", receiver=r, overlap_fraction=o, reps=3)
-        for s in (1024, 1 << 20)
-        for r, o in (("polling", receiver_in_mpi), ("idle", receiver_computing))
-    ]
-    return machine_model_from_dict(
+    return progress_model(
         {
-            "schema": "commscope.machine-model",
-            "schema_version": 1,
-            "parameters": [
-                {
-                    "protocol": "rendezvous",
-                    "locality": "intra-socket",
-                    "alpha_s": 1e-6,
-                    "beta_s_per_byte": 1e-10,
-                }
-            ],
-            "machine": {"mpi_library": "MPI X"},
-            "progress": {
-                pg.entry_key("MPI X"): pg.section_entry(rows, mpi_library="MPI X", mpi_name="x")
-            },
+            (s, "isend", "busy", r): o
+            for s in (1024, 1 << 20)
+            for r, o in (("polling", receiver_in_mpi), ("idle", receiver_computing))
         }
     )
 

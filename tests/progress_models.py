@@ -1,0 +1,31 @@
+"""Machine models with a made-up progress section (docs/progress.md), for the tests of
+the progress queries and of the fixes that follow them."""
+
+from commscope.models import progress as pg
+from commscope.models.machine_model import machine_model_from_dict
+
+
+def progress_model(cases):
+    """A machine model of "MPI X" whose progress section holds ``cases``:
+    {(size_bytes, case, sender, receiver): overlap fraction}."""
+    rows = [
+        dict(size_bytes=s, case=c, sender=snd, receiver=rcv, overlap_fraction=o, reps=3)
+        for (s, c, snd, rcv), o in cases.items()
+    ]
+    entry = pg.section_entry(rows, mpi_library="MPI X", mpi_name="x")
+    return machine_model_from_dict(
+        {
+            "schema": "commscope.machine-model",
+            "schema_version": 1,
+            "parameters": [
+                {
+                    "protocol": "rendezvous",
+                    "locality": "intra-socket",
+                    "alpha_s": 1e-6,
+                    "beta_s_per_byte": 1e-10,
+                }
+            ],
+            "machine": {"mpi_library": "MPI X"},
+            "progress": {pg.entry_key("MPI X"): entry},
+        }
+    )
