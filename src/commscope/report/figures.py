@@ -176,6 +176,8 @@ def human_axes(fig):
 #: tick labels, legends, colour bars and values written on a plot. A figure shrunk to a
 #: 1024 px window is drawn at about 0.75 of its size, so this stays about 9 px there.
 MIN_FONT_PT = 9.0
+#: Labels stacked at one place are this far apart: a line of MIN_FONT_PT text and its gap.
+STACK_PT = 1.3 * MIN_FONT_PT
 #: A figure grows with the window up to this many times its own size (beyond, a single
 #: panel fills a screen and says no more).
 MAX_GROW = 1.25
@@ -467,7 +469,7 @@ def hold_scale(ax, points, keep=(), unit="", margin=0.05):
             (x, 1.0 if top else 0.0),
             xycoords=edge,
             textcoords="offset points",
-            xytext=(0, -(10 + 9 * k) if top else 10 + 9 * k),
+            xytext=(0, -(10 + STACK_PT * k) if top else 10 + STACK_PT * k),
             ha="right" if along > 0.8 else "left" if along < 0.2 else "center",
             va="top" if top else "bottom",
             fontsize=MIN_FONT_PT,
