@@ -273,32 +273,6 @@ static void take_options(bench_t *b, cs_partitioned_options_t *o, int nranks)
     }
 }
 
-#ifdef COMMSCOPE_HAVE_PARTITIONED
-/* The header has the partitioned calls; does the library accept them?  A
- * one-byte transfer: a partitioned request freed without ever being started
- * upsets Open MPI's part/persist component, so go all the way. */
-static int partitioned_accepted(MPI_Comm comm, int rank)
-{
-    MPI_Request probe = MPI_REQUEST_NULL;
-    char dummy[1] = {0};
-    int ok = rank == 0 ? MPI_Psend_init(dummy, 1, 1, MPI_BYTE, 1, TAG_SYNC, comm, MPI_INFO_NULL, &probe)
-                       : MPI_Precv_init(dummy, 1, 1, MPI_BYTE, 0, TAG_SYNC, comm, MPI_INFO_NULL, &probe);
-    int good = ok == MPI_SUCCESS, all_good;
-    MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-    if (all_good) {
-        good = MPI_Start(&probe) == MPI_SUCCESS;
-        if (good && rank == 0)
-            good = MPI_Pready(0, probe) == MPI_SUCCESS;
-        if (good)
-            good = MPI_Wait(&probe, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-        MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-    }
-    if (probe != MPI_REQUEST_NULL)
-        MPI_Request_free(&probe);
-    return all_good;
-}
-#endif
-
 /* Which methods can run, and why not. */
 static void choose_methods(bench_t *b)
 {
@@ -319,7 +293,7 @@ static void choose_methods(bench_t *b)
                           "(built without COMMSCOPE_HAVE_PARTITIONED)";
     }
 #else
-    if (b->want[M_PART] && !partitioned_accepted(b->comm, b->rank)) {
+    if (b->want[M_PART] && !cs_partitioned_accepted(b->comm, b->rank, TAG_SYNC)) {
         b->run_m[M_PART] = 0;
         b->note[M_PART] = "MPI-4 partitioned calls refused at run time (MPI_Psend_init/MPI_Precv_init failed)";
     }

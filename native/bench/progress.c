@@ -136,31 +136,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-#ifdef COMMSCOPE_HAVE_PARTITIONED
-/* mpi.h has the calls; does the library take them?  A whole one-byte transfer:
- * Open MPI's part/persist is upset by a request freed without being started. */
-static int partitioned_accepted(MPI_Comm comm, int rank)
-{
-    MPI_Request probe = MPI_REQUEST_NULL;
-    char dummy[1] = {0};
-    int ok = rank == 0 ? MPI_Psend_init(dummy, 1, 1, MPI_BYTE, 1, TAG_SYNC, comm, MPI_INFO_NULL, &probe)
-                       : MPI_Precv_init(dummy, 1, 1, MPI_BYTE, 0, TAG_SYNC, comm, MPI_INFO_NULL, &probe);
-    int good = ok == MPI_SUCCESS, all_good;
-    MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-    if (all_good) {
-        good = MPI_Start(&probe) == MPI_SUCCESS;
-        if (good && rank == 0)
-            good = MPI_Pready(0, probe) == MPI_SUCCESS;
-        if (good)
-            good = MPI_Wait(&probe, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-        MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
-    }
-    if (probe != MPI_REQUEST_NULL)
-        MPI_Request_free(&probe);
-    return all_good;
-}
-#endif
-
 static void choose_cases(bench_t *b)
 {
     int want[K_COUNT] = {0};
@@ -170,7 +145,7 @@ static void choose_cases(bench_t *b)
     const char *why = "MPI-4 partitioned calls unavailable: mpi.h lacks MPI_Psend_init";
 #ifdef COMMSCOPE_HAVE_PARTITIONED
     if (want[K_PART] || want[K_EARLY]) {
-        part_ok = partitioned_accepted(b->comm, b->rank);
+        part_ok = cs_partitioned_accepted(b->comm, b->rank, TAG_SYNC);
         why = "MPI-4 partitioned calls refused at run time (MPI_Psend_init/MPI_Precv_init failed)";
     }
 #endif

@@ -458,3 +458,26 @@ void cs_spin(double seconds)
     while (cs_clock() < end)
         ;
 }
+
+#ifdef COMMSCOPE_HAVE_PARTITIONED
+int cs_partitioned_accepted(MPI_Comm comm, int rank, int tag)
+{
+    MPI_Request probe = MPI_REQUEST_NULL;
+    char dummy[1] = {0};
+    int ok = rank == 0 ? MPI_Psend_init(dummy, 1, 1, MPI_BYTE, 1, tag, comm, MPI_INFO_NULL, &probe)
+                       : MPI_Precv_init(dummy, 1, 1, MPI_BYTE, 0, tag, comm, MPI_INFO_NULL, &probe);
+    int good = ok == MPI_SUCCESS, all_good;
+    MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
+    if (all_good) {
+        good = MPI_Start(&probe) == MPI_SUCCESS;
+        if (good && rank == 0)
+            good = MPI_Pready(0, probe) == MPI_SUCCESS;
+        if (good)
+            good = MPI_Wait(&probe, MPI_STATUS_IGNORE) == MPI_SUCCESS;
+        MPI_Allreduce(&good, &all_good, 1, MPI_INT, MPI_MIN, comm);
+    }
+    if (probe != MPI_REQUEST_NULL)
+        MPI_Request_free(&probe);
+    return all_good;
+}
+#endif

@@ -123,4 +123,11 @@ double cs_clock(void);
 /* Busy-wait for the given number of seconds (calibration-free: polls the clock). */
 void cs_spin(double seconds);
 
+#ifdef COMMSCOPE_HAVE_PARTITIONED
+/* mpi.h has the partitioned calls; does the library take them?  A whole one-byte
+ * transfer between ranks 0 and 1 of comm with this tag (Open MPI's part/persist is
+ * upset by a partitioned request freed without ever being started).  Collective. */
+int cs_partitioned_accepted(MPI_Comm comm, int rank, int tag);
+#endif
+
 #endif
