@@ -3,7 +3,9 @@
 # validated on (issue 9, item 9; issue 42, item 5): Debian's LAMMPS (`lmp`), HPC Challenge
 # (`hpcc`) and GROMACS (`gmx_mpi`; about 320 MB, most of it gromacs-data's force fields
 # and docs), with the Open MPI 4.1 they are built against and its mpicc (libopenmpi-dev),
-# so `--mpi /usr/bin/mpicc` builds the counter library and the timing shim for that MPI.  Needs root and apt (Debian/Ubuntu); the default test suite does
+# so `--mpi /usr/bin/mpicc` builds the counter library and the timing shim for that MPI,
+# and its mpicxx LLNL's LULESH 2.0 from the sources kept in third_party/lulesh (built by
+# scripts/validate_diagnose_apps.py when first used).  Needs root and apt (Debian/Ubuntu); the default test suite does
 # not need any of this: tests/test_validation_apps.py skips, naming this script.
 set -euo pipefail
 PACKAGES=(lammps hpcc gromacs libopenmpi-dev openmpi-bin)

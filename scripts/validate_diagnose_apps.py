@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Check `commscope diagnose` on real applications against a ground truth it did not compute.
 
-Two MPI programs nobody here wrote, Debian's LAMMPS (`lmp`) and GROMACS (`gmx_mpi`),
-both built against Debian's Open MPI 4.1 (scripts/install_validation_apps.sh), each with
-a knob that changes the load balance and not the work:
+Three MPI programs nobody here wrote, Debian's LAMMPS (`lmp`) and GROMACS (`gmx_mpi`),
+both built against Debian's Open MPI 4.1 (scripts/install_validation_apps.sh), and
+LLNL's LULESH 2.0 (its unmodified sources in third_party/lulesh, built here with that
+MPI's mpicxx), each with a knob that changes the load balance:
 
 - LAMMPS: a Lennard-Jones liquid filling 3/4 of a periodic box split in two along x
   (`processors 2 1 1`), so rank 0 holds twice rank 1's atoms; balanced with
   `balance 1.0 shift x 20 1.0` before the run (the same atoms, the same steps);
 - GROMACS: a slab of SPC/E water filling 3/4 of the box along x on a 2 x 1 x 1 domain
   decomposition, `mdrun -dlb no` against `-dlb yes` (dynamic load balancing moves the
-  domain boundary; the same system, the same steps).
+  domain boundary; the same system, the same steps);
+- LULESH: 8 ranks (a cube), 11 regions, `-c 8` makes about half the regions 8 times
+  (5 % of them 80 times) as costly to evaluate, spread unevenly over the ranks, against
+  `-c 1` (every region alike).  This knob adds work, so no saving is measured: the load
+  balance and the culprits are checked.
 
 The ground truth comes from native/shim/timing_shim.c, a preloaded library of its own
 (no code or clock shared with libcommscope): per rank, the wall time from MPI_Init to
@@ -51,7 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MPICC = "/usr/bin/mpicc"
-NRANKS = 2
+NRANKS = 2  # unless the application says otherwise (its nranks)
 SKIPPED = 3
 INSTALL = "scripts/install_validation_apps.sh (root)"
 #: Called by the shim's own MPI_Init/MPI_Finalize wrappers, outside its window.
@@ -124,7 +129,9 @@ class Variant:
 class Lammps:
     name = "LAMMPS (lmp)"
     key = "lammps"
-    binary = "lmp"
+    binary = requires = "lmp"
+    nranks = NRANKS
+    same_work = True
     steps, quick_steps = 1000, 300
 
     def available(self):
@@ -164,7 +171,9 @@ class Lammps:
 class Gromacs:
     name = "GROMACS (gmx_mpi mdrun)"
     key = "gromacs"
-    binary = "gmx_mpi"
+    binary = requires = "gmx_mpi"
+    nranks = NRANKS
+    same_work = True
     steps, quick_steps = 2000, 600
 
     def available(self):
@@ -245,7 +254,51 @@ class Gromacs:
         return lb, (float(wall.group(1)) if wall else None)
 
 
-APPS = {a.key: a for a in (Lammps(), Gromacs())}
+class Lulesh:
+    name = "LULESH 2.0"
+    key = "lulesh"
+    nranks = 8  # LULESH wants a cube number of ranks
+    same_work = False  # -c adds work
+    requires = "mpicxx (libopenmpi-dev)"
+    source = ROOT / "third_party" / "lulesh"
+    binary = str(ROOT / "build" / "validation" / "lulesh2.0")
+    size, quick_size, cycles, quick_cycles = 20, 20, 100, 40
+
+    def available(self, mpicc=MPICC):
+        return Path(mpicc).with_name("mpicxx").exists()
+
+    def build(self, mpicc=MPICC):
+        """lulesh2.0 from the vendored sources, MPI only (no OpenMP), once per change."""
+        exe, sources = Path(self.binary), sorted(self.source.glob("lulesh*.cc"))
+        if exe.exists() and all(exe.stat().st_mtime > s.stat().st_mtime for s in sources):
+            return
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [str(Path(mpicc).with_name("mpicxx")), "-O2", "-g", "-DUSE_MPI=1",
+               f"-I{self.source}", *map(str, sources), "-o", str(exe)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(f"building LULESH failed: {proc.stderr[-2000:]}")
+
+    def prepare(self, work, quick):
+        self.build()
+        size = self.quick_size if quick else self.size
+        cycles = self.quick_cycles if quick else self.cycles
+        common = ["-s", str(size), "-i", str(cycles), "-r", "11", "-b", "1"]
+        return [
+            Variant("-c 8", False, [*common, "-c", "8"]),
+            Variant("-c 1", True, [*common, "-c", "1"]),
+        ]
+
+    def program(self, variant, log):
+        return self.binary, variant.args
+
+    def own_timers(self, log):
+        """LULESH prints only the slowest rank's elapsed time, on stdout: no load balance
+        of its own."""
+        return None, None
+
+
+APPS = {a.key: a for a in (Lammps(), Gromacs(), Lulesh())}
 
 
 def shim_library(mpicc=MPICC):
@@ -319,7 +372,7 @@ def shim_run(app, variant, work, tag, shim, mpicc=MPICC):
     prog, words = launch.wrap_env(
         shutil.which(program), args, preload=[shim], env={"CS_TIMING_SHIM_DIR": str(out)}
     )
-    plan = launch.plan_launch(mpi.select_mpi(mpicc), NRANKS, prog, words)
+    plan = launch.plan_launch(mpi.select_mpi(mpicc), app.nranks, prog, words)
     res = launch.run_job(plan, cwd=work, echo=False, progress=False)
     if res.returncode:
         raise RuntimeError(
@@ -342,7 +395,7 @@ def profiled_run(app, variant, work, tag, shim, runs_root, mpicc=MPICC):
     run, status = run_profile(
         "/bin/sh",
         ["-c", script, "sh", shutil.which(program), *args],
-        nranks=NRANKS,
+        nranks=app.nranks,
         trace=True,
         mpi_spec=mpicc,
         runs_root=runs_root,
@@ -407,6 +460,8 @@ def validate_app(app, work, runs_root, reps=1, quick=False, mpicc=MPICC, shim=No
         rows.append(
             {
                 "app": app.name,
+                "ranks": app.nranks,
+                "same_work": app.same_work,
                 "knob": variant.knob,
                 "balanced": variant.balanced,
                 "alone": alone[label],
@@ -424,7 +479,7 @@ def measured_saving(rows):
     """Best shim-only run time of the imbalanced variant minus the balanced one's, and
     the same from the application's own timer (best of the shim-only runs)."""
     by = {r["balanced"]: r for r in rows}
-    if set(by) != {True, False}:
+    if set(by) != {True, False} or not rows[0]["same_work"]:
         return None, None
     best = {b: min(t["runtime_s"] for t, _ in r["alone"]) for b, r in by.items()}
     own = {
@@ -453,6 +508,7 @@ def table_rows(rows):
         out.append(
             {
                 "program": r["app"],
+                "ranks": r["ranks"],
                 "knob": r["knob"],
                 "shim LB (same run)": _f(s["load_balance"]),
                 "shim LB (alone)": "/".join(_f(x) for x in alone_lb),
@@ -468,8 +524,10 @@ def table_rows(rows):
                 "predicted saving": _f(d["predicted_saving_s"], "{:.3f} s"),
                 "measured saving (shim / own timer)": (
                     f"{_f(saving, '{:.3f}')} / {_f(own_saving, '{:.3f}')} s"
-                    if not r["balanced"]
+                    if not r["balanced"] and r["same_work"]
                     else "-"
+                    if r["balanced"]
+                    else "n/a: the knob adds work"
                 ),
                 "uncovered": ",".join(r["uncovered"]) or "none",
             }
@@ -487,7 +545,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     reps = args.reps or (1 if args.quick else 3)
     apps = [APPS[k] for k in args.apps.split(",") if k]
-    missing = [a.binary for a in apps if not a.available()]
+    missing = [a.requires for a in apps if not a.available()]
     if not Path(args.mpi).exists():
         missing.append(args.mpi)
     if missing:
@@ -515,7 +573,7 @@ def main(argv=None):
     print(
         format_table(
             table,
-            title=f"commscope diagnose on real applications, {NRANKS} ranks: "
+            title="commscope diagnose on real applications: "
             "ground truth (timing shim, the programs' own timers) vs commscope "
             f"(load average {load:.1f} at the end)",
         )
