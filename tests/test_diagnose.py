@@ -357,3 +357,35 @@ def test_late_receiver_fixes_follow_the_mpis_progress(programs, runs_root, capsy
     assert stuck.evidence["replayed_saving_s"] == free.predicted_saving_s
     both = finding(_progress_model(1.0, 1.0))
     assert both.fix == free.fix
+
+
+def test_random_work_is_within_noise_a_steady_late_send_is_not(programs, runs_root, capsys):
+    """cs_bsp, 2 ranks exchanging a halo after work of random length (a fixed time
+    quantum of 4 ms, sd 0.8 ms, new each interval): either rank sends late by turns, the
+    waits (about a tenth of the run) are what the jitter alone explains, so the
+    late-sender finding is within noise and not major; the planted late sender (the same
+    rank late by 2U every iteration) is far above it."""
+    from commscope import mpi
+    from commscope.diagnose.noise import expected_positive_max_normal
+    from commscope.profile.run import run_profile
+
+    run, status = run_profile(
+        mpi.binary(mpi.select_mpi(None), "bsp"),
+        ["--workload", "ftq", "--intervals", "60", "--mean", "0.004", "--sd", "0.0008",
+         "--halo-bytes", "4096", "--seed", "3"],  # fmt: skip
+        nranks=2,
+        trace=True,
+        callsites=1,
+        runs_root=runs_root,
+        echo=False,
+    )
+    assert status == 0
+    d = diagnose(commscope.open(run.path))
+    late = [f for f in d.findings if f.kind == "late_sender"]
+    assert late and all(f.within_noise for f in late), [(f.lost_s, f.evidence) for f in late]
+    assert late[0].evidence["jitter_s"] > 0.0004  # the harness's sd, twice, as a difference
+    assert not [f for f in d.major if f.kind != "cpu_contention"], [f.kind for f in d.major]
+    planted = profile("late_sender", programs["late_sender"], runs_root, capsys)
+    f = next(f for f in diagnose(commscope.open(planted.path)).findings if f.kind == "late_sender")
+    assert not f.within_noise and f.lost_s > 3 * f.evidence["noise_s"], f.evidence
+    assert expected_positive_max_normal(1) == pytest.approx((2 * 3.141592653589793) ** -0.5)

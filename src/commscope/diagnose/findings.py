@@ -444,12 +444,14 @@ def _wait_findings(ctx):
 
 
 def _mark_noise(ctx, f, ws, keys):
-    """The loss the collectives' arrival jitter alone explains (noise.py), and whether
-    the finding is within it."""
+    """The loss the arrival jitter alone explains at the collectives or the messages the
+    finding waits at (noise.py), and whether the finding is within it."""
     calls = set(ws.waits.loc[ws.waits["key"].isin(keys), "call"].astype(int))
     if ctx.cpu is not None and ctx.cpu_until is None:
         ctx.cpu_until = cnt.since_sync(ctx.tl, ctx.cpu)
     got = ns.collective_noise(ctx.tl, calls, ctx.nranks, ctx.cpu_until)
+    if got is None:
+        got = ns.message_noise(ctx.tl, calls, ctx.nranks, ctx.cpu_until)
     if got is not None:
         f.evidence.update(got)
         f.evidence["within_noise"] = bool(f.lost_s <= got["noise_s"])

@@ -13,6 +13,13 @@ instances that is the loss noise alone explains.  A finding that loses no more t
 is *within noise*: listed with the figure, never the headline.  A load imbalance (the
 waits of ranks that stand out in work) is not tested: its lateness persists from one
 instance to the next by definition.
+
+Point-to-point waits likewise (:func:`message_noise`): a message's partner is late by
+d = its entry less the waiting call's; one place (sender, receiver, both call sites)
+repeats over the iterations; less its median, d is jitter of typical size sigma (pooled
+as above).  A call that waits for k messages (an MPI_Waitall of a halo) waits for the
+latest: noise alone loses sigma x h_k there, h_k = E[max(0, max of k N(0, 1))]
+(1 / sqrt(2 pi) for one message).
 """
 
 from __future__ import annotations
@@ -63,12 +70,56 @@ def collective_noise(tl, calls, nranks, cpu_until=None):
         return None
     offset = table.sub(table.median(axis=1), axis=0)
     jitter = (offset - offset.median(axis=0)).to_numpy()  # less each rank's steady lead or lag
-    # robust (median absolute deviation): a rank that is late by much in some instances
-    # (work that moves between ranks, a descheduled rank) is not noise of the typical size
-    sigma = 1.4826 * float(np.median(np.abs(jitter - np.median(jitter))))
+    sigma = _robust_sd(jitter)
     n = len(inst)
     return {
         "noise_s": n * p * sigma * expected_max_normal(p) / nranks,
         "jitter_s": sigma,
         "instances": int(n),
     }
+
+
+@functools.lru_cache(maxsize=64)
+def expected_positive_max_normal(k):
+    """h_k: E[max(0, max of k iid N(0, 1))] = the integral over x > 0 of 1 - Phi(x)^k."""
+    from scipy import integrate, stats
+
+    return float(integrate.quad(lambda x: 1.0 - stats.norm.cdf(x) ** k, 0.0, np.inf)[0])
+
+
+def _robust_sd(jitter):
+    """The median absolute deviation as a standard deviation: a rank that is late by much
+    in some instances (work that moves between ranks, a descheduled rank) is not noise
+    of the typical size."""
+    return 1.4826 * float(np.median(np.abs(jitter - np.median(jitter))))
+
+
+def message_noise(tl, calls, nranks, cpu_until=None):
+    """{noise_s, jitter_s, instances}: the loss (as :func:`collective_noise`'s) that the
+    jitter of the partners' lateness explains at the point-to-point places the waiting
+    ``calls`` belong to (module docstring); None when they wait for no message or the
+    places repeat too little."""
+    links = tl.links
+    links = links[links["src"] != links["dst"]]  # a rank's message to itself is never late
+    if not len(links) or not len(calls):
+        return None
+    c = tl.calls
+    site = c["callsite"].fillna(c["function"]).to_numpy()
+    entry = c["start_s"].to_numpy() - (cpu_until if cpu_until is not None else 0.0)
+    call, partner = links["call"].to_numpy(int), links["partner"].to_numpy(int)
+    place = pd.MultiIndex.from_arrays(
+        [links["src"].to_numpy(), links["dst"].to_numpy(), site[call], site[partner]]
+    )
+    late = pd.Series(entry[partner] - entry[call], index=place)
+    sizes = late.groupby(level=[0, 1, 2, 3]).size()
+    keep = place.isin(place[np.isin(call, list(calls))].unique()) & place.isin(
+        sizes.index[sizes >= MIN_INSTANCES]
+    )
+    if not keep.any():
+        return None
+    late = late[keep]
+    jitter = (late - late.groupby(level=[0, 1, 2, 3]).transform("median")).to_numpy()
+    sigma = _robust_sd(jitter)
+    k = pd.Series(call[keep]).value_counts()  # messages each waiting call waits for
+    h = sum(n * expected_positive_max_normal(int(m)) for m, n in k.value_counts().items())
+    return {"noise_s": sigma * h / nranks, "jitter_s": sigma, "instances": int(len(k))}
