@@ -10,10 +10,13 @@ examples:
   commscope diagnose RUN --what-if balance --what-if network=ideal
   commscope diagnose RUN --machine-model machine-model.json # model small messages, queues
 
-Findings are ranked by the run time they cost: kind, culprit ranks (whose work causes
-the loss), waiting ranks and function, call site, the region of the culprit's extra
-work, lost time and share of the run, the fix in one sentence, and the saving the fix
-would bring with how it was predicted.  With an event trace (profile --trace) the
+Findings are ranked by what their fix saves, the time they lose beside it: kind,
+culprit ranks (whose work causes the loss), waiting ranks and function, call site, the
+region of the culprit's extra work, lost time and share of the run, the fix in one
+sentence, and the saving with how it was predicted.  CPU contention (ranks runnable
+but waiting for a core: a busy or oversubscribed node) comes first when it costs most;
+a loss no larger than the run's own jitter explains is marked "(noise X)" and never
+heads the text.  With an event trace (profile --trace) the
 savings come from replays of the trace (the unchanged replay's error against the
 measured run is printed with them); without one only load imbalance (from the
 per-function timers) and thread imbalance (--ompt) can be found.  The efficiency line is
