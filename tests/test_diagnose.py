@@ -371,8 +371,7 @@ def test_random_work_is_within_noise_a_steady_late_send_is_not(programs, runs_ro
 
     run, status = run_profile(
         mpi.binary(mpi.select_mpi(None), "bsp"),
-        ["--workload", "ftq", "--intervals", "60", "--mean", "0.004", "--sd", "0.0008",
-         "--halo-bytes", "4096", "--seed", "3"],  # fmt: skip
+        "--workload ftq --intervals 60 --mean 0.004 --sd 0.0008 --halo-bytes 4096 --seed 3".split(),
         nranks=2,
         trace=True,
         callsites=1,
