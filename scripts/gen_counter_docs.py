@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Rewrite the generated tables of the docs: the counters (docs/counters.md, from
-native/profiler/counters.def) and the settings (docs/profile.md, from settings.def).
+native/profiler/counters.def), the settings (docs/profile.md, from settings.def) and
+the trace record (docs/profile.md, from layout.def).
 
     .venv/bin/python scripts/gen_counter_docs.py [--check | --quick]
 
@@ -16,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from commscope.profile.catalog import catalog_markdown  # noqa: E402
 from commscope.profile.settings import settings_markdown  # noqa: E402
+from commscope.collect.native_tables import trace_markdown  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 END = "<!-- end of generated table -->\n"
@@ -23,6 +25,7 @@ END = "<!-- end of generated table -->\n"
 TABLES = (
     (ROOT / "docs" / "counters.md", "<!-- counter table: generated -->\n", catalog_markdown),
     (ROOT / "docs" / "profile.md", "<!-- settings table: generated -->\n", settings_markdown),
+    (ROOT / "docs" / "profile.md", "<!-- trace record table: generated -->\n", trace_markdown),
 )
 
 

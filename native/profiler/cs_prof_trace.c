@@ -8,9 +8,9 @@
  * (COMMSCOPE_TRACE_LIMIT) bounds the disk used; records past it are counted as
  * dropped and a message says so once.
  *
- * File: 64-byte header {"CSTRACE1", u32 version 4, u32 record size 56, i32 rank,
- * i32 thread, f64 ticks per second (0: see counters.<rank>.json), u64 tick0,
- * 24 bytes 0} then records (see cs_trace_rec_t).  Version 1 had u16 event and flags
+ * File: a 64-byte header (cs_trace_header_t: "CSTRACE1", version 4, the record size,
+ * rank, thread, ...) then 56-byte records (cs_trace_rec_t), both declared in
+ * layout.def (docs/profile.md's table is made from it).  Version 1 had u16 event and flags
  * and no function id; version 2 keeps the 48 bytes with u8 event and flags and the
  * function id in the other two bytes; version 3 appends the call site (the return
  * address of the outermost entry into this library, cs_prof_hooks.h); version 4 adds
@@ -34,24 +34,7 @@
 #include "cs_prof_tables.h"
 #include "cs_prof_trace.h"
 
-/* Point-to-point records: request id (0: none), bytes, peer and tag as the call saw
- * them.  Collective records (COLL, ICOLL, COLL_DONE): peer is the root (CS_ROOT_*),
- * tag the collective's function id (MPI_Allreduce_init's for a persistent one); COLL: bytes sent, and its bytes received in `request` (a blocking
- * collective has no request); ICOLL: request id and bytes sent; COLL_DONE: request
- * id and bytes received.  CPU: begin = end, request the thread's run-queue wait ns and
- * bytes its on-CPU ns so far.  func: the function table's id (node.<key>.json
- * "functions"), 0xffff unknown.  site: the call's return address in the program (the
- * call-site table's key; 0 unknown). */
-typedef struct {
-    uint64_t t_begin, t_end, request;
-    int64_t bytes;
-    int32_t peer, tag, comm;
-    uint8_t event, flags;
-    uint16_t func;
-    uint64_t site;
-} cs_trace_rec_t;
-_Static_assert(sizeof(cs_trace_rec_t) == 56, "trace record layout");
-#define TRACE_VERSION 4
+/* What the records' fields hold per event: layout.def's trace_record. */
 
 /* The distinct sites of a thread's records: open addressing, 0 is empty. */
 typedef struct {
@@ -96,18 +79,13 @@ static int append(trace_buf_t *b, const void *data, size_t n)
     if (fd < 0) return -1;
     int rc = 0;
     if (!b->started) {
-        unsigned char h[64] = {0};
-        uint32_t version = TRACE_VERSION, size = sizeof(cs_trace_rec_t);
-        int32_t rank = cs_world_rank, thread = b->thread;
-        double tps = 0;
-        memcpy(h, "CSTRACE1", 8);
-        memcpy(h + 8, &version, 4);
-        memcpy(h + 12, &size, 4);
-        memcpy(h + 16, &rank, 4);
-        memcpy(h + 20, &thread, 4);
-        memcpy(h + 24, &tps, 8);
-        memcpy(h + 32, &cs_hdr->tick0, 8);
-        rc = cs_write_all(fd, h, sizeof h);
+        cs_trace_header_t h = {.version = CS_TRACE_VERSION,
+                               .record_bytes = sizeof(cs_trace_rec_t),
+                               .rank = cs_world_rank,
+                               .thread = b->thread,
+                               .tick0 = cs_hdr->tick0};
+        memcpy(h.magic, CS_TRACE_MAGIC, sizeof h.magic);
+        rc = cs_write_all(fd, &h, sizeof h);
         b->started = rc == 0;
     }
     if (rc == 0) rc = cs_write_all(fd, data, n);

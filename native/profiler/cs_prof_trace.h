@@ -9,21 +9,8 @@
  * directly, not through the GOT (only the MPI wrappers are exported, CS_EXPORT). */
 #pragma GCC visibility push(hidden)
 
-/* COLL: a blocking collective; ICOLL: a nonblocking or persistent collective started
- * (MPI_Ibcast, MPI_Start of an MPI_Bcast_init request); COLL_DONE: its completion.
- * MARK: an MPI_Pcontrol call, its level in bytes (a phase boundary of the program).
- * CPU: the thread's cumulative run-queue wait and on-CPU ns (cs_prof_cpu.h). */
-enum { CS_EV_SEND = 1,
-       CS_EV_ISEND,
-       CS_EV_RECV,
-       CS_EV_IRECV,
-       CS_EV_COMPLETE,
-       CS_EV_PROBE,
-       CS_EV_COLL,
-       CS_EV_ICOLL,
-       CS_EV_COLL_DONE,
-       CS_EV_MARK,
-       CS_EV_CPU };
+/* The events (CS_EV_*), the file header (cs_trace_header_t) and the record
+ * (cs_trace_rec_t) are layout.def's, in cs_layout.h (included by cs_prof_state.h). */
 /* A collective's root in a trace record: its rank in comm, or one of these.  CS_NO_ROOT
  * is what the wrappers of collectives without a root pass (MPICH's MPI_PROC_NULL is -1). */
 enum { CS_ROOT_NONE = -1,

@@ -113,8 +113,17 @@ def settings_source(table):
     return "".join(out)
 
 
-_CTYPES = {"U32": "uint32_t", "I32": "int32_t", "U64": "uint64_t", "CHAR": "char"}
-_SIZES = {"U32": 4, "I32": 4, "U64": 8, "CHAR": 1}
+_CTYPES = {
+    "U8": "uint8_t",
+    "U16": "uint16_t",
+    "U32": "uint32_t",
+    "I32": "int32_t",
+    "U64": "uint64_t",
+    "I64": "int64_t",
+    "F64": "double",
+    "CHAR": "char",
+}
+_SIZES = {"U8": 1, "U16": 2, "U32": 4, "I32": 4, "U64": 8, "I64": 8, "F64": 8, "CHAR": 1}
 
 
 def layout_header(table):
@@ -143,6 +152,14 @@ def layout_header(table):
         out.append(
             f'_Static_assert(sizeof({ctype}) == {size}, "{ctype}: layout.def has no padding");\n'
         )
+    events = [e for e in table if e.macro == "CS_EVENT"]
+    if events:
+        out.append("\n/* A trace record's event (cs_trace_rec_t.event). */\nenum {\n")
+        out += [
+            f"    CS_EV_{n} = {code}, /* {_comment(d)} */\n"
+            for n, code, d in (e.args for e in events)
+        ]
+        out.append("};\n")
     values = [e for e in table if e.macro == "CS_METADATA_VALUE"]
     for obj in dict.fromkeys(e.args[0] for e in values):
         out.append(

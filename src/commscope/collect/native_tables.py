@@ -1,7 +1,7 @@
 """The profiler's tables (native/profiler/*.def) as Python sees them.
 
 counters.def (the counters), settings.def (COMMSCOPE_* settings and counter sets) and
-layout.def (the counter files' binary records) are read with the build's own parser,
+layout.def (the binary records of the counter files and the trace) are read with the build's own parser,
 native/profiler/deftable.py, so the C code generated from a table and what Python
 reads from it cannot drift apart.  Records become numpy dtype specs and struct formats
 here; the reader, the synthetic writer and the docs take them from this module.
@@ -15,7 +15,15 @@ from typing import NamedTuple
 from ..paths import native_dir
 
 #: layout.def's field types: (numpy, struct) codes, little-endian.
-_TYPES = {"U32": ("<u4", "I"), "I32": ("<i4", "i"), "U64": ("<u8", "Q")}
+_TYPES = {
+    "U8": ("u1", "B"),
+    "U16": ("<u2", "H"),
+    "U32": ("<u4", "I"),
+    "I32": ("<i4", "i"),
+    "U64": ("<u8", "Q"),
+    "I64": ("<i8", "q"),
+    "F64": ("<f8", "d"),
+}
 
 
 @functools.cache
@@ -79,11 +87,35 @@ def record_struct(record):
 
 
 def magic(tag):
-    """(magic bytes, version) of a file header of layout.def (NODE, RANK, SNAP)."""
+    """(magic bytes, version) of a file header of layout.def (NODE, RANK, SNAP, TRACE)."""
     for t, m, version, _ in rows("layout", "CS_FILE_MAGIC"):
         if t == tag:
             return m.encode(), version
     raise KeyError(tag)
+
+
+#: layout.def's field types as docs/profile.md writes them.
+_DOC_TYPES = {"U8": "u8", "U16": "u16", "U32": "u32", "I32": "i32", "U64": "u64", "I64": "i64",
+              "F64": "f64", "CHAR": "char"}  # fmt: skip
+
+
+def trace_markdown():
+    """docs/profile.md's table of the trace record and its events, from layout.def."""
+    out = ["| offset | field | type | meaning |\n", "|---|---|---|---|\n"]
+    at = 0
+    for r, f, t, n, desc in rows("layout", "CS_FIELD"):
+        if r != "trace_record":
+            continue
+        out.append(f"| {at} | {f} | {_DOC_TYPES[t]} | {desc} |\n")
+        at += n if t == "CHAR" else struct.calcsize("<" + _TYPES[t][1]) * n
+    out.append("\nThe events (`event`):\n\n| code | event | what it records |\n|---|---|---|\n")
+    out += [f"| {code} | {name} | {desc} |\n" for name, code, desc in rows("layout", "CS_EVENT")]
+    return "".join(out)
+
+
+def events():
+    """{code: name} of the trace's events (layout.def's CS_EVENT)."""
+    return {code: name for name, code, _ in rows("layout", "CS_EVENT")}
 
 
 def constant(name):

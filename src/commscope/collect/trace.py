@@ -35,6 +35,7 @@ from pathlib import Path
 
 
 from ..errors import InputError
+from .native_tables import events, magic, record_dtype
 from .node_files import NodeFile, node_keys, read_communicators
 from ..lazy import lazy
 
@@ -42,23 +43,10 @@ np = lazy("numpy")
 pd = lazy("pandas")
 
 
-MAGIC = b"CSTRACE1"
-HEADER_BYTES = 64
-RECORD = np.dtype(
-    [
-        ("t_begin", "<u8"),
-        ("t_end", "<u8"),
-        ("request", "<u8"),
-        ("bytes", "<i8"),
-        ("peer", "<i4"),
-        ("tag", "<i4"),
-        ("comm", "<i4"),
-        ("event", "u1"),
-        ("flags", "u1"),
-        ("func", "<u2"),
-        ("site", "<u8"),
-    ]
-)
+MAGIC, VERSION = magic("TRACE")
+HEADER = np.dtype(record_dtype("trace_header"))
+HEADER_BYTES = HEADER.itemsize
+RECORD = np.dtype(record_dtype("trace_record"))  # versions 3 and 4
 RECORD_V2 = np.dtype(
     [
         ("t_begin", "<u8"),
@@ -87,22 +75,9 @@ RECORD_V1 = np.dtype(
     ]
 )
 assert RECORD.itemsize == 56 and RECORD_V2.itemsize == RECORD_V1.itemsize == 48
-VERSION = 4
 RECORDS = {1: RECORD_V1, 2: RECORD_V2, 3: RECORD, 4: RECORD}  # the record of each version
 NO_FUNCTION = 0xFFFF  # func of a record whose function is unknown (and of version 1)
-EVENTS = {
-    1: "SEND",
-    2: "ISEND",
-    3: "RECV",
-    4: "IRECV",
-    5: "COMPLETE",
-    6: "PROBE",
-    7: "COLL",
-    8: "ICOLL",
-    9: "COLL_DONE",
-    10: "MARK",
-    11: "CPU",
-}  # MARK: MPI_Pcontrol, level in bytes; CPU: not a call's record (Trace.cpu)
+EVENTS = events()  # MARK: MPI_Pcontrol, level in bytes; CPU: not a call's record (Trace.cpu)
 STARTS = (2, 4, 8)  # events that start a request (ISEND, IRECV, ICOLL; MPI_Start of each)
 COMPLETES = (5, 9)  # COMPLETE, COLL_DONE
 COLLECTIVE = (7, 8, 9)  # peer: the root (-1 none, -2 MPI_ROOT, -3 MPI_PROC_NULL), tag: the
@@ -207,10 +182,9 @@ def read_file(path, rank, thread):
         )
     if data[:8] != MAGIC:
         raise InputError(path, "magic", f"not a commscope trace (expected {MAGIC.decode()})")
-    version, size, h_rank, h_thread = (
-        np.frombuffer(data, "<u4", count=2, offset=8).tolist()
-        + np.frombuffer(data, "<i4", count=2, offset=16).tolist()
-    )
+    head = np.frombuffer(data, HEADER, count=1)[0]
+    version, size = int(head["version"]), int(head["record_bytes"])
+    h_rank, h_thread = int(head["rank"]), int(head["thread"])
     if version not in RECORDS:
         raise InputError(
             path,
