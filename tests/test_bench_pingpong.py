@@ -135,3 +135,39 @@ def test_mpich_wheel_smoke(runs_root, mpich_mpi):
     assert run.meta["mpi"]["name"] == "mpich"
     df = run.table("samples")
     assert len(df) == 13 * 10 and np.all(df["time_s"] > 0)
+
+
+@pytest.mark.parametrize("text", ["1.5K:3K", "2KB:2KB", "4k", ":2", "1mb:1MiB"])
+def test_a_size_means_the_same_run_directly_or_through_commscope(text, default_mpi, tmp_path):
+    """cs_pingpong's own -m parser (cs_common.c) reads a size as commscope.units does:
+    K binary, KB SI, decimals, any case, a lone MAX from 1, ':MAX' from 0."""
+    from commscope import launch, mpi
+    from commscope.units import parse_size_range
+
+    lo, hi = parse_size_range(text)
+    expected = []
+    s = lo
+    while s <= hi:
+        expected.append(s)
+        s = s * 2 if s else 1
+    out = tmp_path / "o"
+    out.mkdir()
+    args = ["-m", text, "-i", "1", "-x", "0", "-I", "1", "-X", "0", "--out", out]
+    plan = launch.plan_launch(default_mpi, 2, mpi.binary(default_mpi, "pingpong"), args)
+    res = launch.run_job(plan, echo=False, progress=False, timeout=120)
+    assert res.returncode == 0, res.stderr
+    import pandas as pd
+
+    sizes = sorted(pd.read_csv(out / "samples.csv")["size_bytes"].unique().tolist())
+    assert sizes == expected, (text, sizes)
+
+
+def test_a_size_the_python_side_refuses_the_c_side_refuses(default_mpi, tmp_path):
+    from commscope import launch, mpi
+
+    for text in ("4Q", "-1:2", "1.3", "inf"):
+        plan = launch.plan_launch(
+            default_mpi, 2, mpi.binary(default_mpi, "pingpong"), ["-m", text, "--out", tmp_path]
+        )
+        res = launch.run_job(plan, echo=False, progress=False, timeout=60)
+        assert res.returncode != 0 and "-m" in res.stderr, (text, res.stderr[-300:])

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "cs_common.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
@@ -239,29 +240,40 @@ void cs_die(const char *fmt, ...)
     exit(2);
 }
 
+/* The grammar of commscope.units.parse_size (docs/conventions.md), so a size means the
+ * same given to a benchmark directly or through commscope: a whole or decimal number,
+ * then a unit, any case: none or B (bytes); K, Ki, KiB, M, ... (binary, 2^10); KB, MB,
+ * GB (SI, 10^3); whole bytes at most 2^63 - 1. */
 long long cs_parse_size(const char *s)
 {
-    char *end;
-    long long v;
-    if (!s || !*s)
-        return -1;
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1}, {"b", 1}, {"k", 1024.0}, {"ki", 1024.0}, {"kib", 1024.0}, {"kb", 1e3}, {"m", 1048576.0}, {"mi", 1048576.0}, {"mib", 1048576.0}, {"mb", 1e6}, {"g", 1073741824.0}, {"gi", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9}};
+    char *end, unit[4];
+    if (!s) return -1;
+    while (*s == ' ') s++;
+    if (!((*s >= '0' && *s <= '9') || *s == '.')) return -1; /* no sign, no "inf" */
     errno = 0;
-    v = strtoll(s, &end, 10);
-    if (errno || end == s || v < 0)
-        return -1;
-    if (*end == 'K' || *end == 'k')
-        v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm')
-        v <<= 20, end++;
-    else if (*end == 'G' || *end == 'g')
-        v <<= 30, end++;
-    if (*end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    return *end ? -1 : v;
+    double v = strtod(s, &end);
+    if (errno || end == s) return -1;
+    while (*end == ' ') end++;
+    size_t n = 0;
+    for (; isalpha((unsigned char)*end) && n < sizeof unit - 1; end++)
+        unit[n++] = (char)tolower((unsigned char)*end);
+    unit[n] = 0;
+    while (*end == ' ') end++;
+    if (*end) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(unit, units[i].unit)) continue;
+        double bytes = v * units[i].scale;
+        if (bytes != floor(bytes) || bytes > 9223372036854775807.0) return -1;
+        return (long long)bytes;
+    }
+    return -1;
 }
 
+/* "MIN:MAX", ":MAX" (from 0) or a lone MAX (from 1), as units.parse_size_range. */
 int cs_parse_range(const char *s, long long *min, long long *max)
 {
     char buf[128];
@@ -275,8 +287,8 @@ int cs_parse_range(const char *s, long long *min, long long *max)
         *min = colon == buf ? 0 : cs_parse_size(buf);
         *max = cs_parse_size(colon + 1);
     } else {
-        *min = 0;
         *max = cs_parse_size(buf);
+        *min = *max == 0 ? 0 : 1;
     }
     return (*min < 0 || *max < 0 || *min > *max) ? -1 : 0;
 }

@@ -68,9 +68,11 @@ void cs_progress(long done, long total, const char *label);
 /* Print a message prefixed with the program name to stderr and MPI_Abort. */
 void cs_die(const char *fmt, ...);
 
-/* Parse sizes such as "4096", "4K", "4KiB", "1M"; returns -1 on error. */
+/* Parse sizes such as "4096", "4K" = "4KiB" (binary), "16MB" (SI), "1.5M", the grammar
+ * of commscope.units.parse_size; returns -1 on error. */
 long long cs_parse_size(const char *s);
-/* Parse "MIN:MAX" (or a single value) into min/max; returns 0 on success. */
+/* Parse "MIN:MAX", ":MAX" (from 0) or a single MAX (from 1) into min/max; returns 0 on
+ * success. */
 int cs_parse_range(const char *s, long long *min, long long *max);
 
 /* Option values that must be valid: each of these dies (cs_die) with a message
