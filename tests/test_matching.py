@@ -19,7 +19,7 @@ from commscope.models.stencil_plan import build_plan
 from commscope.cli import main
 from commscope.matching import engines
 from commscope.models import queue_sim
-from commscope.matching.replay import permute_thread_posts, random_interleave
+from commscope.matching.queue_replay import permute_thread_posts, random_interleave
 from commscope.models.stencil import stencil_counts
 
 PROGRAMS = Path(__file__).parent / "programs"

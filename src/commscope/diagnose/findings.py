@@ -1198,9 +1198,9 @@ def _early_bird(ctx, f, region):
 def _queue_findings(ctx, trace):
     """Receives searched deep into the posted queue (or messages deep into the
     unexpected queue): the trace replayed through the MPI's matching engine
-    (:mod:`commscope.matching.replay`), each entry searched beyond the first costing the
+    (:mod:`commscope.matching.queue_replay`), each entry searched beyond the first costing the
     machine model's queue-search time."""
-    from ..matching.replay import replay as queue_replay
+    from ..matching.queue_replay import replay as queue_replay
 
     engine = (
         "mpich"

@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..runs import open_run
 from . import engines as eng
 from .pvars import compare
-from .replay import permutation_trials, replay
+from .queue_replay import permutation_trials, replay
 from ..collect.trace import read_trace
 from ..lazy import lazy
 

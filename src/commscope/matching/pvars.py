@@ -5,7 +5,7 @@ MPI with ob1 these include, per peer of MPI_COMM_WORLD, ``pml_ob1_posted_recvq_l
 (receives posted for that source, any-source receives not counted) and
 ``pml_ob1_unexpected_msgq_length``. Each snapshot has a CLOCK_MONOTONIC time, the
 clock the trace's ticks are converted to, so the simulated ob1 queues can be read at
-the same instant (:func:`commscope.matching.replay.per_peer_lengths`).
+the same instant (:func:`commscope.matching.queue_replay.per_peer_lengths`).
 
 A snapshot is *quiet* when no traced call of any rank began or ended within
 ``guard_s`` of it. Only there are the two comparable: around a call, the real
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 
 from ..collect.node_files import load_node_meta, node_keys, read_snapshots
-from .replay import per_peer_lengths
+from .queue_replay import per_peer_lengths
 from ..lazy import lazy
 
 np = lazy("numpy")
@@ -75,7 +75,7 @@ def measured(raw_dir, rank, t0_ns, align=None):
 def compare(raw_dir, trace, ob1_result, rank, guard_s=0.01):
     """Measured and simulated ob1 lengths per snapshot and peer of ``rank``.
 
-    ``ob1_result``: the rank's rows of an ob1 replay (:func:`commscope.matching.replay.run`).
+    ``ob1_result``: the rank's rows of an ob1 replay (:func:`commscope.matching.queue_replay.run`).
     Columns: rank, seq, time_s, queue, peer, measured_length, simulated_length, quiet, equal.
     """
     m = measured(raw_dir, rank, trace.t0_ns, align=lambda ns: trace.align_ns(rank, ns))

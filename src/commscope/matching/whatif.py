@@ -33,7 +33,7 @@ from ..models import stencil
 from ..models.message_time import message_seconds
 from ..models.required_terms import require_term
 from . import engines as eng
-from .replay import random_interleave
+from .queue_replay import random_interleave
 from ..lazy import lazy
 
 np = lazy("numpy")
