@@ -58,6 +58,13 @@ def register(registry):
         "RUN/export/traces.otf2 for otf2, whose traces.def and traces/ sit "
         "next to it, RUN/export/caliper.json, RUN/export/profile.cubex)",
     )
+    p.add_argument(
+        "--rank-summary",
+        action="store_true",
+        help="caliper-json: one row per call-tree node, each metric summed over the ranks "
+        "with its least, most and mean rank, instead of a row per rank (Thicket's groupby "
+        "and filters need a row per node and profile)",
+    )
     add_overwrite_option(p, "output")
     p.add_argument(
         "--json",
@@ -110,7 +117,13 @@ def _run_profile_format(args, run):
     from ..output import dump_json
     from ..units import format_bytes
 
-    out = export_profile(run, args.format, output=args.output, force=args.overwrite)
+    if args.rank_summary and args.format != "caliper-json":
+        from ..errors import InputError
+
+        raise InputError("--rank-summary", None, "is for --format caliper-json only")
+    out = export_profile(
+        run, args.format, output=args.output, force=args.overwrite, rank_summary=args.rank_summary
+    )
     for note in out.pop("notes"):
         warn(note)
     if args.json:

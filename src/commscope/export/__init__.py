@@ -25,7 +25,7 @@ DEFAULT_NAMES = {"caliper-json": "caliper.json", "cube": "profile.cubex"}
 SUFFIXES = {"caliper-json": ".json", "cube": ".cubex"}
 
 
-def export_profile(run, fmt, output=None, force=False):
+def export_profile(run, fmt, output=None, force=False, rank_summary=False):
     """Write ``run`` (an open profile run) as ``fmt``; returns what was written (path,
     format, ranks, threads, nodes, metrics, trace, wait_states, bytes) and ``notes``
     (what is absent and why, for one warning each)."""
@@ -55,7 +55,7 @@ def export_profile(run, fmt, output=None, force=False):
         path.parent.mkdir(exist_ok=True)
     with atomic_output(path) as tmp:
         if fmt == "caliper-json":
-            caliper.write(t, tmp)
+            caliper.write(t, tmp, rank_summary)
         else:
             cube.write(t, tmp)
     return {
