@@ -9,6 +9,7 @@ states (commscope.diagnose.waits on the same trace), never against timing.
 """
 
 import shutil
+from pathlib import Path
 import tarfile
 
 import pandas as pd
@@ -356,3 +357,31 @@ def test_an_existing_output_is_kept_and_a_wrong_name_refused(runs, capsys, tmp_p
     assert code == 0, err
     code, _, err = export(capsys, runs["late_sender"], "cube", "-o", tmp_path / "x.json")
     assert code == 2 and ".cubex" in err
+
+
+# ---- the notebook ------------------------------------------------------------------------
+
+
+def test_the_notebook_runs_on_three_profiles(runs, monkeypatch, tmp_path):
+    """docs/notebook.ipynb, executed cell by cell by a real kernel (nbclient)."""
+    nbformat = need_module("nbformat", "nbformat, the test extra (scripts/setup.sh)")
+    nbclient = need_module("nbclient", "nbclient, the test extra (scripts/setup.sh)")
+    need_module("ipykernel", "ipykernel, the test extra (scripts/setup.sh)")
+    keys = ("late_sender", "late_sender_fixed", "wait_at_collective")
+    monkeypatch.setenv("COMMSCOPE_RUNS", ":".join(str(runs[k]) for k in keys))
+    path = Path(__file__).parents[1] / "docs" / "notebook.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = [c.get("outputs", []) for c in nb.cells if c.cell_type == "code"]
+    assert all(o for o in outputs), "every code cell shows something"
+    errors = [o for out in outputs for o in out if o.get("output_type") == "error"]
+    assert not errors
+    text = "\n".join(o.get("data", {}).get("text/plain", "") for out in outputs for o in out)
+    assert "MPI_Recv" in text and "mpi_time_s" in text  # the tables, the diagnosis, the plot's data
+    assert "{2: 2, 4: 1}" in text  # the Thicket grouped by ranks
+    for out in outputs:
+        for o in out:
+            if "text/plain" in o.get("data", {}):
+                print(o["data"]["text/plain"][:2000])  # the execution, in the test log (-s)
