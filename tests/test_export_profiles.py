@@ -24,7 +24,7 @@ from commscope.export.tree import WAIT_KINDS
 from commscope.profile.export import load_trace
 
 from diagnose_cases import CASES, compile_case, profile_options, program_args
-from needs import need_module
+from needs import need_module, need_ompt_runtime
 
 pytestmark = pytest.mark.mpi
 ITERS, UNIT = 3, 0.0005
@@ -385,3 +385,43 @@ def test_the_notebook_runs_on_three_profiles(runs, monkeypatch, tmp_path):
         for o in out:
             if "text/plain" in o.get("data", {}):
                 print(o["data"]["text/plain"][:2000])  # the execution, in the test log (-s)
+
+
+# ---- OpenMP regions (--ompt) -------------------------------------------------------------
+
+
+def test_openmp_regions_are_nodes_with_their_threads_time(default_mpi, tmp_path, capsys):
+    """load_imbalance (4 ranks x 2 OpenMP threads) with --ompt: one node per region below
+    the program, openmp_s and openmp_barrier_s per rank the threads table's sums."""
+    need_ompt_runtime()
+    ht = need_module("hatchet", "llnl-hatchet, the test extra (scripts/setup.sh)")
+    pycubexr = need_module("pycubexr", "pycubexr, the test extra (scripts/setup.sh)")
+    case = CASES["load_imbalance"]
+    exe = compile_case(case, default_mpi, tmp_path)
+    code = main(
+        ["profile", "--runs", str(tmp_path / "runs"), "--quiet", "--name", "li",
+         *profile_options(case), "--", str(exe), *program_args(case, False, ITERS, UNIT)]
+    )  # fmt: skip
+    assert code == 0
+    run = tmp_path / "runs" / "li"
+    t = commscope.open(run).threads
+    work = (t["arrival_s"] - t["start_s"]).clip(lower=0).groupby([t["rank"], t["region"]]).sum()
+    wait = (t["leave_s"] - t["arrival_s"]).clip(lower=0).groupby([t["rank"], t["region"]]).sum()
+    assert export(capsys, run, "caliper-json", "-o", tmp_path / "li.json")[0] == 0
+    assert export(capsys, run, "cube", "-o", tmp_path / "li.cubex")[0] == 0
+    df = frame(ht.GraphFrame.from_caliper(str(tmp_path / "li.json")))
+    with pycubexr.CubexParser(tmp_path / "li.cubex") as cube:
+        names = [n for n, _ in metric_tree(cube)]
+        assert "openmp_s" in names and "openmp_barrier_s" in names
+        cube_work = cube.get_metric_values(cube.get_metric_by_name("openmp_s"))
+        regions = {cube.get_region(c).name: c for c in cube.all_cnodes()}
+        per_loc = {name: cube_work.cnode_values(c) for name, c in regions.items()}
+        groups = cube._anchor_result.system_tree_nodes[0].all_location_groups()
+        rank_of = [int(g.rank) for g in groups for _ in g.all_locations()]
+    for (rank, region), x in work.items():
+        label = f"OpenMP region {region}"
+        row = df[(df["rank"] == rank) & (df["path"] == (df["path"].iloc[0][0], label))]
+        assert row["openmp_s"].iloc[0] == pytest.approx(x, rel=1e-9)
+        assert row["openmp_barrier_s"].iloc[0] == pytest.approx(wait[(rank, region)], rel=1e-9)
+        on_rank = sum(v for v, r in zip(per_loc[label], rank_of) if r == rank)
+        assert on_rank == pytest.approx(x, rel=1e-9)
