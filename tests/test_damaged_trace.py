@@ -237,3 +237,46 @@ def test_the_fuzz_harness_fails_a_changed_answer_without_a_warning(fuzz_original
         assert fuzzkit.changed_answer(mutant, case, result, fuzz_originals).outcome == outcome, (
             result
         )
+
+
+def test_thread_timings_emptied_are_refused_in_a_whole_run_and_marked_in_an_unfinished_one(
+    fuzz_originals, tmp_path
+):
+    """threads.parquet of `profile --ompt` with no rows: diagnose and compare lost the
+    thread imbalance without a word (fuzz pass, seed 44)."""
+    from needs import need_ompt_runtime
+
+    need_ompt_runtime()
+    original = fuzz_originals["profile-ompt"]
+    run = tmp_path / "run"
+    shutil.copytree(original, run)
+    samples = json.loads((run / "meta.json").read_text())["profile"]["ompt"]["samples"]
+    table = run / "threads.parquet"
+    pd.read_parquet(table).iloc[:0].to_parquet(table, index=False)
+    what = (
+        f"threads.parquet: holds 0 of the {samples} thread arrivals the OMPT tool recorded "
+        "(meta.json profile.ompt.samples): the thread imbalance of every rank cannot be judged"
+    )
+    status, out, err = run_cli("diagnose", run)
+    assert (status, out) == (2, ""), err
+    assert err == (
+        f"commscope: error: {run}/{what}, though every rank reached MPI_Finalize: the run is "
+        "damaged\n"
+    )
+    status, out, err = run_cli("compare", "--before", original, "--after", run, "--json")
+    assert status == 0, err
+    assert json.loads(out)["damaged"] == {str(run): what}
+    assert err == f"commscope: warning: {run}: {what}\n"
+    interrupted(run)
+    status, out, err = run_cli("diagnose", run, "--json")
+    assert status == 0, err
+    assert f"commscope: warning: {run}: {what}\n" in err
+    d = json.loads(out)
+    assert d["incomplete"]["gaps"][0]["file"] == "threads.parquet"
+    assert not [g for g in d["groups"] if g["kind"] == "thread_imbalance"]
+    assert d["groups"] and all(g["evidence"].get("trace_gap") for g in d["groups"])
+    _, out, _ = run_cli("diagnose", run)
+    assert out.splitlines()[1].startswith(
+        f"Incomplete: threads.parquet holds 0 of the {samples} thread arrivals"
+    )
+
