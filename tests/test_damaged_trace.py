@@ -280,3 +280,21 @@ def test_thread_timings_emptied_are_refused_in_a_whole_run_and_marked_in_an_unfi
         f"Incomplete: threads.parquet holds 0 of the {samples} thread arrivals"
     )
 
+
+@pytest.mark.parametrize("damage", ["renamed", "removed"])
+def test_a_meta_without_the_mpi_library_version_is_refused_naming_the_field(
+    fuzz_originals, profile, damage
+):
+    """compare's configuration line said another MPI (the name, guessed) for a meta.json
+    whose mpi.library_version was renamed (fuzz pass, seed 44)."""
+    path = profile / "meta.json"
+    meta = json.loads(path.read_text())
+    version = meta["mpi"].pop("library_version")
+    if damage == "renamed":
+        meta["mpi"]["library_versio"] = version
+    path.write_text(json.dumps(meta))
+    want = f"commscope: error: {path}: mpi.library_version: required field is missing\n"
+    original = fuzz_originals["profile"]
+    for argv in (["compare", "--before", original, "--after", profile], ["diagnose", profile]):
+        assert run_cli(*argv) == (2, "", want)
+

@@ -73,7 +73,9 @@ def configuration(run):
     seeds)."""
     meta = run.meta
     p = meta.get("parameters") or {}
-    mpi = (meta.get("mpi") or {}).get("library_version") or (meta.get("mpi") or {}).get("name")
+    # what the MPI says of itself (meta.json requires it once the MPI is recorded): a
+    # guess from its name would read as another MPI beside a run that has it
+    mpi = (meta.get("mpi") or {}).get("library_version")
     mpi = str(mpi).splitlines()[0].split(",")[0].strip() if mpi else None
     if run.kind == "profile":
         counters = p.get("counters")
