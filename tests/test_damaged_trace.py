@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -298,3 +299,61 @@ def test_a_meta_without_the_mpi_library_version_is_refused_naming_the_field(
     for argv in (["compare", "--before", original, "--after", profile], ["diagnose", profile]):
         assert run_cli(*argv) == (2, "", want)
 
+
+@pytest.fixture(scope="module")
+def late_sender(default_mpi, tmp_path_factory):
+    """A traced profile of tests/programs/diagnose/late_sender.c (2 ranks, 4 iterations:
+    rank 0 sends after its work; both then MPI_Allreduce)."""
+    from diagnose_cases import CASES, compile_case
+
+    root = tmp_path_factory.mktemp("late-sender")
+    exe = compile_case(CASES["late_sender"], default_mpi, root)
+    profile = ["profile", "--runs", root / "runs", "--quiet", "-n", "2", "--trace", "--callsites"]
+    status, _, err = run_cli(*profile, "--", exe, "--iters", "4", "--unit", "1e-3")
+    assert status == 0, err
+    (run,) = (root / "runs").iterdir()
+    return run
+
+
+def test_a_replay_that_cannot_go_on_stops_a_whole_run_only(late_sender, tmp_path):
+    """Rank 1's second MPI_Recv put before its first MPI_Allreduce (the records' contents
+    swapped, their times kept): the Allreduce of rank 0 waits for rank 1's, which waits
+    for a send rank 0 makes after its Allreduce.  A whole run: exit 2 naming the run, the
+    file, the rank and the call; an unfinished one is diagnosed without the replay."""
+    from commscope.collect.trace import CPU, RECORD
+
+    run = tmp_path / "run"
+    shutil.copytree(late_sender, run)
+    path = run / "raw" / "trace.1.0.bin"
+    data = path.read_bytes()
+    rec = np.frombuffer(data, RECORD, offset=HEADER).copy()
+    calls = np.flatnonzero(rec["event"] != CPU)  # Recv, Allreduce, Recv, Allreduce, ...
+    a, b = calls[1], calls[2]
+    for name in set(RECORD.names) - {"t_begin", "t_end"}:
+        rec[name][[a, b]] = rec[name][[b, a]]
+    path.write_bytes(data[:HEADER] + rec.tobytes())
+    refusal = (
+        f"{run}/raw/trace.0.0.bin: rank 0: the replay cannot go on: MPI_Allreduce at "
+        "late_sender.c:39 (call 1 of rank 0, thread 0) waits for the other members of its "
+        "collective, whose traces never enter it; also stuck: MPI_Recv at late_sender.c:35 "
+        "(call 1 of rank 1, thread 0) (records missing or damaged)"
+    )
+    assert run_cli("diagnose", run) == (2, "", f"commscope: error: {refusal}\n")
+    interrupted(run)
+    status, out, err = run_cli("diagnose", run)
+    assert status == 0, err
+    assert err.splitlines()[1:] == [
+        f"commscope: warning: {refusal}; the run did not end whole: diagnosed without the "
+        "replay (no saving predicted)"
+    ]
+    assert out.splitlines()[1].startswith(
+        f"The replay was not possible: in {run}/raw/trace.0.0.bin (rank 0), MPI_Allreduce at "
+        "late_sender.c:39 (call 1 of rank 0, thread 0) waits for"
+    )
+    assert "replay check" not in out
+    d = json.loads(run_cli("diagnose", run, "--json")[1])
+    assert d["replay"] is None and d["replay_refused"].startswith(f"in {run}/raw/trace.0.0.bin")
+    late = [f for f in d["findings"] if f["kind"] == "late_sender"]
+    assert late and late[0]["predicted_saving_s"] is None
+    status, out, err = run_cli("diagnose", run, "--what-if", "balance")
+    assert (status, out) == (2, "") and err.endswith(f"commscope: error: {refusal}\n")
