@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, warn
 from ..runs import open_run
 from . import noise
 from .measures import LEVEL_SUFFIX, POINT_FIGURES, PROFILE_LEVELS, measure
@@ -98,9 +98,18 @@ def configuration(run):
 
 
 def config_differences(a, b):
-    """``(what, value in a, value in b)`` for each field of the configuration that differs."""
+    """``(what, value in a, value in b)`` for each field of the configuration that differs.
+    A benchmark parameter one run does not record (an older or newer writer's, or one
+    renamed by damage) is unknown there, not another configuration: said, not counted."""
     ca, cb = configuration(a), configuration(b)
-    return [(k, ca.get(k), cb.get(k)) for k in dict.fromkeys([*ca, *cb]) if ca.get(k) != cb.get(k)]
+    for k in dict.fromkeys([*ca, *cb]):
+        if (k in ca) != (k in cb):
+            lacks, has = (b, a) if k in ca else (a, b)
+            warn(
+                f"{lacks.path / 'meta.json'}: parameters.{k}: not recorded (unknown), though "
+                f"{has.path} records it: not compared"
+            )
+    return [(k, ca[k], cb[k]) for k in ca if k in cb and ca[k] != cb[k]]
 
 
 def _describe(runs, measures):
