@@ -368,7 +368,7 @@ def test_a_replay_that_cannot_go_on_stops_a_whole_run_only(late_sender, tmp_path
     status, out, err = run_cli("diagnose", run)
     assert status == 0, err
     said = f"commscope: warning: {refusal}; the run did not end whole: diagnosed without the "
-    assert [ln for ln in err.splitlines() if "replay" in ln] == [
+    assert [ln for ln in err.splitlines() if "cannot go on" in ln] == [
         said + "replay (no saving predicted)"
     ]
     assert all(ln.startswith("commscope: warning: ") for ln in err.splitlines()), err
