@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -237,3 +238,148 @@ def test_the_fuzz_harness_fails_a_changed_answer_without_a_warning(fuzz_original
         assert fuzzkit.changed_answer(mutant, case, result, fuzz_originals).outcome == outcome, (
             result
         )
+
+
+def test_thread_timings_emptied_are_refused_in_a_whole_run_and_marked_in_an_unfinished_one(
+    fuzz_originals, tmp_path
+):
+    """threads.parquet of `profile --ompt` with no rows: diagnose and compare lost the
+    thread imbalance without a word (fuzz pass, seed 44)."""
+    from needs import need_ompt_runtime
+
+    need_ompt_runtime()
+    original = fuzz_originals["profile-ompt"]
+    run = tmp_path / "run"
+    shutil.copytree(original, run)
+    samples = json.loads((run / "meta.json").read_text())["profile"]["ompt"]["samples"]
+    table = run / "threads.parquet"
+    pd.read_parquet(table).iloc[:0].to_parquet(table, index=False)
+    what = (
+        f"threads.parquet: holds 0 of the {samples} thread arrivals the OMPT tool recorded "
+        "(meta.json profile.ompt.samples): the thread imbalance of every rank cannot be judged"
+    )
+    status, out, err = run_cli("diagnose", run)
+    assert (status, out) == (2, ""), err
+    assert err == (
+        f"commscope: error: {run}/{what}, though every rank reached MPI_Finalize: the run is "
+        "damaged\n"
+    )
+    status, out, err = run_cli("compare", "--before", original, "--after", run, "--json")
+    assert status == 0, err
+    assert json.loads(out)["damaged"] == {str(run): what}
+    assert err == f"commscope: warning: {run}: {what}\n"
+    interrupted(run)
+    status, out, err = run_cli("diagnose", run, "--json")
+    assert status == 0, err
+    assert f"commscope: warning: {run}: {what}\n" in err
+    d = json.loads(out)
+    assert d["incomplete"]["gaps"][0]["file"] == "threads.parquet"
+    assert not [g for g in d["groups"] if g["kind"] == "thread_imbalance"]
+    assert d["groups"] and all(g["evidence"].get("trace_gap") for g in d["groups"])
+    _, out, _ = run_cli("diagnose", run)
+    assert out.splitlines()[1].startswith(
+        f"Incomplete: threads.parquet holds 0 of the {samples} thread arrivals"
+    )
+
+
+@pytest.mark.parametrize("damage", ["renamed", "removed"])
+def test_a_meta_without_the_mpi_library_version_is_refused_naming_the_field(
+    fuzz_originals, profile, damage
+):
+    """compare's configuration line said another MPI (the name, guessed) for a meta.json
+    whose mpi.library_version was renamed (fuzz pass, seed 44)."""
+    path = profile / "meta.json"
+    meta = json.loads(path.read_text())
+    version = meta["mpi"].pop("library_version")
+    if damage == "renamed":
+        meta["mpi"]["library_versio"] = version
+    path.write_text(json.dumps(meta))
+    want = f"commscope: error: {path}: mpi.library_version: required field is missing\n"
+    original = fuzz_originals["profile"]
+    for argv in (["compare", "--before", original, "--after", profile], ["diagnose", profile]):
+        assert run_cli(*argv) == (2, "", want)
+
+
+def test_a_benchmark_parameter_renamed_is_unknown_not_another_configuration(
+    fuzz_originals, tmp_path
+):
+    """compare said the sides differ in layout for a hvpingpong meta.json whose
+    parameters.layout was renamed (fuzz pass, seed 45): a parameter one run does not
+    record is unknown there (older and newer writers record other ones), said, not counted."""
+    original = fuzz_originals["hvpingpong"]
+    run = tmp_path / "run"
+    shutil.copytree(original, run)
+    path = run / "meta.json"
+    meta = json.loads(path.read_text())
+    meta["parameters"]["layoutx"] = meta["parameters"].pop("layout")
+    path.write_text(json.dumps(meta))
+    status, out, err = run_cli("compare", "--before", original, "--after", run, "--json")
+    assert status == 0, err
+    c = json.loads(out)
+    assert c["differs"] == [] and not [n for n in c["notes"] if "differ in" in n]
+    assert err.splitlines() == [
+        f"commscope: warning: {path}: parameters.layout: not recorded (unknown), though "
+        f"{original} records it: not compared",
+        f"commscope: warning: {original}/meta.json: parameters.layoutx: not recorded "
+        f"(unknown), though {run} records it: not compared",
+    ]
+
+
+@pytest.fixture(scope="module")
+def late_sender(default_mpi, tmp_path_factory):
+    """A traced profile of tests/programs/diagnose/late_sender.c (2 ranks, 4 iterations:
+    rank 0 sends after its work; both then MPI_Allreduce)."""
+    from diagnose_cases import CASES, compile_case
+
+    root = tmp_path_factory.mktemp("late-sender")
+    exe = compile_case(CASES["late_sender"], default_mpi, root)
+    profile = ["profile", "--runs", root / "runs", "--quiet", "-n", "2", "--trace", "--callsites"]
+    status, _, err = run_cli(*profile, "--", exe, "--iters", "4", "--unit", "1e-3")
+    assert status == 0, err
+    (run,) = (root / "runs").iterdir()
+    return run
+
+
+def test_a_replay_that_cannot_go_on_stops_a_whole_run_only(late_sender, tmp_path):
+    """Rank 1's second MPI_Recv put before its first MPI_Allreduce (the records' contents
+    swapped, their times kept): the Allreduce of rank 0 waits for rank 1's, which waits
+    for a send rank 0 makes after its Allreduce.  A whole run: exit 2 naming the run, the
+    file, the rank and the call; an unfinished one is diagnosed without the replay."""
+    from commscope.collect.trace import CPU, RECORD
+
+    run = tmp_path / "run"
+    shutil.copytree(late_sender, run)
+    path = run / "raw" / "trace.1.0.bin"
+    data = path.read_bytes()
+    rec = np.frombuffer(data, RECORD, offset=HEADER).copy()
+    calls = np.flatnonzero(rec["event"] != CPU)  # Recv, Allreduce, Recv, Allreduce, ...
+    a, b = calls[1], calls[2]
+    for name in set(RECORD.names) - {"t_begin", "t_end"}:
+        rec[name][[a, b]] = rec[name][[b, a]]
+    path.write_bytes(data[:HEADER] + rec.tobytes())
+    refusal = (
+        f"{run}/raw/trace.0.0.bin: rank 0: the replay cannot go on: MPI_Allreduce at "
+        "late_sender.c:39 (call 1 of rank 0, thread 0) waits for the other members of its "
+        "collective, whose traces never enter it; also stuck: MPI_Recv at late_sender.c:35 "
+        "(call 1 of rank 1, thread 0) (records missing or damaged)"
+    )
+    assert run_cli("diagnose", run) == (2, "", f"commscope: error: {refusal}\n")
+    interrupted(run)
+    status, out, err = run_cli("diagnose", run)
+    assert status == 0, err
+    said = f"commscope: warning: {refusal}; the run did not end whole: diagnosed without the "
+    assert [ln for ln in err.splitlines() if "cannot go on" in ln] == [
+        said + "replay (no saving predicted)"
+    ]
+    assert all(ln.startswith("commscope: warning: ") for ln in err.splitlines()), err
+    assert out.splitlines()[1].startswith(
+        f"The replay was not possible: in {run}/raw/trace.0.0.bin (rank 0), MPI_Allreduce at "
+        "late_sender.c:39 (call 1 of rank 0, thread 0) waits for"
+    )
+    assert "replay check" not in out
+    d = json.loads(run_cli("diagnose", run, "--json")[1])
+    assert d["replay"] is None and d["replay_refused"].startswith(f"in {run}/raw/trace.0.0.bin")
+    replayed = [f for f in d["findings"] if f["basis"].startswith("replay")]
+    assert replayed and all(f["predicted_saving_s"] is None for f in replayed), d["findings"]
+    status, out, err = run_cli("diagnose", run, "--what-if", "balance")
+    assert (status, out) == (2, "") and err.endswith(f"commscope: error: {refusal}\n")

@@ -10,7 +10,10 @@ What the run says it wrote, against what is there:
 * every rank that reached MPI_Finalize is listed in its node's
   ``raw/callsites.<node>.jsonl``, whose last line is whole;
 * (once the trace is read and matched, :func:`partners`) every send has its receive in the trace,
-  or the ones without are counted.
+  or the ones without are counted;
+* ``threads.parquet`` of ``profile --ompt`` holds the thread arrivals its conversion
+  wrote (meta.json ``profile.ompt.samples``): without them the thread imbalance of every
+  rank would be lost without a word.
 
 A run whose ranks all reached MPI_Finalize and whose status is complete has no reason
 for a gap: one is damage, an :class:`~commscope.errors.InputError` naming the file, the
@@ -37,20 +40,24 @@ RECORD_BYTES = {1: 48, 2: 48, 3: 56, 4: 56}
 @dataclass
 class Gap:
     """One thing missing: ``rank`` (and ``thread``), the ``file``, what, and how many
-    records (None: not known)."""
+    records (None: not known).  A table of every rank has ``rank`` None and the ranks
+    it leaves without data in ``touches``."""
 
-    rank: int
+    rank: int | None
     file: str
     what: str
     thread: int | None = None
     records: int | None = None
+    touches: list = field(default_factory=list)
+
+    def who(self):
+        """``rank 1 thread 2``, or None for a table of every rank."""
+        if self.rank is None:
+            return None
+        return f"rank {self.rank}" + (f" thread {self.thread}" if self.thread is not None else "")
 
     def text(self):
-        return (
-            f"{self.file}: rank {self.rank}"
-            + (f" thread {self.thread}" if self.thread is not None else "")
-            + f": {self.what}"
-        )
+        return f"{self.file}: " + (f"{self.who()}: " if self.rank is not None else "") + self.what
 
 
 @dataclass
@@ -68,10 +75,22 @@ class Completeness:
 
     @property
     def ranks(self):
-        """Ranks the gaps (missing records, call sites, partners, an end) touch."""
+        """Ranks the gaps (missing records, call sites, partners, an end, a table) touch."""
+        return sorted(set(self._trace_ranks) | {r for g in self.gaps for r in g.touches})
+
+    @property
+    def _trace_ranks(self):
         return sorted(
-            {g.rank for g in self.gaps} | set(self.unmatched_ranks) | set(self.not_finalized)
+            {g.rank for g in self._trace_gaps} | set(self.unmatched_ranks) | set(self.not_finalized)
         )
+
+    @property
+    def _trace_gaps(self):
+        return [g for g in self.gaps if g.rank is not None]
+
+    @property
+    def _table_gaps(self):
+        return [g for g in self.gaps if g.rank is None]
 
     @property
     def missing_records(self):
@@ -83,17 +102,19 @@ class Completeness:
         return bool(self.gaps or self.unmatched)
 
     def summary(self):
-        """One sentence: which ranks, how much of the trace is missing, and where."""
+        """One sentence: which ranks, how much of the trace is missing, and where (and
+        each table whose rows are gone)."""
         parts = []
-        if self.gaps:
+        gaps = self._trace_gaps
+        if gaps:
             n = self.missing_records
             how = (
                 f"{n} of {self.counted} trace records missing"
                 if n and self.counted
                 else "records missing"
             )
-            first = "; ".join(g.text() for g in self.gaps[:3])
-            more = f"; and {len(self.gaps) - 3} more" if len(self.gaps) > 3 else ""
+            first = "; ".join(g.text() for g in gaps[:3])
+            more = f"; and {len(gaps) - 3} more" if len(gaps) > 3 else ""
             parts.append(f"{how} ({first}{more})")
         if self.unmatched:
             parts.append(
@@ -104,14 +125,24 @@ class Completeness:
             parts.append(
                 f"{_ranks(self.not_finalized)} did not reach MPI_Finalize (their traces end early)"
             )
-        return f"the trace of {_ranks(self.ranks)} is incomplete: " + "; ".join(parts)
+        return self._join(parts, "; ", lambda g: g.text())
+
+    def _join(self, parts, sep, table_text):
+        """The trace's sentence of ``parts``, then each table gap's ``table_text``."""
+        out = (
+            [f"the trace of {_ranks(self._trace_ranks)} is incomplete: " + sep.join(parts)]
+            if parts
+            else []
+        )
+        return "; ".join(out + [table_text(g) for g in self._table_gaps])
 
     def short(self):
         """The headline's words: which ranks, how much is missing."""
         parts = []
         n = self.missing_records
-        if self.gaps:
-            files = len({g.file for g in self.gaps})
+        gaps = self._trace_gaps
+        if gaps:
+            files = len({g.file for g in gaps})
             parts.append(
                 (f"{n} of its {self.counted} records missing" if n and self.counted else "gaps")
                 + f" ({files} file{'s' if files > 1 else ''}, see the notes)"
@@ -120,7 +151,7 @@ class Completeness:
             parts.append(f"{self.unmatched} sends or receives without a partner")
         if self.not_finalized:
             parts.append(f"{_ranks(self.not_finalized)} stopped before MPI_Finalize")
-        return f"the trace of {_ranks(self.ranks)} is incomplete: " + ", ".join(parts)
+        return self._join(parts, ", ", lambda g: f"{g.file} {g.what.split(':')[0]}")
 
     def to_dict(self):
         return {
@@ -289,6 +320,29 @@ def _finalize_file_gaps(run, gaps, traced):
             ]
 
 
+def _thread_timing_gaps(run, gaps):
+    """``threads.parquet`` of ``profile --ompt`` holds the rows its conversion wrote
+    (meta.json ``profile.ompt.samples``); fewer: every rank's thread timings are gone."""
+    prof = run.meta.get("profile") if isinstance(run.meta.get("profile"), dict) else {}
+    ompt = prof.get("ompt") if isinstance(prof.get("ompt"), dict) else {}
+    samples = ompt.get("samples")
+    if not _whole(samples) or samples <= 0 or "threads" not in run.tables():
+        return
+    have = len(run.table("threads"))
+    if have >= samples:
+        return
+    ranks = run.table("ranks") if "ranks" in run.tables() else None
+    gaps.append(
+        Gap(
+            None,
+            "threads.parquet",
+            f"holds {have} of the {samples} thread arrivals the OMPT tool recorded "
+            "(meta.json profile.ompt.samples): the thread imbalance of every rank cannot be judged",
+            touches=sorted(int(r) for r in ranks["rank"]) if ranks is not None else [],
+        )
+    )
+
+
 def check(run, refuse=True, quiet=False):
     """The :class:`Completeness` of a profile run's trace (module docstring); with
     ``refuse``, an InputError for a gap in a whole run.  Said once per run on stderr."""
@@ -373,12 +427,13 @@ def check(run, refuse=True, quiet=False):
         gaps.append(Gap(0, "raw/trace.*.bin", "missing: the run was traced (--trace)"))
     if whole:
         _finalize_file_gaps(run, gaps, c.traced)
+    _thread_timing_gaps(run, gaps)
     if gaps and whole and refuse:
         g = gaps[0]
         more = f" (and {len(gaps) - 1} more: {gaps[1].text()}...)" if len(gaps) > 1 else ""
         raise InputError(
             Path(run.path) / g.file,
-            f"rank {g.rank}" + (f" thread {g.thread}" if g.thread is not None else ""),
+            g.who(),
             f"{g.what}, though every rank reached MPI_Finalize: the run is damaged{more}",
         )
     if gaps and not quiet and done is None:

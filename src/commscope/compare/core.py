@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, warn
 from ..runs import open_run
 from . import noise
 from .measures import LEVEL_SUFFIX, POINT_FIGURES, PROFILE_LEVELS, measure
@@ -73,7 +73,9 @@ def configuration(run):
     seeds)."""
     meta = run.meta
     p = meta.get("parameters") or {}
-    mpi = (meta.get("mpi") or {}).get("library_version") or (meta.get("mpi") or {}).get("name")
+    # what the MPI says of itself (meta.json requires it once the MPI is recorded): a
+    # guess from its name would read as another MPI beside a run that has it
+    mpi = (meta.get("mpi") or {}).get("library_version")
     mpi = str(mpi).splitlines()[0].split(",")[0].strip() if mpi else None
     if run.kind == "profile":
         counters = p.get("counters")
@@ -96,9 +98,18 @@ def configuration(run):
 
 
 def config_differences(a, b):
-    """``(what, value in a, value in b)`` for each field of the configuration that differs."""
+    """``(what, value in a, value in b)`` for each field of the configuration that differs.
+    A benchmark parameter one run does not record (an older or newer writer's, or one
+    renamed by damage) is unknown there, not another configuration: said, not counted."""
     ca, cb = configuration(a), configuration(b)
-    return [(k, ca.get(k), cb.get(k)) for k in dict.fromkeys([*ca, *cb]) if ca.get(k) != cb.get(k)]
+    for k in dict.fromkeys([*ca, *cb]):
+        if (k in ca) != (k in cb):
+            lacks, has = (b, a) if k in ca else (a, b)
+            warn(
+                f"{lacks.path / 'meta.json'}: parameters.{k}: not recorded (unknown), though "
+                f"{has.path} records it: not compared"
+            )
+    return [(k, ca[k], cb[k]) for k in ca if k in cb and ca[k] != cb[k]]
 
 
 def _describe(runs, measures):

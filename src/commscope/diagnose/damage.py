@@ -7,9 +7,14 @@ an InputError naming the file and the rank).  :func:`mark` then puts what an unf
 run's trace misses into the diagnosis: ``Diagnosis.incomplete`` (``--json``), a first
 sentence of the headline, a note, and on every finding (and group) whose culprit or
 waiting ranks the gap touches ``evidence["trace_gap"]``, shown as a mark in the table.
+A replay that cannot go on (:class:`~commscope.diagnose.replay.Stuck`) refuses a whole
+run; an unfinished one is diagnosed without it (:func:`without_replay`): no saving
+predicted, the headline says why.
 """
 
 from __future__ import annotations
+
+from ..errors import warn
 
 #: The note a diagnosis without a trace gives; wrong for a traced run whose files are gone.
 _NO_TRACE = "without an event trace (commscope profile --trace)"
@@ -20,6 +25,16 @@ def check(profile):
     from ..collect import completeness
 
     return completeness.check(profile.run)
+
+
+def without_replay(exc, c, what_if=()):
+    """The replay's refusal ``exc`` in an unfinished run: said once, and the words the
+    headline gives (``Diagnosis.replay_refused``); in a whole run (``c``: its
+    completeness), or with a what-if asked for, the refusal is the error."""
+    if c.whole_run or what_if:
+        raise exc
+    warn(f"{exc}; the run did not end whole: diagnosed without the replay (no saving predicted)")
+    return f"in {exc.source} ({exc.field}), {exc.why}"
 
 
 def touched(f, ranks):
@@ -47,12 +62,16 @@ def mark(d, c):
 
 
 def headline_prefix(d):
-    """The first sentence of the headline of an incomplete trace, or ""."""
+    """The first sentences of the headline of an incomplete trace, or ""."""
     inc = getattr(d, "incomplete", None)
-    if not inc:
-        return ""
-    text = inc["headline"]
-    return f"Incomplete: {text[0].lower()}{text[1:]}. What follows is what the rest shows. "
+    refused = getattr(d, "replay_refused", None)
+    out = ""
+    if inc:
+        text = inc["headline"]
+        out = f"Incomplete: {text[0].lower()}{text[1:]}. "
+    if refused:
+        out += f"The replay was not possible: {refused}; no saving is predicted. "
+    return out + "What follows is what the rest shows. " if out else ""
 
 
 def marked(f):

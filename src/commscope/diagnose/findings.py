@@ -140,6 +140,8 @@ class Diagnosis:
     groups: list | None = None
     #: what the trace misses (an unfinished run: diagnose.damage), None when whole
     incomplete: dict | None = None
+    #: why the trace of an unfinished run could not be replayed (no saving predicted)
+    replay_refused: str | None = None
 
     def __post_init__(self):
         if self.groups is None:
@@ -156,6 +158,7 @@ class Diagnosis:
             "replay": self.replay,
             "notes": self.notes,
             "incomplete": self.incomplete,
+            "replay_refused": self.replay_refused,
         }
 
     @property
@@ -190,11 +193,14 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_mo
     nranks = int(len(ranks))
     runtime = tl.runtime_s if tl is not None else float(ranks["wall_s"].max())
     notes = trace.callsite_notes() if trace is not None else []
-    rp = base = ideal = None
+    rp = base = ideal = refused = None
     if tl is not None and len(tl.calls):
         rp = rpl.Replayer(tl)
-        base = rp.run()
-        ideal = rp.run("network=ideal", network="ideal")
+        try:
+            base = rp.run()
+            ideal = rp.run("network=ideal", network="ideal")
+        except rpl.Stuck as exc:  # an unfinished run goes on without it (diagnose.damage)
+            refused = damage.without_replay(exc, gaps, what_if)
     efficiency = {
         "mpi": eff.mpi_level(useful, runtime, ideal.runtime_s if ideal else None)
         if useful is not None
@@ -216,7 +222,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_mo
     work = cnt.useful_without_waits(useful, rank_cpu, cpu[0] if cpu else None, tl)
     ctx = _Context(profile, tl, rp, base, useful, runtime, nranks, machine_model, work=work)
     ctx.cpu, ctx.rank_cpu, ctx.nodes = cpu, rank_cpu, nodes
-    if cpu is not None and (cpu[0].any() or cpu[1].any()):
+    if base is not None and cpu is not None and (cpu[0].any() or cpu[1].any()):
         ctx.idle = cnt.idle_change(*cpu, rp.burst, rp.cost)
         ctx.idle_runtime_s = rp.run("idle machine", **ctx.idle).runtime_s
     findings = []
@@ -234,7 +240,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_mo
     note = cnt.unmeasured_note(rank_cpu, nodes)
     notes += [note] if note else []
     findings = rk.rank(_absorb_search_waits([f for f in findings if f.lost_s >= MIN_LOST_S]))
-    groups = rk.group(findings, (lambda change: ctx.saving(**change)) if rp else None)
+    groups = rk.group(findings, (lambda change: ctx.saving(**change)) if base else None)
     if tl is None:
         notes.append(
             "without an event trace (commscope profile --trace): no wait states, no "
@@ -285,6 +291,7 @@ def diagnose(profile, machine_model=None, what_if=(), multirate=None, what_if_mo
         notes=notes,
         replay=replay,
         groups=groups,
+        replay_refused=refused,
     )
     return damage.mark(d, getattr(trace, "completeness", None) or gaps)
 
@@ -332,7 +339,9 @@ class _Context:
 
     def saving(self, **change):
         """Predicted saving of a change on this machine as it ran: unchanged replay -
-        changed replay (never below 0)."""
+        changed replay (never below 0); None when the trace could not be replayed."""
+        if self.base is None:
+            return None
         return max(self.base.runtime_s - self.rp.run(**change).runtime_s, 0.0)
 
     def balance_saving(self):
@@ -382,7 +391,7 @@ def _predict_no_wait(ctx, f, calls):
     loss (and saving) belongs to the finding that caused it."""
     _predict(ctx, f, no_wait=calls)
     cap = f.lost_s * ctx.nranks / max(ctx.nranks - 1, 1)
-    if f.predicted_saving_s > cap:
+    if f.predicted_saving_s is not None and f.predicted_saving_s > cap:
         f.evidence["replayed_saving_s"] = f.predicted_saving_s
         f.predicted_saving_s = cap
 
@@ -462,7 +471,7 @@ def _split_late_sends(ctx, ws, groups):
     first (the late-sender fix) saves more than balancing the work: then they are a
     late-sender finding of their own, ranked by that saving."""
     keys = groups.get(("imbalance",))
-    if not keys:
+    if not keys or ctx.base is None:  # without a replay, no saving to weigh
         return
     late = {}
     for k in keys:

@@ -56,6 +56,15 @@ class Replay:
     call_end_s: object = None
 
 
+class Stuck(InputError):
+    """The replay's refusal: calls wait for partners the trace never shows; ``why`` says
+    which, in the program's terms (the trace file and the rank are its source and field)."""
+
+    def __init__(self, source, field, why):
+        self.why = why
+        super().__init__(source, field, f"the replay cannot go on: {why}")
+
+
 class Replayer:
     """Replays of one timeline; the measured costs and bursts are computed once."""
 
@@ -343,11 +352,10 @@ class Replayer:
         )
         raw = getattr(self.tl, "raw_dir", None)
         where = Path(raw) / f"trace.{rank}.{thread}.bin" if raw else f"trace.{rank}.{thread}.bin"
-        return InputError(
+        return Stuck(
             where,
             f"rank {rank}",
-            f"the replay cannot go on: {self._call_text(c)} waits for {whom}{more} "
-            "(records missing or damaged)",
+            f"{self._call_text(c)} waits for {whom}{more} (records missing or damaged)",
         )
 
     def _partners_known(self, c, start, known):
