@@ -1,0 +1,94 @@
+"""The early-bird saving this MPI's progress allows (commscope.predict.earlybird_progress):
+the probe's verdict for the partition size and compute kind decides it."""
+
+import math
+
+import pytest
+
+from commscope.predict import earlybird_progress as ebp
+from progress_models import progress_model
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def _early(per_size):
+    """{size: (busy idle, busy polling, blocked idle, blocked polling)} of early-pready,
+    partitioned moving whenever all partitions are ready (as under both wheels)."""
+    cases = {}
+    for size, (bi, bp, ki, kp) in per_size.items():
+        for sender, idle, polling in (("busy", bi, bp), ("blocked", ki, kp)):
+            cases[(size, "early-pready", sender, "idle")] = idle
+            cases[(size, "early-pready", sender, "polling")] = polling
+            cases[(size, "partitioned", sender, "polling")] = 1.0
+            cases[(size, "partitioned", sender, "idle")] = 0.0
+    return progress_model(cases)
+
+
+#: MPICH: no early partition arrives, polling or not, at any size
+MPICH = _early({KIB: (0, 0, 0, 0), MIB: (0, 0, 0, 0)})
+#: Open MPI: each partition arrives at once while the receiver polls, never while it computes
+OPENMPI = _early({KIB: (0, 1, 0, 1), MIB: (0, 1, 0, 1)})
+
+
+def test_whole_buffer_saves_nothing_and_says_what_would_change_it():
+    e = ebp.expect(MPICH, MIB, "busy", 2e-3, mpi_calls=True)
+    assert (e.saving_s, e.with_mpi_calls_s, e.model_saving_s) == (0.0, 0.0, 2e-3)
+    assert e.regime == ebp.WHOLE_BUFFER
+    for words in (
+        "whole buffer after the last MPI_Pready",
+        "MPIR_CVAR_ASYNC_PROGRESS=1",
+        "PR 6314",
+        "eager",
+        "busy threads",
+    ):
+        assert words in e.condition
+
+
+def test_inside_mpi_calls_only_what_the_programs_calls_move():
+    none = ebp.expect(OPENMPI, 256 * KIB, "busy", 1e-3)
+    assert none.regime == ebp.INSIDE_MPI and none.saving_s == 0.0
+    assert none.with_mpi_calls_s == pytest.approx(1e-3)
+    assert "up to 1 ms" in none.condition and "MPI_Parrived" in none.condition
+    polled = ebp.expect(OPENMPI, 256 * KIB, "busy", 1e-3, mpi_calls=True)
+    assert polled.saving_s == pytest.approx(1e-3)
+
+
+def test_moves_at_pready_is_the_model_times_the_share_that_moved():
+    mm = _early({MIB: (1.0, 1.0, 0.8, 1.0)})
+    assert ebp.expect(mm, MIB, "busy", 1e-3).saving_s == pytest.approx(1e-3)
+    blocked = ebp.expect(mm, MIB, "blocked", 1e-3)
+    assert blocked.regime == ebp.AT_PREADY and blocked.saving_s == pytest.approx(8e-4)
+
+
+def test_the_compute_kind_and_the_size_at_hand_choose_the_verdict():
+    # blocked threads leave the cores to progress, busy ones do not; 1 KiB goes eager
+    mm = _early({KIB: (1, 1, 1, 1), MIB: (0, 0, 1, 1)})
+    assert ebp.expect(mm, MIB, "blocked", 1e-3).saving_s == pytest.approx(1e-3)
+    busy = ebp.expect(mm, MIB, "busy", 1e-3)
+    assert busy.saving_s == 0.0 and "here partitions of 1 KiB move early" in busy.condition
+    assert ebp.expect(mm, 2 * KIB, "busy", 1e-3).regime == ebp.AT_PREADY  # nearest: 1 KiB
+
+
+def test_without_a_probe_the_saving_assumes_progress_and_says_how_to_check():
+    for mm in (None, progress_model({})):
+        e = ebp.expect(mm, MIB, "busy", 1e-3)
+        assert e.regime == ebp.NOT_PROBED and e.saving_s == 1e-3
+        assert "assumes" in e.condition and "commscope bench progress" in e.condition
+    other = ebp.expect(MPICH, MIB, "busy", 1e-3, mpi="Open MPI v5.0.11")
+    assert other.regime == ebp.NOT_PROBED and "of Open MPI v5.0.11" in other.condition
+
+
+def test_an_mpi_without_partitioned_communication_saves_nothing():
+    mm = _early({MIB: (math.nan, math.nan, math.nan, math.nan)})
+    e = ebp.expect(mm, MIB, "blocked", 1e-3)
+    assert e.regime == ebp.UNSUPPORTED and e.saving_s == 0.0
+
+
+def test_compute_modes_of_bench_partitioned_and_bad_kinds():
+    assert [ebp.compute_kind(m) for m in ("spin", "sleep", "hybrid")] == [
+        "busy",
+        "blocked",
+        "blocked",
+    ]
+    with pytest.raises(ValueError, match="compute kind"):
+        ebp.expect(MPICH, MIB, "spinning", 1e-3)
