@@ -350,6 +350,49 @@ def test_cli_table_with_machine_model(prun, machine_model_path, capsys):
     assert "measured partitioned peak" in text
 
 
+def test_the_saving_follows_this_mpis_progress_probe(prun, machine_model_path, tmp_path, capsys):
+    """The run's receiver polls, so partitions that move only inside MPI calls move; a
+    probe that saw no early partition even then leaves no saving, and says why."""
+    from commscope.models import progress as pg
+    from commscope.models.machine_model import load_machine_model, save_machine_model
+    from progress_models import progress_model
+
+    lib = prun.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    mm = load_machine_model(machine_model_path)
+    regimes = {}
+    for polling in (1.0, 0.0):
+        probed = progress_model(
+            {
+                (1 << 20, "early-pready", "blocked", r): o
+                for r, o in (("polling", polling), ("idle", 0.0))
+            },
+            mpi_library=lib,
+        )
+        mm.progress = probed.progress
+        t = comparison_table(
+            predict_partitioned(prun, machine_model=mm, model="postal", replicas=100)
+        )
+        assert (t["model_saving_s"] == t["model_single_s"] - t["model_partitioned_s"]).all()
+        regimes[polling] = t
+    moves = regimes[1.0]
+    assert set(moves["progress"]) == {pg.INSIDE_MPI}
+    assert np.allclose(moves["saving_s"], moves["model_saving_s"])
+    assert (regimes[0.0]["saving_s"] == 0).all()
+    assert set(regimes[0.0]["progress"]) == {pg.WHOLE_BUFFER}
+    path = tmp_path / "probed.json"
+    save_machine_model(mm, path)
+    argv = ["predict", "partitioned", str(prun.path), "--machine-model", str(path)]
+    assert main([*argv, "--model", "postal", "--replicas", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "this MPI's progress allows (blocked threads, receiver polling)" in text
+    assert "whole buffer after the last Pready: no saving" in text
+    # a machine model without a probe: the model's saving, on the assumption, said
+    mm.progress = None
+    t = comparison_table(predict_partitioned(prun, machine_model=mm, model="postal", replicas=100))
+    assert np.allclose(t["saving_s"], t["model_saving_s"])
+    assert t["progress_note"].str.contains("commscope bench progress").all()
+
+
 def test_cli_bad_inputs_exit_2(prun, machine_model_path, tmp_path, capsys):
     run = str(prun.path)
     bad = [
