@@ -462,3 +462,42 @@ def test_huge_replicas_refused_naming_the_limit(prun, capsys):
     )
     err = capsys.readouterr().err
     assert "--replicas" in err and "bytes per replica and thread" in err and "limit" in err
+
+
+def test_summary_line_names_each_compute_kind(prun, tmp_path):
+    """The report's headline on early-bird sends says under which compute kind they pay
+    off: each measured run's own, and for a kind no run measured the progress probe's."""
+    from commscope.report.sections.summary import _partitioned_rows
+    from progress_models import progress_model
+
+    lib = prun.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    # busy threads: no early partition arrives even with the receiver polling
+    probed = progress_model(
+        {
+            (s, "early-pready", "busy", r): 0.0
+            for s in (1 << 15, 1 << 21)
+            for r in ("polling", "idle")
+        },
+        mpi_library=lib,
+    )
+    rows = _partitioned_rows([prun], probed)
+    assert rows[0].what.endswith("blocked threads (sleep)")
+    head = rows[-1].headline
+    assert head.startswith("early-bird partitioned sends ") and "when the threads block" in head
+    assert head.endswith(
+        ", not with busy threads (the progress probe: whole buffer after the last Pready)"
+    )
+    assert _partitioned_rows([prun], None)[-1].headline.endswith("when the threads block")
+    busy = run_partitioned(
+        threads=2,
+        compute_s=0.004,
+        variability=0.4,
+        sizes=SIZES[:1],
+        runs_per_size=2,
+        compute_mode="spin",
+        runs_root=tmp_path,
+        **QUIET,
+    )
+    rows = _partitioned_rows([prun, busy], probed)
+    assert rows[1].what.endswith("busy threads (spin)")
+    assert "with busy threads" in rows[-1].headline and "progress probe" not in rows[-1].headline
