@@ -566,9 +566,11 @@ def _partitioned_rows(runs, machine_model):
         expected = _probe_says(partitions, kind, machine_model)
         if expected:
             said[kind] = expected
-    no = "do not pay off"
+    no, yes = "do not pay off", "pay off "
     words = [
-        f"not {WHEN[k]}{v[len(no) :]}" if i and v.startswith(no) else f"{v} {WHEN[k]}"
+        f"not {WHEN[k]}{v[len(no) :]}"
+        if i and v.startswith(no)
+        else f"{v[len(yes) :] if i and v.startswith(yes) else v} {WHEN[k]}"
         for i, (k, v) in enumerate(said.items())
     ]
     rows[-1].headline = "early-bird partitioned sends " + ", ".join(words)
