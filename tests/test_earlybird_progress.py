@@ -92,3 +92,11 @@ def test_compute_modes_of_bench_partitioned_and_bad_kinds():
     ]
     with pytest.raises(ValueError, match="compute kind"):
         ebp.expect(MPICH, MIB, "spinning", 1e-3)
+
+
+def test_partly_before_the_wait_is_the_share_that_moved():
+    mm = _early({MIB: (0.5, 1.0, 0.5, 1.0)})
+    e = ebp.expect(mm, MIB, "busy", 1e-3)
+    assert e.regime == ebp.PARTLY and e.saving_s == pytest.approx(5e-4)
+    assert "50 % of the early 1 MiB partitions" in e.condition
+    assert ebp.expect(mm, MIB, "busy", 1e-3, mpi_calls=True).saving_s == pytest.approx(1e-3)

@@ -9,7 +9,8 @@ asleep, waiting for I/O or an accelerator, the core free), from its ``early-prea
 case: all partitions but the last made ready, then T of compute with no MPI call.
 
 * The early partitions arrived during T while the receiver computed ("moves at
-  Pready"): the model's saving, times the share that moved.
+  Pready"), or some of them ("partly before the wait"): the model's saving, times the
+  share that moved (with ``mpi_calls``, the larger share of the polling receiver's).
 * They arrived only while the receiver polled ("moves only inside MPI calls", Open MPI
   5's rendezvous partitions): only what the program's own MPI calls during the region
   move (``mpi_calls``: e.g. a receiver that polls ``MPI_Parrived``, as
@@ -35,11 +36,12 @@ from ..models import progress as pg
 from ..units import format_bytes, format_seconds
 
 AT_PREADY = "moves at Pready"
+PARTLY = pg.PARTLY
 INSIDE_MPI = pg.INSIDE_MPI
 WHOLE_BUFFER = pg.WHOLE_BUFFER
 UNSUPPORTED = pg.UNSUPPORTED
 NOT_PROBED = "not probed"
-REGIMES = (AT_PREADY, INSIDE_MPI, WHOLE_BUFFER, UNSUPPORTED, NOT_PROBED)
+REGIMES = (AT_PREADY, PARTLY, INSIDE_MPI, WHOLE_BUFFER, UNSUPPORTED, NOT_PROBED)
 
 #: What would let a partition leave before the last MPI_Pready, for the text.
 WHAT_WOULD_CHANGE_IT = (
@@ -119,8 +121,18 @@ def expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None, mp
             f"{at} partitions move at MPI_Pready while the ranks compute ({where})",
             idle_v,
         )
+    if idle_o > pg.STALLS:
+        share = max(poll_o, idle_o) if mpi_calls else idle_o
+        return Expectation(
+            model * share,
+            model,
+            with_calls,
+            PARTLY,
+            f"{100 * share:.0f} % of the early {at} partitions move before the wait ({where})",
+            idle_v,
+        )
     if poll_o >= pg.MOVES:
-        saving = with_calls if mpi_calls else model * idle_o
+        saving = with_calls if mpi_calls else 0.0
         said = (
             "the program's MPI calls during the region move them"
             if mpi_calls
