@@ -100,3 +100,11 @@ def test_partly_before_the_wait_is_the_share_that_moved():
     assert e.regime == ebp.PARTLY and e.saving_s == pytest.approx(5e-4)
     assert "50 % of the early 1 MiB partitions" in e.condition
     assert ebp.expect(mm, MIB, "busy", 1e-3, mpi_calls=True).saving_s == pytest.approx(1e-3)
+
+
+def test_a_partition_is_looked_up_at_the_probes_buffer_of_that_partition_size():
+    # the probe sent 4 partitions: its 4 MiB buffer is made of 1 MiB partitions
+    mm = _early({KIB: (1, 1, 1, 1), 4 * MIB: (0, 0, 0, 0)})
+    next(iter(mm.progress.values()))["partitions"] = 4
+    e = ebp.expect(mm, MIB, "busy", 1e-3)
+    assert e.regime == ebp.WHOLE_BUFFER and "partitions of 256 B move early" in e.condition

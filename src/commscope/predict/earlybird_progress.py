@@ -6,7 +6,10 @@ The partitioned models (``commscope.models.partitioned``) assume that each parti
 leaves when its thread calls ``MPI_Pready``. The probe says whether it does, per
 partition size and compute kind (``busy``: threads spinning on their cores; ``blocked``:
 asleep, waiting for I/O or an accelerator, the core free), from its ``early-pready``
-case: all partitions but the last made ready, then T of compute with no MPI call.
+case: all partitions but the last made ready, then T of compute with no MPI call. A
+partition of P bytes is looked up at the probe's buffer of the same partition size (P
+times the probe's partitions, 4 by default): under Open MPI each partition is its own
+message, whose size sets its protocol.
 
 * The early partitions arrived during T while the receiver computed ("moves at
   Pready"), or some of them ("partly before the wait"): the model's saving, times the
@@ -91,8 +94,10 @@ def expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None, mp
         return Expectation(model, model, model, NOT_PROBED, "no early-bird saving to judge")
     at = format_bytes(partition_bytes)
 
+    per = int((pg.entry(machine_model, mpi) or {}).get("partitions") or 1)
+
     def probe(receiver):
-        args = (machine_model, partition_bytes, "early-pready", compute, receiver, mpi)
+        args = (machine_model, partition_bytes * per, "early-pready", compute, receiver, mpi)
         return pg.verdict(*args), pg.overlaps(*args) or 0.0
 
     (idle_v, idle_o), (poll_v, poll_o) = probe("idle"), probe("polling")
@@ -166,8 +171,9 @@ def _moving_sizes(machine_model, compute, mpi):
     """The probed sizes whose early partitions arrived before the last MPI_Pready."""
     e = pg.entry(machine_model, mpi) or {}
     key = pg.case_key("early-pready", compute, "polling")
+    per = int(e.get("partitions") or 1)
     moving = [
-        int(s)
+        int(s) // per
         for s, v in (e.get("sizes") or {}).items()
         if (v.get("cases", {}).get(key) or {}).get("overlap_fraction") is not None
         and v["cases"][key]["overlap_fraction"] >= pg.MOVES
