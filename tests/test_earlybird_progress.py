@@ -108,3 +108,10 @@ def test_a_partition_is_looked_up_at_the_probes_buffer_of_that_partition_size():
     next(iter(mm.progress.values()))["partitions"] = 4
     e = ebp.expect(mm, MIB, "busy", 1e-3)
     assert e.regime == ebp.WHOLE_BUFFER and "partitions of 256 B move early" in e.condition
+
+
+def test_a_probe_made_oversubscribed_or_on_a_busy_machine_says_so():
+    mm = _early({MIB: (0, 1, 0, 1)})
+    next(iter(mm.progress.values())).update(oversubscribed=True, busy_machine=["progress: 60 %"])
+    e = ebp.expect(mm, MIB, "busy", 1e-3)
+    assert "busy threads, run oversubscribed, on a busy machine)" in e.condition

@@ -94,7 +94,8 @@ def expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None, mp
         return Expectation(model, model, model, NOT_PROBED, "no early-bird saving to judge")
     at = format_bytes(partition_bytes)
 
-    per = int((pg.entry(machine_model, mpi) or {}).get("partitions") or 1)
+    entry = pg.entry(machine_model, mpi) or {}
+    per = int(entry.get("partitions") or 1)
 
     def probe(receiver):
         args = (machine_model, partition_bytes * per, "early-pready", compute, receiver, mpi)
@@ -116,7 +117,14 @@ def expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None, mp
             0.0, model, 0.0, UNSUPPORTED, "this MPI has no partitioned communication", idle_v
         )
     with_calls = model * max(poll_o, idle_o)
-    where = f"this machine's progress probe, {compute} threads"
+    where = f"this machine's progress probe, {compute} threads" + "".join(
+        said
+        for flag, said in (
+            (entry.get("oversubscribed"), ", run oversubscribed"),
+            (entry.get("busy_machine"), ", on a busy machine"),
+        )
+        if flag
+    )
     if idle_o >= pg.MOVES:
         return Expectation(
             model * idle_o,
@@ -136,7 +144,7 @@ def expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None, mp
             f"{100 * share:.0f} % of the early {at} partitions move before the wait ({where})",
             idle_v,
         )
-    if poll_o >= pg.MOVES:
+    if poll_o > pg.STALLS:
         saving = with_calls if mpi_calls else 0.0
         said = (
             "the program's MPI calls during the region move them"
