@@ -43,7 +43,8 @@ thread_multiple_cost_s: its run time minus the bulk one's, per iteration).
 It prints one row per MPI, program, variant, compute kind and level: predicted and
 measured saving per iteration, their ratio (measured / predicted; 1: the advice holds),
 both verdicts (helps: a saving of at least 10 us per iteration, the advisor's threshold,
-measured beyond the noise; hurts: slower beyond the noise; else no gain) and whether the
+measured beyond the noise; hurts: slower beyond the noise, predicted where the progress
+probe's partitioned transfer is slower than one send by 10 us or more; else no gain) and whether the
 predicted one is the measured one; and the load average before and after (the machine is
 shared).  --variant both (default): every
 variant that does not hang: poll and wait on MPICH, only wait on Open MPI, as polling
@@ -201,7 +202,8 @@ HELPS_S = 10e-6
 
 def verdicts(row):
     """helps / no gain / hurts, predicted and measured, and whether they are the same."""
-    predicted = "helps" if row["predicted_saving_s"] >= HELPS_S else "no gain"
+    p = row["predicted_saving_s"]
+    predicted = "helps" if p >= HELPS_S else "hurts" if p <= -HELPS_S else "no gain"
     m = row["measured_saving_s"]
     measured = (
         ("helps" if m >= HELPS_S else "hurts" if m < 0 else "no gain")

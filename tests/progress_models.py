@@ -7,9 +7,17 @@ from commscope.models.machine_model import machine_model_from_dict
 
 def progress_model(cases, mpi_library="MPI X"):
     """A machine model of ``mpi_library`` whose progress section holds ``cases``:
-    {(size_bytes, case, sender, receiver): overlap fraction}."""
+    {(size_bytes, case, sender, receiver): overlap fraction, or a dict of the row's values
+    (overlap_fraction, transfer_s, ...)}."""
     rows = [
-        dict(size_bytes=s, case=c, sender=snd, receiver=rcv, overlap_fraction=o, reps=3)
+        dict(
+            size_bytes=s,
+            case=c,
+            sender=snd,
+            receiver=rcv,
+            reps=3,
+            **(o if isinstance(o, dict) else {"overlap_fraction": o}),
+        )
         for (s, c, snd, rcv), o in cases.items()
     ]
     entry = pg.section_entry(rows, mpi_library=mpi_library, mpi_name="x")

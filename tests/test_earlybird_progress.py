@@ -115,3 +115,28 @@ def test_a_probe_made_oversubscribed_or_on_a_busy_machine_says_so():
     next(iter(mm.progress.values())).update(oversubscribed=True, busy_machine=["progress: 60 %"])
     e = ebp.expect(mm, MIB, "busy", 1e-3)
     assert "busy threads, run oversubscribed, on a busy machine)" in e.condition
+
+
+def test_a_partitioned_path_slower_than_one_send_is_a_cost():
+    """MPICH here: the whole buffer after the last MPI_Pready, and the probe's partitioned
+    transfer alone of 8 MiB took 4.5 ms where one Isend took 2.2 ms."""
+    cases = {}
+    for sender in ("busy", "blocked"):
+        for receiver in ("polling", "idle"):
+            cases[(8 * MIB, "early-pready", sender, receiver)] = 0.0
+        cases[(8 * MIB, "partitioned", sender, "polling")] = dict(
+            overlap_fraction=0.0, transfer_s=4.5e-3
+        )
+        cases[(8 * MIB, "isend", sender, "polling")] = dict(overlap_fraction=1.0, transfer_s=2.2e-3)
+    mm = progress_model(cases)
+    e = ebp.expect(mm, 2 * MIB, "busy", 1e-3, message_bytes=4 * MIB)
+    assert e.regime == ebp.WHOLE_BUFFER and e.saving_s == pytest.approx(-1.15e-3)
+    assert "partitioned path is slower than one send: 4.5 ms against 2.2 ms" in e.condition
+    assert ebp.expect(mm, 2 * MIB, "busy", 1e-3).saving_s == 0  # no buffer size: no cost
+    # within SLOWER of one send: no cost
+    for sender in ("busy", "blocked"):
+        cases[(8 * MIB, "partitioned", sender, "polling")]["transfer_s"] = 2.3e-3
+    assert (
+        ebp.expect(progress_model(cases), 2 * MIB, "busy", 1e-3, message_bytes=4 * MIB).saving_s
+        == 0
+    )

@@ -301,6 +301,7 @@ def _progress(run, link, n, size, model_saving_s, compute, mpi_calls):
         model_saving_s,
         mpi=lib[0].strip() if lib else None,
         mpi_calls=mpi_calls,
+        message_bytes=size,
     )
     return {"saving_s": e.saving_s, "progress": e.regime, "progress_note": e.condition}
 

@@ -480,7 +480,7 @@ def _with_progress(table, attrs):
     threads = int(attrs.get("threads") or 1)
     table["model_saving_s"] = table["model_single_s"] - table["model_partitioned_s"]
     e = [
-        expect(mm, size / threads, got["compute"], saving, got["mpi"], got["mpi_calls"])
+        expect(mm, size / threads, got["compute"], saving, got["mpi"], got["mpi_calls"], size)
         for size, saving in zip(table["size_bytes"], table["model_saving_s"])
     ]
     table["saving_s"] = [x.saving_s for x in e]

@@ -615,20 +615,22 @@ def _partitioned_row(run, kind, machine_model):
             f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
         )
         n = int(run.meta.get("parameters", {}).get("threads") or 1)
-        e = expect(machine_model, last["size_bytes"] / n, kind, single - meas, None, True)
+        size = last["size_bytes"]
+        e = expect(machine_model, size / n, kind, single - meas, None, True, size)
         notes.append(e.condition)
     threads = int(run.meta.get("parameters", {}).get("threads") or 1)
     row = _Row(what, value, spread, [run.path.name], "partitioned", note="; ".join(notes))
-    return row, value, [s / threads for s in sizes]
+    return row, value, [(s / threads, s) for s in sizes]
 
 
 def _probe_says(partitions, kind, machine_model):
     """The probe's word on a compute kind no run measured: "do not pay off" where no
-    partition of the measured runs' sizes (bytes) can move early, else None."""
+    partition of the measured runs' sizes ((partition, buffer) bytes) can move early,
+    else None."""
     from ...predict.earlybird_progress import NOT_PROBED, expect
 
-    got = [expect(machine_model, s, kind, 1.0, None, True) for s in partitions]
-    if got and all(e.regime != NOT_PROBED and e.saving_s == 0 for e in got):
+    got = [expect(machine_model, p, kind, 1.0, None, True, m) for p, m in partitions]
+    if got and all(e.regime != NOT_PROBED and e.saving_s <= 0 for e in got):
         return "do not pay off (the progress probe: " + got[-1].regime + ")"
     return None
 
