@@ -4,7 +4,7 @@
     .venv/bin/python scripts/earlybird_check.py [--mpi openmpi,mpich]
         [--programs thread_imbalance,halo_threads] [--levels 0.1,0.5,2] [--unit 0.001]
         [--bytes 4194304] [--iters 200] [--repeats 7] [--variant both|auto|wait|poll]
-        [--compute busy,blocked] [--control] [--machine-model FILE] [--runs DIR] [--json]
+        [--compute-kind busy,blocked] [--control] [--machine-model FILE] [--runs DIR] [--json]
         [--quick]
 
 Two programs exist in a bulk-send version and an early-bird (MPI-4 partitioned) one:
@@ -22,7 +22,7 @@ programs' --blocked, a thread waiting for I/O or an accelerator) and imbalance l
 (a spread of K x U between the threads):
 
 1. the bulk version runs R times under `commscope profile --ompt --threads 2`, and
-   `commscope advise --compute KIND` on the first run predicts the saving per iteration
+   `commscope advise --compute-kind KIND` on the first run predicts the saving per iteration
    of partitioned sends (`--mpi-calls` for the poll variant, whose finished threads poll
    MPI_Parrived); the machine model is fitted from a ping-pong run and the progress probe
    (`bench progress`) with the same MPI, made first unless --machine-model is given, so
@@ -389,7 +389,7 @@ def main(argv=None):
         help="partitioned variants run (default %(default)s; see above)",
     )
     ap.add_argument(
-        "--compute",
+        "--compute-kind",
         default="busy,blocked",
         help="compute kinds of the threads: busy (spin), blocked (sleep) (default %(default)s)",
     )
@@ -426,9 +426,9 @@ def main(argv=None):
     mpis = [m.strip() for m in a.mpi.split(",") if m.strip()]
     programs = [p.strip() for p in a.programs.split(",") if p.strip()]
     levels = [float(x) for x in a.levels.split(",")]
-    kinds = [k.strip() for k in a.compute.split(",") if k.strip()]
+    kinds = [k.strip() for k in a.compute_kind.split(",") if k.strip()]
     if set(kinds) - {"busy", "blocked"}:
-        ap.error(f"--compute: busy and/or blocked, got {a.compute!r}")
+        ap.error(f"--compute-kind: busy and/or blocked, got {a.compute_kind!r}")
     bad = [p for p in programs if p not in PROGRAMS]
     if bad or a.repeats < 1 or a.iters < 1 or not a.unit > 0 or a.bytes % 16:
         ap.error(

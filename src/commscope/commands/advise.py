@@ -22,7 +22,7 @@ arrive: Dominguez-Trujillo 2021, Algorithm 1 (normal, measured mean and within-i
 Carlo resampling the measured arrival vectors.  The Monte-Carlo saving assumes each
 partition leaves at its MPI_Pready; the saving to expect (saving_s) is what this MPI's
 progress allows, as `commscope bench progress` measured it into the machine model for
-partitions of that size and threads that compute as --compute says (a machine model
+partitions of that size and threads that compute as --compute-kind says (a machine model
 without it: the assumption, said).  Regions are ranked by that saving; the last line
 says whether anything is worth changing.
 """
@@ -74,7 +74,7 @@ def register(registry):
         help="... and smallest fraction of slowest arrival + send (default %(default)s)",
     )
     p.add_argument(
-        "--compute",
+        "--compute-kind",
         choices=("busy", "blocked"),
         default="busy",
         help="how the region's threads compute: busy on their cores, or blocked (waiting "
@@ -111,7 +111,7 @@ def _run(args):
         min_saving_fraction=args.min_fraction,
         replicas=args.replicas,
         seed=args.seed,
-        compute=args.compute,
+        compute=args.compute_kind,
         mpi_calls=args.mpi_calls,
     )
     verdict = eb.conclusion(table)
