@@ -608,17 +608,18 @@ def _partitioned_row(run, kind, machine_model):
     )
     last = t.iloc[-1]
     meas, single = last[f"measured_{method}_s"], last["measured_single_s"]
+    threads = int(run.meta.get("parameters", {}).get("threads") or 1)
     notes = []
     if np.isfinite(meas) and np.isfinite(single) and single > 0:
+        size = last["size_bytes"]
         notes.append(
-            f"at {format_bytes(last['size_bytes'])}: {format_seconds(meas)} instead of "
+            f"at {format_bytes(size)}: {format_seconds(meas)} instead of "
             f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
         )
-        n = int(run.meta.get("parameters", {}).get("threads") or 1)
-        size = last["size_bytes"]
-        e = expect(machine_model, size / n, kind, single - meas, None, True, size)
-        notes.append(e.condition)
-    threads = int(run.meta.get("parameters", {}).get("threads") or 1)
+        # what the probe says of the measured saving (the receiver polls: MPI calls)
+        notes.append(
+            expect(machine_model, size / threads, kind, single - meas, None, True, size).condition
+        )
     row = _Row(what, value, spread, [run.path.name], "partitioned", note="; ".join(notes))
     return row, value, [(s / threads, s) for s in sizes]
 
