@@ -73,9 +73,10 @@ def _probed_like(run, early_pready_polling):
     """A machine model whose progress probe of the run's own MPI saw the early partitions
     (2 MiB, busy threads) arrive before the last MPI_Pready with this share while the
     receiver polled, and none while it computed."""
+    from commscope.models.progress import library_of
     from progress_models import progress_model
 
-    lib = run.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    lib = library_of(run)
     return progress_model(
         {
             (2 << 20, "early-pready", "busy", "polling"): early_pready_polling,

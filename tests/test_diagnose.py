@@ -362,6 +362,7 @@ def test_late_receiver_fixes_follow_the_mpis_progress(programs, runs_root, capsy
 def test_thread_imbalance_early_bird_fix_follows_the_progress_probe(programs, runs_root, capsys):
     """The thread-imbalance finding offers partitioned sends where the advisor expects a
     saving on this MPI: not where its probe saw every partition wait for the last one."""
+    from commscope.models.progress import library_of
     from progress_models import progress_model
 
     case = CASES["thread_imbalance"]
@@ -379,7 +380,7 @@ def test_thread_imbalance_early_bird_fix_follows_the_progress_probe(programs, ru
     free = finding(None)  # Blue Waters' parameters: no probe, so progress is assumed
     assert "MPI_Psend_init" in free.fix and "MiB partition moves at its MPI_Pready" in free.fix
     assert "assumes each" in free.fix and "commscope bench progress" in free.fix
-    lib = run.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    lib = library_of(run)
     whole = progress_model(
         {(2 << 20, "early-pready", "busy", r): 0.0 for r in ("polling", "idle")},
         mpi_library=lib,

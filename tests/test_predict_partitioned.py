@@ -355,9 +355,10 @@ def test_the_saving_follows_this_mpis_progress_probe(prun, machine_model_path, t
     probe that saw no early partition even then leaves no saving, and says why."""
     from commscope.models import progress as pg
     from commscope.models.machine_model import load_machine_model, save_machine_model
+    from commscope.models.progress import library_of
     from progress_models import progress_model
 
-    lib = prun.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    lib = library_of(prun)
     mm = load_machine_model(machine_model_path)
     regimes = {}
     for polling in (1.0, 0.0):
@@ -468,9 +469,10 @@ def test_summary_line_names_each_compute_kind(prun, tmp_path):
     """The report's headline on early-bird sends says under which compute kind they pay
     off: each measured run's own, and for a kind no run measured the progress probe's."""
     from commscope.report.sections.summary import _partitioned_rows
+    from commscope.models.progress import library_of
     from progress_models import progress_model
 
-    lib = prun.meta["mpi"]["library_version"].strip().splitlines()[0].strip()
+    lib = library_of(prun)
     # busy threads: no early partition arrives even with the receiver polling
     probed = progress_model(
         {

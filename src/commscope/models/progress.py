@@ -180,6 +180,14 @@ def section_entry(rows, supported=None, *, mpi_library="", mpi_name=None, settin
     }
 
 
+def library_of(run):
+    """How the section names a run's MPI: the first line of its library string (else the
+    MPI's name, else "")."""
+    mpi = run.meta.get("mpi", {})
+    lines = (mpi.get("library_version") or "").strip().splitlines()
+    return lines[0].strip() if lines else str(mpi.get("name") or "")
+
+
 def entry_key(mpi_library, settings=None):
     """The section's key of one MPI: its library string, with the settings that change its
     progress (e.g. ``MPIR_CVAR_ASYNC_PROGRESS=1``) in brackets."""

@@ -289,17 +289,17 @@ def _predict(link, n, size, mat, replicas, seed):
 
 def _progress(run, link, n, size, model_saving_s, compute, mpi_calls):
     """The saving this MPI's progress allows (:mod:`.earlybird_progress`)."""
+    from ..models.progress import library_of
     from .earlybird_progress import expect
 
     if not size or n < 2:
         return {"saving_s": model_saving_s, "progress": None, "progress_note": None}
-    lib = (run.meta.get("mpi", {}).get("library_version") or "").strip().splitlines()
     e = expect(
         getattr(link, "machine_model", None),
         size / n,
         compute,
         model_saving_s,
-        mpi=lib[0].strip() if lib else None,
+        mpi=library_of(run) or None,
         mpi_calls=mpi_calls,
         message_bytes=size,
     )

@@ -456,8 +456,7 @@ def progress_attrs(run, machine_model):
     from ..models import progress as pg
     from .earlybird_progress import compute_kind
 
-    lib = (run.meta.get("mpi", {}).get("library_version") or "").strip().splitlines()
-    mpi = lib[0].strip() if lib else None
+    mpi = pg.library_of(run) or None
     e = pg.entry(machine_model, mpi) if machine_model is not None else None
     return {
         "compute": compute_kind(run.meta["parameters"].get("compute_mode", "sleep")),

@@ -578,6 +578,7 @@ def _partitioned_rows(runs, machine_model):
 
 
 def _partitioned_row(run, kind, machine_model):
+    from ...models.progress import library_of
     from ...predict.earlybird_progress import expect
     from ...predict.partitioned import comparison_table, measured_rows
 
@@ -617,9 +618,9 @@ def _partitioned_row(run, kind, machine_model):
             f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
         )
         # what the probe says of the measured saving (the receiver polls: MPI calls)
-        notes.append(
-            expect(machine_model, size / threads, kind, single - meas, None, True, size).condition
-        )
+        mpi = library_of(run) or None
+        e = expect(machine_model, size / threads, kind, single - meas, mpi, True, size)
+        notes.append(e.condition)
     row = _Row(what, value, spread, [run.path.name], "partitioned", note="; ".join(notes))
     return row, value, [(s / threads, s) for s in sizes]
 
@@ -640,14 +641,13 @@ def _progress_rows(runs, machine_model):
     """The progress probe's answers per run: rendezvous while the receiver computes, and
     partition by partition (models/progress.py, from the run's own verdicts)."""
     from ...bench.progress import case_notes, overlap_rows
-    from ...models.progress import entry_key, progress_lines, section_entry
+    from ...models.progress import entry_key, library_of, progress_lines, section_entry
 
     rows = []
     for run in (r for r in runs if r.kind == "progress"):
         supported = {c: s == "run" for c, (s, _) in case_notes(run).items()}
-        lib = (run.meta.get("mpi", {}).get("library_version") or "").strip().splitlines()
         env = run.meta.get("progress_env") or {}
-        key = entry_key(lib[0] if lib else run.meta.get("mpi", {}).get("name"), env)
+        key = entry_key(library_of(run), env)
         model = {"progress": {key: section_entry(overlap_rows(run).to_dict("records"), supported)}}
         for line in progress_lines(model):
             at, _, said = line.partition(": ")
