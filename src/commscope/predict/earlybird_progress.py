@@ -29,7 +29,7 @@ message, whose size sets its protocol.
 ::
 
     expect(machine_model, partition_bytes, compute, model_saving_s, mpi=None,
-           mpi_calls=False) -> Expectation
+           mpi_calls=False, message_bytes=None) -> Expectation
     compute_kind(compute_mode) -> "busy" | "blocked"
 """
 
