@@ -89,7 +89,7 @@ SCRIPTS = {
     "advise_check": (True, "256 KiB and 1 MiB, 3 runs (skips without the OMPT runtime)"),
     "earlybird_check": (
         True,
-        "both programs at 3 imbalance levels, 1 run a side, Open MPI, "
+        "both programs, both compute kinds, 3 imbalance levels, 1 run a side, Open MPI, "
         "fewer iterations (skips without the OMPT runtime)",
     ),
     "profile_scaling": (True, "8 ranks, 1 round; 1024 synthetic ranks; reports"),

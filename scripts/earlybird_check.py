@@ -4,7 +4,8 @@
     .venv/bin/python scripts/earlybird_check.py [--mpi openmpi,mpich]
         [--programs thread_imbalance,halo_threads] [--levels 0.1,0.5,2] [--unit 0.001]
         [--bytes 4194304] [--iters 200] [--repeats 7] [--variant both|auto|wait|poll]
-        [--control] [--machine-model FILE] [--runs DIR] [--json] [--quick]
+        [--compute-kind busy,blocked] [--control] [--machine-model FILE] [--runs DIR] [--json]
+        [--quick]
 
 Two programs exist in a bulk-send version and an early-bird (MPI-4 partitioned) one:
 tests/programs/diagnose/thread_imbalance.c (2 ranks x 2 threads, thread 0 works (1+K)U,
@@ -16,12 +17,17 @@ thread calls MPI_Pready on its partition as it finishes and polls MPI_Parrived f
 part of the incoming message; --partitioned-wait does not poll (the master's
 MPI_Waitall progresses the transfer).
 
-For each MPI, program and imbalance level K (a spread of K x U between the threads):
+For each MPI, program, compute kind (busy: the threads spin; blocked: they sleep, the
+programs' --blocked, a thread waiting for I/O or an accelerator) and imbalance level K
+(a spread of K x U between the threads):
 
 1. the bulk version runs R times under `commscope profile --ompt --threads 2`, and
-   `commscope advise` on the first run predicts the saving per iteration of partitioned
-   sends (Monte Carlo over the measured arrivals; the link is a machine model fitted from
-   a ping-pong run with the same MPI, made first unless --machine-model is given);
+   `commscope advise --compute-kind KIND` on the first run predicts the saving per iteration
+   of partitioned sends (`--mpi-calls` for the poll variant, whose finished threads poll
+   MPI_Parrived); the machine model is fitted from a ping-pong run and the progress probe
+   (`bench progress`) with the same MPI, made first unless --machine-model is given, so
+   the prediction is what this MPI's progress allows (predicted_saving_s; the model's,
+   every partition moving at MPI_Pready: model_saving_s);
 2. the partitioned version runs R times the same way, alternating with the bulk runs;
 3. `commscope compare --statistic median` of the two sides measures the saving: the
    difference of the median run times (the largest wall_s of the ranks) divided by the
@@ -34,9 +40,13 @@ For each MPI, program and imbalance level K (a spread of K x U between the threa
 the thread level is told from that of partitioned communication (column
 thread_multiple_cost_s: its run time minus the bulk one's, per iteration).
 
-It prints one row per MPI, program, level and variant: predicted and measured saving
-per iteration, their ratio (measured / predicted; 1: the advice holds), and the load
-average before and after (the machine is shared).  --variant both (default): every
+It prints one row per MPI, program, variant, compute kind and level: predicted and
+measured saving per iteration, their ratio (measured / predicted; 1: the advice holds),
+both verdicts (helps: a saving of at least 10 us per iteration, the advisor's threshold,
+measured beyond the noise; hurts: slower beyond the noise, predicted where the progress
+probe's partitioned transfer is slower than one send by 10 us or more; else no gain) and whether the
+predicted one is the measured one; and the load average before and after (the machine is
+shared).  --variant both (default): every
 variant that does not hang: poll and wait on MPICH, only wait on Open MPI, as polling
 MPI_Parrived per partition hangs Open MPI 5.0's part/persist component (docs/compare.md);
 auto: poll on MPICH, wait on Open MPI.
@@ -106,6 +116,7 @@ def build(program, mpi, out):
 
 def machine_model(mpi_name, root, quick):
     from commscope.bench.pingpong import run_pingpong
+    from commscope.bench.progress import run_progress
     from commscope.machine_fit import fit_runs
     from commscope.models.machine_model import save_machine_model
 
@@ -119,8 +130,9 @@ def machine_model(mpi_name, root, quick):
         timeout=600,
         **(short if quick else full),
     )
+    probe = run_progress(mpi_spec=mpi_name, runs_root=root, echo=False, progress=False, timeout=600)
     path = Path(root) / f"machine-model-{mpi_name}.json"
-    save_machine_model(fit_runs([pp.path]), path)
+    save_machine_model(fit_runs([pp.path, probe.path]), path)
     return path
 
 
@@ -160,15 +172,15 @@ def profile(exe, args, mpi_name, runs, name, timeout):
     return path if ok else None
 
 
-def predict(run_path, mm):
-    """The advisor's saving per iteration for the program's region (Monte Carlo), with
-    the spread and the bytes it used."""
+def predict(run_path, mm, compute, mpi_calls):
+    """The advisor's saving per iteration for the program's region: the Monte Carlo's
+    and what this MPI's progress allows of it, with the spread and the bytes it used."""
     from commscope.predict import earlybird as eb
     from commscope.runs import open_run
 
     run = open_run(run_path, warn=False)
     link, _ = eb.link_for(run, machine_model=str(mm))
-    table = eb.advise(run, link, replicas=2000)
+    table = eb.advise(run, link, replicas=2000, compute=compute, mpi_calls=mpi_calls)
     main_rows = table[~table["region"].str.contains(" #")]
     row = main_rows.sort_values("instances", ascending=False).iloc[0]
     return {
@@ -176,14 +188,38 @@ def predict(run_path, mm):
         "spread_s": float(row["spread_s"]),
         "bytes_per_iteration": float(row["bytes_per_iteration"]),
         "single_s": float(row["single_s"]),
-        "predicted_saving_s": float(row["saving_mc_s"]),
+        "model_saving_s": float(row["saving_mc_s"]),
+        "predicted_saving_s": float(row["saving_s"]),
         "predicted_alg1_s": float(row["saving_alg1_s"]),
+        "progress": row["progress"],
         "verdict": row["verdict"],
     }
 
 
-def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
+#: A saving per iteration below this is no gain (the advisor's --min-saving default).
+HELPS_S = 10e-6
+
+
+def verdicts(row):
+    """helps / no gain / hurts, predicted and measured, and whether they are the same."""
+    p = row["predicted_saving_s"]
+    predicted = "helps" if p >= HELPS_S else "hurts" if p <= -HELPS_S else "no gain"
+    m = row["measured_saving_s"]
+    measured = (
+        ("helps" if m >= HELPS_S else "hurts" if m < 0 else "no gain")
+        if row["beyond_noise"]
+        else "no gain"
+    )
+    return {
+        "predicted_verdict": predicted,
+        "measured_verdict": measured,
+        "right": "right" if predicted == measured else "wrong",
+    }
+
+
+def measure(program, exe, mpi_name, variant, compute, level, a, runs, mm, log):
     args = [
+        *(["--blocked"] if compute == "blocked" else []),
         "--imbalance",
         repr(level),
         "--unit",
@@ -194,7 +230,7 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
         str(a.bytes),
     ]
     bulk, part, multiple, hung = [], [], [], 0
-    tag = f"{mpi_name}-{program}-K{level:g}-{variant}"
+    tag = f"{mpi_name}-{program}-{compute}-K{level:g}-{variant}"
     for rep in range(a.repeats):
         b = profile(exe, args, mpi_name, runs, f"{tag}-bulk-{rep}", a.timeout)
         p = profile(exe, [*args, VARIANTS[variant]], mpi_name, runs, f"{tag}-part-{rep}", a.timeout)
@@ -221,6 +257,7 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
         "mpi": mpi_name,
         "program": program,
         "variant": variant,
+        "compute": compute,
         "imbalance_k": level,
         "spread_designed_s": level * a.unit,
         "iterations": a.iters,
@@ -231,7 +268,7 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
     if not bulk:
         row["note"] = "the bulk runs failed"
         return row
-    row.update(predict(bulk[0], mm))
+    row.update(predict(bulk[0], mm, compute, variant == "poll"))
     if not part:
         row["note"] = (
             f"the partitioned run did not complete within {a.timeout:g} s "
@@ -256,6 +293,7 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
     )
     p = row["predicted_saving_s"]
     row["measured_over_predicted"] = row["measured_saving_s"] / p if p and p > 0 else None
+    row.update(verdicts(row))
     if len(bulk) == len(part):
         from commscope.runs import open_run
 
@@ -264,7 +302,7 @@ def measure(program, exe, mpi_name, variant, level, a, runs, mm, log):
             for side in (bulk, part)
         ]
         record(
-            f"{mpi_name} {program} K={level:g} {variant}: measured saving per iteration",
+            f"{mpi_name} {program} {compute} K={level:g} {variant}: measured saving per iteration",
             [(wb - wp) / n for wb, wp in zip(*walls)],
         )
     return row
@@ -277,16 +315,19 @@ def text(rows, info):
         "mpi",
         "program",
         "variant",
+        "compute",
         "imbalance_k",
         "spread_s",
-        "bytes_per_iteration",
         "single_s",
+        "model_saving_s",
         "predicted_saving_s",
+        "progress",
         "measured_saving_s",
         "measured_ci95_low_s",
         "measured_ci95_high_s",
-        "beyond_noise",
-        "measured_over_predicted",
+        "predicted_verdict",
+        "measured_verdict",
+        "right",
     ]
     if any("thread_multiple_cost_s" in r for r in rows):
         cols += ["thread_multiple_cost_s", "thread_multiple_beyond_noise"]
@@ -306,8 +347,13 @@ def text(rows, info):
     for r in rows:
         if r.get("note"):
             out.append(
-                f"# {r['mpi']} {r['program']} K={r['imbalance_k']:g} {r['variant']}: {r['note']}"
+                f"# {r['mpi']} {r['program']} {r['compute']} K={r['imbalance_k']:g} "
+                f"{r['variant']}: {r['note']}"
             )
+    judged = [r for r in rows if r.get("right")]
+    out.append(
+        f"verdict right in {sum(r['right'] == 'right' for r in judged)} of {len(judged)} cells"
+    )
     out.append(
         f"load average {info['loadavg_before']} before, {info['loadavg_after']} after; "
         f"{info['cores']} cores; {info['seconds']} s"
@@ -343,6 +389,11 @@ def main(argv=None):
         help="partitioned variants run (default %(default)s; see above)",
     )
     ap.add_argument(
+        "--compute-kind",
+        default="busy,blocked",
+        help="compute kinds of the threads: busy (spin), blocked (sleep) (default %(default)s)",
+    )
+    ap.add_argument(
         "--timeout",
         type=float,
         default=120,
@@ -375,6 +426,9 @@ def main(argv=None):
     mpis = [m.strip() for m in a.mpi.split(",") if m.strip()]
     programs = [p.strip() for p in a.programs.split(",") if p.strip()]
     levels = [float(x) for x in a.levels.split(",")]
+    kinds = [k.strip() for k in a.compute_kind.split(",") if k.strip()]
+    if set(kinds) - {"busy", "blocked"}:
+        ap.error(f"--compute-kind: busy and/or blocked, got {a.compute_kind!r}")
     bad = [p for p in programs if p not in PROGRAMS]
     if bad or a.repeats < 1 or a.iters < 1 or not a.unit > 0 or a.bytes % 16:
         ap.error(
@@ -409,10 +463,22 @@ def main(argv=None):
             for program in programs:
                 exe = build(program, mpi, tmp)
                 for variant in variants:
-                    for level in levels:
-                        rows.append(
-                            measure(program, exe, mpi_name, variant, level, a, runs, mm, log)
-                        )
+                    for compute in kinds:
+                        for level in levels:
+                            rows.append(
+                                measure(
+                                    program,
+                                    exe,
+                                    mpi_name,
+                                    variant,
+                                    compute,
+                                    level,
+                                    a,
+                                    runs,
+                                    mm,
+                                    log,
+                                )
+                            )
     finally:
         if not a.runs:
             shutil.rmtree(tmp, ignore_errors=True)

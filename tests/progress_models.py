@@ -5,14 +5,22 @@ from commscope.models import progress as pg
 from commscope.models.machine_model import machine_model_from_dict
 
 
-def progress_model(cases):
-    """A machine model of "MPI X" whose progress section holds ``cases``:
-    {(size_bytes, case, sender, receiver): overlap fraction}."""
+def progress_model(cases, mpi_library="MPI X"):
+    """A machine model of ``mpi_library`` whose progress section holds ``cases``:
+    {(size_bytes, case, sender, receiver): overlap fraction, or a dict of the row's values
+    (overlap_fraction, transfer_s, ...)}."""
     rows = [
-        dict(size_bytes=s, case=c, sender=snd, receiver=rcv, overlap_fraction=o, reps=3)
+        dict(
+            size_bytes=s,
+            case=c,
+            sender=snd,
+            receiver=rcv,
+            reps=3,
+            **(o if isinstance(o, dict) else {"overlap_fraction": o}),
+        )
         for (s, c, snd, rcv), o in cases.items()
     ]
-    entry = pg.section_entry(rows, mpi_library="MPI X", mpi_name="x")
+    entry = pg.section_entry(rows, mpi_library=mpi_library, mpi_name="x")
     return machine_model_from_dict(
         {
             "schema": "commscope.machine-model",
@@ -25,7 +33,7 @@ def progress_model(cases):
                     "beta_s_per_byte": 1e-10,
                 }
             ],
-            "machine": {"mpi_library": "MPI X"},
-            "progress": {pg.entry_key("MPI X"): entry},
+            "machine": {"mpi_library": mpi_library},
+            "progress": {pg.entry_key(mpi_library): entry},
         }
     )

@@ -69,6 +69,54 @@ def test_advise_ranks_regions_of_bench_partitioned(partitioned_run, capsys):
     assert "worth changing; best: partitioned.c:" in d["conclusion"]
 
 
+def _probed_like(run, early_pready_polling):
+    """A machine model whose progress probe of the run's own MPI saw the early partitions
+    (2 MiB, busy threads) arrive before the last MPI_Pready with this share while the
+    receiver polled, and none while it computed."""
+    from commscope.models.progress import library_of
+    from progress_models import progress_model
+
+    lib = library_of(run)
+    return progress_model(
+        {
+            (2 << 20, "early-pready", "busy", "polling"): early_pready_polling,
+            (2 << 20, "early-pready", "busy", "idle"): 0.0,
+            (2 << 20, "partitioned", "busy", "polling"): 1.0,
+        },
+        mpi_library=lib,
+    )
+
+
+@pytest.mark.mpi
+def test_advise_follows_the_progress_probe(partitioned_run, tmp_path, capsys):
+    from commscope.models.machine_model import save_machine_model
+
+    def advise(model, *extra):
+        path = tmp_path / f"mm-{len(list(tmp_path.iterdir()))}.json"
+        save_machine_model(model, path)
+        argv = ["advise", str(partitioned_run.path), "--size", "4MiB", "--machine-model"]
+        assert cli_main([*argv, str(path), *extra, "--json"]) == 0
+        regions = json.loads(capsys.readouterr().out)["regions"]
+        return next(r for r in regions if "#" not in r["region"])
+
+    # no per-partition path (MPICH): nothing to save, and why
+    whole = advise(_probed_like(partitioned_run, 0.0), "--mpi-calls")
+    assert whole["saving_mc_s"] > 0 and whole["saving_s"] == 0
+    assert whole["progress"] == "whole buffer after the last Pready"
+    assert not whole["worth_changing"]
+    assert whole["verdict"].startswith("no gain on this MPI: no saving")
+    assert "MPIR_CVAR_ASYNC_PROGRESS=1" in whole["verdict"]
+    # partitions that move only inside MPI calls (Open MPI): only with the program's calls
+    inside = advise(_probed_like(partitioned_run, 1.0))
+    assert inside["progress"] == "moves only inside MPI calls" and inside["saving_s"] == 0
+    polled = advise(_probed_like(partitioned_run, 1.0), "--mpi-calls")
+    assert polled["saving_s"] == pytest.approx(polled["saving_mc_s"])
+    assert polled["worth_changing"]
+    # the advisor's text names the condition
+    assert cli_main(["advise", str(partitioned_run.path), "--size", "4MiB"]) == 0
+    assert "assumes each 2 MiB partition moves at its MPI_Pready" in capsys.readouterr().out
+
+
 @pytest.mark.mpi
 def test_advise_says_plainly_when_nothing_is_worth_changing(tmp_path, default_mpi, capsys):
     need_ompt_runtime()

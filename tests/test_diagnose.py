@@ -388,3 +388,34 @@ def test_random_work_is_within_noise_a_steady_late_send_is_not(programs, runs_ro
     f = next(f for f in diagnose(commscope.open(planted.path)).findings if f.kind == "late_sender")
     assert not f.within_noise and f.lost_s > 3 * f.evidence["noise_s"], f.evidence
     assert expected_positive_max_normal(1) == pytest.approx((2 * 3.141592653589793) ** -0.5)
+
+
+def test_thread_imbalance_early_bird_fix_follows_the_progress_probe(programs, runs_root, capsys):
+    """The thread-imbalance finding offers partitioned sends where the advisor expects a
+    saving on this MPI: not where its probe saw every partition wait for the last one."""
+    from commscope.models.progress import library_of
+    from progress_models import progress_model
+
+    case = CASES["thread_imbalance"]
+    exe = str(programs["thread_imbalance"])
+    argv = ["profile", "--runs", str(runs_root), "--quiet", *profile_options(case), "--", exe]
+    assert main([*argv, *program_args(case, False), "--bytes", str(4 << 20)]) == 0
+    capsys.readouterr()
+    run = open_run(sorted(runs_root.iterdir())[-1])
+    p = commscope.open(run.path)
+
+    def finding(mm):
+        d = diagnose(p, machine_model=mm)
+        return next(f for f in d.findings if f.kind == "thread_imbalance")
+
+    free = finding(None)  # Blue Waters' parameters: no probe, so progress is assumed
+    assert "MPI_Psend_init" in free.fix and "MiB partition moves at its MPI_Pready" in free.fix
+    assert "assumes each" in free.fix and "commscope bench progress" in free.fix
+    lib = library_of(run)
+    whole = progress_model(
+        {(2 << 20, "early-pready", "busy", r): 0.0 for r in ("polling", "idle")},
+        mpi_library=lib,
+    )
+    stuck = finding(whole)
+    assert "MPI_Psend_init" not in stuck.fix
+    assert "whole buffer after the last MPI_Pready" in stuck.evidence["early_bird"]

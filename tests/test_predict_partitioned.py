@@ -350,6 +350,50 @@ def test_cli_table_with_machine_model(prun, machine_model_path, capsys):
     assert "measured partitioned peak" in text
 
 
+def test_the_saving_follows_this_mpis_progress_probe(prun, machine_model_path, tmp_path, capsys):
+    """The run's receiver polls, so partitions that move only inside MPI calls move; a
+    probe that saw no early partition even then leaves no saving, and says why."""
+    from commscope.models import progress as pg
+    from commscope.models.machine_model import load_machine_model, save_machine_model
+    from commscope.models.progress import library_of
+    from progress_models import progress_model
+
+    lib = library_of(prun)
+    mm = load_machine_model(machine_model_path)
+    regimes = {}
+    for polling in (1.0, 0.0):
+        probed = progress_model(
+            {
+                (1 << 20, "early-pready", "blocked", r): o
+                for r, o in (("polling", polling), ("idle", 0.0))
+            },
+            mpi_library=lib,
+        )
+        mm.progress = probed.progress
+        t = comparison_table(
+            predict_partitioned(prun, machine_model=mm, model="postal", replicas=100)
+        )
+        assert (t["model_saving_s"] == t["model_single_s"] - t["model_partitioned_s"]).all()
+        regimes[polling] = t
+    moves = regimes[1.0]
+    assert set(moves["progress"]) == {pg.INSIDE_MPI}
+    assert np.allclose(moves["saving_s"], moves["model_saving_s"])
+    assert (regimes[0.0]["saving_s"] == 0).all()
+    assert set(regimes[0.0]["progress"]) == {pg.WHOLE_BUFFER}
+    path = tmp_path / "probed.json"
+    save_machine_model(mm, path)
+    argv = ["predict", "partitioned", str(prun.path), "--machine-model", str(path)]
+    assert main([*argv, "--model", "postal", "--replicas", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "this MPI's progress allows (blocked threads, receiver polling)" in text
+    assert "whole buffer after the last Pready: no saving" in text
+    # a machine model without a probe: the model's saving, on the assumption, said
+    mm.progress = None
+    t = comparison_table(predict_partitioned(prun, machine_model=mm, model="postal", replicas=100))
+    assert np.allclose(t["saving_s"], t["model_saving_s"])
+    assert t["progress_note"].str.contains("commscope bench progress").all()
+
+
 def test_cli_bad_inputs_exit_2(prun, machine_model_path, tmp_path, capsys):
     run = str(prun.path)
     bad = [
@@ -419,3 +463,43 @@ def test_huge_replicas_refused_naming_the_limit(prun, capsys):
     )
     err = capsys.readouterr().err
     assert "--replicas" in err and "bytes per replica and thread" in err and "limit" in err
+
+
+def test_summary_line_names_each_compute_kind(prun, tmp_path):
+    """The report's headline on early-bird sends says under which compute kind they pay
+    off: each measured run's own, and for a kind no run measured the progress probe's."""
+    from commscope.report.sections.summary import _partitioned_rows
+    from commscope.models.progress import library_of
+    from progress_models import progress_model
+
+    lib = library_of(prun)
+    # busy threads: no early partition arrives even with the receiver polling
+    probed = progress_model(
+        {
+            (s, "early-pready", "busy", r): 0.0
+            for s in (1 << 15, 1 << 21)
+            for r in ("polling", "idle")
+        },
+        mpi_library=lib,
+    )
+    rows = _partitioned_rows([prun], probed)
+    assert rows[0].what.endswith("blocked threads (sleep)")
+    head = rows[-1].headline
+    assert head.startswith("early-bird partitioned sends ") and "when the threads block" in head
+    assert head.endswith(
+        ", not with busy threads (the progress probe: whole buffer after the last Pready)"
+    )
+    assert _partitioned_rows([prun], None)[-1].headline.endswith("when the threads block")
+    busy = run_partitioned(
+        threads=2,
+        compute_s=0.004,
+        variability=0.4,
+        sizes=SIZES[:1],
+        runs_per_size=2,
+        compute_mode="spin",
+        runs_root=tmp_path,
+        **QUIET,
+    )
+    rows = _partitioned_rows([prun, busy], probed)
+    assert rows[1].what.endswith("busy threads (spin)")
+    assert "with busy threads" in rows[-1].headline and "progress probe" not in rows[-1].headline

@@ -27,6 +27,7 @@ def test_study_writes_runs_machine_model_and_report(study, capsys):
         "mtmatch",
         "multirate",
         "partitioned",
+        "partitioned-busy",
         "partitioned-calibration",
         "partitioned-calibration-short",
         "pingpong-1pair",

@@ -214,23 +214,17 @@ def _partitioned_terms(runs):
     )
 
 
-def _library(run):
-    mpi = run.meta.get("mpi", {})
-    lines = (mpi.get("library_version") or "").strip().splitlines()
-    return lines[0].strip() if lines else str(mpi.get("name") or "")
-
-
 def _progress_section(runs):
     """The machine model's ``progress`` section (models/progress.py): one entry per MPI
     library string and progress setting, the runs of one entry pooled."""
     from .bench.progress import case_notes, overlap_rows_of
     from .machine_load import judge
-    from .models.progress import entry_key, section_entry
+    from .models.progress import entry_key, library_of, section_entry
 
     groups = {}
     for run in runs:
         env = run.meta.get("progress_env") or {}
-        groups.setdefault(entry_key(_library(run), env), []).append((run, env))
+        groups.setdefault(entry_key(library_of(run), env), []).append((run, env))
     section = {}
     for key, members in sorted(groups.items()):
         rows = overlap_rows_of(pd.concat([r.table("samples") for r, _ in members]))
@@ -243,7 +237,7 @@ def _progress_section(runs):
         section[key] = section_entry(
             rows.to_dict("records"),
             supported,
-            mpi_library=_library(first),
+            mpi_library=library_of(first),
             mpi_name=first.meta.get("mpi", {}).get("name"),
             settings=env,
             partitions=int(first.meta["parameters"]["partitions"]),

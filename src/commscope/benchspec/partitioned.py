@@ -74,7 +74,9 @@ def study(quick, pairs):
     predicts): leads of compute_s (20 ms: every partition size clear of the one before
     it) and of the predicted run's sigma, as close as its threads finish (after a long
     idle lead this machine's small partitions take 2-3x longer); then the run the
-    partitioned model predicts, against the single send."""
+    partitioned model predicts, against the single send, with threads that sleep through
+    their compute (blocked: the cores free for progress) and again with threads that spin
+    (busy), the two regimes the progress probe tells apart."""
     run = dict(
         threads=2,
         compute_s=0.02,
@@ -97,8 +99,9 @@ def study(quick, pairs):
         StudyRun(
             "partitioned",
             dict(run, variability=STUDY_VARIABILITY),
-            says="partitioned communication vs single send, 2 threads",
+            says="partitioned communication vs single send, 2 threads, sleeping and busy",
         ),
+        StudyRun("partitioned-busy", dict(run, variability=STUDY_VARIABILITY, compute_mode="spin")),
     ]
 
 

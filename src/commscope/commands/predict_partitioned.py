@@ -158,6 +158,7 @@ def _run(args):
         f"{format_value(acc['median_ratio'])}, farthest {format_value(acc['worst_ratio'])}; "
         f"verdict differs at: {', '.join(map(format_bytes, acc['verdicts_differ_at'])) or 'no size'}"
     )
+    _print_progress(table, a)
     print()
     cols = [
         "size_bytes",
@@ -210,3 +211,23 @@ def _run(args):
                 )
             )
     return 0
+
+
+def _print_progress(table, attrs):
+    """The early-bird saving this MPI's progress allows, per size, and why
+    (commscope.predict.earlybird_progress)."""
+    if "saving_s" not in table:
+        return
+    print()
+    p = attrs["progress"]
+    print_table(
+        table,
+        ["size_bytes", "model_saving_s", "saving_s", "progress"],
+        title=f"early-bird saving the model predicts and this MPI's progress allows "
+        f"({p['compute']} threads, receiver polling)",
+    )
+    seen = set()
+    for regime, note in zip(table["progress"], table["progress_note"]):
+        if regime not in seen:
+            seen.add(regime)
+            print(f"  {regime}: {note}")

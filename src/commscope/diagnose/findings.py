@@ -1195,10 +1195,13 @@ def _early_bird(ctx, f, region):
         r = row.iloc[0]
         f.fix += (
             f" Or send each thread's part as it finishes (MPI_Psend_init/MPI_Pready): "
-            f"the early-bird advisor predicts {format_seconds(float(r['saving_mc_s']))} per "
-            f"instance over {int(r['instances'])} instances."
+            f"the early-bird advisor predicts {format_seconds(float(r['saving_s']))} per "
+            f"instance over {int(r['instances'])} instances"
+            + (f" ({r['progress_note']})." if r["progress_note"] else ".")
         )
-        f.evidence["early_bird_saving_per_instance_s"] = float(r["saving_mc_s"])
+        f.evidence["early_bird_saving_per_instance_s"] = float(r["saving_s"])
+    elif len(row) and row["saving_s"].iloc[0] <= 0 < row["saving_mc_s"].iloc[0]:
+        f.evidence["early_bird"] = row["progress_note"].iloc[0]
 
 
 # ---- matching queues -------------------------------------------------------------------------

@@ -15,6 +15,8 @@ its JSON form as a dict)::
         -> float | None
     verdict(machine_model, size_bytes, case, sender="busy", receiver="idle", mpi=None)
         -> str | None
+    transfer(machine_model, size_bytes, case, sender="busy", receiver="idle", mpi=None)
+        -> (measured size, seconds) | (None, None)
     summary(machine_model, mpi=None) -> dict | None
 
 ``case`` is ``isend``, ``partitioned`` or ``early-pready``, or the three words in one
@@ -178,6 +180,14 @@ def section_entry(rows, supported=None, *, mpi_library="", mpi_name=None, settin
     }
 
 
+def library_of(run):
+    """How the section names a run's MPI: the first line of its library string (else the
+    MPI's name, else "")."""
+    mpi = run.meta.get("mpi", {})
+    lines = (mpi.get("library_version") or "").strip().splitlines()
+    return lines[0].strip() if lines else str(mpi.get("name") or "")
+
+
 def entry_key(mpi_library, settings=None):
     """The section's key of one MPI: its library string, with the settings that change its
     progress (e.g. ``MPIR_CVAR_ASYNC_PROGRESS=1``) in brackets."""
@@ -255,16 +265,21 @@ def _bucket(sizes, size_bytes):
     return min(sizes, key=lambda m: (abs(math.log2(int(m)) - math.log2(s)), -int(m)))
 
 
-def _case(machine_model, size_bytes, case, sender, receiver, mpi):
+def _lookup(machine_model, size_bytes, case, sender, receiver, mpi):
+    """(the measured size a query of ``size_bytes`` takes, its case), or (None, None)."""
     key = _split_case(case, sender, receiver)
     if not isinstance(size_bytes, (int, float)) or not size_bytes > 0:
         raise ValueError(f"size_bytes must be a positive number of bytes, got {size_bytes!r}")
     e = entry(machine_model, mpi)
     if e is None:
-        return None
+        return None, None
     sizes = [s for s, v in (e.get("sizes") or {}).items() if key in v.get("cases", {})]
     bucket = _bucket(sizes, size_bytes)
-    return None if bucket is None else e["sizes"][bucket]["cases"][key]
+    return (None, None) if bucket is None else (int(bucket), e["sizes"][bucket]["cases"][key])
+
+
+def _case(machine_model, size_bytes, case, sender, receiver, mpi):
+    return _lookup(machine_model, size_bytes, case, sender, receiver, mpi)[1]
 
 
 def overlaps(machine_model, size_bytes, case, sender="busy", receiver="idle", mpi=None):
@@ -279,6 +294,13 @@ def verdict(machine_model, size_bytes, case, sender="busy", receiver="idle", mpi
     """The probe's verdict for that size and case (one of :data:`VERDICTS`), or None."""
     c = _case(machine_model, size_bytes, case, sender, receiver, mpi)
     return None if c is None else c.get("verdict")
+
+
+def transfer(machine_model, size_bytes, case, sender="busy", receiver="idle", mpi=None):
+    """(the measured size taken, the median time of that case's transfer alone, no
+    compute), or (None, None)."""
+    size, c = _lookup(machine_model, size_bytes, case, sender, receiver, mpi)
+    return (None, None) if c is None else (size, c.get("transfer_s"))
 
 
 def summary(machine_model, mpi=None):

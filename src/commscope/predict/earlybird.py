@@ -21,10 +21,14 @@ Joins three parts commscope already has:
   Carlo that resamples the *measured* arrival vectors (whole iterations, so the
   real spread and laggards are kept), each partition sent when its thread arrives.
 
-Saving per iteration = single - partitioned (Monte Carlo). A region is worth
-changing when the saving is at least ``min_saving_s`` and at least
-``min_saving_fraction`` of the time it would save from (slowest arrival + single
-send); otherwise the advisor says why not.
+The model's saving per iteration = single - partitioned (Monte Carlo), which assumes
+each partition leaves at its ``MPI_Pready``; the saving to expect (``saving_s``) is what
+this MPI's progress, measured by ``bench progress`` into the machine model, makes of it
+(:func:`commscope.predict.earlybird_progress.expect`, for partitions of the bytes per
+iteration over the threads and the threads' compute kind: ``busy`` by default), with
+the condition in ``progress_note``. A region is worth changing when that saving is at
+least ``min_saving_s`` and at least ``min_saving_fraction`` of the time it would save
+from (slowest arrival + single send); otherwise the advisor says why not.
 """
 
 from __future__ import annotations
@@ -59,6 +63,9 @@ COLUMNS = [
     "partitioned_mc_bandwidth_Bps",
     "saving_alg1_s",
     "saving_mc_s",
+    "saving_s",
+    "progress",
+    "progress_note",
     "saving_pct",
     "worth_changing",
     "verdict",
@@ -195,8 +202,13 @@ def advise(
     min_saving_fraction=0.02,
     replicas=2000,
     seed=0,
+    compute="busy",
+    mpi_calls=False,
 ):
-    """One row per region (:data:`COLUMNS`), ranked by predicted saving per iteration."""
+    """One row per region (:data:`COLUMNS`), ranked by the saving to expect per iteration.
+
+    ``compute``: how the region's threads compute ("busy" or "blocked", the progress
+    probe's kinds); ``mpi_calls``: the program calls MPI during the region."""
     if message_size is not None and not message_size > 0:
         raise InputError("--size", None, f"must be > 0 bytes, got {message_size}")
     df = threads_table(run)
@@ -232,6 +244,7 @@ def advise(
             size, source = None, "unknown (no MPI counters; give --size)"
         row.update(bytes_per_iteration=size, bytes_source=source)
         row.update(_predict(link, n, size, mat, replicas, seed))
+        row.update(_progress(run, link, n, size, row["saving_mc_s"], compute, mpi_calls))
         row.update(
             _verdict(
                 row, per_region.loc[rec.region, "max_arrival_s"], min_saving_s, min_saving_fraction
@@ -239,7 +252,7 @@ def advise(
         )
         rows.append(row)
     out = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    out = out.sort_values("saving_mc_s", ascending=False, na_position="last", kind="stable")
+    out = out.sort_values("saving_s", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)
 
 
@@ -274,8 +287,27 @@ def _predict(link, n, size, mat, replicas, seed):
     return dict(zip(keys, (single, alg1, mc, size / single, size / mc, single - alg1, single - mc)))
 
 
+def _progress(run, link, n, size, model_saving_s, compute, mpi_calls):
+    """The saving this MPI's progress allows (:mod:`.earlybird_progress`)."""
+    from ..models.progress import library_of
+    from .earlybird_progress import expect
+
+    if not size or n < 2:
+        return {"saving_s": model_saving_s, "progress": None, "progress_note": None}
+    e = expect(
+        getattr(link, "machine_model", None),
+        size / n,
+        compute,
+        model_saving_s,
+        mpi=library_of(run) or None,
+        mpi_calls=mpi_calls,
+        message_bytes=size,
+    )
+    return {"saving_s": e.saving_s, "progress": e.regime, "progress_note": e.condition}
+
+
 def _verdict(row, max_arrival_s, min_saving_s, min_fraction):
-    saving = row["saving_mc_s"]
+    saving = row["saving_s"]
     if row["threads"] < 2:
         return {
             "saving_pct": np.nan,
@@ -303,6 +335,8 @@ def _verdict(row, max_arrival_s, min_saving_s, min_fraction):
             f"worth trying: partitioned sends save {format_seconds(saving)} per iteration "
             f"({pct:.1f}% of slowest arrival + send)"
         )
+    elif saving <= 0 < row["saving_mc_s"]:
+        text = f"no gain on this MPI: {row['progress_note']}"
     elif saving <= 0:
         text = "no gain: the threads arrive together, the send cannot start earlier"
     else:
@@ -324,6 +358,6 @@ def conclusion(table):
     best = worth.iloc[0]
     return (
         f"{len(worth)} region(s) worth changing; best: {best['region']} saves "
-        f"{format_seconds(best['saving_mc_s'])} per iteration "
+        f"{format_seconds(best['saving_s'])} per iteration "
         f"({best['saving_pct']:.1f}%) over {best['instances']} process-iterations."
     )

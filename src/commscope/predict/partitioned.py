@@ -438,6 +438,7 @@ def predict_partitioned(
         model=model,
         **link_info,
     )
+    out.attrs["progress"] = progress_attrs(run, mm)
     if terms is not None:
         out.attrs["terms"] = {k: t.to_dict() for k, t in terms.terms.items()}
         out.attrs["calibration"] = dict(terms.conditions, source_runs=terms.source_runs)
@@ -445,6 +446,46 @@ def predict_partitioned(
             terms, params, threads, median_lead_s(run.table("samples"))
         )
     return out
+
+
+def progress_attrs(run, machine_model):
+    """What :func:`comparison_table` needs to judge the early-bird saving by this MPI's
+    progress (JSON, for ``df.attrs``): the run's compute kind, its MPI, and the machine
+    model's progress entry for that MPI (none: not probed). The benchmark's receiver
+    polls (MPI_Parrived, MPI_Testsome): the program calls MPI during the region."""
+    from ..models import progress as pg
+    from .earlybird_progress import compute_kind
+
+    mpi = pg.library_of(run) or None
+    e = pg.entry(machine_model, mpi) if machine_model is not None else None
+    return {
+        "compute": compute_kind(run.meta["parameters"].get("compute_mode", "sleep")),
+        "mpi": mpi,
+        "mpi_calls": True,
+        "section": {pg.entry_key(mpi): e} if e else {},
+    }
+
+
+def _with_progress(table, attrs):
+    """``model_saving_s`` (model single - model early-bird), ``saving_s`` and the
+    ``progress`` regime with its ``progress_note``, per size
+    (:func:`commscope.predict.earlybird_progress.expect`)."""
+    from .earlybird_progress import expect
+
+    got = attrs.get("progress")
+    if not got or table.empty:
+        return table
+    mm = {"progress": got["section"], "machine": {"mpi_library": got["mpi"] or ""}}
+    threads = int(attrs.get("threads") or 1)
+    table["model_saving_s"] = table["model_single_s"] - table["model_partitioned_s"]
+    e = [
+        expect(mm, size / threads, got["compute"], saving, got["mpi"], got["mpi_calls"], size)
+        for size, saving in zip(table["size_bytes"], table["model_saving_s"])
+    ]
+    table["saving_s"] = [x.saving_s for x in e]
+    table["progress"] = [x.regime for x in e]
+    table["progress_note"] = [x.condition for x in e]
+    return table
 
 
 def comparison_table(pred):
@@ -458,7 +499,8 @@ def comparison_table(pred):
     differ by less than twice the standard error of their difference; ``model_verdict``
     the same for the calibrated model's two times and the standard errors of the
     calibration behind them. A tie on either side is no verdict to agree or disagree
-    with: ``verdict_agrees`` is None.
+    with: ``verdict_agrees`` is None. With ``pred.attrs["progress"]``
+    (:func:`progress_attrs`): the saving this MPI's progress allows, ``saving_s``.
     """
     values = ["elapsed_s", "effective_bandwidth_Bps"] + (
         ["elapsed_se_s"] if "elapsed_se_s" in pred else []
@@ -540,7 +582,7 @@ def comparison_table(pred):
             bool(row["measured_verdict"] == row["model_verdict"]) if decided else None
         )
         rows.append(row)
-    return pd.DataFrame(rows)
+    return _with_progress(pd.DataFrame(rows), pred.attrs)
 
 
 def _verdict(early_bird_won, early_s, single_s, early_se_s, single_se_s):

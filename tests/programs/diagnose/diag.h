@@ -5,8 +5,12 @@
  *                     profiler) a rank in work() is busy, never waiting.  Being a
  *                     deadline, it lasts its wall time even when the rank shares a
  *                     core (it yields the core every few microseconds, see below).
- *   diag_options()    --fixed (the variant with the problem removed), --iters N and
- *                     --unit S (the work unit U in seconds, default 0.002); --help.
+ *                     With --blocked, a sleep to the deadline instead: a thread
+ *                     blocked on I/O or an accelerator, its core free (the progress
+ *                     probe's "blocked" compute kind, docs/progress.md).
+ *   diag_options()    --fixed (the variant with the problem removed), --iters N,
+ *                     --unit S (the work unit U in seconds, default 0.002) and
+ *                     --blocked; --help.
  *   diag_ranks()      stop (status 2, one line from rank 0) unless the job has the
  *                     ranks the program is written for.
  *
@@ -20,6 +24,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +45,22 @@ static inline double diag_now(void)
  * microseconds of its deadline, not a scheduler time slice (milliseconds) after it,
  * when the spinner happens to be off the core at its deadline.  DIAG_YIELD=0 in the
  * environment turns the yield off (to compare). */
+static int diag_blocked; /* --blocked: work() sleeps */
+
 static inline void work(double seconds)
 {
     if (seconds <= 0)
         return;
+    if (diag_blocked) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        double ns = (double)ts.tv_nsec + seconds * 1e9;
+        ts.tv_sec += (time_t)(ns / 1e9);
+        ts.tv_nsec = (long)(ns - 1e9 * (double)(time_t)(ns / 1e9));
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ; /* interrupted by a signal: sleep on to the same deadline */
+        return;
+    }
     static int yield = -1;
     if (yield < 0)
         yield = getenv("DIAG_YIELD") ? atoi(getenv("DIAG_YIELD")) : 1;
@@ -90,6 +107,8 @@ static inline diag_t diag_options(int argc, char **argv, long default_iters)
         char *end = NULL;
         if (!strcmp(argv[i], "--fixed")) {
             d.fixed = 1;
+        } else if (!strcmp(argv[i], "--blocked")) {
+            diag_blocked = 1;
         } else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
             d.iters = strtol(argv[++i], &end, 10);
             if (*end || d.iters < 1) {
@@ -105,7 +124,7 @@ static inline diag_t diag_options(int argc, char **argv, long default_iters)
         } else {
             if (strcmp(argv[i], "--help"))
                 diag_rank0_say("unknown option (or missing value): ", argv[i]);
-            diag_rank0_say("usage: PROGRAM [--fixed] [--iters N] [--unit SECONDS]", NULL);
+            diag_rank0_say("usage: PROGRAM [--fixed] [--blocked] [--iters N] [--unit SECONDS]", NULL);
             diag_stop(strcmp(argv[i], "--help") ? 2 : 0);
         }
     }

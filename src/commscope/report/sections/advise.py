@@ -37,6 +37,7 @@ def render(runs, context):
             "single_s",
             "partitioned_mc_s",
             "saving_mc_s",
+            "saving_s",
             "verdict",
         ]
         return (
@@ -44,7 +45,8 @@ def render(runs, context):
             f"({html.escape(str(info.get('locality')))}); bytes per iteration from the "
             "run's MPI counters (point-to-point bytes sent / region instances). Idle "
             "ratio printed = R/(n max) as Marts et al. 2023 print it, range = "
-            "R/(n (max - min)).</p>"
+            "R/(n (max - min)). saving_mc_s assumes every partition moves at its MPI_Pready; "
+            "saving_s is what this MPI's progress (bench progress) allows.</p>"
             + html_table(table[cols])
             + "<p><b>"
             + html.escape(eb.conclusion(table))

@@ -302,9 +302,11 @@ def render(runs, context):
         else f"{html.escape(where[0].upper() + where[1:])}: measured only (pass --machine-model to "
         "overlay the model).</p>"
     )
+    # every measured run in the open (the study's: sleeping and busy threads), the
+    # calibrations behind a disclosure
     main = [r for r in runs if not r.meta.get("parameters", {}).get("calibration")] or runs[:1]
-    others = [r for r in runs if r not in main[:1]]
-    out = intro + _render_run(main[0], machine_model)
+    others = [r for r in runs if r not in main]
+    out = intro + "".join(_render_run(r, machine_model) for r in main)
     if others:
         out += more(
             f"{len(others)} more run{'s' * (len(others) != 1)}: "

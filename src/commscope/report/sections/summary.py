@@ -538,76 +538,116 @@ def _queue_rows(runs, machine_model):
     ]
 
 
-def _partitioned_rows(runs, machine_model):
-    from ...predict.partitioned import comparison_table, measured_rows
+#: How the summary names a compute kind (commscope.predict.earlybird_progress).
+WHEN = {"blocked": "when the threads block", "busy": "with busy threads"}
 
-    rows = []
+
+def _partitioned_rows(runs, machine_model):
+    """Per measured partitioned run (sleeping threads: blocked; spinning: busy), whether
+    early-bird sends paid off and from which size; one headline naming each condition. A
+    compute kind no run measured takes the progress probe's word for it
+    (:func:`commscope.predict.earlybird_progress.expect`)."""
+    from ...predict.earlybird_progress import compute_kind
+
+    rows, said, partitions = [], {}, []
     for run in (
         r
         for r in runs
         if r.kind == "partitioned" and not r.meta.get("parameters", {}).get("calibration")
     ):
-        t = comparison_table(measured_rows(run)).sort_values("size_bytes")
-        method = "partitioned" if t["measured_partitioned_s"].notna().any() else "isend"
-        verdict = t["measured_verdict"].tolist()
-        sizes = t["size_bytes"].tolist()
-        wins = [v == "early-bird" for v in verdict]
-        loses = [v == "single" for v in verdict]
-        what = (
-            "early-bird partitioned sends (MPI_Psend) vs one send after the threads join"
-            if method == "partitioned"
-            else "early-bird sends (one Isend per partition) vs one send after the threads join"
-        )
-        start = next(
-            (i for i in range(len(sizes)) if all(not x for x in loses[i:]) and any(wins[i:])), None
-        )
-        if start is not None:
-            value = f"pay off from {format_bytes(sizes[start])}"
-        elif any(wins):
-            value = "pay off only at " + ", ".join(
-                format_bytes(s) for s, w in zip(sizes, wins) if w
-            )
-        else:
-            value = "do not pay off"
-        ties = sum(v == "tie" for v in verdict)
-        spread = (
-            f"{sum(wins)} of {len(sizes)} sizes faster beyond noise, {sum(loses)} slower, "
-            f"{ties} within noise (2 standard errors)"
-        )
-        last = t.iloc[-1]
-        meas, single = last[f"measured_{method}_s"], last["measured_single_s"]
-        note = ""
-        if np.isfinite(meas) and np.isfinite(single) and single > 0:
-            note = (
-                f"at {format_bytes(last['size_bytes'])}: {format_seconds(meas)} instead of "
-                f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
-            )
-        rows.append(
-            _Row(
-                what,
-                value,
-                spread,
-                [run.path.name],
-                "partitioned",
-                note=note,
-                headline=f"early-bird partitioned sends {value}",
-            )
-        )
+        kind = compute_kind(run.meta.get("parameters", {}).get("compute_mode", "sleep"))
+        row, value, sizes = _partitioned_row(run, kind, machine_model)
+        rows.append(row)
+        partitions += sizes
+        said.setdefault(kind, value)
+    if not rows:
+        return rows
+    for kind in (k for k in WHEN if k not in said):
+        expected = _probe_says(partitions, kind, machine_model)
+        if expected:
+            said[kind] = expected
+    no, yes = "do not pay off", "pay off "
+    words = [
+        f"not {WHEN[k]}{v[len(no) :]}"
+        if i and v.startswith(no)
+        else f"{v[len(yes) :] if i and v.startswith(yes) else v} {WHEN[k]}"
+        for i, (k, v) in enumerate(said.items())
+    ]
+    rows[-1].headline = "early-bird partitioned sends " + ", ".join(words)
     return rows
+
+
+def _partitioned_row(run, kind, machine_model):
+    from ...models.progress import library_of
+    from ...predict.earlybird_progress import expect
+    from ...predict.partitioned import comparison_table, measured_rows
+
+    t = comparison_table(measured_rows(run)).sort_values("size_bytes")
+    method = "partitioned" if t["measured_partitioned_s"].notna().any() else "isend"
+    verdict = t["measured_verdict"].tolist()
+    sizes = t["size_bytes"].tolist()
+    wins = [v == "early-bird" for v in verdict]
+    loses = [v == "single" for v in verdict]
+    what = (
+        "early-bird partitioned sends (MPI_Psend) vs one send after the threads join"
+        if method == "partitioned"
+        else "early-bird sends (one Isend per partition) vs one send after the threads join"
+    ) + f", {kind} threads ({run.meta.get('parameters', {}).get('compute_mode', 'sleep')})"
+    start = next(
+        (i for i in range(len(sizes)) if all(not x for x in loses[i:]) and any(wins[i:])), None
+    )
+    if start is not None:
+        value = f"pay off from {format_bytes(sizes[start])}"
+    elif any(wins):
+        value = "pay off only at " + ", ".join(format_bytes(s) for s, w in zip(sizes, wins) if w)
+    else:
+        value = "do not pay off"
+    ties = sum(v == "tie" for v in verdict)
+    spread = (
+        f"{sum(wins)} of {len(sizes)} sizes faster beyond noise, {sum(loses)} slower, "
+        f"{ties} within noise (2 standard errors)"
+    )
+    last = t.iloc[-1]
+    meas, single = last[f"measured_{method}_s"], last["measured_single_s"]
+    threads = int(run.meta.get("parameters", {}).get("threads") or 1)
+    notes = []
+    if np.isfinite(meas) and np.isfinite(single) and single > 0:
+        size = last["size_bytes"]
+        notes.append(
+            f"at {format_bytes(size)}: {format_seconds(meas)} instead of "
+            f"{format_seconds(single)} ({format_percent(meas / single - 1)})"
+        )
+        # what the probe says of the measured saving (the receiver polls: MPI calls)
+        mpi = library_of(run) or None
+        e = expect(machine_model, size / threads, kind, single - meas, mpi, True, size)
+        notes.append(e.condition)
+    row = _Row(what, value, spread, [run.path.name], "partitioned", note="; ".join(notes))
+    return row, value, [(s / threads, s) for s in sizes]
+
+
+def _probe_says(partitions, kind, machine_model):
+    """The probe's word on a compute kind no run measured: "do not pay off" where no
+    partition of the measured runs' sizes ((partition, buffer) bytes) can move early,
+    else None."""
+    from ...predict.earlybird_progress import NOT_PROBED, expect
+
+    got = [expect(machine_model, p, kind, 1.0, None, True, m) for p, m in partitions]
+    if got and all(e.regime != NOT_PROBED and e.saving_s <= 0 for e in got):
+        return "do not pay off (the progress probe: " + got[-1].regime + ")"
+    return None
 
 
 def _progress_rows(runs, machine_model):
     """The progress probe's answers per run: rendezvous while the receiver computes, and
     partition by partition (models/progress.py, from the run's own verdicts)."""
     from ...bench.progress import case_notes, overlap_rows
-    from ...models.progress import entry_key, progress_lines, section_entry
+    from ...models.progress import entry_key, library_of, progress_lines, section_entry
 
     rows = []
     for run in (r for r in runs if r.kind == "progress"):
         supported = {c: s == "run" for c, (s, _) in case_notes(run).items()}
-        lib = (run.meta.get("mpi", {}).get("library_version") or "").strip().splitlines()
         env = run.meta.get("progress_env") or {}
-        key = entry_key(lib[0] if lib else run.meta.get("mpi", {}).get("name"), env)
+        key = entry_key(library_of(run), env)
         model = {"progress": {key: section_entry(overlap_rows(run).to_dict("records"), supported)}}
         for line in progress_lines(model):
             at, _, said = line.partition(": ")
