@@ -72,7 +72,7 @@ def thread_imbalance(threads, by_region=False):
     keys = ["rank", "region"] if by_region else ["rank"]
     busy = threads.groupby(keys + ["thread"])["compute_time_s"].sum()
     rows = []
-    for key, b in busy.groupby(level=keys):
+    for key, b in busy.groupby(level=keys if by_region else "rank"):
         b = b.to_numpy(float)
         key = key if isinstance(key, tuple) else (key,)
         rows.append(
