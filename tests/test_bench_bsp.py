@@ -16,7 +16,7 @@ def _check_maxima_match(run, ranks, intervals):
     iv, mx = run.table("intervals"), run.table("maxima")
     assert len(mx) == intervals and list(mx["interval"]) == list(range(intervals))
     assert len(iv) == intervals * ranks
-    assert (iv.groupby("interval")["rank"].apply(sorted) == [list(range(ranks))] * intervals).all()
+    assert iv.groupby("interval")["rank"].apply(sorted).tolist() == [list(range(ranks))] * intervals
     g = iv.groupby("interval")
     mx = mx.set_index("interval")
     # rank 0's reduction equals the largest per-rank time of the interval
