@@ -153,13 +153,18 @@ class Replayer:
     def _ready(self, start, transfer=None, coll_cost=None, no_wait=frozenset()):
         """Each call's ready time from the partners' entries ``start`` (-inf: none)."""
         ready = np.full(self.n, -np.inf)
+        latest = {}
         for c in range(self.n):
             if c in no_wait:
                 continue
-            ready[c] = self._ready_of(c, start, transfer, coll_cost)
+            ready[c] = self._ready_of(c, start, transfer, coll_cost, latest)
         return ready
 
-    def _ready_of(self, c, start, transfer, coll_cost):
+    def _ready_of(self, c, start, transfer, coll_cost, latest=None):
+        """``latest``: {(instance, is_root): the latest entry a member of that side
+        waits for}, filled as the members ask (an instance's entries are all known when
+        its first member asks, and fixed within one replay): without it every member
+        of an N x N collective takes the maximum over all N, N^2 per instance."""
         r = -math.inf
         for p, is_msg, nbytes in self.p2p[c]:
             t = start[p] + (
@@ -171,20 +176,24 @@ class Replayer:
         if got is not None:
             inst, pattern, is_root, nbytes = got
             members = self.instance_entries[inst]
-            if pattern == "nxn":
-                t = max(start[e] for _, e, _ in members)
-            elif pattern == "nx1":
-                t = (
-                    max((start[e] for _, e, root in members if not root), default=-math.inf)
-                    if is_root
-                    else -math.inf
-                )
-            else:
-                t = (
-                    max((start[e] for _, e, root in members if root), default=-math.inf)
-                    if not is_root
-                    else -math.inf
-                )
+            t = latest.get((inst, is_root)) if latest is not None else None
+            if t is None:
+                if pattern == "nxn":
+                    t = max(start[e] for _, e, _ in members)
+                elif pattern == "nx1":
+                    t = (
+                        max((start[e] for _, e, root in members if not root), default=-math.inf)
+                        if is_root
+                        else -math.inf
+                    )
+                else:
+                    t = (
+                        max((start[e] for _, e, root in members if root), default=-math.inf)
+                        if not is_root
+                        else -math.inf
+                    )
+                if latest is not None:
+                    latest[(inst, is_root)] = t
             if coll_cost is not None and t > -math.inf:
                 t += coll_cost(len(members), nbytes)
             if t > r:
@@ -272,6 +281,7 @@ class Replayer:
         pointer = [0] * len(self.streams)
         known = dict.fromkeys(self.instance_entries, 0)  # entries begun, per instance
         remaining = sum(len(i) for i in self.streams)
+        latest = {}  # _ready_of's, for this replay's starts
         # a call's start is known once its predecessor ended; it can end once every
         # partner's start is known
         while remaining:
@@ -289,7 +299,9 @@ class Replayer:
                     if c not in no_wait and not self._partners_known(c, start, known):
                         break
                     ready = (
-                        -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
+                        -math.inf
+                        if c in no_wait
+                        else self._ready_of(c, start, transfer, coll_cost, latest)
                     )
                     end[c] = max(start[c], ready) + cost[c]
                     pointer[s] += 1

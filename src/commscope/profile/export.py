@@ -276,9 +276,11 @@ def match_messages(trace):
     the status, in the order they were posted.  The k-th send and the k-th receive of
     one (source, destination, communicator, tag) are one message (non-overtaking).
     """
+    from ..collect.trace import comm_labels
+
     ev = trace.events
     _, post = _start_of_completions(ev)
-    key = ev["comm_key"].map(repr)
+    key = pd.Series(comm_labels(ev), index=ev.index)
     send = ev[ev["event"].isin(["SEND", "ISEND"]) & (ev["peer_world"] >= 0)]
     recv_mask = (ev["event"] == "RECV") | (
         (ev["event"] == "COMPLETE") & ((ev["flags"] & RECV_SIDE) != 0)
