@@ -108,7 +108,7 @@ def _calls(ev, names):
             "thread": ev["thread"].to_numpy()[first].astype(np.int64),
             "function": name,
             "callsite": site,
-            "comm": comm_labels(ev)[first],
+            "comm": pd.Series(comm_labels(ev)[first], dtype=object),  # shared, not copied
             "start_s": ev["time_begin_s"].to_numpy()[first],
             "end_s": end,
             "bytes": nbytes,
@@ -287,7 +287,7 @@ def _collectives(ev, call_of, start_rec, stems):
         {
             "rec": r,
             "rank": ev["rank"].to_numpy()[r].astype(np.int64),
-            "comm": comm_labels(ev)[r],
+            "comm": pd.Series(comm_labels(ev)[r], dtype=object),
             "t": ev["time_begin_s"].to_numpy()[r],
             "root": ev["peer_world"].to_numpy()[r].astype(np.int64),
             "stem": np.asarray(stems, dtype=object)[r],

@@ -99,6 +99,23 @@ class _Index:
         from ..collect.trace import comm_codes
 
         ev = trace.events
+        #: the columns the inputs take (taking rows of the whole frame, call sites and
+        #: all, per rank costs more than the rest of the input)
+        self.events = ev[
+            [
+                "rank",
+                "thread",
+                "event",
+                "flags",
+                "time_begin_s",
+                "time_end_s",
+                "comm_key",
+                "peer",
+                "peer_world",
+                "tag",
+                "bytes",
+            ]
+        ]
         self.codes, self.keys = comm_codes(ev)
         self.by_rank = ev.groupby("rank").indices
         sends = np.flatnonzero(ev["event"].isin(["SEND", "ISEND"]).to_numpy())
@@ -131,7 +148,7 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None, 
             "--arrivals", None, f"expected one of {', '.join(ARRIVAL_MODES)}, got {mode!r}"
         )
     index = index if index is not None else _Index(trace)
-    ev = trace.events
+    ev = index.events
     mine = ev.iloc[index.rows(rank)]
     posts = _posts(mine)
     posts["code"] = index.codes[posts.index.to_numpy()]
