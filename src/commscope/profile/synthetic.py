@@ -108,10 +108,12 @@ def write_run(
     late=(),
     late_factor=2.0,
     compute_s=1e-3,
+    jitter=0.001,
 ):
     """Write a profile run directory with ``ranks`` ranks at ``path``; returns its path.
     ``trace``: traced as well (module docstring), ``late`` ranks computing
-    ``late_factor`` x ``compute_s`` an iteration, the others ``compute_s``."""
+    ``late_factor`` x ``compute_s`` an iteration, the others ``compute_s``, each
+    iteration's compute varying by ``jitter`` (its relative standard deviation)."""
     from ..runs import Run
 
     path = Path(path)
@@ -153,6 +155,7 @@ def write_run(
             late=[int(r) for r in late],
             late_factor=late_factor,
             compute_s=compute_s,
+            jitter=jitter,
             message_bytes=message_bytes,
         )
     run.meta["launch"] = {"hosts": [f"n{k:05d}" for k in range(min(nodes, 16))]}
@@ -161,7 +164,7 @@ def write_run(
     heavy = np.zeros(ranks, bool)
     heavy[list(laggards)] = True
     sim = (
-        simulate(nbr, iterations, late, late_factor, compute_s, message_bytes, seed)
+        simulate(nbr, iterations, late, late_factor, compute_s, message_bytes, seed, jitter)
         if trace
         else None
     )
@@ -205,11 +208,21 @@ ALLREDUCE_NS, ALLREDUCE_LOG_NS = 5000, 1000
 PER_ITERATION = 25
 
 
-def simulate(nbr, iterations, late=(), late_factor=2.0, compute_s=1e-3, message_bytes=8192, seed=0):
+def simulate(
+    nbr,
+    iterations,
+    late=(),
+    late_factor=2.0,
+    compute_s=1e-3,
+    message_bytes=8192,
+    seed=0,
+    jitter=0.001,
+):
     """The stencil's times (ns after NS0), arrays (iterations, ranks): ``post`` (the first
     MPI_Irecv's entry, after the iteration's compute), ``wait_end`` (when MPI_Waitall's
     last request completed), ``coll_begin`` and ``coll_end`` (MPI_Allreduce), and
-    ``end_ns`` (ranks,) when each rank returned from MPI_Finalize.
+    ``end_ns`` (ranks,) when each rank returned from MPI_Finalize.  Each iteration's
+    compute varies by ``jitter`` (its relative standard deviation, clipped at 3).
 
     Direction k of a rank's 6 (``nbr``) is the opposite of direction k ^ 1: rank r
     receives in direction k what its neighbour j = nbr[r, k] sent in direction k ^ 1,
@@ -223,7 +236,7 @@ def simulate(nbr, iterations, late=(), late_factor=2.0, compute_s=1e-3, message_
     transfer = LATENCY_NS + message_bytes / BYTES_PER_NS
     coll_ns = ALLREDUCE_NS + ALLREDUCE_LOG_NS * int(np.ceil(np.log2(max(R, 2))))
     opp = np.arange(6) ^ 1
-    jitter = 1 + 0.01 * rng.standard_normal((iterations, R)).clip(-3, 3)
+    scale = 1 + jitter * rng.standard_normal((iterations, R)).clip(-3, 3)
     start = 1000 + rng.integers(0, 5000, R)  # MPI_Init returns a little apart
     out = {
         k: np.empty((iterations, R), np.int64)
@@ -231,7 +244,7 @@ def simulate(nbr, iterations, late=(), late_factor=2.0, compute_s=1e-3, message_
     }
     skew = 100 * (np.arange(R) % 5)  # ranks leave the Allreduce a little apart
     for i in range(iterations):
-        post = start + (compute * jitter[i]).astype(np.int64)
+        post = start + (compute * scale[i]).astype(np.int64)
         send_begin = post[:, None] + (6 + np.arange(6))[None, :] * STEP_NS  # (R, 6)
         recv_post = post[:, None] + np.arange(6)[None, :] * STEP_NS
         arrive = send_begin[nbr, opp[None, :]] + transfer  # r's receive k: j's send k^1
