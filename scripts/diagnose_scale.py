@@ -84,7 +84,10 @@ def diagnose(run):
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0), err.seek(0)
         if child.returncode:
-            sys.exit(f"diagnose {run} failed ({child.returncode}):\n{err.read()[-2000:].decode()}")
+            log = err.read().decode(errors="replace")
+            print(f"diagnose {run} failed ({child.returncode}):\n{log[-8000:]}", file=sys.stderr)
+            last = [ln for ln in log.splitlines() if ln.strip()][-1:] or ["no message"]
+            return wall, usage.ru_maxrss * 1024, {"failed": last[0][:60]}
         return wall, usage.ru_maxrss * 1024, json.loads(out.read())
 
 
@@ -111,7 +114,7 @@ def one(tpl, ranks, iterations, where):
     total, _files = dir_usage(path)
     events = ranks * iterations * PER_ITERATION
     wall, rss, d = diagnose(path)
-    top = d["findings"][0] if d["findings"] else {}
+    top = d["findings"][0] if d.get("findings") else {}
     named = top.get("kind") in ("load_imbalance", "late_sender") and top.get("culprit_ranks") == [
         late
     ]
@@ -129,7 +132,7 @@ def one(tpl, ranks, iterations, where):
         peak_rss_bytes=rss,
         planted=late,
         first_finding=f"{top.get('kind')} {top.get('culprit_ranks')}",
-        culprit_named="yes" if named else "NO",
+        culprit_named="yes" if named else f"NO ({d['failed']})" if "failed" in d else "NO",
     )
 
 
@@ -155,6 +158,7 @@ def main():
         for n in [int(x) for x in a.ranks.split(",") if x]:
             path, row = one(tpl, n, a.iterations, a.keep or tmp)
             rows.append(row)
+            print(json.dumps(row), file=sys.stderr, flush=True)  # kept if a later size fails
             print(
                 f"{n} ranks: diagnose {row['diagnose_s']:.1f} s, "
                 f"culprit named: {row['culprit_named']}",
