@@ -83,6 +83,10 @@ SCRIPTS = {
         True,
         "8 ranks, 10 iterations of the traced ring: diagnose and report timed",
     ),
+    "diagnose_scale": (
+        True,
+        "64 synthetic traced ranks (a 2-rank profile for the layout): diagnose timed",
+    ),
     "variability_study": (True, "ftq at 1 and 2 ranks, 20 intervals, 500 replicas"),
     "coverage_study": (True, "4 pairs of 1- and 2-rank runs of 60 intervals, ftq and dgemm"),
     "partitioned_study": (True, "variability 0.1, 1 run at 4 sizes; short ping-pong fit"),

@@ -647,6 +647,39 @@ def read_trace(raw_dir, check=True, callsites=True):
     return trace
 
 
+def comm_codes(events):
+    """(codes, keys): per record of ``events`` (read_trace's) an integer naming its
+    communicator across ranks (``keys[code]`` is its comm_key, None for a record without
+    one), worked out once per distinct (rank, comm id), never per record: a key holds
+    the communicator's world ranks, so hashing or printing it per record would cost the
+    trace's length times the job's size."""
+    n = len(events)
+    if not n:
+        return np.zeros(0, np.int64), []
+    pair = events["rank"].to_numpy(np.int64) * (1 << 32) + (events["comm"].to_numpy(np.int64) + 1)
+    _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    key_col = events["comm_key"].to_numpy()
+    code_of, keys = {}, []
+    per_pair = np.empty(len(first), np.int64)
+    for i, k in enumerate(key_col[first].tolist()):
+        k = k if isinstance(k, tuple) else None  # NaN: no communicator
+        c = code_of.get(k)
+        if c is None:
+            c = code_of[k] = len(keys)
+            keys.append(k)
+        per_pair[i] = c
+    return per_pair[inverse.reshape(-1)], keys
+
+
+def comm_labels(events):
+    """Per record, its comm_key as text (``repr``), each distinct text one shared
+    object (cheap to hash and compare), computed once per communicator."""
+    codes, keys = comm_codes(events)
+    table = np.empty(len(keys), dtype=object)
+    table[:] = [repr(k) if k is not None else repr(np.nan) for k in keys]
+    return table[codes]
+
+
 def _cpu_samples(trace, frames, rank_clocks):
     """``Trace.cpu`` from the CPU records: times as the events' time_begin_s, the
     cumulative nanoseconds in seconds."""

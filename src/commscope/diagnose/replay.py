@@ -124,6 +124,12 @@ class Replayer:
         )
         self.cost = typical_costs(self.measured_cost, calls, costs)
 
+    def _stream_lists(self):
+        """The streams' calls as lists of ints (for the replay's loop)."""
+        if getattr(self, "_streams_l", None) is None:
+            self._streams_l = [i.tolist() for i in self.streams]
+        return self._streams_l
+
     def _coll_bytes(self, col):
         b = self.tl.calls["bytes"].to_numpy()
         return b[col["entry_call"].to_numpy()]
@@ -162,13 +168,18 @@ class Replayer:
     def _ready(self, start, transfer=None, coll_cost=None, no_wait=frozenset()):
         """Each call's ready time from the partners' entries ``start`` (-inf: none)."""
         ready = np.full(self.n, -np.inf)
+        latest = {}
         for c in range(self.n):
             if c in no_wait:
                 continue
-            ready[c] = self._ready_of(c, start, transfer, coll_cost)
+            ready[c] = self._ready_of(c, start, transfer, coll_cost, latest)
         return ready
 
-    def _ready_of(self, c, start, transfer, coll_cost):
+    def _ready_of(self, c, start, transfer, coll_cost, latest=None):
+        """``latest``: {(instance, is_root): the latest entry a member of that side
+        waits for}, filled as the members ask (an instance's entries are all known when
+        its first member asks, and fixed within one replay): without it every member
+        of an N x N collective takes the maximum over all N, N^2 per instance."""
         r = -math.inf
         for p, is_msg, nbytes in self.p2p[c]:
             t = start[p] + (
@@ -180,20 +191,24 @@ class Replayer:
         if got is not None:
             inst, pattern, is_root, nbytes = got
             members = self.instance_entries[inst]
-            if pattern == "nxn":
-                t = max(start[e] for _, e, _ in members)
-            elif pattern == "nx1":
-                t = (
-                    max((start[e] for _, e, root in members if not root), default=-math.inf)
-                    if is_root
-                    else -math.inf
-                )
-            else:
-                t = (
-                    max((start[e] for _, e, root in members if root), default=-math.inf)
-                    if not is_root
-                    else -math.inf
-                )
+            t = latest.get((inst, is_root)) if latest is not None else None
+            if t is None:
+                if pattern == "nxn":
+                    t = max(start[e] for _, e, _ in members)
+                elif pattern == "nx1":
+                    t = (
+                        max((start[e] for _, e, root in members if not root), default=-math.inf)
+                        if is_root
+                        else -math.inf
+                    )
+                else:
+                    t = (
+                        max((start[e] for _, e, root in members if root), default=-math.inf)
+                        if not is_root
+                        else -math.inf
+                    )
+                if latest is not None:
+                    latest[(inst, is_root)] = t
             if coll_cost is not None and t > -math.inf:
                 t += coll_cost(len(members), nbytes)
             if t > r:
@@ -276,41 +291,48 @@ class Replayer:
         if machine_model is not None:
             transfer, coll_cost = _model_times(machine_model, self.tl, ppn)
         no_wait = frozenset(int(c) for c in no_wait)
-        start = np.full(self.n, np.nan)
-        end = np.full(self.n, np.nan)
-        pointer = [0] * len(self.streams)
+        # plain lists and floats in the loop: numpy's scalar indexing costs several
+        # times a list's, once per call and partner
+        start = [math.nan] * self.n
+        end = [math.nan] * self.n
+        first = (self.start - self.burst).tolist()
+        bursts, cost = bursts.tolist(), np.asarray(cost, float).tolist()
+        streams = self._stream_lists()
+        pointer = [0] * len(streams)
         known = dict.fromkeys(self.instance_entries, 0)  # entries begun, per instance
-        remaining = sum(len(i) for i in self.streams)
+        remaining = sum(len(i) for i in streams)
+        latest = {}  # _ready_of's, for this replay's starts
+        entry_of = self.entry_of
         # a call's start is known once its predecessor ended; it can end once every
         # partner's start is known
         while remaining:
             progressed = False
-            for s, idx in enumerate(self.streams):
-                while pointer[s] < len(idx):
-                    c = idx[pointer[s]]
-                    if np.isnan(start[c]):
-                        prev = idx[pointer[s] - 1] if pointer[s] else None
-                        start[c] = (
-                            end[prev] if prev is not None else self.start[c] - self.burst[c]
-                        ) + bursts[c]
-                        for inst in self.entry_of.get(c, ()):
+            for s, idx in enumerate(streams):
+                at, n = pointer[s], len(idx)
+                while at < n:
+                    c = idx[at]
+                    t = start[c]
+                    if t != t:  # not started yet
+                        t = start[c] = (end[idx[at - 1]] if at else first[c]) + bursts[c]
+                        for inst in entry_of.get(c, ()):
                             known[inst] += 1
-                    if c not in no_wait and not self._partners_known(c, start, known):
+                    if c in no_wait:
+                        ready = -math.inf
+                    elif not self._partners_known(c, start, known):
                         break
-                    ready = (
-                        -math.inf if c in no_wait else self._ready_of(c, start, transfer, coll_cost)
-                    )
-                    end[c] = max(start[c], ready) + cost[c]
-                    pointer[s] += 1
+                    else:
+                        ready = self._ready_of(c, start, transfer, coll_cost, latest)
+                    end[c] = (t if t > ready else ready) + cost[c]
+                    at += 1
                     remaining -= 1
                     progressed = True
+                pointer[s] = at
             if not progressed:
                 stuck = [
-                    int(idx[pointer[s]])
-                    for s, idx in enumerate(self.streams)
-                    if pointer[s] < len(idx)
+                    int(idx[pointer[s]]) for s, idx in enumerate(streams) if pointer[s] < len(idx)
                 ]
                 raise self._stuck_error(stuck, start)
+        end = np.asarray(end, float)
         ends = {}
         for s, idx in enumerate(self.streams):
             if len(idx):
@@ -360,7 +382,7 @@ class Replayer:
 
     def _partners_known(self, c, start, known):
         for p, _, _ in self.p2p[c]:
-            if np.isnan(start[p]):
+            if start[p] != start[p]:  # NaN: not started
                 return False
         got = self.coll.get(c)
         return got is None or known[got[0]] == self.instance_size[got[0]]

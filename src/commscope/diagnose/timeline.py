@@ -88,6 +88,8 @@ def _stem(function):
 
 def _calls(ev, names):
     """One row per call from the trace records (``names``: call_names' result)."""
+    from ..collect.trace import comm_labels
+
     call, name = names
     first = np.flatnonzero(np.r_[True, call[1:] != call[:-1]]) if len(call) else np.zeros(0, int)
     size = np.where(ev["event"].isin(["COLL", "COLL_DONE"]), ev["bytes_received"], 0) + np.where(
@@ -106,7 +108,7 @@ def _calls(ev, names):
             "thread": ev["thread"].to_numpy()[first].astype(np.int64),
             "function": name,
             "callsite": site,
-            "comm": ev["comm_key"].map(repr).to_numpy()[first],
+            "comm": pd.Series(comm_labels(ev)[first], dtype=object),  # shared, not copied
             "start_s": ev["time_begin_s"].to_numpy()[first],
             "end_s": end,
             "bytes": nbytes,
@@ -277,13 +279,15 @@ def _collectives(ev, call_of, start_rec, stems):
     pattern, root (world rank, -1 none), entry_call (the call that began it) and
     wait_call (the call that waited for it: the blocking collective itself, or the
     Wait/Test completing a nonblocking one; -1 when that completion is not traced)."""
+    from ..collect.trace import comm_labels
+
     kind = ev["event"].to_numpy()
     r = np.flatnonzero(np.isin(kind, ("COLL", "ICOLL")))
     c = pd.DataFrame(
         {
             "rec": r,
             "rank": ev["rank"].to_numpy()[r].astype(np.int64),
-            "comm": ev["comm_key"].map(repr).to_numpy()[r],
+            "comm": pd.Series(comm_labels(ev)[r], dtype=object),
             "t": ev["time_begin_s"].to_numpy()[r],
             "root": ev["peer_world"].to_numpy()[r].astype(np.int64),
             "stem": np.asarray(stems, dtype=object)[r],

@@ -271,7 +271,12 @@ def find(tl, cpu=None):
         "culprit_shares",
         "comm",
     ]
-    w = pd.DataFrame(rows, columns=cols)
+    # comm apart, as objects: in a str column every wait would copy its communicator's
+    # text (the world's members: kilobytes each at a thousand ranks)
+    comm = np.empty(len(rows), dtype=object)
+    comm[:] = [r.get("comm") for r in rows]
+    w = pd.DataFrame([{k: v for k, v in r.items() if k != "comm"} for r in rows], columns=cols[:-1])
+    w["comm"] = pd.Series(comm, index=w.index, dtype=object)
     for c in ("rank", "thread", "function", "callsite"):
         w[c] = calls[c].to_numpy()[w["call"].to_numpy().astype(np.int64)] if len(w) else []
     w["site"] = [s if isinstance(s, str) else f for s, f in zip(w["callsite"], w["function"])]

@@ -52,11 +52,6 @@ class RankEvents:
     latency: str  # what was added to a send's start
 
 
-def _local_comm_ids(trace, rank):
-    c = trace.comms[trace.comms["rank"] == rank]
-    return dict(zip(c["key"], c["comm_id"]))
-
-
 def _posts(ev):
     is_post = ev["event"].isin(["IRECV", "RECV"])
     p = ev[is_post]
@@ -81,11 +76,6 @@ def _receive_completions(ev):
     return ev[done]
 
 
-def _sends(trace):
-    ev = trace.events
-    return ev[ev["event"].isin(["SEND", "ISEND"])]
-
-
 def _latency(sizes, src, dst, machine_model, locality_of):
     if machine_model is None or not len(sizes):
         return np.zeros(len(sizes))
@@ -97,15 +87,71 @@ def _latency(sizes, src, dst, machine_model, locality_of):
     return out
 
 
-def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
-    """The replay input of one receiving rank (see the module docstring)."""
+class _Index:
+    """What every receiving rank's input needs from the whole trace, worked out once:
+    its records by rank, the sends by destination, each record's communicator as a code
+    (collect.trace.comm_codes), each rank's local id of each code, and each sender's
+    rank in its communicator.  Looking these up per rank in the whole trace (or per
+    record by communicator key, which holds the members) costs the trace's length times
+    the job's size."""
+
+    def __init__(self, trace):
+        from ..collect.trace import comm_codes
+
+        ev = trace.events
+        #: the columns the inputs take (taking rows of the whole frame, call sites and
+        #: all, per rank costs more than the rest of the input)
+        self.events = ev[
+            [
+                "rank",
+                "thread",
+                "event",
+                "flags",
+                "time_begin_s",
+                "time_end_s",
+                "comm_key",
+                "peer",
+                "peer_world",
+                "tag",
+                "bytes",
+            ]
+        ]
+        self.codes, self.keys = comm_codes(ev)
+        self.by_rank = ev.groupby("rank").indices
+        sends = np.flatnonzero(ev["event"].isin(["SEND", "ISEND"]).to_numpy())
+        dest = ev["peer_world"].to_numpy()[sends]
+        self.sends_to = {int(d): sends[i] for d, i in pd.Series(dest).groupby(dest).indices.items()}
+        code_of = {k: c for c, k in enumerate(self.keys) if k is not None}
+        self.local = {}  # rank -> {code: the rank's comm id}
+        for rank, key, cid in zip(trace.comms["rank"], trace.comms["key"], trace.comms["comm_id"]):
+            c = code_of.get(key)
+            if c is not None:
+                self.local.setdefault(int(rank), {})[c] = int(cid)
+        self._position = {}
+
+    def rows(self, rank):
+        return self.by_rank.get(rank, np.zeros(0, np.int64))
+
+    def position(self, code, world_rank):
+        """``world_rank``'s rank in communicator ``code``."""
+        got = self._position.get((code, world_rank))
+        if got is None:
+            got = self._position[(code, world_rank)] = self.keys[code][0].index(world_rank)
+        return got
+
+
+def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None, index=None):
+    """The replay input of one receiving rank (see the module docstring); ``index``: the
+    trace's :class:`_Index` (made here when not given)."""
     if mode not in ARRIVAL_MODES:
         raise InputError(
             "--arrivals", None, f"expected one of {', '.join(ARRIVAL_MODES)}, got {mode!r}"
         )
-    ev = trace.events
-    mine = ev[ev["rank"] == rank]
+    index = index if index is not None else _Index(trace)
+    ev = index.events
+    mine = ev.iloc[index.rows(rank)]
     posts = _posts(mine)
+    posts["code"] = index.codes[posts.index.to_numpy()]
     traced = set(trace.clocks)
     recv_done = _receive_completions(mine)
     senders = set(recv_done["peer_world"].tolist())
@@ -119,10 +165,11 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
             "has no trace: use --arrivals completion",
         )
     if use_send:
-        s = _sends(trace)
-        s = s[s["peer_world"] == rank]
+        at = index.sends_to.get(rank, np.zeros(0, np.int64))
+        s = ev.iloc[at]
+        codes = index.codes[at]
         # the sender's rank in the communicator, as the receiver's engine sees it
-        src_in_comm = [key[0].index(r) for key, r in zip(s["comm_key"], s["rank"])]
+        src_in_comm = [index.position(c, r) for c, r in zip(codes.tolist(), s["rank"].tolist())]
         lat = _latency(
             s["bytes"].to_numpy(),
             s["rank"].to_numpy(),
@@ -140,6 +187,7 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
                 "bytes": s["bytes"].to_numpy(),
                 "thread": s["thread"].to_numpy(),
                 "sender": s["rank"].to_numpy(),
+                "code": codes,
             }
         )
         latency = (
@@ -159,12 +207,13 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
                 "bytes": r["bytes"].to_numpy(),
                 "thread": -1,
                 "sender": r["peer_world"].to_numpy(),
+                "code": index.codes[r.index.to_numpy()],
             }
         )
         latency = "receive completion order (a sender has no trace)"
     events = pd.concat([posts, arrive], ignore_index=True)
-    ids = _local_comm_ids(trace, rank)
-    unknown = ~events["comm_key"].isin(list(ids))
+    ids = index.local.get(int(rank), {})
+    unknown = ~events["code"].isin(list(ids))
     if unknown.any():
         raise InputError(
             f"rank {rank}'s communicator list",
@@ -172,7 +221,8 @@ def rank_events(trace, rank, mode="auto", machine_model=None, locality_of=None):
             "a message was sent to rank "
             f"{rank} on a communicator it never created ({events['comm_key'][unknown].iloc[0]})",
         )
-    events["comm"] = events["comm_key"].map(ids).astype(np.int64)
+    events["comm"] = events["code"].map(ids).astype(np.int64)
+    events = events.drop(columns="code")
     events["order"] = np.where(events["kind"] == "post", 0, 1)  # a tie: the post first
     events = events.sort_values(["time_s", "order"], kind="stable").drop(columns="order")
     return RankEvents(
@@ -232,8 +282,10 @@ def replay(
     ``summary``: one row per rank and engine (:func:`summarize`, plus how arrivals were
     timed); ``inputs``: {rank: :class:`RankEvents`}.
     """
+    index = _Index(trace)
     inputs = {
-        r: rank_events(trace, r, mode, machine_model, locality_of) for r in receiving_ranks(trace)
+        r: rank_events(trace, r, mode, machine_model, locality_of, index)
+        for r in receiving_ranks(trace)
     }
     results, rows = [], []
     for r, ri in inputs.items():

@@ -276,9 +276,13 @@ def match_messages(trace):
     the status, in the order they were posted.  The k-th send and the k-th receive of
     one (source, destination, communicator, tag) are one message (non-overtaking).
     """
+    from ..collect.trace import comm_labels
+
     ev = trace.events
     _, post = _start_of_completions(ev)
-    key = ev["comm_key"].map(repr)
+    # object, not str: a str column would copy every record's text (the members of a
+    # world communicator: kilobytes a record at a thousand ranks)
+    key = pd.Series(comm_labels(ev), index=ev.index, dtype=object)
     send = ev[ev["event"].isin(["SEND", "ISEND"]) & (ev["peer_world"] >= 0)]
     recv_mask = (ev["event"] == "RECV") | (
         (ev["event"] == "COMPLETE") & ((ev["flags"] & RECV_SIDE) != 0)
@@ -289,7 +293,7 @@ def match_messages(trace):
             "send": send.index,
             "src": send["rank"].to_numpy(),
             "dst": send["peer_world"].to_numpy(),
-            "comm": key[send.index].to_numpy(),
+            "comm": pd.Series(key[send.index].to_numpy(), dtype=object),
             "tag": send["tag"].to_numpy(),
             "order": send["time_begin_s"].to_numpy(),
             "order2": send["record"].to_numpy(),
@@ -302,7 +306,7 @@ def match_messages(trace):
             "recv": recv.index,
             "src": recv["peer_world"].to_numpy(),
             "dst": recv["rank"].to_numpy(),
-            "comm": key[recv.index].to_numpy(),
+            "comm": pd.Series(key[recv.index].to_numpy(), dtype=object),
             "tag": recv["tag"].to_numpy(),
             "order": posted,
             "order2": recv["time_end_s"].to_numpy(),
